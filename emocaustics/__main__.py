@@ -1,0 +1,5 @@
+import sys
+
+from emocaustics.cli import main
+
+sys.exit(main())

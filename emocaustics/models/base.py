@@ -1,0 +1,64 @@
+"""The one interface every model backend offers (vLLM actor, OpenAI-compatible endpoint, smoke model, embedders).
+
+Extraction and scoring code talk only to these protocols; the spec string picks the backend
+(see `emocaustics.models.spec`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+
+@dataclass(frozen=True, slots=True)
+class Sampling:
+    max_tokens: int = 512
+    temperature: float = 0.0
+    top_p: float = 1.0
+    seed: int | None = 0
+
+    def key(self) -> dict[str, Any]:
+        return {"max_tokens": self.max_tokens, "temperature": self.temperature, "top_p": self.top_p, "seed": self.seed}
+
+
+@dataclass(frozen=True, slots=True)
+class ChatRequest:
+    messages: tuple[dict[str, str], ...]  # [{"role": "system"|"user"|"assistant", "content": ...}]
+    schema: dict | None = None  # JSON schema the answer must follow (structured output where the backend has it)
+    sampling: Sampling = field(default_factory=Sampling)
+    affinity: str | None = None  # e.g. the dialogue id: requests with the same affinity go to the same replica
+
+
+@dataclass(slots=True)
+class Completion:
+    text: str
+    parsed: Any = None  # the JSON value when a schema was given and the text parsed (possibly after repair)
+    error: str | None = None  # why this request failed for good (after retries); text may then be ""
+    prompt_tokens: int = 0
+    generated_tokens: int = 0
+    cached: bool = False
+    repaired: bool = False  # json-repair had to fix the text
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@runtime_checkable
+class LLM(Protocol):
+    name: str  # the spec string, used in cache keys and reports
+
+    async def generate(self, requests: list[ChatRequest]) -> list[Completion]:
+        """One Completion per request, same order. Never raises for a single bad request: it sets `error`."""
+        ...
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    name: str
+
+    async def embed(self, texts: list[str]) -> np.ndarray:
+        """An (n, d) float32 array of L2-normalised embeddings, so that cosine is a dot product."""
+        ...
