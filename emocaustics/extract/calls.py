@@ -1,0 +1,125 @@
+"""Asking the model for typed answers: batching, retries, failure reasons and per-dialogue accounting.
+
+Every extraction step goes through `ask_many`: it sends one batch of chat requests, parses each answer into its
+pydantic record, re-asks the ones that failed (with a new seed, so that a deterministic answer that did not parse is
+not simply repeated — and not served again from the response cache), and raises `StepFailed` naming the step and the
+last reason when an answer is still bad after the retries. Nothing is skipped silently.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, fields
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel
+
+from emocaustics.extract.parse import Unparseable, parse_answer, token_budget
+from emocaustics.models.base import LLM, ChatRequest, Sampling
+
+M = TypeVar("M", bound=BaseModel)
+
+# Engine/endpoint messages that mean "the prompt does not fit the model's context": never retried, never truncated.
+_CONTEXT_RE = re.compile(
+    r"maximum context length|max_model_len|context length|too long|longer than the maximum|exceeds? the (model|maximum)",
+    re.IGNORECASE,
+)
+
+
+class StepFailed(Exception):
+    def __init__(self, step: str, reason: str):
+        super().__init__(f"{step}: {reason}")
+        self.step = step
+        self.reason = reason
+
+
+class ContextExceeded(StepFailed):
+    """The prompt is longer than the model's context; reported for the dialogue instead of truncating it."""
+
+
+@dataclass(slots=True)
+class Stats:
+    requests: int = 0  # answers received (engine calls + cache hits)
+    llm_calls: int = 0  # answers the engine produced now (not from the cache)
+    cache_hits: int = 0
+    prompt_tokens: int = 0
+    generated_tokens: int = 0
+    unparseable: int = 0  # answers that did not parse (each was retried or became a failure)
+    retries: int = 0
+
+    def add(self, other: "Stats") -> None:
+        for f in fields(self):
+            setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
+
+    def to_json(self) -> dict[str, int]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass(frozen=True, slots=True)
+class Ask(Generic[M]):
+    step: str  # where in the method, for failure reasons: "pass1 window 3 (utterances 15-19)"
+    user: str
+    model: type[M]
+    schema: dict[str, Any]
+
+
+@dataclass(slots=True)
+class Asker:
+    """The model plus the run's settings; one per dialogue so that its stats are the dialogue's."""
+
+    llm: LLM
+    affinity: str | None = None
+    retries: int = 2
+    max_tokens_cap: int = 2048
+    stats: Stats = field(default_factory=Stats)
+
+    def _request(self, ask: Ask[Any], attempt: int) -> ChatRequest:
+        from emocaustics.extract.prompts import messages
+
+        budget = min(token_budget(ask.schema), self.max_tokens_cap)
+        # attempt 0 is greedy; a retry samples with another seed so that it can come out differently
+        sampling = Sampling(max_tokens=budget, temperature=0.0 if attempt == 0 else 0.7, seed=attempt)
+        return ChatRequest(messages=messages(ask.user), schema=ask.schema, sampling=sampling, affinity=self.affinity)
+
+    async def ask_many(self, asks: list[Ask[M]]) -> list[M]:
+        results: list[M | None] = [None] * len(asks)
+        reasons: list[str] = [""] * len(asks)
+        pending = list(range(len(asks)))
+        for attempt in range(self.retries + 1):
+            if not pending:
+                break
+            if attempt:
+                self.stats.retries += len(pending)
+            completions = await self.llm.generate([self._request(asks[i], attempt) for i in pending])
+            if len(completions) != len(pending):
+                raise StepFailed(asks[pending[0]].step, f"backend returned {len(completions)} answers for {len(pending)} requests")
+            still: list[int] = []
+            for i, c in zip(pending, completions):
+                self.stats.requests += 1
+                if c.cached:  # tokens count what the engine did in this run, so a cached answer adds none
+                    self.stats.cache_hits += 1
+                else:
+                    self.stats.llm_calls += 1
+                    self.stats.prompt_tokens += c.prompt_tokens
+                    self.stats.generated_tokens += c.generated_tokens
+                if c.error is not None:
+                    if _CONTEXT_RE.search(c.error):
+                        raise ContextExceeded(asks[i].step, f"prompt exceeds the model's context: {c.error}")
+                    reasons[i] = f"model error: {c.error}"
+                    still.append(i)
+                    continue
+                try:
+                    results[i] = parse_answer(asks[i].model, c.parsed, c.text)
+                except Unparseable as exc:
+                    self.stats.unparseable += 1
+                    reasons[i] = f"unparseable answer: {exc}"
+                    still.append(i)
+            pending = still
+        if pending:
+            i = pending[0]
+            more = f" (and {len(pending) - 1} more in this step)" if len(pending) > 1 else ""
+            raise StepFailed(asks[i].step, f"{reasons[i]} after {self.retries + 1} attempts{more}")
+        return [r for r in results if r is not None]
+
+    async def ask(self, ask: Ask[M]) -> M:
+        return (await self.ask_many([ask]))[0]
