@@ -13,6 +13,7 @@ builds the dataset plan and the manifest.
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import time
 from pathlib import Path
@@ -79,8 +80,17 @@ def make_item(dialogue_id: int, sentences: list[str], holders: list[str], cfg: E
               emb: np.ndarray | None = None, prior: list[dict] | None = None) -> dict[str, Any]:
     """One dialogue as a plain, serialisable work item (it travels to a Ray actor)."""
     return {"id": int(dialogue_id), "sentences": list(sentences), "holders": list(holders),
-            "config": cfg.model_dump(), "emb": None if emb is None else np.asarray(emb, np.float32).tolist(),
-            "prior": prior}
+            "config": cfg.model_dump(), "emb": None if emb is None else pack(emb), "prior": prior}
+
+
+def pack(emb: np.ndarray) -> dict[str, Any]:
+    """Embeddings as base64 float32 (a quarter of the size of a JSON list of floats) with their shape."""
+    a = np.ascontiguousarray(emb, dtype=np.float32)
+    return {"shape": list(a.shape), "b64": base64.b64encode(a.tobytes()).decode("ascii")}
+
+
+def unpack(packed: dict[str, Any]) -> np.ndarray:
+    return np.frombuffer(base64.b64decode(packed["b64"]), dtype=np.float32).reshape(packed["shape"])
 
 
 def item_affinity(item: dict[str, Any]) -> str:
@@ -109,7 +119,7 @@ async def extract_one(llm: Any, item: dict[str, Any]) -> dict[str, Any]:
     """The state machine of one dialogue: a prediction, or a failure naming the step and the reason."""
     cfg = ExtractConfig.model_validate(item["config"])
     d = sx.DialogueInput(int(item["id"]), tuple(item["sentences"]), tuple(item["holders"]))
-    emb = None if item.get("emb") is None else np.asarray(item["emb"], dtype=np.float32)
+    emb = None if item.get("emb") is None else unpack(item["emb"])
     asker = Asker(llm, affinity=item_affinity(item), retries=cfg.retries, max_tokens_cap=cfg.max_tokens_cap)
     t0 = time.perf_counter()
     row: dict[str, Any] = {"dialogue": d.id, "utterances": len(d), "ok": False, "prediction": None, "step": None,
@@ -177,7 +187,7 @@ def embed_items(embedder: Any, items: list[dict[str, Any]]) -> None:
     at = 0
     for it in items:
         n = len(it["sentences"])
-        it["emb"] = vecs[at:at + n].tolist()
+        it["emb"] = pack(vecs[at:at + n])
         at += n
 
 
