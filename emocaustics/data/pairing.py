@@ -1,0 +1,167 @@
+"""Which chat file does each emo file annotate? Derived from content, never from file numbers alone.
+
+Evidence per (emo, chat) pair: TF-IDF cosine over character unigrams+bigrams between the emo's event names and
+reasons and the chat's sentences and sextuple annotations, centred and scaled per chat (some long chats resemble
+everything; scaling removes that pull), plus a bonus when the emo's holders are all speakers of the chat. Because
+each distinct annotation belongs to one distinct dialogue, the pairs are chosen together as a one-to-one assignment
+(Hungarian method), and each pair keeps its margin over the next best chat.
+
+The published data holds near-twin dialogues (same sentences, annotated twice with small differences). Between
+twins the text cannot decide; such pairs are marked `ambiguous`. When a numbering rule (same number, or the
+renumbering by text-sorted names) agrees with nearly all confident pairs, it settles the ambiguous ones and they are
+marked `inferred` -- reported as inferred, not verified.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+_WORD = re.compile(r"[\W_]+")
+
+# z-units (per-chat standardised similarity) below which the best and the runner-up chat are not told apart
+AMBIGUOUS_MARGIN = 1.0
+# bonus (z-units) when every emo holder speaks in the chat
+HOLDER_BONUS = 1.0
+# share of confident pairs a numbering rule must agree with before it may settle ambiguous ones
+RULE_AGREEMENT = 0.95
+# two chats are twins when their sentence bigram sets overlap this much (Jaccard)
+TWIN_JACCARD = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """What pairing looks at for one distinct file content."""
+
+    text: str
+    holders: frozenset[str]
+    numbers: tuple[int, ...]  # the file numbers this content is published under
+    sentences: str = ""  # chats only: the dialogue text alone, for twin detection
+
+
+@dataclass(frozen=True, slots=True)
+class Match:
+    emo: int  # index into the emo evidence list
+    chat: int  # index into the chat evidence list
+    score: float
+    margin: float  # score minus the best other chat's score (z-units)
+    runner_up: int | None
+    status: str  # verified | ambiguous | inferred
+    note: str = ""
+
+
+def _grams(text: str) -> set[str]:
+    t = _WORD.sub("", text)
+    return set(t) | {t[i : i + 2] for i in range(len(t) - 1)}
+
+
+def similarity(emo_texts: Sequence[str], chat_texts: Sequence[str]) -> np.ndarray:
+    """Cosine similarity of binary TF-IDF vectors (character unigrams and bigrams), shape (emos, chats)."""
+    from scipy.sparse import csr_matrix
+
+    chat_sets = [_grams(t) for t in chat_texts]
+    emo_sets = [_grams(t) for t in emo_texts]
+    vocab: dict[str, int] = {}
+    for s in chat_sets:
+        for g in s:
+            vocab.setdefault(g, len(vocab))
+
+    def matrix(sets: list[set[str]]) -> csr_matrix:
+        rows, cols = [], []
+        for i, s in enumerate(sets):
+            js = [vocab[g] for g in s if g in vocab]
+            rows.extend([i] * len(js))
+            cols.extend(js)
+        return csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(sets), max(len(vocab), 1)))
+
+    c, e = matrix(chat_sets), matrix(emo_sets)
+    df = np.asarray(c.sum(axis=0)).ravel()
+    idf = np.log((len(chat_sets) + 1) / (df + 1)) + 1.0
+
+    def unit(m: csr_matrix) -> csr_matrix:
+        m = csr_matrix(m.multiply(idf))
+        norms = np.sqrt(np.asarray(m.multiply(m).sum(axis=1)).ravel())
+        norms[norms == 0] = 1.0
+        return csr_matrix(m.multiply(1.0 / norms[:, None]))
+
+    return np.asarray((unit(e) @ unit(c).T).todense())
+
+
+def _standardise(s: np.ndarray) -> np.ndarray:
+    """Centre and scale each chat's column; with few emos the statistics mean nothing, so scale globally."""
+    if s.shape[0] >= 5 and s.shape[1] >= 2:
+        return (s - s.mean(axis=0)) / (s.std(axis=0) + 1e-9)
+    return (s - s.mean()) / (s.std() + 1e-9) if s.size > 1 else s
+
+
+def _twins(chats: Sequence[Evidence]) -> Callable[[int, int], bool]:
+    sets = [{c.sentences[i : i + 2] for i in range(len(c.sentences) - 1)} for c in chats]
+
+    def twin(a: int, b: int) -> bool:
+        x, y = sets[a], sets[b]
+        return bool(x and y) and len(x & y) / len(x | y) >= TWIN_JACCARD
+
+    return twin
+
+
+def text_sorted_rank(n: int) -> dict[int, int]:
+    """k -> position (1-based) of the name "k" when "1".."n" are sorted as text (a common renumbering accident)."""
+    return {int(s): i + 1 for i, s in enumerate(sorted(str(k) for k in range(1, n + 1)))}
+
+
+def numbering_rules(n_chats: int) -> dict[str, Callable[[int], int | None]]:
+    ranks = text_sorted_rank(n_chats)
+    return {"same number": lambda k: k, "text-sorted renumbering": lambda k: ranks.get(k)}
+
+
+def match(emos: Sequence[Evidence], chats: Sequence[Evidence]) -> list[Match]:
+    """Pair each distinct emo content with the distinct chat content it annotates (one-to-one where possible)."""
+    from scipy.optimize import linear_sum_assignment
+
+    if not emos or not chats:
+        return []
+    z = _standardise(similarity([e.text for e in emos], [c.text for c in chats]))
+    holder_fit = np.array([[1.0 if e.holders and e.holders <= c.holders else 0.0 for c in chats] for e in emos])
+    score = z + HOLDER_BONUS * holder_fit
+    rows, cols = linear_sum_assignment(-score)
+    twin = _twins(chats)
+    out: dict[int, Match] = {}
+    for i, j in zip(rows.tolist(), cols.tolist()):
+        others = np.delete(score[i], j)
+        runner = None if others.size == 0 else int(np.argmax(np.where(np.arange(len(chats)) == j, -np.inf, score[i])))
+        margin = float(score[i, j] - others.max()) if others.size else float("inf")
+        ambiguous = runner is not None and margin < AMBIGUOUS_MARGIN and twin(j, runner)
+        out[i] = Match(i, j, float(score[i, j]), margin, runner, "ambiguous" if ambiguous else "verified",
+                       f"indistinguishable from its twin (margin {margin:.2f})" if ambiguous else "")
+    matches = [out[i] for i in sorted(out)]
+    return _settle_ambiguous(matches, emos, chats)
+
+
+def _settle_ambiguous(matches: list[Match], emos: Sequence[Evidence], chats: Sequence[Evidence]) -> list[Match]:
+    """Let a numbering rule that the confident pairs confirm decide between twins."""
+    ambiguous = [m for m in matches if m.status == "ambiguous"]
+    confident = [m for m in matches if m.status == "verified"]
+    if not ambiguous or len(confident) < 10:
+        return matches
+    by_number = {n: j for j, c in enumerate(chats) for n in c.numbers}
+    for rule_name, rule in numbering_rules(len(chats)).items():
+        agree = sum(by_number.get(rule(min(emos[m.emo].numbers)) or -1) == m.chat for m in confident)
+        if agree < RULE_AGREEMENT * len(confident):
+            continue
+        taken = {m.chat for m in confident}
+        proposal = {m.emo: by_number.get(rule(min(emos[m.emo].numbers)) or -1) for m in ambiguous}
+        targets = list(proposal.values())
+        candidates_ok = all(
+            t is not None and t not in taken and t in (m.chat, m.runner_up) for m, t in zip(ambiguous, targets))
+        if not candidates_ok or len(set(targets)) != len(targets):
+            continue
+        settled = {
+            m.emo: Match(m.emo, proposal[m.emo], m.score, m.margin, m.runner_up, "inferred",
+                         f"text cannot tell twins apart (margin {m.margin:.2f}); settled by the {rule_name} rule, "
+                         f"which {agree}/{len(confident)} verified pairs follow")
+            for m in ambiguous}
+        return [settled.get(m.emo, m) for m in matches]
+    return matches
