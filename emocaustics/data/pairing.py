@@ -30,6 +30,8 @@ HOLDER_BONUS = 1.0
 RULE_AGREEMENT = 0.95
 # two chats are twins when their sentence bigram sets overlap this much (Jaccard)
 TWIN_JACCARD = 0.5
+# an emo needs at least this many distinct character grams to be matched on content at all
+MIN_GRAMS = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,33 +120,42 @@ def numbering_rules(n_chats: int) -> dict[str, Callable[[int], int | None]]:
 
 
 def match(emos: Sequence[Evidence], chats: Sequence[Evidence]) -> list[Match]:
-    """Pair each distinct emo content with the distinct chat content it annotates (one-to-one where possible)."""
+    """Pair each distinct emo content with the distinct chat content it annotates (one-to-one where possible).
+
+    An emo with (almost) no text is left out of the content match; only a confirmed numbering rule can pair it
+    (status `inferred`), else it stays unpaired.
+    """
     from scipy.optimize import linear_sum_assignment
 
-    if not emos or not chats:
+    usable = [i for i, e in enumerate(emos) if len(_grams(e.text)) >= MIN_GRAMS]
+    if not usable or not chats:
         return []
-    z = _standardise(similarity([e.text for e in emos], [c.text for c in chats]))
-    holder_fit = np.array([[1.0 if e.holders and e.holders <= c.holders else 0.0 for c in chats] for e in emos])
+    z = _standardise(similarity([emos[i].text for i in usable], [c.text for c in chats]))
+    holder_fit = np.array([[1.0 if emos[i].holders and emos[i].holders <= c.holders else 0.0 for c in chats]
+                           for i in usable])
     score = z + HOLDER_BONUS * holder_fit
     rows, cols = linear_sum_assignment(-score)
     twin = _twins(chats)
-    out: dict[int, Match] = {}
-    for i, j in zip(rows.tolist(), cols.tolist()):
-        others = np.delete(score[i], j)
-        runner = None if others.size == 0 else int(np.argmax(np.where(np.arange(len(chats)) == j, -np.inf, score[i])))
-        margin = float(score[i, j] - others.max()) if others.size else float("inf")
+    matches: list[Match] = []
+    for r, j in zip(rows.tolist(), cols.tolist()):
+        i = usable[r]
+        others = np.where(np.arange(len(chats)) == j, -np.inf, score[r])
+        runner = int(np.argmax(others)) if len(chats) > 1 else None
+        margin = float(score[r, j] - others[runner]) if runner is not None else float("inf")
         ambiguous = runner is not None and margin < AMBIGUOUS_MARGIN and twin(j, runner)
-        out[i] = Match(i, j, float(score[i, j]), margin, runner, "ambiguous" if ambiguous else "verified",
-                       f"indistinguishable from its twin (margin {margin:.2f})" if ambiguous else "")
-    matches = [out[i] for i in sorted(out)]
-    return _settle_ambiguous(matches, emos, chats)
+        matches.append(Match(i, j, float(score[r, j]), margin, runner, "ambiguous" if ambiguous else "verified",
+                             f"indistinguishable from its twin (margin {margin:.2f})" if ambiguous else ""))
+    matches.sort(key=lambda m: m.emo)
+    unmatched = [i for i in range(len(emos)) if i not in {m.emo for m in matches}]
+    return _settle_ambiguous(matches, unmatched, emos, chats)
 
 
-def _settle_ambiguous(matches: list[Match], emos: Sequence[Evidence], chats: Sequence[Evidence]) -> list[Match]:
-    """Let a numbering rule that the confident pairs confirm decide between twins."""
+def _settle_ambiguous(matches: list[Match], unmatched: list[int], emos: Sequence[Evidence],
+                      chats: Sequence[Evidence]) -> list[Match]:
+    """Let a numbering rule that the confident pairs confirm decide between twins, and pair emos without text."""
     ambiguous = [m for m in matches if m.status == "ambiguous"]
     confident = [m for m in matches if m.status == "verified"]
-    if not ambiguous or len(confident) < 10:
+    if (not ambiguous and not unmatched) or len(confident) < 10:
         return matches
     by_number = {n: j for j, c in enumerate(chats) for n in c.numbers}
     for rule_name, rule in numbering_rules(len(chats)).items():
@@ -154,14 +165,18 @@ def _settle_ambiguous(matches: list[Match], emos: Sequence[Evidence], chats: Seq
         taken = {m.chat for m in confident}
         proposal = {m.emo: by_number.get(rule(min(emos[m.emo].numbers)) or -1) for m in ambiguous}
         targets = list(proposal.values())
-        candidates_ok = all(
-            t is not None and t not in taken and t in (m.chat, m.runner_up) for m, t in zip(ambiguous, targets))
+        candidates_ok = all(t not in taken and t in (m.chat, m.runner_up) for m, t in zip(ambiguous, targets))
         if not candidates_ok or len(set(targets)) != len(targets):
             continue
-        settled = {
-            m.emo: Match(m.emo, proposal[m.emo], m.score, m.margin, m.runner_up, "inferred",
-                         f"text cannot tell twins apart (margin {m.margin:.2f}); settled by the {rule_name} rule, "
-                         f"which {agree}/{len(confident)} verified pairs follow")
-            for m in ambiguous}
-        return [settled.get(m.emo, m) for m in matches]
+        why = f"settled by the {rule_name} rule, which {agree}/{len(confident)} verified pairs follow"
+        settled = {m.emo: Match(m.emo, proposal[m.emo], m.score, m.margin, m.runner_up, "inferred",
+                                f"text cannot tell twins apart (margin {m.margin:.2f}); {why}") for m in ambiguous}
+        out = [settled.get(m.emo, m) for m in matches]
+        used = {m.chat for m in out}
+        for i in unmatched:  # no text to compare: the rule alone pairs it, when its chat is still free
+            t = by_number.get(rule(min(emos[i].numbers)) or -1)
+            if t is not None and t not in used:
+                used.add(t)
+                out.append(Match(i, t, float("nan"), float("nan"), None, "inferred", f"no readable text; {why}"))
+        return sorted(out, key=lambda m: m.emo)
     return matches
