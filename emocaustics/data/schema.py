@@ -1,7 +1,7 @@
 """Typed records shared by every stage: dialogues, sextuples, emotion chains, and defect reports.
 
-These are plain frozen dataclasses inside the system; pydantic validation happens where data enters
-(dataset files, prediction files, LLM answers) in `emocaustics.data.validate`.
+These are plain frozen dataclasses inside the system; validation happens where data enters: `emocaustics.data.io`
+for dataset and prediction files, `emocaustics.extract.parse` (pydantic) for LLM answers.
 """
 
 from __future__ import annotations
