@@ -109,18 +109,31 @@ class _EventMatch:
 
 
 def source_ok(gt: Emotion, pred: Emotion) -> bool:
-    """The predicted ids (usually one) must be non-empty and all among the GT's ids."""
+    """The predicted ids (usually one) must be non-empty and all among the GT's ids; when either side has no
+    parseable id (free text such as "牛牛"), the trimmed texts must be equal."""
     gt_ids = {s.strip() for s in gt.source_ids if s.strip()}
     pred_ids = {s.strip() for s in pred.source_ids if s.strip()}
-    return bool(pred_ids) and pred_ids <= gt_ids
+    if gt_ids and pred_ids:
+        return pred_ids <= gt_ids
+    return bool(gt.source_raw.strip()) and gt.source_raw.strip() == pred.source_raw.strip()
 
 
-def _best(text: str, options: Sequence[tuple[int, str]], sim: SimFn) -> tuple[int, float] | None:
+def _emotion_points(gt: Emotion, pred: Emotion) -> float:
+    return float(normalise_label(pred.state) == normalise_label(gt.state)) + float(source_ok(gt, pred))
+
+
+def _best(text: str, options: Sequence[tuple[int, str]], sim: SimFn,
+          bonus: Callable[[int], float] | None = None) -> tuple[int, float] | None:
+    """The most similar option. Ties (common: a weak embedder maps many Chinese texts to nearly the same vector)
+    go to an identical text, then to the option with the larger `bonus` (the points it would earn), then the
+    earliest."""
     best: tuple[int, float] | None = None
+    best_key: tuple[float, bool, float, int] | None = None
     for j, other in options:
         s = text_sim(sim, text, other)
-        if best is None or s > best[1]:  # strict: ties keep the earliest
-            best = (j, s)
+        key = (s, text.strip() == other.strip(), bonus(j) if bonus else 0.0, -j)
+        if best_key is None or key > best_key:
+            best, best_key = (j, s), key
     return best
 
 
@@ -178,7 +191,8 @@ def _emotion_items(base: ChainItem, gt_ev: Event, pred_ev: Event | None, share: 
     for k, gt_em in enumerate(gt_ev.emotions):
         row = replace(base, kind="emotion", emotion_index=k, gt_state=gt_em.state, gt_reason=gt_em.reason,
                       gt_source=gt_em.source_raw or ",".join(gt_em.source_ids), max_points=2.0, weight=share / n)
-        best = _best(gt_em.reason, [(j, e.reason) for j, e in preds], sim)
+        best = _best(gt_em.reason, [(j, e.reason) for j, e in preds], sim,
+                     lambda j: _emotion_points(gt_em, pred_ev.emotions[j]))  # type: ignore[union-attr]
         if best is not None:
             j, s = best
             p = pred_ev.emotions[j]  # type: ignore[union-attr]
