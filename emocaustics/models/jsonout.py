@@ -1,0 +1,36 @@
+"""Turning a model's answer text into the JSON value a schema asked for: strict parse first, json-repair second."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+def _expects(schema: dict) -> type | tuple[type, ...] | None:
+    kind = schema.get("type")
+    return {"object": dict, "array": list}.get(kind) if isinstance(kind, str) else None
+
+
+def parse_answer(text: str, schema: dict | None) -> tuple[Any, bool, str | None]:
+    """(parsed value, repaired?, error). With no schema nothing is parsed and nothing can fail.
+
+    json-repair turns almost any text into *some* value ("garbage" becomes ""), so a repaired value only counts when
+    it has the top-level type the schema asks for.
+    """
+    if schema is None:
+        return None, False, None
+    try:
+        return json.loads(text), False, None
+    except ValueError as exc:
+        strict_error = f"{exc.msg} at line {exc.lineno} column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else str(exc)
+    import json_repair
+
+    try:
+        value = json_repair.loads(text)
+    except Exception:  # json-repair's own failures are as varied as its inputs
+        value = None
+    want = _expects(schema)
+    if value is not None and value != "" and (want is None or isinstance(value, want)):
+        return value, True, None
+    snippet = text[:80].replace("\n", " ")
+    return None, False, f"invalid JSON: {strict_error}; not repairable (answer starts {snippet!r})"

@@ -1,0 +1,197 @@
+"""`openai:MODEL@BASE_URL`: any OpenAI-compatible chat endpoint (DeepSeek, GLM, a `vllm serve`) as an `LLM`.
+
+- The key comes from `OPENAI_API_KEY` or `EMOCAUSTICS_API_KEY` (else a placeholder, for local servers that want
+  none). It is handed to the client only: never stored elsewhere, logged, or put in an error text.
+- At most `concurrency` requests are in flight (a semaphore); the openai client retries 408/409/429/5xx, timeouts and
+  dropped connections with exponential backoff, honouring `Retry-After`, `max_retries` times, each try bounded by
+  `timeout` seconds.
+- JSON: `response_format` json_schema when the endpoint takes it (`json_mode=auto` finds out on the first 400 that
+  names it and then stays plain), else a plain request whose text goes through json-repair. An answer that does not
+  parse is asked again up to `json_retries` times.
+- Every final failure is a Completion with `error` naming the reason (HTTP status, timeout, connection, invalid
+  JSON); `generate` never raises for one request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import weakref
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal
+
+from emocaustics.models.base import ChatRequest, Completion
+from emocaustics.models.jsonout import parse_answer
+from emocaustics.models.local import run_local
+from emocaustics.models.usage import Usage
+
+log = logging.getLogger(__name__)
+KEY_VARIABLES = ("OPENAI_API_KEY", "EMOCAUSTICS_API_KEY")
+NO_KEY = "EMPTY"  # what local servers (vllm serve) accept when they were started without a key
+
+
+def api_key_from_env() -> str | None:
+    for var in KEY_VARIABLES:
+        value = os.environ.get(var, "").strip()
+        if value:
+            return value
+    return None
+
+
+class OpenAIChatLLM:
+    runs_remotely = False
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str,
+        *,
+        name: str | None = None,
+        concurrency: int = 16,
+        timeout: float = 60.0,
+        max_retries: int = 4,
+        json_mode: Literal["auto", "schema", "plain"] = "auto",
+        json_retries: int = 1,
+    ) -> None:
+        if json_mode not in ("auto", "schema", "plain"):
+            raise ValueError(f"json_mode must be auto, schema or plain, not {json_mode!r}")
+        self.model = model
+        self.base_url = base_url
+        self.name = name or f"openai:{model}@{base_url}"
+        self.cache_id = f"openai:{model}@{base_url}"
+        self.concurrency = int(concurrency)
+        self.timeout = float(timeout)
+        self.max_retries = int(max_retries)
+        self.json_mode = json_mode
+        self.json_retries = int(json_retries)
+        self.usage = Usage()
+        self.repaired = 0
+        # httpx clients and semaphores belong to one event loop; tests and CLIs may run several loops in turn.
+        self._per_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[Any, asyncio.Semaphore]] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def _client(self) -> tuple[Any, asyncio.Semaphore]:
+        loop = asyncio.get_running_loop()
+        if loop not in self._per_loop:
+            from openai import AsyncOpenAI
+
+            client = AsyncOpenAI(
+                api_key=api_key_from_env() or NO_KEY,
+                base_url=self.base_url,
+                timeout=self.timeout,
+                max_retries=self.max_retries,
+            )
+            self._per_loop[loop] = (client, asyncio.Semaphore(self.concurrency))
+        return self._per_loop[loop]
+
+    def _body(self, request: ChatRequest, with_schema: bool) -> dict[str, Any]:
+        s = request.sampling
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": [dict(m) for m in request.messages],
+            "max_tokens": s.max_tokens,
+            "temperature": s.temperature,
+            "top_p": s.top_p,
+        }
+        if s.seed is not None:
+            body["seed"] = s.seed
+        if with_schema and request.schema is not None:
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "answer", "schema": request.schema, "strict": True},
+            }
+        return body
+
+    async def _once(self, request: ChatRequest) -> Completion:
+        import openai
+
+        client, sem = self._client()
+        async with sem:
+            # Decided under the semaphore: an earlier request may just have found out that the endpoint is plain.
+            use_schema = request.schema is not None and self.json_mode != "plain"
+            try:
+                resp = await client.chat.completions.create(**self._body(request, use_schema))
+            except openai.BadRequestError as exc:
+                if not (use_schema and self.json_mode != "schema" and _mentions_response_format(exc)):
+                    return Completion(text="", error=_reason(exc, self.timeout))
+                if self.json_mode == "auto":
+                    log.info("%s: endpoint rejects response_format json_schema; using plain requests", self.name)
+                    self.json_mode = "plain"
+                try:
+                    resp = await client.chat.completions.create(**self._body(request, False))
+                except openai.OpenAIError as exc2:
+                    return Completion(text="", error=_reason(exc2, self.timeout))
+            except openai.OpenAIError as exc:
+                return Completion(text="", error=_reason(exc, self.timeout))
+        choice = resp.choices[0] if resp.choices else None
+        text = (choice.message.content or "") if choice is not None else ""
+        usage = resp.usage
+        parsed, repaired, error = parse_answer(text, request.schema)
+        if error and choice is not None and choice.finish_reason == "length":
+            error = f"answer cut at max_tokens={request.sampling.max_tokens}; {error}"
+        return Completion(
+            text=text,
+            parsed=parsed,
+            error=error,
+            prompt_tokens=usage.prompt_tokens if usage else 0,
+            generated_tokens=usage.completion_tokens if usage else 0,
+            repaired=repaired,
+        )
+
+    async def _one(self, request: ChatRequest) -> Completion:
+        try:
+            for attempt in range(self.json_retries + 1):
+                c = await self._once(request)
+                if c.error is None or not c.error.startswith(("invalid JSON", "answer cut")):
+                    break  # transport failures were already retried by the client
+                if attempt < self.json_retries:
+                    log.info("%s: unparseable answer, asking again (%d/%d)", self.name, attempt + 1, self.json_retries)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # anything unexpected still fails only this request
+            c = Completion(text="", error=f"client error: {type(exc).__name__}: {exc}")
+        if c.error:
+            log.warning("%s: request failed: %s", self.name, c.error)
+        self.repaired += c.repaired
+        return c
+
+    async def generate(self, requests: list[ChatRequest]) -> list[Completion]:
+        answers = list(await asyncio.gather(*(self._one(r) for r in requests)))
+        self.usage.count(answers)
+        return answers
+
+    async def run(
+        self, fn: Callable[[Any, Any], Awaitable[Any]], items: list[Any], affinity_key: Callable[[Any], str] | None = None
+    ) -> list[Any]:
+        """`fn(self, item)` for every item in this process (an endpoint needs no actor to sit next to)."""
+        return await run_local(self, fn, items)
+
+    async def aclose(self) -> None:
+        """Close this event loop's HTTP client (call before the loop ends to release its connections cleanly)."""
+        entry = self._per_loop.pop(asyncio.get_running_loop(), None)
+        if entry is not None:
+            await entry[0].close()
+
+    async def stats(self) -> dict[str, Any]:
+        return {**self.usage.as_dict(), "repaired": self.repaired, "engine_starts": 0, "prefix_cache_hit_rate": None}
+
+
+def _mentions_response_format(exc: Exception) -> bool:
+    text = str(exc).lower()
+    return "response_format" in text or "json_schema" in text
+
+
+def _reason(exc: Exception, timeout: float) -> str:
+    """A one-line reason. openai's messages carry the server's text, never the request headers (so never the key)."""
+    import openai
+
+    if isinstance(exc, openai.APITimeoutError):
+        return f"timeout: no answer within {timeout:g}s (after retries)"
+    if isinstance(exc, openai.APIConnectionError):
+        cause = exc.__cause__
+        return f"connection error: {type(cause).__name__ if cause else exc} (after retries)"
+    if isinstance(exc, openai.APIStatusError):
+        return f"HTTP {exc.status_code}: {str(exc.message)[:200]}"
+    return f"{type(exc).__name__}: {str(exc)[:200]}"

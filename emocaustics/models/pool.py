@@ -1,0 +1,290 @@
+"""A pool of Ray actors hosting replicas of one model, and the process-wide registry that loads a model once per job.
+
+Placement: each request or item goes to the replica with the fewest requests in flight, except that everything with
+the same affinity key (a dialogue id) sticks to the replica it first went to, so that the dialogue's shared prompt
+prefixes hit that replica's prefix cache.
+
+Failures: actors are created with `max_restarts`, so Ray brings a crashed replica back (its engine restarts on the
+first call). Calls in flight on the crashed actor fail with `RayActorError`; the pool retries them (up to `retries`
+times, preferring another replica), and only then reports them as failed Completions / `RunFailure`s. Ray's own
+`max_task_retries` is not used because it cannot prefer a healthy replica and would hide the failure count.
+
+The pool itself satisfies the `LLM` protocol (`name`, `generate`) and adds `run`, `stats`, `start`, `shutdown`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from emocaustics.models.base import ChatRequest, Completion
+from emocaustics.models.local import RunFailure
+from emocaustics.models.usage import Usage
+
+NAMESPACE = "emocaustics"
+MAX_AFFINITY_KEYS = 100_000  # forget the oldest keys beyond this: a key only steers placement
+
+
+class ModelPool:
+    runs_remotely = True  # `run()` executes next to the engine (see CachedLLM.run)
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        name: str,
+        cache_id: str | None = None,
+        replicas: int = 1,
+        engine_opts: dict[str, Any] | None = None,
+        gpus_per_replica: int | None = None,
+        cpus_per_replica: float = 0.0,
+        max_restarts: int = 3,
+        retries: int = 2,
+    ) -> None:
+        import ray
+
+        if replicas < 1:
+            raise ValueError("replicas must be >= 1")
+        self.model = model
+        self.name = name
+        self.cache_id = cache_id or name
+        self.retries = retries
+        self.engine_opts = dict(engine_opts or {})
+        tp = int(self.engine_opts.get("tensor_parallel_size", 1)) * int(self.engine_opts.get("pipeline_parallel_size", 1))
+        if gpus_per_replica is None:  # GPUs when the cluster has them, one per tensor/pipeline-parallel rank
+            gpus_per_replica = tp if ray.cluster_resources().get("GPU", 0) > 0 else 0
+        self.gpus_per_replica = gpus_per_replica
+        key = json.dumps([model, name, self.engine_opts, gpus_per_replica], sort_keys=True, default=str)
+        self.actor_prefix = f"model-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
+        self._placement_groups: list[Any] = []
+        self._actors = [self._make_actor(i, max_restarts, cpus_per_replica) for i in range(replicas)]
+        self._load = [0] * replicas
+        self._affinity: dict[str, int] = {}
+        self._instances: dict[str, float | None] = {}  # engine instance id -> its start seconds
+        self.retried = 0  # calls re-sent after a replica died
+
+    # -- placement -------------------------------------------------------------------------------------------
+    def _make_actor(self, index: int, max_restarts: int, cpus: float) -> Any:
+        import ray
+
+        from emocaustics.models.vllm_actor import VLLMEngineActor
+
+        opts: dict[str, Any] = {
+            "name": f"{self.actor_prefix}-{index}",
+            "namespace": NAMESPACE,
+            "get_if_exists": True,  # a second driver process of the same job reuses the loaded replica
+            "max_restarts": max_restarts,
+            "max_task_retries": 0,  # the pool retries, see the module docstring
+            "max_concurrency": 100_000,  # async actor: every dialogue of the job may be in flight
+            "num_cpus": cpus,  # the engine core is a process vLLM spawns, outside Ray's accounting either way
+        }
+        engine_opts = dict(self.engine_opts)
+        g = self.gpus_per_replica
+        if g == 1:
+            opts["num_gpus"] = 1
+        elif g > 1:
+            # Tensor parallel: reserve all ranks' GPUs on one node; vLLM's Ray executor places its workers in the
+            # placement group it runs in (captured as the current one).
+            from ray.util.placement_group import placement_group
+            from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+            pg = placement_group([{"GPU": 1, "CPU": 1}] * g, strategy="STRICT_PACK")
+            ray.get(pg.ready())
+            self._placement_groups.append(pg)
+            opts["scheduling_strategy"] = PlacementGroupSchedulingStrategy(pg, placement_group_capture_child_tasks=True)
+            engine_opts.setdefault("distributed_executor_backend", "ray")
+        cls = ray.remote(VLLMEngineActor)
+        return cls.options(**opts).remote(self.model, engine_opts, self.name, self.cache_id)
+
+    def _pick(self, affinity: str | None, avoid: set[int] = frozenset()) -> int:  # type: ignore[assignment]
+        if affinity is not None:
+            i = self._affinity.get(affinity)
+            if i is not None and i not in avoid:
+                return i
+        candidates = [i for i in range(len(self._actors)) if i not in avoid] or list(range(len(self._actors)))
+        i = min(candidates, key=lambda j: self._load[j])
+        if affinity is not None:
+            if len(self._affinity) >= MAX_AFFINITY_KEYS:
+                self._affinity.pop(next(iter(self._affinity)))
+            self._affinity[affinity] = i
+        return i
+
+    async def _call(self, affinity: str | None, weight: int, method: str, *args: Any) -> Any:
+        """Call `method` on a replica; on actor death retry elsewhere. Raises the last error when retries run out."""
+        from ray.exceptions import RayActorError
+
+        tried: set[int] = set()
+        for attempt in range(self.retries + 1):
+            i = self._pick(affinity, tried)
+            self._load[i] += weight
+            try:
+                return await getattr(self._actors[i], method).remote(*args)
+            except RayActorError:
+                tried.add(i)
+                if attempt == self.retries:
+                    raise
+                self.retried += 1
+                await asyncio.sleep(min(0.5 * 2**attempt, 5.0))  # give Ray time to notice and restart the actor
+            finally:
+                self._load[i] -= weight
+        raise AssertionError("unreachable")
+
+    # -- LLM protocol ----------------------------------------------------------------------------------------
+    async def generate(self, requests: list[ChatRequest]) -> list[Completion]:
+        """One Completion per request, same order; requests are grouped into one actor call per replica."""
+        groups: dict[tuple[int, str | None], list[int]] = {}
+        for n, r in enumerate(requests):
+            i = self._pick(r.affinity)
+            self._load[i] += 1  # counted while assigning, so that one big batch spreads out
+            groups.setdefault((i, r.affinity), []).append(n)
+        for (i, _), idx in groups.items():
+            self._load[i] -= len(idx)
+
+        async def send(affinity: str | None, idx: list[int]) -> list[Completion]:
+            try:
+                return await self._call(affinity, len(idx), "generate", [requests[n] for n in idx])
+            except Exception as exc:  # replica gone for good, or a bug in the actor: every request gets the reason
+                return [Completion(text="", error=f"model replica failed: {type(exc).__name__}: {exc}")] * len(idx)
+
+        # One actor call per (replica, affinity): a retry after a crash re-places exactly that dialogue's requests.
+        results = await asyncio.gather(*(send(aff, idx) for (_, aff), idx in groups.items()))
+        out: list[Completion | None] = [None] * len(requests)
+        for idx, answers in zip(groups.values(), results):
+            for n, c in zip(idx, answers):
+                out[n] = c
+        return out  # type: ignore[return-value]
+
+    async def run(
+        self,
+        fn: Callable[[Any, Any], Awaitable[Any]],
+        items: list[Any],
+        affinity_key: Callable[[Any], str] | None = None,
+        *,
+        cache_path: Any = None,
+    ) -> list[Any]:
+        """`await fn(llm, item)` for every item inside a replica (the least loaded, or the item's affinity replica).
+
+        Results come back in item order; an item whose function raised, or whose replica died more than `retries`
+        times, is a `RunFailure` with the reason. `fn` and items must be picklable (cloudpickle).
+        """
+        import ray
+
+        _pickle_by_value_if_local(fn)
+        fn_ref = ray.put(fn)  # shipped once, not once per item
+        path = str(cache_path) if cache_path is not None else None
+
+        async def one(item: Any) -> Any:
+            key = str(affinity_key(item)) if affinity_key is not None else None
+            try:
+                return await self._call(key, 1, "run_one", fn_ref, item, path)
+            except Exception as exc:
+                return RunFailure(f"model replica failed: {type(exc).__name__}: {exc}")
+
+        return list(await asyncio.gather(*(one(item) for item in items)))
+
+    # -- lifecycle and numbers -------------------------------------------------------------------------------
+    async def start(self) -> float:
+        """Start every replica's engine (in parallel); returns the wall seconds it took."""
+        t0 = time.perf_counter()
+        infos = await asyncio.gather(*(a.start.remote() for a in self._actors))
+        for info in infos:
+            self._instances.setdefault(info["instance"], info["start_seconds"])
+        return time.perf_counter() - t0
+
+    async def stats(self) -> dict[str, Any]:
+        """Totals over replicas: calls, tokens, cache hits, engine starts, prefix-cache hit rate, retries."""
+        from ray.exceptions import RayActorError
+
+        total = Usage()
+        per_replica = []
+        for a in self._actors:
+            try:
+                s = await a.stats.remote()
+            except RayActorError as exc:
+                per_replica.append({"error": str(exc)})
+                continue
+            total.add(s)
+            if s["started"]:
+                self._instances.setdefault(s["instance"], s["start_seconds"])
+            per_replica.append(s)
+        out: dict[str, Any] = total.as_dict()
+        out["engine_starts"] = len(self._instances)  # every engine this pool ever saw start, restarts included
+        out["engine_start_seconds"] = [v for v in self._instances.values() if v is not None]
+        out["prefix_cache_hit_rate"] = total.cached_prompt_tokens / total.prompt_tokens if total.prompt_tokens else None
+        out["replicas"] = len(self._actors)
+        out["retried"] = self.retried
+        out["per_replica"] = per_replica
+        return out
+
+    @property
+    def actors(self) -> list[Any]:
+        return list(self._actors)
+
+    def shutdown(self) -> None:
+        """Kill the replicas (their engines die with them) and forget this pool in the registry."""
+        import ray
+
+        for a in self._actors:
+            try:
+                ray.kill(a, no_restart=True)
+            except Exception:  # already gone
+                pass
+        for pg in self._placement_groups:
+            ray.util.remove_placement_group(pg)
+        for key, pool in list(_POOLS.items()):
+            if pool is self:
+                del _POOLS[key]
+
+
+def _pickle_by_value_if_local(fn: Any) -> None:
+    """Functions from scripts, tests and benchmarks travel by value: workers cannot import those modules by name.
+
+    Functions of installed packages (ours included) keep travelling by reference, which is smaller and faster.
+    """
+    import sys
+    from pathlib import Path
+
+    from ray import cloudpickle
+
+    module = sys.modules.get(getattr(fn, "__module__", "") or "")
+    file = getattr(module, "__file__", None)
+    if module is None or file is None or module.__name__ == "__main__":
+        return  # __main__ and builtins: cloudpickle already does the right thing
+    here = Path(file).resolve()
+    package_dir = Path(__file__).resolve().parents[1]  # .../emocaustics
+    if "site-packages" in here.parts or "dist-packages" in here.parts or package_dir in here.parents:
+        return
+    cloudpickle.register_pickle_by_value(module)
+
+
+# -- registry ------------------------------------------------------------------------------------------------
+_POOLS: dict[str, ModelPool] = {}
+
+
+def get_pool(spec: Any, **overrides: Any) -> ModelPool:
+    """The one pool of this process for a `smoke` / `vllm:` spec (string or LLMSpec); created on first use.
+
+    Engine-option overrides are part of the key: the same model with another max_model_len is another pool.
+    """
+    from emocaustics.models.spec import parse_llm_spec, pool_arguments
+
+    parsed = parse_llm_spec(spec) if isinstance(spec, str) else spec
+    parsed = parsed.with_options(**overrides) if overrides else parsed
+    key = parsed.canonical()
+    pool = _POOLS.get(key)
+    if pool is None:
+        pool = _POOLS[key] = ModelPool(**pool_arguments(parsed))
+    return pool
+
+
+def registered_pools() -> dict[str, ModelPool]:
+    return dict(_POOLS)
+
+
+def shutdown_pools() -> None:
+    for pool in list(_POOLS.values()):
+        pool.shutdown()

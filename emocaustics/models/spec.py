@@ -1,0 +1,180 @@
+"""Model spec strings -> typed specs -> LLM objects.
+
+    smoke[?OPTION=VALUE&...]                     the tiny random model, served by the real vLLM engine
+    vllm:PATH_OR_NAME[?replicas=2&tp=1&max_model_len=4096&OPTION=VALUE...]
+    openai:MODEL@BASE_URL[?concurrency=16&timeout=60&max_retries=4&json_mode=auto]
+
+For `smoke`/`vllm:` the pool keys are `replicas`, `tp` (tensor_parallel_size), `gpus` (per replica; default: tp when
+the cluster has GPUs, else 0), `cpus` (Ray CPUs reserved per replica, default 0); every other key is a vLLM engine
+argument (`AsyncEngineArgs` field), checked when the engine is made. Values are JSON when they parse as JSON
+(numbers, booleans, objects), else strings.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import parse_qsl, urlencode
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from emocaustics.cli import UsageError
+
+ALLOWED = (
+    "'smoke[?OPTION=VALUE...]', 'vllm:PATH_OR_NAME[?replicas=N&tp=N&OPTION=VALUE...]' or "
+    "'openai:MODEL@BASE_URL[?concurrency=N&timeout=SECONDS&max_retries=N&json_mode=auto|schema|plain]'"
+)
+POOL_KEYS = ("replicas", "tp", "gpus", "cpus")
+CLIENT_KEYS = ("concurrency", "timeout", "max_retries", "json_mode", "json_retries")
+
+
+class LLMSpec(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["smoke", "vllm", "openai"]
+    model: str = ""
+    base_url: str | None = None
+    replicas: int = Field(1, ge=1)
+    tp: int = Field(1, ge=1)
+    gpus: int | None = Field(None, ge=0)
+    cpus: float = Field(0.0, ge=0)
+    engine: dict[str, Any] = Field(default_factory=dict)  # vLLM engine arguments
+    client: dict[str, Any] = Field(default_factory=dict)  # OpenAI client options
+
+    def canonical(self) -> str:
+        """A stable string for this spec (registry key, reports). Equal specs give equal strings."""
+        if self.kind == "openai":
+            head = f"openai:{self.model}@{self.base_url}"
+            query = dict(sorted(self.client.items()))
+        else:
+            head = "smoke" if self.kind == "smoke" else f"vllm:{self.model}"
+            query = {k: getattr(self, k) for k in POOL_KEYS if getattr(self, k) != LLMSpec.model_fields[k].default}
+            query.update(sorted(self.engine.items()))
+        if not query:
+            return head
+        return head + "?" + urlencode({k: v if isinstance(v, str) else json.dumps(v, sort_keys=True) for k, v in query.items()})
+
+    def with_options(self, **opts: Any) -> "LLMSpec":
+        data = self.model_dump()
+        _assign(data, opts, self.canonical())
+        return LLMSpec(**data)
+
+
+def _value(raw: str) -> Any:
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw
+
+
+def _assign(data: dict[str, Any], opts: dict[str, Any], spec: str) -> None:
+    for key, value in opts.items():
+        if data["kind"] == "openai":
+            if key not in CLIENT_KEYS:
+                raise UsageError(f"model spec {spec!r}: unknown option {key!r} (openai options: {', '.join(CLIENT_KEYS)})")
+            data["client"] = {**data["client"], key: value}
+        elif key in POOL_KEYS:
+            data[key] = value
+        else:
+            data["engine"] = {**data["engine"], key: value}
+
+
+def parse_llm_spec(spec: str) -> LLMSpec:
+    """Parse a spec string; a malformed one is a UsageError that says what is allowed."""
+    from pydantic import ValidationError
+
+    text = spec.strip()
+    head, _, query = text.partition("?")
+    try:
+        opts = {k: _value(v) for k, v in parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query))}
+    except ValueError:
+        raise UsageError(f"model spec {spec!r}: bad option list {query!r}; expected {ALLOWED}") from None
+    if head == "smoke":
+        data: dict[str, Any] = {"kind": "smoke"}
+    elif head.startswith("vllm:") and head[5:]:
+        data = {"kind": "vllm", "model": head[5:]}
+    elif head.startswith("openai:"):
+        model, at, base_url = head[7:].partition("@")
+        if not (model and at and base_url.startswith(("http://", "https://"))):
+            raise UsageError(f"model spec {spec!r}: expected 'openai:MODEL@BASE_URL' with an http(s) URL")
+        data = {"kind": "openai", "model": model, "base_url": base_url}
+    else:
+        raise UsageError(f"unknown model spec {spec!r}; expected {ALLOWED}")
+    data.update(engine={}, client={})
+    _assign(data, opts, spec)
+    try:
+        return LLMSpec(**data)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise UsageError(f"model spec {spec!r}: {problems}") from None
+
+
+def check_engine_options(spec: LLMSpec) -> None:
+    """Unknown vLLM engine arguments are a usage error naming them (needs vllm importable)."""
+    import dataclasses
+
+    from vllm.engine.arg_utils import AsyncEngineArgs
+
+    known = {f.name for f in dataclasses.fields(AsyncEngineArgs)}
+    unknown = sorted(set(spec.engine) - known)
+    if unknown:
+        raise UsageError(f"model spec {spec.canonical()!r}: unknown vLLM engine option(s) {', '.join(unknown)}")
+
+
+def pool_arguments(spec: LLMSpec) -> dict[str, Any]:
+    """Keyword arguments of `ModelPool` for a smoke/vllm spec (builds the smoke model when needed)."""
+    if spec.kind == "openai":
+        raise ValueError("openai specs have no model pool")
+    check_engine_options(spec)
+    engine = dict(spec.engine)
+    if spec.tp > 1:
+        engine["tensor_parallel_size"] = spec.tp
+    # Outputs do not depend on placement, so replicas/tp/gpus/cpus stay out of the response-cache id.
+    output_spec = spec.model_copy(update={"replicas": 1, "tp": 1, "gpus": None, "cpus": 0.0})
+    if spec.kind == "smoke":
+        from emocaustics.models.smoke import build_smoke_model
+
+        path = build_smoke_model()
+        model, cache_id = str(path), output_spec.canonical().replace("smoke", f"smoke:{path.name}", 1)
+    else:
+        model, cache_id = spec.model, output_spec.canonical()
+    return {
+        "model": model,
+        "name": spec.canonical(),
+        "cache_id": cache_id,
+        "replicas": spec.replicas,
+        "engine_opts": engine,
+        "gpus_per_replica": spec.gpus,
+        "cpus_per_replica": spec.cpus,
+    }
+
+
+def make_llm(spec: str | LLMSpec, *, cache_dir: Path | str | None = None, **opts: Any) -> Any:
+    """An LLM for the spec, usable from asyncio code in the driver; `opts` override the spec's options.
+
+    smoke/vllm: the process's shared `ModelPool` (Ray is started locally if it is not running yet).
+    openai: an `OpenAIChatLLM`. With `cache_dir`, calls go through `<cache_dir>/responses.sqlite`.
+    Every returned object has `name`, `generate`, `run(fn, items, affinity_key=None)` and `stats()`.
+    """
+    parsed = parse_llm_spec(spec) if isinstance(spec, str) else spec
+    if opts:
+        parsed = parsed.with_options(**opts)
+    llm: Any
+    if parsed.kind == "openai":
+        from emocaustics.models.openai_chat import OpenAIChatLLM
+
+        llm = OpenAIChatLLM(parsed.model, parsed.base_url or "", name=parsed.canonical(), **parsed.client)
+    else:
+        import ray
+
+        from emocaustics.models.pool import get_pool
+
+        if not ray.is_initialized():
+            ray.init()
+        llm = get_pool(parsed)
+    if cache_dir is not None:
+        from emocaustics.models.cache import CachedLLM, ResponseCache
+
+        llm = CachedLLM(llm, ResponseCache(Path(cache_dir) / "responses.sqlite"))
+    return llm

