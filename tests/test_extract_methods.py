@@ -183,10 +183,14 @@ def test_chain_window_uses_sextuple_events_and_json_shape():
         run(C.window(Asker(llm), d, prior[:-1]))
 
 
-def test_chain_direct_holders_limited_by_schema():
+def test_chain_direct_one_call_per_holder_dialogue_first():
     d = dialogue(4)
     llm = SchemaLLM()
     out = C.to_json(d, run(C.direct(Asker(llm), d)))
-    hs = llm.requests[0].schema["properties"]["holders"]
-    assert hs["items"]["properties"]["holder"]["enum"] == ["1", "2"]
+    assert len(llm.requests) == 2 and llm.batches == [2]
+    prompts = [r.messages[-1]["content"] for r in llm.requests]
+    assert prompts[0].split("请为说话人")[0] == prompts[1].split("请为说话人")[0]  # shared prefix
+    assert utter_ids(prompts[0]) == {0, 1, 2, 3}
+    src = llm.requests[0].schema["properties"]["events"]["items"]["properties"]["emotions"]["items"]["properties"]
+    assert src["source_id"]["enum"] == ["1", "2"]
     assert set(out) == {"1", "2"} and json.dumps(out, ensure_ascii=False)

@@ -34,7 +34,7 @@ def test_all_methods_write_reference_shapes(tmp_path):
         out = tmp_path / f"{task}-{method}"
         rows = asyncio.run(run_items(SchemaLLM(), items_for(cfg), out, task))
         assert [r["ok"] for r in rows] == [True] * 3, rows
-        prefix = "chat" if task == "sextuple" else "emo"
+        prefix = "output_chat" if task == "sextuple" else "output_emotions"
         for d in (1, 2, 3):
             pred = json.loads((out / f"{prefix}_{d}.json").read_text())
             if task == "sextuple":
@@ -60,7 +60,7 @@ def test_failures_are_rows_with_reasons_and_files_are_not_written(tmp_path):
     assert by[2]["step"] == "direct utterance 0" and "engine error: boom" in by[2]["reason"]
     assert by[9]["reason"] == "the dialogue has no utterances"
     assert by[10]["step"] == "input"
-    assert not (tmp_path / "chat_2.json").exists()
+    assert not (tmp_path / "output_chat_2.json").exists()
     failed = [json.loads(line) for line in (tmp_path / "failures.jsonl").read_text().splitlines()]
     assert sorted(f["dialogue"] for f in failed) == [2, 9, 10]
     summary = write_manifest(tmp_path, cfg, sorted(rows, key=lambda r: r["dialogue"]), llm_spec="smoke",
@@ -93,7 +93,7 @@ def test_second_run_makes_zero_model_calls(tmp_path):
     assert sum(r["stats"]["cache_hits"] for r in rows2) == calls
     assert sum(r["stats"]["generated_tokens"] for r in rows2) == 0
     for d in (1, 2, 3):
-        assert (tmp_path / "a" / f"emo_{d}.json").read_text() == (tmp_path / "b" / f"emo_{d}.json").read_text()
+        assert (tmp_path / "a" / f"output_emotions_{d}.json").read_text() == (tmp_path / "b" / f"output_emotions_{d}.json").read_text()
 
 
 def test_extract_one_is_plain_data_in_and_out():

@@ -70,8 +70,9 @@ class Asker:
     llm: LLM
     affinity: str | None = None
     retries: int = 2
-    max_tokens_cap: int = 2048
+    max_tokens_cap: int = 4096
     stats: Stats = field(default_factory=Stats)
+    retry_reasons: list[str] = field(default_factory=list)  # why answers were re-asked (first few kept)
 
     def _request(self, ask: Ask[Any], attempt: int) -> ChatRequest:
         from emocaustics.extract.prompts import messages
@@ -114,6 +115,9 @@ class Asker:
                     self.stats.unparseable += 1
                     reasons[i] = f"unparseable answer: {exc}"
                     still.append(i)
+            for i in still:
+                if len(self.retry_reasons) < 10:
+                    self.retry_reasons.append(f"{asks[i].step}: {reasons[i]}")
             pending = still
         if pending:
             i = pending[0]

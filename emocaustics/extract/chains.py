@@ -41,13 +41,15 @@ def to_json(d: DialogueInput, chains: ChainState) -> dict:
 
 
 async def direct(asker: Asker, d: DialogueInput) -> ChainState:
+    """The whole dialogue in one prompt per holder; a dialogue over the model's context fails, it is not cut."""
     hs = holders_of(d)
-    user = P.CHAIN_DIRECT.substitute(dialogue=d.lines(range(len(d))), holders="、".join(hs))
-    answer = await asker.ask(Ask("chain direct", user, ChainDirectAnswer, chain_direct_schema(hs)))
+    dialogue = d.lines(range(len(d)))
+    asks = [Ask(f"chain direct holder {h}", P.CHAIN_DIRECT.substitute(dialogue=dialogue, holders="、".join(hs), holder=h),
+                ChainDirectAnswer, chain_direct_schema(hs)) for h in hs]
     chains: ChainState = {}
-    for hc in answer.holders:  # a holder answered twice gets both lists, in order
-        events = chains.setdefault(hc.holder, {})
-        for ev in hc.events:
+    for h, answer in zip(hs, await asker.ask_many(asks)):
+        events = chains.setdefault(h, {})
+        for ev in answer.events:  # an event named twice gets both lists, in order
             events.setdefault(ev.event.strip() or P.UNKNOWN, []).extend(
                 Emo(e.state, e.reason, [e.source_id]) for e in ev.emotions)
     return chains

@@ -1,6 +1,6 @@
 """`emocaustics extract sextuple|emotion --method direct|rag|window --llm SPEC ...`
 
-Writes `OUT/chat_N.json` (sextuples) or `OUT/emo_N.json` (chains) per dialogue as it finishes, `failures.jsonl` and
+Writes `OUT/output_chat_N.json` (sextuples) or `OUT/output_emotions_N.json` (chains) per dialogue as it finishes, `failures.jsonl` and
 `manifest.json`; `emocaustics score ... --pred OUT` reads the predictions unchanged. Heavy imports stay in the handler.
 """
 
@@ -43,7 +43,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--event-context", choices=["asof", "strict", "final"], default="asof",
                    help="window pass 2: bucket as of the utterance's window (default), before it, or the final "
                         "bucket (the reference's behaviour, which leaks later utterances)")
-    p.add_argument("--from", dest="from_dir", help="emotion window: the sextuple run (chat_N.json files) to build on; "
+    p.add_argument("--from", dest="from_dir", help="emotion window: the sextuple run (output_chat_N.json files) to build on; "
                                                    "without it the sextuple window method runs first")
     p.add_argument("--out", help="output folder (default: runs/extract/TASK-METHOD)")
     p.add_argument("--cache-dir", help="response cache folder (default: $EMOCAUSTICS_CACHE or ~/.cache/emocaustics)")

@@ -51,22 +51,19 @@ class Pass1Answer(_Strict):
 
 class EmotionItem(_Strict):
     state: Label
-    reason: str = Field(max_length=MEDIUM)
+    reason: str = Field(max_length=32)
     source_id: str = Field(max_length=8)
 
 
 class ChainEventItem(_Strict):
     event: str = Field(max_length=SHORT)
-    emotions: list[EmotionItem] = Field(max_length=6)
-
-
-class HolderChainItem(_Strict):
-    holder: str = Field(max_length=8)
-    events: list[ChainEventItem] = Field(max_length=4)
+    emotions: list[EmotionItem] = Field(max_length=4)
 
 
 class ChainDirectAnswer(_Strict):
-    holders: list[HolderChainItem]
+    """One holder's chain (direct asks once per holder, the dialogue first so the holders' prompts share it)."""
+
+    events: list[ChainEventItem] = Field(max_length=3)
 
 
 class ChainWindowItem(_Strict):
@@ -118,14 +115,8 @@ def pass1_schema(n_new: int, event_ids: list[int]) -> dict[str, Any]:
 
 def chain_direct_schema(holders: list[str]) -> dict[str, Any]:
     s = schema_of(ChainDirectAnswer)
-    hs = s["properties"]["holders"]
-    hs["maxItems"] = len(holders)
-    item = hs["items"]["properties"]
-    item["holder"] = {"type": "string", "enum": list(holders)}
-    item["events"]["items"]["properties"]["emotions"]["items"]["properties"]["source_id"] = {
-        "type": "string",
-        "enum": list(holders),
-    }
+    emotion = s["properties"]["events"]["items"]["properties"]["emotions"]["items"]["properties"]
+    emotion["source_id"] = {"type": "string", "enum": list(holders)}
     return s
 
 

@@ -55,11 +55,11 @@ _STATE_GUIDE = (
     "source_id 是引起这一情绪的说话人编号（可以是自己）。"
 )
 
-# emotion chains, direct: the whole dialogue in one call.
+# emotion chains, direct: the whole dialogue, one call per holder (the dialogue first: the holders share that prefix).
 CHAIN_DIRECT = Template(
-    "下面是一段完整的对话，每行格式为「[编号] 说话人：内容」。\n$dialogue\n\n"
-    "请为每位说话人（$holders）提取情感事件链：该说话人参与的主要事件，以及每个事件中按时间顺序的情绪变化。"
+    "下面是一段完整的对话，每行格式为「[编号] 说话人：内容」。对话中的说话人有：$holders。\n$dialogue\n\n"
     + _STATE_GUIDE
+    + "\n请为说话人 $holder 提取情感事件链：该说话人参与的主要事件，以及每个事件中按时间顺序的情绪变化。"
 )
 
 # emotion chains, window: known events and the chains so far first, then the window annotated with its sextuples.

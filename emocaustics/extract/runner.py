@@ -46,7 +46,7 @@ class ExtractConfig(BaseModel):
     max_events: int = Field(default=8, ge=1)  # bucket events shown per prompt
     max_log_lines: int = Field(default=6, ge=1)  # log lines shown per event
     retries: int = Field(default=2, ge=0)
-    max_tokens_cap: int = Field(default=2048, ge=16)
+    max_tokens_cap: int = Field(default=4096, ge=16)  # max_tokens when the schema's bound is higher
 
     @model_validator(mode="after")
     def _check(self) -> "ExtractConfig":
@@ -134,6 +134,7 @@ async def extract_one(llm: Any, item: dict[str, Any]) -> dict[str, Any]:
     except ValueError as exc:  # e.g. a prior sextuple prediction of the wrong length
         row["step"], row["reason"] = "input", str(exc)
     row["stats"] = asker.stats.to_json()
+    row["retry_reasons"] = asker.retry_reasons
     row["seconds"] = round(time.perf_counter() - t0, 3)
     return row
 

@@ -44,7 +44,7 @@ def _prior(from_dir: Path | None, dialogue_id: int, files: dict[int, Path]) -> t
         return None, None
     path = files.get(dialogue_id)
     if path is None:
-        return None, f"no sextuple prediction chat_{dialogue_id}.json in {from_dir}"
+        return None, f"no sextuple prediction (output_)chat_{dialogue_id}.json in {from_dir}"
     try:
         obj = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -151,7 +151,8 @@ def write_manifest(out: Path, cfg: ExtractConfig, rows: list[dict[str, Any]], *,
         "from": str(from_dir) if from_dir else None,
         "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "engine": engine,
-        "per_dialogue": [{k: r.get(k) for k in ("dialogue", "utterances", "ok", "seconds", "stats")} for r in rows],
+        "per_dialogue": [{k: r.get(k) for k in ("dialogue", "utterances", "ok", "seconds", "stats",
+                                                              "retry_reasons")} for r in rows],
     }
     if llm_spec.split("?", 1)[0] == "smoke":
         manifest["note"] = SMOKE_NOTE
