@@ -166,8 +166,10 @@ async def window(asker: Asker, d: DialogueInput, emb: np.ndarray | None, cfg: Wi
             for j, a in zip(w.new, await task):
                 answers[j] = a
     finally:
-        for _, task in pending:
+        for _, task in pending:  # after a failure: stop the rest, and collect errors nobody awaited
             if not task.done():
                 task.cancel()
+            elif not task.cancelled():
+                task.exception()
     records = [_record(d, j, answers[j], names[j]) for j in range(len(d))]
     return records, bucket
