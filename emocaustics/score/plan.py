@@ -103,11 +103,12 @@ def score_with_ray(task: str, dialogues: Sequence[Dialogue], predictions: Mappin
             ctx.enable_progress_bars = False
             ds = ray.data.from_items([{"dialogue": i} for i in ok_by], override_num_blocks=max(1, len(ok_by) // batch_size))
             ds = ds.map_batches(EmbedStage, fn_constructor_kwargs={"task": task, "embedder": embedder, "ok": ok_by},
-                                batch_size=batch_size, concurrency=embed_actors, batch_format="numpy")
+                                batch_size=batch_size, compute=ray.data.ActorPoolStrategy(size=embed_actors),
+                                batch_format="numpy")
             ds = ds.map_batches(ScoreStage, fn_constructor_kwargs={"task": task, "judge": judge, "compat": compat,
                                                                    "on_judge_error": on_judge_error, "ok": ok_by,
                                                                    "notes": notes or {}},
-                                batch_size=batch_size, concurrency=1, batch_format="numpy")
+                                batch_size=batch_size, compute=ray.data.ActorPoolStrategy(size=1), batch_format="numpy")
             for r in ds.take_all():
                 items += json.loads(r["items"])
                 rows.append(json.loads(r["row"]))
