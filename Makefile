@@ -30,7 +30,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 demo: install
-	$(VENV)/bin/emocaustics data stats --subset sample
+	$(VENV)/bin/emocaustics run jobs/quickstart.yaml
 
 test: install
 	$(PY) -m pytest -q -ra
