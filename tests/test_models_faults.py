@@ -54,3 +54,36 @@ def test_killed_replica_is_restarted_and_in_flight_items_are_retried(ray_local) 
         print(f"\n[models] kill mid-run: 40 dialogues done in {seconds:.1f}s incl. restart; retried {stats['retried']}")
     finally:
         pool.shutdown()
+
+
+def test_dead_engine_core_ends_the_actor_and_items_are_retried(ray_local) -> None:
+    """vLLM's engine core is a child process of the actor; if it dies the actor exits, Ray restarts it, items retry."""
+    import psutil
+
+    pool = get_pool("smoke?max_num_seqs=16&kv_cache_memory_bytes=268435456")
+    try:
+        asyncio.run(pool.start())
+        actor_pid = asyncio.run(pool.stats())["per_replica"][0]["pid"]
+
+        def engine_cores() -> list[psutil.Process]:
+            kids = psutil.Process(actor_pid).children(recursive=True)
+            return [p for p in kids if "EngineCore" in p.name() or "EngineCore" in " ".join(p.cmdline())]
+
+        cores = engine_cores()
+        assert cores, "no engine core process found under the actor"
+
+        async def scenario():
+            run = asyncio.ensure_future(pool.run(_dialogue, list(range(20)), lambda i: f"e{i}"))
+            await asyncio.sleep(1.0)
+            assert not run.done()
+            for p in cores:
+                p.kill()
+            return await run
+
+        out = asyncio.run(scenario())
+        assert out == list(range(20)), [r for r in out if isinstance(r, RunFailure)][:2]
+        stats = asyncio.run(pool.stats())
+        assert stats["engine_starts"] == 2 and stats["retried"] >= 1
+        assert stats["per_replica"][0]["pid"] != actor_pid
+    finally:
+        pool.shutdown()

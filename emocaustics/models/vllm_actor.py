@@ -4,6 +4,9 @@ The actor is async: many `generate` calls and many `run_one` items are in flight
 batching merges them. `run_one(fn, item)` runs a whole per-dialogue state machine here, next to the engine, so that
 its 5-40 dependent calls cost no Ray round trip each.
 
+Why an actor and not `ray.data.llm` / Ray Serve: the window method is 5-40 *dependent* calls per dialogue, so a
+dialogue runs as an async loop beside a long-lived engine; a one-shot Ray Data processor fits single-call stages only.
+
 The engine starts lazily on the first call (and again after Ray restarts a crashed actor), so that creating actors is
 instant and the pool can start all replicas in parallel.
 """
@@ -119,6 +122,10 @@ class VLLMEngineActor:
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # a rejected request (bad schema, engine error) fails alone
+            if type(exc).__name__ == "EngineDeadError":
+                # The engine core process is gone and this actor cannot bring it back: end the actor so that Ray
+                # restarts it (max_restarts) and the pool retries every request that was in flight here.
+                os._exit(1)
             return Completion(text="", prompt_tokens=len(ids), error=f"engine error: {type(exc).__name__}: {exc}")
         if final is None or not final.outputs:
             return Completion(text="", prompt_tokens=len(ids), error="engine returned no output")
