@@ -67,11 +67,24 @@ def resolve_run_dir(job: JobSpec, out: str | None, resume: bool) -> Path:
     return base / datetime.now().strftime("%Y%m%d-%H%M%S")
 
 
+def quiet_ray_data() -> None:
+    """Our own progress lines replace Ray Data's per-dataset banners and bars (which flood `ray job logs`)."""
+    import logging
+
+    import ray.data
+
+    ctx = ray.data.DataContext.get_current()
+    ctx.enable_progress_bars = False
+    ctx.print_on_execution_start = False
+    logging.getLogger("ray.data").setLevel(logging.WARNING)
+
+
 def start_ray(job: JobSpec, address: str | None) -> None:
     import os
 
     import ray
 
+    quiet_ray_data()
     if ray.is_initialized():
         return
     address = address or job.ray.address or os.environ.get("RAY_ADDRESS")
