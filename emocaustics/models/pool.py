@@ -44,6 +44,8 @@ class ModelPool:
         cpus_per_replica: float = 0.0,
         max_restarts: int = 3,
         retries: int = 2,
+        actor_cls: type | None = None,
+        actor_options: dict[str, Any] | None = None,
     ) -> None:
         import ray
 
@@ -61,6 +63,10 @@ class ModelPool:
         key = json.dumps([model, name, self.engine_opts, gpus_per_replica], sort_keys=True, default=str)
         self.actor_prefix = f"model-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
         self._placement_groups: list[Any] = []
+        # A stand-in engine (benchmarks/sim_engine.py) replaces VLLMEngineActor through these; extra Ray actor
+        # options (custom resources, a scheduling strategy) go through `actor_options`.
+        self._actor_cls = actor_cls
+        self._actor_options = dict(actor_options or {})
         self._actors = [self._make_actor(i, max_restarts, cpus_per_replica) for i in range(replicas)]
         self._load = [0] * replicas
         self._affinity: dict[str, int] = {}
@@ -97,7 +103,8 @@ class ModelPool:
             self._placement_groups.append(pg)
             opts["scheduling_strategy"] = PlacementGroupSchedulingStrategy(pg, placement_group_capture_child_tasks=True)
             engine_opts.setdefault("distributed_executor_backend", "ray")
-        cls = ray.remote(VLLMEngineActor)
+        opts.update(self._actor_options)
+        cls = ray.remote(self._actor_cls or VLLMEngineActor)
         return cls.options(**opts).remote(self.model, engine_opts, self.name, self.cache_id)
 
     def _pick(self, affinity: str | None, avoid: set[int] = frozenset()) -> int:  # type: ignore[assignment]
