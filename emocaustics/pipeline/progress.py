@@ -26,7 +26,7 @@ class Progress:
         self.log_every = log_every
         self.done = self.failed = 0
         self.start = time.monotonic()
-        self._last_print = 0.0
+        self._last_print: float | None = None  # off a terminal: the first update is logged at once
 
     def line(self) -> str:
         elapsed = time.monotonic() - self.start
@@ -44,7 +44,7 @@ class Progress:
         if self.live:
             self.stream.write("\r" + self.line() + "\x1b[K")
             self.stream.flush()
-        elif now - self._last_print >= self.log_every or self.done >= self.total:
+        elif self._last_print is None or now - self._last_print >= self.log_every or self.done >= self.total:
             self._last_print = now
             print(self.line(), file=self.stream, flush=True)
 
@@ -52,5 +52,5 @@ class Progress:
         if self.live:
             self.stream.write("\r" + self.line() + "\x1b[K\n")
             self.stream.flush()
-        elif self.done < self.total or self._last_print == 0.0:
+        elif self.done < self.total or self._last_print is None:
             print(self.line(), file=self.stream, flush=True)
