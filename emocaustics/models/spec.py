@@ -5,7 +5,8 @@
     openai:MODEL@BASE_URL[?concurrency=16&timeout=60&max_retries=4&json_mode=auto]
 
 For `smoke`/`vllm:` the pool keys are `replicas`, `tp` (tensor_parallel_size), `gpus` (per replica; default: tp when
-the cluster has GPUs, else 0), `cpus` (Ray CPUs reserved per replica, default 0); every other key is a vLLM engine
+the cluster has GPUs, else 0), `cpus` (Ray CPUs reserved per replica, default 0), `placement` (`spread`: replicas on
+different nodes through Ray's SPREAD strategy; default: Ray's default placement); every other key is a vLLM engine
 argument (`AsyncEngineArgs` field), checked when the engine is made. Values are JSON when they parse as JSON
 (numbers, booleans, objects), else strings.
 """
@@ -25,7 +26,7 @@ ALLOWED = (
     "'smoke[?OPTION=VALUE...]', 'vllm:PATH_OR_NAME[?replicas=N&tp=N&OPTION=VALUE...]' or "
     "'openai:MODEL@BASE_URL[?concurrency=N&timeout=SECONDS&max_retries=N&json_mode=auto|schema|plain]'"
 )
-POOL_KEYS = ("replicas", "tp", "gpus", "cpus")
+POOL_KEYS = ("replicas", "tp", "gpus", "cpus", "placement")
 CLIENT_KEYS = ("concurrency", "timeout", "max_retries", "json_mode", "json_retries")
 
 
@@ -39,6 +40,9 @@ class LLMSpec(BaseModel):
     tp: int = Field(1, ge=1)
     gpus: int | None = Field(None, ge=0)
     cpus: float = Field(0.0, ge=0)
+    # "spread": Ray's SPREAD strategy puts the replicas on different nodes (one engine per node where it can);
+    # "default": Ray's default, which keeps zero-resource actors (CPU engines) on the driver's node.
+    placement: Literal["default", "spread"] = "default"
     engine: dict[str, Any] = Field(default_factory=dict)  # vLLM engine arguments
     client: dict[str, Any] = Field(default_factory=dict)  # OpenAI client options
 
@@ -131,7 +135,7 @@ def pool_arguments(spec: LLMSpec) -> dict[str, Any]:
     if spec.tp > 1:
         engine["tensor_parallel_size"] = spec.tp
     # Outputs do not depend on placement, so replicas/tp/gpus/cpus stay out of the response-cache id.
-    output_spec = spec.model_copy(update={"replicas": 1, "tp": 1, "gpus": None, "cpus": 0.0})
+    output_spec = spec.model_copy(update={"replicas": 1, "tp": 1, "gpus": None, "cpus": 0.0, "placement": "default"})
     if spec.kind == "smoke":
         from emocaustics.models.smoke import build_smoke_model
 
@@ -147,6 +151,7 @@ def pool_arguments(spec: LLMSpec) -> dict[str, Any]:
         "engine_opts": engine,
         "gpus_per_replica": spec.gpus,
         "cpus_per_replica": spec.cpus,
+        "actor_options": {"scheduling_strategy": "SPREAD"} if spec.placement == "spread" else None,
     }
 
 

@@ -37,6 +37,8 @@ def model_spec_string(model: ModelSpec) -> str:
     query: dict[str, Any] = dict(model.engine)
     if model.replicas != 1:
         query["replicas"] = model.replicas
+    if model.placement != "default":
+        query["placement"] = model.placement
     if model.gpus_per_replica:
         query["gpus"] = int(model.gpus_per_replica)
         if model.gpus_per_replica > 1:

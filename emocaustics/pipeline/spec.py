@@ -40,6 +40,7 @@ class ModelSpec(_Strict):
     gpus_per_replica: float = Field(0, ge=0)  # tensor parallel size when > 1
     engine: dict[str, Any] = Field(default_factory=dict)  # passed through to the vLLM engine
     concurrency: int = Field(64, ge=1)  # in-flight requests for openai endpoints
+    placement: Literal["default", "spread"] = "default"  # spread: replicas on different nodes (Ray SPREAD)
 
 
 class ScoringSpec(_Strict):
