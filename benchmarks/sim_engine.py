@@ -104,12 +104,18 @@ def estimate_tokens(text: str) -> int:
 
 # -- answers ------------------------------------------------------------------------------------------------------
 _VOCAB = "我你他她们的了是在有不这个人说想觉得很好坏事情开心难过生气担心喜欢讨厌工作家里朋友孩子老师钱时间问题因为所以但是希望"
+_TEXT = "".join(random.Random(7).choices(_VOCAB, k=1 << 16))  # strings are slices of it: cheap to make
+
+
+def _words(rng: random.Random, n: int) -> str:
+    at = rng.randrange(len(_TEXT) - n)
+    return _TEXT[at:at + n]
 
 
 def fake_answer(schema: dict[str, Any] | None, rng: random.Random) -> Any:
     """A random value valid for the schema (enums, bounded strings, bounded lists), like guided decoding emits."""
     if schema is None:
-        return "".join(rng.choices(_VOCAB, k=rng.randint(8, 40)))
+        return _words(rng, rng.randint(8, 40))
     if "enum" in schema:
         return rng.choice(schema["enum"])
     t = schema.get("type")
@@ -121,7 +127,7 @@ def fake_answer(schema: dict[str, Any] | None, rng: random.Random) -> Any:
         return [fake_answer(schema["items"], rng) for _ in range(n)]
     if t == "string":
         top = int(schema.get("maxLength", 16))
-        return "".join(rng.choices(_VOCAB, k=rng.randint(max(1, top // 3), top)))
+        return _words(rng, rng.randint(max(1, top // 3), top))
     if t == "integer":
         return rng.randint(0, 3)
     if t == "number":
@@ -198,6 +204,7 @@ class SimEngine:
     async def submit(self, text: str, prompt_tokens: int, out_tokens: int) -> tuple[float, int]:
         if self._task is None:
             self._task = asyncio.ensure_future(self._run())
+        t0 = time.thread_time()
         hashes: list[int] = []
         if self.prefix_cache:
             h = 0
@@ -207,6 +214,7 @@ class SimEngine:
         fut = asyncio.get_running_loop().create_future()
         self._waiting.append(_Seq(next(self._ids), prompt_tokens, out_tokens, len(text), hashes, fut))
         self._wake.set()
+        self.stats.cpu_s += time.thread_time() - t0
         return await fut
 
     def close(self) -> None:
