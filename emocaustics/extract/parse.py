@@ -9,6 +9,7 @@ per-request enums (event ids on show, the dialogue's holders) are patched in by 
 from __future__ import annotations
 
 import copy
+import functools
 import json
 from typing import Any, Literal, TypeVar
 
@@ -95,9 +96,16 @@ def _inline(node: Any, defs: dict[str, Any]) -> Any:
     return node
 
 
-def schema_of(model: type[BaseModel]) -> dict[str, Any]:
+@functools.lru_cache(maxsize=None)
+def _inlined_schema(model: type[BaseModel]) -> dict[str, Any]:
     raw = model.model_json_schema()
     return _inline(raw, raw.get("$defs", {}))
+
+
+def schema_of(model: type[BaseModel]) -> dict[str, Any]:
+    """The model's JSON schema with $refs inlined; a fresh copy each call because callers narrow it in place.
+    (Building it with pydantic on every ask was most of the pipeline's CPU per call: it is built once per model.)"""
+    return copy.deepcopy(_inlined_schema(model))
 
 
 def sextuple_schema() -> dict[str, Any]:

@@ -94,7 +94,15 @@ def unpack(packed: dict[str, Any]) -> np.ndarray:
 
 
 def item_affinity(item: dict[str, Any]) -> str:
-    return str(item["id"])
+    """One replica per (dialogue, config): a dialogue's prompts within one config share prefixes (prefix-cache hits);
+    across configs the templates differ, so tying all configs of a dialogue to one replica would only unbalance."""
+    c = item["config"]
+    return f"{item['id']}:{c['task']}:{c['method']}:{c.get('window')}:{c.get('step')}"
+
+
+def item_weight(item: dict[str, Any]) -> int:
+    """Expected cost of a dialogue for load balancing: its utterances."""
+    return len(item["sentences"])
 
 
 async def _method(asker: Asker, cfg: ExtractConfig, d: sx.DialogueInput, emb: np.ndarray | None,
@@ -149,7 +157,7 @@ async def _run_one(llm: Any, item: dict[str, Any]) -> dict[str, Any]:
 
     run = getattr(llm, "run", None)
     if run is not None:
-        res = (await run(extract_one, [item], item_affinity))[0]
+        res = (await run(extract_one, [item], item_affinity, weight_key=item_weight))[0]
     else:
         res = await run_item(llm, extract_one, item)
     if isinstance(res, RunFailure):  # the state machine itself crashed, or its replica died for good

@@ -129,12 +129,13 @@ class CachedLLM:
         return [fresh[i] if i in fresh else hits[keys[i]] for i in range(len(requests))]
 
     async def run(
-        self, fn: Callable[[Any, Any], Awaitable[Any]], items: list[Any], affinity_key: Callable[[Any], str] | None = None
+        self, fn: Callable[[Any, Any], Awaitable[Any]], items: list[Any], affinity_key: Callable[[Any], str] | None = None,
+        *, weight_key: Callable[[Any], int] | None = None,
     ) -> list[Any]:
         """`fn(llm, item)` for every item, with this cache in front of the model (inside the model's actor if it has one)."""
         inner_run = getattr(self.llm, "run", None)
         if inner_run is not None and getattr(self.llm, "runs_remotely", False):
-            return await inner_run(fn, items, affinity_key, cache_path=self.cache.path)
+            return await inner_run(fn, items, affinity_key, cache_path=self.cache.path, weight_key=weight_key)
         from emocaustics.models.local import run_local
 
         return await run_local(self, fn, items)

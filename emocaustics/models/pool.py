@@ -172,11 +172,13 @@ class ModelPool:
         affinity_key: Callable[[Any], str] | None = None,
         *,
         cache_path: Any = None,
+        weight_key: Callable[[Any], int] | None = None,
     ) -> list[Any]:
         """`await fn(llm, item)` for every item inside a replica (the least loaded, or the item's affinity replica).
 
         Results come back in item order; an item whose function raised, or whose replica died more than `retries`
-        times, is a `RunFailure` with the reason. `fn` and items must be picklable (cloudpickle).
+        times, is a `RunFailure` with the reason. `fn` and items must be picklable (cloudpickle). `weight_key` gives
+        an item's expected cost (e.g. its utterances) so that "least loaded" balances work, not item counts.
         """
         import ray
 
@@ -187,7 +189,8 @@ class ModelPool:
         async def one(item: Any) -> Any:
             key = str(affinity_key(item)) if affinity_key is not None else None
             try:
-                return await self._call(key, 1, "run_one", fn_ref, item, path)
+                weight = max(1, int(weight_key(item))) if weight_key is not None else 1
+                return await self._call(key, weight, "run_one", fn_ref, item, path)
             except Exception as exc:
                 return RunFailure(f"model replica failed: {type(exc).__name__}: {exc}")
 
