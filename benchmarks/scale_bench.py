@@ -225,8 +225,8 @@ async def _bench(dialogues: list[Any], replicas: list[int], base_every: int, cop
 
 
 def run(quick: bool = False, copies: int | None = None) -> dict:
-    """`copies`: the synthetic scale-up factor run at 64 replicas (default: env SCALE_BENCH_COPIES, else none: the 10x
-    run needs ~1.5 M LLM calls of real pipeline CPU, about 20 minutes on 2 cores, beyond `make bench`'s budget)."""
+    """`copies`: the synthetic scale-up factor, run at 64 replicas only (where the efficiency floor applies); default
+    env SCALE_BENCH_COPIES, else 10 (the issue's scale-up; 0 skips it). The 1x grid runs at 1 (stratified), 4, 16, 64."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import ray
 
@@ -241,12 +241,13 @@ def run(quick: bool = False, copies: int | None = None) -> dict:
         dialogues = list(load_sample().dialogues.values())
         notes.append(f"published data not found at {root}: the sample dialogues stand in")
     if copies is None:
-        copies = int(os.environ.get("SCALE_BENCH_COPIES", "0"))
+        copies = int(os.environ.get("SCALE_BENCH_COPIES", "10"))
     grid, replicas, base_every, scale_r, nodes, score_n = GRID, [1, 4, 16, 64], 4, 64, 4, 6
     if quick:
         dialogues, grid, replicas, base_every, scale_r, nodes, score_n = (
             dialogues[:40], GRID[:3] + GRID[4:5], [1, 4], 1, 4, 2, 2)
         copies = min(copies, 2)
+    t_bench = time.perf_counter()
     work = Path(tempfile.mkdtemp(prefix="scale_bench_"))
     top = max(replicas + ([scale_r] if copies else []))
     cluster = start_cluster(nodes, top * GPUS_PER_REPLICA // nodes + GPUS_PER_REPLICA)
@@ -278,6 +279,11 @@ def run(quick: bool = False, copies: int | None = None) -> dict:
     figures["driver_rss_peak_mib"] = max(f["driver_rss_peak_mib"] for f in all_runs)
     figures["llm_calls_grid_400"] = runs[big]["llm_calls"]
     figures["failed_dialogue_runs"] = sum(f["failed"] for f in all_runs)
+    if scaled:  # the paper-style grid (400 dialogues x 6 configs) on N GPUs at the efficiency measured at 64 replicas
+        for g in (8, 64, 256):
+            figures[f"grid_run_hours_on_{g}_gpus_at_10x_efficiency"] = round(
+                runs[big]["generated_tokens"] / (g // GPUS_PER_REPLICA * base * scaled["scaling_efficiency"]) / 3600, 3)
+    figures["bench_wall_s"] = round(time.perf_counter() - t_bench, 1)
     hw = PRESETS[PRESET]
     notes += [
         f"SIMULATED engine: {hw.name}, roofline step times from published figures (sources in benchmarks/sim_engine.py);"
@@ -287,16 +293,24 @@ def run(quick: bool = False, copies: int | None = None) -> dict:
         "scorer on a sample (minilm embedder, the simulated engine as LLM judge).",
         f"Single-replica baseline on every {base_every}th dialogue by length (same mix; one replica is saturated by it); "
         "grid_run_hours_on_4_gpus_projected = the 400-dialogue grid's generated tokens at that rate.",
-        "Efficiency at many replicas is bounded by placement, not by orchestration cost: the pool sends every item of a "
-        "dialogue (all six configs) to one replica and balances by item count, not by cost, so replicas get unequal "
-        "work (replica_busy_max_over_mean), and a long dialogue's window passes are sequential.",
+        "Placement: the pool balances by cost (weight = utterances) with affinity per (dialogue, config); all items are "
+        "in flight at once (longest first per config) while the replicas hold their clocks, so placement is the pool's "
+        "greedy least-loaded choice. At 1x and 64 replicas each replica gets ~37 items: too few to saturate it (mean "
+        "batch ~40 vs ~160 at one replica), so 1x efficiency there measures too little work, not orchestration cost. "
+        "The floor is judged on the 10x scale-up (~375 items per replica). What remains there is the tail: a long "
+        "dialogue's window passes are sequential calls, each queued FIFO behind the replica's other requests, so the "
+        "last ~30% of a replica's time runs at a falling batch (vLLM's priority scheduling for long chains would "
+        "shorten it; the pipeline does not set priorities).",
         "Overhead per call = real CPU seconds of all cluster processes minus the simulator's own CPU, per LLM call; on a "
         "real cluster that CPU is spread over the GPU hosts' cores.",
         "rag/window use character-bigram hashing vectors as embeddings (the embedding stage is score_bench's subject).",
     ]
     if not scaled:
-        notes.append("10x scale-up not run (SCALE_BENCH_COPIES unset): ~1.5 M real pipeline calls, ~20 min on 2 cores; "
-                     "run `SCALE_BENCH_COPIES=10 python -m benchmarks.scale_bench`.")
+        notes.append("10x scale-up not run (copies=0): the efficiency floor is then judged on the 1x run at 64 replicas.")
+    else:
+        notes.append(f"{copies}x scale-up: every dialogue {copies} times under new ids and renamed holders (no shared "
+                     f"prefixes between copies), all six configs, at {scale_r} replicas only; efficiency against the "
+                     "same measured single-replica rate.")
     eff_run = scaled or runs[max(runs)]
     eff_label = f"scaling_efficiency_{eff_run['replicas']}_replicas" + (f"_{copies}x" if scaled else "")
     floors = {
