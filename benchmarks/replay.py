@@ -100,10 +100,14 @@ def main(argv: list[str] | None = None) -> int:
     if first:
         llm.generate([TokensPrompt(prompt_token_ids=r["prompt_ids"]) for r in first],
                      [sampling(r, dumps[0]["schemas"]) for r in first], use_tqdm=False)
-    results = {"engine_options": {k: v for k, v in opts.items()}, "engine_start_seconds": start_s,
-               "runs": {os.path.basename(p): replay(llm, d) for p, d in zip(args.requests, dumps)}}
-    with open(args.out, "w", encoding="utf-8") as f:
-        json.dump(results, f, default=str, indent=1)
+    results: dict[str, Any] = {"engine_options": dict(opts), "engine_start_seconds": start_s, "runs": {}}
+    for path, dump in zip(args.requests, dumps):
+        results["runs"][os.path.basename(path)] = run = replay(llm, dump)
+        print(f"replay {os.path.basename(path)}: {run['requests']} requests in {run['seconds']:.1f} s", flush=True)
+        tmp = f"{args.out}.tmp"  # written after each file, so that a cut-off replay keeps what it finished
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(results, f, default=str, indent=1)
+        os.replace(tmp, args.out)
     return 0
 
 
