@@ -91,9 +91,6 @@ def test_score_oracle_on_a_broken_dataset_gives_the_good_dialogues_full_marks(br
     assert proc.seconds < 90
 
 
-@pytest.mark.xfail(strict=True, reason="score: a dialogue with no utterances (empty or unreadable chat file) is "
-                   "scored 0.0 with status 'ok' and no reason; it should be a non-ok row naming why (fix in "
-                   "emocaustics/score/engine.py triage)")
 def test_score_reports_dialogues_without_utterances_instead_of_scoring_them(scored) -> None:
     summary, _ = scored
     per = {int(k): v for k, v in summary["per_dialogue"].items()}
@@ -102,8 +99,6 @@ def test_score_reports_dialogues_without_utterances_instead_of_scoring_them(scor
     assert not silent, f"dialogues scored below 1.0 by the oracle without a reason: {silent}"
 
 
-@pytest.mark.xfail(strict=True, reason="score CLI drops the corpus defects returned by resolve(); it should print "
-                   "them (stderr) or put them in summary.json, as `emocaustics run` does in data_defects.json")
 def test_score_cli_reports_the_data_defects(broken: BrokenDataset, scored) -> None:
     summary, proc = scored
     text = proc.stderr + json.dumps(summary, ensure_ascii=False)

@@ -62,7 +62,15 @@ def run(args: argparse.Namespace) -> int:
     from emocaustics.models.embedders import parse_embedder_spec
 
     parse_embedder_spec(args.embedder)  # a bad spec fails before any data is loaded
-    dialogues, _ = resolve(args.subset, parse_ids(args.ids), root=args.gt, pairing=args.pairing)
+    dialogues, corpus = resolve(args.subset, parse_ids(args.ids), root=args.gt, pairing=args.pairing)
+    # Defects of the ground truth are part of the result: all in summary.json, the unusual ones on stderr too
+    # (the published data's 400 duplicate copies and 399 renumbered files would drown the rest there).
+    defects = [str(d) for d in corpus.defects]
+    unusual = [str(d) for d in corpus.defects if d.kind not in ("duplicate", "mispaired", "source_self")]
+    for line in unusual[:20]:
+        print(f"data defect: {line}", file=sys.stderr)
+    if len(defects) > 20:
+        print(f"data defects: {len(defects)} in all (see summary.json / --json)", file=sys.stderr)
     predictions, notes, ignored = _load_predictions(args.task, args.pred, dialogues)
     judge = None if args.judge.strip().lower() == "none" else args.judge
     use_ray = args.engine == "ray" or (args.engine == "auto" and len(dialogues) > RAY_ABOVE)
@@ -79,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
         result = asyncio.run(ascore(args.task, dialogues, predictions, embedder=args.embedder, judge=judge,
                                     compat=args.compat, on_judge_error=args.on_judge_error, notes=notes))
     result.summary["pred"] = args.pred
+    result.summary["data_defects"] = defects
     result.summary["ignored_files"] = ignored
     if args.out:
         result.write(args.out)

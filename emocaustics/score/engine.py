@@ -67,7 +67,10 @@ def triage(task: str, dialogues: Sequence[Dialogue], predictions: Mapping[int, A
     for d in dialogues:
         pred = predictions.get(d.id)
         weight = float(len(d.utterances)) if task == "sextuple" else float(len(d.chains or {}))
-        if task == "emotion" and not d.chains:
+        if not d.utterances:  # an empty or unreadable chat file: nothing to score, said so (never a silent 0)
+            failed.append(_failure(d, "the dialogue has no utterances (empty or unreadable chat file); not scored",
+                                   "no_gt", 0.0))
+        elif task == "emotion" and not d.chains:
             failed.append(_failure(d, "ground truth has no usable emotion chains; not scored", "no_gt", weight))
         elif pred is None:
             failed.append(_failure(d, "missing prediction", weight=weight))
