@@ -51,7 +51,7 @@ class Match:
     score: float
     margin: float  # score minus the best other chat's score (z-units)
     runner_up: int | None
-    status: str  # verified | ambiguous | inferred
+    status: str  # verified | ambiguous | inferred | unverified
     note: str = ""
 
 
@@ -143,8 +143,14 @@ def match(emos: Sequence[Evidence], chats: Sequence[Evidence]) -> list[Match]:
         runner = int(np.argmax(others)) if len(chats) > 1 else None
         margin = float(score[r, j] - others[runner]) if runner is not None else float("inf")
         ambiguous = runner is not None and margin < AMBIGUOUS_MARGIN and twin(j, runner)
-        matches.append(Match(i, j, float(score[r, j]), margin, runner, "ambiguous" if ambiguous else "verified",
-                             f"indistinguishable from its twin (margin {margin:.2f})" if ambiguous else ""))
+        if ambiguous:
+            status, note = "ambiguous", f"indistinguishable from its twin (margin {margin:.2f})"
+        elif margin < 0:  # the one-to-one assignment forced it: another chat fits this annotation better
+            status, note = "unverified", (f"forced by the one-to-one assignment; chat #{runner} fits better "
+                                          f"(margin {margin:.2f}); check this pair")
+        else:
+            status, note = "verified", ""
+        matches.append(Match(i, j, float(score[r, j]), margin, runner, status, note))
     matches.sort(key=lambda m: m.emo)
     unmatched = [i for i in range(len(emos)) if i not in {m.emo for m in matches}]
     return _settle_ambiguous(matches, unmatched, emos, chats)
