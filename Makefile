@@ -33,7 +33,7 @@ demo: install
 	$(VENV)/bin/emocaustics run jobs/quickstart.yaml
 
 test: install
-	$(PY) -m pytest -q -ra
+	$(PY) -m pytest -q -ra --durations=15
 
 bench: install
 	$(PY) -m benchmarks
