@@ -83,8 +83,11 @@ class LocalCluster:
         self.wait_nodes(1)
 
     def add_worker(self, num_cpus: int = 1, resources: dict[str, float] | None = None) -> None:
+        # Its own --temp-dir: two nodes on one machine sharing one would both unpack the job's working_dir into the
+        # same runtime_resources folder, each replacing files under the other's feet (on real machines they differ).
+        name = f"w{len(self.procs)}"
         self._start([f"--address=127.0.0.1:{self.gcs_port}", f"--num-cpus={num_cpus}",
-                     f"--resources={json.dumps(resources or {})}"], f"worker{len(self.procs)}")
+                     f"--temp-dir={self.temp_dir}/{name}", f"--resources={json.dumps(resources or {})}"], name)
 
     def ray_cli(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
         return subprocess.run([RAY, *args], capture_output=True, text=True, timeout=timeout, env=client_env())
