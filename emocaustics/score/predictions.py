@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -115,9 +115,11 @@ def _read(path: Path) -> tuple[Any, str | None]:
     return obj, None
 
 
-def read_sextuple_predictions(directory: str | Path) -> PredictionSet:
+def _read_predictions(directory: str | Path, pattern: re.Pattern[str],
+                      parse: Callable[[Any, str], tuple[Any, list[str]]]) -> PredictionSet:
+    """Every prediction file of one task: parsed, or a failure reason; `parse` returns (prediction, notes)."""
     out = PredictionSet()
-    for n, path in _scan(Path(directory), SEXTUPLE_NAME, out).items():
+    for n, path in _scan(Path(directory), pattern, out).items():
         if n in out.predictions:  # duplicate files: already a failure
             continue
         out.files[n] = path.name
@@ -125,33 +127,34 @@ def read_sextuple_predictions(directory: str | Path) -> PredictionSet:
         if err:
             out.predictions[n] = err
             continue
-        try:
-            out.predictions[n] = parse_sextuple_prediction(obj, path.name)
-        except PredictionError as exc:
-            out.predictions[n] = f"malformed prediction: {exc}"
+        out.predictions[n], notes = parse(obj, path.name)
+        if notes:
+            out.notes[n] = notes
     return out
+
+
+def _parse_sextuple_file(obj: Any, name: str) -> tuple[Any, list[str]]:
+    try:
+        return parse_sextuple_prediction(obj, name), []
+    except PredictionError as exc:
+        return f"malformed prediction: {exc}", []
+
+
+def _parse_chain_file(obj: Any, name: str) -> tuple[Any, list[str]]:
+    from emocaustics.data.io import parse_chains
+
+    chains, defects = parse_chains(obj, name)
+    if not isinstance(obj, dict):
+        return f"malformed prediction: {'; '.join(str(d) for d in defects[:3])}", []
+    return chains, [str(d) for d in defects]
+
+
+def read_sextuple_predictions(directory: str | Path) -> PredictionSet:
+    return _read_predictions(directory, SEXTUPLE_NAME, _parse_sextuple_file)
 
 
 def read_chain_predictions(directory: str | Path) -> PredictionSet:
-    from emocaustics.data.io import parse_chains
-
-    out = PredictionSet()
-    for n, path in _scan(Path(directory), CHAIN_NAME, out).items():
-        if n in out.predictions:
-            continue
-        out.files[n] = path.name
-        obj, err = _read(path)
-        if err:
-            out.predictions[n] = err
-            continue
-        chains, defects = parse_chains(obj, path.name)
-        if not isinstance(obj, dict):
-            out.predictions[n] = f"malformed prediction: {'; '.join(str(d) for d in defects[:3])}"
-            continue
-        out.predictions[n] = chains
-        if defects:
-            out.notes[n] = [str(d) for d in defects]
-    return out
+    return _read_predictions(directory, CHAIN_NAME, _parse_chain_file)
 
 
 def write_sextuple_predictions(directory: str | Path, dialogue_id: int, records: Sequence[dict[str, Any]] | None = None,
