@@ -21,7 +21,6 @@ The smoke model's text is noise: what is measured is the machinery, not quality.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import os
@@ -275,23 +274,9 @@ def to_markdown(out: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.engine_bench")
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--n", nargs="*", default=[], help="METHOD=N overrides, e.g. sextuple/window=10")
-    args = ap.parse_args(argv)
-    methods = dict(N_QUICK if args.quick else N_FULL)
-    for spec in args.n:
-        m, _, n = spec.partition("=")
-        if m not in methods:
-            raise SystemExit(f"unknown method {m!r}; choose from {', '.join(METHODS)}")
-        methods[m] = int(n)
-    methods = {m: n for m, n in methods.items() if n > 0}
-    out = run(args.quick, methods)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "engine_bench.json").write_text(json.dumps(out, ensure_ascii=False, indent=1), encoding="utf-8")
-    (RESULTS / "engine_bench.md").write_text(to_markdown(out), encoding="utf-8")
-    print(json.dumps(out, ensure_ascii=False, indent=1))
-    return 0
+    from benchmarks.methodcli import main as method_main
+
+    return method_main("engine_bench", argv, N_QUICK, N_FULL, run, to_markdown, RESULTS)
 
 
 if __name__ == "__main__":

@@ -15,8 +15,6 @@ The smoke model's text is noise: what is compared is how the calls are driven.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import sys
 import tempfile
@@ -148,22 +146,9 @@ def to_markdown(out: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.reference_bench")
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--n", nargs="*", default=[], help="METHOD=N overrides, e.g. sextuple/window=5")
-    args = ap.parse_args(argv)
-    methods = dict(N_QUICK if args.quick else N_FULL)
-    for spec in args.n:
-        m, _, n = spec.partition("=")
-        if m not in methods:
-            raise SystemExit(f"unknown method {m!r}; choose from {', '.join(METHODS)}")
-        methods[m] = int(n)
-    out = run(args.quick, {m: n for m, n in methods.items() if n > 0})
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "reference_bench.json").write_text(json.dumps(out, ensure_ascii=False, indent=1), encoding="utf-8")
-    (RESULTS / "reference_bench.md").write_text(to_markdown(out), encoding="utf-8")
-    print(json.dumps(out, ensure_ascii=False, indent=1))
-    return 0
+    from benchmarks.methodcli import main as method_main
+
+    return method_main("reference_bench", argv, N_QUICK, N_FULL, run, to_markdown, RESULTS)
 
 
 if __name__ == "__main__":
