@@ -103,9 +103,25 @@ class ModelPool:
             self._placement_groups.append(pg)
             opts["scheduling_strategy"] = PlacementGroupSchedulingStrategy(pg, placement_group_capture_child_tasks=True)
             engine_opts.setdefault("distributed_executor_backend", "ray")
-        opts.update(self._actor_options)
+        spread = self._actor_options.get("scheduling_strategy") == "SPREAD"
+        opts.update({k: v for k, v in self._actor_options.items() if not (spread and k == "scheduling_strategy")})
+        if spread and g <= 1:  # tensor-parallel replicas keep their placement group (one node per replica anyway)
+            opts["scheduling_strategy"] = self._spread_strategy(index, g)
         cls = ray.remote(self._actor_cls or VLLMEngineActor)
         return cls.options(**opts).remote(self.model, engine_opts, self.name, self.cache_id)
+
+    @staticmethod
+    def _spread_strategy(index: int, gpus: float) -> Any:
+        """Replica `index` on the index-th eligible node, round robin. Ray's own "SPREAD" is best effort and was seen
+        putting both replicas of a 2-node cluster on one node; node affinity makes it deterministic, and `soft` lets
+        Ray place (or restart) the replica elsewhere when that node is full or gone."""
+        import ray
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        nodes = sorted(n["NodeID"] for n in ray.nodes() if n.get("Alive") and n["Resources"].get("GPU", 0) >= gpus)
+        if not nodes:
+            return "SPREAD"
+        return NodeAffinitySchedulingStrategy(node_id=nodes[index % len(nodes)], soft=True)
 
     def _pick(self, affinity: str | None, avoid: set[int] = frozenset()) -> int:  # type: ignore[assignment]
         if affinity is not None:

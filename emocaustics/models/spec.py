@@ -6,7 +6,7 @@
 
 For `smoke`/`vllm:` the pool keys are `replicas`, `tp` (tensor_parallel_size), `gpus` (per replica; default: tp when
 the cluster has GPUs, else 0), `cpus` (Ray CPUs reserved per replica, default 0), `placement` (`spread`: replicas on
-different nodes through Ray's SPREAD strategy; default: Ray's default placement); every other key is a vLLM engine
+different nodes, round robin over the alive nodes that fit a replica; default: Ray's default placement); every other key is a vLLM engine
 argument (`AsyncEngineArgs` field), checked when the engine is made. Values are JSON when they parse as JSON
 (numbers, booleans, objects), else strings.
 """
@@ -40,7 +40,7 @@ class LLMSpec(BaseModel):
     tp: int = Field(1, ge=1)
     gpus: int | None = Field(None, ge=0)
     cpus: float = Field(0.0, ge=0)
-    # "spread": Ray's SPREAD strategy puts the replicas on different nodes (one engine per node where it can);
+    # "spread": replicas round robin over the alive nodes that fit one (node affinity, soft: see ModelPool);
     # "default": Ray's default, which keeps zero-resource actors (CPU engines) on the driver's node.
     placement: Literal["default", "spread"] = "default"
     engine: dict[str, Any] = Field(default_factory=dict)  # vLLM engine arguments
