@@ -40,7 +40,7 @@ class LLMSpec(BaseModel):
     tp: int = Field(1, ge=1)
     gpus: int | None = Field(None, ge=0)
     cpus: float = Field(0.0, ge=0)
-    # "spread": replicas round robin over the alive nodes that fit one (node affinity, soft: see ModelPool);
+    # "spread": replicas round robin over the alive nodes that fit one (strict node affinity: see ModelPool);
     # "default": Ray's default, which keeps zero-resource actors (CPU engines) on the driver's node.
     placement: Literal["default", "spread"] = "default"
     engine: dict[str, Any] = Field(default_factory=dict)  # vLLM engine arguments
