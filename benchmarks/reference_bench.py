@@ -24,10 +24,11 @@ from typing import Any
 
 RESULTS = Path(__file__).resolve().parent / "results"
 METHODS = ("sextuple/direct", "sextuple/rag", "sextuple/window", "emotion/direct", "emotion/window")
-# Sized for ~8 minutes on 2 shared cores: the reference's one-at-a-time window run is the slow side.
-# (~19 calls of ~190 generated tokens per dialogue for the sextuple methods; window's reference side is sequential).
-N_FULL = {"sextuple/direct": 20, "sextuple/rag": 20, "sextuple/window": 6, "emotion/direct": 30,
-          "emotion/window": 6}
+# Sized for ~4-5 minutes on 2 cores (the whole `make bench` under 30): the reference's one-at-a-time window run is the
+# slow side (~19 calls of ~190 generated tokens per dialogue for the sextuple methods; window's reference side is
+# sequential).
+N_FULL = {"sextuple/direct": 12, "sextuple/rag": 12, "sextuple/window": 4, "emotion/direct": 20,
+          "emotion/window": 4}
 N_QUICK = {m: 3 for m in METHODS}
 CONCURRENCY = 128
 

@@ -1,17 +1,18 @@
 """A SIMULATED GPU vLLM engine: a stand-in for a GPU engine (this machine has no GPU), for the scale benchmark only.
 
 What is simulated, and what is not:
-- Real: the Ray actor, the model pool (placement, affinity, retries), the per-dialogue extraction state machines
-  (prompts, schemas, parsing, retries) running inside the actor exactly as next to a real engine, and every answer
-  parsed by the real `jsonout.parse_answer` and the pipeline's pydantic records.
+- Real (hosted by `sim_cluster.py`): the Ray actors, the model pool (placement, affinity, retries), the per-dialogue
+  extraction state machines (prompts, schemas, parsing, retries) running inside the actor exactly as next to a real
+  engine, and every answer parsed by the real `jsonout.parse_answer` and the pipeline's pydantic records.
 - Simulated: the GPU. `SimEngine` schedules requests the way vLLM's V1 scheduler does (continuous batching, at most
   `max_num_seqs` sequences, chunked prefill under a `max_num_batched_tokens` budget per step, KV-cache capacity,
-  prefix-cache hits on shared 64-character prompt blocks of the same replica) and charges each engine step a roofline
+  prefix-cache hits on shared 64-character prompt blocks of the same replica, the waiting queue by arrival or, under
+  vLLM's `scheduling_policy="priority"`, by the request's priority) and charges each engine step a roofline
   time: max(bytes read / effective HBM bandwidth, FLOPs / effective compute) + a fixed per-step overhead. Answers are
   generated from the request's JSON schema (valid by construction, random content); token counts are derived from
   text lengths.
-- Time is VIRTUAL: the replica's clock advances only when every coroutine in the actor waits on the engine (the
-  asyncio ready queue is empty), so simulated seconds do not depend on this machine's 2 cores; the real CPU time the
+- Time is VIRTUAL: each replica's clock advances only when every coroutine of its process waits on an engine (the
+  asyncio ready queue is empty; one `_Clockwork` task per process steps all of the process's engines), so simulated seconds do not depend on this machine's 2 cores; the real CPU time the
   pipeline spends is measured separately by the benchmark (orchestration overhead per call).
 
 Figures (approximate, public; the presets below derive from them):
@@ -31,20 +32,15 @@ Figures (approximate, public; the presets below derive from them):
 from __future__ import annotations
 
 import asyncio
+from array import array
 import heapq
 import itertools
-import json
-import os
 import random
 import time
-import zlib
-from collections import OrderedDict, deque
-from dataclasses import dataclass, replace
+from collections import OrderedDict
+from dataclasses import dataclass
 from typing import Any
 
-from emocaustics.models.base import ChatRequest, Completion
-from emocaustics.models.jsonout import parse_answer
-from emocaustics.models.vllm_actor import VLLMEngineActor
 
 BLOCK_CHARS = 64  # prefix-cache granularity (vLLM uses 16-token blocks; ~same size in Chinese text)
 
@@ -69,6 +65,7 @@ class Hardware:
     max_batched_tokens: int = 8192
     kv_cache_tokens: int = 400_000
     max_model_len: int = 32768
+    scheduling_policy: str = "fcfs"  # vLLM's: "fcfs", or "priority" (waiting queue by (priority, arrival))
 
     @property
     def weight_bytes(self) -> float:
@@ -176,7 +173,7 @@ class _Seq:
     prompt: int
     out: int
     chars: int
-    hashes: list[int]
+    hashes: array
     fut: asyncio.Future
     rem: int = 0  # prompt tokens still to prefill
     pos: int = 0  # prompt tokens already in the KV cache
@@ -198,77 +195,120 @@ class SimStats:
     cpu_s: float = 0.0  # real CPU seconds spent simulating (scheduler + answer generation)
 
 
+async def _settle() -> None:
+    """Yield until no other callback is ready: every coroutine of this process now waits (on an engine or on I/O)."""
+    ready = getattr(asyncio.get_running_loop(), "_ready", None)
+    for _ in range(100_000 if ready is not None else 50):
+        await asyncio.sleep(0)
+        if ready is not None and not ready:
+            return
+
+
+class _Clockwork:
+    """The one task per event loop that advances its engines' virtual clocks. Several engines (simulated replicas)
+    may share a process; each advances one engine step per round, and a round starts only when the process has
+    settled, so that every answer of the last step has produced its follow-up requests before the next step."""
+
+    _by_loop: dict[int, "_Clockwork"] = {}
+
+    def __init__(self) -> None:
+        self.engines: list[SimEngine] = []
+        self.wake = asyncio.Event()
+        self.task = asyncio.ensure_future(self._run())
+
+    @classmethod
+    def of_running_loop(cls) -> "_Clockwork":
+        key = id(asyncio.get_running_loop())
+        if key not in cls._by_loop:
+            cls._by_loop[key] = cls()
+        return cls._by_loop[key]
+
+    def remove(self, engine: "SimEngine") -> None:
+        if engine in self.engines:
+            self.engines.remove(engine)
+        if not self.engines:
+            self.task.cancel()
+            self._by_loop.pop(next((k for k, v in self._by_loop.items() if v is self), None), None)
+
+    async def _run(self) -> None:
+        while True:
+            await _settle()
+            runnable = [e for e in self.engines if e.runnable()]
+            if not runnable:
+                self.wake.clear()
+                await self.wake.wait()
+                continue
+            for e in runnable:
+                t0 = time.thread_time()
+                e._advance()
+                e.stats.cpu_s += time.thread_time() - t0
+
+
 class SimEngine:
-    """Continuous batching on a virtual clock (see the module docstring). `submit` returns (finish time, cached)."""
+    """Continuous batching on a virtual clock (see the module docstring). `submit` returns (finish time, cached).
+
+    The waiting queue is ordered like vLLM's: by arrival ("fcfs"), or by (priority, arrival) under "priority"."""
 
     def __init__(self, hw: Hardware, *, prefix_cache: bool = True) -> None:
+        if hw.scheduling_policy not in ("fcfs", "priority"):
+            raise ValueError(f"scheduling_policy must be 'fcfs' or 'priority', not {hw.scheduling_policy!r}")
         self.hw = hw
         self.now = 0.0
         self.stats = SimStats()
         self.prefix_cache = prefix_cache
+        self._by_priority = hw.scheduling_policy == "priority"
         self._cache: OrderedDict[int, None] = OrderedDict()
         self._cache_cap = max(1, int(hw.kv_cache_tokens * 1.4 / BLOCK_CHARS))
-        self._waiting: deque[_Seq] = deque()
+        self._waiting: list[tuple[int, int, _Seq]] = []  # heap by (priority or 0, arrival)
         self._prefilling: list[_Seq] = []
         self._decoding: list[tuple[int, int, _Seq]] = []  # heap by last_step
         self._ctx = 0  # total context of decoding sequences (KV tokens read per decode step)
         self._kv = 0  # KV tokens reserved by admitted sequences
         self._step = 0
         self._ids = itertools.count()
-        self._wake = asyncio.Event()
-        self._go = asyncio.Event()
-        self._go.set()
-        self._task: asyncio.Task | None = None
+        self._held = False
+        self._clock: _Clockwork | None = None
 
     # control: a benchmark holds the clock while it dispatches, so that every replica starts at t=0 with its items
     def hold(self) -> None:
-        self._go.clear()
+        self._held = True
 
     def release(self) -> None:
-        self._go.set()
-        self._wake.set()
+        self._held = False
+        if self._clock is not None:
+            self._clock.wake.set()
 
-    async def submit(self, text: str, prompt_tokens: int, out_tokens: int) -> tuple[float, int]:
-        if self._task is None:
-            self._task = asyncio.ensure_future(self._run())
+    def runnable(self) -> bool:
+        return not self._held and bool(self._waiting or self._prefilling or self._decoding)
+
+    async def submit(self, text: str, prompt_tokens: int, out_tokens: int, priority: int = 0) -> tuple[float, int]:
+        fut = self.enqueue(text, prompt_tokens, out_tokens, priority)
+        del text  # a queued request keeps its block hashes, not its text
+        return await fut
+
+    def enqueue(self, text: str, prompt_tokens: int, out_tokens: int, priority: int = 0) -> asyncio.Future:
+        """Queue a request; the future resolves to (finish time, cached prompt tokens)."""
+        if self._clock is None:
+            self._clock = _Clockwork.of_running_loop()
+            self._clock.engines.append(self)
         t0 = time.thread_time()
-        hashes: list[int] = []
+        hashes = array("q")  # 8 bytes per block: at 10x scale the queues hold ~10^7 of them
         if self.prefix_cache:
             h = 0
             for i in range(0, len(text) - BLOCK_CHARS + 1, BLOCK_CHARS):
                 h = hash((h, text[i:i + BLOCK_CHARS]))
                 hashes.append(h)
         fut = asyncio.get_running_loop().create_future()
-        self._waiting.append(_Seq(next(self._ids), prompt_tokens, out_tokens, len(text), hashes, fut))
-        self._wake.set()
+        seq = _Seq(next(self._ids), prompt_tokens, out_tokens, len(text), hashes, fut)
+        heapq.heappush(self._waiting, (priority if self._by_priority else 0, seq.id, seq))
+        self._clock.wake.set()
         self.stats.cpu_s += time.thread_time() - t0
-        return await fut
+        return fut
 
     def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-
-    async def _settle(self) -> None:
-        """Yield until no other callback is ready: every coroutine of this process now waits (on us or on I/O)."""
-        ready = getattr(asyncio.get_running_loop(), "_ready", None)
-        for _ in range(100_000 if ready is not None else 50):
-            await asyncio.sleep(0)
-            if ready is not None and not ready:
-                return
-
-    async def _run(self) -> None:
-        while True:
-            await self._settle()
-            if not self._go.is_set():
-                await self._go.wait()
-                continue
-            if not (self._waiting or self._prefilling or self._decoding):
-                self._wake.clear()
-                await self._wake.wait()
-                continue
-            t0 = time.thread_time()
-            self._advance()
-            self.stats.cpu_s += time.thread_time() - t0
+        if self._clock is not None:
+            self._clock.remove(self)
+            self._clock = None
 
     def _fits(self, s: _Seq) -> bool:
         return len(self._prefilling) + len(self._decoding) < self.hw.max_num_seqs and self._kv + s.prompt + s.out <= self.hw.kv_cache_tokens
@@ -287,11 +327,11 @@ class SimEngine:
 
     def _advance(self) -> None:
         hw = self.hw
-        while self._waiting and self._waiting[0].prompt + self._waiting[0].out > hw.kv_cache_tokens:
-            s = self._waiting.popleft()  # can never fit: fail it alone, as vLLM rejects it
+        while self._waiting and self._waiting[0][2].prompt + self._waiting[0][2].out > hw.kv_cache_tokens:
+            s = heapq.heappop(self._waiting)[2]  # can never fit: fail it alone, as vLLM rejects it
             s.fut.set_exception(ValueError(f"request needs {s.prompt + s.out} KV tokens, cache holds {hw.kv_cache_tokens}"))
         n_dec = len(self._decoding)
-        can_admit = bool(self._waiting) and self._fits(self._waiting[0])
+        can_admit = bool(self._waiting) and self._fits(self._waiting[0][2])
         if not self._prefilling and not can_admit:
             if not n_dec:
                 return
@@ -305,8 +345,8 @@ class SimEngine:
         while budget > 0:
             if i < len(self._prefilling):
                 s = self._prefilling[i]
-            elif self._waiting and self._fits(self._waiting[0]):
-                s = self._waiting.popleft()
+            elif self._waiting and self._fits(self._waiting[0][2]):
+                s = heapq.heappop(self._waiting)[2]
                 self._admit(s)
             else:
                 break
@@ -359,118 +399,4 @@ class SimEngine:
                 s.fut.set_result((self.now, s.cached))
 
 
-# -- the Ray actor ------------------------------------------------------------------------------------------------
-class SimEngineActor(VLLMEngineActor):
-    """Hosts a `SimEngine` where `VLLMEngineActor` hosts vLLM; `run_one`, caching and stats are inherited unchanged.
-
-    `model` names a preset ("sim:qwen2.5-72b@4xh100"); engine options override its fields (e.g. max_num_seqs).
-    """
-
-    def __init__(self, model: str, engine_opts: dict[str, Any], name: str, cache_id: str | None = None) -> None:
-        super().__init__(model, engine_opts, name, cache_id)
-        preset = model.removeprefix("sim:")
-        if preset not in PRESETS:
-            raise ValueError(f"unknown sim preset {preset!r}; known: {', '.join(PRESETS)}")
-        self.hw = replace(PRESETS[preset], **{k: v for k, v in engine_opts.items() if k != "prefix_cache"})
-        self.prefix_cache = bool(engine_opts.get("prefix_cache", True))
-        self.arrived = 0  # items received by run_one since the last reset
-        self.answer_cpu_s = 0.0
-
-    async def start(self) -> dict[str, Any]:
-        if self._engine is None:
-            self._engine = SimEngine(self.hw, prefix_cache=self.prefix_cache)
-            self._max_len = self.hw.max_model_len
-            self.start_seconds = 0.0
-        return {"instance": self.instance, "pid": os.getpid(), "start_seconds": self.start_seconds}
-
-    async def reset(self, hold: bool = True) -> None:
-        """A fresh engine (clock 0, empty caches, zero counters); held until `release` when `hold`."""
-        if self._engine is not None:
-            self._engine.close()
-        self._engine = None
-        await self.start()
-        if hold:
-            self._engine.hold()
-        self.arrived, self.answer_cpu_s = 0, 0.0
-        from emocaustics.models.usage import Usage
-
-        self.usage = Usage()
-
-    async def release(self) -> None:
-        self._engine.release()
-
-    async def sim_stats(self) -> dict[str, Any]:
-        out = {f: getattr(self._engine.stats, f) for f in SimStats.__slots__} if self._engine else {}
-        out.update(arrived=self.arrived, answer_cpu_s=self.answer_cpu_s, pid=os.getpid(), node=_node_id())
-        return out
-
-    async def run_one(self, fn: Any, item: Any, cache_path: str | None = None) -> Any:
-        self.arrived += 1
-        return await super().run_one(fn, item, cache_path)
-
-    async def generate(self, requests: list[ChatRequest]) -> list[Completion]:
-        if self._engine is None:
-            await self.start()
-        self._inflight += len(requests)
-        try:
-            answers = list(await asyncio.gather(*(self._one(r) for r in requests)))
-        finally:
-            self._inflight -= len(requests)
-        self.usage.count(answers)
-        return answers
-
-    async def _one(self, request: ChatRequest) -> Completion:
-        t0 = time.thread_time()
-        text = render_chat(request.messages)
-        n_prompt = estimate_tokens(text)
-        if n_prompt + 1 > self.hw.max_model_len:
-            return Completion(text="", prompt_tokens=n_prompt,
-                              error=f"prompt too long: {n_prompt} tokens, max_model_len {self.hw.max_model_len}")
-        max_tokens = min(request.sampling.max_tokens, self.hw.max_model_len - n_prompt)
-        s = request.sampling
-        rng = _Rng(zlib.crc32(request.messages[-1]["content"].encode()) * 1009 + (s.seed or 0))
-        value = fake_answer(request.schema, rng)
-        answer = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-        n_out = estimate_tokens(answer) + 1  # + end of sequence
-        cut = n_out > max_tokens
-        if cut:  # cut at the budget, as the engine would: the pipeline then sees invalid JSON
-            answer, n_out = answer[: max(1, len(answer) * max_tokens // n_out)], max_tokens
-        self.answer_cpu_s += time.thread_time() - t0
-        try:
-            _, cached = await self._engine.submit(text, n_prompt, n_out)
-        except ValueError as exc:
-            return Completion(text="", prompt_tokens=n_prompt, error=f"engine error: {exc}")
-        parsed, repaired, error = parse_answer(answer, request.schema)
-        if error and cut:
-            error = f"answer cut at max_tokens={max_tokens}; {error}"
-        self.usage.cached_prompt_tokens += cached
-        return Completion(text=answer, parsed=parsed, error=error, prompt_tokens=n_prompt, generated_tokens=n_out,
-                          repaired=repaired)
-
-
-def _node_id() -> str:
-    try:
-        import ray
-
-        return ray.get_runtime_context().get_node_id()
-    except Exception:  # outside Ray (in-process tests)
-        return "local"
-
-
-def make_sim_pool(preset: str, replicas: int, *, name: str = "sim", actor_options: dict[str, Any] | None = None,
-                  engine_opts: dict[str, Any] | None = None) -> Any:
-    """A real `ModelPool` whose replicas are `SimEngineActor`s (the class travels by value: workers need not import
-    `benchmarks`). Pools with the same preset/name/options attach to the same named actors (first `replicas`)."""
-    import sys
-
-    from ray import cloudpickle
-
-    from emocaustics.models.pool import ModelPool
-
-    cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    return ModelPool(f"sim:{preset}", name=name, replicas=replicas, engine_opts=engine_opts, gpus_per_replica=0,
-                     actor_cls=SimEngineActor, actor_options=actor_options, retries=0)
-
-
-__all__ = ["Hardware", "PRESETS", "SimEngine", "SimEngineActor", "SimStats", "estimate_tokens", "fake_answer",
-           "make_sim_pool", "render_chat"]
+__all__ = ["Hardware", "PRESETS", "SimEngine", "SimStats", "estimate_tokens", "fake_answer", "render_chat"]

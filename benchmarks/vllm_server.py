@@ -38,6 +38,7 @@ def serve_command(model_dir: str, port: int) -> list[str]:
            "--served-model-name", SERVED_NAME, "--disable-uvicorn-access-log",
            "--structured-outputs-config", json.dumps(ENGINE_DEFAULTS["structured_outputs_config"])]
     cmd.append("--enable-prefix-caching" if ENGINE_DEFAULTS.get("enable_prefix_caching") else "--no-enable-prefix-caching")
+    cmd += ["--scheduling-policy", ENGINE_DEFAULTS["scheduling_policy"]]
     cmd += ["--gpu-memory-utilization", str(CPU_DEFAULTS["gpu_memory_utilization"]),
             "--kv-cache-memory-bytes", str(CPU_DEFAULTS["kv_cache_memory_bytes"])]
     return cmd

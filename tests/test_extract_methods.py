@@ -194,3 +194,46 @@ def test_chain_direct_one_call_per_holder_dialogue_first():
     src = llm.requests[0].schema["properties"]["events"]["items"]["properties"]["emotions"]["items"]["properties"]
     assert src["source_id"]["enum"] == ["1", "2"]
     assert set(out) == {"1", "2"} and json.dumps(out, ensure_ascii=False)
+
+
+def test_sequential_steps_carry_critical_path_priorities():
+    """Each call's priority is minus the calls of its dialogue that wait for it in sequence (vLLM serves lower values
+    first): pass-1 windows count down to the pass-2 round, independent calls stay at 0."""
+    from emocaustics.extract.runner import ExtractConfig, extract_one, make_item
+
+    def of(llm, answer_key):  # the calls whose schema answers with `answer_key`
+        return [r.priority for r in llm.requests if answer_key in (r.schema or {}).get("properties", {})]
+
+    d = dialogue()  # 23 utterances: sextuple windows K=20 S=5 -> 5; chain windows K=30 S=10 -> 3
+    llm = SchemaLLM()
+    run(S.window(Asker(llm), d, None, S.WindowSettings(k=20, s=5)))
+    assert of(llm, "items") == [-5, -4, -3, -2, -1]  # pass 1
+    assert set(of(llm, "sextuples")) == {0} and len(of(llm, "sextuples")) == N  # pass 2
+
+    llm = SchemaLLM()
+    run(S.direct(Asker(llm), d))
+    assert set(of(llm, "sextuples")) == {0}
+
+    llm = SchemaLLM()  # chains without a prior sextuple run: its 5 windows, then 3 chain windows and the merge
+    item = make_item(d.id, list(d.sentences), list(d.holders), ExtractConfig(task="emotion", method="window"),
+                     emb=unit_vectors([0] * N))
+    row = run(extract_one(llm, item))
+    assert row["ok"], row
+    assert of(llm, "items") == [-(5 + 4), -(4 + 4), -(3 + 4), -(2 + 4), -(1 + 4)]
+    assert set(of(llm, "sextuples")) == {-4}
+    assert of(llm, "emotions") == [-3, -2, -1]
+
+
+def test_chain_answers_accept_the_dialogues_own_long_holder_names():
+    """The published data has holders like "speaker 4" (9 characters) and noisy names over 100: an answer naming one
+    (the schema's enum allows it) must parse, or every chain window mentioning that holder fails."""
+    from emocaustics.extract import parse as P
+
+    holders = ["speaker 4", "某" * 100]
+    schema = P.chain_window_schema(holders, [], 2)
+    answer = {"emotions": [{"holder": h, "event": "吵架", "state": "negative", "reason": "被打断", "source_id": h}
+                           for h in holders]}
+    assert P.parse_answer(P.ChainWindowAnswer, answer, "").emotions[1].holder == holders[1]
+    assert schema["properties"]["emotions"]["items"]["properties"]["holder"]["enum"] == holders
+    direct = {"events": [{"event": "吵架", "emotions": [{"state": "negative", "reason": "被打断", "source_id": holders[0]}]}]}
+    P.parse_answer(P.ChainDirectAnswer, direct, "")

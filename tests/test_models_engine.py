@@ -67,6 +67,23 @@ def test_prompt_over_the_context_is_reported_not_truncated(smoke_pool) -> None:
     assert too_long.error and too_long.error.startswith("prompt too long") and "max_model_len" in too_long.error
 
 
+async def _scheduling_policy(llm, _item):
+    """Runs inside the replica actor: the policy the engine was built with."""
+    return str(llm._actor._engine.vllm_config.scheduler_config.policy)
+
+
+def test_priorities_reach_a_priority_scheduled_engine_and_do_not_change_answers(smoke_pool) -> None:
+    """The replica runs vLLM's priority scheduling by default (window chains' next calls go first); a request's
+    priority orders the queue only: the same prompt gets the same greedy answer at any priority."""
+    (policy,) = asyncio.run(smoke_pool.run(_scheduling_policy, [None]))
+    assert "priority" in policy.lower()
+    reqs = [chat(f"第{i}句：他们又吵起来了。", SEXTUPLE) for i in range(6)]
+    urgent = [ChatRequest(messages=r.messages, schema=r.schema, sampling=r.sampling, priority=-5) for r in reqs]
+    plain, prio = asyncio.run(smoke_pool.generate(reqs)), asyncio.run(smoke_pool.generate(urgent))
+    assert all(c.ok for c in plain + prio)
+    assert [c.text for c in plain] == [c.text for c in prio]
+
+
 async def _next_to_engine(llm, item):
     """Runs inside the replica actor: two dependent calls, like a window step and its follow-up."""
     (first,) = await llm.generate([chat(f"第一步 {item}", SEXTUPLE, affinity=str(item))])

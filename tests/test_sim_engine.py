@@ -10,7 +10,8 @@ from dataclasses import replace
 
 import pytest
 
-from benchmarks.sim_engine import PRESETS, SimEngine, estimate_tokens, fake_answer, make_sim_pool
+from benchmarks.sim_cluster import make_sim_pool
+from benchmarks.sim_engine import PRESETS, SimEngine, estimate_tokens, fake_answer
 from emocaustics.extract import parse as P
 
 HW = replace(PRESETS["qwen2.5-7b@h100"], step_overhead_s=0.001)
@@ -121,5 +122,60 @@ def test_model_pool_hosts_the_sim_actor(ray_local, tmp_path):
         sims = ray_local.get([a.sim_stats.remote() for a in pool.actors])
         assert sum(s["requests"] for s in sims) == sum(r["stats"]["llm_calls"] for r in rows) > 0
         assert all(s["makespan_s"] > 0 for s in sims if s["requests"])
+    finally:
+        pool.shutdown()
+
+
+def test_priority_policy_serves_urgent_requests_first():
+    """vLLM's scheduling_policy="priority": a waiting request with a lower priority value is admitted first; under
+    "fcfs" the same request waits for its turn."""
+    hw = replace(HW, max_num_seqs=2)
+
+    async def main(policy):
+        eng = SimEngine(replace(hw, scheduling_policy=policy), prefix_cache=False)
+        jobs = [eng.submit(f"q{i}", 500, 200) for i in range(8)]
+        urgent = eng.submit("chain step", 500, 200, priority=-5)
+        res = await asyncio.gather(*jobs, urgent)
+        eng.close()
+        return [r[0] for r in res]
+
+    fcfs, prio = asyncio.run(main("fcfs")), asyncio.run(main("priority"))
+    assert fcfs[-1] == max(fcfs)  # last in, last out
+    assert prio[-1] <= sorted(prio)[1]  # among the first wave
+    with pytest.raises(ValueError, match="scheduling_policy"):
+        SimEngine(replace(hw, scheduling_policy="lifo"))
+
+
+def test_engines_sharing_a_process_keep_their_own_clocks():
+    """Two simulated replicas in one event loop (as in one SimHost): the same work costs the same virtual time on
+    each, whether or not the other one is busy."""
+
+    async def main(n_other):
+        a, b = SimEngine(HW, prefix_cache=False), SimEngine(HW, prefix_cache=False)
+        res = await asyncio.gather(a.submit("x", 800, 100), *(b.submit(f"y{i}", 800, 300) for i in range(n_other)))
+        a.close(), b.close()
+        return res[0][0]
+
+    alone, beside = asyncio.run(main(0)), asyncio.run(main(40))
+    assert alone == pytest.approx(_alone(HW, 800, 100), rel=0.01)
+    assert beside == alone
+
+
+def test_pool_of_hosts_places_per_replica(ray_local, tmp_path):
+    """Four simulated replicas in two host processes: the real pool balances dialogues over all four."""
+    from emocaustics.data.load import load_sample
+    from emocaustics.extract.runner import ExtractConfig, make_item, run_items
+
+    cfg = ExtractConfig(task="sextuple", method="direct")
+    items = [make_item(d.id, [u.sentence for u in d.utterances], [u.holder for u in d.utterances], cfg)
+             for d in load_sample().dialogues.values()]
+    pool = make_sim_pool("qwen2.5-7b@h100", 4, name="sim-hosts", per_process=2)
+    try:
+        rows = asyncio.run(run_items(pool, items, tmp_path, "sextuple"))
+        assert all(r["ok"] for r in rows), rows
+        sims = ray_local.get([a.sim_stats.remote() for a in pool.actors])
+        assert len(pool.hosts) == 2 and len({s["pid"] for s in sims}) == 2
+        assert all(s["arrived"] >= 1 for s in sims)  # every replica got work
+        assert sum(s["arrived"] for s in sims) == len(items)
     finally:
         pool.shutdown()

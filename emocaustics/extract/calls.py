@@ -61,6 +61,7 @@ class Ask(Generic[M]):
     user: str
     model: type[M]
     schema: dict[str, Any]
+    priority: int = 0  # see ChatRequest.priority: minus the dependent calls that follow this one in sequence
 
 
 @dataclass(slots=True)
@@ -74,24 +75,29 @@ class Asker:
     stats: Stats = field(default_factory=Stats)
     retry_reasons: list[str] = field(default_factory=list)  # why answers were re-asked (first few kept)
 
-    def _request(self, ask: Ask[Any], attempt: int) -> ChatRequest:
+    def _request(self, ask: Ask[Any], attempt: int, budget: int) -> ChatRequest:
         from emocaustics.extract.prompts import messages
 
-        budget = min(token_budget(ask.schema), self.max_tokens_cap)
         # attempt 0 is greedy; a retry samples with another seed so that it can come out differently
         sampling = Sampling(max_tokens=budget, temperature=0.0 if attempt == 0 else 0.7, seed=attempt)
-        return ChatRequest(messages=messages(ask.user), schema=ask.schema, sampling=sampling, affinity=self.affinity)
+        return ChatRequest(messages=messages(ask.user), schema=ask.schema, sampling=sampling, affinity=self.affinity,
+                           priority=ask.priority)
 
     async def ask_many(self, asks: list[Ask[M]]) -> list[M]:
         results: list[M | None] = [None] * len(asks)
         reasons: list[str] = [""] * len(asks)
         pending = list(range(len(asks)))
+        budgets: dict[int, int] = {}  # by schema object: a step's asks share one schema, walk it once
+        for a in asks:
+            if id(a.schema) not in budgets:
+                budgets[id(a.schema)] = min(token_budget(a.schema), self.max_tokens_cap)
         for attempt in range(self.retries + 1):
             if not pending:
                 break
             if attempt:
                 self.stats.retries += len(pending)
-            completions = await self.llm.generate([self._request(asks[i], attempt) for i in pending])
+            completions = await self.llm.generate(
+                [self._request(asks[i], attempt, budgets[id(asks[i].schema)]) for i in pending])
             if len(completions) != len(pending):
                 raise StepFailed(asks[pending[0]].step, f"backend returned {len(completions)} answers for {len(pending)} requests")
             still: list[int] = []

@@ -84,7 +84,8 @@ async def window(asker: Asker, d: DialogueInput, sextuples: list[dict], *, k: in
         raise ValueError(f"sextuple prediction has {len(sextuples)} records for {len(d)} utterances")
     hs = holders_of(d)
     chains: ChainState = {h: {} for h in hs}
-    for w in windows(len(d), k, s):
+    ws = windows(len(d), k, s)
+    for w in ws:
         # events of the sextuple run seen up to this window's end (never later ones)
         names = (str(sextuples[i].get("event", "")).strip() for i in range(w.end))
         known = [e for e in dict.fromkeys(names) if e]
@@ -92,7 +93,9 @@ async def window(asker: Asker, d: DialogueInput, sextuples: list[dict], *, k: in
             events="\n".join(known) if known else P.NO_EVENTS, chains=_render_chains(chains),
             window="\n".join(_annotated(d, i, sextuples) for i in w.shown), new_ids="、".join(str(i) for i in w.new))
         step = f"chain window {w.index} (utterances {w.new_start}-{w.end - 1})"
-        answer = await asker.ask(Ask(step, user, ChainWindowAnswer, chain_window_schema(hs, known, len(w.new))))
+        # after this call: the later windows, then the merge
+        answer = await asker.ask(Ask(step, user, ChainWindowAnswer, chain_window_schema(hs, known, len(w.new)),
+                                     priority=-(len(ws) - w.index)))
         for item in answer.emotions:
             chains.setdefault(item.holder, {}).setdefault(item.event.strip() or P.UNKNOWN, []).append(
                 Emo(item.state, item.reason, [item.source_id]))

@@ -21,6 +21,9 @@ Label = Literal["positive", "negative", "neutral", "ambiguous", "doubt"]
 SHORT = 24
 MEDIUM = 48
 LONG = 64
+# Holder names are the dialogue's own (the builders below limit them to an enum of its holders, which also bounds the
+# token budget); the published data has names like "speaker 4" and noisy ones over 100 characters.
+HOLDER = 128
 
 
 class _Strict(BaseModel):
@@ -53,7 +56,7 @@ class Pass1Answer(_Strict):
 class EmotionItem(_Strict):
     state: Label
     reason: str = Field(max_length=32)
-    source_id: str = Field(max_length=8)
+    source_id: str = Field(max_length=HOLDER)
 
 
 class ChainEventItem(_Strict):
@@ -68,11 +71,11 @@ class ChainDirectAnswer(_Strict):
 
 
 class ChainWindowItem(_Strict):
-    holder: str = Field(max_length=8)
+    holder: str = Field(max_length=HOLDER)
     event: str = Field(max_length=SHORT)
     state: Label
     reason: str = Field(max_length=MEDIUM)
-    source_id: str = Field(max_length=8)
+    source_id: str = Field(max_length=HOLDER)
 
 
 class ChainWindowAnswer(_Strict):

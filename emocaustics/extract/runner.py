@@ -26,6 +26,7 @@ from emocaustics.extract import chains as chain_methods
 from emocaustics.extract import sextuple as sx
 from emocaustics.extract.calls import Asker, StepFailed
 from emocaustics.extract.output import append_failure, write_prediction
+from emocaustics.extract.windows import windows
 
 DEFAULT_WINDOWS = {"sextuple": (20, 5), "emotion": (30, 10)}
 
@@ -117,8 +118,9 @@ async def _method(asker: Asker, cfg: ExtractConfig, d: sx.DialogueInput, emb: np
         return records
     if cfg.method == "direct":
         return chain_methods.to_json(d, await chain_methods.direct(asker, d))
-    if prior is None:
-        prior, _ = await sx.window(asker, d, emb, cfg.window_settings())
+    if prior is None:  # the chain windows and the merge wait for this sextuple run
+        then = len(windows(len(d), cfg.k, cfg.s)) + 1
+        prior, _ = await sx.window(asker, d, emb, cfg.window_settings(), then=then)
     built = await chain_methods.window(asker, d, prior, k=cfg.k, s=cfg.s)
     return chain_methods.to_json(d, await chain_methods.merge(asker, built))
 

@@ -94,14 +94,14 @@ async def rag(asker: Asker, d: DialogueInput, emb: np.ndarray, *, k: int = 20, t
 
 
 async def pass1_window(asker: Asker, d: DialogueInput, w: Window, bucket: EventBucket, emb: np.ndarray | None,
-                       cfg: WindowSettings, targets: dict[int, str]) -> None:
+                       cfg: WindowSettings, targets: dict[int, str], priority: int = 0) -> None:
     """Update the bucket with the window's new utterances and resolve their targets (mutates bucket, targets)."""
     shown = bucket.on_show(cfg.max_events)
     user = P.WINDOW_PASS1.substitute(
         bucket=bucket.render(cfg.max_events, cfg.max_log_lines), window=d.lines(w.shown),
         new_ids="、".join(str(i) for i in w.new))
     step = f"pass1 window {w.index} (utterances {w.new_start}-{w.end - 1})"
-    answer = await asker.ask(Ask(step, user, Pass1Answer, pass1_schema(len(w.new), [e.id for e in shown])))
+    answer = await asker.ask(Ask(step, user, Pass1Answer, pass1_schema(len(w.new), [e.id for e in shown]), priority))
     for j, item in zip(w.new, answer.items):
         bucket.update(j, d.holders[j], item.event_id, item.event, item.log, emb)
         targets[j] = item.target.strip() or default_target(d, j)
@@ -116,7 +116,7 @@ def default_target(d: DialogueInput, j: int) -> str:
 
 
 def _pass2_asks(d: DialogueInput, w: Window, events_text: str, names: dict[int, str], targets: dict[int, str],
-                known: bool) -> list[Ask[SextupleAnswer]]:
+                known: bool, priority: int = 0) -> list[Ask[SextupleAnswer]]:
     schema = sextuple_schema()
     asks = []
     for j in w.new:
@@ -125,12 +125,12 @@ def _pass2_asks(d: DialogueInput, w: Window, events_text: str, names: dict[int, 
             events=events_text, history=d.lines(range(w.start, j + 1)), index=j, holder=d.holders[j],
             event=names.get(j, P.UNKNOWN) if known else P.UNKNOWN,
             target=targets.get(j, P.UNKNOWN) if known else P.UNKNOWN, sentence=d.sentences[j])
-        asks.append(Ask(f"pass2 utterance {j}", user, SextupleAnswer, schema))
+        asks.append(Ask(f"pass2 utterance {j}", user, SextupleAnswer, schema, priority))
     return asks
 
 
 async def window(asker: Asker, d: DialogueInput, emb: np.ndarray | None, cfg: WindowSettings = WindowSettings(),
-                 ) -> tuple[list[dict], EventBucket]:
+                 then: int = 0) -> tuple[list[dict], EventBucket]:
     """Pass 1 over trailing windows builds the bucket; pass 2 asks per utterance with the event context first.
 
     event_context: `asof` (default) shows the bucket right after the window that absorbed the utterance (the
@@ -138,6 +138,8 @@ async def window(asker: Asker, d: DialogueInput, emb: np.ndarray | None, cfg: Wi
     utterance's own event and target are then shown as unknown); `final` the bucket after the whole dialogue,
     as the reference does (it leaks the future into earlier utterances; kept to reproduce published numbers).
     Pass 2 of a window starts as soon as its snapshot exists, overlapping later pass-1 windows (not for `final`).
+    `then`: sequential calls of this dialogue that wait for this whole pass (a chain run built on it); with the
+    windows still ahead it sets each call's priority (pass 1 is the dialogue's critical path).
     """
     bucket = EventBucket(threshold=cfg.join_threshold)
     targets: dict[int, str] = {}
@@ -148,19 +150,21 @@ async def window(asker: Asker, d: DialogueInput, emb: np.ndarray | None, cfg: Wi
     try:
         for w in ws:
             before = bucket.render(cfg.max_events, cfg.max_log_lines)
-            await pass1_window(asker, d, w, bucket, emb, cfg, targets)
+            # after this call: the later windows, then one round of pass 2, then `then` more
+            await pass1_window(asker, d, w, bucket, emb, cfg, targets, priority=-(len(ws) - w.index + then))
             for j in w.new:
                 names[j] = bucket.event_name(j) or P.UNKNOWN
             if cfg.event_context == "final":
                 later.append(w)
                 continue
             text = before if cfg.event_context == "strict" else bucket.render(cfg.max_events, cfg.max_log_lines)
-            asks = _pass2_asks(d, w, text, names, targets, known=cfg.event_context != "strict")
+            asks = _pass2_asks(d, w, text, names, targets, known=cfg.event_context != "strict", priority=-then)
             pending.append((w, asyncio.ensure_future(asker.ask_many(asks))))
         if later:
             final_text = bucket.render(cfg.max_events, cfg.max_log_lines)
             for w in later:
-                pending.append((w, asyncio.ensure_future(asker.ask_many(_pass2_asks(d, w, final_text, names, targets, True)))))
+                pending.append((w, asyncio.ensure_future(
+                    asker.ask_many(_pass2_asks(d, w, final_text, names, targets, True, priority=-then)))))
         answers: dict[int, SextupleAnswer] = {}
         for w, task in pending:
             for j, a in zip(w.new, await task):

@@ -29,6 +29,10 @@ class ChatRequest:
     schema: dict | None = None  # JSON schema the answer must follow (structured output where the backend has it)
     sampling: Sampling = field(default_factory=Sampling)
     affinity: str | None = None  # e.g. the dialogue id: requests with the same affinity go to the same replica
+    # vLLM's request priority (lower is served first) for engines under scheduling_policy="priority": minus the number
+    # of calls of this dialogue that must wait for this one in sequence, so that long sequential chains are not queued
+    # behind independent calls (critical path first). Not part of the answer, nor of the response-cache key.
+    priority: int = 0
 
 
 @dataclass(slots=True)

@@ -28,10 +28,13 @@ from emocaustics.models.local import run_item
 from emocaustics.models.usage import Usage
 
 # Defaults the caller can override through the spec: guided JSON without free whitespace (a weak or random model
-# otherwise pads the answer with whitespace up to max_tokens), and the prefix cache (window prompts share prefixes).
+# otherwise pads the answer with whitespace up to max_tokens), the prefix cache (window prompts share prefixes), and
+# priority scheduling, so that the next call of a long sequential window chain is not queued behind hundreds of
+# independent calls (each request carries ChatRequest.priority; "fcfs" ignores it).
 ENGINE_DEFAULTS: dict[str, Any] = {
     "structured_outputs_config": {"backend": "xgrammar", "disable_any_whitespace": True},
     "enable_prefix_caching": True,
+    "scheduling_policy": "priority",
 }
 # On CPU, `gpu_memory_utilization` is a fraction of host RAM and the default 0.92 fails; the KV cache gets a fixed size.
 CPU_DEFAULTS: dict[str, Any] = {"gpu_memory_utilization": 0.3, "kv_cache_memory_bytes": 1 << 30}
@@ -67,6 +70,7 @@ class VLLMEngineActor:
         self._ids = itertools.count()
         self._caches: dict[str, Any] = {}  # cache path -> CachedLLM over this engine
         self._inflight = 0
+        self._by_priority = False  # the engine runs scheduling_policy="priority": pass each request's priority
 
     async def start(self) -> dict[str, Any]:
         """Start the engine if it is not running; returns this engine's identity and start time."""
@@ -79,6 +83,7 @@ class VLLMEngineActor:
 
                 opts = {**ENGINE_DEFAULTS, **(CPU_DEFAULTS if current_platform.is_cpu() else {}), **self.engine_opts}
                 self._engine = AsyncLLM.from_engine_args(AsyncEngineArgs(model=self.model, **opts))
+                self._by_priority = opts.get("scheduling_policy") == "priority"
                 self._tokenizer = self._engine.get_tokenizer()
                 self._max_len = self._engine.model_config.max_model_len
                 self.start_seconds = time.perf_counter() - t0
@@ -116,7 +121,8 @@ class VLLMEngineActor:
         final = None
         try:
             async for out in self._engine.generate(
-                TokensPrompt(prompt_token_ids=ids), params, f"{self.instance[:8]}-{next(self._ids)}"
+                TokensPrompt(prompt_token_ids=ids), params, f"{self.instance[:8]}-{next(self._ids)}",
+                priority=request.priority if self._by_priority else 0,
             ):
                 final = out
         except asyncio.CancelledError:
