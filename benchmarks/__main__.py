@@ -1,7 +1,8 @@
 """Run every benchmark side by side and write `benchmarks/results/latest.json` plus a short Markdown table.
 
 Each benchmark module exposes `run(quick: bool) -> dict` returning
-`{"name", "figures": {name: value}, "inputs": {...}, "notes": [...], "floors": {name: {"value", "floor", "ok"}}}`.
+`{"name", "figures": {name: value}, "inputs": {...}, "notes": [...], "floors": {name: {"value", "floor", "ok"}}}`
+and `to_markdown(result) -> str`; each result is also written to `benchmarks/results/<name>.json` and `.md`.
 `python -m benchmarks [--only NAME ...] [--quick]`.
 """
 
@@ -17,6 +18,7 @@ import time
 import traceback
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 RESULTS = Path(__file__).resolve().parent / "results"
 # (module, what it measures); a module that is not there yet is reported as missing, not skipped silently.
@@ -55,6 +57,18 @@ def to_markdown(results: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def write_own(short: str, res: dict, render: Any) -> None:
+    """The benchmark's own results files, next to latest.*, so that each is readable alone."""
+    (RESULTS / f"{short}.json").write_text(json.dumps(res, ensure_ascii=False, indent=1, default=str), encoding="utf-8")
+    md = to_markdown([res])
+    if render is not None and not res.get("error"):
+        try:
+            md = render(res)
+        except Exception:  # the table is a convenience; the JSON above has everything
+            md += f"\n(its own table failed: {traceback.format_exc().splitlines()[-1]})\n"
+    (RESULTS / f"{short}.md").write_text(md, encoding="utf-8")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks")
     parser.add_argument("--only", nargs="*", help="benchmark module names (e.g. score_bench)")
@@ -76,6 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         res.setdefault("name", short)
         res["seconds"] = round(time.perf_counter() - t0, 1)
         results.append(res)
+        write_own(short, res, getattr(sys.modules.get(module_name), "to_markdown", None))
         print(json.dumps(res, ensure_ascii=False, indent=1, default=str)[:4000], flush=True)
     report = {"command": "make bench" + (" (--quick)" if args.quick else ""), "machine": machine(),
               "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "results": results}

@@ -4,16 +4,20 @@
 the real extraction runner (`run_items` -> `ModelPool.run` -> `extract_one` inside each replica actor) at 1, 4, 16 and
 64 replicas of a SIMULATED Qwen2.5-72B engine on 4x H100 each, on a Ray cluster of several Ray nodes started on this
 machine (`ray.cluster_utils.Cluster`; each node carries a custom `sim_gpu` resource and stands for several GPU hosts;
-replicas request 4 of it and are spread over the nodes). Then a 10x synthetic scale-up (every dialogue ten times under
-new ids) at 64 replicas, and the real scorer on a sample of the predictions (with the simulated engine as the judge).
+replicas request 4 of it, 8 replicas share one actor process, and the processes are spread over the nodes; see
+sim_cluster.py). Then a 10x synthetic scale-up (every dialogue ten times under new ids and holder names) at 64
+replicas, the longest dialogue alone per config (the critical path no replica count shortens), and the real scorer on
+a sample of the predictions (with the simulated engine as the judge). Replicas run vLLM's priority scheduling, as the
+pipeline's engines do by default (`SCALE_BENCH_POLICY=fcfs` for the comparison).
 
 Figures: simulated makespan and throughput per replica count, scaling efficiency = throughput / (replicas x the
-single-replica throughput), orchestration overhead per LLM call = real CPU seconds of every process of the cluster
+single-replica throughput) and its bound from the critical path, orchestration overhead per LLM call = real CPU seconds of every process of the cluster
 (driver, raylets, actors) minus the simulator's own CPU, per call; driver peak RSS; projected wall time of the
 paper-style run on N GPUs. Dialogues are dispatched longest first, all at once (in-flight = everything), each replica
 holds its clock until all its items have arrived, so every run starts at simulated t=0.
 
-    python -m benchmarks.scale_bench [--quick]       # writes benchmarks/results/scale_bench.json and .md
+    python -m benchmarks.scale_bench [--quick] [--copies N] [--replicas 1,4,16,64]
+                                        # writes benchmarks/results/scale_bench.json and .md
 """
 
 from __future__ import annotations
@@ -385,6 +389,10 @@ def run(quick: bool = False, copies: int | None = None, replicas: list[int] | No
 def write(result: dict) -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "scale_bench.json").write_text(json.dumps(result, ensure_ascii=False, indent=1, default=str), encoding="utf-8")
+    (RESULTS / "scale_bench.md").write_text(to_markdown(result), encoding="utf-8")
+
+
+def to_markdown(result: dict) -> str:
     runs = result["details"]["runs"]
     lines = ["| replicas | dialogues | GPUs | sim makespan (s) | sim tok/s | efficiency | bound (critical path) | "
              "mean batch | busy max/mean | overhead ms/call | real wall (s) | driver RSS MiB |",
@@ -395,7 +403,7 @@ def write(result: dict) -> None:
         lines.append(_row(f"{result['inputs']['scale_replicas']} ({result['inputs']['scale_copies']}x data)",
                           result["details"]["scaled"]))
     lines += ["", *[f"- {n}" for n in result["notes"]]]
-    (RESULTS / "scale_bench.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return "\n".join(lines) + "\n"
 
 
 def _row(label: str, f: dict) -> str:

@@ -138,13 +138,7 @@ def run(quick: bool = False) -> dict:
     }
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--quick", action="store_true")
-    args = ap.parse_args()
-    out = run(args.quick)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "score_bench.json").write_text(json.dumps(out, ensure_ascii=False, indent=1), encoding="utf-8")
+def to_markdown(out: dict) -> str:
     f = out["figures"]
     lines = [f"# score_bench ({out['inputs']['subset']}, {f['dialogues']} dialogues, oracle, minilm)", "",
              "| task | texts requested | distinct embedded | reference texts | in-process s | Ray s | sample speed-up oracle | sample speed-up baseline |",
@@ -156,8 +150,18 @@ def main() -> None:
                      f"{x['sample_baseline']['speedup']}x |")
     lines += ["", f"model load {f['model_load_seconds']} s, Ray start {f['ray_start_seconds']} s; floor: "
               f"{out['floors']['whole_dataset_seconds']}"]
-    (RESULTS / "score_bench.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    print("\n".join(lines))
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    args = ap.parse_args()
+    out = run(args.quick)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "score_bench.json").write_text(json.dumps(out, ensure_ascii=False, indent=1), encoding="utf-8")
+    (RESULTS / "score_bench.md").write_text(to_markdown(out), encoding="utf-8")
+    print(to_markdown(out))
 
 
 if __name__ == "__main__":
