@@ -11,9 +11,9 @@ a sample of the predictions (with the simulated engine as the judge). Replicas r
 pipeline's engines do by default (`SCALE_BENCH_POLICY=fcfs` for the comparison).
 
 Figures: simulated makespan and throughput per replica count, scaling efficiency = throughput / (replicas x the
-single-replica throughput) and its bound from the critical path, orchestration overhead per LLM call = real CPU seconds of every process of the cluster
-(driver, raylets, actors) minus the simulator's own CPU, per call; driver peak RSS; projected wall time of the
-paper-style run on N GPUs. Dialogues are dispatched longest first, all at once (in-flight = everything), each replica
+single-replica throughput) and its bound from the critical path, orchestration overhead per LLM call = real CPU
+seconds of every process of the cluster (driver, raylets, actors) minus the simulator's own CPU, per call; driver
+peak RSS; projected wall time of the paper-style run on N GPUs. Dialogues are dispatched longest first, all at once (in-flight = everything), each replica
 holds its clock until all its items have arrived, so every run starts at simulated t=0.
 
     python -m benchmarks.scale_bench [--quick] [--copies N] [--replicas 1,4,16,64]
