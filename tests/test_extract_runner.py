@@ -101,3 +101,21 @@ def test_extract_one_is_plain_data_in_and_out():
     row = asyncio.run(extract_one(SchemaLLM(), items_for(cfg, 1)[0]))
     json.dumps(row)  # travels back from a Ray actor
     assert row["ok"] and row["stats"]["llm_calls"] == 4 + 8  # 4 pass-1 windows, 8 pass-2 utterances
+
+
+def test_item_weight_follows_the_answers_a_method_generates():
+    """Placement weights: window answers every utterance twice (pass 1 and 2), chain direct once per holder whatever
+    the length, a chain window run on a prior sextuple run costs less than one that makes its own."""
+    from emocaustics.extract.runner import item_weight
+
+    def w(n, holders=2, prior=None, **cfg):
+        item = make_item(1, [f"第{i}句" for i in range(n)], [str(i % holders) for i in range(n)], ExtractConfig(**cfg))
+        return item_weight({**item, "prior": prior})
+
+    assert w(100, task="sextuple", method="rag") == w(100, task="sextuple", method="direct") == 100
+    assert w(100, task="sextuple", method="window") == 2 * w(100, task="sextuple", method="direct")
+    assert w(280, task="emotion", method="direct") == w(20, task="emotion", method="direct") == 6
+    assert w(280, task="emotion", method="direct", holders=4) == 12
+    own = w(100, task="emotion", method="window")
+    assert w(100, task="emotion", method="window", prior=[{}] * 100) < own
+    assert own > w(100, task="sextuple", method="window")

@@ -102,8 +102,19 @@ def item_affinity(item: dict[str, Any]) -> str:
 
 
 def item_weight(item: dict[str, Any]) -> int:
-    """Expected cost of a dialogue for load balancing: its utterances."""
-    return len(item["sentences"])
+    """Expected cost of a dialogue-run for load balancing, in answers of about one utterance's size (the generated
+    tokens dominate a replica's time). Utterances alone overrate a long dialogue's chain `direct` run (one bounded
+    answer per holder) and underrate `window` (pass 1 answers every utterance too); in a mixed grid that unbalanced
+    the replicas (busiest at 1.10x the mean in the 10x scale benchmark)."""
+    n = len(item["sentences"])
+    cfg = ExtractConfig.model_validate(item["config"])
+    if cfg.task == "sextuple":
+        return 2 * n if cfg.method == "window" else n
+    holders = len(set(item["holders"]))
+    if cfg.method == "direct":
+        return 3 * holders  # at most 3 events x 4 emotions per holder
+    own_sextuples = 2 * n if item.get("prior") is None else 0
+    return own_sextuples + 3 * len(windows(n, cfg.k, cfg.s)) + holders  # chain windows, then the merges
 
 
 async def _method(asker: Asker, cfg: ExtractConfig, d: sx.DialogueInput, emb: np.ndarray | None,
