@@ -344,7 +344,8 @@ def run(quick: bool = False, copies: int | None = None, replicas: list[int] | No
         "scorer on a sample (minilm embedder, the simulated engine as LLM judge).",
         f"Single-replica baseline on every {base_every}th dialogue by length (same mix; one replica is saturated by it); "
         "grid_run_hours_on_4_gpus_projected = the 400-dialogue grid's generated tokens at that rate.",
-        "Placement: the pool balances by cost (weight = utterances) with affinity per (dialogue, config); all items are "
+        "Placement: the pool balances by cost (runner.item_weight: the answers a method generates for the dialogue) "
+        "with affinity per (dialogue, config); all items are "
         "in flight at once (longest first per config) while the replicas hold their clocks, so placement is the pool's "
         "greedy least-loaded choice.",
         f"Replicas run vLLM's scheduling_policy={POLICY!r} (the pipeline's engine default): each call carries minus the "
