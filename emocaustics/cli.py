@@ -1,7 +1,8 @@
-"""`emocaustics` command line: one sub-command group per subpackage, each registered by its own `cli` module.
+"""`emocaustics` command line: the core's verbs (run, report, compare, tasks) and each task package's own verbs.
 
-Sub-command modules keep heavy imports (ray, torch, vllm) inside their handlers so that `--help` and bad-argument
-errors stay instant.
+A task package's `cli` module may define `register(subparsers)` (top-level verbs, e.g. `extract`, `human`) and
+`register_score(score_subparsers)` (its `emocaustics score <task>` verb). Handlers keep heavy imports (ray, torch,
+vllm) inside, so that `--help` and bad-argument errors stay instant.
 """
 
 from __future__ import annotations
@@ -10,30 +11,47 @@ import argparse
 import importlib
 import sys
 
-# (module, what it registers); each module has `register(subparsers)` adding its parsers with `func=` defaults.
-COMMAND_MODULES = (
-    "emocaustics.data.cli",
-    "emocaustics.score.cli",
-    "emocaustics.extract.cli",
-    "emocaustics.pipeline.cli",
-)
+from emocaustics.core.errors import UsageError
+
+CORE_COMMAND_MODULES = ("emocaustics.jobs.cli",)
 
 
-class UsageError(Exception):
-    """A user mistake (bad path, unknown subset, bad spec): printed as one line, exit status 2."""
+def _task_cli_modules() -> list:
+    from emocaustics.core.task import task_packages
+
+    modules = []
+    for package in task_packages():
+        try:
+            modules.append(importlib.import_module(f"{package}.cli"))
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{package}.cli":  # a task without a command line is fine; a broken import is not
+                raise
+    return modules
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("emocaustics")
+    except PackageNotFoundError:
+        return "unknown"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="emocaustics", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="emocaustics", description=__doc__.splitlines()[0],
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"emocaustics {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
-    for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name == name:  # that command group is not built yet
-                continue
-            raise
-        module.register(sub)
+    for name in CORE_COMMAND_MODULES:
+        importlib.import_module(name).register(sub)
+    score = sub.add_parser("score", help="score predictions or a submission of one task against its ground truth")
+    score_sub = score.add_subparsers(dest="score_task", required=True, metavar="TASK")
+    for module in _task_cli_modules():
+        if hasattr(module, "register"):
+            module.register(sub)
+        if hasattr(module, "register_score"):
+            module.register_score(score_sub)
     return parser
 
 

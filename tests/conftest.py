@@ -1,3 +1,10 @@
+# Tests live next to what they test (tests/core, tests/tasks/<name>, tests/jobs ...) and are imported by path
+# (pytest's importlib mode: two folders may both hold a test_data.py); shared helpers (extract_doubles, fakes/) are
+# imported from this folder.
+import sys as _sys
+from pathlib import Path as _Path
+
+_sys.path.insert(0, str(_Path(__file__).resolve().parent))
 
 # ==== BEGIN models: engine fixtures (owner: model hosting, emocaustics/models) ====
 # `ray_local`: Ray started once per test session on this machine (2 CPUs, 300 MB object store, no dashboard) and shut
@@ -24,7 +31,9 @@ def ray_local():
     if ray.is_initialized():  # someone started it already in this session: share it, do not stop it
         yield ray
         return
-    ray.init(num_cpus=2, object_store_memory=300_000_000, include_dashboard=False, log_to_driver=False)
+    from emocaustics.core.cluster import connect
+
+    connect(num_cpus=2, object_store_memory=300_000_000)
     try:
         yield ray
     finally:
@@ -43,7 +52,7 @@ def smoke_pool(ray_local):
     return pool
 # ==== END models: engine fixtures ====
 
-# ==== BEGIN data: dataset fixtures (owner: data layer, emocaustics/data) ====
+# ==== BEGIN data: dataset fixtures (owner: the EmoCaustics task, emocaustics/tasks/emocaustics/data) ====
 # `published_root`: the published EmoCaustics data (EMOCAUSTICS_DATA, else ../shared/datasets/emocaustics beside the
 #   checkout); the test is skipped, saying so, when neither holds chat/ and emo/.
 # `published_corpus`: that data loaded once per session with the default (verified) pairing.
@@ -71,7 +80,7 @@ def published_root():
 
 @_models_pytest.fixture(scope="session")
 def published_corpus(published_root):
-    from emocaustics.data.load import load_corpus
+    from emocaustics.tasks.emocaustics.data.load import load_corpus
 
     return load_corpus(published_root)
 # ==== END data: dataset fixtures ====

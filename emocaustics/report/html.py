@@ -8,7 +8,7 @@ from pathlib import Path
 
 import polars as pl
 
-from emocaustics.report.tables import by_length, component_columns, failures, summarise
+from emocaustics.report.tables import component_columns, failures, option_columns, summarise
 
 _CSS = """
 body{font-family:system-ui,-apple-system,"Noto Sans CJK SC",sans-serif;margin:2rem;color:#222;max-width:1200px}
@@ -20,7 +20,7 @@ tr.calibration td{background:#f4f8ff}tr.engine-check td{background:#fff7e6}
 """
 
 
-def _svg(fig) -> str:
+def svg(fig) -> str:
     buf = io.StringIO()
     fig.savefig(buf, format="svg", bbox_inches="tight")
     import matplotlib.pyplot as plt
@@ -30,7 +30,7 @@ def _svg(fig) -> str:
     return text[text.index("<svg"):]  # drop the XML prolog so the SVG can sit inline
 
 
-def _table(df: pl.DataFrame, row_class: str | None = None) -> str:
+def table(df: pl.DataFrame, row_class: str | None = None) -> str:
     head = "".join(f"<th>{html.escape(c)}</th>" for c in df.columns if c != row_class)
     rows = []
     for row in df.iter_rows(named=True):
@@ -60,46 +60,17 @@ def _bar_chart(summary: pl.DataFrame, task: str) -> str:
     ax.barh(labels, rows["score"].fill_null(0).to_list(), color=[colours.get(k, "#888") for k in rows["kind"]])
     ax.invert_yaxis()
     ax.set_xlim(0, 1.05)
-    ax.set_xlabel("score (mean over dialogues)")
+    ax.set_xlabel("score (mean over samples)")
     ax.set_title(f"{task}: methods vs oracle / baseline (orange = engine check, not a quality figure)")
-    return _svg(fig)
-
-
-def _heatmap(summary: pl.DataFrame, task: str, method: str, model: str | None) -> str | None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    rows = summary.filter(
-        (pl.col("task") == task) & (pl.col("method") == method) & (pl.col("model").eq_missing(model))
-    ).drop_nulls(["K", "S"])
-    ks, ss = sorted(set(rows["K"].to_list())), sorted(set(rows["S"].to_list()))
-    if len(ks) < 2 and len(ss) < 2:
-        return None
-    grid = [[None for _ in ks] for _ in ss]
-    for r in rows.iter_rows(named=True):
-        grid[ss.index(r["S"])][ks.index(r["K"])] = r["score"]
-    fig, ax = plt.subplots(figsize=(1.2 * len(ks) + 2, 0.9 * len(ss) + 1.5))
-    values = [[float("nan") if v is None else v for v in row] for row in grid]
-    image = ax.imshow(values, cmap="viridis", vmin=0, vmax=1, origin="lower")
-    ax.set_xticks(range(len(ks)), [str(k) for k in ks])
-    ax.set_yticks(range(len(ss)), [str(s) for s in ss])
-    ax.set_xlabel("window K")
-    ax.set_ylabel("step S")
-    for y, row in enumerate(grid):
-        for x, v in enumerate(row):
-            ax.text(x, y, "n/a" if v is None else f"{v:.3f}", ha="center", va="center", color="w")
-    fig.colorbar(image, ax=ax)
-    ax.set_title(f"{task} / {method} / {model}: score by K x S")
-    return _svg(fig)
+    return svg(fig)
 
 
 def render(run_dir: Path, scores: pl.DataFrame, wall: dict[str, float] | None = None, title: str = "") -> str:
     summary = summarise(scores, wall)
     shown = summary.select(
-        "kind", "run", "task", "method", "model", "K", "S", "dialogues", "score", "micro_score",
-        *component_columns(summary), "failures", "judge_failures", "llm_calls", "tokens", "wall_s",
+        "kind", "run", "task", "method", "model", *option_columns(summary), "samples", "score", "micro_score",
+        *component_columns(summary), "failures", *[c for c in ("judge_failures",) if c in summary.columns],
+        "llm_calls", "tokens", "wall_s",
     )
     parts = [
         f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
@@ -110,21 +81,22 @@ def render(run_dir: Path, scores: pl.DataFrame, wall: dict[str, float] | None = 
         " Blue rows are calibration: <b>oracle</b> (the ground truth itself, must score 1.0) and <b>baseline</b>"
         " (a trivial non-LLM predictor, the floor).</p>",
         "<h2>Summary</h2>",
-        f"<div id='summary'>{_table(shown, row_class='kind')}</div>",
+        f"<div id='summary'>{table(shown, row_class='kind')}</div>",
         "<h2>Methods compared</h2>",
     ]
     for task in summary["task"].unique(maintain_order=True).to_list():
         parts.append(f"<div class='chart' id='bars-{html.escape(task)}'>{_bar_chart(summary, task)}</div>")
-    model_rows = summary.filter(pl.col("method").is_in(["window", "rag"]))
-    for task, method, model in model_rows.select("task", "method", "model").unique(maintain_order=True).iter_rows():
-        svg = _heatmap(summary, task, method, model)
-        if svg:
-            parts.append(f"<h2>Window x step: {html.escape(f'{task} / {method} / {model}')}</h2>")
-            parts.append(f"<div class='chart heatmap'>{svg}</div>")
-    parts += ["<h2>By dialogue length</h2>", _table(by_length(scores))]
+    from emocaustics.core.task import get_task
+
+    for task_name in summary["task"].unique(maintain_order=True).to_list():
+        task = get_task(task_name)
+        for title_text, section in task.report_sections(summary.filter(pl.col("task") == task_name),
+                                                        scores.filter(pl.col("task") == task_name)):
+            parts.append(f"<h2>{html.escape(title_text)}</h2>")
+            parts.append(section)
     fails = failures(scores)
     parts.append(f"<h2>Failures ({fails.height})</h2>")
-    parts.append(_table(fails) if fails.height else "<p>None.</p>")
+    parts.append(table(fails) if fails.height else "<p>None.</p>")
     parts.append("</body></html>")
     return "\n".join(parts)
 

@@ -1,7 +1,8 @@
-"""Score tables: per-dialogue rows (scores.parquet) -> per-config summary, per-length breakdown, comparisons. Polars only.
+"""Score tables of any task: per-sample rows (scores.parquet) -> per-config summary, comparisons. Polars only.
 
-`scores.parquet` has one row per (run config, dialogue) with the columns of `SCORE_COLUMNS`, plus component columns
-named `c_<name>` (field accuracies, match rates) that differ by task.
+`scores.parquet` has one row per (run config, sample) with the columns of `SCORE_COLUMNS`, plus one column `c_<name>`
+per secondary metric of the task (field accuracies, match rates, F1 parts) and the columns a task adds per sample or
+per config (its size, its window).
 """
 
 from __future__ import annotations
@@ -10,28 +11,22 @@ from pathlib import Path
 
 import polars as pl
 
-# Dialogues with at least this many utterances count as "long" (the paper's long-20 are all over 100 turns).
-LONG_DIALOGUE = 100
-
 SCORE_COLUMNS: dict[str, pl.DataType] = {
     "run": pl.Utf8,  # the config label
     "task": pl.Utf8,
     "method": pl.Utf8,
     "model": pl.Utf8,
-    "window": pl.Int64,
-    "step": pl.Int64,
     "kind": pl.Utf8,  # calibration | engine-check | model
-    "dialogue": pl.Int64,
-    "n_utterances": pl.Int64,
-    "weight": pl.Float64,  # micro-average weight: utterances (sextuple) or GT holders (emotion)
-    "score": pl.Float64,
+    "sample_id": pl.Utf8,
+    "weight": pl.Float64,  # micro-average weight of the sample (the task decides: e.g. its size)
+    "score": pl.Float64,  # the task's primary metric
     "failed": pl.Boolean,
+    "status": pl.Utf8,
     "reason": pl.Utf8,
     "llm_calls": pl.Int64,
     "cache_hits": pl.Int64,
     "prompt_tokens": pl.Int64,
     "generated_tokens": pl.Int64,
-    "judge_failures": pl.Int64,
     "seconds": pl.Float64,
 }
 
@@ -40,14 +35,21 @@ KIND_NOTE = {
     "engine-check": "engine check: the smoke model is random weights, its text is noise; NOT a quality figure",
     "model": "",
 }
+# Per-config columns a task may add (`Task.summary_columns`), shown after the model when present.
+OPTION_COLUMNS = ("K", "S")
 
 
 def component_columns(df: pl.DataFrame) -> list[str]:
     return [c for c in df.columns if c.startswith("c_")]
 
 
+def option_columns(df: pl.DataFrame) -> list[str]:
+    return [c for c in OPTION_COLUMNS if c in df.columns]
+
+
 def summarise(scores: pl.DataFrame, wall: dict[str, float] | None = None) -> pl.DataFrame:
-    """One row per run config: score (macro: mean of dialogue scores), micro score, components, failures, cost."""
+    """One row per run config: score (macro: mean over samples, failures count 0), micro score (weighted by the
+    samples' weights), component means, failures, cost."""
     comps = component_columns(scores)
     summary = (
         scores.group_by("run", maintain_order=True)
@@ -55,15 +57,14 @@ def summarise(scores: pl.DataFrame, wall: dict[str, float] | None = None) -> pl.
             pl.first("task"),
             pl.first("method"),
             pl.first("model"),
-            pl.first("window").alias("K"),
-            pl.first("step").alias("S"),
+            *[pl.first(c) for c in option_columns(scores)],
             pl.first("kind"),
-            pl.len().alias("dialogues"),
+            pl.len().alias("samples"),
             pl.col("score").mean().alias("score"),
             ((pl.col("score") * pl.col("weight")).sum() / pl.col("weight").sum()).alias("micro_score"),
             *[pl.col(c).mean() for c in comps],
             pl.col("failed").sum().alias("failures"),
-            pl.col("judge_failures").sum(),
+            *([pl.col("judge_failures").sum()] if "judge_failures" in scores.columns else []),
             pl.col("llm_calls").sum(),
             pl.col("cache_hits").sum(),
             (pl.col("prompt_tokens").sum() + pl.col("generated_tokens").sum()).alias("tokens"),
@@ -77,23 +78,8 @@ def summarise(scores: pl.DataFrame, wall: dict[str, float] | None = None) -> pl.
     )
 
 
-def by_length(scores: pl.DataFrame) -> pl.DataFrame:
-    """Mean score per run config for short and long dialogues."""
-    return (
-        scores.with_columns(
-            pl.when(pl.col("n_utterances") >= LONG_DIALOGUE)
-            .then(pl.lit(f"long (>= {LONG_DIALOGUE})"))
-            .otherwise(pl.lit(f"short (< {LONG_DIALOGUE})"))
-            .alias("length")
-        )
-        .group_by("run", "length", maintain_order=True)
-        .agg(pl.len().alias("dialogues"), pl.col("score").mean().alias("score"))
-        .sort("run", "length")
-    )
-
-
 def failures(scores: pl.DataFrame) -> pl.DataFrame:
-    return scores.filter(pl.col("failed")).select("run", "dialogue", "reason").sort("run", "dialogue")
+    return scores.filter(pl.col("failed")).select("run", "sample_id", "reason").sort("run", "sample_id")
 
 
 def to_markdown(df: pl.DataFrame, floats: int = 4) -> str:
@@ -118,8 +104,9 @@ def write_tables(run_dir: Path, scores: pl.DataFrame, wall: dict[str, float] | N
     summary = summarise(scores, wall)
     summary.write_csv(run_dir / "summary.csv")
     shown = summary.select(
-        "run", "task", "method", "model", "K", "S", "dialogues", "score", "micro_score",
-        *component_columns(summary), "failures", "judge_failures", "llm_calls", "tokens", "wall_s", "note",
+        "run", "task", "method", "model", *option_columns(summary), "samples", "score", "micro_score",
+        *component_columns(summary), "failures", *[c for c in ("judge_failures",) if c in summary.columns],
+        "llm_calls", "tokens", "wall_s", "note",
     )
     (run_dir / "summary.md").write_text(
         f"# {run_dir.parent.name} / {run_dir.name}\n\n" + to_markdown(shown), encoding="utf-8"

@@ -1,6 +1,6 @@
 """A dataset folder (`chat/` + `emo/`) with every kind of damage the reliability tests throw at the loader.
 
-Built from the repository's own sample dialogues (datasets/sample, written by us), so nothing published is copied.
+Built from the repository's own sample dialogues (datasets/emocaustics/sample, written by us), so nothing published is copied.
 Good dialogues keep their sample ids; each bad one is a named case with the file it breaks and what is wrong, so a
 test can check that the reports name that file (and record / field where there is one).
 
@@ -16,7 +16,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-SAMPLE = Path(__file__).resolve().parents[2] / "datasets" / "sample"
+SAMPLE = Path(__file__).resolve().parents[2] / "datasets" / "emocaustics" / "sample"
 BIG_UTTERANCE_BYTES = 10 * 1024 * 1024  # "a 10 MB utterance"
 
 

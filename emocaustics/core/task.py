@@ -1,0 +1,317 @@
+"""The task interface: what a benchmark plugs into the cluster, and the registry that finds it.
+
+A task is a folder `emocaustics/tasks/<name>/` whose `__init__.py` calls `register(TheTask())` (or a test registers one
+directly). The core -- job specs, the runner, the report -- only ever talks to these seams:
+
+- `Sample`      one unit of evaluation: a string id, its input, its target (may be None) and metadata; JSON-able, so
+                Ray Data and actors move it unchanged.
+- `Task.Options` the task's own knobs (a pydantic model, extra keys forbidden); `method` picks a solver method or a
+                calibration predictor. `Task.Dataset` likewise for where samples come from.
+- `Task.load`   (dataset options, run options) -> `Loaded` (samples + data defects, reported, never dropped).
+- `Task.solve`  async (llm, sample, options) -> prediction, or raises `SolveFailed(step, reason)`; runs next to the
+                engine through `ModelPool.run` with `Task.weight` (placement cost) and `Task.affinity` (replica key:
+                samples sharing a prompt prefix share a key).
+- `Task.predict` calibration predictors (oracle, baselines): no model.
+- `Task.score`  (samples, predictions | Failure, options, context) -> `Scored`: long rows
+                `sample_id, metric, value, weight, status, reason`, plus corpus-level summary metrics and extra tables.
+- `Task.write_predictions` / `read_predictions`: the task's files on disk (default: predictions.jsonl).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+import polars as pl
+from pydantic import BaseModel, ConfigDict
+
+from emocaustics.core.errors import UsageError
+
+# Long-format score rows: one row per (sample, metric). status: ok | failed (the solver gave up; value 0) |
+# unscored (the metric could not be computed for this sample, e.g. no ground truth; value null, outside means).
+ROW_SCHEMA: dict[str, pl.DataType] = {
+    "sample_id": pl.Utf8, "metric": pl.Utf8, "value": pl.Float64, "weight": pl.Float64, "status": pl.Utf8,
+    "reason": pl.Utf8,
+}
+
+
+@dataclass(frozen=True)
+class Sample:
+    id: str
+    input: Any
+    target: Any = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "input": self.input, "target": self.target, "meta": self.meta}
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> "Sample":
+        return cls(str(obj["id"]), obj.get("input"), obj.get("target"), dict(obj.get("meta") or {}))
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A sample the solver could not answer: scored 0 (status `failed`), listed with its reason."""
+
+    step: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.step}: {self.reason}"
+
+
+class SolveFailed(Exception):
+    """Raised by a solver: which step gave up and why (the raw output belongs in the reason)."""
+
+    def __init__(self, step: str, reason: str) -> None:
+        super().__init__(f"{step}: {reason}")
+        self.step, self.reason = step, reason
+
+
+@dataclass
+class Defect:
+    """A problem in the published data, reported as data: what kind, where (file / record / field), what."""
+
+    kind: str
+    where: str
+    message: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"kind": self.kind, "where": self.where, "message": self.message}
+
+
+@dataclass
+class Loaded:
+    samples: list[Sample]
+    defects: list[Defect] = field(default_factory=list)
+    info: dict[str, Any] = field(default_factory=dict)  # dataset name, split, root, content hash ...
+
+
+@dataclass
+class ScoreContext:
+    """What a scorer may use: an embedder (already loaded, shared by the job), a judge spec, the job's scoring
+    options (free-form per task) and whether scoring may use Ray for large inputs."""
+
+    embedder: Any = None
+    embedder_spec: str | None = None
+    judge: str | None = None
+    scoring: dict[str, Any] = field(default_factory=dict)
+    use_ray: bool = False
+
+
+@dataclass
+class Scored:
+    rows: pl.DataFrame  # ROW_SCHEMA
+    summary: dict[str, Any] = field(default_factory=dict)  # corpus-level metrics (e.g. official F1s), primary first
+    tables: dict[str, pl.DataFrame] = field(default_factory=dict)  # extra named tables (per emotion, per topic ...)
+    items: pl.DataFrame | None = None  # per-item explanation rows (which pair matched what, and why)
+
+
+def rows_frame(rows: list[dict[str, Any]]) -> pl.DataFrame:
+    """Long score rows as a frame with `ROW_SCHEMA` (missing weight -> 1, status -> ok, reason -> null)."""
+    norm = [{"sample_id": str(r["sample_id"]), "metric": r["metric"],
+             "value": None if r.get("value") is None else float(r["value"]),
+             "weight": float(r.get("weight", 1.0)), "status": r.get("status", "ok"), "reason": r.get("reason")}
+            for r in rows]
+    return pl.DataFrame(norm, schema=ROW_SCHEMA)
+
+
+class Options(BaseModel):
+    """Base of every task's options: `method` picks a solver method or a calibration predictor."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    method: str
+
+
+class DatasetOptions(BaseModel):
+    """Base of every task's dataset options; `data` is a local copy (default: the task's env var or fetch cache)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    data: str | None = None
+
+
+class Task:
+    """Base class with the defaults; a task overrides what it needs (see the module docstring)."""
+
+    name: ClassVar[str]
+    description: ClassVar[str] = ""
+    Options: ClassVar[type[Options]] = Options
+    Dataset: ClassVar[type[DatasetOptions]] = DatasetOptions
+    solver_methods: ClassVar[tuple[str, ...]] = ()  # methods that call a model
+    calibration_methods: ClassVar[tuple[str, ...]] = ()  # built-in predictors: no model
+    primary_metric: ClassVar[str] = "score"
+    prompts_version: ClassVar[str | None] = None  # hash of the prompt templates, recorded in every run
+
+    # -- options -------------------------------------------------------------------------------------------------
+    def parse_options(self, raw: dict[str, Any]) -> Options:
+        opts = self.Options.model_validate(raw)
+        allowed = self.solver_methods + self.calibration_methods
+        if opts.method not in allowed:
+            raise ValueError(f"task {self.name!r} has no method {opts.method!r}; choose one of {', '.join(allowed)}")
+        return opts
+
+    def needs_model(self, options: Options) -> bool:
+        return options.method in self.solver_methods
+
+    def label(self, options: Options, model: str | None = None) -> str:
+        """A stable, readable config name: task, method, model, then the options that differ from their defaults."""
+        data = options.model_dump(mode="json")
+        parts = [self.name, data.pop("method")]
+        if model:
+            parts.append(model)
+        for key in sorted(data):
+            info = type(options).model_fields[key]
+            if not info.is_required() and data[key] == info.get_default(call_default_factory=True):
+                continue
+            parts.append(f"{key}={data[key]}")
+        return "_".join(str(p).replace("/", "-") for p in parts)
+
+    def summary_columns(self, options: Options) -> dict[str, Any]:
+        """Extra per-config columns for the summary table (e.g. a window size); default none."""
+        return {}
+
+    def report_sections(self, summary: pl.DataFrame, scores: pl.DataFrame) -> list[tuple[str, str]]:
+        """Extra (title, HTML) sections of the report for this task's configs (charts, breakdowns); default none."""
+        return []
+
+    # -- data ----------------------------------------------------------------------------------------------------
+    def load(self, dataset: DatasetOptions, options: Options) -> Loaded:
+        raise NotImplementedError
+
+    # -- solving -------------------------------------------------------------------------------------------------
+    def prepare(self, samples: list[Sample], options: Options, ctx: "ScoreContext") -> list[Sample]:
+        """Driver-side work before solving, once per config (e.g. retrieval: embed each topic's chunks once on the
+        job's embedder and attach the top-k to each sample). Default: nothing."""
+        return samples
+
+    async def solve(self, llm: Any, sample: Sample, options: Options) -> Any:
+        raise SolveFailed("solver", f"task {self.name!r} has no solver")
+
+    def solve_config(self, samples: list[Sample], options: Options, *, llm_spec: str, out: Path,
+                     ctx: "ScoreContext", cache_dir: Path | None, concurrency: int, prior: Path | None = None) -> None:
+        """Solve every sample without a prediction in `out` (the default plan: `solve` of each sample next to the
+        engine, many in flight, each written as it finishes). A task with dependent multi-call plans may bring its
+        own."""
+        from emocaustics.solve.plan import solve_samples
+
+        solve_samples(self, samples, options, llm_spec=llm_spec, out=out, cache_dir=cache_dir,
+                      concurrency=concurrency)
+
+    def done_count(self, samples: list[Sample], out: Path) -> int:
+        """How many samples already have a prediction (or a failure) in `out`; for progress lines."""
+        found = self.read_predictions(out)
+        return sum(s.id in found for s in samples)
+
+    def sample_stats(self, out: Path) -> dict[str, dict[str, Any]]:
+        """Per-sample cost figures (llm_calls, cache_hits, prompt_tokens, generated_tokens, seconds)."""
+        path = out / "stats.jsonl"
+        stats: dict[str, dict[str, Any]] = {}
+        if path.exists():
+            for line in path.read_text(encoding="utf-8").splitlines():
+                if line.strip():
+                    row = json.loads(line)
+                    stats[str(row.pop("id"))] = row
+        return stats
+
+    def weight(self, sample: Sample, options: Options) -> float:
+        return 1.0
+
+    def affinity(self, sample: Sample, options: Options) -> str:
+        return sample.id
+
+    def predict(self, method: str, samples: list[Sample], options: Options) -> dict[str, Any]:
+        raise UsageError(f"task {self.name!r} has no calibration predictor {method!r}")
+
+    # -- scoring -------------------------------------------------------------------------------------------------
+    def score(self, samples: list[Sample], predictions: dict[str, Any], options: Options,
+              ctx: ScoreContext) -> Scored:
+        raise NotImplementedError
+
+    def finalize(self, out: Path, samples: list[Sample], predictions: dict[str, Any], options: Options) -> list[Path]:
+        """Write the task's own output files for a finished config (submission files, official formats) into `out`;
+        returns the paths written. Default: nothing."""
+        return []
+
+    # -- predictions on disk ---------------------------------------------------------------------------------------
+    def write_prediction(self, out: Path, sample_id: str, prediction: Any) -> None:
+        """Append one sample's prediction to `out/predictions.jsonl` (one line per sample, the latest wins)."""
+        out.mkdir(parents=True, exist_ok=True)
+        with (out / "predictions.jsonl").open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps({"id": sample_id, "prediction": prediction}, ensure_ascii=False) + "\n")
+
+    def write_failure(self, out: Path, sample_id: str, failure: Failure) -> None:
+        out.mkdir(parents=True, exist_ok=True)
+        with (out / "failures.jsonl").open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps({"id": sample_id, "step": failure.step, "reason": failure.reason},
+                                ensure_ascii=False) + "\n")
+
+    def read_predictions(self, out: Path) -> dict[str, Any]:
+        """Predictions by sample id, and a `Failure` for each sample that failed and has no prediction since."""
+        found: dict[str, Any] = {}
+        failures = out / "failures.jsonl"
+        if failures.exists():
+            for line in failures.read_text(encoding="utf-8").splitlines():
+                if line.strip():
+                    row = json.loads(line)
+                    found[str(row["id"])] = Failure(str(row.get("step")), str(row.get("reason")))
+        path = out / "predictions.jsonl"
+        if path.exists():
+            for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                    found[str(row["id"])] = row["prediction"]
+                except (json.JSONDecodeError, KeyError, TypeError) as exc:
+                    raise UsageError(f"{path}: line {n}: not a prediction row ({exc})") from None
+        return found
+
+
+# -- registry ----------------------------------------------------------------------------------------------------
+_REGISTRY: dict[str, Task] = {}
+_DISCOVERED = False
+
+
+def task_packages() -> list[str]:
+    """The task packages under `emocaustics/tasks/` (each a folder with an __init__.py)."""
+    import pkgutil
+
+    import emocaustics.tasks
+
+    return sorted(f"emocaustics.tasks.{m.name}" for m in pkgutil.iter_modules(emocaustics.tasks.__path__) if m.ispkg)
+
+
+def _discover() -> None:
+    """Import every task package once (each registers its tasks). Task packages keep their heavy imports lazy."""
+    global _DISCOVERED
+    if not _DISCOVERED:
+        _DISCOVERED = True
+        for name in task_packages():
+            importlib.import_module(name)
+
+
+def register(task: Task) -> Task:
+    """Add a task to the registry (a task module calls this at import; a test may call it for its own task)."""
+    _REGISTRY[task.name] = task
+    return task
+
+
+def unregister(name: str) -> None:
+    _REGISTRY.pop(name, None)
+
+
+def get_task(name: str) -> Task:
+    if name not in _REGISTRY:
+        _discover()
+    if name not in _REGISTRY:
+        raise UsageError(f"unknown task {name!r}; known tasks: {', '.join(task_names())}")
+    return _REGISTRY[name]
+
+
+def task_names() -> list[str]:
+    _discover()
+    return sorted(_REGISTRY)

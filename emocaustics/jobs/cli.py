@@ -1,0 +1,91 @@
+"""`emocaustics run | report | compare`: jobs, reports and side-by-side comparisons."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from emocaustics.core.errors import UsageError
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser("run", help="run a job spec (runs and grids) end to end: extraction, scoring, report")
+    p.add_argument("job", help="job spec YAML (see jobs/)")
+    p.add_argument("--out", help="run directory (default runs/<job>/<timestamp>)")
+    p.add_argument("--resume", action="store_true",
+                   help="continue the latest (or --out) run: finished dialogues are not extracted again")
+    p.add_argument("--ray-address", help="Ray cluster to join (default: the spec's ray.address, else a local Ray)")
+    p.set_defaults(func=_run)
+
+    p = subparsers.add_parser("tasks", help="list the evaluation tasks, their methods and options")
+    p.add_argument("--json", action="store_true", help="print the list as JSON")
+    p.set_defaults(func=_tasks)
+
+    p = subparsers.add_parser("report", help="rebuild report.html of a run directory")
+    p.add_argument("run_dir")
+    p.set_defaults(func=_report)
+
+    p = subparsers.add_parser("compare", help="several runs' summaries side by side")
+    p.add_argument("run_dirs", nargs="+")
+    p.add_argument("--out", help="also write the comparison as CSV here")
+    p.set_defaults(func=_compare)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from emocaustics.jobs.runner import run_job
+    from emocaustics.jobs.spec import load_job
+
+    job = load_job(args.job)
+    run_job(job, out=args.out, resume=args.resume, ray_address=args.ray_address)
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    from emocaustics.jobs.runner import rebuild_report
+
+    print(rebuild_report(Path(args.run_dir)))
+    return 0
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from emocaustics.report.tables import compare, to_markdown
+
+    try:
+        table = compare([Path(d) for d in args.run_dirs])
+    except FileNotFoundError as exc:
+        raise UsageError(str(exc)) from None
+    if args.out:
+        table.write_csv(args.out)
+    wanted = ("run_dir", "run", "task", "method", "model", "K", "S", "samples", "score", "ci_low", "ci_high",
+              "micro_score", "failures")
+    print(to_markdown(table.select([c for c in wanted if c in table.columns])))
+    return 0
+
+
+def _tasks(args: argparse.Namespace) -> int:
+    import json
+
+    from emocaustics.core.task import get_task, task_names
+
+    listing = []
+    for name in task_names():
+        task = get_task(name)
+        options = {k: {"default": None if f.is_required() else f.get_default(call_default_factory=True),
+                       "type": str(f.annotation).replace("typing.", "")}
+                   for k, f in task.Options.model_fields.items() if k != "method"}
+        dataset = {k: (None if f.is_required() else f.get_default(call_default_factory=True))
+                   for k, f in task.Dataset.model_fields.items()}
+        listing.append({"task": name, "description": task.description, "methods": list(task.solver_methods),
+                        "calibration": list(task.calibration_methods), "options": options, "dataset": dataset})
+    if args.json:
+        print(json.dumps(listing, indent=1, default=str))
+        return 0
+    for t in listing:
+        print(f"{t['task']}: {t['description']}")
+        print(f"  methods: {', '.join(t['methods']) or '(none: scoring only)'}; calibration: "
+              f"{', '.join(t['calibration']) or '-'}")
+        shown = ", ".join(f"{k}={v['default']}" for k, v in t["options"].items()) or "-"
+        print(f"  options: {shown}")
+        print(f"  dataset: {', '.join(f'{k}={v}' for k, v in t['dataset'].items())}")
+    return 0

@@ -1,0 +1,254 @@
+"""`emocaustics run JOB.yaml`: a whole job (runs and grid, any task) from data to report, resumable.
+
+    validate spec -> connect to Ray (once, `core.cluster`) -> for every config:
+      task.load (data defects reported) -> calibration predictor, or task.prepare + task.solve_config against the
+      job's model pool -> task.score (long rows) -> task.finalize (submission files)
+    -> rows.parquet (long) / scores.parquet (one row per config x sample) / summary.csv / summary.md / report.html
+
+Models load once per job: every config naming a model gets the same process-wide `ModelPool`, so a grid starts each
+engine once. Predictions are written per sample as each finishes; `--resume` solves only samples without a
+prediction (failed ones are tried again) and the response cache answers any call already made.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Iterator
+from urllib.parse import urlencode
+
+import polars as pl
+
+from emocaustics.core.errors import UsageError
+from emocaustics.core.progress import Progress
+from emocaustics.core.task import Failure, Options, ScoreContext, Scored, Task
+from emocaustics.jobs.spec import JobSpec, ModelSpec, RunSpec, dump_job
+
+COST_COLUMNS = ("llm_calls", "cache_hits", "prompt_tokens", "generated_tokens")
+
+
+def model_spec_string(model: ModelSpec) -> str:
+    """A job's model entry as a model spec string (`emocaustics.models.spec`)."""
+    query: dict[str, Any] = dict(model.engine)
+    if model.replicas != 1:
+        query["replicas"] = model.replicas
+    if model.placement != "default":
+        query["placement"] = model.placement
+    if model.gpus_per_replica:
+        query["gpus"] = int(model.gpus_per_replica)
+        if model.gpus_per_replica > 1:
+            query["tp"] = int(model.gpus_per_replica)
+    if model.spec.startswith(("openai:", "anthropic:")):
+        query = {"concurrency": model.concurrency, **query}
+    if not query:
+        return model.spec
+    sep = "&" if "?" in model.spec else "?"
+    return model.spec + sep + urlencode({k: v if isinstance(v, str) else json.dumps(v) for k, v in query.items()})
+
+
+def run_kind(task: Task, opts: Options, run: RunSpec, job: JobSpec) -> str:
+    if not task.needs_model(opts):
+        return "calibration"
+    return "engine-check" if job.models[run.model].spec.split("?")[0] == "smoke" else "model"
+
+
+def resolve_run_dir(job: JobSpec, out: str | None, resume: bool) -> Path:
+    if out:
+        return Path(out)
+    base = Path(job.output) / job.name
+    if resume:
+        previous = sorted(p for p in base.glob("*") if (p / "config.yaml").exists())
+        if not previous:
+            raise UsageError(f"--resume: no earlier run of job {job.name!r} under {base}")
+        return previous[-1]
+    return base / datetime.now().strftime("%Y%m%d-%H%M%S")
+
+
+@contextmanager
+def watch(progress: Progress, count: Any, interval: float = 1.0) -> Iterator[None]:
+    """Update `progress` from `count()` (files on disk) in a background thread while a blocking stage runs."""
+    stop = threading.Event()
+
+    def loop() -> None:
+        while not stop.wait(interval):
+            done = count()
+            if done > progress.done:
+                progress.update(done - progress.done)
+
+    thread = threading.Thread(target=loop, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+        done = count()
+        if done > progress.done:
+            progress.update(done - progress.done)
+        progress.close()
+
+
+class Config:
+    """One expanded run: its task, validated options, label, folder and kind."""
+
+    def __init__(self, run: RunSpec, job: JobSpec, run_dir: Path) -> None:
+        self.run = run
+        self.task, self.options = run.resolve()
+        self.label = run.label
+        self.model = run.model if self.task.needs_model(self.options) else None
+        self.kind = run_kind(self.task, self.options, run, job)
+        self.pred_dir = run_dir / "predictions" / self.label
+        self.dataset = self.task.Dataset.model_validate(job.dataset_for(run))
+
+
+def _prior(cfg: Config, configs: list[Config]) -> Path | None:
+    """The folder of another config this one builds on (the task decides), if the job has it."""
+    builds_on = getattr(cfg.task, "builds_on", None)
+    if builds_on is None:
+        return None
+    label = builds_on(cfg.options, cfg.model, [(c.task.name, c.options, c.model, c.label) for c in configs])
+    return next((c.pred_dir for c in configs if c.label == label), None)
+
+
+def _order(configs: list[Config]) -> list[Config]:
+    """Configs others build on first (a chain `window` run reuses the same model's sextuple window run)."""
+    needed = {p for c in configs if (p := _prior(c, configs)) is not None}
+    return sorted(configs, key=lambda c: c.pred_dir not in needed)
+
+
+def solve(cfg: Config, job: JobSpec, samples: list, ctx: ScoreContext, cache_dir: Path, prior: Path | None) -> None:
+    progress = Progress(f"solve {cfg.label}", len(samples))
+    progress.done = cfg.task.done_count(samples, cfg.pred_dir)
+    if progress.done >= len(samples):
+        progress.close()
+        return
+    with watch(progress, lambda: cfg.task.done_count(samples, cfg.pred_dir)):
+        cfg.task.solve_config(samples, cfg.options, llm_spec=model_spec_string(job.models[cfg.model]),
+                              out=cfg.pred_dir, ctx=ctx, cache_dir=cache_dir, concurrency=job.concurrency,
+                              prior=prior)
+
+
+def predictions_for(cfg: Config, samples: list) -> dict[str, Any]:
+    if not cfg.task.needs_model(cfg.options):
+        return cfg.task.predict(cfg.options.method, samples, cfg.options)
+    found = cfg.task.read_predictions(cfg.pred_dir)
+    for s in samples:  # a sample with neither a prediction nor a failure row is a failure, never a silent gap
+        found.setdefault(s.id, Failure("solve", "no prediction was written for this sample"))
+    return found
+
+
+def score_table(cfg: Config, scored: Scored, stats: dict[str, dict[str, Any]]) -> pl.DataFrame:
+    """One row per sample of this config: primary metric as `score`, the others as `c_<metric>`, cost and status."""
+    rows = scored.rows
+    primary = cfg.task.primary_metric
+    main = rows.filter(pl.col("metric") == primary).select(
+        "sample_id", "weight", pl.col("value").alias("score"), (pl.col("status") == "failed").alias("failed"),
+        "status", "reason")
+    others = rows.filter(pl.col("metric") != primary)
+    if others.height:
+        wide = others.pivot(on="metric", index="sample_id", values="value", aggregate_function="first")
+        wide = wide.rename({c: f"c_{c}" for c in wide.columns if c != "sample_id"})
+        main = main.join(wide, on="sample_id", how="left")
+    info = scored.tables.get("sample_info")
+    if info is not None:
+        main = main.join(info, on="sample_id", how="left")
+    cost = pl.DataFrame(
+        [{"sample_id": k, **{c: int(v.get(c, 0)) for c in COST_COLUMNS}, "seconds": float(v.get("seconds", 0.0))}
+         for k, v in stats.items()],
+        schema={"sample_id": pl.Utf8, **{c: pl.Int64 for c in COST_COLUMNS}, "seconds": pl.Float64})
+    extra = cfg.task.summary_columns(cfg.options)
+    return (
+        main.join(cost, on="sample_id", how="left")
+        .with_columns(
+            pl.lit(cfg.label).alias("run"), pl.lit(cfg.task.name).alias("task"),
+            pl.lit(cfg.options.method).alias("method"), pl.lit(cfg.model, pl.Utf8).alias("model"),
+            pl.lit(cfg.kind).alias("kind"),
+            *[pl.lit(v, pl.Int64 if isinstance(v, int) or v is None else None).alias(k) for k, v in extra.items()],
+            pl.col(*COST_COLUMNS).fill_null(0), pl.col("seconds").fill_null(0.0),
+        )
+    )
+
+
+def _summary_record(cfg: Config, scored: Scored, loaded_defects: int) -> dict[str, Any]:
+    return {"run": cfg.label, "task": cfg.task.name, "method": cfg.options.method, "model": cfg.model,
+            "options": cfg.options.model_dump(mode="json"), "summary": scored.summary, "data_defects": loaded_defects,
+            "prompts_version": cfg.task.prompts_version}
+
+
+def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, ray_address: str | None = None) -> Path:
+    from emocaustics.core.cluster import connect
+    from emocaustics.report.html import write_report
+    from emocaustics.report.tables import write_tables
+
+    run_dir = resolve_run_dir(job, out, resume)
+    configs = _order([Config(run, job, run_dir) for run in job.expand()])
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "config.yaml").write_text(dump_job(job), encoding="utf-8")
+    print(f"job {job.name}: {len(configs)} configs -> {run_dir}", flush=True)
+    needs_ray = any(c.task.needs_model(c.options) and not job.models[c.model].spec.startswith(("openai:", "anthropic:"))
+                    for c in configs)
+    if needs_ray:
+        connect(address=ray_address or job.ray.address, num_cpus=job.ray.num_cpus,
+                object_store_memory=job.ray.object_store_memory, namespace=job.ray.namespace)
+    from emocaustics.models.embedders import make_embedder
+
+    embedder = make_embedder(job.scoring.embedder)  # loaded once, shared by every config's scoring
+    judge = job.scoring.judge
+    judge = None if judge == "none" else (model_spec_string(job.models[judge]) if judge in job.models else judge)
+    ctx = ScoreContext(embedder=embedder, embedder_spec=job.scoring.embedder, judge=judge,
+                       scoring=job.scoring.task_options, use_ray=True)
+    cache_dir = Path(job.cache_dir) if job.cache_dir else Path(job.output) / ".cache"
+    frames, long_rows, items, wall, defects, records = [], [], [], {}, {}, []
+    for cfg in configs:
+        t0 = time.perf_counter()
+        loaded = cfg.task.load(cfg.dataset, cfg.options)
+        defects.setdefault(cfg.task.name, [d.to_json() for d in loaded.defects])
+        samples = loaded.samples
+        cfg.pred_dir.mkdir(parents=True, exist_ok=True)
+        if cfg.task.needs_model(cfg.options):
+            samples = cfg.task.prepare(samples, cfg.options, ctx)
+            solve(cfg, job, samples, ctx, cache_dir, _prior(cfg, configs))
+        predictions = predictions_for(cfg, samples)
+        scored = cfg.task.score(samples, predictions, cfg.options, ctx)
+        cfg.task.finalize(cfg.pred_dir, samples, predictions, cfg.options)
+        stats = cfg.task.sample_stats(cfg.pred_dir) if cfg.task.needs_model(cfg.options) else {}
+        frames.append(score_table(cfg, scored, stats))
+        long_rows.append(scored.rows.with_columns(pl.lit(cfg.label).alias("run"), pl.lit(cfg.task.name).alias("task")))
+        if scored.items is not None:
+            items.append(scored.items.with_columns(pl.lit(cfg.label).alias("run")))
+        records.append(_summary_record(cfg, scored, len(loaded.defects)))
+        wall[cfg.label] = round(time.perf_counter() - t0, 2)
+        value = scored.summary.get(cfg.task.primary_metric, frames[-1]["score"].mean())
+        failed = int(frames[-1]["failed"].sum())
+        print(f"[score {cfg.label}] {cfg.task.primary_metric} "
+              f"{value if value is None else round(float(value), 4)}, {failed} failures, {wall[cfg.label]} s",
+              flush=True)
+    scores = pl.concat(frames, how="diagonal_relaxed")
+    pl.concat(long_rows, how="vertical_relaxed").write_parquet(run_dir / "rows.parquet")
+    if items:
+        pl.concat(items, how="diagonal_relaxed").write_parquet(run_dir / "items.parquet")
+    (run_dir / "data_defects.json").write_text(json.dumps(defects if len(defects) > 1 else
+                                                          next(iter(defects.values()), []),
+                                                          ensure_ascii=False, indent=1), encoding="utf-8")
+    (run_dir / "configs.json").write_text(json.dumps(records, ensure_ascii=False, indent=1, default=str),
+                                          encoding="utf-8")
+    (run_dir / "wall.json").write_text(json.dumps(wall, indent=1), encoding="utf-8")
+    write_tables(run_dir, scores, wall)
+    report = write_report(run_dir, scores, wall)
+    print(f"summary: {run_dir / 'summary.md'}\nreport:  {report}", flush=True)
+    return run_dir
+
+
+def rebuild_report(run_dir: Path) -> Path:
+    from emocaustics.report.html import write_report
+
+    scores_path = run_dir / "scores.parquet"
+    if not scores_path.exists():
+        raise UsageError(f"{run_dir}: no scores.parquet (is this a finished run directory?)")
+    wall_path = run_dir / "wall.json"
+    wall = json.loads(wall_path.read_text(encoding="utf-8")) if wall_path.exists() else None
+    return write_report(run_dir, pl.read_parquet(scores_path), wall)

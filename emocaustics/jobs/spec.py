@@ -1,0 +1,244 @@
+"""Job specs: the YAML a user writes, validated with pydantic, and its expansion into run configs.
+
+A job names its dataset, its models (each loaded once for the whole job), the runs (explicit list and/or a grid whose
+cross product is taken), scoring options and where outputs go. Unknown keys and bad values are errors that name the key
+and what is allowed.
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from emocaustics.core.errors import UsageError
+from emocaustics.core.task import Options, Task, get_task
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ModelSpec(_Strict):
+    spec: str  # smoke | vllm:PATH_OR_NAME | openai:MODEL@BASE_URL | anthropic:MODEL[@BASE_URL]
+    replicas: int = Field(1, ge=1)
+    gpus_per_replica: float = Field(0, ge=0)  # tensor parallel size when > 1
+    engine: dict[str, Any] = Field(default_factory=dict)  # passed through to the vLLM engine
+    concurrency: int = Field(64, ge=1)  # in-flight requests for remote endpoints
+    placement: Literal["default", "spread"] = "default"  # spread: replicas on different nodes
+
+
+class ScoringSpec(BaseModel):
+    """The job's embedder and judge; any other key is a task's scoring option (passed to its scorer)."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+    embedder: str = "minilm"
+    judge: str = "none"  # none | a model name from `models` | openai:MODEL@BASE_URL
+
+    @property
+    def task_options(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+
+# Run keys that older job files put beside `task` instead of under `options` (still accepted, moved on load).
+LEGACY_OPTION_KEYS = ("method", "window", "step")
+
+
+def _lift_legacy(raw: Any) -> Any:
+    if isinstance(raw, dict) and any(k in raw for k in LEGACY_OPTION_KEYS):
+        raw = dict(raw)
+        options = dict(raw.get("options") or {})
+        for key in LEGACY_OPTION_KEYS:
+            if key in raw:
+                value = raw.pop(key)
+                if value is not None:
+                    options.setdefault(key, value)
+        raw["options"] = options
+    return raw
+
+
+class RunSpec(_Strict):
+    """One configuration: a task, its options (method and the task's own knobs), the model it uses (a key of
+    `models`; none for calibration predictors) and optionally its own dataset (else the job's)."""
+
+    task: str
+    model: str | None = None
+    options: dict[str, Any] = Field(default_factory=dict)
+    dataset: dict[str, Any] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy(cls, raw: Any) -> Any:
+        return _lift_legacy(raw)
+
+    def resolve(self) -> tuple[Task, Options]:
+        """The task and its validated options (errors name the option and what is allowed)."""
+        task = get_task(self.task)
+        return task, task.parse_options(self.options)
+
+    @property
+    def label(self) -> str:
+        task, opts = self.resolve()
+        return task.label(opts, self.model if task.needs_model(opts) else None)
+
+
+class GridSpec(BaseModel):
+    """Lists whose cross product is taken; every combination becomes a run. `task` and `model` are lists; any other
+    key is a task option (a list crosses, a scalar applies to all); `options` holds scalars for every cell."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+    task: list[str]
+    model: list[str | None] = Field(default_factory=lambda: [None])
+    options: dict[str, Any] = Field(default_factory=dict)
+
+    def runs(self) -> list[RunSpec]:
+        axes = {k: (v if isinstance(v, list) else [v]) for k, v in (self.model_extra or {}).items()}
+        keys = list(axes)
+        runs = []
+        for task, model, *values in itertools.product(self.task, self.model, *axes.values()):
+            options = {**self.options, **{k: v for k, v in zip(keys, values) if v is not None}}
+            runs.append(RunSpec(task=task, model=model, options=options))
+        return runs
+
+
+class RaySpec(_Strict):
+    address: str | None = None  # None: start a local Ray; "auto" or ray://... for a cluster
+    num_cpus: int | None = None
+    object_store_memory: int | None = 500_000_000
+    namespace: str = "emocaustics"
+
+
+class JobSpec(_Strict):
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    description: str = ""
+    # The dataset options of the job's tasks: either one mapping for every run (e.g. `{subset: sample}`), or one per
+    # task name (`{sextuple: {...}, aer: {split: sample}}`); a run's own `dataset:` wins over both.
+    dataset: dict[str, Any] = Field(default_factory=dict)
+    models: dict[str, ModelSpec] = Field(default_factory=dict)
+    runs: list[RunSpec] = Field(default_factory=list)
+    grid: GridSpec | None = None
+    scoring: ScoringSpec = Field(default_factory=ScoringSpec)
+    output: str = "runs"
+    cache_dir: str | None = None  # LLM response cache; default <output>/.cache
+    concurrency: int = Field(64, ge=1)  # dialogues in flight per model replica
+    ray: RaySpec = Field(default_factory=RaySpec)
+
+    @field_validator("models")
+    @classmethod
+    def _names(cls, models: dict[str, ModelSpec]) -> dict[str, ModelSpec]:
+        for name in models:
+            if not name.replace("-", "").replace("_", "").isalnum():
+                raise ValueError(f"model name {name!r}: use letters, digits, '-' and '_'")
+        return models
+
+    @model_validator(mode="after")
+    def _check_references(self) -> "JobSpec":
+        for i, run in enumerate(self.runs):  # errors in the explicit runs name the run's place in the file
+            _resolve_named(run, f"runs.{i}")
+            _validate_named(get_task(run.task).Dataset, self.dataset_for(run), f"runs.{i}: dataset")
+        if self.grid is not None:
+            for run in self.grid.runs():
+                _resolve_named(run, "grid")
+        runs = self.expand()
+        if not runs:
+            raise ValueError("the job has no runs: give `runs:` and/or `grid:`")
+        for run in runs:
+            task, opts = run.resolve()
+            if task.needs_model(opts):
+                if run.model is None:
+                    raise ValueError(f"run {run.label!r}: method {opts.method!r} needs a model (a key of `models`)")
+                if run.model not in self.models:
+                    raise ValueError(f"run {run.label!r} names model {run.model!r}; defined models: "
+                                     f"{sorted(self.models)}")
+            _validate_named(task.Dataset, self.dataset_for(run), "dataset")
+        return self
+
+    def dataset_for(self, run: RunSpec) -> dict[str, Any]:
+        if run.dataset is not None:
+            return run.dataset
+        if run.task in self.dataset and isinstance(self.dataset[run.task], dict):
+            return self.dataset[run.task]
+        if any(isinstance(v, dict) for v in self.dataset.values()):  # keyed per task, and this task has none
+            return {}
+        return self.dataset
+
+    def expand(self) -> list[RunSpec]:
+        """Explicit runs, then the grid's cross product, without duplicates, in a stable order. A calibration
+        predictor needs no model, so its grid cells collapse into one run."""
+        runs = list(self.runs) + (self.grid.runs() if self.grid is not None else [])
+        unique: dict[str, RunSpec] = {}
+        for run in runs:
+            task, opts = run.resolve()
+            if not task.needs_model(opts) and run.model is not None:
+                run = run.model_copy(update={"model": None})
+            unique.setdefault(run.label, run)
+        return list(unique.values())
+
+
+def _messages(exc: ValidationError, prefix: str) -> str:
+    parts = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"])
+        msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
+        if err["type"] == "literal_error":
+            msg = f"{msg} (got {err.get('input')!r})"
+        parts.append(f"{prefix}.{where}: {msg}" if where else f"{prefix}: {msg}")
+    return "; ".join(parts)
+
+
+def _resolve_named(run: RunSpec, where: str) -> None:
+    """`run.resolve()` with errors that say where (runs.N.options.KEY) instead of pydantic's nested dump."""
+    try:
+        run.resolve()
+    except ValidationError as exc:
+        raise ValueError(_messages(exc, f"{where}.options")) from None
+    except ValueError as exc:
+        raise ValueError(f"{where}: {exc}") from None
+
+
+def _validate_named(model: type[BaseModel], data: dict[str, Any], where: str) -> None:
+    try:
+        model.model_validate(data)
+    except ValidationError as exc:
+        raise ValueError(_messages(exc, where)) from None
+
+
+def _format_error(path: str, exc: ValidationError) -> str:
+    lines = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        msg = err["msg"]
+        if err["type"] == "extra_forbidden":
+            msg = "unknown key"
+        elif err["type"] == "literal_error":
+            msg = f"{msg} (got {err.get('input')!r})"
+        lines.append(f"{path}: {where}: {msg}")
+    return "\n".join(lines)
+
+
+def load_job(path: str | Path, overrides: dict[str, Any] | None = None) -> JobSpec:
+    """Read and validate a job YAML; errors name the file and the key."""
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UsageError(f"job spec not found: {path}") from None
+    except yaml.YAMLError as exc:
+        raise UsageError(f"{path}: not valid YAML: {exc}") from None
+    if not isinstance(raw, dict):
+        raise UsageError(f"{path}: a job spec is a mapping of keys (name, dataset, models, runs, grid, ...)")
+    raw.update(overrides or {})
+    try:
+        return JobSpec.model_validate(raw)
+    except ValidationError as exc:
+        raise UsageError(_format_error(str(path), exc)) from None
+
+
+def dump_job(job: JobSpec) -> str:
+    """The resolved spec as YAML (written to config.yaml next to the outputs)."""
+    data = job.model_dump(mode="json")
+    data["resolved_runs"] = [run.model_dump(mode="json") | {"label": run.label} for run in job.expand()]
+    return yaml.safe_dump(data, allow_unicode=True, sort_keys=False)

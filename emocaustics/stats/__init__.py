@@ -1,0 +1,24 @@
+"""Task-neutral statistics: the same functions serve machine score tables and human ratings.
+
+- `bootstrap`: resampling items, bootstrap means and percentile intervals (many rows at once, seeded).
+- `paired`: paired bootstrap, approximate randomisation, Wilcoxon signed-rank, Holm's correction.
+- `mannwhitney`: one-sided Mann-Whitney U and its ordered-pairs matrix.
+- `correlation`: Pearson / Spearman / Kendall and the Pearson-above / Spearman-below matrix.
+- `matrix`: significance matrices as frames and heat maps.
+- `tables`: `config_stats(per_item)` -> (ci_table, pairs_table), called under every score table.
+"""
+
+from emocaustics.stats.bootstrap import bootstrap_ci, bootstrap_means, percentile_interval
+from emocaustics.stats.correlation import correlation, correlations, split_correlation_matrix
+from emocaustics.stats.mannwhitney import mannwhitney_matrix, mannwhitney_p
+from emocaustics.stats.matrix import matrix_from_pairs, plot_significance, significance_frame
+from emocaustics.stats.paired import approximate_randomisation_p, holm, paired_bootstrap, paired_bootstrap_p, \
+    wilcoxon_p
+from emocaustics.stats.tables import ConfigStats, config_matrix, config_stats
+
+__all__ = [
+    "ConfigStats", "approximate_randomisation_p", "bootstrap_ci", "bootstrap_means", "config_matrix", "config_stats",
+    "correlation", "correlations", "holm", "mannwhitney_matrix", "mannwhitney_p", "matrix_from_pairs",
+    "paired_bootstrap", "paired_bootstrap_p", "percentile_interval", "plot_significance", "significance_frame",
+    "split_correlation_matrix", "wilcoxon_p",
+]

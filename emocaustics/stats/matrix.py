@@ -1,0 +1,79 @@
+"""Significance matrices: as a polars frame (a label column, then one column per compared label) and as a heat map
+(PNG or SVG by the file suffix; matplotlib's Agg backend, no display needed).
+
+The heat map follows the human-assessment paper's figure: p-values from 0 to `threshold` (0.1) on a green-to-yellow
+scale centred at 0.05, cells with p > threshold (and the diagonal, which holds no test) masked white; row i, column j
+reads "row i is better than column j" for one-sided matrices.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+MASK_ABOVE = 0.1
+CENTER = 0.05
+LOW_COLOUR, HIGH_COLOUR = "#00A100", "#cccc00"
+
+
+def significance_frame(p: np.ndarray, labels: Sequence[str], corner: str = "") -> pl.DataFrame:
+    """A (k x k) p-value matrix as a frame: column `corner` holds the row labels, then one Float64 column per
+    label (the original tool's CSV layout: an unnamed first column)."""
+    mat = np.asarray(p, dtype=np.float64)
+    names = [str(x) for x in labels]
+    if mat.shape != (len(names), len(names)):
+        raise ValueError(f"matrix shape {mat.shape} does not match {len(names)} labels")
+    if corner in names:
+        raise ValueError(f"corner name {corner!r} collides with a label")
+    data: dict[str, list] = {corner: names}
+    for j, name in enumerate(names):
+        data[name] = [float(v) for v in mat[:, j]]
+    return pl.DataFrame(data, schema={corner: pl.Utf8, **{n: pl.Float64 for n in names}})
+
+
+def matrix_from_pairs(pairs: pl.DataFrame, labels: Sequence[str], column: str = "p_holm",
+                      a: str = "config_a", b: str = "config_b") -> np.ndarray:
+    """A symmetric (k x k) matrix from a pairs table (two-sided tests: one row per unordered pair); diagonal 1."""
+    index = {str(x): i for i, x in enumerate(labels)}
+    out = np.ones((len(index), len(index)))
+    for row in pairs.select(a, b, column).iter_rows():
+        i, j = index[str(row[0])], index[str(row[1])]
+        value = np.nan if row[2] is None else float(row[2])
+        out[i, j] = out[j, i] = value
+    return out
+
+
+def plot_significance(p: np.ndarray, labels: Sequence[str], path: str | Path, *, threshold: float = MASK_ABOVE,
+                      center: float = CENTER, title: str | None = None) -> Path:
+    """Write the heat map of a p-value matrix to `path` (.png or .svg); returns the path."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # file output only; never a display
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import LinearSegmentedColormap, TwoSlopeNorm
+
+    mat = np.asarray(p, dtype=np.float64)
+    k = mat.shape[0]
+    masked = np.ma.masked_where(~(mat <= threshold) | np.eye(k, dtype=bool), mat)  # NaN and p > threshold masked
+    cmap = LinearSegmentedColormap.from_list("significance", [LOW_COLOUR, HIGH_COLOUR])
+    cmap.set_bad("white")
+    side = max(3.0, 0.45 * k + 1.5)
+    fig, ax = plt.subplots(figsize=(side + 1.0, side))
+    image = ax.imshow(masked, cmap=cmap, norm=TwoSlopeNorm(vmin=0.0, vcenter=center, vmax=threshold))
+    ax.set_xticks(range(k), [str(x) for x in labels], rotation=90)
+    ax.set_yticks(range(k), [str(x) for x in labels])
+    ax.set_xticks(np.arange(-0.5, k, 1), minor=True)
+    ax.set_yticks(np.arange(-0.5, k, 1), minor=True)
+    ax.grid(which="minor", color="white", linewidth=1.5)
+    ax.tick_params(which="minor", length=0)
+    fig.colorbar(image, ax=ax, ticks=[0.0, center, threshold], shrink=0.9)
+    if title:
+        ax.set_title(title)
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, bbox_inches="tight")
+    plt.close(fig)
+    return out

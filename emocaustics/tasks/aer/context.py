@@ -1,0 +1,168 @@
+"""The documents a question is asked with: approximate token counts, the full-context trim rule and retrieval chunks.
+
+Token counts are approximate (no tokenizer in the driver): the text is split into pieces -- a run of letters, one
+digit, one CJK character, one other non-space symbol -- and a letter run of n characters counts ceil(n /
+chars_per_token) tokens, every other piece 1. `chars_per_token` 4 fits English BPE vocabularies (Qwen, Llama, GPT);
+byte-level models trained on other text (the `smoke` model) need ~1. Texts are only ever cut between pieces, never
+inside one.
+
+Full-context trim rule (TRIM_RULE): the documents of a topic are laid out in their published order, each as its title
+and its content (its snippet when it has no content). The document budget is the model's context
+(`max_context_tokens`) minus the answer's token budget, minus the largest rest-of-prompt (instructions, examples and
+question) over the topic's questions, minus a margin of 5% of the context; so every question of a topic gets the
+same document prefix. Whole documents are kept while they fit; the first that does not is cut at the last piece
+that fits and marked `[... cut]`; the rest are left out. The trim is recorded per question.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import asdict, dataclass
+
+from emocaustics.tasks.aer.data import Topic
+
+TRIM_RULE = ("documents in published order; keep whole documents while they fit the budget (context - answer budget "
+             "- largest rest of prompt in the topic - 5% margin); cut the first that does not fit at the last "
+             "approximate token that fits (marked [... cut]); leave out the rest")
+CUT_MARK = " [... cut]"
+_PIECE = re.compile(r"[^\W\d_\u3000-\u9fff\uac00-\ud7af]+|\d|[\u3000-\u9fff\uac00-\ud7af]|[^\w\s]|_", re.UNICODE)
+
+
+def _piece_tokens(piece: str, chars_per_token: float) -> int:
+    if len(piece) > 1:  # a letter run (every other kind of piece is one character)
+        return math.ceil(len(piece) / chars_per_token)
+    return 1
+
+
+def approx_tokens(text: str, chars_per_token: float = 4.0) -> int:
+    return sum(_piece_tokens(m.group(), chars_per_token) for m in _PIECE.finditer(text))
+
+
+def cut_to_tokens(text: str, budget: int, chars_per_token: float = 4.0) -> tuple[str, int]:
+    """The longest prefix of `text` ending after a whole piece whose approximate count is <= budget, with its count."""
+    used, end = 0, 0
+    for m in _PIECE.finditer(text):
+        t = _piece_tokens(m.group(), chars_per_token)
+        if used + t > budget:
+            break
+        used, end = used + t, m.end()
+    return text[:end], used
+
+
+def document_text(index: int, title: str, body: str) -> str:
+    return f"[Document {index}] {title}\n{body}".rstrip()
+
+
+def doc_body(doc) -> str:  # noqa: ANN001 (data.Document; its snippet stands in for missing content)
+    return doc.content or doc.snippet
+
+
+@dataclass(frozen=True)
+class Trim:
+    """What the full-context rule kept of a topic's documents (recorded in every question's metadata)."""
+
+    budget: int  # approximate tokens allowed for the documents
+    tokens_total: int  # approximate tokens of all documents
+    tokens_kept: int
+    docs_total: int
+    docs_kept: int  # whole documents kept
+    cut_doc: int | None  # 1-based index of the document cut part-way, if any
+    chars_per_token: float
+    rule: str = "full"
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def render_full(topic: Topic, budget: int, chars_per_token: float) -> tuple[str, Trim]:
+    """The topic's documents within `budget` approximate tokens, by the trim rule, and what was kept."""
+    parts: list[str] = []
+    used = total = kept = 0
+    cut: int | None = None
+    sep = 1  # the blank line between documents
+    for i, doc in enumerate(topic.docs, 1):
+        text = document_text(i, doc.title, doc_body(doc))
+        need = approx_tokens(text, chars_per_token) + sep
+        total += need
+        if cut is not None or kept < i - 1:
+            continue  # already past the budget: count only
+        if used + need <= budget:
+            parts.append(text)
+            used += need
+            kept += 1
+            continue
+        mark = approx_tokens(CUT_MARK, chars_per_token)
+        room = budget - used - sep - mark
+        if room > 0:
+            head, n = cut_to_tokens(text, room, chars_per_token)
+            if head.strip():
+                parts.append(head + CUT_MARK)
+                used += n + mark + sep
+                cut = i
+        if cut is None:
+            cut = 0  # marks "stop here" without a partial document
+    trim = Trim(budget, total, used, len(topic.docs), kept, cut or None, chars_per_token)
+    return "\n\n".join(parts), trim
+
+
+# -- retrieval chunks ------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Chunk:
+    doc: int  # 1-based document index in the topic
+    title: str
+    text: str
+    tokens: int
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n+")
+
+
+def chunk_topic(topic: Topic, chunk_tokens: int, chars_per_token: float) -> list[Chunk]:
+    """Each document cut into chunks of at most ~chunk_tokens approximate tokens, at sentence ends where possible
+    (a sentence longer than a chunk is cut between pieces); chunks never span two documents."""
+    out: list[Chunk] = []
+    for i, doc in enumerate(topic.docs, 1):
+        sentences = [s.strip() for s in _SENTENCE_END.split(doc_body(doc)) if s.strip()]
+        buf: list[str] = []
+        used = 0
+        for sent in sentences:
+            n = approx_tokens(sent, chars_per_token)
+            while n > chunk_tokens:  # an over-long sentence: flush, then cut it into pieces of a chunk each
+                if buf:
+                    out.append(Chunk(i, doc.title, " ".join(buf), used))
+                    buf, used = [], 0
+                head, k = cut_to_tokens(sent, chunk_tokens, chars_per_token)
+                if not head:
+                    break
+                out.append(Chunk(i, doc.title, head.strip(), k))
+                sent = sent[len(head):].strip()
+                n = approx_tokens(sent, chars_per_token)
+            if not sent:
+                continue
+            if used + n > chunk_tokens and buf:
+                out.append(Chunk(i, doc.title, " ".join(buf), used))
+                buf, used = [], 0
+            buf.append(sent)
+            used += n
+        if buf:
+            out.append(Chunk(i, doc.title, " ".join(buf), used))
+    return out
+
+
+def passage_text(rank: int, chunk: Chunk) -> str:
+    return f"[Passage {rank}, document {chunk.doc}: {chunk.title}]\n{chunk.text}"
+
+
+def render_passages(chunks: list[Chunk], budget: int, chars_per_token: float) -> tuple[str, int, int]:
+    """Passages in rank order while they fit `budget`: (text, passages kept, approximate tokens used)."""
+    parts: list[str] = []
+    used = 0
+    for rank, c in enumerate(chunks, 1):
+        text = passage_text(rank, c)
+        need = approx_tokens(text, chars_per_token) + 1
+        if used + need > budget:
+            break
+        parts.append(text)
+        used += need
+    return "\n\n".join(parts), len(parts), used

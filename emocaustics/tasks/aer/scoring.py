@@ -1,0 +1,184 @@
+"""The organisers' scoring rule, its breakdowns, and the competition's files (submission.jsonl, its zip, results JSON).
+
+Rule (the task README): with gold set G and predicted set P, a question scores 1.0 when P == G, 0.5 when P is a
+non-empty proper subset of G, and 0 otherwise (a wrong option anywhere, an empty P, a superset of G). The score is
+the mean over the split's questions; a question with no prediction (absent from a submission, or a solver failure)
+scores 0 and is listed.
+"""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from emocaustics.core.errors import DataError
+from emocaustics.core.task import Sample
+
+LETTERS = ("A", "B", "C", "D")
+OUTCOMES = ("exact", "partial", "wrong")
+MAX_LISTED = 10
+
+
+def question_score(predicted: Iterable[str] | None, gold: Iterable[str]) -> float:
+    p, g = set(predicted or ()), set(gold)
+    if p and p == g:
+        return 1.0
+    if p and p < g:
+        return 0.5
+    return 0.0
+
+
+def outcome(predicted: Iterable[str] | None, gold: Iterable[str]) -> str:
+    return {1.0: "exact", 0.5: "partial", 0.0: "wrong"}[question_score(predicted, gold)]
+
+
+@dataclass(frozen=True)
+class Item:
+    """One question to score: its gold, what was predicted (None: nothing), and why nothing (failure reason)."""
+
+    id: str
+    topic_id: int
+    gold: tuple[str, ...]
+    predicted: tuple[str, ...] | None
+    reason: str | None = None  # set when predicted is None: "missing from the submission", the solver's failure ...
+
+    @property
+    def score(self) -> float:
+        return question_score(self.predicted, self.gold)
+
+    @property
+    def outcome(self) -> str:
+        return outcome(self.predicted, self.gold)
+
+
+def _counts(items: list[Item]) -> dict[str, Any]:
+    n = len(items)
+    k = {o: sum(1 for it in items if it.outcome == o) for o in OUTCOMES}
+    total = sum(it.score for it in items)
+    return {
+        "score": total / n if n else 0.0,
+        "exact_match_rate": k["exact"] / n if n else 0.0,
+        "partial_match_rate": k["partial"] / n if n else 0.0,
+        "wrong_rate": k["wrong"] / n if n else 0.0,
+        "total": n,
+        "exact_match": k["exact"],
+        "partial_match": k["partial"],
+        "wrong": k["wrong"],
+    }
+
+
+def summarize(items: list[Item], *, split: str | None = None, missing: list[str] | None = None) -> dict[str, Any]:
+    """The --json summary: score first, rates, counts, failures, missing ids, breakdowns by gold size and topic."""
+    by_size: dict[int, list[Item]] = defaultdict(list)
+    by_topic: dict[int, list[Item]] = defaultdict(list)
+    for it in items:
+        by_size[len(it.gold)].append(it)
+        by_topic[it.topic_id].append(it)
+    unanswered = [it for it in items if it.predicted is None]
+    missing = list(missing) if missing is not None else [it.id for it in unanswered]
+    return {
+        "task": "aer",
+        "split": split,
+        **_counts(items),
+        "unanswered": len(unanswered),
+        "missing": missing,
+        "by_gold_size": {str(s): _counts(by_size[s]) for s in sorted(by_size)},
+        "by_topic": {str(t): _counts(by_topic[t]) for t in sorted(by_topic)},
+    }
+
+
+# -- submission files ------------------------------------------------------------------------------------------------
+@dataclass
+class Submission:
+    predictions: dict[str, tuple[str, ...]]  # id -> letters (may be empty: an empty answer scores 0)
+    missing: list[str] = field(default_factory=list)  # gold ids absent from the file (each scores 0)
+
+
+def parse_letters(raw: Any) -> tuple[str, ...] | None:
+    """"A,C" -> ("A", "C"); "" -> (); None when malformed or a letter is not one of A-D."""
+    if not isinstance(raw, str):
+        return None
+    if not raw.strip():
+        return ()
+    parts = [p.strip() for p in raw.split(",")]
+    if any(p not in LETTERS for p in parts):
+        return None
+    return tuple(sorted(set(parts)))
+
+
+def read_submission(path: Path | str, split_samples: list[Sample]) -> Submission:
+    """Read `{"id": "q-2420", "answer": "A,C"}` lines against a split. A gold id absent from the file is listed in
+    `missing` (it scores 0); an id not in the split, a duplicate id, a malformed line or an unknown letter is an
+    error naming the line (all such lines are collected, the first ones listed)."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError("no such submission file", file=str(path))
+    known = {s.id for s in split_samples}
+    errors: list[str] = []
+    seen: dict[str, int] = {}
+    preds: dict[str, tuple[str, ...]] = {}
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            errors.append(f"line {n}: not JSON ({exc.msg} at column {exc.colno})")
+            continue
+        if not isinstance(obj, dict) or not isinstance(obj.get("id"), str) or "answer" not in obj:
+            errors.append(f'line {n}: expected {{"id": "q-N", "answer": "A,C"}}, got {line.strip()[:80]}')
+            continue
+        qid = obj["id"]
+        letters = parse_letters(obj["answer"])
+        if letters is None:
+            errors.append(f"line {n} ({qid}): answer {obj['answer']!r} is not comma-separated letters A-D")
+        elif qid not in known:
+            errors.append(f"line {n}: id {qid!r} is not a question of this split")
+        elif qid in seen:
+            errors.append(f"line {n}: id {qid!r} again (first on line {seen[qid]})")
+        else:
+            seen[qid] = n
+            preds[qid] = letters
+    if errors:
+        more = f" (and {len(errors) - MAX_LISTED} more)" if len(errors) > MAX_LISTED else ""
+        raise DataError("; ".join(errors[:MAX_LISTED]) + more, file=str(path))
+    return Submission(preds, [s.id for s in split_samples if s.id not in preds])
+
+
+def _id_key(qid: str) -> tuple[int, str]:
+    tail = qid.rsplit("-", 1)[-1]
+    return (int(tail), qid) if tail.isdigit() else (1 << 62, qid)
+
+
+def write_submission(path: Path | str, predictions: dict[str, list[str] | tuple[str, ...] | None]) -> tuple[Path, Path]:
+    """Write `submission.jsonl` (one line per id, ids in numeric order; None -> an empty answer, which scores 0) and
+    the zip Codabench takes (`submission.jsonl` at its root, next to it with the .zip suffix)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = [json.dumps({"id": qid, "answer": ",".join(sorted(predictions[qid] or ()))})
+             for qid in sorted(predictions, key=_id_key)]
+    path.write_text("\n".join(lines) + ("\n" if lines else ""), encoding="utf-8")
+    zpath = path.with_suffix(".zip")
+    with zipfile.ZipFile(zpath, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        zf.write(path, arcname="submission.jsonl")
+    return path, zpath
+
+
+def results_document(config: dict[str, Any], summary: dict[str, Any], items: list[Item],
+                     raw_outputs: dict[str, str]) -> dict[str, Any]:
+    """The published baseline's results shape: `config`, `results`, `predictions` (id, golden, prediction,
+    raw_output; letters comma-joined as in the data), plus each question's score."""
+    return {
+        "config": config,
+        "results": summary,
+        "predictions": [
+            {"id": it.id, "golden": ",".join(it.gold), "prediction": ",".join(it.predicted or ()),
+             "raw_output": raw_outputs.get(it.id, it.reason or ""), "score": it.score}
+            for it in sorted(items, key=lambda it: _id_key(it.id))
+        ],
+    }

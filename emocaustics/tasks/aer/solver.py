@@ -1,0 +1,196 @@
+"""Asking a model one AER question: schema-guided answer, strict text fallback, one retry, self-consistency vote.
+
+- The answer is a non-empty set of letters A-D (`Answer`), with a bounded `reasoning` string first under cot
+  (`CotAnswer`). Backends with structured output get the schema; an answer is read from the backend's parsed JSON,
+  else the text as JSON (a ```json fence allowed), else strictly from a line `Answer: A, C` (the last such line) or a
+  text that is nothing but letters. Anything else is unreadable.
+- An unreadable answer or a model error is asked once more (a new seed, temperature >= 0.7, so that a greedy answer
+  that failed is not simply repeated or served from the response cache); after that the question is a counted
+  failure (`SolveFailed`, whose reason carries the raw output). A prompt over the model's context fails at once.
+- Self-consistency (`samples: n`): n requests with seeds seed..seed+n-1 at `temperature` (> 0 for n > 1); each option
+  is chosen when more than half of the samples that could be read chose it (an unreadable sample has no vote). When no
+  option reaches a majority, the most frequent answer set is taken (ties: the earliest sample), so that the answer is
+  never empty; `vote_fallback` records it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, ValidationError, field_validator
+
+from emocaustics.core.task import SolveFailed
+from emocaustics.models.base import ChatRequest, Completion, Sampling
+from emocaustics.solve.ask import _CONTEXT_RE
+from emocaustics.solve.schema import schema_of, token_budget
+from emocaustics.tasks.aer.prompts import REASONING_MAX_CHARS
+
+Letter = Literal["A", "B", "C", "D"]
+RAW_KEEP = 2000  # characters of a raw output kept in a failure reason
+
+
+class Answer(BaseModel):
+    answer: list[Letter] = Field(min_length=1, max_length=4)
+
+    @field_validator("answer")
+    @classmethod
+    def _as_set(cls, v: list[str]) -> list[str]:
+        return sorted(set(v))
+
+
+class CotAnswer(BaseModel):
+    # The bound is in the schema (guided decoding stops there); a longer text from an unguided backend is still read.
+    reasoning: str = Field(json_schema_extra={"maxLength": REASONING_MAX_CHARS})
+    answer: list[Letter] = Field(min_length=1, max_length=4)
+
+    @field_validator("answer")
+    @classmethod
+    def _as_set(cls, v: list[str]) -> list[str]:
+        return sorted(set(v))
+
+
+def answer_model(prompt: str) -> type[Answer] | type[CotAnswer]:
+    return CotAnswer if prompt == "cot" else Answer
+
+
+_SCHEMAS: dict[str, dict[str, Any]] = {}
+
+
+def answer_schema(prompt: str) -> dict[str, Any]:
+    key = "cot" if prompt == "cot" else "plain"
+    if key not in _SCHEMAS:
+        _SCHEMAS[key] = schema_of(answer_model(prompt))
+    return _SCHEMAS[key]
+
+
+def answer_budget(prompt: str) -> int:
+    """max_tokens of one answer: the schema's bound."""
+    return token_budget(answer_schema(prompt))
+
+
+class Unreadable(Exception):
+    pass
+
+
+_FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
+_ANSWER_LINE = re.compile(r"^\W*(?:final\s+)?answers?\W*[:：]\s*(.+?)\s*$", re.IGNORECASE)
+_LETTERS_ONLY = re.compile(r"^\s*\[?\s*([A-D](?:\s*(?:,|and|&|\s)\s*[A-D])*)\s*\]?\s*\.?\s*$")
+
+
+def _letters(text: str) -> list[str] | None:
+    m = _LETTERS_ONLY.match(text.replace('"', "").replace("'", ""))
+    return sorted(set(re.findall(r"[A-D]", m.group(1)))) if m else None
+
+
+def read_answer(c: Completion, prompt: str) -> tuple[list[str], str, str]:
+    """(letters, reasoning, how) from a completion; raises Unreadable naming what was wrong."""
+    model = answer_model(prompt)
+    obj = c.parsed
+    how = "schema"
+    if obj is None:
+        text = c.text.strip()
+        fenced = _FENCE.match(text)
+        try:
+            obj, how = json.loads(fenced.group(1) if fenced else text), "json"
+        except json.JSONDecodeError:
+            obj = None
+    if obj is not None:
+        try:
+            rec = model.model_validate(obj)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            raise Unreadable(f"field {'.'.join(map(str, first['loc'])) or '(root)'}: {first['msg']}") from None
+        return list(rec.answer), getattr(rec, "reasoning", ""), how
+    lines = [ln for ln in c.text.strip().splitlines() if ln.strip()]
+    for line in reversed(lines):
+        m = _ANSWER_LINE.match(line)
+        if m:
+            letters = _letters(m.group(1))
+            if letters:
+                return letters, "\n".join(lines[:-1]) if prompt == "cot" else "", "text"
+            raise Unreadable(f"answer line without letters A-D: {line.strip()[:80]!r}")
+    if len(lines) == 1 and (letters := _letters(lines[0])):
+        return letters, "", "text"
+    raise Unreadable(f"no JSON answer and no 'Answer: ...' line (starts {c.text.strip()[:80]!r})")
+
+
+@dataclass
+class Attempt:
+    letters: list[str] | None
+    reasoning: str
+    raw: str
+    how: str = ""
+    reason: str = ""
+    prompt_tokens: int = 0
+    cached: bool = False
+
+
+def _sampling(budget: int, temperature: float, seed: int, attempt: int) -> Sampling:
+    if attempt == 0:
+        return Sampling(max_tokens=budget, temperature=temperature, seed=seed)
+    return Sampling(max_tokens=budget, temperature=max(temperature, 0.7), seed=seed + 1000 * attempt)
+
+
+async def ask_samples(llm: Any, messages: tuple[dict[str, str], ...], prompt: str, *, samples: int,
+                      temperature: float, seed: int, affinity: str | None, use_schema: bool = True,
+                      step: str = "answer") -> list[Attempt]:
+    """`samples` answers (each retried once); raises SolveFailed when none could be read."""
+    schema = answer_schema(prompt)
+    budget = answer_budget(prompt)
+    temp = temperature if samples > 1 else 0.0
+    results: list[Attempt | None] = [None] * samples
+    reasons = [""] * samples
+    raws = [""] * samples
+    pending = list(range(samples))
+    for attempt in range(2):
+        if not pending:
+            break
+        requests = [ChatRequest(messages=messages, schema=schema if use_schema else None,
+                                sampling=_sampling(budget, temp, seed + i, attempt), affinity=affinity)
+                    for i in pending]
+        completions = await llm.generate(requests)
+        if len(completions) != len(requests):
+            raise SolveFailed(step, f"backend returned {len(completions)} answers for {len(requests)} requests")
+        still = []
+        for i, c in zip(pending, completions):
+            raws[i] = c.text
+            if c.error is not None:
+                if _CONTEXT_RE.search(c.error):
+                    raise SolveFailed(step, f"prompt exceeds the model's context: {c.error}")
+                reasons[i] = f"model error: {c.error}"
+                still.append(i)
+                continue
+            try:
+                letters, reasoning, how = read_answer(c, prompt)
+            except Unreadable as exc:
+                reasons[i] = f"unreadable answer: {exc}"
+                still.append(i)
+                continue
+            results[i] = Attempt(letters, reasoning[:REASONING_MAX_CHARS * 2], c.text, how, "", c.prompt_tokens,
+                                 c.cached)
+        pending = still
+    for i in pending:
+        results[i] = Attempt(None, "", raws[i], reason=reasons[i])
+    done = [r for r in results if r is not None]
+    if all(r.letters is None for r in done):
+        r = done[0]
+        raise SolveFailed(step, f"{r.reason} (after 2 attempts{f', all {samples} samples' if samples > 1 else ''}); "
+                                f"raw output: {r.raw[:RAW_KEEP]!r}")
+    return done
+
+
+def vote(answers: list[list[str]], n: int) -> tuple[list[str], dict[str, int], bool]:
+    """(chosen letters, votes per letter, fallback?): a letter is chosen when more than n/2 samples chose it; with no
+    such letter, the most frequent answer set (ties: the earliest)."""
+    votes = Counter(letter for a in answers for letter in set(a))
+    chosen = sorted(letter for letter, k in votes.items() if 2 * k > n)
+    if chosen:
+        return chosen, dict(sorted(votes.items())), False
+    sets = Counter(tuple(a) for a in answers)
+    best = max(sets.values())
+    first = next(a for a in answers if sets[tuple(a)] == best)
+    return list(first), dict(sorted(votes.items())), True

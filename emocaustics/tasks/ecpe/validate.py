@@ -1,0 +1,351 @@
+"""Reading gold files and checking submissions, with every problem named by file, conversation and pair.
+
+Where the official scorer exits with one terse line or crashes, we report a named error and score nothing:
+`unknown_emotion` (categories are case-sensitive: `Joy` is not `joy`), `repeated_conversation`,
+`missing_conversation` (a gold conversation absent from the prediction), `cause_text` (the cause is text instead of
+indices), `u_prefix` (`U2` instead of `2`), `malformed_pair`, `malformed_conversation`, `missing_pairs`.
+Problems the official scorer scores silently are warnings: `index_out_of_range` (span outside the cause utterance's
+tokens), `empty_span` (start >= end), `emotion_contradicts_label`, `utterance_out_of_range`, `duplicate_pair`
+(dropped, as officially), `neutral_pair` (costs nothing), `unknown_conversation` (not in the gold: ignored, as
+officially), `string_conversation_id` (we key conversations by `int(conversation_ID)`; the official scorer compares
+raw values and would report the conversation missing). Gold data defects use the same record: `span_not_found` (the
+gold span becomes `[0, 0]`, as officially), `utterance_ids` (ids not 1..n: positions are used, as officially).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from emocaustics.core.errors import DataError
+from emocaustics.tasks.ecpe.official import dedup
+from emocaustics.tasks.ecpe.spans import EMOTION_INDEX, EMOTIONS, gold_indices
+
+Severity = Literal["error", "warning"]
+PAIRS_KEY = "emotion-cause_pairs"
+_U_RE = re.compile(r"[Uu]\d+(_-?\d+_-?\d+)?")
+
+
+@dataclass(frozen=True)
+class Problem:
+    kind: str
+    severity: Severity
+    file: str
+    conversation: Any = None  # the conversation_ID as written
+    pair: int | None = None  # 1-based position in emotion-cause_pairs
+    value: Any = None  # the pair as written
+    message: str = ""
+
+    def __str__(self) -> str:
+        where = [self.file]
+        if self.conversation is not None:
+            where.append(f"conversation {self.conversation}")
+        if self.pair is not None:
+            where.append(f"pair {self.pair} {json.dumps(self.value, ensure_ascii=False)}")
+        return f"{', '.join(where)}: {self.severity} {self.kind}: {self.message}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "severity": self.severity, "file": self.file, "conversation": self.conversation,
+                "pair": self.pair, "value": self.value, "message": self.message}
+
+
+class SubmissionError(DataError):
+    """A file that cannot be scored: the first error names file, conversation and pair; `problems` has them all."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        errors = [p for p in problems if p.severity == "error"]
+        first = errors[0]
+        more = f" (and {len(errors) - 1} more error(s))" if len(errors) > 1 else ""
+        value = f" {json.dumps(first.value, ensure_ascii=False)}" if first.pair is not None else ""
+        super().__init__(f"{first.kind}: {first.message}{value}{more}", file=first.file,
+                         record=None if first.conversation is None else f"conversation {first.conversation}",
+                         field=None if first.pair is None else f"{PAIRS_KEY}[{first.pair}]")
+        self.kind = first.kind
+        self.problems = problems
+
+
+class _Bad(Exception):
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind, self.message = kind, message
+
+
+@dataclass
+class GoldConversation:
+    id: int
+    texts: list[str]
+    speakers: list[str]
+    emotions: list[str | None]
+    pairs: list[tuple[int, ...]]  # Pair1 or Pair2, duplicates dropped
+    raw_pairs: list[Any]
+
+
+@dataclass
+class Gold:
+    subtask: int
+    file: str
+    conversations: dict[int, GoldConversation]  # file order
+    problems: list[Problem] = field(default_factory=list)  # data defects (warnings)
+
+
+@dataclass
+class Checked:
+    subtask: int
+    file: str
+    pairs: dict[int, list[tuple[int, ...]]]  # per conversation, duplicates dropped, pair order kept
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def errors(self) -> list[Problem]:
+        return [p for p in self.problems if p.severity == "error"]
+
+    @property
+    def warnings(self) -> list[Problem]:
+        return [p for p in self.problems if p.severity == "warning"]
+
+
+def load_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DataError("file not found", file=str(path)) from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        where = f" at line {exc.lineno} column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
+        raise DataError(f"not JSON{where}: {exc}", file=str(path)) from None
+
+
+# -- the parts of a pair ------------------------------------------------------------------------------------------
+def _emotion_part(value: Any) -> tuple[int, int]:
+    """`"5_surprise"` -> (5, 6)."""
+    if not isinstance(value, str):
+        raise _Bad("malformed_pair", f"the emotion part must be a string '<utterance>_<emotion>', not {value!r}")
+    parts = value.split("_")
+    if len(parts) != 2:
+        raise _Bad("malformed_pair", f"the emotion part must be '<utterance>_<emotion>', not {value!r}")
+    utt, emotion = parts
+    if emotion not in EMOTION_INDEX:
+        hint = f" (categories are lower case: did you mean {emotion.lower()!r}?)" if emotion.lower() in EMOTION_INDEX \
+            else ""
+        raise _Bad("unknown_emotion", f"{emotion!r} is not one of {', '.join(EMOTIONS)}{hint}")
+    if _U_RE.fullmatch(utt.strip()):
+        raise _Bad("u_prefix", f"utterance ids are plain numbers: {utt!r} should be {utt.strip()[1:]!r}")
+    try:
+        return int(utt), EMOTION_INDEX[emotion]
+    except ValueError:
+        raise _Bad("malformed_pair", f"the emotion utterance {utt!r} is not an integer") from None
+
+
+def _cause_indices(value: Any) -> tuple[int, int, int]:
+    """Subtask 1 prediction: `"2_0_3"` -> (2, 0, 3)."""
+    if not isinstance(value, str):
+        raise _Bad("malformed_pair", f"the cause must be a string '<utterance>_<start>_<end>', not {value!r}")
+    text = value.strip()
+    if any(c.isalpha() for c in value):
+        if _U_RE.fullmatch(text):
+            raise _Bad("u_prefix", f"utterance ids are plain numbers: {text!r} should be {text[1:]!r}")
+        raise _Bad("cause_text", "the cause must be '<utterance>_<start>_<end>' token indices, not the span's text")
+    parts = value.split("_")
+    if len(parts) != 3:
+        raise _Bad("malformed_pair", f"the cause must be '<utterance>_<start>_<end>', not {value!r}")
+    try:
+        cu, start, end = (int(x) for x in parts)
+    except ValueError:
+        raise _Bad("malformed_pair", f"the cause {value!r} is not three integers") from None
+    return cu, start, end
+
+
+def _cause_utterance(value: Any) -> int:
+    """Subtask 2 prediction: `"2"` (or 2) -> 2."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if not isinstance(value, str):
+        raise _Bad("malformed_pair", f"the cause must be an utterance id, not {value!r}")
+    text = value.strip()
+    if _U_RE.fullmatch(text):
+        raise _Bad("u_prefix", f"utterance ids are plain numbers: {text!r} should be {text[1:]!r}")
+    if any(c.isalpha() for c in text):
+        raise _Bad("cause_text", "the subtask-2 cause must be the cause utterance's id, not text")
+    try:
+        return int(text)
+    except ValueError:
+        hint = " (that is the subtask-1 format)" if text.count("_") == 2 else ""
+        raise _Bad("malformed_pair", f"the cause {value!r} is not an utterance id{hint}") from None
+
+
+def _conversations(records: Any, file: str, problems: list[Problem]) -> list[tuple[int, Any, dict[str, Any]]]:
+    """(int id, id as written, record) for each readable conversation; repeated ids and bad records are errors."""
+    if not isinstance(records, list):
+        raise DataError("expected a JSON list of conversations", file=file)
+    out: list[tuple[int, Any, dict[str, Any]]] = []
+    seen: set[int] = set()
+    for n, rec in enumerate(records, 1):
+        raw = rec.get("conversation_ID") if isinstance(rec, dict) else None
+        try:
+            if raw is None or isinstance(raw, bool):
+                raise ValueError
+            cid = int(raw)
+        except (TypeError, ValueError):
+            problems.append(Problem("malformed_conversation", "error", file, f"#{n}", None, None,
+                                    f"record {n} has no integer conversation_ID"))
+            continue
+        if cid in seen:
+            problems.append(Problem("repeated_conversation", "error", file, raw, None, None,
+                                    f"conversation_ID {raw} appears more than once"))
+            continue
+        seen.add(cid)
+        if isinstance(raw, str):
+            problems.append(Problem("string_conversation_id", "warning", file, raw, None, None,
+                                    "conversation_ID is a string; the official scorer would not match it to the "
+                                    "gold's integer id"))
+        if not isinstance(rec.get(PAIRS_KEY), list):
+            what = "has no" if PAIRS_KEY not in rec else "has a non-list"
+            problems.append(Problem("missing_pairs", "error", file, raw, None, None, f"{what} '{PAIRS_KEY}'"))
+        out.append((cid, raw, rec))
+    return out
+
+
+def _utterances(rec: dict[str, Any]) -> tuple[list[str], list[str], list[str | None], bool]:
+    utts = rec.get("conversation")
+    if not isinstance(utts, list) or not all(isinstance(u, dict) and isinstance(u.get("text"), str) for u in utts):
+        return [], [], [], False
+    ids_ok = [u.get("utterance_ID") for u in utts] == list(range(1, len(utts) + 1))
+    return ([u["text"] for u in utts], [str(u.get("speaker", "")) for u in utts], [u.get("emotion") for u in utts],
+            ids_ok)
+
+
+# -- gold ---------------------------------------------------------------------------------------------------------
+def read_gold(records: Any, subtask: int, file: str) -> Gold:
+    """A gold file (official shape) -> parsed, deduplicated pairs per conversation; malformed gold raises
+    `SubmissionError`, data defects are returned as warnings."""
+    problems: list[Problem] = []
+    gold: dict[int, GoldConversation] = {}
+    for cid, raw, rec in _conversations(records, file, problems):
+        texts, speakers, emotions, ids_ok = _utterances(rec)
+        if not texts:
+            problems.append(Problem("malformed_conversation", "error", file, raw, None, None,
+                                    "the gold conversation has no list of utterances with text"))
+            continue
+        if not ids_ok:
+            problems.append(Problem("utterance_ids", "warning", file, raw, None, None,
+                                    "utterance_ID is not 1..n in order; positions are used, as officially"))
+        pairs: list[tuple[int, ...]] = []
+        raw_pairs = rec.get(PAIRS_KEY) if isinstance(rec.get(PAIRS_KEY), list) else []
+        for n, x in enumerate(raw_pairs, 1):
+            try:
+                if not isinstance(x, list | tuple) or len(x) != 2:
+                    raise _Bad("malformed_pair", "a pair must be a list of two strings")
+                eu, emo = _emotion_part(x[0])
+                if subtask == 1:
+                    if not isinstance(x[1], str) or "_" not in x[1]:
+                        raise _Bad("malformed_pair", "a gold cause must be '<utterance>_<span text>'")
+                    cu_text, span = x[1].split("_", 1)
+                    cu = int(cu_text)
+                    if not 1 <= cu <= len(texts):
+                        raise _Bad("utterance_out_of_range", f"cause utterance {cu} is not in 1..{len(texts)}")
+                    start, end, found = gold_indices(span, texts[cu - 1])
+                    if not found:
+                        problems.append(Problem("span_not_found", "warning", file, raw, n, x,
+                                                f"the span is not in utterance {cu}'s tokens; scored as [0, 0]"))
+                    pairs.append((eu, cu, start, end, emo))
+                else:
+                    pairs.append((eu, _cause_utterance(x[1]), emo))
+            except _Bad as bad:
+                problems.append(Problem(bad.kind, "error", file, raw, n, x, bad.message))
+            except ValueError:
+                problems.append(Problem("malformed_pair", "error", file, raw, n, x, "the cause utterance is not an integer"))
+            else:
+                label = emotions[eu - 1] if 1 <= eu <= len(emotions) else None
+                if label is not None and label != EMOTIONS[emo]:
+                    problems.append(Problem("emotion_contradicts_label", "warning", file, raw, n, x,
+                                            f"utterance {eu} is labelled {label!r}"))
+        kept, dropped = dedup(pairs)
+        if dropped:
+            problems.append(Problem("duplicate_pair", "warning", file, raw, None, None,
+                                    f"{dropped} exact duplicate pair(s) dropped, as officially"))
+        gold[cid] = GoldConversation(cid, texts, speakers, emotions, kept, raw_pairs)
+    if any(p.severity == "error" for p in problems):
+        raise SubmissionError(problems)
+    return Gold(subtask, file, gold, problems)
+
+
+# -- predictions --------------------------------------------------------------------------------------------------
+def check_prediction(records: Any, subtask: int, file: str, gold: Gold | None = None) -> Checked:
+    """Every problem of a prediction file (never raises for its content). Without `gold` only the format and the
+    prediction's own utterances are checked; with it, also missing conversations, ranges and labels."""
+    problems: list[Problem] = []
+    out: dict[int, list[tuple[int, ...]]] = {}
+    for cid, raw, rec in _conversations(records, file, problems):
+        ref = gold.conversations.get(cid) if gold is not None else None
+        if gold is not None and ref is None:
+            problems.append(Problem("unknown_conversation", "warning", file, raw, None, None,
+                                    "not in the gold file: ignored, as officially"))
+            continue
+        texts, _, labels, _ = _utterances(rec)
+        if ref is not None:
+            texts, labels = ref.texts, ref.emotions
+        pairs = rec.get(PAIRS_KEY)
+        if not isinstance(pairs, list):  # already an error (missing_pairs); not also "missing"
+            out[cid] = []
+            continue
+        parsed: list[tuple[int, ...]] = []
+        for n, x in enumerate(pairs, 1):
+            try:
+                if not isinstance(x, list | tuple) or len(x) != 2:
+                    raise _Bad("malformed_pair", "a pair must be a list of two strings")
+                eu, emo = _emotion_part(x[0])
+                pair: tuple[int, ...] = (eu, *_cause_indices(x[1]), emo) if subtask == 1 \
+                    else (eu, _cause_utterance(x[1]), emo)
+            except _Bad as bad:
+                problems.append(Problem(bad.kind, "error", file, raw, n, x, bad.message))
+                continue
+            problems.extend(Problem(kind, "warning", file, raw, n, x, msg)
+                            for kind, msg in _pair_warnings(pair, texts, labels))
+            parsed.append(pair)
+        kept, dropped = dedup(parsed)
+        if dropped:
+            problems.append(Problem("duplicate_pair", "warning", file, raw, None, None,
+                                    f"{dropped} exact duplicate pair(s) dropped, as officially"))
+        out[cid] = kept
+    if gold is not None:
+        for cid, conv in gold.conversations.items():
+            if cid not in out:
+                problems.append(Problem("missing_conversation", "error", file, cid, None, None,
+                                        "this gold conversation is missing from the prediction"))
+        out = {cid: out[cid] for cid in gold.conversations if cid in out}  # gold order, as officially
+    return Checked(subtask, file, out, problems)
+
+
+def _pair_warnings(pair: tuple[int, ...], texts: list[str], labels: list[str | None]) -> list[tuple[str, str]]:
+    eu, cu, emo = pair[0], pair[1], pair[-1]
+    found: list[tuple[str, str]] = []
+    if emo == 0:
+        found.append(("neutral_pair", "neutral is the null class: this pair is ignored by every metric"))
+    if not texts:
+        return found
+    for role, u in (("emotion", eu), ("cause", cu)):
+        if not 1 <= u <= len(texts):
+            found.append(("utterance_out_of_range", f"{role} utterance {u} is not in 1..{len(texts)}"))
+    if len(pair) == 5:
+        start, end = pair[2], pair[3]
+        if start >= end:
+            found.append(("empty_span", f"start {start} >= end {end}: the span has no token"))
+        if 1 <= cu <= len(texts):
+            n_tokens = len(texts[cu - 1].split())
+            if start < 0 or end > n_tokens:
+                found.append(("index_out_of_range",
+                              f"[{start}, {end}) is outside utterance {cu}'s {n_tokens} tokens"))
+    label = labels[eu - 1] if 1 <= eu <= len(labels) else None
+    if label is not None and emo != 0 and label != EMOTIONS[emo]:
+        found.append(("emotion_contradicts_label", f"utterance {eu} is labelled {label!r}, not {EMOTIONS[emo]!r}"))
+    return found
+
+
+def read_prediction(records: Any, subtask: int, file: str, gold: Gold) -> Checked:
+    """`check_prediction` against the gold, raising `SubmissionError` when anything is an error."""
+    checked = check_prediction(records, subtask, file, gold)
+    if checked.errors:
+        raise SubmissionError(checked.problems)
+    return checked

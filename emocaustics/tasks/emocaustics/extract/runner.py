@@ -1,0 +1,244 @@
+"""Running many dialogues: each one an async state machine (`extract_one`), all of them concurrently.
+
+`extract_one(llm, item)` is the whole method for one dialogue; it is a plain module-level coroutine function so that
+the model pool can run it *inside* a replica actor, next to the engine (`llm.run(extract_one, items, affinity)`), and
+each dependent step is a local call there instead of a round trip from the driver. Backends without an actor (an
+OpenAI-compatible endpoint, a test double) run it in the calling process.
+
+`run_items` keeps up to `concurrency` dialogues in flight and writes each dialogue's prediction (or failure row) the
+moment it finishes. `ExtractStage`/`EmbedStage` are the Ray Data `map_batches` stages of the same thing; `runray.py`
+builds the dataset plan and the manifest.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from emocaustics.tasks.emocaustics.extract import chains as chain_methods
+from emocaustics.tasks.emocaustics.extract import sextuple as sx
+from emocaustics.solve.ask import Asker, StepFailed
+from emocaustics.tasks.emocaustics.extract.output import append_failure, write_prediction
+from emocaustics.tasks.emocaustics.extract.prompts import SYSTEM
+from emocaustics.tasks.emocaustics.extract.windows import windows
+
+DEFAULT_WINDOWS = {"sextuple": (20, 5), "emotion": (30, 10)}
+
+
+class ExtractConfig(BaseModel):
+    """Everything that decides what a run asks the model; recorded in the manifest."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    task: Literal["sextuple", "emotion"]
+    method: Literal["direct", "rag", "window"]
+    window: int | None = Field(default=None, ge=1)
+    step: int | None = Field(default=None, ge=1)
+    top_k: int = Field(default=3, ge=0)  # rag: retrieved earlier utterances
+    rag_threshold: float = 0.5  # rag: minimum cosine of a retrieved utterance
+    join_threshold: float = 0.85  # window: cosine for joining an event by embedding
+    event_context: Literal["asof", "strict", "final"] = "asof"
+    max_events: int = Field(default=8, ge=1)  # bucket events shown per prompt
+    max_log_lines: int = Field(default=6, ge=1)  # log lines shown per event
+    retries: int = Field(default=2, ge=0)
+    max_tokens_cap: int = Field(default=4096, ge=16)  # max_tokens when the schema's bound is higher
+
+    @model_validator(mode="after")
+    def _check(self) -> "ExtractConfig":
+        if self.task == "emotion" and self.method == "rag":
+            raise ValueError("emotion chains have the methods direct and window (rag is a sextuple method)")
+        k, s = self.k, self.s
+        if s > k:
+            raise ValueError(f"step {s} is larger than window {k}")
+        return self
+
+    @property
+    def k(self) -> int:
+        return self.window or DEFAULT_WINDOWS[self.task][0]
+
+    @property
+    def s(self) -> int:
+        return self.step or DEFAULT_WINDOWS[self.task][1]
+
+    def needs_embeddings(self, has_prior: bool) -> bool:
+        if self.task == "sextuple":
+            return self.method in ("rag", "window")
+        return self.method == "window" and not has_prior  # chains build their own sextuple window run then
+
+    def window_settings(self) -> sx.WindowSettings:
+        k, s = (self.k, self.s) if self.task == "sextuple" else DEFAULT_WINDOWS["sextuple"]
+        return sx.WindowSettings(k=k, s=s, join_threshold=self.join_threshold, event_context=self.event_context,
+                                 max_events=self.max_events, max_log_lines=self.max_log_lines)
+
+
+def make_item(dialogue_id: int, sentences: list[str], holders: list[str], cfg: ExtractConfig,
+              emb: np.ndarray | None = None, prior: list[dict] | None = None) -> dict[str, Any]:
+    """One dialogue as a plain, serialisable work item (it travels to a Ray actor)."""
+    return {"id": int(dialogue_id), "sentences": list(sentences), "holders": list(holders),
+            "config": cfg.model_dump(), "emb": None if emb is None else pack(emb), "prior": prior}
+
+
+def pack(emb: np.ndarray) -> dict[str, Any]:
+    """Embeddings as base64 float32 (a quarter of the size of a JSON list of floats) with their shape."""
+    a = np.ascontiguousarray(emb, dtype=np.float32)
+    return {"shape": list(a.shape), "b64": base64.b64encode(a.tobytes()).decode("ascii")}
+
+
+def unpack(packed: dict[str, Any]) -> np.ndarray:
+    return np.frombuffer(base64.b64decode(packed["b64"]), dtype=np.float32).reshape(packed["shape"])
+
+
+def item_affinity(item: dict[str, Any]) -> str:
+    """One replica per (dialogue, config): a dialogue's prompts within one config share prefixes (prefix-cache hits);
+    across configs the templates differ, so tying all configs of a dialogue to one replica would only unbalance."""
+    c = item["config"]
+    return f"{item['id']}:{c['task']}:{c['method']}:{c.get('window')}:{c.get('step')}"
+
+
+def item_weight(item: dict[str, Any]) -> int:
+    """Expected cost of a dialogue-run for load balancing, in answers of about one utterance's size (the generated
+    tokens dominate a replica's time). Utterances alone overrate a long dialogue's chain `direct` run (one bounded
+    answer per holder) and underrate `window` (pass 1 answers every utterance too); in a mixed grid that unbalanced
+    the replicas (busiest at 1.10x the mean in the 10x scale benchmark)."""
+    n = len(item["sentences"])
+    cfg = ExtractConfig.model_validate(item["config"])
+    if cfg.task == "sextuple":
+        return 2 * n if cfg.method == "window" else n
+    holders = len(set(item["holders"]))
+    if cfg.method == "direct":
+        return 3 * holders  # at most 3 events x 4 emotions per holder
+    own_sextuples = 2 * n if item.get("prior") is None else 0
+    return own_sextuples + 3 * len(windows(n, cfg.k, cfg.s)) + holders  # chain windows, then the merges
+
+
+async def _method(asker: Asker, cfg: ExtractConfig, d: sx.DialogueInput, emb: np.ndarray | None,
+                  prior: list[dict] | None) -> Any:
+    if cfg.task == "sextuple":
+        if cfg.method == "direct":
+            return await sx.direct(asker, d)
+        if cfg.method == "rag":
+            assert emb is not None, "rag needs embeddings"
+            return await sx.rag(asker, d, emb, k=cfg.k, top_k=cfg.top_k, threshold=cfg.rag_threshold)
+        records, _ = await sx.window(asker, d, emb, cfg.window_settings())
+        return records
+    if cfg.method == "direct":
+        return chain_methods.to_json(d, await chain_methods.direct(asker, d))
+    if prior is None:  # the chain windows and the merge wait for this sextuple run
+        then = len(windows(len(d), cfg.k, cfg.s)) + 1
+        prior, _ = await sx.window(asker, d, emb, cfg.window_settings(), then=then)
+    built = await chain_methods.window(asker, d, prior, k=cfg.k, s=cfg.s)
+    return chain_methods.to_json(d, await chain_methods.merge(asker, built))
+
+
+async def extract_one(llm: Any, item: dict[str, Any]) -> dict[str, Any]:
+    """The state machine of one dialogue: a prediction, or a failure naming the step and the reason."""
+    cfg = ExtractConfig.model_validate(item["config"])
+    d = sx.DialogueInput(int(item["id"]), tuple(item["sentences"]), tuple(item["holders"]))
+    emb = None if item.get("emb") is None else unpack(item["emb"])
+    asker = Asker(llm, system=SYSTEM, affinity=item_affinity(item), retries=cfg.retries, max_tokens_cap=cfg.max_tokens_cap)
+    t0 = time.perf_counter()
+    row: dict[str, Any] = {"dialogue": d.id, "utterances": len(d), "ok": False, "prediction": None, "step": None,
+                           "reason": None}
+    try:
+        if len(d) == 0:
+            raise StepFailed("input", "the dialogue has no utterances")
+        row["prediction"] = await _method(asker, cfg, d, emb, item.get("prior"))
+        row["ok"] = True
+    except StepFailed as exc:
+        row["step"], row["reason"] = exc.step, exc.reason
+    except ValueError as exc:  # e.g. a prior sextuple prediction of the wrong length
+        row["step"], row["reason"] = "input", str(exc)
+    row["stats"] = asker.stats.to_json()
+    row["retry_reasons"] = asker.retry_reasons
+    row["seconds"] = round(time.perf_counter() - t0, 3)
+    return row
+
+
+def failure_row(item: dict[str, Any], step: str, reason: str) -> dict[str, Any]:
+    return {"dialogue": int(item["id"]), "utterances": len(item["sentences"]), "ok": False, "prediction": None,
+            "step": step, "reason": reason, "stats": {}, "seconds": 0.0}
+
+
+async def _run_one(llm: Any, item: dict[str, Any]) -> dict[str, Any]:
+    from emocaustics.models.local import RunFailure, run_item
+
+    run = getattr(llm, "run", None)
+    if run is not None:
+        res = (await run(extract_one, [item], item_affinity, weight_key=item_weight))[0]
+    else:
+        res = await run_item(llm, extract_one, item)
+    if isinstance(res, RunFailure):  # the state machine itself crashed, or its replica died for good
+        return failure_row(item, "runner", res.reason)
+    return res
+
+
+async def run_items(llm: Any, items: list[dict[str, Any]], out: Path, task: str, *, concurrency: int = 256,
+                    ) -> list[dict[str, Any]]:
+    """Every item to a result row (prediction dropped from the row once written); files written as each finishes."""
+    sem = asyncio.Semaphore(concurrency)
+
+    async def one(item: dict[str, Any]) -> dict[str, Any]:
+        if item.get("skip_reason"):
+            row = failure_row(item, "input", item["skip_reason"])
+        else:
+            async with sem:
+                row = await _run_one(llm, item)
+        if row["ok"]:
+            write_prediction(out, task, row["dialogue"], row.pop("prediction"))
+        else:
+            row.pop("prediction", None)
+            append_failure(out, {"dialogue": row["dialogue"], "step": row["step"], "reason": row["reason"]})
+        return row
+
+    return list(await asyncio.gather(*(one(i) for i in items)))
+
+
+def embed_items(embedder: Any, items: list[dict[str, Any]]) -> None:
+    """Fill `emb` of every item with one batched embedding call over all their utterances (a per-dialogue index:
+    each item gets only its own rows)."""
+    texts = [s for it in items for s in it["sentences"]]
+    if not texts:
+        return
+    vecs = np.asarray(asyncio.run(embedder.embed(texts)), dtype=np.float32)
+    at = 0
+    for it in items:
+        n = len(it["sentences"])
+        it["emb"] = pack(vecs[at:at + n])
+        at += n
+
+
+class EmbedStage:
+    """Ray Data stage: embeds each dialogue's utterances (items travel as JSON strings in the column `item`)."""
+
+    def __init__(self, embedder_spec: str) -> None:
+        from emocaustics.models.embedders import make_embedder
+
+        self.embedder = make_embedder(embedder_spec)
+
+    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, list[str]]:
+        items = [json.loads(s) for s in batch["item"]]
+        todo = [it for it in items if it.get("needs_emb") and not it.get("skip_reason")]
+        embed_items(self.embedder, todo)
+        return {"item": [json.dumps(it, ensure_ascii=False) for it in items]}
+
+
+class ExtractStage:
+    """Ray Data stage: runs a batch of dialogues through the model pool (inside its replicas), writing each file."""
+
+    def __init__(self, llm_spec: str, cache_dir: str | None, out: str, task: str, concurrency: int = 256) -> None:
+        from emocaustics.models.spec import make_llm
+
+        self.llm = make_llm(llm_spec, cache_dir=Path(cache_dir) if cache_dir else None)
+        self.out, self.task, self.concurrency = Path(out), task, concurrency
+
+    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, list[str]]:
+        items = [json.loads(s) for s in batch["item"]]
+        rows = asyncio.run(run_items(self.llm, items, self.out, self.task, concurrency=self.concurrency))
+        return {"row": [json.dumps(r, ensure_ascii=False) for r in rows]}

@@ -1,0 +1,217 @@
+"""The two EmoCaustics tasks on the task interface: `sextuple` (emotion sextuples per utterance) and `emotion`
+(emotion event chains per speaker).
+
+Both keep their own extraction plan (`extract.runray.run_extract`: an embedding stage, then each dialogue's state
+machine inside a replica) because a `window` dialogue makes tens of dependent calls and a chain `window` run builds on
+the same model's sextuple run; `solve_config` is the seam that lets a task bring such a plan. Scoring is the spec-exact
+scorer of `score/`, its per-dialogue table turned into the core's long rows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+import polars as pl
+from pydantic import Field, model_validator
+
+from emocaustics.core.task import (DatasetOptions, Defect, Failure, Loaded, Options, Sample, ScoreContext, Scored,
+                                   Task, rows_frame)
+
+DEFAULT_WINDOWS = {"sextuple": (20, 5), "emotion": (30, 10)}
+RAY_ABOVE = 50  # dialogues; below this Ray's start-up costs more than it saves in scoring
+
+
+class EmoDataset(DatasetOptions):
+    subset: str | None = "sample"  # all | paper-100 | long-20 | sample
+    ids: list[int] | None = None
+    pairing: Literal["verified", "published"] = "verified"
+    repair: bool = False
+    strict: bool = False
+
+
+class EmoOptions(Options):
+    """The extraction knobs of `extract.runner.ExtractConfig`, plus the calibration predictors."""
+
+    method: Literal["direct", "rag", "window", "oracle", "baseline"]
+    window: int | None = Field(None, ge=1)
+    step: int | None = Field(None, ge=1)
+    top_k: int = Field(3, ge=0)
+    rag_threshold: float = 0.5
+    join_threshold: float = 0.85
+    event_context: Literal["asof", "strict", "final"] = "asof"
+    max_events: int = Field(8, ge=1)
+    max_log_lines: int = Field(6, ge=1)
+    retries: int = Field(2, ge=0)
+    max_tokens_cap: int = Field(4096, ge=16)
+
+    @model_validator(mode="after")
+    def _check(self) -> "EmoOptions":
+        if self.step is not None and self.window is not None and self.step > self.window:
+            raise ValueError(f"step {self.step} is larger than window {self.window}: utterances would be skipped")
+        return self
+
+    def extract_options(self) -> dict[str, Any]:
+        """Options other than method/window/step that differ from their defaults (what `ExtractConfig` gets)."""
+        data = self.model_dump(exclude={"method", "window", "step"})
+        return {k: v for k, v in data.items() if v != type(self).model_fields[k].default}
+
+
+@functools.lru_cache(maxsize=8)
+def _resolve(dataset_json: str) -> tuple[list[Any], Any]:
+    """Dialogues and corpus of a dataset spec, loaded once per process (every config of a job shares them)."""
+    from emocaustics.tasks.emocaustics.data.subsets import resolve
+
+    ds = EmoDataset.model_validate_json(dataset_json)
+    return resolve(ds.subset, ds.ids, root=ds.data, pairing=ds.pairing, repair=ds.repair, strict=ds.strict)
+
+
+class EmoCausticsTask(Task):
+    Options: ClassVar[type[Options]] = EmoOptions
+    Dataset: ClassVar[type[DatasetOptions]] = EmoDataset
+    calibration_methods: ClassVar[tuple[str, ...]] = ("oracle", "baseline")
+
+    def __init__(self, name: str, description: str, methods: tuple[str, ...]) -> None:
+        self.name = name  # type: ignore[misc]
+        self.description = description  # type: ignore[misc]
+        self.solver_methods = methods  # type: ignore[misc]
+
+    @property
+    def prompts_version(self) -> str:  # type: ignore[override]
+        from emocaustics.tasks.emocaustics.extract.prompts import PROMPTS_VERSION
+
+        return PROMPTS_VERSION
+
+    def k_s(self, opts: EmoOptions) -> tuple[int, int]:
+        k, s = DEFAULT_WINDOWS[self.name]
+        return opts.window or k, opts.step or s
+
+    def label(self, options: Options, model: str | None = None) -> str:
+        """`task_method[_model][_K20-S5][_key=value...]`: the names run folders have always had."""
+        opts: EmoOptions = options  # type: ignore[assignment]
+        parts: list[Any] = [self.name, opts.method]
+        if model:
+            parts.append(model)
+        if opts.method in ("window", "rag"):
+            k, s = self.k_s(opts)
+            parts.append(f"K{k}-S{s}")
+        extra = opts.extract_options()
+        parts += [f"{key}={extra[key]}" for key in sorted(extra)]
+        return "_".join(str(p).replace("/", "-") for p in parts)
+
+    def summary_columns(self, options: Options) -> dict[str, Any]:
+        opts: EmoOptions = options  # type: ignore[assignment]
+        k, s = self.k_s(opts) if opts.method in ("window", "rag") else (None, None)
+        return {"K": k, "S": s}
+
+    def builds_on(self, options: Options, model: str | None, candidates: list[tuple[str, Any, Any, str]]) -> str | None:
+        """A chain `window` config builds on the same model's sextuple `window` config (with default extraction
+        options) when the job has one: its events are reused instead of extracted again."""
+        if self.name != "emotion" or options.method != "window":
+            return None
+        for task_name, opts, other_model, label in candidates:
+            if task_name == "sextuple" and opts.method == "window" and other_model == model and not opts.extract_options():
+                return label
+        return None
+
+    def report_sections(self, summary: pl.DataFrame, scores: pl.DataFrame) -> list[tuple[str, str]]:
+        from emocaustics.tasks.emocaustics.report import sections
+
+        return sections(summary, scores)
+
+    # -- data ----------------------------------------------------------------------------------------------------
+    def load(self, dataset: DatasetOptions, options: Options) -> Loaded:
+        dialogues, corpus = _resolve(dataset.model_dump_json())
+        samples = [Sample(str(d.id), d, meta={"n_utterances": len(d.utterances)}) for d in dialogues]
+        defects = [Defect(d.kind, d.where(), d.message) for d in corpus.defects]
+        return Loaded(samples, defects, {"dataset": "emocaustics", "root": str(corpus.root)})
+
+    # -- solving -------------------------------------------------------------------------------------------------
+    def solve_config(self, samples: list[Sample], options: Options, *, llm_spec: str, out: Path, ctx: ScoreContext,
+                     cache_dir: Path | None, concurrency: int, prior: Path | None = None) -> None:
+        """Extraction of the dialogues that have no prediction file yet, through the task's own Ray Data plan."""
+        from emocaustics.tasks.emocaustics.extract.output import prediction_path
+        from emocaustics.tasks.emocaustics.extract.runner import ExtractConfig
+        from emocaustics.tasks.emocaustics.extract.runray import run_extract
+
+        opts: EmoOptions = options  # type: ignore[assignment]
+        todo = [s.input for s in samples if not prediction_path(out, self.name, s.input.id).exists()]
+        if not todo:
+            return
+        cfg = ExtractConfig(task=self.name, method=opts.method, window=opts.window, step=opts.step,
+                            **opts.extract_options())
+        run_extract(todo, cfg, llm_spec=llm_spec, out=out, embedder_spec=ctx.embedder_spec or "minilm",
+                    from_dir=prior, cache_dir=cache_dir, concurrency=concurrency)
+
+    def done_count(self, samples: list[Sample], out: Path) -> int:
+        from emocaustics.tasks.emocaustics.extract.output import prediction_path
+
+        return sum(prediction_path(out, self.name, s.input.id).exists() for s in samples)
+
+    def predict(self, method: str, samples: list[Sample], options: Options) -> dict[str, Any]:
+        from emocaustics.tasks.emocaustics.score.predictors import predict
+
+        found = predict(method, self.name, [s.input for s in samples])
+        return {str(k): v for k, v in found.items()}
+
+    def read_predictions(self, out: Path) -> dict[str, Any]:
+        from emocaustics.tasks.emocaustics.score.predictions import (read_chain_predictions,
+                                                                     read_sextuple_predictions)
+
+        reader = read_sextuple_predictions if self.name == "sextuple" else read_chain_predictions
+        found: dict[str, Any] = {}
+        path = out / "failures.jsonl"
+        if path.exists():
+            for line in path.read_text(encoding="utf-8").splitlines():
+                row = json.loads(line)
+                found[str(row["dialogue"])] = Failure(f"extraction {row.get('step')}", str(row.get("reason")))
+        found.update({str(k): v for k, v in reader(out).predictions.items()})
+        return found
+
+    def sample_stats(self, out: Path) -> dict[str, dict[str, Any]]:
+        """Per-dialogue cost figures of every extraction pass (they survive resumes: the latest pass wins)."""
+        path = out / "manifest.json"
+        if not path.exists():
+            return {}
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+        return {str(r["dialogue"]): {"seconds": r.get("seconds") or 0.0, **(r.get("stats") or {})}
+                for r in manifest.get("per_dialogue", [])}
+
+    # -- scoring -------------------------------------------------------------------------------------------------
+    def score(self, samples: list[Sample], predictions: dict[str, Any], options: Options,
+              ctx: ScoreContext) -> Scored:
+        dialogues = [s.input for s in samples]
+        preds = {int(k): (f"extraction failed at {v}" if isinstance(v, Failure) else v) for k, v in predictions.items()}
+        kw = dict(judge=ctx.judge, compat=ctx.scoring.get("compat", "spec"),
+                  on_judge_error=ctx.scoring.get("on_judge_error", "zero"))
+        if ctx.use_ray and len(dialogues) > RAY_ABOVE:
+            from emocaustics.tasks.emocaustics.score.plan import score_with_ray
+
+            result = score_with_ray(self.name, dialogues, preds, embedder=ctx.embedder_spec or "minilm", **kw)
+        else:
+            from emocaustics.tasks.emocaustics.score.engine import ascore
+
+            result = asyncio.run(ascore(self.name, dialogues, preds, embedder=ctx.embedder, **kw))
+        return to_scored(result)
+
+
+def to_scored(result: Any) -> Scored:
+    """The scorer's per-dialogue table as long rows: `score` (status failed where extraction or reading failed),
+    each component `c_<name>` as metric `<name>`, and `judge_failures`; the dialogue size as sample info."""
+    rows: list[dict[str, Any]] = []
+    comps = [c for c in result.dialogues.columns if c.startswith("c_")]
+    for d in result.dialogues.iter_rows(named=True):
+        sid, weight = str(d["dialogue"]), float(d["weight"] or 0.0)
+        status = "failed" if d["failed"] else ("ok" if d["score"] is not None else "unscored")
+        rows.append({"sample_id": sid, "metric": "score", "value": d["score"], "weight": weight, "status": status,
+                     "reason": d["reason"]})
+        for c in comps:
+            rows.append({"sample_id": sid, "metric": c[2:], "value": d[c], "weight": weight,
+                         "status": "ok" if d[c] is not None else "unscored"})
+    info = result.dialogues.select(pl.col("dialogue").cast(pl.Utf8).alias("sample_id"), "n_utterances",
+                                   pl.col("judge_failures").fill_null(0).cast(pl.Int64))
+    summary = {"score": result.summary.get("score"), "micro_score": result.summary.get("micro_score")}
+    return Scored(rows_frame(rows), summary, {"sample_info": info}, result.items)

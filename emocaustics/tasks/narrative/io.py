@@ -1,0 +1,99 @@
+"""Reading and writing JSON v3 files, and pairing a folder of predictions with a folder of ground truth.
+
+Files pair by name: `<story>.json` in the GT folder with `<story>.json` or `<story>_pred.json` in the prediction folder.
+Reading never raises past a file: `load_story` returns the Story or the error naming file and JSON path, so a batch
+of thousands keeps going and lists what it could not read.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from emocaustics.core.errors import UsageError
+from emocaustics.tasks.narrative.schema import NarrativeFormatError, Story, parse_story
+
+PRED_SUFFIX = "_pred"
+
+
+def story_name(path: Path) -> str:
+    """The pairing key of a file: its stem without a trailing `_pred`."""
+    stem = path.stem
+    return stem[: -len(PRED_SUFFIX)] if stem.endswith(PRED_SUFFIX) else stem
+
+
+def decode(path: Path) -> Any:
+    """The JSON value of a file; NarrativeFormatError (line and column) when it is not JSON."""
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise NarrativeFormatError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", file=str(path)) from None
+    except OSError as exc:
+        raise NarrativeFormatError(f"cannot read: {exc.strerror}", file=str(path)) from None
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise NarrativeFormatError(f"not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})",
+                                   file=str(path)) from None
+
+
+def read_story(path: str | Path) -> Story:
+    """One JSON v3 file -> Story (raises NarrativeFormatError naming the file and the JSON path)."""
+    p = Path(path)
+    return parse_story(decode(p), str(p), story_name(p))
+
+
+def load_story(path: str | Path) -> Story | NarrativeFormatError:
+    """Like read_story, but the error is returned (batch use)."""
+    try:
+        return read_story(path)
+    except NarrativeFormatError as exc:
+        return exc
+
+
+def write_story(path: Path, obj: dict[str, Any]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(obj, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    return path
+
+
+@dataclass
+class Pairing:
+    pairs: list[tuple[str, Path, Path]] = field(default_factory=list)  # (story, pred file, gt file)
+    unpaired_pred: list[str] = field(default_factory=list)
+    unpaired_gt: list[str] = field(default_factory=list)
+    duplicates: list[str] = field(default_factory=list)  # a story with both <s>.json and <s>_pred.json predictions
+
+
+def _by_name(folder: Path) -> tuple[dict[str, Path], list[str]]:
+    found: dict[str, Path] = {}
+    dups: list[str] = []
+    for path in sorted(folder.glob("*.json")):
+        name = story_name(path)
+        if name in found:  # <s>.json and <s>_pred.json both there: the _pred one wins, the clash is reported
+            dups.append(f"{name}: {found[name].name} and {path.name}")
+            if not path.stem.endswith(PRED_SUFFIX):
+                continue
+        found[name] = path
+    return found, dups
+
+
+def pair_folders(pred_dir: Path, gt_dir: Path) -> Pairing:
+    """Pair the JSON files of two folders by story name; lists what has no partner."""
+    for d, what in ((pred_dir, "prediction"), (gt_dir, "ground-truth")):
+        if not d.is_dir():
+            raise UsageError(f"{what} folder {d} does not exist")
+    preds, dup_p = _by_name(pred_dir)
+    gts, dup_g = _by_name(gt_dir)
+    if not gts:
+        raise UsageError(f"no .json files in the ground-truth folder {gt_dir}")
+    out = Pairing(duplicates=dup_p + dup_g)
+    for name in sorted(gts):
+        if name in preds:
+            out.pairs.append((name, preds[name], gts[name]))
+        else:
+            out.unpaired_gt.append(name)
+    out.unpaired_pred = sorted(set(preds) - set(gts))
+    return out

@@ -1,0 +1,91 @@
+"""The benchmark helpers whose numbers go into the results: timeline arithmetic and the reference-style driver."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from benchmarks.timeline import phase_of, reusable_prefix_tokens, summarize, union_seconds
+
+
+def test_union_seconds_merges_overlaps_and_keeps_gaps():
+    assert union_seconds([]) == 0
+    assert union_seconds([(0, 2), (1, 3)]) == 3  # overlap counted once
+    assert union_seconds([(0, 1), (2, 3)]) == 2  # the gap is not counted
+    assert union_seconds([(0, 10), (2, 3), (4, 5)]) == 10  # nested
+    with pytest.raises(ValueError):
+        union_seconds([(2, 1)])
+
+
+def test_phase_of_tells_each_step_by_its_schema():
+    from emocaustics.tasks.emocaustics.extract import parse as p
+
+    def as_json(s):
+        return json.dumps(s, sort_keys=True, ensure_ascii=False)
+
+    assert phase_of(as_json(p.pass1_schema(5, [0, 1]))) == "window-pass1"
+    assert phase_of(as_json(p.sextuple_schema())) == "sextuple"
+    assert phase_of(as_json(p.chain_direct_schema(["A", "B"]))) == "chain-direct"
+    assert phase_of(as_json(p.chain_window_schema(["A"], ["e"], 5))) == "chain-window"
+    assert phase_of(as_json(p.merge_schema())) == "chain-merge"
+    assert phase_of(None) == "free-text"
+
+
+def test_reusable_prefix_counts_whole_shared_blocks_only():
+    a = {"submit": 0.0, "prompt_ids": list(range(40))}
+    b = {"submit": 1.0, "prompt_ids": list(range(36)) + [999] * 10}  # shares 36 tokens with a
+    c = {"submit": 2.0, "prompt_ids": [7] + list(range(40))}  # shares nothing at position 0
+    assert reusable_prefix_tokens([b, a, c], 16) == [0, 32, 0]  # submit order: a first; 2 full blocks of b reused
+    assert reusable_prefix_tokens([a, b], 8) == [0, 32]
+    same = {"submit": 3.0, "prompt_ids": list(range(32))}
+    # an identical prompt still computes its last token
+    assert reusable_prefix_tokens([{"submit": 0.0, "prompt_ids": list(range(32))}, same], 16) == [0, 31]
+
+
+def _rec(task, submit, finish, schema=0, n=32):
+    return {"task": task, "submit": submit, "first": submit + 0.01, "finish": finish, "prompt_ids": list(range(n)),
+            "generated": 10, "cached": 16, "schema": schema}
+
+
+def test_summarize_engine_occupancy_and_dialogue_waiting():
+    schemas = [json.dumps({"properties": {"sextuples": {}}})]
+    # dialogue A: two dependent steps with a 1 s gap between them; dialogue B: one step overlapping A's first
+    recs = [_rec("A", 0.0, 1.0), _rec("A", 2.0, 3.0), _rec("B", 0.5, 1.5)]
+    s = summarize(recs, schemas)
+    assert s["requests"] == 3 and s["generated_tokens"] == 30
+    assert s["llm_phase_s"] == 3.0
+    assert s["generated_tokens_per_s"] == 10.0
+    assert s["engine_busy_fraction"] == pytest.approx(2.5 / 3, abs=1e-4)  # 1.5..2.0 nothing in the engine
+    assert s["mean_in_flight"] == 1.0  # 3 request-seconds over 3 s
+    assert s["dialogues_seen"] == 2
+    assert s["dialogue_waiting_fraction"] == pytest.approx(1 - 3 / 4, abs=1e-4)  # A lived 3 s with 2 in the engine; B 1 of 1
+    assert s["phases"]["sextuple"]["prefix_cache_hit_rate"] == 0.5
+    failed = summarize(recs + [{**_rec("C", 0, 1), "error": "CancelledError: "}], schemas)
+    assert failed["failed_requests"] == 1 and failed["requests"] == 3
+
+
+def test_reference_driver_blocks_one_request_at_a_time_per_worker():
+    """Window: one dialogue, one request at a time; others: at most 16 requests open, never more."""
+    from benchmarks.refdriver import BlockingLLM, run_reference_style
+    from emocaustics.tasks.emocaustics.data.load import load_sample
+    from emocaustics.tasks.emocaustics.extract.runner import ExtractConfig, make_item
+    from fakes.openai_chat import FakeOpenAIServer, Faults
+
+    dialogues = sorted(load_sample().dialogues.values(), key=lambda d: d.id)[:3]
+
+    def items(cfg):
+        return [make_item(d.id, [u.sentence for u in d.utterances], [u.holder for u in d.utterances], cfg)
+                for d in dialogues]
+
+    with FakeOpenAIServer(Faults(latency=0.02)) as server:
+        llm = BlockingLLM("fake-model", server.base_url)
+        res = run_reference_style(llm, items(ExtractConfig(task="sextuple", method="window")), "window")
+        assert res["threads"] == 1 and server.max_inflight == 1
+        assert all(r["ok"] for r in res["rows"]), [r["reason"] for r in res["rows"]]
+        calls = llm.calls
+        assert calls == sum(r["stats"]["llm_calls"] for r in res["rows"]) > len(dialogues)
+        res = run_reference_style(llm, items(ExtractConfig(task="sextuple", method="direct")), "direct")
+        assert res["threads"] == 16 and 1 < server.max_inflight <= len(dialogues)  # one open request per dialogue
+        assert all(r["ok"] for r in res["rows"])
+        llm.close()

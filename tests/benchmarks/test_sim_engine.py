@@ -1,0 +1,182 @@
+"""The simulated GPU engine (benchmarks/sim_engine.py) obeys its own model: per-step roofline time for prefill and
+decode, continuous batching, at most max_num_seqs sequences at once, prefix-cache hits; its answers pass the
+pipeline's parsers; and the real model pool can host it in place of the vLLM actor."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from dataclasses import replace
+
+import pytest
+
+from benchmarks.sim_cluster import make_sim_pool
+from benchmarks.sim_engine import PRESETS, SimEngine, estimate_tokens, fake_answer
+from emocaustics.solve.schema import validate_answer
+from emocaustics.tasks.emocaustics.extract import parse as P
+
+HW = replace(PRESETS["qwen2.5-7b@h100"], step_overhead_s=0.001)
+
+
+def _run(hw, jobs, prefix_cache=False):
+    """Submit (text, prompt_tokens, out_tokens) jobs at once; returns (finish times, engine)."""
+
+    async def main():
+        eng = SimEngine(hw, prefix_cache=prefix_cache)
+        res = await asyncio.gather(*(eng.submit(t, p, o) for t, p, o in jobs))
+        eng.close()
+        return [r[0] for r in res], eng
+
+    return asyncio.run(main())
+
+
+def _alone(hw, prompt, out):
+    """One request by hand: one prefill step (prompt < budget), then out-1 decode steps over a growing context."""
+    t = hw.step_seconds(prompt, 0, prompt * prompt / 2)
+    for g in range(1, out):
+        ctx = prompt + g
+        t += hw.step_seconds(1, ctx, ctx)
+    return t
+
+
+def test_single_request_costs_prefill_plus_decode_steps():
+    (t,), eng = _run(HW, [("x" * 100, 1000, 100)])
+    assert t == pytest.approx(_alone(HW, 1000, 100), rel=0.01)
+    assert eng.stats.steps == 100 and eng.stats.generated_tokens == 100
+    # decode at batch 1 is bandwidth-bound: ~150 tokens/s for a 7B model on one H100 (published ~140-190)
+    per_token = (t - HW.step_seconds(1000, 0, 1000 * 500)) / 99
+    assert 100 < 1 / per_token < 200
+
+
+def test_continuous_batching_shares_steps():
+    single = _alone(HW, 500, 200)
+    times, eng = _run(HW, [(f"q{i}", 500, 200) for i in range(32)])
+    assert max(times) < 1.5 * single  # 32 requests batched: far less than 32 x one request
+    assert eng.stats.max_batch == 32
+    assert eng.stats.generated_tokens == 32 * 200
+
+
+def test_max_num_seqs_caps_the_batch():
+    hw = replace(HW, max_num_seqs=4)
+    single = _alone(hw, 500, 200)
+    times, eng = _run(hw, [(f"q{i}", 500, 200) for i in range(8)])
+    assert eng.stats.max_batch == 4
+    assert sorted(times)[3] < 1.2 * single  # first wave
+    assert max(times) > 1.8 * single  # the second wave waits for free slots
+
+
+def test_short_request_leaves_the_batch_early():
+    times, _ = _run(HW, [("a", 500, 300), ("b", 500, 20)])
+    assert times[1] < 0.2 * times[0]  # no waiting for the longest sequence of the batch
+
+
+def test_prefix_cache_hits_shared_prefix():
+    prefix = "共享的事件背景" * 400
+
+    async def main():
+        eng = SimEngine(HW)
+        first = await eng.submit(prefix + "第一句", 2000, 10)
+        second = await eng.submit(prefix + "第二句", 2000, 10)
+        eng.close()
+        return first, second, eng
+
+    (t1, c1), (t2, c2), eng = asyncio.run(main())
+    assert c1 == 0 and c2 > 1900
+    assert eng.stats.cached_prompt_tokens == c2
+
+
+def test_token_estimate_follows_length():
+    assert estimate_tokens("中" * 140) == 100
+    assert estimate_tokens("a" * 360) == 100
+
+
+@pytest.mark.parametrize("schema,model", [
+    (P.sextuple_schema(), P.SextupleAnswer),
+    (P.pass1_schema(5, [1, 2]), P.Pass1Answer),
+    (P.chain_direct_schema(["A", "B"]), P.ChainDirectAnswer),
+    (P.chain_window_schema(["A", "B"], ["吵架"], 4), P.ChainWindowAnswer),
+    (P.merge_schema(), P.MergeAnswer),
+])
+def test_answers_pass_the_pipeline_parsers(schema, model):
+    import json
+
+    rng = random.Random(1)
+    for _ in range(50):
+        value = fake_answer(schema, rng)
+        validate_answer(model, None, json.dumps(value, ensure_ascii=False))
+    if model is P.Pass1Answer:
+        assert len(value["items"]) == 5
+
+
+def test_model_pool_hosts_the_sim_actor(ray_local, tmp_path):
+    from emocaustics.tasks.emocaustics.data.load import load_sample
+    from emocaustics.tasks.emocaustics.extract.runner import ExtractConfig, make_item, run_items
+
+    dialogues = list(load_sample().dialogues.values())[:2]
+    cfg = ExtractConfig(task="sextuple", method="window", window=4, step=2)
+    items = [make_item(d.id, [u.sentence for u in d.utterances], [u.holder for u in d.utterances], cfg)
+             for d in dialogues]
+    pool = make_sim_pool("qwen2.5-7b@h100", 2, name="sim-test")
+    try:
+        rows = asyncio.run(run_items(pool, items, tmp_path, "sextuple"))
+        assert [r["ok"] for r in rows] == [True, True], rows
+        sims = ray_local.get([a.sim_stats.remote() for a in pool.actors])
+        assert sum(s["requests"] for s in sims) == sum(r["stats"]["llm_calls"] for r in rows) > 0
+        assert all(s["makespan_s"] > 0 for s in sims if s["requests"])
+    finally:
+        pool.shutdown()
+
+
+def test_priority_policy_serves_urgent_requests_first():
+    """vLLM's scheduling_policy="priority": a waiting request with a lower priority value is admitted first; under
+    "fcfs" the same request waits for its turn."""
+    hw = replace(HW, max_num_seqs=2)
+
+    async def main(policy):
+        eng = SimEngine(replace(hw, scheduling_policy=policy), prefix_cache=False)
+        jobs = [eng.submit(f"q{i}", 500, 200) for i in range(8)]
+        urgent = eng.submit("chain step", 500, 200, priority=-5)
+        res = await asyncio.gather(*jobs, urgent)
+        eng.close()
+        return [r[0] for r in res]
+
+    fcfs, prio = asyncio.run(main("fcfs")), asyncio.run(main("priority"))
+    assert fcfs[-1] == max(fcfs)  # last in, last out
+    assert prio[-1] <= sorted(prio)[1]  # among the first wave
+    with pytest.raises(ValueError, match="scheduling_policy"):
+        SimEngine(replace(hw, scheduling_policy="lifo"))
+
+
+def test_engines_sharing_a_process_keep_their_own_clocks():
+    """Two simulated replicas in one event loop (as in one SimHost): the same work costs the same virtual time on
+    each, whether or not the other one is busy."""
+
+    async def main(n_other):
+        a, b = SimEngine(HW, prefix_cache=False), SimEngine(HW, prefix_cache=False)
+        res = await asyncio.gather(a.submit("x", 800, 100), *(b.submit(f"y{i}", 800, 300) for i in range(n_other)))
+        a.close(), b.close()
+        return res[0][0]
+
+    alone, beside = asyncio.run(main(0)), asyncio.run(main(40))
+    assert alone == pytest.approx(_alone(HW, 800, 100), rel=0.01)
+    assert beside == alone
+
+
+def test_pool_of_hosts_places_per_replica(ray_local, tmp_path):
+    """Four simulated replicas in two host processes: the real pool balances dialogues over all four."""
+    from emocaustics.tasks.emocaustics.data.load import load_sample
+    from emocaustics.tasks.emocaustics.extract.runner import ExtractConfig, make_item, run_items
+
+    cfg = ExtractConfig(task="sextuple", method="direct")
+    items = [make_item(d.id, [u.sentence for u in d.utterances], [u.holder for u in d.utterances], cfg)
+             for d in load_sample().dialogues.values()]
+    pool = make_sim_pool("qwen2.5-7b@h100", 4, name="sim-hosts", per_process=2)
+    try:
+        rows = asyncio.run(run_items(pool, items, tmp_path, "sextuple"))
+        assert all(r["ok"] for r in rows), rows
+        sims = ray_local.get([a.sim_stats.remote() for a in pool.actors])
+        assert len(pool.hosts) == 2 and len({s["pid"] for s in sims}) == 2
+        assert all(s["arrived"] >= 1 for s in sims)  # every replica got work
+        assert sum(s["arrived"] for s in sims) == len(items)
+    finally:
+        pool.shutdown()

@@ -1,0 +1,208 @@
+"""The run report in a real headless browser (Debian's chromium, driven through the DevTools protocol).
+
+Checks: the page loads without console errors, exceptions or failed loads; the summary table, a bar chart per task and
+the K x S heatmap are rendered with a real size; a full-page screenshot is kept (pytest tmp dir and
+runs/test-artifacts/report.png). A control page with a deliberate console error and a missing image proves that the
+error collection sees what it should (so a clean result means something).
+
+Chromium comes from `scripts/ensure-chromium.sh` (apt-get when missing); the test skips only when that script says
+apt is impossible here (exit 3), and fails on any other install error.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import shutil
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from emocaustics.report.html import write_report
+from emocaustics.report.tables import SCORE_COLUMNS, write_tables
+
+REPO = Path(__file__).resolve().parents[2]
+ARTIFACTS = REPO / "runs" / "test-artifacts"
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         "--disable-dev-shm-usage", "--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0",
+         "--window-size=1280,900"]
+
+
+@pytest.fixture(scope="module")
+def chromium_bin() -> str:
+    proc = subprocess.run([str(REPO / "scripts" / "ensure-chromium.sh")], capture_output=True, text=True, timeout=900)
+    if proc.returncode == 3:  # the script's "apt is impossible here" (no apt-get, or not root and no sudo)
+        pytest.skip(f"chromium not available and cannot be installed: {proc.stderr.strip()}")
+    assert proc.returncode == 0, f"scripts/ensure-chromium.sh failed: {proc.stderr.strip()}"
+    return proc.stdout.strip().splitlines()[-1]
+
+
+class Browser:
+    """One headless chromium with a fresh profile; `load(url)` returns console errors and lets us evaluate JS."""
+
+    def __init__(self, binary: str, profile: Path) -> None:
+        profile.mkdir(parents=True)
+        self.proc = subprocess.Popen([binary, *FLAGS, f"--user-data-dir={profile}", "about:blank"],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        port_file = profile / "DevToolsActivePort"
+        deadline = time.monotonic() + 60
+        while not (port_file.exists() and port_file.read_text().strip()):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                err = self.proc.stderr.read().decode(errors="replace")[-2000:] if self.proc.poll() is not None else ""
+                self.close()
+                raise RuntimeError(f"chromium did not open its DevTools port: {err}")
+            time.sleep(0.1)
+        self.port = int(port_file.read_text().split()[0])
+        targets = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{self.port}/json/list", timeout=10).read())
+        page = next(t for t in targets if t["type"] == "page")
+        from websockets.sync.client import connect
+
+        self._stack = contextlib.ExitStack()
+        self.ws = self._stack.enter_context(connect(page["webSocketDebuggerUrl"], max_size=64 * 1024 * 1024,
+                                                    open_timeout=20))
+        self._id = 0
+        self.events: list[dict] = []
+
+    def call(self, method: str, timeout: float = 30, **params) -> dict:
+        self._id += 1
+        self.ws.send(json.dumps({"id": self._id, "method": method, "params": params}))
+        deadline = time.monotonic() + timeout
+        while True:
+            msg = json.loads(self.ws.recv(timeout=max(deadline - time.monotonic(), 0.01)))
+            if msg.get("id") == self._id:
+                if "error" in msg:
+                    raise RuntimeError(f"{method}: {msg['error']}")
+                return msg["result"]
+            self.events.append(msg)
+
+    def load(self, url: str, settle: float = 1.0) -> list[str]:
+        """Navigate, wait for the load event (and `settle` seconds more); the page's errors, one line each."""
+        self.events.clear()
+        for domain in ("Page.enable", "Runtime.enable", "Log.enable", "Network.enable"):
+            self.call(domain)
+        self.call("Page.navigate", url=url)
+        deadline = time.monotonic() + 60
+        while not any(e.get("method") == "Page.loadEventFired" for e in self.events):
+            assert time.monotonic() < deadline, f"{url}: no load event within 60 s"
+            self.events.append(json.loads(self.ws.recv(timeout=60)))
+        end = time.monotonic() + settle
+        while time.monotonic() < end:  # late console messages and failed subresources
+            try:
+                self.events.append(json.loads(self.ws.recv(timeout=max(end - time.monotonic(), 0.01))))
+            except TimeoutError:
+                break
+        return errors_of(self.events)
+
+    def eval(self, expression: str):
+        result = self.call("Runtime.evaluate", expression=expression, returnByValue=True)
+        assert "exceptionDetails" not in result, result["exceptionDetails"]
+        return result["result"].get("value")
+
+    def screenshot(self, path: Path) -> None:
+        shot = self.call("Page.captureScreenshot", format="png", captureBeyondViewport=True, timeout=60)
+        path.write_bytes(base64.b64decode(shot["data"]))
+
+    def close(self) -> None:
+        if getattr(self, "_stack", None) is not None:
+            self._stack.close()
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def errors_of(events: list[dict]) -> list[str]:
+    """Console errors/warnings, uncaught exceptions, browser log errors and failed loads, as readable lines."""
+    out = []
+    for e in events:
+        m, p = e.get("method"), e.get("params", {})
+        if m == "Runtime.consoleAPICalled" and p.get("type") in ("error", "warning", "assert"):
+            out.append(f"console.{p['type']}: " + " ".join(str(a.get("value", a.get("description"))) for a in p["args"]))
+        elif m == "Runtime.exceptionThrown":
+            d = p["exceptionDetails"]
+            out.append(f"exception: {d.get('exception', {}).get('description') or d.get('text')}")
+        elif m == "Log.entryAdded" and p["entry"]["level"] in ("error", "warning"):
+            out.append(f"log {p['entry']['level']}: {p['entry']['text']} {p['entry'].get('url', '')}")
+        elif m == "Network.loadingFailed":
+            out.append(f"load failed: {p.get('errorText')}")
+    return out
+
+
+@pytest.fixture
+def browser(chromium_bin, tmp_path):
+    b = Browser(chromium_bin, tmp_path / "profile")
+    try:
+        yield b
+    finally:
+        b.close()
+
+
+def _rows(run, task, method, kind, scores, *, model=None, window=None, step=None, lengths=(12, 140), failed=()):
+    return [
+        {"run": run, "task": task, "method": method, "model": model, "window": window, "step": step, "kind": kind,
+         "dialogue": i + 1, "n_utterances": n, "weight": float(n), "score": s, "failed": i in failed,
+         "reason": "回答不是合法的 JSON (unparseable)" if i in failed else None, "llm_calls": 4, "cache_hits": 0,
+         "prompt_tokens": 300, "generated_tokens": 40, "judge_failures": 0, "seconds": 2.0, "c_sentiment": s}
+        for i, (s, n) in enumerate(zip(scores, lengths))
+    ]
+
+
+@pytest.fixture
+def run_dir(tmp_path) -> Path:
+    """A run directory with the tables and report of a small hand-made grid (two tasks, K x S varying)."""
+    data = (_rows("sextuple_oracle", "sextuple", "oracle", "calibration", [1.0, 1.0])
+            + _rows("sextuple_baseline", "sextuple", "baseline", "calibration", [0.3, 0.1])
+            + _rows("emotion_oracle", "emotion", "oracle", "calibration", [1.0, 1.0])
+            + _rows("emotion_direct_smoke", "emotion", "direct", "engine-check", [0.0, 0.1], model="smoke"))
+    for k in (2, 3):
+        for s in (1, 2):
+            data += _rows(f"sextuple_window_smoke_K{k}-S{s}", "sextuple", "window", "engine-check",
+                          [0.1 * k, 0.05 * s], model="smoke", window=k, step=s, failed=(1,) if k == 3 else ())
+    scores = pl.DataFrame(data, schema_overrides=SCORE_COLUMNS)
+    out = tmp_path / "job" / "20260101-000000"
+    out.mkdir(parents=True)
+    write_tables(out, scores)
+    write_report(out, scores)
+    return out
+
+
+def test_error_collection_sees_console_errors_and_failed_loads(browser, tmp_path):
+    page = tmp_path / "bad.html"
+    page.write_text("<!doctype html><html><body><img src='missing.png'>"
+                    "<script>console.error('deliberate');</script></body></html>", encoding="utf-8")
+    errors = browser.load(page.as_uri())
+    assert any("deliberate" in e for e in errors), errors
+    assert any("ERR_FILE_NOT_FOUND" in e or "missing.png" in e for e in errors), errors
+
+
+def test_report_renders_without_errors(browser, run_dir, tmp_path):
+    errors = browser.load((run_dir / "report.html").as_uri())
+    assert errors == [], errors
+    # The summary table: one row per config, the oracle row present with 1.0000.
+    rows = browser.eval("[...document.querySelectorAll('#summary tbody tr')].map(r => r.innerText)")
+    assert len(rows) == 8, rows
+    oracle = [r for r in rows if "sextuple_oracle" in r]
+    assert oracle and "1.0000" in oracle[0], rows
+    assert browser.eval("document.querySelectorAll('#summary tr.engine-check').length") == 5
+    # The charts are inline SVG that the browser laid out with a real size: a bar chart per task and the heatmap.
+    sizes = browser.eval("""Object.fromEntries([...document.querySelectorAll('div.chart')].map(d => {
+        const r = d.querySelector('svg').getBoundingClientRect(); return [d.id || d.className, [r.width, r.height]];}))""")
+    assert set(sizes) >= {"bars-sextuple", "bars-emotion", "chart heatmap"}, sizes
+    assert all(w > 100 and h > 100 for w, h in sizes.values()), sizes
+    assert browser.eval("document.querySelectorAll('div.chart svg path, div.chart svg rect').length") > 10
+    body = browser.eval("document.body.innerText")
+    assert "not a quality figure" in body and "Failures (2)" in body and "unparseable" in body
+    assert "long (>= 100)" in body and "short (< 100)" in body
+    shot = tmp_path / "report.png"
+    browser.screenshot(shot)
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(shot, ARTIFACTS / "report.png")

@@ -1,0 +1,68 @@
+"""Score tables and the HTML report, from a hand-built scores table (Polars only, no models)."""
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from emocaustics.report.html import write_report
+from emocaustics.report.tables import SCORE_COLUMNS, compare, summarise, write_tables
+from emocaustics.tasks.emocaustics.report import by_length
+
+
+def rows(run, task, method, kind, scores, *, model=None, window=None, step=None, lengths=None, failed=()):
+    lengths = lengths or [10] * len(scores)
+    return [
+        {
+            "run": run, "task": task, "method": method, "model": model, "K": window, "S": step, "kind": kind,
+            "sample_id": str(i + 1), "n_utterances": n, "weight": float(n), "score": s, "failed": i in failed,
+            "status": "failed" if i in failed else "ok", "reason": "broken JSON" if i in failed else None, "llm_calls": 3, "cache_hits": 1, "prompt_tokens": 100,
+            "generated_tokens": 20, "judge_failures": 0, "seconds": 1.0, "c_sentiment": s,
+        }
+        for i, (s, n) in enumerate(zip(scores, lengths))
+    ]
+
+
+@pytest.fixture
+def scores() -> pl.DataFrame:
+    data = (
+        rows("sextuple_oracle", "sextuple", "oracle", "calibration", [1.0, 1.0, 1.0], lengths=[10, 30, 200])
+        + rows("sextuple_baseline", "sextuple", "baseline", "calibration", [0.2, 0.4, 0.0], lengths=[10, 30, 200])
+        + rows("w10", "sextuple", "window", "engine-check", [0.1, 0.3, 0.0], model="smoke", window=10, step=5,
+               lengths=[10, 30, 200], failed=(2,))
+        + rows("w20", "sextuple", "window", "engine-check", [0.2, 0.2, 0.2], model="smoke", window=20, step=5)
+        + rows("w20s10", "sextuple", "window", "engine-check", [0.5, 0.5, 0.5], model="smoke", window=20, step=10)
+    )
+    return pl.DataFrame(data, schema_overrides=SCORE_COLUMNS)
+
+
+def test_summary_macro_micro_failures(scores):
+    summary = summarise(scores, wall={"w10": 12.5}).sort("run")
+    base = summary.filter(pl.col("run") == "sextuple_baseline").row(0, named=True)
+    assert base["score"] == pytest.approx(0.2)  # (0.2 + 0.4 + 0.0) / 3
+    assert base["micro_score"] == pytest.approx((0.2 * 10 + 0.4 * 30 + 0) / 240)
+    w10 = summary.filter(pl.col("run") == "w10").row(0, named=True)
+    assert w10["failures"] == 1 and w10["llm_calls"] == 9 and w10["tokens"] == 360 and w10["wall_s"] == 12.5
+    assert "NOT a quality figure" in w10["note"]
+    assert summary.filter(pl.col("run") == "sextuple_oracle")["score"].item() == 1.0
+
+
+def test_by_length_splits_short_and_long(scores):
+    table = by_length(scores).filter(pl.col("run") == "sextuple_baseline")
+    assert dict(zip(table["length"], table["dialogues"])) == {"long (>= 100)": 1, "short (< 100)": 2}
+
+
+def test_written_tables_report_and_compare(tmp_path: Path, scores):
+    run_dir = tmp_path / "job" / "20260101-000000"
+    run_dir.mkdir(parents=True)
+    write_tables(run_dir, scores)
+    page = write_report(run_dir, scores).read_text(encoding="utf-8")
+    assert pl.read_parquet(run_dir / "scores.parquet").height == scores.height
+    md = (run_dir / "summary.md").read_text(encoding="utf-8")
+    assert "| sextuple_oracle |" in md and "1.0000" in md
+    assert page.count("<svg") >= 2  # the bar chart and the K x S heatmap
+    assert "Window x step" in page and "broken JSON" in page and "not a quality figure" in page
+    both = compare([run_dir, run_dir])
+    assert both.height == 2 * 5
+    with pytest.raises(FileNotFoundError, match="no summary.csv"):
+        compare([tmp_path])

@@ -1,0 +1,121 @@
+"""The runner: every dialogue becomes a prediction file or a failure row with a reason; the response cache makes a
+second run call the model zero times; the manifest and --json summary carry the issue's fields."""
+
+import asyncio
+import json
+
+import numpy as np
+
+from emocaustics.tasks.emocaustics.extract.runner import ExtractConfig, extract_one, make_item, pack, run_items, unpack
+from emocaustics.tasks.emocaustics.extract.runray import write_manifest
+from emocaustics.models.base import Completion
+from emocaustics.models.cache import CachedLLM, ResponseCache
+from extract_doubles import SchemaLLM, unit_vectors
+
+
+def items_for(cfg, n_dialogues=3, n=8, emb=True):
+    out = []
+    for d in range(1, n_dialogues + 1):
+        sents = [f"对话{d}第{i}句" for i in range(n)]
+        out.append(make_item(d, sents, [str(i % 2 + 1) for i in range(n)], cfg,
+                             emb=unit_vectors(list(range(n))) if emb else None))
+    return out
+
+
+def test_pack_roundtrip():
+    a = np.random.default_rng(0).random((5, 3), dtype=np.float32)
+    assert np.array_equal(unpack(json.loads(json.dumps(pack(a)))), a)
+
+
+def test_all_methods_write_reference_shapes(tmp_path):
+    for task, method in [("sextuple", "direct"), ("sextuple", "rag"), ("sextuple", "window"),
+                         ("emotion", "direct"), ("emotion", "window")]:
+        cfg = ExtractConfig(task=task, method=method, window=4, step=2)
+        out = tmp_path / f"{task}-{method}"
+        rows = asyncio.run(run_items(SchemaLLM(), items_for(cfg), out, task))
+        assert [r["ok"] for r in rows] == [True] * 3, rows
+        prefix = "output_chat" if task == "sextuple" else "output_emotions"
+        for d in (1, 2, 3):
+            pred = json.loads((out / f"{prefix}_{d}.json").read_text())
+            if task == "sextuple":
+                assert len(pred) == 8 and pred[0]["input_sentence"] == f"对话{d}第0句"
+                assert ("event" in pred[0]) == (method == "window")
+            else:
+                assert set(pred) == {"1", "2"} and all("events" in v for v in pred.values())
+        assert not (out / "failures.jsonl").exists()
+
+
+def test_failures_are_rows_with_reasons_and_files_are_not_written(tmp_path):
+    cfg = ExtractConfig(task="sextuple", method="direct")
+
+    def answer(req, n):
+        if "对话2" in req.messages[-1]["content"]:
+            return Completion(text="", error="engine error: boom")
+    items = items_for(cfg, emb=False)
+    items.append({**make_item(9, [], [], cfg)})
+    items.append({**make_item(10, ["x"], ["1"], cfg), "skip_reason": "no sextuple prediction chat_10.json in X"})
+    rows = asyncio.run(run_items(SchemaLLM(answer), items, tmp_path, "sextuple"))
+    by = {r["dialogue"]: r for r in rows}
+    assert by[1]["ok"] and by[3]["ok"] and not by[2]["ok"]
+    assert by[2]["step"] == "direct utterance 0" and "engine error: boom" in by[2]["reason"]
+    assert by[9]["reason"] == "the dialogue has no utterances"
+    assert by[10]["step"] == "input"
+    assert not (tmp_path / "output_chat_2.json").exists()
+    failed = [json.loads(line) for line in (tmp_path / "failures.jsonl").read_text().splitlines()]
+    assert sorted(f["dialogue"] for f in failed) == [2, 9, 10]
+    summary = write_manifest(tmp_path, cfg, sorted(rows, key=lambda r: r["dialogue"]), llm_spec="smoke",
+                             embedder_spec=None, from_dir=None, seconds=1.0)
+    assert set(summary) == {"task", "method", "dialogues", "predicted", "failures", "llm_calls", "cache_hits",
+                            "prompt_tokens", "generated_tokens", "unparseable", "retries", "seconds"}
+    assert summary["dialogues"] == 5 and summary["predicted"] == 2 and len(summary["failures"]) == 3
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert manifest["prompts_version"].startswith("v1-") and "smoke model" in manifest["note"]
+
+
+def test_a_crashing_state_machine_is_a_failure_row(tmp_path):
+    cfg = ExtractConfig(task="sextuple", method="rag")
+    item = make_item(4, ["a", "b"], ["1", "2"], cfg)  # rag without embeddings: a bug, not a silent skip
+    rows = asyncio.run(run_items(SchemaLLM(), [item], tmp_path, "sextuple"))
+    assert not rows[0]["ok"] and rows[0]["step"] == "runner" and "AssertionError" in rows[0]["reason"]
+
+
+def test_second_run_makes_zero_model_calls(tmp_path):
+    cfg = ExtractConfig(task="emotion", method="window", window=4, step=2)
+    inner = SchemaLLM()
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    llm = CachedLLM(inner, cache)
+    rows1 = asyncio.run(run_items(llm, items_for(cfg), tmp_path / "a", "emotion"))
+    calls = len(inner.requests)
+    assert calls > 0 and sum(r["stats"]["llm_calls"] for r in rows1) == calls
+    rows2 = asyncio.run(run_items(llm, items_for(cfg), tmp_path / "b", "emotion"))
+    assert len(inner.requests) == calls  # nothing new reached the model
+    assert sum(r["stats"]["llm_calls"] for r in rows2) == 0
+    assert sum(r["stats"]["cache_hits"] for r in rows2) == calls
+    assert sum(r["stats"]["generated_tokens"] for r in rows2) == 0
+    for d in (1, 2, 3):
+        assert (tmp_path / "a" / f"output_emotions_{d}.json").read_text() == (tmp_path / "b" / f"output_emotions_{d}.json").read_text()
+
+
+def test_extract_one_is_plain_data_in_and_out():
+    cfg = ExtractConfig(task="sextuple", method="window", window=4, step=2)
+    row = asyncio.run(extract_one(SchemaLLM(), items_for(cfg, 1)[0]))
+    json.dumps(row)  # travels back from a Ray actor
+    assert row["ok"] and row["stats"]["llm_calls"] == 4 + 8  # 4 pass-1 windows, 8 pass-2 utterances
+
+
+def test_item_weight_follows_the_answers_a_method_generates():
+    """Placement weights: window answers every utterance twice (pass 1 and 2), chain direct once per holder whatever
+    the length, a chain window run on a prior sextuple run costs less than one that makes its own."""
+    from emocaustics.tasks.emocaustics.extract.runner import item_weight
+
+    def w(n, holders=2, prior=None, **cfg):
+        item = make_item(1, [f"第{i}句" for i in range(n)], [str(i % holders) for i in range(n)], ExtractConfig(**cfg))
+        return item_weight({**item, "prior": prior})
+
+    assert w(100, task="sextuple", method="rag") == w(100, task="sextuple", method="direct") == 100
+    assert w(100, task="sextuple", method="window") == 2 * w(100, task="sextuple", method="direct")
+    assert w(280, task="emotion", method="direct") == w(20, task="emotion", method="direct") == 6
+    assert w(280, task="emotion", method="direct", holders=4) == 12
+    own = w(100, task="emotion", method="window")
+    assert w(100, task="emotion", method="window", prior=[{}] * 100) < own
+    assert own > w(100, task="sextuple", method="window")

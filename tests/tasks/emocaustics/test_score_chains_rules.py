@@ -1,0 +1,150 @@
+"""Emotion-chain rules with injected similarities: the worked example, compat modes, judge handling."""
+
+from __future__ import annotations
+
+import pytest
+
+from emocaustics.tasks.emocaustics.data.schema import Emotion, Event
+from emocaustics.tasks.emocaustics.score.chains import ChainRules, judge_prefetch, score_dialogue_chains
+
+
+def table_sim(pairs: dict[tuple[str, str], float]):
+    """A symmetric similarity lookup; unknown pairs are 0.0 (unrelated)."""
+
+    def sim(a: str, b: str) -> float:
+        return pairs.get((a, b), pairs.get((b, a), 0.0))
+
+    return sim
+
+
+def emo(state: str, reason: str, src: str) -> Emotion:
+    return Emotion(state=state, reason=reason, source_ids=tuple(s for s in src.split(",") if s), source_raw=src)
+
+
+# The spec's worked example: GT holder "1" has two events (4 and 5 emotions); the prediction one event with three
+# emotions that matches GT event 1; its reasons match GT emotions 1, 3 and 4.
+GT = {
+    "1": (
+        Event("e1", (emo("negative", "g1", "2"), emo("negative", "g2", "2"), emo("positive", "g3", "1"),
+                     emo("negative", "g4", "2"))),
+        Event("e2", tuple(emo("neutral", f"h{i}", "2") for i in range(5))),
+    )
+}
+PRED = {
+    "1": (
+        Event("p1", (emo("negative", "q1", "2"),   # state ok, source ok -> 2
+                     emo("positive", "q3", "2"),   # state ok, source "2" vs GT "1" -> 1 (the spec text counts 2)
+                     emo("positive", "q4", "2"))),  # state wrong, source ok -> 1
+    )
+}
+SIMS = {("e1", "p1"): 0.9, ("e2", "p1"): 0.1, ("g1", "q1"): 0.95, ("g3", "q3"): 0.85, ("g4", "q4"): 0.82,
+        # GT emotion 2's best predicted reason is q1, below the 0.8 gate
+        ("g2", "q1"): 0.5, ("g2", "q3"): 0.2}
+
+
+def test_worked_example_scores_025_not_03125():
+    out = score_dialogue_chains(GT, PRED, table_sim(SIMS))
+    assert out.score == pytest.approx(0.25)
+    rows = [r for r in out.items if r.event_index == 0]
+    assert [r.points for r in rows] == [2.0, 0.0, 1.0, 1.0]
+    assert [r.reason_ok for r in rows] == [True, False, True, True]
+    assert rows[2].source_ok is False and rows[2].gt_source == "1" and rows[2].pred_source == "2"
+    second = [r for r in out.items if r.event_index == 1]
+    assert len(second) == 5 and not any(r.event_matched for r in second)
+    assert sum(r.contribution for r in out.items) == pytest.approx(0.25)
+
+
+def test_worked_example_reference_mode():
+    # reference: GT emotion 2 is scored on its best reason match (q1, sim 0.5) without the gate: state ok,
+    # source ok -> +2 points; (2+2+1+1)/8 * 1/2 = 0.375. Event e2 stays unmatched (0.1 < 0.3).
+    out = score_dialogue_chains(GT, PRED, table_sim(SIMS), rules=ChainRules(compat="reference"))
+    assert out.score == pytest.approx(0.375)
+
+
+def test_reference_reuses_events_and_uses_low_threshold():
+    sims = dict(SIMS)
+    sims[("e2", "p1")] = 0.35  # below spec's 0.7, above reference's 0.3
+    spec = score_dialogue_chains(GT, PRED, table_sim(sims))
+    ref = score_dialogue_chains(GT, PRED, table_sim(sims), rules=ChainRules(compat="reference"))
+    assert spec.score == pytest.approx(0.25)
+    e2 = [r for r in ref.items if r.event_index == 1]
+    assert all(r.event_matched and r.pred_event_index == 0 for r in e2)  # p1 used twice
+
+
+def test_spec_uses_each_predicted_event_once():
+    gt = {"A": (Event("x", (emo("negative", "r", "B"),)), Event("y", (emo("negative", "r", "B"),)))}
+    pred = {"A": (Event("px", (emo("negative", "r", "B"),)),)}
+    sims = {("x", "px"): 0.9, ("y", "px"): 0.95}
+    out = score_dialogue_chains(gt, pred, table_sim(sims))
+    # x takes px first (GT order), y finds nothing left
+    assert [r.event_matched for r in out.items] == [True, False]
+    assert out.score == pytest.approx(0.5)
+
+
+def test_multi_id_source_membership():
+    gt = {"A": (Event("x", (emo("negative", "r", "B,C"),)),)}
+    for src, expect in (("C", 1.0), ("B", 1.0), ("D", 0.5), ("B,C", 1.0), ("B,D", 0.5), ("", 0.5)):
+        pred = {"A": (Event("x", (emo("negative", "r", src),)),)}
+        assert score_dialogue_chains(gt, pred, table_sim({})).score == pytest.approx(expect), src
+
+
+def test_state_compared_trimmed_and_lowercased_only():
+    gt = {"A": (Event("x", (emo("negative", "r", "B"),)),)}
+    assert score_dialogue_chains(gt, {"A": (Event("x", (emo(" Negative ", "r", "B"),)),)}, table_sim({})).score == 1.0
+    assert score_dialogue_chains(gt, {"A": (Event("x", (emo("neg", "r", "B"),)),)}, table_sim({})).score == 0.5
+
+
+def test_holder_missing_from_prediction_and_empty_gt_holder():
+    gt = {"A": (Event("x", (emo("negative", "r", "B"),)),), "B": ()}
+    # A missing in the prediction -> 0; B has no GT events and no predicted ones -> full
+    assert score_dialogue_chains(gt, {}, table_sim({})).score == pytest.approx(0.5)
+    # B predicted an event it should not have -> 0 for B
+    pred = {"A": (Event("x", (emo("negative", "r", "B"),)),), "B": (Event("z", ()),)}
+    out = score_dialogue_chains(gt, pred, table_sim({}))
+    assert out.holder_scores == {"A": 1.0, "B": 0.0}
+    # extra predicted holders are ignored
+    pred2 = {"A": pred["A"], "Z": (Event("w", ()),)}
+    assert score_dialogue_chains(gt, pred2, table_sim({})).score == 1.0
+
+
+def test_judge_needed_then_decides():
+    gt = {"A": (Event("x", (emo("negative", "r", "B"),)),)}
+    pred = {"A": (Event("px", (emo("negative", "r", "B"),)),)}
+    sim = table_sim({("x", "px"): 0.75})
+    rules = ChainRules(judge=True)
+    first = score_dialogue_chains(gt, pred, sim, {}, rules)
+    assert first.missing == {("x", "px")}
+    assert judge_prefetch(gt, pred, sim, rules) == {("x", "px")}
+    assert score_dialogue_chains(gt, pred, sim, {("x", "px"): True}, rules).score == 1.0
+    no = score_dialogue_chains(gt, pred, sim, {("x", "px"): False}, rules)
+    assert no.score == 0.0 and no.items[0].judge == "no"
+    # below the embedding threshold the judge is not asked at all in spec mode
+    low = table_sim({("x", "px"): 0.5})
+    assert score_dialogue_chains(gt, pred, low, {}, rules).missing == set()
+
+
+def test_judge_failure_zero_or_unscored():
+    gt = {"A": (Event("x", (emo("negative", "r", "B"),)), Event("y", (emo("negative", "s", "B"),)))}
+    pred = {"A": (Event("px", (emo("negative", "r", "B"),)), Event("y", (emo("negative", "s", "B"),)))}
+    sim = table_sim({("x", "px"): 0.9})
+    v = {("x", "px"): None}
+    zero = score_dialogue_chains(gt, pred, sim, v, ChainRules(judge=True))
+    assert zero.score == pytest.approx(0.5) and zero.judge_failures == 1
+    uns = score_dialogue_chains(gt, pred, sim, v, ChainRules(judge=True, on_judge_error="unscored"))
+    assert uns.score == pytest.approx(1.0) and uns.judge_failures == 1
+    assert [r.unscored for r in uns.items] == [True, False]
+
+
+def test_reference_mode_judge_rescues_low_similarity():
+    gt = {"A": (Event("x", (emo("negative", "r", "B"),)),)}
+    pred = {"A": (Event("px", (emo("negative", "r", "B"),)),)}
+    sim = table_sim({("x", "px"): 0.1})
+    rules = ChainRules(compat="reference", judge=True)
+    assert judge_prefetch(gt, pred, sim, rules) == {("x", "px")}
+    assert score_dialogue_chains(gt, pred, sim, {("x", "px"): True}, rules).score == 1.0
+    assert score_dialogue_chains(gt, pred, sim, {("x", "px"): False}, rules).score == 0.0
+
+
+def test_oracle_is_one():
+    out = score_dialogue_chains(GT, GT, table_sim({}), rules=ChainRules(judge=True))
+    assert out.score == 1.0 and not out.missing

@@ -1,0 +1,88 @@
+"""Sextuple rules with injected similarities: every rule of the spec, by hand-built cases."""
+
+from __future__ import annotations
+
+import pytest
+
+from emocaustics.tasks.emocaustics.data.schema import Sextuple, Utterance
+from emocaustics.tasks.emocaustics.score.sextuple import (
+    LengthMismatch,
+    dialogue_points,
+    pairs_needed,
+    score_dialogue_sextuples,
+    score_utterance,
+)
+
+
+def table_sim(pairs):
+    def sim(a, b):
+        return pairs.get((a, b), pairs.get((b, a), 0.0))
+
+    return sim
+
+
+GT = Sextuple(target="t", aspect="a", opinion="o", sentiment="negative", rationale="r")
+U = Utterance(index=0, sentence="s", holder="1", gt=GT)
+
+
+def test_all_fields_match():
+    row = score_utterance(U, [GT], table_sim({}))
+    assert row.points == 4 and row.rule == "best_candidate"
+
+
+def test_threshold_is_inclusive_and_target_not_scored():
+    pred = Sextuple(target="zz", aspect="a2", opinion="o2", sentiment="negative", rationale="r2")
+    row = score_utterance(U, [pred], table_sim({("a2", "a"): 0.8, ("o2", "o"): 0.79, ("r2", "r"): 0.95}))
+    assert (row.sentiment_ok, row.aspect_ok, row.opinion_ok, row.rationale_ok) == (True, True, False, True)
+    assert row.points == 3 and row.target_sim == 0.0 and row.opinion_sim == pytest.approx(0.79)
+
+
+def test_sentiment_trim_lower_no_mapping():
+    assert score_utterance(U, [Sextuple(sentiment="  NEGATIVE ")], table_sim({})).sentiment_ok
+    assert not score_utterance(U, [Sextuple(sentiment="neg")], table_sim({})).sentiment_ok
+    assert not score_utterance(U, [Sextuple(sentiment="消极")], table_sim({})).sentiment_ok
+
+
+def test_best_candidate_most_points_then_summed_similarity():
+    c1 = Sextuple(aspect="x1", opinion="y1", sentiment="positive", rationale="z1")
+    c2 = Sextuple(aspect="x2", opinion="y2", sentiment="negative", rationale="z2")
+    c3 = Sextuple(aspect="x3", opinion="y3", sentiment="negative", rationale="z3")
+    sims = {("x1", "a"): 0.9, ("y1", "o"): 0.9, ("z1", "r"): 0.9,  # 3 points (no sentiment), sum 2.7
+            ("x2", "a"): 0.9, ("y2", "o"): 0.9, ("z2", "r"): 0.5,  # 3 points (sentiment), sum 2.3
+            ("x3", "a"): 0.85, ("y3", "o"): 0.85, ("z3", "r"): 0.7}  # 3 points, sum 2.4 -> wins the tie
+    row = score_utterance(U, [c1, c2, c3], table_sim(sims))
+    assert row.points == 3 and row.chosen == 0 and row.n_candidates == 3  # c1 has the largest sum
+    row = score_utterance(U, [c2, c3], table_sim(sims))
+    assert row.points == 3 and row.chosen == 1  # 2.4 beats 2.3
+    row = score_utterance(U, [c1, c2, GT], table_sim(sims))
+    assert row.points == 4 and row.chosen == 2
+
+
+def test_empty_ground_truth():
+    empty_u = Utterance(index=1, sentence="嗯", holder="2", gt=Sextuple(sentiment="neutral"))
+    none_u = Utterance(index=2, sentence="嗯", holder="2", gt=None)
+    for u in (empty_u, none_u):
+        assert score_utterance(u, [], table_sim({})).points == 4
+        # a candidate with only a sentiment is no sextuple
+        assert score_utterance(u, [Sextuple(sentiment="neutral")], table_sim({})).points == 4
+        row = score_utterance(u, [Sextuple(target="x", opinion="y")], table_sim({}))
+        assert row.points == 0 and row.rule == "empty_gt_nonempty_pred"
+
+
+def test_no_prediction_for_non_empty_gt():
+    row = score_utterance(U, [], table_sim({}))
+    assert row.points == 0 and row.rule == "no_candidate"
+
+
+def test_dialogue_score_and_length_mismatch():
+    utts = [U, Utterance(index=1, sentence="s2", holder="2", gt=None)]
+    rows = score_dialogue_sextuples(utts, [[GT], [Sextuple(opinion="x")]], table_sim({}))
+    assert dialogue_points(rows) == pytest.approx(4 / 8)
+    with pytest.raises(LengthMismatch) as exc:
+        score_dialogue_sextuples(utts, [[GT]], table_sim({}))
+    assert "1" in str(exc.value) and "2" in str(exc.value)
+
+
+def test_pairs_needed_skips_identical_and_empty():
+    pred = Sextuple(target="t", aspect="a2", opinion="", sentiment="negative", rationale="r")
+    assert pairs_needed([U], [[pred]]) == {("a2", "a")}
