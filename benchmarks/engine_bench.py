@@ -62,8 +62,8 @@ def _cpu(pids: list[int]) -> float:
 
 
 def _dialogues(n_max: int) -> tuple[list[Any], str]:
-    from emocaustics.cli import UsageError
-    from emocaustics.data.subsets import resolve
+    from emocaustics.core.errors import UsageError
+    from emocaustics.tasks.emocaustics.data.subsets import resolve
 
     try:
         ds, _ = resolve("paper-100", None)
@@ -111,8 +111,8 @@ def run_pipeline(methods: dict[str, int], work: Path) -> tuple[dict[str, Any], d
     """Run each method through the real pipeline with the engine tap on; returns (per-method figures, setup)."""
     import ray
 
-    from emocaustics.extract.runner import ExtractConfig
-    from emocaustics.extract.runray import run_extract
+    from emocaustics.tasks.emocaustics.extract.runner import ExtractConfig
+    from emocaustics.tasks.emocaustics.extract.runray import run_extract
     from emocaustics.models.pool import get_pool
 
     started_ray = not ray.is_initialized()

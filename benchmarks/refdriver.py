@@ -67,7 +67,7 @@ class BlockingLLM:
 
 def run_reference_style(llm: BlockingLLM, items: list[dict[str, Any]], method: str) -> dict[str, Any]:
     """Run the items the reference's way; returns rows (as `extract_one` makes them) and wall seconds."""
-    from emocaustics.extract.runner import extract_one
+    from emocaustics.tasks.emocaustics.extract.runner import extract_one
 
     threads = 1 if method == "window" else REFERENCE_THREADS
 

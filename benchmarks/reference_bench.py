@@ -47,8 +47,8 @@ def run(quick: bool = False, methods: dict[str, int] | None = None) -> dict[str,
     from benchmarks.engine_bench import _dialogues
     from benchmarks.refdriver import REFERENCE_THREADS, BlockingLLM, run_reference_style
     from benchmarks.vllm_server import SERVED_NAME, reset_prefix_cache, serve_smoke
-    from emocaustics.extract.runner import ExtractConfig, embed_items
-    from emocaustics.extract.runray import build_items, run_extract
+    from emocaustics.tasks.emocaustics.extract.runner import ExtractConfig, embed_items
+    from emocaustics.tasks.emocaustics.extract.runray import build_items, run_extract
     from emocaustics.models.embedders import make_embedder
 
     methods = methods or (N_QUICK if quick else N_FULL)

@@ -70,7 +70,7 @@ def pseudo_embeddings(sentences: list[str], dim: int = 32) -> np.ndarray:
 
 
 def build_items(dialogues: list[Any], grid: list[tuple[str, dict]], copies: int) -> dict[str, list[dict]]:
-    from emocaustics.extract.runner import ExtractConfig, make_item
+    from emocaustics.tasks.emocaustics.extract.runner import ExtractConfig, make_item
 
     order = sorted(dialogues, key=lambda d: -len(d.utterances))  # longest first: long dependent chains start early
     embs = {d.id: pseudo_embeddings([u.sentence for u in d.utterances]) for d in order}
@@ -112,7 +112,7 @@ async def one_run(pool: Any, items: dict[str, list[dict]], grid: dict[str, str],
     """Every config's items through `run_items` at once; returns simulated and real figures of the run."""
     import psutil
 
-    from emocaustics.extract.runner import run_items
+    from emocaustics.tasks.emocaustics.extract.runner import run_items
 
     actors = pool.actors
     await asyncio.gather(*(a.reset.remote() for a in actors))
@@ -187,8 +187,8 @@ def start_cluster(nodes: int, sim_gpus_per_node: int) -> Any:
 
 async def score_sample(dialogues: list[Any], out: Path, judge: Any, grid: list[tuple[str, dict]]) -> dict[str, Any]:
     """The real scorer on the simulated predictions: files read by the real readers, scored with the real rules."""
-    from emocaustics.score.engine import ascore
-    from emocaustics.score.predictions import read_chain_predictions, read_sextuple_predictions
+    from emocaustics.tasks.emocaustics.score.engine import ascore
+    from emocaustics.tasks.emocaustics.score.predictions import read_chain_predictions, read_sextuple_predictions
 
     res: dict[str, Any] = {"dialogues": len(dialogues)}
     t0 = time.perf_counter()
@@ -271,7 +271,7 @@ def run(quick: bool = False, copies: int | None = None, replicas: list[int] | No
     import ray
 
     from benchmarks.sim_engine import PRESETS
-    from emocaustics.data.load import load_corpus, load_sample
+    from emocaustics.tasks.emocaustics.data.load import load_corpus, load_sample
 
     root = os.environ.get("EMOCAUSTICS_DATA") or str(Path(__file__).resolve().parents[2] / "shared" / "datasets" / "emocaustics")
     notes = []

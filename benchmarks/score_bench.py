@@ -56,11 +56,11 @@ def per_call_seconds(embedder: Any, groups: list[list[str]]) -> float:
 
 def run(quick: bool = False) -> dict:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from emocaustics.data.subsets import resolve
+    from emocaustics.tasks.emocaustics.data.subsets import resolve
     from emocaustics.models.embedders import make_embedder
-    from emocaustics.score.engine import ascore
-    from emocaustics.score.plan import score_with_ray
-    from emocaustics.score.predictors import predict
+    from emocaustics.tasks.emocaustics.score.engine import ascore
+    from emocaustics.tasks.emocaustics.score.plan import score_with_ray
+    from emocaustics.tasks.emocaustics.score.predictors import predict
 
     subset = "paper-100" if quick else "all"
     dialogues, _ = resolve(subset, None)
