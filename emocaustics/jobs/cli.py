@@ -49,6 +49,8 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
+    import polars as pl
+
     from emocaustics.report.tables import compare, to_markdown
 
     try:
@@ -60,6 +62,14 @@ def _compare(args: argparse.Namespace) -> int:
     wanted = ("run_dir", "run", "task", "method", "model", "K", "S", "samples", "score", "ci_low", "ci_high",
               "micro_score", "failures")
     print(to_markdown(table.select([c for c in wanted if c in table.columns])))
+    for run_dir in args.run_dirs:  # which differences between configs of one run are significant
+        path = Path(run_dir) / "significance.csv"
+        if path.exists():
+            pairs = pl.read_csv(path)
+            for r in pairs.iter_rows(named=True):
+                verdict = "significant" if r["significant"] else "NOT significant"
+                print(f"{run_dir}: {r['config_a']} vs {r['config_b']}: diff {r['diff']:+.4f} over {r['n_common']} "
+                      f"common samples, p_holm {r['p_holm']:.4f} -> {verdict}")
     return 0
 
 

@@ -57,9 +57,18 @@ def _bar_chart(summary: pl.DataFrame, task: str) -> str:
     colours = {"calibration": "#4c78a8", "engine-check": "#f2a541", "model": "#54a24b"}
     fig, ax = plt.subplots(figsize=(8, 0.45 * rows.height + 1.2))
     labels = rows["run"].to_list()
-    ax.barh(labels, rows["score"].fill_null(0).to_list(), color=[colours.get(k, "#888") for k in rows["kind"]])
+    values = rows["score"].fill_null(0).to_list()
+    err = None
+    if "ci_low" in rows.columns:  # 95 % bootstrap intervals as error bars
+        lo = [max(v - (lw if lw is not None else v), 0) for v, lw in zip(values, rows["ci_low"].to_list())]
+        hi = [max((hg if hg is not None else v) - v, 0) for v, hg in zip(values, rows["ci_high"].to_list())]
+        err = [lo, hi]
+    bars = ax.barh(labels, values, xerr=err, capsize=3, color=[colours.get(k, "#888") for k in rows["kind"]],
+                   edgecolor="#333", linewidth=0.5)  # the edge keeps a zero-length bar visible
+    for bar, v in zip(bars, values):  # every bar carries its value
+        ax.text(min(v, 1.0) + 0.01, bar.get_y() + bar.get_height() / 2, f"{v:.3f}", va="center", fontsize=8)
     ax.invert_yaxis()
-    ax.set_xlim(0, 1.05)
+    ax.set_xlim(0, 1.15)
     ax.set_xlabel("score (mean over samples)")
     ax.set_title(f"{task}: methods vs oracle / baseline (orange = engine check, not a quality figure)")
     return svg(fig)
@@ -94,6 +103,17 @@ def render(run_dir: Path, scores: pl.DataFrame, wall: dict[str, float] | None = 
                                                         scores.filter(pl.col("task") == task_name)):
             parts.append(f"<h2>{html.escape(title_text)}</h2>")
             parts.append(section)
+    sig_path = run_dir / "significance.csv"
+    if sig_path.exists():
+        from emocaustics.stats import matrix_from_pairs, plot_significance
+
+        pairs = pl.read_csv(sig_path)
+        for task in pairs["task"].unique(maintain_order=True).to_list():
+            of_task = pairs.filter(pl.col("task") == task)
+            labels = list(dict.fromkeys(of_task["config_a"].to_list() + of_task["config_b"].to_list()))
+            chart = plot_significance(matrix_from_pairs(of_task, labels), labels, None,
+                                      title=f"{task}: paired bootstrap p (Holm), p > 0.1 masked")
+            parts.append(f"<h2>Significance: {html.escape(task)}</h2><div class='chart'>{chart}</div>")
     fails = failures(scores)
     parts.append(f"<h2>Failures ({fails.height})</h2>")
     parts.append(table(fails) if fails.height else "<p>None.</p>")

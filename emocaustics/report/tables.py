@@ -51,6 +51,7 @@ def summarise(scores: pl.DataFrame, wall: dict[str, float] | None = None) -> pl.
     """One row per run config: score (macro: mean over samples, failures count 0), micro score (weighted by the
     samples' weights), component means, failures, cost."""
     comps = component_columns(scores)
+    ci, _ = config_statistics(scores)
     summary = (
         scores.group_by("run", maintain_order=True)
         .agg(
@@ -71,11 +72,37 @@ def summarise(scores: pl.DataFrame, wall: dict[str, float] | None = None) -> pl.
             pl.col("generated_tokens").sum(),
         )
         .with_columns(pl.col("kind").replace_strict(KIND_NOTE, default="").alias("note"))
+        .join(ci, on="run", how="left")
     )
     wall = wall or {}
     return summary.with_columns(
         pl.col("run").replace_strict(wall, default=None, return_dtype=pl.Float64).alias("wall_s")
     )
+
+
+def config_statistics(scores: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Under every score table: a 95 % bootstrap interval of each config's score (over its samples, seeded) and a
+    paired test between every two configs of the same task (paired bootstrap and Wilcoxon, Holm across the pairs of
+    the job). Returns (ci: run, ci_low, ci_high; pairs: task, config_a, config_b, ..., p_holm, significant)."""
+    from emocaustics.stats import config_stats
+
+    cis, pairs = [], []
+    for task in scores["task"].unique(maintain_order=True).to_list():
+        per_item = scores.filter(pl.col("task") == task).select(
+            pl.col("run").alias("config"), pl.col("sample_id").alias("item"), pl.col("score").alias("value"))
+        result = config_stats(per_item)
+        cis.append(result.ci.select(pl.col("config").alias("run"), "ci_low", "ci_high"))
+        pairs.append(result.pairs.with_columns(pl.lit(task).alias("task")))
+    ci = pl.concat(cis) if cis else pl.DataFrame(schema={"run": pl.Utf8, "ci_low": pl.Float64, "ci_high": pl.Float64})
+    pair_table = pl.concat(pairs, how="vertical_relaxed") if pairs else pl.DataFrame()
+    if pair_table.height:  # Holm across all pairs of the job, not per task
+        from emocaustics.stats import holm
+
+        p = pair_table["p_bootstrap"].fill_null(1.0).to_numpy()
+        pair_table = pair_table.with_columns(pl.Series("p_holm", holm(p)),
+                                             (pl.Series("p_holm", holm(p)) < 0.05).alias("significant"))
+        pair_table = pair_table.select("task", pl.all().exclude("task"))
+    return ci, pair_table
 
 
 def failures(scores: pl.DataFrame) -> pl.DataFrame:
@@ -104,13 +131,21 @@ def write_tables(run_dir: Path, scores: pl.DataFrame, wall: dict[str, float] | N
     summary = summarise(scores, wall)
     summary.write_csv(run_dir / "summary.csv")
     shown = summary.select(
-        "run", "task", "method", "model", *option_columns(summary), "samples", "score", "micro_score",
-        *component_columns(summary), "failures", *[c for c in ("judge_failures",) if c in summary.columns],
-        "llm_calls", "tokens", "wall_s", "note",
+        "run", "task", "method", "model", *option_columns(summary), "samples", "score", "ci_low", "ci_high",
+        "micro_score", *component_columns(summary), "failures",
+        *[c for c in ("judge_failures",) if c in summary.columns], "llm_calls", "tokens", "wall_s", "note",
     )
-    (run_dir / "summary.md").write_text(
-        f"# {run_dir.parent.name} / {run_dir.name}\n\n" + to_markdown(shown), encoding="utf-8"
-    )
+    _, pairs = config_statistics(scores)
+    if pairs.height:
+        pairs.write_csv(run_dir / "significance.csv")
+    text = f"# {run_dir.parent.name} / {run_dir.name}\n\n" + to_markdown(shown)
+    text += ("\nscore: mean over samples (failures count 0); ci_low/ci_high: its 95 % bootstrap interval over "
+             "samples (seeded); micro_score: weighted by the samples' weights; c_*: the task's secondary metrics.\n")
+    if pairs.height:
+        sig = pairs.filter(pl.col("significant"))
+        text += (f"\nPaired tests between configs of the same task (paired bootstrap, Holm over {pairs.height} "
+                 f"pairs; significance.csv): {sig.height} significant at 0.05.\n")
+    (run_dir / "summary.md").write_text(text, encoding="utf-8")
     return summary
 
 

@@ -60,7 +60,16 @@ def test_written_tables_report_and_compare(tmp_path: Path, scores):
     assert pl.read_parquet(run_dir / "scores.parquet").height == scores.height
     md = (run_dir / "summary.md").read_text(encoding="utf-8")
     assert "| sextuple_oracle |" in md and "1.0000" in md
-    assert page.count("<svg") >= 2  # the bar chart and the K x S heatmap
+    assert page.count("<svg") >= 3  # the bar chart, the K x S heatmap and the significance matrix
+    summary = pl.read_csv(run_dir / "summary.csv")
+    oracle = summary.filter(pl.col("run") == "sextuple_oracle").row(0, named=True)
+    assert oracle["ci_low"] == oracle["ci_high"] == 1.0  # every sample 1.0: the interval is the point
+    base = summary.filter(pl.col("run") == "sextuple_baseline").row(0, named=True)
+    assert base["ci_low"] <= base["score"] <= base["ci_high"] and base["ci_low"] < base["ci_high"]
+    pairs = pl.read_csv(run_dir / "significance.csv")
+    assert pairs.height == 5 * 4 // 2 and "Significance: sextuple" in page
+    # identical per-sample scores are never called significant
+    assert not pairs.filter(pl.col("diff") == 0)["significant"].any()
     assert "Window x step" in page and "broken JSON" in page and "not a quality figure" in page
     both = compare([run_dir, run_dir])
     assert both.height == 2 * 5
