@@ -9,6 +9,7 @@ The design left this open; the decision:
 - One-to-one by maximum total weight (Hungarian assignment, `scipy.optimize.linear_sum_assignment`); pairs of
   weight 0 are dropped. Maximising the total, not taking best pairs greedily, keeps one long predicted span from
   stealing the GT event that a second predicted event fits better.
+- Equal totals are broken towards events at similar positions in story order (events are told in order).
 - Unaligned GT events are **missed** (each evaluator counts their contents as false negatives); unaligned predicted
   events are **extra**: the GT event list is not taken as exhaustive (an annotator marks the events they annotate),
   so an event absent from GT is listed, never a false positive.
@@ -30,6 +31,7 @@ from emocaustics.tasks.narrative.gtmissing import component_result, ratio, same,
 from emocaustics.tasks.narrative.schema import Event, Story
 
 FALLBACK_PARTICIPANTS = 0.5  # share of the fallback weight given to participant overlap (the rest: action type)
+TIE_BREAK = 1e-6  # far below any real weight difference: only decides between equal totals
 
 
 @dataclass
@@ -86,7 +88,9 @@ def align_events(pred: Story, gt: Story, text: str | None, resolve: Resolver | N
         for i, p in enumerate(pred.events):
             for j, g in enumerate(gt.events):
                 w[i, j], basis[i, j] = pair_weight(p, g, length, resolve)
-        rows, cols = linear_sum_assignment(w, maximize=True)
+        # ties (e.g. two events with the same participants and no spans) go to the pair closer in story order
+        closeness = 1 - np.abs(np.arange(n)[:, None] / n - np.arange(m)[None, :] / m)
+        rows, cols = linear_sum_assignment(w + TIE_BREAK * closeness * (w > 0), maximize=True)
         out.pairs = [(int(i), int(j), float(w[i, j]), basis[i, j]) for i, j in zip(rows, cols) if w[i, j] > 0]
     got_p = {p for p, _, _, _ in out.pairs}
     got_g = {g for _, g, _, _ in out.pairs}

@@ -1,0 +1,2 @@
+"""JSON-v3 narrative annotation: component evaluators, boundary similarity, the ground-truth-incomplete rule, and an
+LLM annotator. Importing this package registers the `narrative` task."""
