@@ -6,7 +6,8 @@ A prediction (of these and of the LLM solver alike) is a JSON-able dict holding 
 - `oracle` converts the gold exactly as the official scorer does (the same token rule, `[0, 0]` for a span it cannot
   find), so every official figure comes out 0.99999999... (the +1e-8 denominators), never 1.
 - `baseline` names every utterance's own whole text as the cause of one fixed emotion (default `joy`, the commonest
-  class): the floor every LLM must beat.
+  class), the text read by the gold's token rule (leading/trailing punctuation tokens dropped, as the annotated spans
+  are): the floor every LLM must beat.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from emocaustics.core.task import Sample
-from emocaustics.tasks.ecpe.spans import gold_indices
+from emocaustics.tasks.ecpe.spans import gold_indices, locate_span
 
 
 def _texts(sample: Sample) -> list[str]:
@@ -39,8 +40,9 @@ def oracle_prediction(sample: Sample, subtasks: tuple[int, ...]) -> dict[str, An
 
 def baseline_prediction(sample: Sample, subtasks: tuple[int, ...], emotion: str = "joy") -> dict[str, Any]:
     texts = _texts(sample)
+    spans = [locate_span(t, t)[:2] for t in texts]  # an all-punctuation utterance: the whole of it
     return {
-        "subtask1": [[f"{i}_{emotion}", f"{i}_0_{len(t.split())}"] for i, t in enumerate(texts, 1)]
+        "subtask1": [[f"{i}_{emotion}", f"{i}_{s}_{e}"] for i, (s, e) in enumerate(spans, 1)]
         if 1 in subtasks else None,
         "subtask2": [[f"{i}_{emotion}", str(i)] for i in range(1, len(texts) + 1)] if 2 in subtasks else None,
     }

@@ -27,6 +27,7 @@ from emocaustics.tasks.ecpe.spans import EMOTION_INDEX, EMOTIONS, gold_indices
 Severity = Literal["error", "warning"]
 PAIRS_KEY = "emotion-cause_pairs"
 _U_RE = re.compile(r"[Uu]\d+(_-?\d+_-?\d+)?")
+_INT_RE = re.compile(r"[+-]?\d+")
 
 
 @dataclass(frozen=True)
@@ -168,11 +169,11 @@ def _cause_utterance(value: Any) -> int:
         raise _Bad("u_prefix", f"utterance ids are plain numbers: {text!r} should be {text[1:]!r}")
     if any(c.isalpha() for c in text):
         raise _Bad("cause_text", "the subtask-2 cause must be the cause utterance's id, not text")
-    try:
-        return int(text)
-    except ValueError:
+    if not _INT_RE.fullmatch(text):
+        # int() would read "1_0_4" as 104 (digit grouping), and so does the official scorer: an error here
         hint = " (that is the subtask-1 format)" if text.count("_") == 2 else ""
-        raise _Bad("malformed_pair", f"the cause {value!r} is not an utterance id{hint}") from None
+        raise _Bad("malformed_pair", f"the cause {value!r} is not an utterance id{hint}")
+    return int(text)
 
 
 def _conversations(records: Any, file: str, problems: list[Problem]) -> list[tuple[int, Any, dict[str, Any]]]:
