@@ -1,3 +1,3 @@
-"""emocaustics: a Ray-distributed evaluation cluster for EmoCaustics emotion analysis of long Chinese dialogues."""
+"""emocaustics: a Ray-distributed evaluation cluster for LLM evaluation in emotion, event and narrative understanding."""
 
 __version__ = "0.1.0"

@@ -107,7 +107,7 @@ class ScoreContext:
 class Scored:
     rows: pl.DataFrame  # ROW_SCHEMA
     summary: dict[str, Any] = field(default_factory=dict)  # corpus-level metrics (e.g. official F1s), primary first
-    tables: dict[str, pl.DataFrame] = field(default_factory=dict)  # extra named tables (per emotion, per topic ...)
+    tables: dict[str, pl.DataFrame] = field(default_factory=dict)  # extra named tables (per class, per topic ...)
     items: pl.DataFrame | None = None  # per-item explanation rows (which pair matched what, and why)
 
 

@@ -115,7 +115,7 @@ def _prior(cfg: Config, configs: list[Config]) -> Path | None:
 
 
 def _order(configs: list[Config]) -> list[Config]:
-    """Configs others build on first (a chain `window` run reuses the same model's sextuple window run)."""
+    """Configs others build on first (`Task.builds_on`: a config that reuses another config's predictions)."""
     needed = {p for c in configs if (p := _prior(c, configs)) is not None}
     return sorted(configs, key=lambda c: c.pred_dir not in needed)
 

@@ -115,7 +115,7 @@ class JobSpec(_Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     description: str = ""
     # The dataset options of the job's tasks: either one mapping for every run (e.g. `{subset: sample}`), or one per
-    # task name (`{sextuple: {...}, aer: {split: sample}}`); a run's own `dataset:` wins over both.
+    # task name (`{taskname: {...}, other: {split: sample}}`); a run's own `dataset:` wins over both.
     dataset: dict[str, Any] = Field(default_factory=dict)
     models: dict[str, ModelSpec] = Field(default_factory=dict)
     runs: list[RunSpec] = Field(default_factory=list)

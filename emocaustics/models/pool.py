@@ -195,7 +195,7 @@ class ModelPool:
 
         Results come back in item order; an item whose function raised, or whose replica died more than `retries`
         times, is a `RunFailure` with the reason. `fn` and items must be picklable (cloudpickle). `weight_key` gives
-        an item's expected cost (e.g. its utterances) so that "least loaded" balances work, not item counts.
+        an item's expected cost (e.g. its size in answers) so that "least loaded" balances work, not item counts.
         """
         import ray
 

@@ -2,7 +2,7 @@
 
 The reference implementation embeds two texts per comparison; here a whole batch of dialogues contributes its
 texts to one set, the set is embedded in large batches, and each pair's cosine is a row-wise dot product of
-L2-normalised vectors (one `einsum` over all pairs). Empty texts are never embedded (see `sextuple.text_sim`).
+L2-normalised vectors (one `einsum` over all pairs). Empty texts are never embedded (callers skip them).
 """
 
 from __future__ import annotations

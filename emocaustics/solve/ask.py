@@ -55,7 +55,7 @@ class Stats:
 
 @dataclass(frozen=True, slots=True)
 class Ask(Generic[M]):
-    step: str  # where in the method, for failure reasons: "pass1 window 3 (utterances 15-19)"
+    step: str  # where in the method, for failure reasons: "pass1 window 3 (items 15-19)"
     user: str
     model: type[M]
     schema: dict[str, Any]

@@ -8,6 +8,7 @@ reads "row i is better than column j" for one-sided matrices.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -46,9 +47,10 @@ def matrix_from_pairs(pairs: pl.DataFrame, labels: Sequence[str], column: str = 
     return out
 
 
-def plot_significance(p: np.ndarray, labels: Sequence[str], path: str | Path, *, threshold: float = MASK_ABOVE,
-                      center: float = CENTER, title: str | None = None) -> Path:
-    """Write the heat map of a p-value matrix to `path` (.png or .svg); returns the path."""
+def plot_significance(p: np.ndarray, labels: Sequence[str], path: str | Path | None, *,
+                      threshold: float = MASK_ABOVE, center: float = CENTER, title: str | None = None) -> Path | str:
+    """Write the heat map of a p-value matrix to `path` (.png or .svg) and return the path; with path=None return
+    the SVG text instead (for inlining in an HTML report)."""
     import matplotlib
 
     matplotlib.use("Agg")  # file output only; never a display
@@ -72,6 +74,12 @@ def plot_significance(p: np.ndarray, labels: Sequence[str], path: str | Path, *,
     fig.colorbar(image, ax=ax, ticks=[0.0, center, threshold], shrink=0.9)
     if title:
         ax.set_title(title)
+    if path is None:
+        buf = io.StringIO()
+        fig.savefig(buf, format="svg", bbox_inches="tight")
+        plt.close(fig)
+        text = buf.getvalue()
+        return text[text.find("<svg"):]  # drop the XML prolog: the SVG goes inside an HTML page
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, bbox_inches="tight")

@@ -94,14 +94,19 @@ class SplitData:
         errors = list(self.errors)
         extra: list[Defect] = []
         qfile = self.files.get("questions", "questions.jsonl")
-        for topic, ids in self.missing_topics().items():
-            text = (f"split {self.split}: topic {topic} has no documents ({len(ids)} question(s): "
-                    f"{', '.join(ids[:5])}{' ...' if len(ids) > 5 else ''})")
-            if require_documents:
-                errors.append(DataError(text + "; run with context: none, or supply the documents",
-                                        file=self.files.get("docs", qfile), field="docs"))
-            else:
-                extra.append(Defect("topic-without-documents", f"{qfile}: topic {topic}", text))
+        missing = self.missing_topics()
+        if missing and require_documents:
+            n = sum(len(ids) for ids in missing.values())
+            listed = ", ".join(f"{t} ({ids[0]}{' ...' if len(ids) > 1 else ''})" for t, ids in missing.items())
+            docs = self.files.get("docs", str(self.root / SPLIT_DIRS[self.split] / "docs.json"))
+            errors.insert(0, DataError(
+                f"split {self.split}: {len(missing)} topic(s) with {n} question(s) have no documents -- topic(s) "
+                f"{listed}; run with context: none (the baseline's --no-context), or supply the documents",
+                file=docs, field="docs"))
+        for topic, ids in missing.items():
+            if not require_documents:
+                extra.append(Defect("topic-without-documents", f"{qfile}: topic {topic}",
+                                    f"split {self.split}: topic {topic} has no documents ({len(ids)} question(s))"))
         if errors:
             more = f" (and {len(errors) - MAX_LISTED} more)" if len(errors) > MAX_LISTED else ""
             first = errors[0]

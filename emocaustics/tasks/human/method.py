@@ -82,8 +82,12 @@ def standardise(conv: pl.DataFrame, moments: pl.DataFrame, score_names: tuple[st
     out = conv.join(moments.select("worker", "mean", "sd"), on="worker", how="left", maintain_order="left")
     out = out.with_columns([((pl.col(raw_col(s)) - pl.col("mean")) / (pl.col("sd") + EPSILON)).alias(z_col(s))
                             for s in score_names])
-    return out.with_columns(pl.mean_horizontal([z_col(s) for s in score_names]).alias("z"),
-                            pl.mean_horizontal([raw_col(s) for s in score_names]).alias("raw"))
+    # Row means summed left to right in score-type order, as numpy does for a short row (the original tool's
+    # np.mean(axis=1)): two conversations whose z sum to the same value in a different order can differ in the last
+    # bit, and whether they tie changes Mann-Whitney ranks, so the summation order is part of matching the tool.
+    z = out.select([z_col(s) for s in score_names]).to_numpy()
+    raw = out.select([raw_col(s) for s in score_names]).to_numpy()
+    return out.with_columns(pl.Series("z", np.mean(z, axis=1)), pl.Series("raw", np.mean(raw, axis=1)))
 
 
 # -- step 3 -----------------------------------------------------------------------------------------------------------
