@@ -82,7 +82,7 @@ _LETTERS_ONLY = re.compile(r"^\s*\[?\s*([A-D](?:\s*(?:,|and|&|\s)\s*[A-D])*)\s*\
 
 
 def _letters(text: str) -> list[str] | None:
-    m = _LETTERS_ONLY.match(text.replace('"', "").replace("'", ""))
+    m = _LETTERS_ONLY.match(re.sub(r"[\"'`*]", "", text))  # quotes and markdown emphasis around the letters
     return sorted(set(re.findall(r"[A-D]", m.group(1)))) if m else None
 
 

@@ -1,0 +1,233 @@
+"""`anthropic:MODEL[@BASE_URL]`: Anthropic's Messages API (or a compatible endpoint) as an `LLM`.
+
+- The key comes from `ANTHROPIC_API_KEY` only. It is handed to the client and nowhere else: never stored on this
+  object, logged, or put in an error text. Against the real API a missing key is a usage error; against another
+  base URL (a local stand-in) a placeholder is sent.
+- At most `concurrency` requests are in flight (a semaphore per event loop). The `anthropic` client retries 408, 409,
+  429, 5xx -- 529 "overloaded" included --, timeouts and dropped connections with exponential back-off, honouring
+  `retry-after` / `retry-after-ms`, `max_retries` times; each try is bounded by `timeout` seconds.
+- Messages: system messages become the top-level `system`; consecutive turns of one role are joined (the API wants
+  user/assistant alternation). The answer text is the concatenation of the text blocks; usage comes from
+  `input_tokens` / `output_tokens` (`cache_read_input_tokens` counted as cached prompt tokens).
+- JSON: `output_config.format` json_schema (the schema transformed by the client's `transform_schema` when
+  available) when `json_mode` allows; `auto` drops it for good on the first 400 that names it. Sampling: the
+  temperature (clamped to the API's [0, 1]; 0 for greedy, the API's default being 1) and top_p < 1 are sent;
+  `sampling=auto` leaves them out for good on the first 400 that names them (API versions that take none), `omit`
+  never sends them. There is no seed: repeated samples differ only by temperature.
+- Every final failure is a Completion with `error` (HTTP status and the API's error type, timeout, connection, invalid
+  JSON, answer cut at max_tokens); `generate` never raises for one request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import weakref
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal
+
+from emocaustics.core.errors import UsageError
+from emocaustics.models.base import ChatRequest, Completion
+from emocaustics.models.jsonout import parse_answer
+from emocaustics.models.local import run_local
+from emocaustics.models.usage import Usage
+
+log = logging.getLogger(__name__)
+KEY_VARIABLE = "ANTHROPIC_API_KEY"
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+NO_KEY = "EMPTY"
+
+
+def api_key_from_env() -> str | None:
+    return os.environ.get(KEY_VARIABLE, "").strip() or None
+
+
+def to_messages(messages: tuple[dict[str, str], ...] | list[dict[str, str]]) -> tuple[str | None, list[dict[str, str]]]:
+    """(system text or None, alternating user/assistant turns starting with user)."""
+    system = [m["content"] for m in messages if m["role"] == "system"]
+    turns: list[dict[str, str]] = []
+    for m in messages:
+        if m["role"] == "system":
+            continue
+        role = "assistant" if m["role"] == "assistant" else "user"
+        if turns and turns[-1]["role"] == role:
+            turns[-1] = {"role": role, "content": turns[-1]["content"] + "\n\n" + m["content"]}
+        else:
+            turns.append({"role": role, "content": m["content"]})
+    if not turns or turns[0]["role"] != "user":
+        turns.insert(0, {"role": "user", "content": "(see the instructions)"})
+    return ("\n\n".join(system) if system else None), turns
+
+
+def _transform(schema: dict[str, Any]) -> dict[str, Any]:
+    try:
+        from anthropic import transform_schema
+    except ImportError:  # older clients: send the schema as it is
+        return schema
+    return transform_schema(schema)
+
+
+class AnthropicChatLLM:
+    runs_remotely = False
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str | None = None,
+        *,
+        name: str | None = None,
+        concurrency: int = 8,
+        timeout: float = 120.0,
+        max_retries: int = 4,
+        json_mode: Literal["auto", "schema", "plain"] = "auto",
+        json_retries: int = 1,
+        sampling: Literal["auto", "send", "omit"] = "auto",
+    ) -> None:
+        if json_mode not in ("auto", "schema", "plain"):
+            raise ValueError(f"json_mode must be auto, schema or plain, not {json_mode!r}")
+        if sampling not in ("auto", "send", "omit"):
+            raise ValueError(f"sampling must be auto, send or omit, not {sampling!r}")
+        if base_url is None and api_key_from_env() is None:
+            raise UsageError(f"anthropic:{model}: set {KEY_VARIABLE} (the key is read from the environment only)")
+        self.model = model
+        self.base_url = base_url
+        where = f"@{base_url}" if base_url else ""
+        self.name = name or f"anthropic:{model}{where}"
+        self.cache_id = f"anthropic:{model}{where}"
+        self.concurrency = int(concurrency)
+        self.timeout = float(timeout)
+        self.max_retries = int(max_retries)
+        self.json_mode = json_mode
+        self.json_retries = int(json_retries)
+        self.sampling = sampling
+        self.usage = Usage()
+        self.repaired = 0
+        self._per_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[Any, asyncio.Semaphore]] = (
+            weakref.WeakKeyDictionary())
+
+    def _client(self) -> tuple[Any, asyncio.Semaphore]:
+        loop = asyncio.get_running_loop()
+        if loop not in self._per_loop:
+            from anthropic import AsyncAnthropic
+
+            client = AsyncAnthropic(api_key=api_key_from_env() or NO_KEY, base_url=self.base_url or DEFAULT_BASE_URL,
+                                    timeout=self.timeout, max_retries=self.max_retries)
+            self._per_loop[loop] = (client, asyncio.Semaphore(self.concurrency))
+        return self._per_loop[loop]
+
+    def _params(self, request: ChatRequest, with_schema: bool) -> dict[str, Any]:
+        s = request.sampling
+        system, turns = to_messages(request.messages)
+        params: dict[str, Any] = {"model": self.model, "max_tokens": s.max_tokens, "messages": turns}
+        if system:
+            params["system"] = system
+        extra: dict[str, Any] = {}
+        if self.sampling != "omit":
+            extra["temperature"] = min(float(s.temperature), 1.0)  # the API's range is [0, 1]
+            if s.top_p < 1.0:
+                extra["top_p"] = s.top_p
+        if with_schema and request.schema is not None:
+            extra["output_config"] = {"format": {"type": "json_schema", "schema": _transform(request.schema)}}
+        if extra:
+            params["extra_body"] = extra  # raw body keys: independent of the client version's keyword arguments
+        return params
+
+    async def _create(self, client: Any, request: ChatRequest) -> Any:
+        """One call; on a 400 naming output_config / temperature in `auto` modes, switch that off and call again."""
+        import anthropic
+
+        for _ in range(3):
+            use_schema = request.schema is not None and self.json_mode != "plain"
+            try:
+                return await client.messages.create(**self._params(request, use_schema))
+            except anthropic.BadRequestError as exc:
+                text = str(exc).lower()
+                if use_schema and self.json_mode == "auto" and ("output_config" in text or "json_schema" in text):
+                    log.info("%s: endpoint rejects output_config json_schema; using plain requests", self.name)
+                    self.json_mode = "plain"
+                elif self.sampling == "auto" and ("temperature" in text or "top_p" in text):
+                    log.info("%s: endpoint rejects temperature/top_p; leaving them out", self.name)
+                    self.sampling = "omit"
+                else:
+                    raise
+        raise RuntimeError("unreachable: request still rejected after switching options off")
+
+    async def _once(self, request: ChatRequest) -> Completion:
+        import anthropic
+
+        client, sem = self._client()
+        async with sem:
+            try:
+                resp = await self._create(client, request)
+            except anthropic.AnthropicError as exc:
+                return Completion(text="", error=_reason(exc, self.timeout))
+        text = "".join(getattr(b, "text", "") for b in (resp.content or []) if getattr(b, "type", "") == "text")
+        usage = resp.usage
+        parsed, repaired, error = parse_answer(text, request.schema)
+        if resp.stop_reason == "max_tokens" and (error or not text):
+            error = f"answer cut at max_tokens={request.sampling.max_tokens}; {error or 'empty answer'}"
+        elif resp.stop_reason == "refusal" and error:
+            error = f"model refused; {error}"
+        c = Completion(text=text, parsed=parsed, error=error, repaired=repaired,
+                       prompt_tokens=(usage.input_tokens + (usage.cache_read_input_tokens or 0)
+                                      + (usage.cache_creation_input_tokens or 0)) if usage else 0,
+                       generated_tokens=usage.output_tokens if usage else 0)
+        if usage and usage.cache_read_input_tokens:
+            self.usage.cached_prompt_tokens += int(usage.cache_read_input_tokens)
+        return c
+
+    async def _one(self, request: ChatRequest) -> Completion:
+        try:
+            for attempt in range(self.json_retries + 1):
+                c = await self._once(request)
+                if c.error is None or not c.error.startswith(("invalid JSON", "answer cut")):
+                    break  # transport failures were already retried by the client
+                if attempt < self.json_retries:
+                    log.info("%s: unparseable answer, asking again (%d/%d)", self.name, attempt + 1, self.json_retries)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # anything unexpected still fails only this request
+            c = Completion(text="", error=f"client error: {type(exc).__name__}: {exc}")
+        if c.error:
+            log.warning("%s: request failed: %s", self.name, c.error)
+        self.repaired += c.repaired
+        return c
+
+    async def generate(self, requests: list[ChatRequest]) -> list[Completion]:
+        answers = list(await asyncio.gather(*(self._one(r) for r in requests)))
+        self.usage.count(answers)
+        return answers
+
+    async def run(
+        self, fn: Callable[[Any, Any], Awaitable[Any]], items: list[Any], affinity_key: Callable[[Any], str] | None = None,
+        *, weight_key: Callable[[Any], int] | None = None,
+    ) -> list[Any]:
+        """`fn(self, item)` for every item in this process (no actor, so affinity and weight do not apply)."""
+        return await run_local(self, fn, items)
+
+    async def aclose(self) -> None:
+        entry = self._per_loop.pop(asyncio.get_running_loop(), None)
+        if entry is not None:
+            await entry[0].close()
+
+    async def stats(self) -> dict[str, Any]:
+        return {**self.usage.as_dict(), "repaired": self.repaired, "engine_starts": 0, "prefix_cache_hit_rate": None}
+
+
+def _reason(exc: Exception, timeout: float) -> str:
+    """One line. The client's messages carry the server's error text, never the request headers (so never the key)."""
+    import anthropic
+
+    if isinstance(exc, anthropic.APITimeoutError):
+        return f"timeout: no answer within {timeout:g}s (after retries)"
+    if isinstance(exc, anthropic.APIConnectionError):
+        cause = exc.__cause__
+        return f"connection error: {type(cause).__name__ if cause else exc} (after retries)"
+    if isinstance(exc, anthropic.APIStatusError):
+        body = exc.body if isinstance(exc.body, dict) else {}
+        err = body.get("error") if isinstance(body.get("error"), dict) else {}
+        kind = f" {err['type']}" if err.get("type") else ""
+        message = err.get("message") or str(exc.message)
+        return f"HTTP {exc.status_code}{kind}: {str(message)[:200]}"
+    return f"{type(exc).__name__}: {str(exc)[:200]}"

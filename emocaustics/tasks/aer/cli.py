@@ -1,0 +1,51 @@
+"""`emocaustics score aer --pred SUBMISSION.jsonl --split sample|dev|test [--data DIR] [--json]`: score a Codabench
+submission file against a split by the organisers' rule (a gold id absent from the file scores 0 and is listed)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def register_score(score_subparsers: argparse._SubParsersAction) -> None:
+    p = score_subparsers.add_parser(
+        "aer", help="score a SemEval-2026 Task 12 submission (submission.jsonl) against a split",
+        description=__doc__.splitlines()[0])
+    p.add_argument("--pred", required=True, help="submission file: one {\"id\": \"q-N\", \"answer\": \"A,C\"} per line")
+    p.add_argument("--split", required=True, choices=("sample", "dev", "test", "train"))
+    p.add_argument("--data", help="local copy of the data (default: $EMOCAUSTICS_AER_DATA, else the fetch cache)")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.set_defaults(func=score_command)
+
+
+def score_command(args: argparse.Namespace) -> int:
+    from emocaustics.core.errors import UsageError
+    from emocaustics.tasks.aer.data import load_split, to_sample
+    from emocaustics.tasks.aer.scoring import Item, read_submission, summarize
+
+    data = load_split(args.data, args.split)
+    data.check(require_documents=False)
+    samples = [to_sample(q, data) for q in data.questions]
+    lacking = [s.id for s in samples if s.target is None]
+    if lacking:
+        raise UsageError(f"split {args.split} has no gold answers for {len(lacking)} question(s) (for test: put "
+                         f"reference.jsonl in {data.root})")
+    sub = read_submission(args.pred, samples)
+    items = [Item(s.id, s.input["topic_id"], tuple(s.target), sub.predictions.get(s.id),
+                  None if s.id in sub.predictions else "missing from the submission") for s in samples]
+    summary = summarize(items, split=args.split, missing=sub.missing)
+    if args.json:
+        json.dump(summary, sys.stdout, ensure_ascii=False)
+        sys.stdout.write("\n")
+        return 0
+    print(f"aer {args.split}: score {summary['score']:.4f} over {summary['total']} questions "
+          f"(exact {summary['exact_match']}, partial {summary['partial_match']}, wrong {summary['wrong']}; "
+          f"missing {len(summary['missing'])})")
+    for size, block in summary["by_gold_size"].items():
+        print(f"  gold size {size}: score {block['score']:.4f} over {block['total']} "
+              f"(exact {block['exact_match']}, partial {block['partial_match']}, wrong {block['wrong']})")
+    if summary["missing"]:
+        shown = ", ".join(summary["missing"][:10])
+        print(f"  missing ids: {shown}{' ...' if len(summary['missing']) > 10 else ''}")
+    return 0

@@ -1,0 +1,223 @@
+"""`aer`: SemEval-2026 Task 12 (abductive event reasoning) on the cluster's task interface.
+
+Methods: `llm` (prompt x context x self-consistency, see prompts.py, prepare.py, solver.py) and the calibration rows
+`oracle`, `random`, `all-options`. A prediction is `{"answer": [letters], ...}`; failures are scored 0 and listed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import polars as pl
+from pydantic import Field, model_validator
+
+from emocaustics.core.errors import UsageError
+from emocaustics.core.task import (DatasetOptions, Failure, Loaded, Options, Sample, ScoreContext, Scored, SolveFailed,
+                                   Task, rows_frame)
+from emocaustics.tasks.aer import predictors, prompts, scoring
+from emocaustics.tasks.aer.data import load_split, to_sample
+
+DEFAULTS = {"shots": 3, "shots_from": None, "top_k": 8, "chunk_tokens": 160, "temperature": 0.7}
+USED_BY = {"shots": ("prompt", "few-shot"), "shots_from": ("prompt", "few-shot"), "top_k": ("context", "retrieve"),
+           "chunk_tokens": ("context", "retrieve")}
+
+
+class AerOptions(Options):
+    method: str = "llm"
+    prompt: Literal["zero-shot", "few-shot", "cot"] = "zero-shot"
+    context: Literal["none", "full", "retrieve"] = "full"
+    shots: int = Field(3, ge=1, le=16)  # few-shot: examples per prompt
+    shots_from: Literal["sample", "dev", "test", "train"] | None = None  # default: dev (sample when the run is on dev)
+    top_k: int = Field(8, ge=1, le=64)  # retrieve: passages per question
+    chunk_tokens: int = Field(160, ge=16, le=4096)  # retrieve: approximate tokens per chunk
+    samples: int = Field(1, ge=1, le=64)  # self-consistency: answers per question, voted per option
+    temperature: float = Field(0.7, gt=0.0, le=2.0)  # sampling temperature when samples > 1 (n = 1 is greedy)
+    seed: int = 0
+    max_context_tokens: int = Field(8192, ge=256)  # the model's context window the prompt must fit
+    chars_per_token: float = Field(4.0, gt=0.0, le=16.0)  # the token estimate (see context.py); ~1 for `smoke`
+
+    @model_validator(mode="after")
+    def _relevant(self) -> "AerOptions":
+        for key, (mode, value) in USED_BY.items():
+            if getattr(self, key) != DEFAULTS[key] and getattr(self, mode) != value:
+                raise ValueError(f"option {key} applies to {mode}: {value} only (this run has {mode}: "
+                                 f"{getattr(self, mode)})")
+        if self.samples == 1 and self.temperature != DEFAULTS["temperature"]:
+            raise ValueError("temperature applies to self-consistency only (samples > 1); one sample is greedy")
+        return self
+
+
+class AerDataset(DatasetOptions):
+    split: Literal["sample", "dev", "test", "train"] = "sample"
+    ids: list[str] | None = None  # only these questions (in this order)
+    max_samples: int | None = Field(None, ge=1)  # the first N questions (file order), like the baseline's flag
+
+
+def prediction_letters(pred: Any) -> tuple[str, ...] | None:
+    """The letters of a prediction ({"answer": [...]}, a list, "A,C"), or None for a failure / nothing."""
+    if pred is None or isinstance(pred, Failure):
+        return None
+    if isinstance(pred, dict):
+        pred = pred.get("answer")
+    if isinstance(pred, str):
+        return scoring.parse_letters(pred)
+    if isinstance(pred, (list, tuple)):
+        return tuple(sorted({str(x) for x in pred}))
+    return None
+
+
+class AerTask(Task):
+    name = "aer"
+    description = "SemEval-2026 Task 12: pick the direct cause(s) of an event among A-D, given the topic's documents"
+    Options = AerOptions
+    Dataset = AerDataset
+    solver_methods = ("llm",)
+    calibration_methods = predictors.PREDICTORS
+    primary_metric = "score"
+    prompts_version = prompts.PROMPTS_VERSION
+
+    # -- data ------------------------------------------------------------------------------------------------------
+    def context_free(self, options: AerOptions) -> bool:
+        return options.context == "none" or options.method not in self.solver_methods
+
+    def load(self, dataset: AerDataset, options: AerOptions) -> Loaded:
+        data = load_split(dataset.data, dataset.split)
+        defects = data.check(require_documents=not self.context_free(options))
+        samples = [to_sample(q, data) for q in data.questions]
+        if dataset.ids is not None:
+            by_id = {s.id: s for s in samples}
+            unknown = [i for i in dataset.ids if i not in by_id]
+            if unknown:
+                raise UsageError(f"split {dataset.split}: no question(s) {', '.join(unknown[:10])}")
+            samples = [by_id[i] for i in dataset.ids]
+        if dataset.max_samples is not None:
+            samples = samples[:dataset.max_samples]
+        if options.method in self.solver_methods and options.prompt == "few-shot":
+            shots = load_split(data.root, options.shots_from or default_shots(dataset.split))
+            if shots.split == dataset.split:
+                raise UsageError(f"few-shot examples must come from another split than {dataset.split!r}")
+            shots.check(require_documents=False)
+        return Loaded(samples, defects, {
+            "dataset": "aer", "split": dataset.split, "root": str(data.root), "questions": len(samples),
+            "topics": len({s.input["topic_id"] for s in samples}), "files": data.files,
+            "prompts_version": prompts.PROMPTS_VERSION})
+
+    # -- solving ---------------------------------------------------------------------------------------------------
+    def prepare(self, samples: list[Sample], options: AerOptions, ctx: ScoreContext) -> list[Sample]:
+        if options.method not in self.solver_methods:
+            return samples
+        from emocaustics.tasks.aer.prepare import prepare_samples
+
+        return prepare_samples(samples, options, ctx.embedder if ctx is not None else None)
+
+    async def solve(self, llm: Any, sample: Sample, options: AerOptions) -> dict[str, Any]:
+        from emocaustics.tasks.aer.solver import ask_samples, vote
+
+        meta = sample.meta
+        if "context_kind" not in meta:
+            raise SolveFailed("prompt", "sample not prepared (Task.prepare attaches the examples and the context)")
+        user = prompts.user_message(context=meta.get("context", ""), topic=meta.get("topic"),
+                                    context_kind=meta["context_kind"], shots=meta.get("shots", []),
+                                    target_event=sample.input["target_event"], options=sample.input["options"],
+                                    prompt=options.prompt)
+        messages = ({"role": "system", "content": prompts.SYSTEM}, {"role": "user", "content": user})
+        attempts = await ask_samples(llm, messages, options.prompt, samples=options.samples,
+                                     temperature=options.temperature, seed=options.seed,
+                                     affinity=self.affinity(sample, options))
+        read = [a for a in attempts if a.letters is not None]
+        letters, votes, fallback = vote([a.letters or [] for a in read], len(read))
+        pred: dict[str, Any] = {"answer": letters, "raw_output": attempts[0].raw, "parsed_from": read[0].how}
+        if options.prompt == "cot":
+            pred["reasoning"] = read[0].reasoning
+        if options.samples > 1:
+            pred.update(samples=[a.letters for a in attempts], raw_outputs=[a.raw for a in attempts], votes=votes,
+                        vote_fallback=fallback, unreadable=len(attempts) - len(read),
+                        unreadable_reasons=[a.reason for a in attempts if a.letters is None])
+        if "trim" in meta:
+            pred["trim"] = meta["trim"]
+        return pred
+
+    def weight(self, sample: Sample, options: AerOptions) -> float:
+        """~ prompt size: estimated prompt tokens per 1,000, times the samples asked."""
+        est = sample.meta.get("prompt_tokens_est") or 1000
+        return max(1.0, est / 1000) * options.samples
+
+    def affinity(self, sample: Sample, options: AerOptions) -> str:
+        """The topic when questions share a long prefix (documents, or a topic's examples), else the question."""
+        if options.method in self.solver_methods and (options.context == "full" or options.prompt == "few-shot"):
+            return f"aer:{sample.meta.get('split')}:topic-{sample.input['topic_id']}"
+        return f"aer:{sample.id}"
+
+    def predict(self, method: str, samples: list[Sample], options: AerOptions) -> dict[str, Any]:
+        return predictors.predict(method, samples, options.seed)
+
+    # -- scoring ---------------------------------------------------------------------------------------------------
+    def items(self, samples: list[Sample], predictions: dict[str, Any]) -> list[scoring.Item]:
+        out = []
+        for s in samples:
+            if s.target is None:
+                continue
+            pred = predictions.get(s.id)
+            letters = prediction_letters(pred)
+            reason = None
+            if letters is None:
+                reason = f"failed: {pred}" if isinstance(pred, Failure) else "no prediction"
+            out.append(scoring.Item(s.id, s.input["topic_id"], tuple(s.target), letters, reason))
+        return out
+
+    def score(self, samples: list[Sample], predictions: dict[str, Any], options: AerOptions,
+              ctx: ScoreContext) -> Scored:
+        items = self.items(samples, predictions)
+        rows: list[dict[str, Any]] = []
+        for it in items:
+            status = "ok" if it.predicted is not None else "failed"
+            rows.append({"sample_id": it.id, "metric": "score", "value": it.score, "status": status,
+                         "reason": it.reason})
+            for name in scoring.OUTCOMES:
+                rows.append({"sample_id": it.id, "metric": name, "value": float(it.outcome == name),
+                             "status": status, "reason": it.reason})
+        for s in samples:
+            if s.target is None:
+                rows.append({"sample_id": s.id, "metric": "score", "value": None, "status": "unscored",
+                             "reason": "no gold answer for this question"})
+        split = samples[0].meta.get("split") if samples else None
+        summary = scoring.summarize(items, split=split)
+        summary["failed"] = sum(1 for s in samples if isinstance(predictions.get(s.id), Failure))
+        summary["unscored"] = sum(1 for s in samples if s.target is None)
+        return Scored(rows_frame(rows), summary, {
+            "by_gold_size": _table(summary["by_gold_size"], "gold_size"),
+            "by_topic": _table(summary["by_topic"], "topic_id")})
+
+    def finalize(self, out: Path, samples: list[Sample], predictions: dict[str, Any], options: AerOptions) -> list[Path]:
+        """submission.jsonl (+ .zip) for every question, and results.json in the published baseline's shape."""
+        out.mkdir(parents=True, exist_ok=True)
+        answers = {s.id: prediction_letters(predictions.get(s.id)) for s in samples}
+        sub, zpath = scoring.write_submission(out / "submission.jsonl", answers)
+        items = self.items(samples, predictions)
+        raw = {}
+        for s in samples:
+            p = predictions.get(s.id)
+            if isinstance(p, dict):
+                raw[s.id] = "\n---\n".join(p["raw_outputs"]) if "raw_outputs" in p else p.get("raw_output", "")
+            elif isinstance(p, Failure):
+                raw[s.id] = str(p)
+        split = samples[0].meta.get("split") if samples else None
+        config = {"task": "aer", "split": split, **options.model_dump(mode="json"),
+                  "prompts_version": prompts.PROMPTS_VERSION}
+        doc = scoring.results_document(config, scoring.summarize(items, split=split), items, raw)
+        res = out / "results.json"
+        res.write_text(json.dumps(doc, ensure_ascii=False, indent=2), encoding="utf-8")
+        return [sub, zpath, res]
+
+
+def default_shots(split: str) -> str:
+    from emocaustics.tasks.aer.prepare import default_shots_split
+
+    return default_shots_split(split)
+
+
+def _table(block: dict[str, dict[str, Any]], key: str) -> pl.DataFrame:
+    rows = [{key: int(k) if k.isdigit() else k, **v} for k, v in block.items()]
+    return pl.DataFrame(rows) if rows else pl.DataFrame()
