@@ -24,8 +24,10 @@ from emocaustics.core.errors import UsageError
 
 ALLOWED = (
     "'smoke[?OPTION=VALUE...]', 'vllm:PATH_OR_NAME[?replicas=N&tp=N&OPTION=VALUE...]' or "
-    "'openai:MODEL@BASE_URL[?concurrency=N&timeout=SECONDS&max_retries=N&json_mode=auto|schema|plain]'"
+    "'openai:MODEL@BASE_URL[?concurrency=N&timeout=SECONDS&max_retries=N&json_mode=auto|schema|plain]' or "
+    "'anthropic:MODEL[@BASE_URL][?concurrency=N&timeout=SECONDS&max_retries=N]'"
 )
+REMOTE_KINDS = ("openai", "anthropic")  # clients of endpoints: no model pool, no Ray
 POOL_KEYS = ("replicas", "tp", "gpus", "cpus", "placement")
 CLIENT_KEYS = ("concurrency", "timeout", "max_retries", "json_mode", "json_retries")
 
@@ -33,7 +35,7 @@ CLIENT_KEYS = ("concurrency", "timeout", "max_retries", "json_mode", "json_retri
 class LLMSpec(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    kind: Literal["smoke", "vllm", "openai"]
+    kind: Literal["smoke", "vllm", "openai", "anthropic"]
     model: str = ""
     base_url: str | None = None
     replicas: int = Field(1, ge=1)
@@ -50,6 +52,8 @@ class LLMSpec(BaseModel):
         """A stable string for this spec (registry key, reports). Equal specs give equal strings."""
         if self.kind == "openai":
             head = f"openai:{self.model}@{self.base_url}"
+        elif self.kind == "anthropic":
+            head = f"anthropic:{self.model}" + (f"@{self.base_url}" if self.base_url else "")
             query = dict(sorted(self.client.items()))
         else:
             head = "smoke" if self.kind == "smoke" else f"vllm:{self.model}"
@@ -74,9 +78,10 @@ def _value(raw: str) -> Any:
 
 def _assign(data: dict[str, Any], opts: dict[str, Any], spec: str) -> None:
     for key, value in opts.items():
-        if data["kind"] == "openai":
+        if data["kind"] in REMOTE_KINDS:
             if key not in CLIENT_KEYS:
-                raise UsageError(f"model spec {spec!r}: unknown option {key!r} (openai options: {', '.join(CLIENT_KEYS)})")
+                raise UsageError(f"model spec {spec!r}: unknown option {key!r} ({data['kind']} options: "
+                                 f"{', '.join(CLIENT_KEYS)})")
             data["client"] = {**data["client"], key: value}
         elif key in POOL_KEYS:
             data[key] = value
@@ -103,6 +108,11 @@ def parse_llm_spec(spec: str) -> LLMSpec:
         if not (model and at and base_url.startswith(("http://", "https://"))):
             raise UsageError(f"model spec {spec!r}: expected 'openai:MODEL@BASE_URL' with an http(s) URL")
         data = {"kind": "openai", "model": model, "base_url": base_url}
+    elif head.startswith("anthropic:") and head[10:]:
+        model, at, base_url = head[10:].partition("@")
+        if not model or (at and not base_url.startswith(("http://", "https://"))):
+            raise UsageError(f"model spec {spec!r}: expected 'anthropic:MODEL' or 'anthropic:MODEL@BASE_URL'")
+        data = {"kind": "anthropic", "model": model, "base_url": base_url or None}
     else:
         raise UsageError(f"unknown model spec {spec!r}; expected {ALLOWED}")
     data.update(engine={}, client={})
@@ -128,8 +138,8 @@ def check_engine_options(spec: LLMSpec) -> None:
 
 def pool_arguments(spec: LLMSpec) -> dict[str, Any]:
     """Keyword arguments of `ModelPool` for a smoke/vllm spec (builds the smoke model when needed)."""
-    if spec.kind == "openai":
-        raise ValueError("openai specs have no model pool")
+    if spec.kind in REMOTE_KINDS:
+        raise ValueError(f"{spec.kind} specs have no model pool")
     check_engine_options(spec)
     engine = dict(spec.engine)
     if spec.tp > 1:
@@ -170,6 +180,10 @@ def make_llm(spec: str | LLMSpec, *, cache_dir: Path | str | None = None, **opts
         from emocaustics.models.openai_chat import OpenAIChatLLM
 
         llm = OpenAIChatLLM(parsed.model, parsed.base_url or "", name=parsed.canonical(), **parsed.client)
+    elif parsed.kind == "anthropic":
+        from emocaustics.models.anthropic_chat import AnthropicChatLLM
+
+        llm = AnthropicChatLLM(parsed.model, parsed.base_url, name=parsed.canonical(), **parsed.client)
     else:
         import ray
 

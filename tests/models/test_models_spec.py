@@ -142,3 +142,17 @@ def test_cache_is_process_safe(tmp_path: Path) -> None:
     cache = ResponseCache(path)
     assert len(cache) == 600
     assert cache.get_many(["k0", "k599"])["k599"].text == "599"
+
+
+def test_anthropic_specs_parse_and_make_a_client():
+    from emocaustics.models.anthropic_chat import AnthropicChatLLM
+    from emocaustics.models.spec import make_llm, parse_llm_spec
+
+    spec = parse_llm_spec("anthropic:claude-test@http://127.0.0.1:9?concurrency=4")
+    assert (spec.kind, spec.model, spec.base_url, spec.client) == ("anthropic", "claude-test", "http://127.0.0.1:9",
+                                                                   {"concurrency": 4})
+    assert isinstance(make_llm("anthropic:claude-test@http://127.0.0.1:9"), AnthropicChatLLM)
+    with pytest.raises(UsageError, match="unknown option 'replicas'"):
+        parse_llm_spec("anthropic:claude-test?replicas=2")
+    with pytest.raises(UsageError, match="anthropic:MODEL"):
+        parse_llm_spec("anthropic:claude-test@ftp://x")

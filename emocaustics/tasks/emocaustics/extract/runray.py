@@ -88,9 +88,9 @@ def _driver_pool(llm_spec: str) -> Any:
     """The model pool, created (or found) by the driver so that the driver owns the replicas: Ray ties a non-detached
     actor to its creator, and a replica created by the extract stage's worker would die with that worker, making the
     next run of the job load the model again. The stage's own `make_llm` then attaches to these replicas by name."""
-    from emocaustics.models.spec import parse_llm_spec
+    from emocaustics.models.spec import REMOTE_KINDS, parse_llm_spec
 
-    if parse_llm_spec(llm_spec).kind == "openai":
+    if parse_llm_spec(llm_spec).kind in REMOTE_KINDS:
         return None
     from emocaustics.models.pool import get_pool
 
