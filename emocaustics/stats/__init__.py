@@ -8,8 +8,8 @@
 - `tables`: `config_stats(per_item)` -> (ci_table, pairs_table), called under every score table.
 """
 
-from emocaustics.stats.bootstrap import bootstrap_ci, bootstrap_means, percentile_interval
-from emocaustics.stats.correlation import correlation, correlations, split_correlation_matrix
+from emocaustics.stats.bootstrap import bootstrap_ci, bootstrap_masked_means, bootstrap_means, percentile_interval
+from emocaustics.stats.correlation import correlate, correlations, split_correlation_matrix
 from emocaustics.stats.mannwhitney import mannwhitney_matrix, mannwhitney_p
 from emocaustics.stats.matrix import matrix_from_pairs, plot_significance, significance_frame
 from emocaustics.stats.paired import approximate_randomisation_p, holm, paired_bootstrap, paired_bootstrap_p, \
@@ -17,8 +17,8 @@ from emocaustics.stats.paired import approximate_randomisation_p, holm, paired_b
 from emocaustics.stats.tables import ConfigStats, config_matrix, config_stats
 
 __all__ = [
-    "ConfigStats", "approximate_randomisation_p", "bootstrap_ci", "bootstrap_means", "config_matrix", "config_stats",
-    "correlation", "correlations", "holm", "mannwhitney_matrix", "mannwhitney_p", "matrix_from_pairs",
+    "ConfigStats", "approximate_randomisation_p", "bootstrap_ci", "bootstrap_masked_means", "bootstrap_means", "config_matrix", "config_stats",
+    "correlate", "correlations", "holm", "mannwhitney_matrix", "mannwhitney_p", "matrix_from_pairs",
     "paired_bootstrap", "paired_bootstrap_p", "percentile_interval", "plot_significance", "significance_frame",
     "split_correlation_matrix", "wilcoxon_p",
 ]

@@ -3,8 +3,9 @@
 Owns the resampling. One resample of the items is a vector of counts (how often each item was drawn); the means of
 every row under that resample are one matrix product `values @ counts.T / n`, so 20 configurations share each
 resample and the paired difference of two rows under a resample is the difference of their resampled means (the paired
-bootstrap for free). Counts are drawn in chunks so memory stays bounded (about `CHUNK_CELLS` cells at a time).
-Seeded with `numpy.random.default_rng(seed)`: the same seed, items and rows give the same intervals, bit for bit.
+bootstrap for free). Rows that score only some items (`bootstrap_masked_means`) take the same draws and average the
+drawn items they score (a ratio of two products). Counts are drawn in chunks so memory stays bounded (about
+`CHUNK_CELLS` cells at a time). Seeded with `numpy.random.default_rng(seed)`: the same seed, items and rows give the same intervals, bit for bit.
 
 Why not `scipy.stats.bootstrap`: it gathers `rows x resamples x items` values for a paired multi-sample statistic
 (2e9 for 20 configurations x 10,000 resamples x 10,000 items); the counts product does the same work in one BLAS call
@@ -13,6 +14,7 @@ per chunk.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator
 
 import numpy as np
@@ -46,15 +48,91 @@ def bootstrap_means(values: np.ndarray, *, n_resamples: int = DEFAULT_RESAMPLES,
     one = arr.ndim == 1
     arr = np.atleast_2d(arr)
     if np.isnan(arr).any():
-        raise ValueError("bootstrap_means: values contain NaN (drop missing items first)")
-    n = arr.shape[1]
+        raise ValueError("bootstrap_means: values contain NaN (use bootstrap_masked_means for missing items)")
+    out = _resampled(arr, None, n_resamples, seed)
+    return out[0] if one else out
+
+
+def bootstrap_masked_means(values: np.ndarray, present: np.ndarray, *, n_resamples: int = DEFAULT_RESAMPLES,
+                           seed: int | np.random.Generator | None = DEFAULT_SEED) -> np.ndarray:
+    """Like `bootstrap_means` for rows that score only some items (`present`, rows x items, bool): every row is
+    resampled with the same draws from the whole item pool and its mean is taken over the drawn items it scores
+    (sum(count * value) / sum(count) over its items). A resample that draws none of a row's items gives NaN there.
+    For a row that scores every item this is exactly `bootstrap_means`."""
+    arr = np.atleast_2d(np.asarray(values, dtype=np.float64))
+    mask = np.atleast_2d(np.asarray(present, dtype=bool))
+    if arr.shape != mask.shape:
+        raise ValueError(f"values {arr.shape} and present {mask.shape} differ in shape")
+    return _resampled(np.where(mask, arr, 0.0), mask.astype(np.float64), n_resamples, seed)
+
+
+def _resampled(num: np.ndarray, den: np.ndarray | None, n_resamples: int,
+               seed: int | np.random.Generator | None) -> np.ndarray:
+    n = num.shape[1]
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
-    out = np.empty((arr.shape[0], n_resamples))
+    out = np.empty((num.shape[0], n_resamples))
     at = 0
     for counts in resample_counts(n, n_resamples, rng):
-        out[:, at:at + counts.shape[0]] = arr @ counts.T / n
-        at += counts.shape[0]
-    return out[0] if one else out
+        b = counts.shape[0]
+        if den is None:
+            out[:, at:at + b] = num @ counts.T / n
+        else:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                out[:, at:at + b] = (num @ counts.T) / (den @ counts.T)
+        at += b
+    return out
+
+
+def bootstrap_table(values: np.ndarray, present: np.ndarray, pairs: list[tuple[int, int]], *,
+                    n_resamples: int = DEFAULT_RESAMPLES, seed: int | np.random.Generator | None = DEFAULT_SEED,
+                    sparse_share: float = 0.125) -> tuple[np.ndarray, np.ndarray]:
+    """Resampled means of every row (config) and resampled mean differences of every pair over its common items,
+    all from one stream of draws: (rows x B, pairs x B). Same as `bootstrap_masked_means` on the rows and on each
+    pair's difference row, but cheaper. A pair of rows that score the same items is the difference of their means.
+    Otherwise, when the items missing from either row are few (at most `sparse_share` of all items), the pair's sums
+    are the rows' sums corrected on those items only: with q = not scored and x = value (0 where not scored),
+    sum c*(x_a - x_b)*(1-q_a)*(1-q_b) = S_a - S_b - sum_{q_b} c*x_a + sum_{q_a} c*x_b and
+    sum c*(1-q_a)*(1-q_b) = N - sum_{q_a} c - sum_{q_b} c + sum_{q_a and q_b} c. Other pairs get a product of
+    their own."""
+    val = np.atleast_2d(np.asarray(values, dtype=np.float64))
+    pres = np.atleast_2d(np.asarray(present, dtype=bool))
+    k, n = val.shape
+    x = np.where(pres, val, 0.0)
+    missing = [np.flatnonzero(~pres[r]) for r in range(k)]
+    same, sparse, dense = [], [], []
+    for p, (a, b) in enumerate(pairs):
+        if np.array_equal(pres[a], pres[b]):
+            same.append(p)
+        elif len(missing[a]) + len(missing[b]) <= sparse_share * n:
+            sparse.append(p)
+        else:
+            dense.append(p)
+    both = {p: np.intersect1d(missing[pairs[p][0]], missing[pairs[p][1]]) for p in sparse}
+    common = np.array([pres[pairs[p][0]] & pres[pairs[p][1]] for p in dense], dtype=np.float64).reshape(-1, n)
+    diffs = np.array([np.where(common[q] > 0, val[pairs[p][0]] - val[pairs[p][1]], 0.0)
+                      for q, p in enumerate(dense)]).reshape(-1, n)
+    rows_out = np.empty((k, n_resamples))
+    pairs_out = np.empty((len(pairs), n_resamples))
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    at = 0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for counts in resample_counts(n, n_resamples, rng):
+            b = counts.shape[0]
+            sums = counts @ x.T  # (b, k)
+            drawn = n - np.stack([counts[:, m].sum(axis=1) for m in missing], axis=1)  # items drawn that count
+            rows_out[:, at:at + b] = (sums / drawn).T
+            for p in same:
+                pairs_out[p, at:at + b] = rows_out[pairs[p][0], at:at + b] - rows_out[pairs[p][1], at:at + b]
+            for p in sparse:
+                i, j = pairs[p]
+                ci, cj = counts[:, missing[i]], counts[:, missing[j]]
+                num = sums[:, i] - sums[:, j] - cj @ x[i, missing[j]] + ci @ x[j, missing[i]]
+                den = n - ci.sum(axis=1) - cj.sum(axis=1) + counts[:, both[p]].sum(axis=1)
+                pairs_out[p, at:at + b] = num / den
+            if dense:
+                pairs_out[dense, at:at + b] = (diffs @ counts.T) / (common @ counts.T)
+            at += b
+    return rows_out, pairs_out
 
 
 def percentile_interval(boot: np.ndarray, level: float = DEFAULT_LEVEL) -> tuple[np.ndarray, np.ndarray]:
@@ -62,7 +140,13 @@ def percentile_interval(boot: np.ndarray, level: float = DEFAULT_LEVEL) -> tuple
     if not 0 < level < 1:
         raise ValueError(f"level must be in (0, 1), got {level}")
     tail = (1 - level) / 2
-    low, high = np.quantile(boot, [tail, 1 - tail], axis=-1)
+    boot = np.asarray(boot, dtype=np.float64)
+    if np.isnan(boot).any():  # resamples that drew none of a row's items carry no value for that row
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a row with no value at all: NaN bounds, said once
+            low, high = np.nanquantile(boot, [tail, 1 - tail], axis=-1)
+    else:
+        low, high = np.quantile(boot, [tail, 1 - tail], axis=-1)
     return low, high
 
 

@@ -13,7 +13,7 @@ from scipy import stats as sps
 METHODS = ("pearson", "spearman", "kendall")
 
 
-def correlation(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray, method: str = "pearson") -> float:
+def correlate(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray, method: str = "pearson") -> float:
     """The correlation coefficient of x and y by `method` (pearson | spearman | kendall)."""
     xa, ya = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
     if xa.shape != ya.shape:
@@ -33,7 +33,7 @@ def correlation(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray
 
 def correlations(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -> dict[str, float]:
     """{pearson, spearman, kendall} of x and y."""
-    return {m: correlation(x, y, m) for m in METHODS}
+    return {m: correlate(x, y, m) for m in METHODS}
 
 
 def split_correlation_matrix(columns: Mapping[str, Sequence[float] | np.ndarray]) -> np.ndarray:
@@ -44,7 +44,7 @@ def split_correlation_matrix(columns: Mapping[str, Sequence[float] | np.ndarray]
     for i in range(k):
         for j in range(k):
             if i < j:
-                out[i, j] = correlation(columns[names[i]], columns[names[j]], "pearson")
+                out[i, j] = correlate(columns[names[i]], columns[names[j]], "pearson")
             elif i > j:
-                out[i, j] = correlation(columns[names[i]], columns[names[j]], "spearman")
+                out[i, j] = correlate(columns[names[i]], columns[names[j]], "spearman")
     return out

@@ -60,8 +60,7 @@ def plot_significance(p: np.ndarray, labels: Sequence[str], path: str | Path | N
     mat = np.asarray(p, dtype=np.float64)
     k = mat.shape[0]
     masked = np.ma.masked_where(~(mat <= threshold) | np.eye(k, dtype=bool), mat)  # NaN and p > threshold masked
-    cmap = LinearSegmentedColormap.from_list("significance", [LOW_COLOUR, HIGH_COLOUR])
-    cmap.set_bad("white")
+    cmap = LinearSegmentedColormap.from_list("significance", [LOW_COLOUR, HIGH_COLOUR]).with_extremes(bad="white")
     side = max(3.0, 0.45 * k + 1.5)
     fig, ax = plt.subplots(figsize=(side + 1.0, side))
     image = ax.imshow(masked, cmap=cmap, norm=TwoSlopeNorm(vmin=0.0, vcenter=center, vmax=threshold))

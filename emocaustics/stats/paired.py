@@ -26,8 +26,9 @@ def paired_bootstrap_p(diff_boot: np.ndarray, observed: np.ndarray) -> np.ndarra
     obs = np.atleast_1d(np.asarray(observed, dtype=np.float64))
     # a tiny tolerance so that rounding in the resampled means cannot lose the d* == d cases (identical configs)
     tol = 1e-12 * np.maximum(1.0, np.abs(obs))
-    extreme = (np.abs(boot - obs[:, None]) >= np.abs(obs)[:, None] - tol[:, None]).sum(axis=1)
-    p = (1.0 + extreme) / (boot.shape[1] + 1.0)
+    valid = ~np.isnan(boot)  # a resample that drew none of the pair's common items says nothing
+    extreme = (valid & (np.abs(boot - obs[:, None]) >= np.abs(obs)[:, None] - tol[:, None])).sum(axis=1)
+    p = (1.0 + extreme) / (valid.sum(axis=1) + 1.0)
     return np.where(np.isnan(obs), np.nan, p)
 
 

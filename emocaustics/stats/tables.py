@@ -4,7 +4,8 @@ Input: one row per (config, item) with the item's score (`value`; null or NaN = 
 config: counted in `n_missing`, never silently dropped). Output:
 
 - ci_table: config, n, n_missing, mean, ci_low, ci_high -- the mean over the config's scored items and its percentile
-  bootstrap interval (resampling items; configs with the same scored items share every resample).
+  bootstrap interval (resampling the items; every config and pair shares the same draws, see
+  `bootstrap.bootstrap_table` for configs that score only some items).
 - pairs_table: one row per unordered pair (configs in input order, a before b): config_a, config_b, n_common,
   n_only_a, n_only_b (items scored in one config only: excluded from the pair), diff = mean(a - b) over the common
   items, its bootstrap interval diff_low/diff_high, p_bootstrap (paired bootstrap, two-sided), p_wilcoxon (Wilcoxon
@@ -22,7 +23,7 @@ import numpy as np
 import polars as pl
 
 from emocaustics.stats.bootstrap import DEFAULT_LEVEL, DEFAULT_RESAMPLES, DEFAULT_SEED, bootstrap_means, \
-    percentile_interval
+    bootstrap_table, percentile_interval
 from emocaustics.stats.paired import holm, paired_bootstrap_p, wilcoxon_p
 
 CI_SCHEMA = {"config": pl.Utf8, "n": pl.Int64, "n_missing": pl.Int64, "mean": pl.Float64, "ci_low": pl.Float64,
@@ -77,76 +78,58 @@ def config_stats(per_item: pl.DataFrame, *, n_resamples: int = DEFAULT_RESAMPLES
     configs, _, values, n_missing = config_matrix(per_item)
     present = ~np.isnan(values)
     k = len(configs)
-    ss = np.random.SeedSequence(seed)
-
-    # -- intervals: configs with the same scored items share resamples (one draw per distinct item set) --
-    mean = np.full(k, np.nan)
-    low = np.full(k, np.nan)
-    high = np.full(k, np.nan)
-    boot_of: dict[int, np.ndarray] = {}
-    group_of: dict[int, bytes] = {}
-    groups = _group_rows(present)
-    for g, (mask, rows) in enumerate(groups.items()):
-        cols = np.frombuffer(mask, dtype=bool)
-        if not cols.any():
-            continue
-        sub = values[np.ix_(rows, cols)]
-        boot = bootstrap_means(sub, n_resamples=n_resamples, seed=np.random.default_rng(ss.spawn(1)[0]))
-        lo, hi = percentile_interval(boot, level)
-        for r, row in enumerate(rows):
-            mean[row], low[row], high[row] = sub[r].mean(), lo[r], hi[r]
-            boot_of[row], group_of[row] = boot[r], mask
-
-    # -- pairs: same item set -> difference of the shared resampled means; otherwise resample the common items --
     pairs = [(i, j) for i in range(k) for j in range(i + 1, k)]
     m = len(pairs)
+    # one stream of draws serves every config and pair (see bootstrap.bootstrap_table)
+    if values.shape[1] == 0:
+        cfg_boot, pair_boot = np.full((k, n_resamples), np.nan), np.full((m, n_resamples), np.nan)
+    elif present.all():
+        cfg_boot = bootstrap_means(values, n_resamples=n_resamples, seed=seed)
+        pair_boot = np.array([cfg_boot[i] - cfg_boot[j] for i, j in pairs]).reshape(m, n_resamples)
+    else:
+        cfg_boot, pair_boot = bootstrap_table(values, present, pairs, n_resamples=n_resamples, seed=seed)
+
+    n = present.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(n > 0, np.where(present, values, 0.0).sum(axis=1) / np.maximum(n, 1), np.nan)
+    low, high = percentile_interval(cfg_boot, level) if k else (np.zeros(0), np.zeros(0))
+    low, high = np.where(n > 0, low, np.nan), np.where(n > 0, high, np.nan)
+
     n_common = np.zeros(m, dtype=np.int64)
     only_a = np.zeros(m, dtype=np.int64)
     only_b = np.zeros(m, dtype=np.int64)
     diff = np.full(m, np.nan)
-    d_low = np.full(m, np.nan)
-    d_high = np.full(m, np.nan)
-    p_boot = np.full(m, np.nan)
     p_wil = np.full(m, np.nan)
-    pending: dict[bytes, list[int]] = {}
+    diff_boot = np.full((m, n_resamples), np.nan)
     for p, (i, j) in enumerate(pairs):
-        common = present[i] & present[j]
-        n_common[p] = int(common.sum())
+        both = present[i] & present[j]
+        n_common[p] = int(both.sum())
         only_a[p] = int((present[i] & ~present[j]).sum())
         only_b[p] = int((present[j] & ~present[i]).sum())
         if n_common[p] == 0:
             continue
-        d = values[i, common] - values[j, common]
+        d = values[i, both] - values[j, both]
         diff[p] = d.mean()
         p_wil[p] = wilcoxon_p(d)
-        if i in boot_of and group_of.get(i) == group_of.get(j):
-            db = boot_of[i] - boot_of[j]
-            p_boot[p] = paired_bootstrap_p(db[None, :], diff[p:p + 1])[0]
-            d_low[p], d_high[p] = percentile_interval(db, level)
-        else:
-            pending.setdefault(common.tobytes(), []).append(p)
-    for mask, idx in pending.items():
-        cols = np.frombuffer(mask, dtype=bool)
-        d = np.stack([values[pairs[p][0], cols] - values[pairs[p][1], cols] for p in idx])
-        db = bootstrap_means(d, n_resamples=n_resamples, seed=np.random.default_rng(ss.spawn(1)[0]))
-        p_boot[idx] = paired_bootstrap_p(db, diff[idx])
-        d_low[idx], d_high[idx] = percentile_interval(db, level)
+        diff_boot[p] = pair_boot[p]
+    if m:
+        p_boot = paired_bootstrap_p(diff_boot, diff)
+        d_low, d_high = percentile_interval(diff_boot[~np.isnan(diff)], level) if (~np.isnan(diff)).any() \
+            else (np.zeros(0), np.zeros(0))
+        lo, hi = np.full(m, np.nan), np.full(m, np.nan)
+        lo[~np.isnan(diff)], hi[~np.isnan(diff)] = d_low, d_high
+    else:
+        p_boot, lo, hi = np.zeros(0), np.zeros(0), np.zeros(0)
 
     primary, other = (p_boot, p_wil) if test == "bootstrap" else (p_wil, p_boot)
     p_holm, p_holm_other = holm(primary), holm(other)
-    ci = pl.DataFrame({"config": configs, "n": present.sum(axis=1).astype(np.int64), "n_missing": n_missing,
+    ci = pl.DataFrame({"config": configs, "n": n.astype(np.int64), "n_missing": n_missing,
                        "mean": mean, "ci_low": low, "ci_high": high}, schema=CI_SCHEMA)
     table = pl.DataFrame({
         "config_a": [configs[i] for i, _ in pairs], "config_b": [configs[j] for _, j in pairs],
-        "n_common": n_common, "n_only_a": only_a, "n_only_b": only_b, "diff": diff, "diff_low": d_low,
-        "diff_high": d_high, "p_bootstrap": p_boot, "p_wilcoxon": p_wil, "p_holm": p_holm,
+        "n_common": n_common, "n_only_a": only_a, "n_only_b": only_b, "diff": diff, "diff_low": lo,
+        "diff_high": hi, "p_bootstrap": p_boot, "p_wilcoxon": p_wil, "p_holm": p_holm,
         "p_holm_other": p_holm_other, "significant": np.nan_to_num(p_holm, nan=1.0) < alpha}, schema=PAIRS_SCHEMA)
     return ConfigStats(ci, table)
 
 
-def _group_rows(present: np.ndarray) -> dict[bytes, list[int]]:
-    """Rows (configs) grouped by their scored-item mask, in first-seen order."""
-    groups: dict[bytes, list[int]] = {}
-    for row in range(present.shape[0]):
-        groups.setdefault(np.ascontiguousarray(present[row]).tobytes(), []).append(row)
-    return groups

@@ -3,7 +3,7 @@
 1. `reverse_value` / `conversation_table`: negative score types reversed (max - value).
 2. `worker_moments` / `standardise`: per worker one mean and one sample sd (ddof=1) over all of that worker's ratings
    (every assignment, every system including qc, every score type); z = (x - mean) / (sd + 1e-6); per conversation
-   the mean z and mean raw over its score types.
+   the mean z and mean raw over its score types (the mean z as (mean raw - mean) / (sd + 1e-6): see `standardise`).
 3. `quality_control`: per worker, one-sided Mann-Whitney (alternative "less") of the worker's z for the qc system on
    the qc score types against the same for the competing systems; pass iff p < 0.05 (NaN fails). A worker whose
    ratings are all equal (sd = 0) is given p = 1 and fails, as in the original tool.
@@ -82,12 +82,14 @@ def standardise(conv: pl.DataFrame, moments: pl.DataFrame, score_names: tuple[st
     out = conv.join(moments.select("worker", "mean", "sd"), on="worker", how="left", maintain_order="left")
     out = out.with_columns([((pl.col(raw_col(s)) - pl.col("mean")) / (pl.col("sd") + EPSILON)).alias(z_col(s))
                             for s in score_names])
-    # Row means summed left to right in score-type order, as numpy does for a short row (the original tool's
-    # np.mean(axis=1)): two conversations whose z sum to the same value in a different order can differ in the last
-    # bit, and whether they tie changes Mann-Whitney ranks, so the summation order is part of matching the tool.
-    z = out.select([z_col(s) for s in score_names]).to_numpy()
+    # The conversation's mean z is computed as (mean raw - mean) / (sd + 1e-6), which equals the mean of its z values
+    # exactly in real arithmetic. Summing the z values instead lets rounding decide ties: two conversations of one
+    # worker with the same raw total but permuted ratings can differ in the last bit, which changes Mann-Whitney
+    # ranks (in round 1 one p-value by ~4e-4). Raw totals are exact, so ties here are the data's, not the float's.
     raw = out.select([raw_col(s) for s in score_names]).to_numpy()
-    return out.with_columns(pl.Series("z", np.mean(z, axis=1)), pl.Series("raw", np.mean(raw, axis=1)))
+    mean_raw = raw.sum(axis=1) / raw.shape[1]
+    z = (mean_raw - out.get_column("mean").to_numpy()) / (out.get_column("sd").to_numpy() + EPSILON)
+    return out.with_columns(pl.Series("z", z), pl.Series("raw", mean_raw))
 
 
 # -- step 3 -----------------------------------------------------------------------------------------------------------

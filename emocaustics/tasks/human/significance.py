@@ -21,7 +21,7 @@ from itertools import combinations
 import numpy as np
 import polars as pl
 
-from emocaustics.stats.correlation import METHODS, correlation, split_correlation_matrix
+from emocaustics.stats.correlation import METHODS, correlate, split_correlation_matrix
 from emocaustics.stats.mannwhitney import mannwhitney_matrix
 from emocaustics.stats.matrix import significance_frame
 
@@ -56,7 +56,7 @@ def rater_agreement(rows: pl.DataFrame) -> Agreement:
     undefined = 0
     for key, members in groups.items():
         for (a, za), (b, zb) in combinations(members, 2):
-            r = correlation(za, zb, "pearson")
+            r = correlate(za, zb, "pearson")
             if math.isnan(r):
                 undefined += 1
                 continue
@@ -89,5 +89,5 @@ def self_replication(run1: pl.DataFrame, run2: pl.DataFrame) -> pl.DataFrame:
     rows: dict[str, list] = {"": list(METHODS)}
     for c in cols:
         x, y = run1.get_column(c).to_numpy(), aligned.get_column(c).to_numpy()
-        rows[c] = [correlation(x, y, m) for m in METHODS]
+        rows[c] = [correlate(x, y, m) for m in METHODS]
     return pl.DataFrame(rows, schema={"": pl.Utf8, **{c: pl.Float64 for c in cols}})

@@ -1,0 +1,127 @@
+"""Statistics benchmark: `config_stats` on 10,000 items x 20 configurations -- a 95 % bootstrap interval per
+configuration and, for all 190 pairs, the paired bootstrap, Wilcoxon signed-rank and Holm -- with 10,000 resamples.
+
+    python -m benchmarks.stats_bench [--quick]     # --quick: 2,000 items x 5 configurations x 2,000 resamples
+Writes benchmarks/results/stats_bench.json and .md. Floor: the full table under 5 s on the 2-core machine.
+Also timed: the parts (bootstrap alone, Wilcoxon alone), the same table when every configuration leaves 1 % of the
+items unscored (so all 190 pairs have their own common items), and the human-assessment method on round 1 of the
+published ratings when they are found (EMOCAUSTICS_HUMANEVAL_DATA or ../shared/datasets/humaneval).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+RESULTS = Path(__file__).resolve().parent / "results"
+FLOOR_SECONDS = 5.0
+REPEATS = 3
+
+
+def make_scores(n_items: int, n_configs: int, missing: float = 0.0, seed: int = 0) -> pl.DataFrame:
+    """Per-item scores in [0, 1] for each configuration: a shared item difficulty plus a small per-config shift
+    (machine scores look like this: configs agree on which items are hard)."""
+    rng = np.random.default_rng(seed)
+    difficulty = rng.beta(2, 2, size=n_items)
+    values = np.clip(difficulty[None, :] + rng.normal(0, 0.15, size=(n_configs, n_items))
+                     + np.linspace(0, 0.03, n_configs)[:, None], 0, 1)
+    if missing:
+        values[rng.random(values.shape) < missing] = np.nan
+    return pl.DataFrame({"config": np.repeat([f"cfg{i:02d}" for i in range(n_configs)], n_items),
+                         "item": np.tile(np.arange(n_items), n_configs).astype(str),
+                         "value": values.ravel()}).with_columns(pl.col("value").fill_nan(None))
+
+
+def timed(fn: Any, repeats: int) -> list[float]:
+    out = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+def run(quick: bool = False) -> dict:
+    from emocaustics.stats import bootstrap_means, config_stats, wilcoxon_p
+
+    n_items, n_configs, n_resamples = (2_000, 5, 2_000) if quick else (10_000, 20, 10_000)
+    df = make_scores(n_items, n_configs)
+    times = timed(lambda: config_stats(df, n_resamples=n_resamples, seed=0), REPEATS)
+    ci, pairs = config_stats(df, n_resamples=n_resamples, seed=0)
+    matrix = df.pivot(on="config", index="item", values="value").drop("item").to_numpy().T
+    boot_s = timed(lambda: bootstrap_means(matrix, n_resamples=n_resamples, seed=0), 1)[0]
+    t0 = time.perf_counter()
+    for i in range(n_configs):
+        for j in range(i + 1, n_configs):
+            wilcoxon_p(matrix[i], matrix[j])
+    wil_s = time.perf_counter() - t0
+    mixed = make_scores(n_items, n_configs, missing=0.01, seed=1)
+    mixed_s = timed(lambda: config_stats(mixed, n_resamples=n_resamples, seed=0), 1)[0]
+    figures: dict[str, Any] = {
+        "config_stats_seconds_median": round(statistics.median(times), 3),
+        "config_stats_seconds_min": round(min(times), 3),
+        "bootstrap_only_seconds": round(boot_s, 3), "wilcoxon_190_pairs_seconds": round(wil_s, 3),
+        "mixed_items_config_stats_seconds": round(mixed_s, 3),
+        "pairs": pairs.height, "significant_pairs": int(pairs.get_column("significant").sum()),
+        "widest_ci": round(float((ci.get_column("ci_high") - ci.get_column("ci_low")).max()), 5),
+    }
+    figures.update(human_round1())
+    median = figures["config_stats_seconds_median"]
+    return {"name": "stats_bench", "figures": figures,
+            "inputs": {"items": n_items, "configs": n_configs, "resamples": n_resamples, "repeats": REPEATS,
+                       "cpus": os.cpu_count(), "quick": quick},
+            "notes": ["config_stats = CIs for every configuration + paired bootstrap, Wilcoxon and Holm for all pairs",
+                      "mixed_items: each configuration leaves 1 % of items unscored, so every pair has its own "
+                      "common items (resampled in the same pass as ratios)"],
+            "floors": {"config_stats_seconds": {"value": median, "floor": FLOOR_SECONDS,
+                                                "ok": bool(median < FLOOR_SECONDS)}}}
+
+
+def human_round1() -> dict[str, Any]:
+    env = os.environ.get("EMOCAUSTICS_HUMANEVAL_DATA")
+    root = Path(env) if env else Path(__file__).resolve().parents[1] / ".." / "shared" / "datasets" / "humaneval"
+    path = root / "hits_data_FreeTopicRound1.json"
+    if not path.is_file():
+        return {"human_round1": "ratings not found"}
+    from emocaustics.tasks.human.data import read_hits
+    from emocaustics.tasks.human.method import process
+    from emocaustics.tasks.human.outputs import statistics as step7
+
+    t0 = time.perf_counter()
+    result = process(read_hits(path))
+    step7(result)
+    return {"human_round1_seconds": round(time.perf_counter() - t0, 3)}
+
+
+def to_markdown(out: dict) -> str:
+    f, i = out["figures"], out["inputs"]
+    floor = out["floors"]["config_stats_seconds"]
+    lines = [f"# stats_bench ({i['items']} items x {i['configs']} configurations, {i['resamples']} resamples)", "",
+             "| figure | value |", "|---|---|"]
+    lines += [f"| {k} | {v} |" for k, v in f.items()]
+    lines += ["", f"floor: config_stats median {floor['value']} s vs < {floor['floor']} s "
+              f"({'ok' if floor['ok'] else 'BELOW FLOOR'})"]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    args = ap.parse_args()
+    out = run(args.quick)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "stats_bench.json").write_text(json.dumps(out, indent=1), encoding="utf-8")
+    (RESULTS / "stats_bench.md").write_text(to_markdown(out), encoding="utf-8")
+    print(to_markdown(out))
+
+
+if __name__ == "__main__":
+    main()

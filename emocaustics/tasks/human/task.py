@@ -1,0 +1,138 @@
+"""`human`: the ACL 2022 human-assessment method on the task interface. No model is called: the crowd ratings are
+the input, `process` (a calibration-style method) runs the method, and the score rows describe each assignment.
+
+- load: one Sample per assignment (id = assignment id; input = hit, worker, duration, the rated conversations;
+  meta = the record index and the file's metadata, so scoring needs nothing but the samples).
+- score: steps 1-7 over all samples of the config; long rows per assignment: `qc_passed` (primary: 1 when the
+  assignment's worker passed quality control), `qc_p` (the worker's p-value), `z_systems` / `z_qc` (mean
+  per-conversation z over the competing systems / the qc system), `z:<system>` (the conversation's mean z);
+  summary: pass rates, workers, top system and each system's z from passing workers; tables: the tool's tables.
+- finalize: every file of `emocaustics human process` in the config's folder (`<out>/human/`).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+import polars as pl
+from pydantic import Field
+
+from emocaustics.core.task import DatasetOptions, Loaded, Options, Sample, ScoreContext, Scored, Task, rows_frame
+from emocaustics.tasks.human.data import DEFAULT_FILE, NAME, Hits, hits_path, parse_hits, read_hits
+
+
+class HumanDataset(DatasetOptions):
+    file: str = DEFAULT_FILE  # a normative JSON file inside the data folder (or `data` names the file itself)
+
+
+class HumanOptions(Options):
+    method: Literal["process"] = "process"
+    qc_threshold: float = Field(0.05, gt=0, le=1)  # pass iff the QC p-value is below this
+    ranking: list[str] | None = None  # overrides metadata.ranking
+
+
+def hits_from_samples(samples: list[Sample]) -> Hits:
+    """Rebuild (and re-validate) the ratings from the samples `load` made."""
+    if not samples:
+        raise ValueError("human: no samples to process")
+    meta = samples[0].meta["metadata"]
+    data = [{"hit": s.input["hit"], "assignment": s.id, "worker": s.input["worker"],
+             "duration in seconds": s.input["duration"], "result": s.input["result"],
+             "feedback": s.input.get("feedback")} for s in samples]
+    return parse_hits({"metadata": meta, "data": data}, file=str(samples[0].meta.get("file", "<samples>")))
+
+
+class HumanTask(Task):
+    name: ClassVar[str] = "human"
+    description: ClassVar[str] = "human assessment of dialogue systems (ACL 2022): z-scores, QC, significance"
+    Options: ClassVar[type[Options]] = HumanOptions
+    Dataset: ClassVar[type[DatasetOptions]] = HumanDataset
+    calibration_methods: ClassVar[tuple[str, ...]] = ("process",)
+    primary_metric: ClassVar[str] = "qc_passed"
+
+    def load(self, dataset: DatasetOptions, options: Options) -> Loaded:
+        ds: HumanDataset = dataset  # type: ignore[assignment]
+        path = hits_path(ds.data, ds.file)
+        hits = read_hits(path)
+        meta = hits.metadata.to_json()
+        samples = [Sample(a.assignment,
+                          {"hit": a.hit, "worker": a.worker, "duration": a.duration_s, "feedback": a.feedback,
+                           "result": [{"model": r.model, "score": dict(r.scores)} for r in a.result]},
+                          None, {"record": a.record, "file": str(path), "metadata": meta})
+                   for a in hits.assignments]
+        return Loaded(samples, list(hits.defects), {"dataset": NAME, "file": str(path),
+                                                    "assignments": len(samples)})
+
+    def predict(self, method: str, samples: list[Sample], options: Options) -> dict[str, Any]:
+        if method != "process":
+            return super().predict(method, samples, options)
+        return {s.id: {"method": "process"} for s in samples}  # nothing to predict: the ratings are the input
+
+    def _run(self, samples: list[Sample], options: Options) -> Any:
+        from emocaustics.tasks.human.method import process
+
+        opts: HumanOptions = options  # type: ignore[assignment]
+        return process(hits_from_samples(samples), ranking=opts.ranking, threshold=opts.qc_threshold)
+
+    def score(self, samples: list[Sample], predictions: dict[str, Any], options: Options,
+              ctx: ScoreContext) -> Scored:
+        from emocaustics.tasks.human.outputs import statistics
+
+        result = self._run(samples, options)
+        stats = statistics(result)
+        qc = {r["worker"]: r for r in result.qc.iter_rows(named=True)}
+        conv = result.conversations
+        systems = set(result.metadata.models)
+        rows: list[dict[str, Any]] = []
+        for (assignment,), part in conv.group_by("assignment", maintain_order=True):
+            worker = part.get_column("worker")[0]
+            q = qc[worker]
+            rows.append({"sample_id": assignment, "metric": "qc_passed", "value": 1.0 if q["passed"] else 0.0})
+            p = q["p_value"]
+            rows.append({"sample_id": assignment, "metric": "qc_p", "value": None if math.isnan(p) else p,
+                         "status": "unscored" if math.isnan(p) else "ok", "reason": q["reason"] or None})
+            by_model: dict[str, list[float]] = {}
+            for m, z in zip(part.get_column("model").to_list(), part.get_column("z").to_list()):
+                by_model.setdefault(m, []).append(z)
+            sys_z = [z for m, zl in by_model.items() if m in systems for z in zl]
+            qc_z = by_model.get(result.metadata.qc_model, [])
+            for metric, values, why in (("z_systems", sys_z, "no competing system rated"),
+                                        ("z_qc", qc_z, "no qc conversation in this assignment")):
+                rows.append({"sample_id": assignment, "metric": metric,
+                             "value": sum(values) / len(values) if values else None,
+                             "status": "ok" if values else "unscored", "reason": None if values else why})
+            for m, zl in by_model.items():
+                if m in systems:
+                    rows.append({"sample_id": assignment, "metric": f"z:{m}", "value": sum(zl) / len(zl)})
+        z_table, raw_table = result.scores["passed"]
+        rates = {r[""]: r["passrate"] for r in result.passrate.iter_rows(named=True)}
+        n_assign = len(result.passed_assignments) + len(result.failed_assignments)
+        summary: dict[str, Any] = {
+            "qc_passed": len(result.passed_assignments) / n_assign if n_assign else float("nan"),
+            "hit_passrate": rates.get("HIT"), "worker_passrate": rates.get("Worker"),
+            "workers_passed": len(result.passed_workers), "workers_failed": len(result.failed_workers),
+            "top_system": result.ranked_models[0] if result.ranked_models else None,
+            "minutes_per_conversation": result.duration.get_column("all")[0],
+            **{f"z:{m}": z for m, z in zip(z_table.get_column("model").to_list(), z_table.get_column("z").to_list())},
+        }
+        info = pl.DataFrame([{"sample_id": s.id, "hit": s.input["hit"], "worker": s.input["worker"],
+                              "conversations": len(s.input["result"])} for s in samples],
+                            schema={"sample_id": pl.Utf8, "hit": pl.Utf8, "worker": pl.Utf8,
+                                    "conversations": pl.Int64})
+        tables = {"system_scores": z_table, "system_raw_scores": raw_table, "passrate": result.passrate,
+                  "duration": result.duration, "sig_test": stats.sig, "corr_between_scores": stats.corr_scores,
+                  "quality_control": result.qc, "sample_info": info}
+        return Scored(rows_frame(rows), summary, tables)
+
+    def finalize(self, out: Path, samples: list[Sample], predictions: dict[str, Any], options: Options) -> list[Path]:
+        from emocaustics.tasks.human.outputs import write_process
+
+        return write_process(self._run(samples, options), out / "human",
+                             source=str(samples[0].meta.get("file", "")) if samples else "")
+
+    def report_sections(self, summary: pl.DataFrame, scores: pl.DataFrame) -> list[tuple[str, str]]:
+        from emocaustics.tasks.human.report import sections
+
+        return sections(scores)
