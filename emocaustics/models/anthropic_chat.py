@@ -139,16 +139,20 @@ class AnthropicChatLLM:
 
         for _ in range(3):
             use_schema = request.schema is not None and self.json_mode != "plain"
+            sent_sampling = self.sampling != "omit"
             try:
                 return await client.messages.create(**self._params(request, use_schema))
             except anthropic.BadRequestError as exc:
                 text = str(exc).lower()
-                if use_schema and self.json_mode == "auto" and ("output_config" in text or "json_schema" in text):
-                    log.info("%s: endpoint rejects output_config json_schema; using plain requests", self.name)
-                    self.json_mode = "plain"
-                elif self.sampling == "auto" and ("temperature" in text or "top_p" in text):
-                    log.info("%s: endpoint rejects temperature/top_p; leaving them out", self.name)
-                    self.sampling = "omit"
+                # Requests in flight together may all meet the 400: the first switches the mode, all retry.
+                if use_schema and ("output_config" in text or "json_schema" in text) and self.json_mode != "schema":
+                    if self.json_mode == "auto":
+                        log.info("%s: endpoint rejects output_config json_schema; using plain requests", self.name)
+                        self.json_mode = "plain"
+                elif sent_sampling and ("temperature" in text or "top_p" in text) and self.sampling != "send":
+                    if self.sampling == "auto":
+                        log.info("%s: endpoint rejects temperature/top_p; leaving them out", self.name)
+                        self.sampling = "omit"
                 else:
                     raise
         raise RuntimeError("unreachable: request still rejected after switching options off")

@@ -50,6 +50,7 @@ class AnthropicFaults:
     rate_drop: float = 0.0
     rate_invalid: float = 0.0
     retry_after: float = 0.02  # seconds, sent as `retry-after` with 429 and 529
+    retry_after_on_500: bool = False  # also with 500 (keeps tests of errors that never clear fast)
     hang_seconds: float = 30.0
     latency: float = 0.0
     seed: int = 0
@@ -232,7 +233,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(429, "Number of request tokens has exceeded your per-minute rate limit", retry)
             return
         if behaviour == "500":
-            self._error(500, "Internal server error")
+            self._error(500, "Internal server error", retry if f.retry_after_on_500 else None)
             return
         if behaviour == "529":
             self._error(529, "Overloaded", retry)

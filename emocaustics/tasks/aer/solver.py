@@ -158,14 +158,15 @@ async def ask_samples(llm: Any, messages: tuple[dict[str, str], ...], prompt: st
         still = []
         for i, c in zip(pending, completions):
             raws[i] = c.text
-            if c.error is not None:
-                if _CONTEXT_RE.search(c.error):
-                    raise SolveFailed(step, f"prompt exceeds the model's context: {c.error}")
+            if c.error is not None and _CONTEXT_RE.search(c.error):
+                raise SolveFailed(step, f"prompt exceeds the model's context: {c.error}")
+            if c.error is not None and not (c.error.startswith("invalid JSON") and c.text.strip()):
                 reasons[i] = f"model error: {c.error}"
                 still.append(i)
                 continue
             try:
-                letters, reasoning, how = read_answer(c, prompt)
+                # a backend without structured output may answer in prose: its text is still read strictly
+                letters, reasoning, how = read_answer(c if c.error is None else Completion(text=c.text), prompt)
             except Unreadable as exc:
                 reasons[i] = f"unreadable answer: {exc}"
                 still.append(i)

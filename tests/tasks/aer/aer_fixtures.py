@@ -7,12 +7,28 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from emocaustics.models.base import ChatRequest, Completion
+
+SHARED = Path(__file__).resolve().parents[3] / ".." / "shared" / "datasets" / "aer"
+
+
+def published_root() -> Path:
+    """The published data (EMOCAUSTICS_AER_DATA, else ../shared/datasets/aer beside the checkout); skips the test,
+    saying so, when neither holds it."""
+    import pytest
+
+    env = os.environ.get("EMOCAUSTICS_AER_DATA")
+    for cand in ([Path(env)] if env else []) + [SHARED]:
+        if (cand / "sample_data" / "questions.jsonl").is_file():
+            return cand.resolve()
+    pytest.skip("published AER data not found (set EMOCAUSTICS_AER_DATA or put it in ../shared/datasets/aer)")
+
 
 PNG = "data:image/png;base64," + "iVBORw0KGgo" * 40  # what the published imageUrl fields look like
 
