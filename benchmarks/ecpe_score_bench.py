@@ -100,7 +100,8 @@ def run(quick: bool = False) -> dict:
 
 def to_markdown(out: dict) -> str:
     f = out["figures"]
-    lines = ["| predictor | files path (s) | task path (s) | weighted_strict_f1 | weighted_f1 |", "| --- | --- | --- | --- | --- |"]
+    lines = ["| predictor | files path (s) | task path (s) | weighted_strict_f1 | weighted_f1 |",
+             "| --- | --- | --- | --- | --- |"]
     for m in ("oracle", "baseline"):
         lines.append(f"| {m} | {f[f'{m}_files_seconds']} | {f[f'{m}_task_seconds']} | {f[f'{m}_weighted_strict_f1']} "
                      f"| {f[f'{m}_weighted_f1']} |")

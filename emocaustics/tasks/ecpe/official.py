@@ -27,7 +27,8 @@ from emocaustics.tasks.ecpe.spans import EMOTIONS
 
 Pair1 = tuple[int, int, int, int, int]
 Pair2 = tuple[int, int, int]
-Matrix = list[list[int]]  # 7 x 7: [gold class][predicted class]; correct on the diagonal, wrong in row 0, missed in col 0
+# 7 x 7: [gold class][predicted class]; correct on the diagonal, wrong in row 0, missed in column 0
+Matrix = list[list[int]]
 T = TypeVar("T")
 
 # Output keys and their order, as the official scores.txt writes them.

@@ -31,7 +31,8 @@ class ConversationCounts:
                f"{prefix}_f1": O.matrix_figures(m).micro[2]}
         if self.proportional is not None:
             t = self.proportional[1:]
-            out.update({"s1_prop_overlap": sum(r[O.OVERLAP] for r in t), "s1_prop_pred_tokens": sum(r[O.PRED_LEN] for r in t),
+            out.update({"s1_prop_overlap": sum(r[O.OVERLAP] for r in t),
+                        "s1_prop_pred_tokens": sum(r[O.PRED_LEN] for r in t),
                         "s1_prop_gold_tokens": sum(r[O.GOLD_LEN] for r in t),
                         "s1_prop_f1": O.proportional_figures(self.proportional).micro[2]})
         return {k: float(v) for k, v in out.items()}

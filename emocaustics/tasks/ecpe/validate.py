@@ -201,11 +201,18 @@ def _conversations(records: Any, file: str, problems: list[Problem]) -> list[tup
             problems.append(Problem("string_conversation_id", "warning", file, raw, None, None,
                                     "conversation_ID is a string; the official scorer would not match it to the "
                                     "gold's integer id"))
-        if not isinstance(rec.get(PAIRS_KEY), list):
-            what = "has no" if PAIRS_KEY not in rec else "has a non-list"
-            problems.append(Problem("missing_pairs", "error", file, raw, None, None, f"{what} '{PAIRS_KEY}'"))
         out.append((cid, raw, rec))
     return out
+
+
+def _pairs_list(rec: dict[str, Any], raw: Any, file: str, problems: list[Problem]) -> list[Any]:
+    """The record's pair list; a missing or non-list one is a `missing_pairs` error (and counts as empty)."""
+    pairs = rec.get(PAIRS_KEY)
+    if isinstance(pairs, list):
+        return pairs
+    what = "has no" if PAIRS_KEY not in rec else "has a non-list"
+    problems.append(Problem("missing_pairs", "error", file, raw, None, None, f"{what} '{PAIRS_KEY}'"))
+    return []
 
 
 def _utterances(rec: dict[str, Any]) -> tuple[list[str], list[str], list[str | None], bool]:
@@ -233,7 +240,7 @@ def read_gold(records: Any, subtask: int, file: str) -> Gold:
             problems.append(Problem("utterance_ids", "warning", file, raw, None, None,
                                     "utterance_ID is not 1..n in order; positions are used, as officially"))
         pairs: list[tuple[int, ...]] = []
-        raw_pairs = rec.get(PAIRS_KEY) if isinstance(rec.get(PAIRS_KEY), list) else []
+        raw_pairs = _pairs_list(rec, raw, file, problems)
         for n, x in enumerate(raw_pairs, 1):
             try:
                 if not isinstance(x, list | tuple) or len(x) != 2:
@@ -256,7 +263,8 @@ def read_gold(records: Any, subtask: int, file: str) -> Gold:
             except _Bad as bad:
                 problems.append(Problem(bad.kind, "error", file, raw, n, x, bad.message))
             except ValueError:
-                problems.append(Problem("malformed_pair", "error", file, raw, n, x, "the cause utterance is not an integer"))
+                problems.append(Problem("malformed_pair", "error", file, raw, n, x,
+                                        "the cause utterance is not an integer"))
             else:
                 label = emotions[eu - 1] if 1 <= eu <= len(emotions) else None
                 if label is not None and label != EMOTIONS[emo]:
@@ -287,10 +295,7 @@ def check_prediction(records: Any, subtask: int, file: str, gold: Gold | None = 
         texts, _, labels, _ = _utterances(rec)
         if ref is not None:
             texts, labels = ref.texts, ref.emotions
-        pairs = rec.get(PAIRS_KEY)
-        if not isinstance(pairs, list):  # already an error (missing_pairs); not also "missing"
-            out[cid] = []
-            continue
+        pairs = _pairs_list(rec, raw, file, problems)
         parsed: list[tuple[int, ...]] = []
         for n, x in enumerate(pairs, 1):
             try:

@@ -22,7 +22,8 @@ def sample(cid: int, s1, s2) -> Sample:
 
 
 SAMPLES = [
-    sample(1, [["2_sadness", "1_I lost my job"], ["3_joy", "3_I got a new one !"]], [["2_sadness", "1"], ["3_joy", "3"]]),
+    sample(1, [["2_sadness", "1_I lost my job"], ["3_joy", "3_I got a new one !"]],
+           [["2_sadness", "1"], ["3_joy", "3"]]),
     sample(2, [["3_joy", "3_a new one"]], [["3_joy", "3"]]),
 ]
 

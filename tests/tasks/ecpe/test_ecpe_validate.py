@@ -108,7 +108,8 @@ def test_warnings_do_not_stop_scoring(build):
                                ["1_anger", "1_0_6"],  # utterance 1 is labelled neutral
                                ["9_joy", "1_0_1"]]),  # there is no utterance 9
              build.pred("1376", []),  # a string id: we match it, the official scorer would not
-             build.pred(99, [["1_joy", "1_0_1"]])]  # not in the gold: ignored, as officially
+             build.pred(99, [["1_joy", "1_0_1"]]),  # not in the gold: ignored, as officially
+             {"conversation_ID": 98}]  # ignored without being read, as officially (no missing_pairs error)
     r = score_records(1, _gold(build), preds)
     kinds = sorted({p.kind for p in r.problems})
     assert kinds == ["emotion_contradicts_label", "empty_span", "index_out_of_range", "string_conversation_id",
