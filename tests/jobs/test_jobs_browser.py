@@ -147,8 +147,9 @@ def browser(chromium_bin, tmp_path):
 
 def _rows(run, task, method, kind, scores, *, model=None, window=None, step=None, lengths=(12, 140), failed=()):
     return [
-        {"run": run, "task": task, "method": method, "model": model, "window": window, "step": step, "kind": kind,
-         "dialogue": i + 1, "n_utterances": n, "weight": float(n), "score": s, "failed": i in failed,
+        {"run": run, "task": task, "method": method, "model": model, "K": window, "S": step, "kind": kind,
+         "sample_id": str(i + 1), "n_utterances": n, "weight": float(n), "score": s, "failed": i in failed,
+         "status": "failed" if i in failed else "ok",
          "reason": "回答不是合法的 JSON (unparseable)" if i in failed else None, "llm_calls": 4, "cache_hits": 0,
          "prompt_tokens": 300, "generated_tokens": 40, "judge_failures": 0, "seconds": 2.0, "c_sentiment": s}
         for i, (s, n) in enumerate(zip(scores, lengths))
