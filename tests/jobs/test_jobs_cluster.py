@@ -175,7 +175,7 @@ def test_ray_job_submit_on_a_started_head(cluster, tmp_path):
     assert model.height == 2 and (model["kind"] == "engine-check").all() and model["model"].to_list() == ["smoke"] * 2
     assert model["llm_calls"].sum() > 0  # extraction ran on the cluster's engine
     assert (out / "summary.md").is_file() and (out / "report.html").is_file()
-    assert "[extract sextuple_direct_smoke] 2/2" in log  # progress lines reach `ray job` logs
+    assert "[solve sextuple_direct_smoke] 2/2" in log  # progress lines reach `ray job` logs
 
 
 def test_two_nodes_replicas_on_both(cluster, tmp_path):

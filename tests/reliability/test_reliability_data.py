@@ -127,7 +127,7 @@ def test_run_job_with_oracle_rows_on_a_broken_dataset(broken: BrokenDataset, tmp
     assert "record 2, field 'Holder'" in where and "record 1, field 'sentence'" in where
     scores = pl.read_parquet(run_dir / "scores.parquet")
     for task in ("sextuple", "emotion"):
-        rows = {r["dialogue"]: r for r in scores.filter(pl.col("task") == task).iter_rows(named=True)}
+        rows = {int(r["sample_id"]): r for r in scores.filter(pl.col("task") == task).iter_rows(named=True)}
         for i in [*broken.good, broken.big_id]:
             assert rows[i]["score"] == pytest.approx(1.0), (task, i, rows[i])
     assert (run_dir / "summary.md").exists() and (run_dir / "report.html").exists()

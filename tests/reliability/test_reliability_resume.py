@@ -28,7 +28,7 @@ pytestmark = [pytest.mark.engine, pytest.mark.slow]
 
 IDS = [1, 2, 3]
 START_LIMIT = 480  # seconds for a child to start Ray + the engine and write its first file (2 busy cores)
-SCORE_COLUMNS = ["run", "task", "method", "dialogue", "status", "n_utterances", "weight", "score", "failed", "reason"]
+SCORE_COLUMNS = ["run", "task", "method", "sample_id", "status", "n_utterances", "weight", "score", "failed", "reason"]
 
 
 def _job(tmp: Path) -> dict:
@@ -59,7 +59,7 @@ def _score_table(run_dir: Path):
 
     scores = pl.read_parquet(run_dir / "scores.parquet")
     cols = SCORE_COLUMNS + sorted(c for c in scores.columns if c.startswith("c_"))
-    return scores.select(cols).sort("run", "dialogue")
+    return scores.select(cols).sort("run", "sample_id")
 
 
 def _item_table(run_dir: Path):

@@ -23,6 +23,7 @@ from emocaustics.core.task import (DatasetOptions, Defect, Failure, Loaded, Opti
 
 DEFAULT_WINDOWS = {"sextuple": (20, 5), "emotion": (30, 10)}
 RAY_ABOVE = 50  # dialogues; below this Ray's start-up costs more than it saves in scoring
+STATS_FILE = "dialogue_stats.jsonl"  # per-dialogue cost figures of every extraction pass (survive resumes)
 
 
 class EmoDataset(DatasetOptions):
@@ -145,6 +146,13 @@ class EmoCausticsTask(Task):
                             **opts.extract_options())
         run_extract(todo, cfg, llm_spec=llm_spec, out=out, embedder_spec=ctx.embedder_spec or "minilm",
                     from_dir=prior, cache_dir=cache_dir, concurrency=concurrency)
+        # Each pass's per-dialogue cost is appended (manifest.json holds only the latest pass), so a resumed run
+        # still reports what the earlier passes spent.
+        manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+        with (out / STATS_FILE).open("a", encoding="utf-8") as fh:
+            for row in manifest.get("per_dialogue", []):
+                fh.write(json.dumps({"dialogue": row["dialogue"], "seconds": row.get("seconds") or 0.0,
+                                     **(row.get("stats") or {})}) + "\n")
 
     def done_count(self, samples: list[Sample], out: Path) -> int:
         from emocaustics.tasks.emocaustics.extract.output import prediction_path
@@ -173,12 +181,13 @@ class EmoCausticsTask(Task):
 
     def sample_stats(self, out: Path) -> dict[str, dict[str, Any]]:
         """Per-dialogue cost figures of every extraction pass (they survive resumes: the latest pass wins)."""
-        path = out / "manifest.json"
-        if not path.exists():
-            return {}
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-        return {str(r["dialogue"]): {"seconds": r.get("seconds") or 0.0, **(r.get("stats") or {})}
-                for r in manifest.get("per_dialogue", [])}
+        path = out / STATS_FILE
+        stats: dict[str, dict[str, Any]] = {}
+        if path.exists():
+            for line in path.read_text(encoding="utf-8").splitlines():
+                row = json.loads(line)
+                stats[str(row.pop("dialogue"))] = row
+        return stats
 
     # -- scoring -------------------------------------------------------------------------------------------------
     def score(self, samples: list[Sample], predictions: dict[str, Any], options: Options,

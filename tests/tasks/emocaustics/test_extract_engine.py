@@ -39,6 +39,7 @@ def test_five_methods_end_to_end_then_cached(smoke_pool, ten_dialogues, tmp_path
     for (task, method), s in first.items():
         predicted = ids if not s["failures"] else sorted(set(ids) - {f["dialogue"] for f in s["failures"]})
         assert s["dialogues"] == 10 and s["predicted"] + len(s["failures"]) == 10, (task, method, s)
+        assert s["predicted"] >= 9, (task, method, s)  # nearly every dialogue came through, not just a row each
         assert all(f["reason"] for f in s["failures"])
         assert s["unparseable"] == 0, (task, method, s)  # structured output: every answer parsed first time
         assert s["llm_calls"] > 0 and s["generated_tokens"] > 0
