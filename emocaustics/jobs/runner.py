@@ -144,7 +144,11 @@ def predictions_for(cfg: Config, samples: list) -> dict[str, Any]:
 def score_table(cfg: Config, scored: Scored, stats: dict[str, dict[str, Any]]) -> pl.DataFrame:
     """One row per sample of this config: primary metric as `score`, the others as `c_<metric>`, cost and status."""
     rows = scored.rows
+    # The per-sample score is the primary metric where the task scores it per sample; a corpus-level primary
+    # (an official F1) lives in configs.json, and its first per-sample metric stands in the per-sample table.
     primary = cfg.task.primary_metric
+    if rows.height and primary not in set(rows["metric"]):
+        primary = rows["metric"][0]
     main = rows.filter(pl.col("metric") == primary).select(
         "sample_id", "weight", pl.col("value").alias("score"), (pl.col("status") == "failed").alias("failed"),
         "status", "reason")
