@@ -65,7 +65,8 @@ async def _phase(pool: Any, task: Any, samples: list[Any], options: Any, affinit
     failed = sum(1 for r in out if not r or (isinstance(r, dict) and "failed" in r))
     return {
         "affinity": "topic" if affinity else "question", "questions": len(samples), "wall_s": round(wall, 2),
-        "prefix_cache_hit_rate": round(d["cached_prompt_tokens"] / d["prompt_tokens"], 4) if d["prompt_tokens"] else None,
+        "prefix_cache_hit_rate": (round(d["cached_prompt_tokens"] / d["prompt_tokens"], 4) if d["prompt_tokens"]
+                                  else None),
         **d, "generated_tok_s": round(d["generated_tokens"] / wall, 1) if wall else None, "failed": failed,
     }
 

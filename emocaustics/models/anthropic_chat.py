@@ -204,7 +204,8 @@ class AnthropicChatLLM:
         return answers
 
     async def run(
-        self, fn: Callable[[Any, Any], Awaitable[Any]], items: list[Any], affinity_key: Callable[[Any], str] | None = None,
+        self, fn: Callable[[Any, Any], Awaitable[Any]], items: list[Any],
+        affinity_key: Callable[[Any], str] | None = None,
         *, weight_key: Callable[[Any], int] | None = None,
     ) -> list[Any]:
         """`fn(self, item)` for every item in this process (no actor, so affinity and weight do not apply)."""

@@ -11,10 +11,10 @@ front of our client, at configurable rates, in a scripted order or per marker te
 - "ok"   a message: {"type": "message", "content": [{"type": "text", "text": ...}], "stop_reason": "end_turn",
          "usage": {"input_tokens", "output_tokens", "cache_read_input_tokens", ...}}
 
-It checks what the real API checks first (the key -- x-api-key or Authorization: Bearer -- when `expected_key` is set -> 401 authentication_error; a missing
-anthropic-version header -> 400), can reject `output_config` or `temperature` with a 400 invalid_request_error naming
-them (endpoints without structured output / sampling parameters), and records every request (behaviour, arrival
-time, body, headers' key, peak concurrency).
+It checks what the real API checks first (the key -- x-api-key or Authorization: Bearer -- when `expected_key` is
+set -> 401 authentication_error; a missing anthropic-version header -> 400), can reject `output_config` or
+`temperature` with a 400 invalid_request_error naming them (endpoints without structured output / sampling
+parameters), and records every request (behaviour, arrival time, body, the key sent, peak concurrency).
 
     with FakeAnthropicServer(AnthropicFaults(rate_429=0.2, seed=1)) as server:
         llm = AnthropicChatLLM("claude-fake", server.base_url, timeout=0.5)

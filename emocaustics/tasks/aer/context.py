@@ -2,16 +2,18 @@
 
 Token counts are approximate (no tokenizer in the driver): the text is split into pieces -- a run of letters, one
 digit, one CJK character, one other non-space symbol -- and a letter run of n characters counts ceil(n /
-chars_per_token) tokens, every other piece 1. `chars_per_token` 4 fits English BPE vocabularies (Qwen, Llama, GPT);
-byte-level models trained on other text (the `smoke` model) need ~1. Texts are only ever cut between pieces, never
-inside one.
+chars_per_token) tokens, every other piece 1. `chars_per_token` 4 errs high for English vocabularies (on the test
+documents the estimate is 1.42x a 30k WordPiece count; BPE vocabularies of 100k+ are leaner still); byte-level models
+trained on other text need less: the `smoke` model (~0.9 characters per token on English) takes 0.8, where real /
+estimated prompt tokens measured 0.81-0.84. Texts are only ever cut between pieces, never inside one.
 
 Full-context trim rule (TRIM_RULE): the documents of a topic are laid out in their published order, each as its title
 and its content (its snippet when it has no content). The document budget is the model's context
 (`max_context_tokens`) minus the answer's token budget, minus the largest rest-of-prompt (instructions, examples and
 question) over the topic's questions, minus a margin of 5% of the context; so every question of a topic gets the
 same document prefix. Whole documents are kept while they fit; the first that does not is cut at the last piece
-that fits and marked `[... cut]`; the rest are left out. The trim is recorded per question.
+that fits and marked `[... cut]`; the rest are left out. The trim is recorded per question. (The rule's text,
+TRIM_RULE, and the document/passage templates live in prompts.py and are part of PROMPTS_VERSION.)
 """
 
 from __future__ import annotations
@@ -21,11 +23,8 @@ import re
 from dataclasses import asdict, dataclass
 
 from emocaustics.tasks.aer.data import Topic
+from emocaustics.tasks.aer.prompts import CUT_MARK, DOCUMENT_ITEM, PASSAGE_ITEM
 
-TRIM_RULE = ("documents in published order; keep whole documents while they fit the budget (context - answer budget "
-             "- largest rest of prompt in the topic - 5% margin); cut the first that does not fit at the last "
-             "approximate token that fits (marked [... cut]); leave out the rest")
-CUT_MARK = " [... cut]"
 _PIECE = re.compile(r"[^\W\d_\u3000-\u9fff\uac00-\ud7af]+|\d|[\u3000-\u9fff\uac00-\ud7af]|[^\w\s]|_", re.UNICODE)
 
 
@@ -51,7 +50,7 @@ def cut_to_tokens(text: str, budget: int, chars_per_token: float = 4.0) -> tuple
 
 
 def document_text(index: int, title: str, body: str) -> str:
-    return f"[Document {index}] {title}\n{body}".rstrip()
+    return DOCUMENT_ITEM.substitute(index=index, title=title, body=body).rstrip()
 
 
 def doc_body(doc) -> str:  # noqa: ANN001 (data.Document; its snippet stands in for missing content)
@@ -80,18 +79,20 @@ def render_full(topic: Topic, budget: int, chars_per_token: float) -> tuple[str,
     parts: list[str] = []
     used = total = kept = 0
     cut: int | None = None
+    stopped = False
     sep = 1  # the blank line between documents
     for i, doc in enumerate(topic.docs, 1):
         text = document_text(i, doc.title, doc_body(doc))
         need = approx_tokens(text, chars_per_token) + sep
         total += need
-        if cut is not None or kept < i - 1:
-            continue  # already past the budget: count only
+        if stopped:
+            continue  # past the budget: counted only
         if used + need <= budget:
             parts.append(text)
             used += need
             kept += 1
             continue
+        stopped = True
         mark = approx_tokens(CUT_MARK, chars_per_token)
         room = budget - used - sep - mark
         if room > 0:
@@ -100,9 +101,7 @@ def render_full(topic: Topic, budget: int, chars_per_token: float) -> tuple[str,
                 parts.append(head + CUT_MARK)
                 used += n + mark + sep
                 cut = i
-        if cut is None:
-            cut = 0  # marks "stop here" without a partial document
-    trim = Trim(budget, total, used, len(topic.docs), kept, cut or None, chars_per_token)
+    trim = Trim(budget, total, used, len(topic.docs), kept, cut, chars_per_token)
     return "\n\n".join(parts), trim
 
 
@@ -151,7 +150,7 @@ def chunk_topic(topic: Topic, chunk_tokens: int, chars_per_token: float) -> list
 
 
 def passage_text(rank: int, chunk: Chunk) -> str:
-    return f"[Passage {rank}, document {chunk.doc}: {chunk.title}]\n{chunk.text}"
+    return PASSAGE_ITEM.substitute(rank=rank, doc=chunk.doc, title=chunk.title, text=chunk.text)
 
 
 def render_passages(chunks: list[Chunk], budget: int, chars_per_token: float) -> tuple[str, int, int]:

@@ -67,7 +67,6 @@ class Question:
     target_event: str
     options: dict[str, str]
     gold: tuple[str, ...] | None  # sorted letters; None when the split has no gold
-    line: int
 
 
 @dataclass
@@ -145,7 +144,7 @@ def _read_lines(path: Path) -> list[tuple[int, Any, str | None]]:
     return out
 
 
-def _questions(path: Path, split: str, errors: list[DataError], defects: list[Defect]) -> list[Question]:
+def _questions(path: Path, errors: list[DataError], defects: list[Defect]) -> list[Question]:
     name = str(path)
     seen: dict[str, int] = {}
     out: list[Question] = []
@@ -197,7 +196,7 @@ def _questions(path: Path, split: str, errors: list[DataError], defects: list[De
             if len(letters) > 1:
                 defects.append(Defect("repeated-option", f"{name}: {where}",
                                       f"options {', '.join(letters)} have the same text: {options[letters[0]]!r}"))
-        out.append(Question(qid, topic, obj["target_event"].strip(), options, gold, n))
+        out.append(Question(qid, topic, obj["target_event"].strip(), options, gold))
     return out
 
 
@@ -280,7 +279,7 @@ def _join_reference(path: Path, questions: list[Question], errors: list[DataErro
     if lacking:
         errors.append(DataError(f"{len(lacking)} test question(s) have no reference answer: {', '.join(lacking[:5])}",
                                 file=name))
-    return [Question(q.id, q.topic_id, q.target_event, q.options, gold.get(q.id), q.line) for q in questions]
+    return [Question(q.id, q.topic_id, q.target_event, q.options, gold.get(q.id)) for q in questions]
 
 
 @functools.lru_cache(maxsize=16)
@@ -290,7 +289,7 @@ def _load_cached(root: str, split: str, stamp: tuple[float, ...]) -> SplitData:
     qpath = folder / "questions.jsonl"
     errors: list[DataError] = []
     defects: list[Defect] = []
-    questions = _questions(qpath, split, errors, defects)
+    questions = _questions(qpath, errors, defects)
     files = {"questions": str(qpath)}
     if split == "test" and (ref := _reference(base)) is not None:
         questions = _join_reference(ref, questions, errors)

@@ -47,7 +47,8 @@ def pick_shots(pool: SplitData, topic_id: int, k: int, seed: int, split: str) ->
 
 
 def _budget(opts: Any, rest_tokens: int) -> int:
-    return opts.max_context_tokens - answer_budget(opts.prompt) - rest_tokens - math.ceil(MARGIN * opts.max_context_tokens)
+    margin = math.ceil(MARGIN * opts.max_context_tokens)
+    return opts.max_context_tokens - answer_budget(opts.prompt) - rest_tokens - margin
 
 
 def prepare_samples(samples: list[Sample], opts: Any, embedder: Any = None) -> list[Sample]:
@@ -122,7 +123,8 @@ def _attach_retrieved(samples: list[Sample], idxs: list[int], data: SplitData, r
     for i, hits in zip(idxs, ranked):
         budget = _budget(opts, rest[i])
         if budget <= 0:
-            raise UsageError(f"max_context_tokens={opts.max_context_tokens} leaves no room for passages ({samples[i].id})")
+            raise UsageError(f"max_context_tokens={opts.max_context_tokens} leaves no room for passages "
+                             f"({samples[i].id})")
         text, kept, used = render_passages([c for c, _ in hits], budget, opts.chars_per_token)
         metas[i]["context"] = text
         metas[i]["trim"] = {"rule": "retrieve", "budget": budget, "top_k": opts.top_k, "passages_kept": kept,

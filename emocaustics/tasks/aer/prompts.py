@@ -16,8 +16,6 @@ import json
 from string import Template
 from typing import Any
 
-from emocaustics.tasks.aer.context import TRIM_RULE
-
 PROMPT_MODES = ("zero-shot", "few-shot", "cot")
 CONTEXT_MODES = ("none", "full", "retrieve")
 REASONING_MAX_CHARS = 600  # the cot reasoning string's bound (maxLength in the schema)
@@ -30,6 +28,14 @@ SYSTEM = (
     "cause is right only when no other candidate is. Candidates with identical text are either all right or all "
     "wrong."
 )
+
+# How context.py lays out one document / one retrieved passage, and marks a document cut by the trim rule.
+DOCUMENT_ITEM = Template("[Document $index] $title\n$body")
+PASSAGE_ITEM = Template("[Passage $rank, document $doc: $title]\n$text")
+CUT_MARK = " [... cut]"
+TRIM_RULE = ("documents in published order; keep whole documents while they fit the budget (context - answer budget "
+             "- largest rest of prompt in the topic - 5% margin); cut the first that does not fit at the last "
+             "approximate token that fits (marked [... cut]); leave out the rest")
 
 DOCUMENTS = Template('Documents about the topic "$topic":\n\n$documents\n\n')
 PASSAGES = Template('Passages from the documents about the topic "$topic", most relevant first:\n\n$passages\n\n')
@@ -52,7 +58,8 @@ COT_INSTRUCTION = Template(
 )
 
 _TEMPLATES = (SYSTEM, DOCUMENTS.template, PASSAGES.template, EXAMPLES_HEAD, EXAMPLE.template, QUESTION.template,
-              OPTION_LINE.template, ANSWER_INSTRUCTION, COT_INSTRUCTION.template, str(REASONING_MAX_CHARS), TRIM_RULE)
+              OPTION_LINE.template, ANSWER_INSTRUCTION, COT_INSTRUCTION.template, str(REASONING_MAX_CHARS), TRIM_RULE,
+              DOCUMENT_ITEM.template, PASSAGE_ITEM.template, CUT_MARK)
 PROMPTS_VERSION = hashlib.sha256("\x00".join(_TEMPLATES).encode("utf-8")).hexdigest()[:12]
 
 

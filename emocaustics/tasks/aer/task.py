@@ -190,7 +190,8 @@ class AerTask(Task):
             "by_gold_size": _table(summary["by_gold_size"], "gold_size"),
             "by_topic": _table(summary["by_topic"], "topic_id")})
 
-    def finalize(self, out: Path, samples: list[Sample], predictions: dict[str, Any], options: AerOptions) -> list[Path]:
+    def finalize(self, out: Path, samples: list[Sample], predictions: dict[str, Any],
+                 options: AerOptions) -> list[Path]:
         """submission.jsonl (+ .zip) for every question, and results.json in the published baseline's shape."""
         out.mkdir(parents=True, exist_ok=True)
         answers = {s.id: prediction_letters(predictions.get(s.id)) for s in samples}

@@ -148,7 +148,8 @@ def test_still_unreadable_after_the_retry_is_a_counted_failure_with_raw_output(t
     assert "unreadable answer" in err.value.reason and "rambling answer number" in err.value.reason
     preds = {samples[0].id: Failure(err.value.step, err.value.reason)}
     scored = TASK.score(samples, preds, options, ScoreContext())
-    row = scored.rows.filter((scored.rows["sample_id"] == "q-1") & (scored.rows["metric"] == "score")).row(0, named=True)
+    rows = scored.rows
+    row = rows.filter((rows["sample_id"] == "q-1") & (rows["metric"] == "score")).row(0, named=True)
     assert row["value"] == 0.0 and row["status"] == "failed" and "rambling" in row["reason"]
     assert scored.summary["failed"] == 1 and "q-1" in scored.summary["missing"]
 
