@@ -17,7 +17,8 @@ from emocaustics.tasks.narrative.gtmissing import (Outcome, Tally, classify, com
                                                    unscored)
 from emocaustics.tasks.narrative.schema import ACTION_FIELDS, Action, Story
 
-METRICS = ("field_accuracy", "complete_match_rate", "partial_match_rate") + tuple(f"{f}_accuracy" for f in ACTION_FIELDS)
+METRICS = ("field_accuracy", "complete_match_rate", "partial_match_rate",
+           *(f"{f}_accuracy" for f in ACTION_FIELDS))
 EMPTY = Action()
 
 
@@ -84,5 +85,6 @@ def evaluate_actions(pred: Story, gt: Story, alignment: Alignment | None = None,
         reason="; ".join(r for r in (f"{skipped} GT event(s) without an action layer skipped" if skipped else "",
                                      f"{gt_empty} GT field(s) empty in scored events" if gt_empty else "") if r)
         or None,
-        extra=extra, missing=missing, details={"events": details, "fields": {f: t.to_json() for f, t in tallies.items()}},
+        extra=extra, missing=missing,
+        details={"events": details, "fields": {f: t.to_json() for f, t in tallies.items()}},
         event_ok=ok)

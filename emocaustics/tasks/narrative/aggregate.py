@@ -53,6 +53,16 @@ def aggregate(per_file: dict[str, dict[str, Any]], weights: dict[str, float] | s
     }
 
 
+def compact(result: dict[str, Any]) -> dict[str, Any]:
+    """What `aggregate` needs of one composite result (scores, counts, event totals): small enough to ship between
+    processes or as a Ray Data row; the detailed lists stay behind."""
+    if result.get("error"):
+        return {"overall_score": None, "component_scores": result["component_scores"], "error": result["error"]}
+    return {"overall_score": result["overall_score"], "component_scores": result["component_scores"],
+            "detailed_results": {c: {"counts": r["counts"]} for c, r in result["detailed_results"].items()},
+            "summary": {k: result["summary"].get(k, 0) for k in SUMMARY_TOTALS}}
+
+
 def _fmt(v: Any) -> str:
     return "—" if v is None else f"{v:.4f}" if isinstance(v, float) else str(v)
 
@@ -68,7 +78,8 @@ def markdown_story(name: str, result: dict[str, Any]) -> str:
                      f"{r['skipped_events']} | {r['reason'] or ''} |")
     s = result["summary"]
     lines += ["", f"Events: {s['total_events']} in GT, {s['predicted_events']} predicted, {s['aligned_events']} "
-                  f"aligned, {s['correct_events']} correct, {s['missed_events']} missed, {s['extra_events']} extra.", ""]
+                  f"aligned, {s['correct_events']} correct, {s['missed_events']} missed, "
+                  f"{s['extra_events']} extra.", ""]
     for c, r in result["detailed_results"].items():
         shown = {k: v for k, v in r["metrics"].items() if v is not None}
         if shown:

@@ -174,7 +174,8 @@ def parse_story(obj: Any, file: str, name: str | None = None) -> Story:
     r = _Reader(file)
     root = r.obj(obj, "$") if obj is not None else None
     if not root:
-        raise r.fail("$", f"expected a JSON v3 object, found {_type_name(obj) if not isinstance(obj, dict) else 'an empty object'}")
+        found = _type_name(obj) if not isinstance(obj, dict) else "an empty object"
+        raise r.fail("$", f"expected a JSON v3 object, found {found}")
     if "version" not in root:
         raise r.fail("$.version", "not JSON v3: no version (expected \"3.0\")")
     if not _version_ok(root["version"]):

@@ -120,7 +120,8 @@ class _State:
         lo, hi = min(max(a, first), last), min(max(b, first), last)
         self.clamped += int((lo, hi) != (a, b))
         rels = [r.model_dump() for r in e.relationships]
-        earlier = next((x for x in self.events if x["id"] == e.continues.strip()), None) if e.continues.strip() else None
+        ref = e.continues.strip()
+        earlier = next((x for x in self.events if x["id"] == ref), None) if ref else None
         if earlier is not None:
             earlier["_last"] = max(earlier["_last"], hi)
             earlier["agents"] += [n for n in e.agents if n not in earlier["agents"]]
@@ -177,6 +178,7 @@ async def annotate(llm: Any, text: str, *, title: str | None = None, window_sent
     return {"version": "3.0",
             "metadata": {"title": title, "annotator": getattr(llm, "name", "llm"), "method": "llm",
                          "prompts_version": PROMPTS_VERSION, "taxonomy": tax.source, "windows": len(plan),
-                         "window_sentences": window_sentences, "solver_notes": {"clamped_sentence_numbers": state.clamped},
+                         "window_sentences": window_sentences,
+                         "solver_notes": {"clamped_sentence_numbers": state.clamped},
                          "calls": asker.stats.to_json()},
             "source_info": {"text_content": text}, "characters": state.characters, "narrative_events": events}

@@ -23,9 +23,9 @@ from emocaustics.core.task import (DatasetOptions, Defect, Failure, Loaded, Opti
 from emocaustics.tasks.narrative.aggregate import aggregate
 from emocaustics.tasks.narrative.composite import COMPONENTS, score_pair
 from emocaustics.tasks.narrative.data import gt_dir, locate
-from emocaustics.tasks.narrative.io import PRED_SUFFIX, decode, load_story, write_story
+from emocaustics.tasks.narrative.io import PRED_SUFFIX, decode, write_story
 from emocaustics.tasks.narrative.prompts import PROMPTS_VERSION
-from emocaustics.tasks.narrative.schema import NarrativeFormatError, check_spans
+from emocaustics.tasks.narrative.schema import NarrativeFormatError, check_spans, parse_story
 from emocaustics.tasks.narrative.solver import annotate, windows
 from emocaustics.tasks.narrative.spans import split_sentences
 from emocaustics.tasks.narrative.taxonomy import Taxonomy, default_taxonomy, load_taxonomy
@@ -59,7 +59,8 @@ def _pred_file(folder: Path, name: str) -> Path | None:
 
 class NarrativeTask(Task):
     name: ClassVar[str] = "narrative"
-    description: ClassVar[str] = "JSON-v3 narrative annotation (characters, events, relationships, sentiment, actions, spans)"
+    description: ClassVar[str] = ("JSON-v3 narrative annotation (characters, events, relationships, sentiment, "
+                                  "actions, spans)")
     Options: ClassVar[type[Options]] = NarrativeOptions
     Dataset: ClassVar[type[DatasetOptions]] = NarrativeDataset
     solver_methods: ClassVar[tuple[str, ...]] = ("llm",)
@@ -83,18 +84,23 @@ class NarrativeTask(Task):
         samples: list[Sample] = []
         defects = [Defect("missing", str(gts / f"{n}.json"), "story asked for but no GT file") for n in defects_missing]
         for path in files:
-            story = load_story(path)
+            try:
+                raw = decode(path)
+                story = parse_story(raw, str(path), path.stem)
+            except NarrativeFormatError as exc:
+                story = exc
             pred_file = _pred_file(preds, path.stem) if preds.is_dir() else None
             meta: dict[str, Any] = {"gt_file": str(path), "pred_file": str(pred_file) if pred_file else None,
                                     "pred_dir": str(preds)}
             if isinstance(story, NarrativeFormatError):
-                defects.append(Defect("unreadable", str(path), story.detail + (f" at {story.field}" if story.field else "")))
+                where = f" at {story.field}" if story.field else ""
+                defects.append(Defect("unreadable", str(path), story.detail + where))
                 samples.append(Sample(path.stem, None, None, meta | {"gt_error": str(story)}))
                 continue
-            for issue in check_spans(story, story.text, "gt") + _taxonomy(getattr(options, "taxonomy", None)).check_story(story, "gt"):
+            tax = _taxonomy(getattr(options, "taxonomy", None))
+            for issue in check_spans(story, story.text, "gt") + tax.check_story(story, "gt"):
                 defects.append(Defect(issue.kind, f"{path}: {issue.path}", issue.message))
-            samples.append(Sample(path.stem, {"text": story.text, "title": story.metadata.get("title")},
-                                  decode(path), meta))
+            samples.append(Sample(path.stem, {"text": story.text, "title": story.metadata.get("title")}, raw, meta))
         return Loaded(samples, defects, {"dataset": "narrative", "root": str(root), "gt": str(gts),
                                          "stories": len(samples)})
 
@@ -165,7 +171,8 @@ class NarrativeTask(Task):
                 # which components GT could score: those an empty prediction would be scored on
                 floor = score_pair({"version": "3.0"}, s.target, options.weights, taxonomy=tax, n_t=options.n_t)
                 for m in (*COMPONENTS, "overall"):
-                    has_gt = (floor["component_scores"].get(m) if m != "overall" else floor["overall_score"]) is not None
+                    value = floor["component_scores"].get(m) if m != "overall" else floor["overall_score"]
+                    has_gt = value is not None
                     rows.append({"sample_id": s.id, "metric": m, "value": 0.0 if has_gt else None,
                                  "status": "failed" if has_gt else "unscored", "reason": str(pred)})
                 continue
@@ -177,7 +184,8 @@ class NarrativeTask(Task):
                        "extra": json.dumps(r["extra"], ensure_ascii=False),
                        "missing": json.dumps(r["missing"], ensure_ascii=False)}
                       for c, r in result["detailed_results"].items()]
-            issues += [{"sample_id": s.id, **i} for i in result["summary"]["issues"] + result["summary"]["out_of_taxonomy"]]
+            found = result["summary"]["issues"] + result["summary"]["out_of_taxonomy"]
+            issues += [{"sample_id": s.id, **i} for i in found]
         agg = aggregate(results, options.weights)
         summary: dict[str, Any] = {"overall": agg["overall_score"], "overall_micro": agg["overall_micro"]}
         for c, v in agg["component_scores"].items():

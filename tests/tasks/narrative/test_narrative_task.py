@@ -4,7 +4,6 @@ location, solving through the task with a double."""
 import asyncio
 import json
 import shutil
-from pathlib import Path
 
 import pytest
 from tasks.narrative.test_narrative_solver import Double
