@@ -2,23 +2,27 @@
 
 - `bootstrap`: resampling items, bootstrap means and percentile intervals (many rows at once, seeded).
 - `paired`: paired bootstrap, approximate randomisation, Wilcoxon signed-rank, Holm's correction.
+- `pairsums`: the shared engine that resamples all configurations and all their pairs in one pass.
 - `mannwhitney`: one-sided Mann-Whitney U and its ordered-pairs matrix.
 - `correlation`: Pearson / Spearman / Kendall and the Pearson-above / Spearman-below matrix.
 - `matrix`: significance matrices as frames and heat maps.
-- `tables`: `config_stats(per_item)` -> (ci_table, pairs_table), called under every score table.
+- `tables`: `config_stats(per_item)` -> (ci_table, pairs_table), called under every score table; `per_item` (long
+  score rows -> its input) and `describe_pairs` (one line per pair for a terminal).
 """
 
-from emocaustics.stats.bootstrap import bootstrap_ci, bootstrap_masked_means, bootstrap_means, percentile_interval
+from emocaustics.stats.bootstrap import (bootstrap_ci, bootstrap_masked_means, bootstrap_means, bootstrap_table,
+                                         percentile_interval)
 from emocaustics.stats.correlation import correlate, correlations, split_correlation_matrix
 from emocaustics.stats.mannwhitney import mannwhitney_matrix, mannwhitney_p
 from emocaustics.stats.matrix import matrix_from_pairs, plot_significance, significance_frame
-from emocaustics.stats.paired import approximate_randomisation_p, holm, paired_bootstrap, paired_bootstrap_p, \
-    wilcoxon_p
-from emocaustics.stats.tables import ConfigStats, config_matrix, config_stats
+from emocaustics.stats.paired import (approximate_randomisation_p, holm, paired_bootstrap, paired_bootstrap_p,
+                                      randomisation_table, wilcoxon_p)
+from emocaustics.stats.tables import ConfigStats, config_matrix, config_stats, describe_pairs, per_item
 
 __all__ = [
-    "ConfigStats", "approximate_randomisation_p", "bootstrap_ci", "bootstrap_masked_means", "bootstrap_means", "config_matrix", "config_stats",
-    "correlate", "correlations", "holm", "mannwhitney_matrix", "mannwhitney_p", "matrix_from_pairs",
-    "paired_bootstrap", "paired_bootstrap_p", "percentile_interval", "plot_significance", "significance_frame",
+    "ConfigStats", "approximate_randomisation_p", "bootstrap_ci", "bootstrap_masked_means", "bootstrap_means",
+    "bootstrap_table", "config_matrix", "config_stats", "correlate", "correlations", "describe_pairs", "holm",
+    "mannwhitney_matrix", "mannwhitney_p", "matrix_from_pairs", "paired_bootstrap", "paired_bootstrap_p",
+    "per_item", "percentile_interval", "plot_significance", "randomisation_table", "significance_frame",
     "split_correlation_matrix", "wilcoxon_p",
 ]

@@ -19,6 +19,8 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from emocaustics.stats.pairsums import SPARSE_SHARE, pair_sums, plan_pairs, row_sums, row_weights
+
 DEFAULT_RESAMPLES = 10_000  # enough for Holm over 190 pairs: the smallest p is 1/10,001, x190 still < 0.05
 DEFAULT_SEED = 0
 DEFAULT_LEVEL = 0.95
@@ -85,52 +87,23 @@ def _resampled(num: np.ndarray, den: np.ndarray | None, n_resamples: int,
 
 def bootstrap_table(values: np.ndarray, present: np.ndarray, pairs: list[tuple[int, int]], *,
                     n_resamples: int = DEFAULT_RESAMPLES, seed: int | np.random.Generator | None = DEFAULT_SEED,
-                    sparse_share: float = 0.125) -> tuple[np.ndarray, np.ndarray]:
+                    sparse_share: float = SPARSE_SHARE) -> tuple[np.ndarray, np.ndarray]:
     """Resampled means of every row (config) and resampled mean differences of every pair over its common items,
-    all from one stream of draws: (rows x B, pairs x B). Same as `bootstrap_masked_means` on the rows and on each
-    pair's difference row, but cheaper. A pair of rows that score the same items is the difference of their means.
-    Otherwise, when the items missing from either row are few (at most `sparse_share` of all items), the pair's sums
-    are the rows' sums corrected on those items only: with q = not scored and x = value (0 where not scored),
-    sum c*(x_a - x_b)*(1-q_a)*(1-q_b) = S_a - S_b - sum_{q_b} c*x_a + sum_{q_a} c*x_b and
-    sum c*(1-q_a)*(1-q_b) = N - sum_{q_a} c - sum_{q_b} c + sum_{q_a and q_b} c. Other pairs get a product of
-    their own."""
-    val = np.atleast_2d(np.asarray(values, dtype=np.float64))
-    pres = np.atleast_2d(np.asarray(present, dtype=bool))
-    k, n = val.shape
-    x = np.where(pres, val, 0.0)
-    missing = [np.flatnonzero(~pres[r]) for r in range(k)]
-    same, sparse, dense = [], [], []
-    for p, (a, b) in enumerate(pairs):
-        if np.array_equal(pres[a], pres[b]):
-            same.append(p)
-        elif len(missing[a]) + len(missing[b]) <= sparse_share * n:
-            sparse.append(p)
-        else:
-            dense.append(p)
-    both = {p: np.intersect1d(missing[pairs[p][0]], missing[pairs[p][1]]) for p in sparse}
-    common = np.array([pres[pairs[p][0]] & pres[pairs[p][1]] for p in dense], dtype=np.float64).reshape(-1, n)
-    diffs = np.array([np.where(common[q] > 0, val[pairs[p][0]] - val[pairs[p][1]], 0.0)
-                      for q, p in enumerate(dense)]).reshape(-1, n)
+    all from one stream of draws: (rows x B, pairs x B). Equal to `bootstrap_masked_means` on the rows and on each
+    pair's difference row, at the cost of one product for all rows plus per-pair corrections (`pairsums`)."""
+    plan = plan_pairs(values, present, pairs, sparse_share)
+    k, n = plan.x.shape
     rows_out = np.empty((k, n_resamples))
-    pairs_out = np.empty((len(pairs), n_resamples))
+    pairs_out = np.empty((len(plan.pairs), n_resamples))
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     at = 0
-    with np.errstate(invalid="ignore", divide="ignore"):
+    with np.errstate(invalid="ignore", divide="ignore"):  # a resample without any of a row's items: NaN there
         for counts in resample_counts(n, n_resamples, rng):
             b = counts.shape[0]
-            sums = counts @ x.T  # (b, k)
-            drawn = n - np.stack([counts[:, m].sum(axis=1) for m in missing], axis=1)  # items drawn that count
-            rows_out[:, at:at + b] = (sums / drawn).T
-            for p in same:
-                pairs_out[p, at:at + b] = rows_out[pairs[p][0], at:at + b] - rows_out[pairs[p][1], at:at + b]
-            for p in sparse:
-                i, j = pairs[p]
-                ci, cj = counts[:, missing[i]], counts[:, missing[j]]
-                num = sums[:, i] - sums[:, j] - cj @ x[i, missing[j]] + ci @ x[j, missing[i]]
-                den = n - ci.sum(axis=1) - cj.sum(axis=1) + counts[:, both[p]].sum(axis=1)
-                pairs_out[p, at:at + b] = num / den
-            if dense:
-                pairs_out[dense, at:at + b] = (diffs @ counts.T) / (common @ counts.T)
+            sums = row_sums(plan, counts)
+            rows_out[:, at:at + b] = (sums / row_weights(plan, counts)).T
+            num, den = pair_sums(plan, counts, sums, weights=True)
+            pairs_out[:, at:at + b] = (num / den).T  # type: ignore[operator]
             at += b
     return rows_out, pairs_out
 

@@ -3,8 +3,10 @@
 - `paired_bootstrap_p`: two-sided bootstrap test of a mean difference. The bootstrap distribution of the mean
   difference is shifted to the null (centred on 0): p = (1 + #{|d* - d| >= |d|}) / (B + 1) (Efron & Tibshirani,
   ch. 16). Identical configurations (d = 0) get p = 1.
-- `approximate_randomisation_p`: the sign-flip permutation test of the mean difference (under the null each item's
-  two scores are exchangeable), p = (1 + #{|mean(s*d)| >= |mean(d)|}) / (R + 1).
+- `randomisation_table` / `approximate_randomisation_p`: the sign-flip permutation test of the mean difference (under
+  the null each item's two scores are exchangeable), p = (1 + #{|mean(s*d)| >= |mean(d)|}) / (R + 1), all pairs of
+  a job from one stream of flips. Unlike the bootstrap test it cannot call a difference on one or two items
+  significant (with n items no p falls below about 2 / 2^n), so it is the default test under Holm.
 - `wilcoxon_p`: Wilcoxon signed-rank through `scipy.stats.wilcoxon` (its defaults: zero differences dropped,
   exact for small samples); all-zero differences give p = 1 (no evidence of a difference), not an error.
 - `holm`: Holm-Bonferroni step-down adjusted p-values; NaN stays NaN and is not counted in the family.
@@ -17,7 +19,8 @@ import warnings
 import numpy as np
 from scipy import stats as sps
 
-from emocaustics.stats.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED, bootstrap_means
+from emocaustics.stats.bootstrap import CHUNK_CELLS, DEFAULT_RESAMPLES, DEFAULT_SEED, bootstrap_means
+from emocaustics.stats.pairsums import SPARSE_SHARE, pair_sums, plan_pairs, row_sums
 
 
 def paired_bootstrap_p(diff_boot: np.ndarray, observed: np.ndarray) -> np.ndarray:
@@ -45,26 +48,54 @@ def paired_bootstrap(a: np.ndarray, b: np.ndarray, *, n_resamples: int = DEFAULT
             "p": float(paired_bootstrap_p(boot[None, :], np.array([obs]))[0])}
 
 
+def randomisation_table(values: np.ndarray, present: np.ndarray, pairs: list[tuple[int, int]], *,
+                        n_permutations: int = DEFAULT_RESAMPLES,
+                        seed: int | np.random.Generator | None = DEFAULT_SEED,
+                        sparse_share: float = SPARSE_SHARE) -> np.ndarray:
+    """Approximate randomisation p-value of every pair (rows a, b of `values`, items both scored): under the null the
+    two scores of an item are exchangeable, so each permutation flips the sign of each item's difference at random;
+    p = (1 + #{|mean(s * d)| >= |mean(d)|}) / (R + 1). One stream of sign flips serves all pairs. A pair with one
+    common item gets p = 1, a pair with none NaN."""
+    plan = plan_pairs(values, present, pairs, sparse_share)
+    k, n = plan.x.shape
+    pres = np.atleast_2d(np.asarray(present, dtype=bool))
+    val = np.atleast_2d(np.asarray(values, dtype=np.float64))
+    m = len(plan.pairs)
+    n_common = np.zeros(m)
+    obs = np.full(m, np.nan)
+    tol = np.zeros(m)
+    for p, (a, b) in enumerate(plan.pairs):
+        both = pres[a] & pres[b]
+        n_common[p] = both.sum()
+        if n_common[p]:
+            d = val[a, both] - val[b, both]
+            obs[p] = abs(d.mean())
+            tol[p] = 1e-9 * max(float(np.abs(d).mean()), 1e-300)  # rounding of the corrected sums, not a real gap
+    hits = np.zeros(m)
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    per_chunk = max(1, CHUNK_CELLS // max(n, 1))
+    done = 0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        while done < n_permutations and n:
+            r = min(per_chunk, n_permutations - done)
+            signs = rng.integers(0, 2, size=(r, n), dtype=np.int8).astype(np.float64) * 2.0 - 1.0
+            num, _ = pair_sums(plan, signs, row_sums(plan, signs), weights=False)
+            hits += (np.abs(num) / n_common >= obs - tol).sum(axis=0)
+            done += r
+    p = (1.0 + hits) / (n_permutations + 1.0)
+    return np.where(n_common > 0, p, np.nan)
+
+
 def approximate_randomisation_p(diffs: np.ndarray, *, n_permutations: int = DEFAULT_RESAMPLES,
                                 seed: int | np.random.Generator | None = DEFAULT_SEED) -> np.ndarray:
-    """Sign-flip test of mean difference for each row of `diffs` (pairs x items, no NaN), the same flips for every
-    row. A 1-D input is one pair (returns a 0-d array)."""
+    """`randomisation_table` for rows of paired differences (pairs x items, no NaN): each row against zero. A 1-D
+    input is one pair (returns a 0-d array)."""
     d = np.asarray(diffs, dtype=np.float64)
     one = d.ndim == 1
     d = np.atleast_2d(d)
-    n = d.shape[1]
-    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
-    obs = np.abs(d.mean(axis=1))
-    tol = 1e-12 * np.maximum(1.0, obs)
-    hits = np.zeros(d.shape[0])
-    per_chunk = max(1, 4_000_000 // max(n, 1))
-    done = 0
-    while done < n_permutations:
-        r = min(per_chunk, n_permutations - done)
-        signs = rng.integers(0, 2, size=(r, n)).astype(np.float64) * 2.0 - 1.0
-        hits += (np.abs(d @ signs.T / n) >= (obs - tol)[:, None]).sum(axis=1)
-        done += r
-    p = (1.0 + hits) / (n_permutations + 1.0)
+    rows = np.vstack([d, np.zeros((1, d.shape[1]))])
+    p = randomisation_table(rows, np.ones_like(rows, dtype=bool), [(i, d.shape[0]) for i in range(d.shape[0])],
+                            n_permutations=n_permutations, seed=seed)
     return p[0] if one else p
 
 

@@ -8,9 +8,12 @@ config: counted in `n_missing`, never silently dropped). Output:
   `bootstrap.bootstrap_table` for configs that score only some items).
 - pairs_table: one row per unordered pair (configs in input order, a before b): config_a, config_b, n_common,
   n_only_a, n_only_b (items scored in one config only: excluded from the pair), diff = mean(a - b) over the common
-  items, its bootstrap interval diff_low/diff_high, p_bootstrap (paired bootstrap, two-sided), p_wilcoxon (Wilcoxon
-  signed-rank), p_holm (Holm over all pairs of the call, applied to the test named by `test`), p_holm_other (Holm on
-  the other test) and significant = p_holm < alpha.
+  items, its bootstrap interval diff_low/diff_high, p_bootstrap (paired bootstrap, two-sided), p_randomisation
+  (approximate randomisation, two-sided), p_wilcoxon (Wilcoxon signed-rank), p_holm (Holm over all pairs of the call,
+  applied to the test named by `test`, default randomisation) and significant = p_holm < alpha.
+
+Why randomisation by default: the shifted bootstrap test calls a difference measured on one or two items (or a
+constant one) "significant" because its resamples cannot vary; the sign-flip test cannot (p >= ~2 / 2^n).
 
 Means are unweighted (every item counts once); callers with weighted rows aggregate to one value per item first.
 """
@@ -24,14 +27,17 @@ import polars as pl
 
 from emocaustics.stats.bootstrap import DEFAULT_LEVEL, DEFAULT_RESAMPLES, DEFAULT_SEED, bootstrap_means, \
     bootstrap_table, percentile_interval
-from emocaustics.stats.paired import holm, paired_bootstrap_p, wilcoxon_p
+from emocaustics.stats.paired import holm, paired_bootstrap_p, randomisation_table, wilcoxon_p
 
 CI_SCHEMA = {"config": pl.Utf8, "n": pl.Int64, "n_missing": pl.Int64, "mean": pl.Float64, "ci_low": pl.Float64,
              "ci_high": pl.Float64}
 PAIRS_SCHEMA = {"config_a": pl.Utf8, "config_b": pl.Utf8, "n_common": pl.Int64, "n_only_a": pl.Int64,
                 "n_only_b": pl.Int64, "diff": pl.Float64, "diff_low": pl.Float64, "diff_high": pl.Float64,
-                "p_bootstrap": pl.Float64, "p_wilcoxon": pl.Float64, "p_holm": pl.Float64,
-                "p_holm_other": pl.Float64, "significant": pl.Boolean}
+                "p_bootstrap": pl.Float64, "p_randomisation": pl.Float64, "p_wilcoxon": pl.Float64,
+                "p_holm": pl.Float64, "significant": pl.Boolean}
+
+
+TESTS = ("randomisation", "bootstrap", "wilcoxon")
 
 
 class ConfigStats(NamedTuple):
@@ -70,11 +76,12 @@ def config_matrix(per_item: pl.DataFrame) -> tuple[list[str], list[str], np.ndar
 
 
 def config_stats(per_item: pl.DataFrame, *, n_resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
-                 level: float = DEFAULT_LEVEL, alpha: float = 0.05, test: str = "bootstrap") -> ConfigStats:
+                 level: float = DEFAULT_LEVEL, alpha: float = 0.05, test: str = "randomisation") -> ConfigStats:
     """Confidence intervals per config and paired tests between every two configs (see the module docstring).
-    `test` ("bootstrap" | "wilcoxon") is the test that Holm's correction and `significant` use."""
-    if test not in ("bootstrap", "wilcoxon"):
-        raise ValueError(f"test must be 'bootstrap' or 'wilcoxon', got {test!r}")
+    `test` (randomisation | bootstrap | wilcoxon) is the test that Holm's correction and `significant` use.
+    Resampling is seeded: the same input and seed give the same tables."""
+    if test not in TESTS:
+        raise ValueError(f"test must be one of {TESTS}, got {test!r}")
     configs, _, values, n_missing = config_matrix(per_item)
     present = ~np.isnan(values)
     k = len(configs)
@@ -121,15 +128,45 @@ def config_stats(per_item: pl.DataFrame, *, n_resamples: int = DEFAULT_RESAMPLES
     else:
         p_boot, lo, hi = np.zeros(0), np.zeros(0), np.zeros(0)
 
-    primary, other = (p_boot, p_wil) if test == "bootstrap" else (p_wil, p_boot)
-    p_holm, p_holm_other = holm(primary), holm(other)
+    # the flips get their own stream, derived from the seed (independent of the bootstrap draws)
+    flips = np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0])
+    p_rand = randomisation_table(values, present, pairs, n_permutations=n_resamples, seed=flips) if m else np.zeros(0)
+    p_holm = holm({"randomisation": p_rand, "bootstrap": p_boot, "wilcoxon": p_wil}[test])
     ci = pl.DataFrame({"config": configs, "n": n.astype(np.int64), "n_missing": n_missing,
                        "mean": mean, "ci_low": low, "ci_high": high}, schema=CI_SCHEMA)
     table = pl.DataFrame({
         "config_a": [configs[i] for i, _ in pairs], "config_b": [configs[j] for _, j in pairs],
         "n_common": n_common, "n_only_a": only_a, "n_only_b": only_b, "diff": diff, "diff_low": lo,
-        "diff_high": hi, "p_bootstrap": p_boot, "p_wilcoxon": p_wil, "p_holm": p_holm,
-        "p_holm_other": p_holm_other, "significant": np.nan_to_num(p_holm, nan=1.0) < alpha}, schema=PAIRS_SCHEMA)
+        "diff_high": hi, "p_bootstrap": p_boot, "p_randomisation": p_rand, "p_wilcoxon": p_wil, "p_holm": p_holm,
+        "significant": np.nan_to_num(p_holm, nan=1.0) < alpha}, schema=PAIRS_SCHEMA)
     return ConfigStats(ci, table)
 
 
+
+
+def per_item(rows: pl.DataFrame, metric: str, *, config: str = "run", item: str = "sample_id") -> pl.DataFrame:
+    """The `config_stats` input from long score rows (`run, sample_id, metric, value, status`): one metric's rows as
+    config, item, value. Unscored rows keep their null value (counted as missing); failed rows keep their 0."""
+    missing = [c for c in (config, item, "metric", "value") if c not in rows.columns]
+    if missing:
+        raise ValueError(f"per_item: rows lack column(s) {missing}")
+    return (rows.filter(pl.col("metric") == metric)
+            .select(pl.col(config).cast(pl.Utf8).alias("config"), pl.col(item).cast(pl.Utf8).alias("item"),
+                    pl.col("value").cast(pl.Float64)))
+
+
+def describe_pairs(pairs: pl.DataFrame, *, alpha: float = 0.05, digits: int = 4) -> list[str]:
+    """One line per pair for a terminal: the difference, its interval, the Holm-adjusted p and the verdict."""
+    lines = []
+    for r in pairs.iter_rows(named=True):
+        if r["n_common"] == 0 or r["diff"] is None or np.isnan(r["diff"]):
+            lines.append(f"{r['config_a']} vs {r['config_b']}: no common items")
+            continue
+        verdict = "significant" if r["significant"] else "not significant"
+        excluded = r["n_only_a"] + r["n_only_b"]
+        lines.append(f"{r['config_a']} - {r['config_b']}: {r['diff']:+.{digits}f} "
+                     f"[{r['diff_low']:+.{digits}f}, {r['diff_high']:+.{digits}f}] on {r['n_common']} items"
+                     + (f" ({excluded} scored in one only, excluded)" if excluded else "")
+                     + f"; p_holm {r['p_holm']:.3g} (randomisation {r['p_randomisation']:.3g}, bootstrap "
+                     f"{r['p_bootstrap']:.3g}, Wilcoxon {r['p_wilcoxon']:.3g}): {verdict} at {alpha}")
+    return lines

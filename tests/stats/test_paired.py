@@ -60,3 +60,21 @@ def test_bootstrap_p_formula():
 def test_shapes_must_match():
     with pytest.raises(ValueError, match="same items"):
         P.paired_bootstrap(np.zeros(3), np.zeros(4))
+
+
+def test_randomisation_table_paths_agree():
+    # the same flips through the corrected sums (sparse), a product per pair (dense) and, for each pair, a direct
+    # count on its own differences with those flips
+    rng = np.random.default_rng(9)
+    values = rng.normal(size=(3, 80)) + np.array([[0.0], [0.3], [0.05]])
+    present = rng.random((3, 80)) > 0.04
+    pairs = [(0, 1), (0, 2), (1, 2)]
+    sparse = P.randomisation_table(values, present, pairs, n_permutations=400, seed=3)
+    dense = P.randomisation_table(values, present, pairs, n_permutations=400, seed=3, sparse_share=0.0)
+    np.testing.assert_array_equal(sparse, dense)
+    signs = np.random.default_rng(3).integers(0, 2, size=(400, 80), dtype=np.int8).astype(float) * 2 - 1
+    for p, (a, b) in enumerate(pairs):
+        both = present[a] & present[b]
+        d = values[a, both] - values[b, both]
+        stats = np.abs(signs[:, both] @ d / both.sum())
+        assert sparse[p] == pytest.approx((1 + (stats >= abs(d.mean()) - 1e-9).sum()) / 401)

@@ -27,11 +27,13 @@ def test_ci_and_pairs_tables():
     assert list(got) == [("a", "b"), ("a", "c"), ("b", "c")]
     ab, ac = got[("a", "b")], got[("a", "c")]
     assert ab["diff"] == pytest.approx(-0.3, abs=0.03) and ab["significant"] and ab["p_wilcoxon"] < 1e-6
+    assert ab["p_randomisation"] == pytest.approx(1 / 3001)  # no flip reaches the observed difference
     assert ab["diff_high"] < 0
     # a and c are the same scores: no difference, p = 1, never significant
     assert ac["diff"] == 0 and ac["p_bootstrap"] == 1.0 and ac["p_wilcoxon"] == 1.0 and not ac["significant"]
+    assert ac["p_randomisation"] == 1.0
     # Holm over 3 pairs: the smallest p is multiplied by 3
-    smallest = min(r["p_bootstrap"] for r in got.values())
+    smallest = min(r["p_randomisation"] for r in got.values())
     assert min(r["p_holm"] for r in got.values()) == pytest.approx(min(1.0, 3 * smallest))
 
 
@@ -68,13 +70,22 @@ def test_bad_input_is_refused():
         config_stats(frame({"a": [1.0]}), test="t")
 
 
-def test_wilcoxon_can_drive_holm():
+def test_the_test_under_holm_is_chosen():
     rng = np.random.default_rng(5)
     base = rng.normal(size=100)
-    df = frame({"a": list(base), "b": list(base + 0.5)})
-    _, pairs = config_stats(df, n_resamples=500, test="wilcoxon")
-    row = pairs.row(0, named=True)
-    assert row["p_holm"] == row["p_wilcoxon"] and row["p_holm_other"] == row["p_bootstrap"]
+    df = frame({"a": list(base), "b": list(base + 0.5 + rng.normal(scale=0.3, size=100))})
+    for test in ("randomisation", "bootstrap", "wilcoxon"):
+        row = config_stats(df, n_resamples=500, test=test).pairs.row(0, named=True)
+        assert row["p_holm"] == row[f"p_{test}"]  # one pair: Holm leaves p unchanged
+
+
+def test_one_common_item_is_never_significant():
+    # a difference seen on a single item: the bootstrap resamples cannot vary (p_bootstrap tiny), the sign-flip
+    # test knows one item says nothing (every flip gives the same |mean|: p = 1), and it drives `significant`
+    df = frame({"a": [1.0, 5.0], "b": [None, 3.0]})
+    row = config_stats(df, n_resamples=500).pairs.row(0, named=True)
+    assert row["n_common"] == 1 and row["p_bootstrap"] < 0.01
+    assert row["p_randomisation"] == 1.0 and not row["significant"]
 
 
 def test_a_config_without_scores():
@@ -83,7 +94,8 @@ def test_a_config_without_scores():
     b = ci.row(1, named=True)
     assert b["n"] == 0 and b["n_missing"] == 2 and b["mean"] is None or np.isnan(b["mean"])
     row = pairs.row(0, named=True)
-    assert row["n_common"] == 0 and np.isnan(row["p_bootstrap"]) and not row["significant"]
+    assert row["n_common"] == 0 and np.isnan(row["p_bootstrap"]) and np.isnan(row["p_randomisation"])
+    assert not row["significant"]
 
 
 def test_configs_scoring_different_items_share_one_pass_and_stay_paired():
@@ -98,12 +110,29 @@ def test_configs_scoring_different_items_share_one_pass_and_stay_paired():
     # a and c agree on every common item: diff 0, interval [0, 0] (to rounding), p = 1
     assert ac["n_common"] == 1800 and ac["n_only_a"] == 200 and ac["diff"] == 0.0
     assert ac["diff_low"] == pytest.approx(0, abs=1e-12) and ac["diff_high"] == pytest.approx(0, abs=1e-12)
-    assert ac["p_bootstrap"] == 1.0
+    assert ac["p_bootstrap"] == 1.0 and ac["p_randomisation"] == 1.0
     # b is 0.2 above c on every common item: the pair sees the constant shift, not the items' spread
     assert bc["diff"] == pytest.approx(0.2) and bc["diff_low"] == pytest.approx(0.2)
     assert bc["diff_high"] == pytest.approx(0.2) and bc["significant"]
+    assert bc["p_randomisation"] == pytest.approx(1 / 2001)
     c_row = ci.row(2, named=True)
     assert c_row["n"] == 1800 and c_row["n_missing"] == 200 and c_row["ci_low"] < c_row["mean"] < c_row["ci_high"]
     # its interval is about as wide as a plain bootstrap of its own 1800 items would be (2 * 1.96 * sd / sqrt(n))
     width = c_row["ci_high"] - c_row["ci_low"]
     assert width == pytest.approx(2 * 1.96 * np.std(base) / np.sqrt(1800), rel=0.15)
+
+
+def test_per_item_from_long_rows_and_describe():
+    from emocaustics.stats import describe_pairs, per_item
+
+    rows = pl.DataFrame({"run": ["a", "a", "b", "b", "a"], "sample_id": ["1", "2", "1", "2", "1"],
+                         "metric": ["f1", "f1", "f1", "f1", "other"], "value": [1.0, 0.0, None, 0.5, 9.0],
+                         "status": ["ok", "failed", "unscored", "ok", "ok"]})
+    df = per_item(rows, "f1")
+    assert df.columns == ["config", "item", "value"] and df.height == 4
+    ci, pairs = config_stats(df, n_resamples=200)
+    assert ci.row(1, named=True)["n_missing"] == 1  # b's unscored item 1
+    lines = describe_pairs(pairs)
+    # common item 2 only: a 0.0 - b 0.5 = -0.5; item 1 scored by a only
+    assert lines == [lines[0]] and lines[0].startswith("a - b: -0.5000") and "1 scored in one only" in lines[0]
+    assert "not significant" in lines[0]  # one common item: the randomisation p is 1

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import zipfile
-from pathlib import Path
 
 import polars as pl
 import pytest
