@@ -112,7 +112,7 @@ def render(run_dir: Path, scores: pl.DataFrame, wall: dict[str, float] | None = 
             of_task = pairs.filter(pl.col("task") == task)
             labels = list(dict.fromkeys(of_task["config_a"].to_list() + of_task["config_b"].to_list()))
             chart = plot_significance(matrix_from_pairs(of_task, labels), labels, None,
-                                      title=f"{task}: paired bootstrap p (Holm), p > 0.1 masked")
+                                      title=f"{task}: paired randomisation p (Holm), p > 0.1 masked")
             parts.append(f"<h2>Significance: {html.escape(task)}</h2><div class='chart'>{chart}</div>")
     fails = failures(scores)
     parts.append(f"<h2>Failures ({fails.height})</h2>")

@@ -82,8 +82,8 @@ def summarise(scores: pl.DataFrame, wall: dict[str, float] | None = None) -> pl.
 
 def config_statistics(scores: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Under every score table: a 95 % bootstrap interval of each config's score (over its samples, seeded) and a
-    paired test between every two configs of the same task (paired bootstrap and Wilcoxon, Holm across the pairs of
-    the job). Returns (ci: run, ci_low, ci_high; pairs: task, config_a, config_b, ..., p_holm, significant)."""
+    paired test between every two configs of the same task (approximate randomisation, paired bootstrap and Wilcoxon;
+    Holm across the pairs of the job). Returns (ci: run, ci_low, ci_high; pairs: task, config_a, config_b, ..., p_holm, significant)."""
     from emocaustics.stats import config_stats
 
     cis, pairs = [], []
@@ -98,7 +98,9 @@ def config_statistics(scores: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]
     if pair_table.height:  # Holm across all pairs of the job, not per task
         from emocaustics.stats import holm
 
-        p = pair_table["p_bootstrap"].fill_null(1.0).to_numpy()
+        # the same test `config_stats` corrects by default (approximate randomisation: honest with few items)
+        column = "p_randomisation" if "p_randomisation" in pair_table.columns else "p_bootstrap"
+        p = pair_table[column].fill_null(1.0).to_numpy()
         pair_table = pair_table.with_columns(pl.Series("p_holm", holm(p)),
                                              (pl.Series("p_holm", holm(p)) < 0.05).alias("significant"))
         pair_table = pair_table.select("task", pl.all().exclude("task"))
@@ -143,7 +145,7 @@ def write_tables(run_dir: Path, scores: pl.DataFrame, wall: dict[str, float] | N
              "samples (seeded); micro_score: weighted by the samples' weights; c_*: the task's secondary metrics.\n")
     if pairs.height:
         sig = pairs.filter(pl.col("significant"))
-        text += (f"\nPaired tests between configs of the same task (paired bootstrap, Holm over {pairs.height} "
+        text += (f"\nPaired tests between configs of the same task (approximate randomisation, Holm over {pairs.height} "
                  f"pairs; significance.csv): {sig.height} significant at 0.05.\n")
     (run_dir / "summary.md").write_text(text, encoding="utf-8")
     return summary
