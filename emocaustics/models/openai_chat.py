@@ -7,7 +7,8 @@
   `timeout` seconds.
 - JSON: `response_format` json_schema when the endpoint takes it (`json_mode=auto` finds out on the first 400 that
   names it and then stays plain), else a plain request whose text goes through json-repair. An answer that does not
-  parse is asked again up to `json_retries` times.
+  parse, or that was cut at max_tokens (`finish_reason: "length"`; never json-repaired), is asked again up to
+  `json_retries` times, then reported as a failure.
 - Every final failure is a Completion with `error` naming the reason (HTTP status, timeout, connection, invalid
   JSON); `generate` never raises for one request.
 """
@@ -129,8 +130,11 @@ class OpenAIChatLLM:
         text = (choice.message.content or "") if choice is not None else ""
         usage = resp.usage
         parsed, repaired, error = parse_answer(text, request.schema)
-        if error and choice is not None and choice.finish_reason == "length":
-            error = f"answer cut at max_tokens={request.sampling.max_tokens}; {error}"
+        if choice is not None and choice.finish_reason == "length" and (error or repaired):
+            # Cut at max_tokens: json-repair would close the brackets of a half answer and call it valid. A cut
+            # answer is never counted: it is asked again (json_retries) and else reported as this failure.
+            error = f"answer cut at max_tokens={request.sampling.max_tokens}; {error or 'incomplete JSON'}"
+            parsed, repaired = None, False
         return Completion(
             text=text,
             parsed=parsed,

@@ -2,9 +2,10 @@
 
 It is NOT a model: answers are made up from the request (a JSON instance of the requested schema whose strings echo
 the last user message). It exists to put real network behaviour in front of our client, at configurable rates or in a
-scripted order: 429 with Retry-After, 500, hangs past the client's timeout, dropped connections, truncated JSON and
-invalid JSON content, and an endpoint that rejects `response_format` json_schema. It records what it saw (per-request
-behaviour, peak concurrency, Authorization headers) so tests can check retries, the concurrency limit and that the
+scripted order: 429 with Retry-After, 500, hangs past the client's timeout, dropped connections, truncated JSON (sent
+with finish_reason "length", as an answer cut at max_tokens) and invalid JSON content, and an endpoint that rejects
+`response_format` json_schema. It records what it saw (per-request behaviour, peak concurrency, Authorization headers)
+so tests can check retries, the concurrency limit and that the
 key was sent to the server (and nowhere else).
 
     with FakeOpenAIServer(Faults(rate_429=0.2, seed=1)) as server:
@@ -216,8 +217,10 @@ class _Handler(BaseHTTPRequestHandler):
             if fake._stop.is_set():
                 return
         text = fake.answer_text(body)
+        finish = "stop"
         if behaviour == "truncated":
             text = text[: max(1, len(text) * 3 // 4)]  # cut like a max_tokens stop, inside a string
+            finish = "length"  # as a real endpoint reports an answer cut at max_tokens
         elif behaviour == "invalid":
             text = "抱歉，我无法给出 JSON。" + text[:3]
         self._send(
@@ -227,7 +230,7 @@ class _Handler(BaseHTTPRequestHandler):
                 "object": "chat.completion",
                 "created": int(time.time()),
                 "model": body.get("model", "fake"),
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}],
                 "usage": {
                     "prompt_tokens": sum(len(m.get("content", "")) for m in body.get("messages", [])),
                     "completion_tokens": len(text),

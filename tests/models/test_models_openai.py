@@ -74,16 +74,27 @@ def test_scripted_faults_exhaust_retries_with_named_reasons() -> None:
 
 
 def test_invalid_json_is_asked_again_then_reported() -> None:
-    with FakeOpenAIServer(script=["invalid", "ok", "invalid", "invalid", "truncated"]) as server:
+    with FakeOpenAIServer(script=["invalid", "ok", "invalid", "invalid"]) as server:
         llm = OpenAIChatLLM("fake", server.base_url, timeout=2, max_retries=0, json_retries=1, concurrency=1)
         first = ask(llm, requests(1))[0]
         second = ask(llm, requests(1))[0]
-        third = ask(llm, requests(1))[0]
     assert first.ok and first.parsed == {"answer": "第0句话"}
     assert second.error and second.error.startswith("invalid JSON") and second.parsed is None
-    # Truncated JSON is completed by json-repair and flagged as repaired.
-    assert third.ok and third.repaired and isinstance(third.parsed, dict)
-    assert server.seen == ["invalid", "ok", "invalid", "invalid", "truncated"]
+    assert server.seen == ["invalid", "ok", "invalid", "invalid"]
+
+
+def test_answer_cut_at_max_tokens_is_asked_again_then_reported_never_repaired() -> None:
+    """The fake cuts the JSON inside a string and says finish_reason "length"; json-repair could close it into a
+    valid-looking object, which must not count: the client asks again, and reports the cut when it persists."""
+    with FakeOpenAIServer(script=["truncated", "ok", "truncated", "truncated"]) as server:
+        llm = OpenAIChatLLM("fake", server.base_url, timeout=2, max_retries=0, json_retries=1, concurrency=1)
+        retried = ask(llm, requests(1))[0]
+        cut = ask(llm, requests(1))[0]
+    assert retried.ok and not retried.repaired and retried.parsed == {"answer": "第0句话"}
+    assert not cut.ok and cut.parsed is None and not cut.repaired
+    assert cut.error.startswith("answer cut at max_tokens="), cut.error
+    assert server.seen == ["truncated", "ok", "truncated", "truncated"]
+    assert llm.repaired == 0
 
 
 def test_endpoint_without_json_schema_falls_back_to_plain_and_repair() -> None:
