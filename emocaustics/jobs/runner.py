@@ -206,11 +206,14 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, ray_a
     ctx = ScoreContext(embedder=embedder, embedder_spec=job.scoring.embedder, judge=judge,
                        scoring=job.scoring.task_options, use_ray=True)
     cache_dir = Path(job.cache_dir) if job.cache_dir else Path(job.output) / ".cache"
-    frames, long_rows, items, wall, defects, records = [], [], [], {}, {}, []
+    frames, long_rows, items, wall, defects, records = [], [], [], {}, [], []
+    seen_tasks: set[str] = set()
     for cfg in configs:
         t0 = time.perf_counter()
         loaded = cfg.task.load(cfg.dataset, cfg.options)
-        defects.setdefault(cfg.task.name, [d.to_json() for d in loaded.defects])
+        if cfg.task.name not in seen_tasks:  # one list for the job; each defect says which task's loader found it
+            seen_tasks.add(cfg.task.name)
+            defects.extend({"task": cfg.task.name, **d.to_json()} for d in loaded.defects)
         samples = loaded.samples
         cfg.pred_dir.mkdir(parents=True, exist_ok=True)
         if cfg.task.needs_model(cfg.options):
@@ -235,9 +238,7 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, ray_a
     pl.concat(long_rows, how="vertical_relaxed").write_parquet(run_dir / "rows.parquet")
     if items:
         pl.concat(items, how="diagonal_relaxed").write_parquet(run_dir / "items.parquet")
-    (run_dir / "data_defects.json").write_text(json.dumps(defects if len(defects) > 1 else
-                                                          next(iter(defects.values()), []),
-                                                          ensure_ascii=False, indent=1), encoding="utf-8")
+    (run_dir / "data_defects.json").write_text(json.dumps(defects, ensure_ascii=False, indent=1), encoding="utf-8")
     (run_dir / "configs.json").write_text(json.dumps(records, ensure_ascii=False, indent=1, default=str),
                                           encoding="utf-8")
     (run_dir / "wall.json").write_text(json.dumps(wall, indent=1), encoding="utf-8")

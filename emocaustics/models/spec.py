@@ -2,7 +2,7 @@
 
     smoke[?OPTION=VALUE&...]                     the tiny random model, served by the real vLLM engine
     vllm:PATH_OR_NAME[?replicas=2&tp=1&max_model_len=4096&OPTION=VALUE...]
-    openai:MODEL@BASE_URL[?concurrency=16&timeout=60&max_retries=4&json_mode=auto]
+    openai:MODEL@BASE_URL[?concurrency=16&timeout=60&max_retries=4&json_mode=auto&max_connection_failures=5]
 
 For `smoke`/`vllm:` the pool keys are `replicas`, `tp` (tensor_parallel_size), `gpus` (per replica; default: tp when
 the cluster has GPUs, else 0), `cpus` (Ray CPUs reserved per replica, default 0), `placement` (`spread`: replicas on
@@ -29,7 +29,7 @@ ALLOWED = (
 )
 REMOTE_KINDS = ("openai", "anthropic")  # clients of endpoints: no model pool, no Ray
 POOL_KEYS = ("replicas", "tp", "gpus", "cpus", "placement")
-CLIENT_KEYS = ("concurrency", "timeout", "max_retries", "json_mode", "json_retries")
+CLIENT_KEYS = ("concurrency", "timeout", "max_retries", "json_mode", "json_retries", "max_connection_failures")
 
 
 class LLMSpec(BaseModel):
@@ -52,6 +52,7 @@ class LLMSpec(BaseModel):
         """A stable string for this spec (registry key, reports). Equal specs give equal strings."""
         if self.kind == "openai":
             head = f"openai:{self.model}@{self.base_url}"
+            query = dict(sorted(self.client.items()))
         elif self.kind == "anthropic":
             head = f"anthropic:{self.model}" + (f"@{self.base_url}" if self.base_url else "")
             query = dict(sorted(self.client.items()))
@@ -165,6 +166,13 @@ def pool_arguments(spec: LLMSpec) -> dict[str, Any]:
     }
 
 
+def endpoint_name(spec: LLMSpec) -> str:
+    """How messages name a remote endpoint: kind, model and URL (never a key: keys come from the environment)."""
+    if spec.kind == "anthropic":
+        return f"anthropic:{spec.model}@{spec.base_url or 'https://api.anthropic.com'}"
+    return f"{spec.kind}:{spec.model}@{spec.base_url}"
+
+
 def make_llm(spec: str | LLMSpec, *, cache_dir: Path | str | None = None, **opts: Any) -> Any:
     """An LLM for the spec, usable from asyncio code in the driver; `opts` override the spec's options.
 
@@ -176,14 +184,21 @@ def make_llm(spec: str | LLMSpec, *, cache_dir: Path | str | None = None, **opts
     if opts:
         parsed = parsed.with_options(**opts)
     llm: Any
-    if parsed.kind == "openai":
-        from emocaustics.models.openai_chat import OpenAIChatLLM
+    if parsed.kind in REMOTE_KINDS:
+        from emocaustics.models.breaker import DEFAULT_LIMIT, BreakerLLM
 
-        llm = OpenAIChatLLM(parsed.model, parsed.base_url or "", name=parsed.canonical(), **parsed.client)
-    elif parsed.kind == "anthropic":
-        from emocaustics.models.anthropic_chat import AnthropicChatLLM
+        client = dict(parsed.client)
+        limit = int(client.pop("max_connection_failures", DEFAULT_LIMIT))
+        if parsed.kind == "openai":
+            from emocaustics.models.openai_chat import OpenAIChatLLM
 
-        llm = AnthropicChatLLM(parsed.model, parsed.base_url, name=parsed.canonical(), **parsed.client)
+            llm = OpenAIChatLLM(parsed.model, parsed.base_url or "", name=parsed.canonical(), **client)
+        else:
+            from emocaustics.models.anthropic_chat import AnthropicChatLLM
+
+            llm = AnthropicChatLLM(parsed.model, parsed.base_url, name=parsed.canonical(), **client)
+        # After `max_connection_failures` connection errors in a row, stop calling the endpoint (models/breaker.py).
+        llm = BreakerLLM(llm, endpoint_name(parsed), limit)
     else:
         import ray
 
