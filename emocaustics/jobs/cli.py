@@ -24,6 +24,7 @@ def register(subparsers: Any) -> None:
 
     p = subparsers.add_parser("report", help="rebuild report.html of a run directory")
     p.add_argument("run_dir")
+    p.add_argument("--latex", action="store_true", help="also write the summary table as LaTeX (summary.tex)")
     p.set_defaults(func=_report)
 
     p = subparsers.add_parser("compare", help="several runs' summaries side by side")
@@ -45,6 +46,10 @@ def _report(args: argparse.Namespace) -> int:
     from emocaustics.jobs.runner import rebuild_report
 
     print(rebuild_report(Path(args.run_dir)))
+    if args.latex:
+        from emocaustics.report.latex import write_latex
+
+        print(write_latex(Path(args.run_dir)))
     return 0
 
 

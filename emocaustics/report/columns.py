@@ -1,0 +1,119 @@
+"""Which summary columns a reader sees first, and what every column means (one text for the HTML legend, the
+Markdown summary and the LaTeX export).
+
+The summary of a job is split in two: the main table (what was run, how many samples, the score with its 95 %
+interval, failures and cost) and the components (`c_<metric>`: the task's secondary metrics), shown per task in their
+own tables. A task may describe its metrics with a class attribute `metric_docs: dict[str, str]` (metric name ->
+meaning; a key ending in ':' covers every metric with that prefix, e.g. `z:` for `z:<system>`); a metric it does not
+describe is still defined by the generic `c_<metric>` line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import polars as pl
+
+# The main columns, in the order shown; a column absent from the summary (or null in every row) is left out.
+MAIN_COLUMNS = ("run", "task", "method", "model", "K", "S", "samples", "score", "ci", "micro_score", "failures",
+                "judge_failures", "llm_calls", "tokens", "wall_s")
+
+COLUMN_DOCS: dict[str, str] = {
+    "run": "the config's label: task, method, model, then the options that differ from their defaults",
+    "task": "the evaluation task",
+    "method": "how predictions were made (a solver that calls a model, or a built-in method that calls none)",
+    "model": "the job's model the config used (empty: no model called)",
+    "kind": "calibration (no model called: an oracle must score 1.0, a baseline is the floor), engine-check (the "
+            "smoke model: random weights, its scores are noise) or model; the row's shading",
+    "K": "window size of a windowed config (its unit is the task's: utterances, sentences)",
+    "S": "window step of a windowed config",
+    "samples": "samples of the config that were scored (dialogues, questions, conversations, stories, assignments)",
+    "score": "the task's primary metric, mean over the config's samples (a failed sample counts 0)",
+    "ci": "95 % confidence interval of score: percentile bootstrap over the samples, 10,000 resamples, seed 0",
+    "ci_low": "lower end of the 95 % bootstrap interval of score (10,000 resamples over the samples, seed 0)",
+    "ci_high": "upper end of the 95 % bootstrap interval of score",
+    "micro_score": "score weighted by each sample's weight (the task decides it, e.g. a dialogue's length); "
+                   "equal to score when every weight is 1",
+    "failures": "samples that failed (no prediction, an unusable answer, or an unscorable item); they count 0 in "
+                "score and the report lists each with its reason",
+    "judge_failures": "LLM-judge calls that gave no usable verdict",
+    "llm_calls": "LLM requests made for the config's samples",
+    "cache_hits": "LLM requests answered by the response cache (no model call)",
+    "tokens": "prompt plus generated tokens of those requests",
+    "generated_tokens": "tokens the model generated",
+    "wall_s": "wall-clock seconds the runner spent on the config (load, solve, score)",
+    "note": "what the row is, in words",
+    "component": "c_<metric>: mean over the config's scored samples of the task's per-sample metric <metric> "
+                 "(samples the metric does not apply to are left out, not counted 0)",
+}
+
+
+def present(df: pl.DataFrame, columns: Iterable[str]) -> list[str]:
+    """`columns` that the frame has and that hold at least one value."""
+    return [c for c in columns if c in df.columns and df.get_column(c).null_count() < df.height]
+
+
+def with_ci(summary: pl.DataFrame, digits: int = 4) -> pl.DataFrame:
+    """Add `ci` ("[low, high]") from ci_low/ci_high (empty when either is missing)."""
+    if not {"ci_low", "ci_high"} <= set(summary.columns):
+        return summary
+    fmt = f"{{:.{digits}f}}"
+    text = [None if lo is None or hi is None or lo != lo or hi != hi else f"[{fmt.format(lo)}, {fmt.format(hi)}]"
+            for lo, hi in zip(summary["ci_low"].to_list(), summary["ci_high"].to_list())]
+    return summary.with_columns(pl.Series("ci", text, dtype=pl.Utf8))
+
+
+def main_table(summary: pl.DataFrame) -> pl.DataFrame:
+    """The main columns of the summary (with `kind` kept first for row shading when present)."""
+    df = with_ci(summary)
+    cols = present(df, MAIN_COLUMNS)
+    return df.select(*(["kind"] if "kind" in df.columns else []), *cols)
+
+
+def components_by_task(summary: pl.DataFrame) -> dict[str, list[str]]:
+    """Per task, its component columns (`c_*` with at least one value in that task's rows)."""
+    out: dict[str, list[str]] = {}
+    for task in summary["task"].unique(maintain_order=True).to_list():
+        rows = summary.filter(pl.col("task") == task)
+        cols = present(rows, [c for c in summary.columns if c.startswith("c_")])
+        if cols:
+            out[task] = cols
+    return out
+
+
+def metric_doc(task_name: str, metric: str) -> tuple[str, str] | None:
+    """The task's own description of a metric (its `metric_docs`), if it gives one, with the key that matched
+    (the metric itself, or a prefix key such as `z:`)."""
+    from emocaustics.core.task import get_task
+
+    try:
+        docs: dict[str, str] = getattr(get_task(task_name), "metric_docs", {}) or {}
+    except Exception:  # an unregistered task name in an old run folder: the generic line still defines it
+        return None
+    if metric in docs:
+        return metric, docs[metric]
+    for key, text in docs.items():
+        if key.endswith(":") and metric.startswith(key):
+            return key, text
+    return None
+
+
+def legend(columns: Iterable[str], components: dict[str, list[str]] | None = None) -> list[tuple[str, str]]:
+    """(column, meaning) for every column shown: the main ones, then each task's components (the columns a task
+    describes with one prefix key, e.g. `z:`, get one line: `c_z:<name>`)."""
+    out = [(c, COLUMN_DOCS[c]) for c in columns if c in COLUMN_DOCS]
+    for task, cols in (components or {}).items():
+        seen: set[str] = set()
+        for c in cols:
+            found = metric_doc(task, c[2:])
+            if found is None:
+                out.append((f"{c} ({task})", f"mean over the config's scored samples of the {task} metric "
+                                             f"{c[2:]!r}"))
+                continue
+            key, text = found
+            if key in seen:
+                continue
+            seen.add(key)
+            name = f"c_{key}<name>" if key.endswith(":") and key != c[2:] else c
+            out.append((f"{name} ({task})", f"{text} (mean over the config's scored samples)"))
+    return out

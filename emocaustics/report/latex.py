@@ -1,0 +1,83 @@
+"""The summary table as LaTeX (`emocaustics report RUN --latex` -> RUN/summary.tex), ready for a paper.
+
+A booktabs `table` of the main columns of summary.csv: what ran, samples, the score with its 95 % bootstrap interval,
+failures. Columns that carry nothing for a paper are left out: the cost columns (llm_calls, tokens, wall_s: they
+depend on the cache and the machine), `task` when the job has one task, `micro_score` when it equals `score` in every
+row, and any column empty in every row. The caption defines every column kept. Needs `\\usepackage{booktabs}`.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import polars as pl
+
+from emocaustics.core.errors import UsageError
+from emocaustics.report.columns import COLUMN_DOCS, present, with_ci
+
+LATEX_COLUMNS = ("run", "task", "method", "model", "K", "S", "samples", "score", "ci", "micro_score", "failures")
+HEADERS = {"ci": "95\\,\\% CI", "micro_score": "micro score"}
+_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
+            "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+
+
+def escape(text: str) -> str:
+    """Plain text as LaTeX source (every character LaTeX treats specially is escaped)."""
+    return "".join(_SPECIAL.get(ch, ch) for ch in text)
+
+
+def _cell(value: object, digits: int) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return "" if value != value else f"{value:.{digits}f}"
+    return escape(str(value))
+
+
+def latex_columns(summary: pl.DataFrame) -> list[str]:
+    df = with_ci(summary)
+    cols = present(df, LATEX_COLUMNS)
+    if "task" in cols and df["task"].n_unique() == 1:
+        cols.remove("task")
+    if "micro_score" in cols and "score" in cols:
+        same = (df["micro_score"] - df["score"]).abs().fill_null(0).max()
+        if same is not None and float(same) < 5e-5:  # equal to the 4 digits shown
+            cols.remove("micro_score")
+    return cols
+
+
+def summary_latex(summary: pl.DataFrame, label: str = "emocaustics-summary", digits: int = 4) -> str:
+    df = with_ci(summary, digits)
+    cols = latex_columns(summary)
+    numeric = {c for c in cols if df.schema[c].is_numeric()}
+    spec = "".join("r" if c in numeric else ("c" if c == "ci" else "l") for c in cols)
+    lines = [
+        "% Summary table written by `emocaustics report RUN --latex`; needs \\usepackage{booktabs}.",
+        "\\begin{table}[t]",
+        "\\centering",
+        "\\small",
+        f"\\begin{{tabular}}{{{spec}}}",
+        "\\toprule",
+        " & ".join(HEADERS.get(c, escape(c)) for c in cols) + " \\\\",
+        "\\midrule",
+    ]
+    for row in df.select(cols).iter_rows():
+        lines.append(" & ".join(_cell(v, digits) for v in row) + " \\\\")
+    defined = "; ".join(f"{HEADERS.get(c, escape(c))}: {escape(COLUMN_DOCS[c])}" for c in cols if c in COLUMN_DOCS)
+    safe_label = re.sub(r"[^A-Za-z0-9:.-]", "-", label)  # a \\label takes no escapes
+    lines += ["\\bottomrule", "\\end{tabular}", f"\\caption{{{defined}.}}", f"\\label{{tab:{safe_label}}}",
+              "\\end{table}"]
+    return "\n".join(lines) + "\n"
+
+
+def write_latex(run_dir: Path) -> Path:
+    """RUN/summary.tex from RUN/summary.csv; returns its path."""
+    path = run_dir / "summary.csv"
+    if not path.exists():
+        raise UsageError(f"{run_dir}: no summary.csv (is this a finished run directory?)")
+    summary = pl.read_csv(path)
+    label = f"{run_dir.parent.name}-{run_dir.name}"
+    out = run_dir / "summary.tex"
+    out.write_text(summary_latex(summary, label=label), encoding="utf-8")
+    return out
