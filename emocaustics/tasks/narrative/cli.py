@@ -1,10 +1,12 @@
 """`emocaustics score narrative --pred DIR|FILE --gt DIR|FILE [--weights k=v,...] [--taxonomy DIR] [--n-t N]
-[--markdown FILE] [--json]`
+[--markdown FILE] [--engine auto|local|ray] [--json]`
 
 Folders pair files by story name (a prediction may carry a `_pred` suffix) and print
 `{"overall_score", "component_scores", "files", "skipped", "per_file"}` (plus `overall_micro` and `summary`);
 two files print that pair's composite result (`overall_score`, `component_scores`, `detailed_results`, `summary`).
 Without --json a short table is printed. A file that cannot be read is listed under skipped.errors, never fatal.
+A folder of more than `rayscore.RAY_ABOVE` pairs is scored through Ray Data (`--engine ray` forces it, `local`
+forbids it); both paths give the same figures.
 """
 
 from __future__ import annotations
@@ -28,16 +30,20 @@ def register_score(score_subparsers: Any) -> None:
                                       "archetype.json)")
     p.add_argument("--n-t", type=int, default=2, help="near-miss tolerance of boundary similarity (default 2)")
     p.add_argument("--markdown", help="also write a Markdown report to this file")
+    p.add_argument("--engine", choices=("auto", "local", "ray"), default="auto",
+                   help="folders: score in this process, or as a Ray Data stream (RAY_ADDRESS, else a local Ray); "
+                        "auto: Ray above a few thousand pairs")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=run)
 
 
 def score_paths(pred: Path, gt: Path, weights: str | None = None, taxonomy: str | None = None,
-                n_t: int = 2) -> tuple[dict[str, Any], bool]:
-    """(result, is_folder) for a file pair or a folder pair."""
+                n_t: int = 2, engine: str = "auto") -> tuple[dict[str, Any], bool]:
+    """(result, is_folder) for a file pair or a folder pair (a folder through Ray Data per `engine`)."""
     from emocaustics.tasks.narrative.aggregate import aggregate
     from emocaustics.tasks.narrative.composite import error_result, parse_weights, score_story
     from emocaustics.tasks.narrative.io import load_story, pair_folders
+    from emocaustics.tasks.narrative.rayscore import RAY_ABOVE, score_file_pairs
     from emocaustics.tasks.narrative.schema import NarrativeFormatError
     from emocaustics.tasks.narrative.taxonomy import default_taxonomy, load_taxonomy
 
@@ -57,7 +63,10 @@ def score_paths(pred: Path, gt: Path, weights: str | None = None, taxonomy: str 
         return one(pred, gt), False
     if pred.is_dir() and gt.is_dir():
         pairing = pair_folders(pred, gt)
-        per_file = {name: one(p, g) for name, p, g in pairing.pairs}
+        if engine == "ray" or (engine == "auto" and len(pairing.pairs) > RAY_ABOVE):
+            per_file = score_file_pairs(pairing.pairs, weights=w, taxonomy=taxonomy, n_t=n_t)
+        else:
+            per_file = {name: one(p, g) for name, p, g in pairing.pairs}
         skipped = {"unpaired_pred": pairing.unpaired_pred, "unpaired_gt": pairing.unpaired_gt,
                    "duplicates": pairing.duplicates}
         return aggregate(per_file, w, skipped), True
@@ -70,7 +79,7 @@ def score_paths(pred: Path, gt: Path, weights: str | None = None, taxonomy: str 
 def run(args: argparse.Namespace) -> int:
     from emocaustics.tasks.narrative.aggregate import markdown_aggregate, markdown_story, to_json
 
-    result, folder = score_paths(Path(args.pred), Path(args.gt), args.weights, args.taxonomy, args.n_t)
+    result, folder = score_paths(Path(args.pred), Path(args.gt), args.weights, args.taxonomy, args.n_t, args.engine)
     if args.markdown:
         md = markdown_aggregate(result) if folder else markdown_story(Path(args.gt).stem, result)
         Path(args.markdown).write_text(md, encoding="utf-8")

@@ -10,25 +10,21 @@ Items: the per-story, per-component detailed results. Table `issues`: spans and 
 from __future__ import annotations
 
 import copy
-import functools
-import json
 from pathlib import Path
 from typing import Any, ClassVar
 
-import polars as pl
 from pydantic import Field
 
 from emocaustics.core.task import (DatasetOptions, Defect, Failure, Loaded, Options, Sample, ScoreContext, Scored,
-                                   SolveFailed, Task, rows_frame)
-from emocaustics.tasks.narrative.aggregate import aggregate
-from emocaustics.tasks.narrative.composite import COMPONENTS, score_pair
+                                   SolveFailed, Task)
 from emocaustics.tasks.narrative.data import gt_dir, locate
 from emocaustics.tasks.narrative.io import PRED_SUFFIX, decode, write_story
 from emocaustics.tasks.narrative.prompts import PROMPTS_VERSION
+from emocaustics.tasks.narrative.rayscore import RAY_ABOVE, score_samples_ray
 from emocaustics.tasks.narrative.schema import NarrativeFormatError, check_spans, parse_story
+from emocaustics.tasks.narrative.scoring import assemble, score_sample, taxonomy_for
 from emocaustics.tasks.narrative.solver import annotate, windows
 from emocaustics.tasks.narrative.spans import split_sentences
-from emocaustics.tasks.narrative.taxonomy import Taxonomy, default_taxonomy, load_taxonomy
 
 
 class NarrativeOptions(Options):
@@ -43,11 +39,6 @@ class NarrativeDataset(DatasetOptions):
     gt: str = "gt"  # sub-folder of `data` holding the GT files
     pred: str = "pred"  # sub-folder holding predictions (method `files`)
     stories: list[str] | None = None  # only these story names
-
-
-@functools.lru_cache(maxsize=8)
-def _taxonomy(folder: str | None) -> Taxonomy:
-    return load_taxonomy(folder) if folder else default_taxonomy()
 
 
 def _pred_file(folder: Path, name: str) -> Path | None:
@@ -97,7 +88,7 @@ class NarrativeTask(Task):
                 defects.append(Defect("unreadable", str(path), story.detail + where))
                 samples.append(Sample(path.stem, None, None, meta | {"gt_error": str(story)}))
                 continue
-            tax = _taxonomy(getattr(options, "taxonomy", None))
+            tax = taxonomy_for(getattr(options, "taxonomy", None))
             for issue in check_spans(story, story.text, "gt") + tax.check_story(story, "gt"):
                 defects.append(Defect(issue.kind, f"{path}: {issue.path}", issue.message))
             samples.append(Sample(path.stem, {"text": story.text, "title": story.metadata.get("title")}, raw, meta))
@@ -111,7 +102,7 @@ class NarrativeTask(Task):
         if not text:
             raise SolveFailed("input", sample.meta.get("gt_error") or "the story has no text_content to annotate")
         return await annotate(llm, text, title=(sample.input or {}).get("title"),
-                              window_sentences=options.window_sentences, taxonomy=_taxonomy(options.taxonomy),
+                              window_sentences=options.window_sentences, taxonomy=taxonomy_for(options.taxonomy),
                               affinity=sample.id)
 
     def weight(self, sample: Sample, options: Options) -> float:
@@ -149,67 +140,18 @@ class NarrativeTask(Task):
     # -- scoring -------------------------------------------------------------------------------------------------
     def score(self, samples: list[Sample], predictions: dict[str, Any], options: Options,
               ctx: ScoreContext) -> Scored:
+        """Per story `scoring.score_sample`; thousands of stories go through Ray Data when the job allows Ray."""
         assert isinstance(options, NarrativeOptions)
-        tax = _taxonomy(options.taxonomy)
-        rows: list[dict[str, Any]] = []
-        items: list[dict[str, Any]] = []
-        issues: list[dict[str, Any]] = []
-        results: dict[str, dict[str, Any]] = {}
-        for s in samples:
-            pred = predictions.get(s.id, Failure("predict", "no prediction for this story"))
-            if s.target is None:
-                reason = s.meta.get("gt_error", "no ground truth")
-                rows += [{"sample_id": s.id, "metric": m, "value": None, "status": "unscored", "reason": reason}
-                         for m in (*COMPONENTS, "overall")]
-                continue
-            if not isinstance(pred, Failure):
-                result = score_pair(pred, s.target, options.weights, pred_name=f"prediction {s.id}",
-                                    gt_name=s.meta.get("gt_file", s.id), taxonomy=tax, n_t=options.n_t)
-                if result.get("error_in") == "pred":
-                    pred = Failure("prediction", result["error"])
-            if isinstance(pred, Failure):
-                # which components GT could score: those an empty prediction would be scored on
-                floor = score_pair({"version": "3.0"}, s.target, options.weights, taxonomy=tax, n_t=options.n_t)
-                for m in (*COMPONENTS, "overall"):
-                    value = floor["component_scores"].get(m) if m != "overall" else floor["overall_score"]
-                    has_gt = value is not None
-                    rows.append({"sample_id": s.id, "metric": m, "value": 0.0 if has_gt else None,
-                                 "status": "failed" if has_gt else "unscored", "reason": str(pred)})
-                continue
-            results[s.id] = result
-            rows += self._rows(s.id, result)
-            items += [{"sample_id": s.id, "component": c, "score": r["score"], "gt_incomplete": r["gt_incomplete"],
-                       "reason": r["reason"], "skipped_events": r["skipped_events"],
-                       "metrics": json.dumps(r["metrics"], ensure_ascii=False),
-                       "extra": json.dumps(r["extra"], ensure_ascii=False),
-                       "missing": json.dumps(r["missing"], ensure_ascii=False)}
-                      for c, r in result["detailed_results"].items()]
-            found = result["summary"]["issues"] + result["summary"]["out_of_taxonomy"]
-            issues += [{"sample_id": s.id, **i} for i in found]
-        agg = aggregate(results, options.weights)
-        summary: dict[str, Any] = {"overall": agg["overall_score"], "overall_micro": agg["overall_micro"]}
-        for c, v in agg["component_scores"].items():
-            summary |= {f"{c}_macro": v["macro"], f"{c}_micro": v["micro"], f"{c}_files_unscored": v["unscored"]}
-        summary |= {"files_scored": agg["files"], **{k: v for k, v in agg["summary"].items()}}
-        issue_schema = {k: pl.Utf8 for k in ("sample_id", "kind", "role", "path", "message")}
-        item_schema = {"sample_id": pl.Utf8, "component": pl.Utf8, "score": pl.Float64, "gt_incomplete": pl.Boolean,
-                       "reason": pl.Utf8, "skipped_events": pl.Int64, "metrics": pl.Utf8, "extra": pl.Utf8,
-                       "missing": pl.Utf8}
-        return Scored(rows_frame(rows), summary, {"issues": pl.DataFrame(issues, schema=issue_schema)},
-                      pl.DataFrame(items, schema=item_schema))
-
-    @staticmethod
-    def _rows(sample_id: str, result: dict[str, Any]) -> list[dict[str, Any]]:
-        rows = []
-        for c, r in result["detailed_results"].items():
-            scored = r["score"] is not None
-            rows.append({"sample_id": sample_id, "metric": c, "value": r["score"],
-                         "status": "ok" if scored else "unscored", "reason": None if scored else r["reason"]})
-        overall = result["overall_score"]
-        rows.append({"sample_id": sample_id, "metric": "overall", "value": overall,
-                     "status": "ok" if overall is not None else "unscored",
-                     "reason": None if overall is not None else "no component could be scored"})
-        return rows
+        kwargs = {"weights": options.weights, "taxonomy": options.taxonomy, "n_t": options.n_t}
+        if ctx.use_ray and len(samples) > RAY_ABOVE:
+            outputs = score_samples_ray(samples, predictions, **kwargs)
+            path = "ray"
+        else:
+            missing = Failure("predict", "no prediction for this story")
+            outputs = {s.id: score_sample(s.id, predictions.get(s.id, missing), s.target, s.meta, **kwargs)
+                       for s in samples}
+            path = "local"
+        return assemble([s.id for s in samples], outputs, options.weights, {"scoring_path": path})
 
     # -- outputs -------------------------------------------------------------------------------------------------
     def finalize(self, out: Path, samples: list[Sample], predictions: dict[str, Any], options: Options) -> list[Path]:

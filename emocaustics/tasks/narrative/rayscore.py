@@ -1,0 +1,124 @@
+"""Scoring large collections through Ray Data: thousands of stories as a stream of `map_batches` over batches of
+stories, each batch scored in a Ray worker, the small per-story outputs gathered and aggregated in the driver.
+
+Two entry points, one per input shape:
+- `score_file_pairs`: (story, prediction file, GT file) paths -> compact composite results by story (what
+  `score narrative --pred DIR --gt DIR` aggregates). Workers read the files themselves, so the driver ships paths.
+- `score_samples_ray`: the task's samples and predictions (decoded JSON) -> `scoring.score_sample` outputs by sample
+  id (rows, items, issues for the job's common score tables).
+
+Rows cross the Ray boundary as JSON strings: the documents are irregular (an alias is a string or a list, any value
+may be null), which Arrow's column inference would reject or coerce. Scoring is pure CPU in Python, so plain Ray
+tasks (no actor pool) are used; each worker loads the taxonomy once (`scoring.taxonomy_for` is cached). Ray Data
+does not keep row order by default, so outputs are keyed by story / sample id.
+
+Below a few thousand files the local loop is as fast (Ray's start-up and per-batch overhead outweigh the gain on
+one machine; `benchmarks/narrative_bench.py` measures both): the callers use Ray from `RAY_ABOVE` stories up, or
+when told to.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from emocaustics.core.task import Failure, Sample
+
+RAY_ABOVE = 2000  # stories; at or below this the local loop is used (see the module docstring)
+BATCH_SIZE = 64
+
+
+def _score_file_batch(batch: dict[str, np.ndarray], *, weights: dict[str, float] | None, taxonomy: str | None,
+                      n_t: int) -> dict[str, np.ndarray]:
+    from emocaustics.tasks.narrative.aggregate import compact
+    from emocaustics.tasks.narrative.composite import error_result, score_story
+    from emocaustics.tasks.narrative.io import load_story
+    from emocaustics.tasks.narrative.schema import NarrativeFormatError
+    from emocaustics.tasks.narrative.scoring import taxonomy_for
+
+    tax = taxonomy_for(taxonomy)
+    out = []
+    for pred_path, gt_path in zip(batch["pred"], batch["gt"]):
+        gs = load_story(str(gt_path))
+        ps = load_story(str(pred_path)) if not isinstance(gs, NarrativeFormatError) else None
+        if isinstance(gs, NarrativeFormatError):
+            result = error_result(str(gs), "gt")
+        elif isinstance(ps, NarrativeFormatError):
+            result = error_result(str(ps), "pred")
+        else:
+            result = score_story(ps, gs, weights, tax, n_t)
+        out.append(json.dumps(compact(result), ensure_ascii=False))
+    return {"story": batch["story"], "result": np.array(out, dtype=object)}
+
+
+def _encode_pred(pred: Any) -> Any:
+    return {"__failure__": [pred.step, pred.reason]} if isinstance(pred, Failure) else {"value": pred}
+
+
+def _decode_pred(obj: dict[str, Any]) -> Any:
+    return Failure(*obj["__failure__"]) if "__failure__" in obj else obj["value"]
+
+
+def _score_sample_batch(batch: dict[str, np.ndarray], *, weights: dict[str, float] | None, taxonomy: str | None,
+                        n_t: int) -> dict[str, np.ndarray]:
+    from emocaustics.tasks.narrative.scoring import score_sample
+
+    ids, out = [], []
+    for raw in batch["sample"]:
+        s = json.loads(raw)
+        res = score_sample(s["id"], _decode_pred(s["pred"]), s["target"], s["meta"], weights=weights,
+                           taxonomy=taxonomy, n_t=n_t)
+        ids.append(s["id"])
+        out.append(json.dumps(res, ensure_ascii=False))
+    return {"id": np.array(ids, dtype=object), "output": np.array(out, dtype=object)}
+
+
+def _run(items: list[dict[str, Any]], fn: Any, fn_kwargs: dict[str, Any], batch_size: int) -> list[dict[str, Any]]:
+    """Items through one `map_batches` stage on the connected Ray (a small local one is started, and stopped after,
+    when none is)."""
+    import ray
+
+    from emocaustics.core.cluster import connect
+
+    started = connect()
+    try:
+        ds = ray.data.from_items(items, override_num_blocks=max(1, -(-len(items) // batch_size)))
+        ds = ds.map_batches(fn, fn_kwargs=fn_kwargs, batch_size=batch_size, batch_format="numpy")
+        return ds.take_all()
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def score_file_pairs(pairs: list[tuple[str, Path, Path]], *, weights: dict[str, float] | None = None,
+                     taxonomy: str | None = None, n_t: int = 2,
+                     batch_size: int = BATCH_SIZE) -> dict[str, dict[str, Any]]:
+    """(story, pred file, GT file) -> {story: compact composite result}, scored as a Ray Data stream."""
+    if not pairs:
+        return {}
+    items = [{"story": name, "pred": str(p), "gt": str(g)} for name, p, g in pairs]
+    rows = _run(items, _score_file_batch, {"weights": weights, "taxonomy": taxonomy, "n_t": n_t}, batch_size)
+    got = {str(r["story"]): json.loads(r["result"]) for r in rows}
+    if len(got) != len(pairs):  # never a silent gap: every pair comes back
+        raise RuntimeError(f"Ray Data scoring returned {len(got)} of {len(pairs)} stories")
+    return got
+
+
+def score_samples_ray(samples: list[Sample], predictions: dict[str, Any], *, weights: dict[str, float] | None = None,
+                      taxonomy: str | None = None, n_t: int = 2,
+                      batch_size: int = BATCH_SIZE) -> dict[str, dict[str, Any]]:
+    """The task's samples and predictions -> {sample id: scoring.score_sample output}, through Ray Data."""
+    if not samples:
+        return {}
+    missing = Failure("predict", "no prediction for this story")
+    items = [{"sample": json.dumps({"id": s.id, "target": s.target, "meta": s.meta,
+                                    "pred": _encode_pred(predictions.get(s.id, missing))}, ensure_ascii=False)}
+             for s in samples]
+    rows = _run(items, _score_sample_batch, {"weights": weights, "taxonomy": taxonomy, "n_t": n_t}, batch_size)
+    got = {str(r["id"]): json.loads(r["output"]) for r in rows}
+    if len(got) != len(samples):
+        raise RuntimeError(f"Ray Data scoring returned {len(got)} of {len(samples)} stories")
+    return got
