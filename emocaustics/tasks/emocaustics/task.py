@@ -154,6 +154,30 @@ class EmoCausticsTask(Task):
                 fh.write(json.dumps({"dialogue": row["dialogue"], "seconds": row.get("seconds") or 0.0,
                                      **(row.get("stats") or {})}) + "\n")
 
+    def estimate(self, samples: list[Sample], options: Options) -> dict[str, int]:
+        """A rough forecast for `run --dry-run`: calls as the placement weight counts them (`item_weight`), prompt
+        tokens from what each method shows (whole history, K-window plus retrieved, windows plus event context)."""
+        from emocaustics.core.task import approx_tokens
+
+        opts: EmoOptions = options  # type: ignore[assignment]
+        k, s = self.k_s(opts)
+        calls = prompt = 0
+        for sample in samples:
+            utt = [approx_tokens(u.sentence) + 4 for u in sample.input.utterances]
+            n, holders = len(utt), len({u.holder for u in sample.input.utterances})
+            whole = sum(utt)
+            if self.name == "emotion":
+                c = 3 * holders if opts.method == "direct" else 2 * n + max(1, n // 10) * holders
+                prompt += c * (whole if opts.method == "direct" else 30 * (whole // max(n, 1)) + 400)
+            elif opts.method == "direct":
+                c, p = n, sum(sum(utt[: i + 1]) for i in range(n))
+                prompt += p
+            else:
+                c = n if opts.method == "rag" else n + -(-n // s)
+                prompt += c * (min(k + opts.top_k, n) * (whole // max(n, 1)) + 400)
+            calls += c
+        return {"llm_calls": calls, "prompt_tokens": prompt + 300 * calls, "generated_tokens": 120 * calls}
+
     def done_count(self, samples: list[Sample], out: Path) -> int:
         from emocaustics.tasks.emocaustics.extract.output import prediction_path
 
