@@ -6,9 +6,11 @@ the way annotators and models err (missed and extra events, spans one sentence o
 names) and its GT is left incomplete at random (empty relationships, action fields, archetypes, spans). Scoring reads
 and parses both files, runs every component and aggregates (macro and micro), as `score narrative --pred --gt` does.
 
-    python -m benchmarks.narrative_bench [--files N] [--workers K] [--quick]
-Writes benchmarks/results/narrative_bench.json and .md. Reported: files/s in one process and with K processes
-(multiprocessing; the Ray Data path maps `composite.score_pair` over rows the same way).
+    python -m benchmarks.narrative_bench [--files N] [--workers K] [--no-ray] [--quick]
+Writes benchmarks/results/narrative_bench.json and .md. Reported: files/s in one process, with K processes
+(multiprocessing) and as a Ray Data stream (`rayscore.score_file_pairs`: map_batches over batches of file pairs on a
+local Ray of all CPUs; Ray's start is timed apart), each with the 1-minute load average before and after it: the
+machine may be shared, and a figure taken under load says so.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Any
 
 RESULTS = Path(__file__).resolve().parent / "results"
 NAME = "narrative_bench"
+COMMAND = "python -m benchmarks.narrative_bench"
 ZH = "甲乙丙丁戊己庚辛壬癸天地玄黄宇宙洪荒日月盈昃辰宿列张寒来暑往秋收冬藏"
 EN = ["the", "ferry", "river", "girl", "storm", "clock", "kite", "market", "house", "road", "morning", "lamp"]
 
@@ -151,35 +154,93 @@ def score_folder(root: Path, workers: int) -> tuple[dict[str, Any], float]:
     return agg, time.perf_counter() - t0
 
 
-def run(quick: bool = False, files: int | None = None, workers: int | None = None) -> dict[str, Any]:
+def score_folder_ray(root: Path) -> tuple[dict[str, Any], float]:
+    """The same through Ray Data (Ray already connected): pair, stream the pairs through map_batches, aggregate."""
+    from emocaustics.tasks.narrative.aggregate import aggregate
+    from emocaustics.tasks.narrative.io import pair_folders
+    from emocaustics.tasks.narrative.rayscore import score_file_pairs
+
+    t0 = time.perf_counter()
+    pairing = pair_folders(root / "pred", root / "gt")
+    agg = aggregate(score_file_pairs(pairing.pairs))
+    return agg, time.perf_counter() - t0
+
+
+def _load() -> float:
+    return round(os.getloadavg()[0], 2)
+
+
+def _timed(label: str, fn: Any, loads: dict[str, list[float]]) -> Any:
+    before = _load()
+    out = fn()
+    loads[label] = [before, _load()]
+    return out
+
+
+def run(quick: bool = False, files: int | None = None, workers: int | None = None,
+        ray: bool = True) -> dict[str, Any]:
     n = files or (1000 if quick else 10_000)
     k = workers or os.cpu_count() or 1
+    loads: dict[str, list[float]] = {}
+    figures: dict[str, Any] = {"files": n}
     with tempfile.TemporaryDirectory(prefix="narrative_bench_") as tmp:
         root = Path(tmp)
         t0 = time.perf_counter()
         write_pairs(root, n)
         gen_s = time.perf_counter() - t0
-        agg1, s1 = score_folder(root, 1)
-        aggk, sk = score_folder(root, k) if k > 1 else (agg1, s1)
-    assert aggk["overall_score"] == agg1["overall_score"]  # the parallel path scores the same
-    figures = {"files": n, "files_per_s_1_process": round(n / s1, 1), "seconds_1_process": round(s1, 2),
-               f"files_per_s_{k}_processes": round(n / sk, 1), f"seconds_{k}_processes": round(sk, 2),
-               "generate_seconds": round(gen_s, 2), "overall_score": round(agg1["overall_score"], 4),
-               "overall_micro": round(agg1["overall_micro"], 4)}
+        agg1, s1 = _timed("1_process", lambda: score_folder(root, 1), loads)
+        figures |= {"files_per_s_1_process": round(n / s1, 1), "seconds_1_process": round(s1, 2)}
+        if k > 1:
+            aggk, sk = _timed(f"{k}_processes", lambda: score_folder(root, k), loads)
+            assert aggk["overall_score"] == agg1["overall_score"]  # the parallel path scores the same
+            figures |= {f"files_per_s_{k}_processes": round(n / sk, 1), f"seconds_{k}_processes": round(sk, 2)}
+        if ray:
+            import ray as ray_mod
+
+            from emocaustics.core.cluster import connect
+
+            t1 = time.perf_counter()
+            started = connect()
+            ray_cpus = int(ray_mod.cluster_resources().get("CPU", 0))
+            figures["ray_start_seconds"] = round(time.perf_counter() - t1, 2)
+            try:
+                aggr, sr = _timed("ray_data", lambda: score_folder_ray(root), loads)
+            finally:
+                if started:
+                    ray_mod.shutdown()
+            assert aggr["overall_score"] == agg1["overall_score"]  # Ray Data scores the same
+            assert aggr["files"] == agg1["files"]
+            figures |= {"files_per_s_ray_data": round(n / sr, 1), "seconds_ray_data": round(sr, 2),
+                        "ray_cpus": ray_cpus}
+    figures |= {"generate_seconds": round(gen_s, 2), "overall_score": round(agg1["overall_score"], 4),
+                "overall_micro": round(agg1["overall_micro"], 4)}
     figures |= {f"{c}_macro": round(v["macro"], 4) for c, v in agg1["component_scores"].items()
                 if v["macro"] is not None}
+    notes = ["scoring time includes pairing, reading and parsing both files, every component and the aggregate; "
+             "generation is timed apart",
+             f"{agg1['files']} pairs scored, {len(agg1['skipped']['errors'])} unreadable",
+             "load_average_1min: the 1-minute load average [before, after] each timing (os.getloadavg); on a "
+             f"machine of {os.cpu_count()} CPUs a load above that means the figure was taken under contention"]
+    if ray:
+        notes.append("ray_data: Ray Data map_batches (batches of 64 pairs, plain Ray tasks) on a local Ray of "
+                     f"{figures['ray_cpus']} CPUs, Ray started before the timing (ray_start_seconds); every path "
+                     "gives the same aggregate (asserted)")
     return {"name": NAME, "figures": figures,
-            "inputs": {"files": n, "workers": k, "cpus": os.cpu_count(), "generator": "synthetic_pair(seed=i)"},
-            "notes": ["scoring time includes pairing, reading and parsing both files, every component and the "
-                      "aggregate; generation is timed apart",
-                      f"{agg1['files']} pairs scored, {len(agg1['skipped']['errors'])} unreadable"],
-            "floors": {}}
+            "inputs": {"files": n, "workers": k, "cpus": os.cpu_count(), "ray": ray,
+                       "generator": "synthetic_pair(seed=i)"},
+            "load_average_1min": loads, "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "command": COMMAND + (f" --files {n}" if files else " --quick" if quick else "")
+            + (f" --workers {workers}" if workers else "") + ("" if ray else " --no-ray"),
+            "notes": notes, "floors": {}}
 
 
 def to_markdown(result: dict[str, Any]) -> str:
     lines = [f"# {result['name']}", "", "| figure | value |", "|---|---|"]
     lines += [f"| {k} | {v} |" for k, v in result["figures"].items()]
-    return "\n".join(lines + [""] + [f"- {n}" for n in result["notes"]]) + "\n"
+    lines += ["", "| timing | load average before | after |", "|---|---|---|"]
+    lines += [f"| {k} | {a} | {b} |" for k, (a, b) in result.get("load_average_1min", {}).items()]
+    lines += ["", f"Rerun: `{result.get('command', COMMAND)}` (measured {result.get('when', '?')})", ""]
+    return "\n".join(lines + [f"- {n}" for n in result["notes"]]) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -187,9 +248,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--files", type=int, default=None, help="file pairs to generate (default 10000)")
     parser.add_argument("--workers", type=int, default=None, help="processes for the parallel run (default: CPUs)")
     parser.add_argument("--quick", action="store_true", help="1000 pairs")
+    parser.add_argument("--no-ray", action="store_true", help="leave out the Ray Data run")
     parser.add_argument("--out", default=str(RESULTS), help="results folder")
     args = parser.parse_args(argv)
-    result = run(args.quick, args.files, args.workers)
+    result = run(args.quick, args.files, args.workers, ray=not args.no_ray)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{NAME}.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")

@@ -10,7 +10,7 @@ Two entry points, one per input shape:
 Rows cross the Ray boundary as JSON strings: the documents are irregular (an alias is a string or a list, any value
 may be null), which Arrow's column inference would reject or coerce. Scoring is pure CPU in Python, so plain Ray
 tasks (no actor pool) are used; each worker loads the taxonomy once (`scoring.taxonomy_for` is cached). Ray Data
-does not keep row order by default, so outputs are keyed by story / sample id.
+does not keep row order by default, so outputs are keyed by story / sample id and put back in the input's order.
 
 Below a few thousand files the local loop is as fast (Ray's start-up and per-batch overhead outweigh the gain on
 one machine; `benchmarks/narrative_bench.py` measures both): the callers use Ray from `RAY_ABOVE` stories up, or
@@ -104,7 +104,7 @@ def score_file_pairs(pairs: list[tuple[str, Path, Path]], *, weights: dict[str, 
     got = {str(r["story"]): json.loads(r["result"]) for r in rows}
     if len(got) != len(pairs):  # never a silent gap: every pair comes back
         raise RuntimeError(f"Ray Data scoring returned {len(got)} of {len(pairs)} stories")
-    return got
+    return {name: got[name] for name, _, _ in pairs}  # in the pairs' order: the aggregate's sums are then identical
 
 
 def score_samples_ray(samples: list[Sample], predictions: dict[str, Any], *, weights: dict[str, float] | None = None,
