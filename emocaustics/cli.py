@@ -11,7 +11,8 @@ import argparse
 import importlib
 import sys
 
-from emocaustics.core.errors import UsageError
+from emocaustics.core.clihelp import DefaultsFormatter
+from emocaustics.core.errors import EXIT_INTERRUPTED, EndpointDown, SamplesFailed, UsageError
 
 CORE_COMMAND_MODULES = ("emocaustics.jobs.cli",)
 
@@ -40,7 +41,10 @@ def _version() -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="emocaustics", description=__doc__.splitlines()[0],
-                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+                                     formatter_class=DefaultsFormatter,
+                                     epilog="exit status: 0 done, 2 usage error (nothing run), 3 some samples "
+                                            "failed (see --allow-failures), 4 a model endpoint stopped answering "
+                                            "(--resume continues), 130 interrupted")
     parser.add_argument("--version", action="version", version=f"emocaustics {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     for name in CORE_COMMAND_MODULES:
@@ -60,12 +64,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except UsageError as exc:
+    except (UsageError, EndpointDown, SamplesFailed) as exc:  # exit statuses: emocaustics.core.errors
         print(f"emocaustics: error: {exc}", file=sys.stderr)
-        return 2
+        return exc.exit_code
     except KeyboardInterrupt:
         print("emocaustics: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -1,10 +1,29 @@
-"""Errors a user acts on. Each is printed as one line by the command line (exit status 2), never as a traceback."""
+"""Errors a user acts on, and the exit statuses a script can rely on.
+
+Each error is printed as one line by the command line, never as a traceback:
+
+| status | meaning |
+|---|---|
+| 0 | done; every sample has a prediction and a score (or `--allow-failures` was given) |
+| 2 | usage error: bad arguments, spec, path, data, or a run folder that is not free (nothing was run) |
+| 3 | the command finished and wrote its outputs, but some samples failed |
+| 4 | a model endpoint stopped answering; finished samples are kept and `--resume` continues |
+| 130 | interrupted |
+"""
 
 from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_USAGE = 2
+EXIT_FAILURES = 3
+EXIT_ENDPOINT_DOWN = 4
+EXIT_INTERRUPTED = 130
 
 
 class UsageError(Exception):
     """A user mistake (bad path, unknown subset, bad spec): printed as one line, exit status 2."""
+
+    exit_code = EXIT_USAGE
 
 
 class DataError(UsageError):
@@ -16,3 +35,40 @@ class DataError(UsageError):
         where = ", ".join(p for p in (file and str(file), record is not None and f"record {record}",
                                       field and f"field {field!r}") if p)
         super().__init__(f"{where}: {message}" if where else message)
+
+
+class RunFolderTaken(UsageError):
+    """`run` into a folder that already holds a run (another job's, or a finished one) without --resume/--force."""
+
+
+class ResumeMismatch(UsageError):
+    """`run --resume` of a job whose results would differ from those of the run in the folder."""
+
+
+class NothingToResume(UsageError):
+    """`run --resume` where there is no run to continue (a missing or empty folder)."""
+
+
+class PreflightError(UsageError):
+    """A check before anything starts failed: an endpoint, a model or embedder, or the dataset (names which)."""
+
+
+class ProvenanceMismatch(UsageError):
+    """Predictions scored against ground truth they were not made for (names the sample and what was expected)."""
+
+
+class EndpointDown(Exception):
+    """A model endpoint failed too many times in a row: the job stops (exit status 4), finished samples are kept."""
+
+    exit_code = EXIT_ENDPOINT_DOWN
+
+
+class SamplesFailed(Exception):
+    """The command finished and wrote its outputs, but `count` samples failed (exit status 3)."""
+
+    exit_code = EXIT_FAILURES
+
+    def __init__(self, count: int, total: int, where: str = "") -> None:
+        self.count, self.total = count, total
+        super().__init__(f"{count} of {total} samples failed{' (' + where + ')' if where else ''}; "
+                         "exit status 3 (pass --allow-failures to exit 0 when samples fail)")

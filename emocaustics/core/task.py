@@ -220,6 +220,22 @@ class Task:
     def weight(self, sample: Sample, options: Options) -> float:
         return 1.0
 
+    def estimate(self, samples: list[Sample], options: Options) -> dict[str, int]:
+        """A rough cost forecast for `run --dry-run`: LLM calls, prompt and generated tokens. Default: `weight`
+        calls per sample, each prompt the sample's input (`approx_tokens`) plus ~200 tokens of instructions, ~150
+        generated tokens per call. A task whose calls differ (history per utterance, windows) overrides this."""
+        calls = prompt = 0
+        for s in samples:
+            n = max(1, round(self.weight(s, options)))
+            calls += n
+            prompt += n * (approx_tokens(s.input) + 200)
+        return {"llm_calls": calls, "prompt_tokens": prompt, "generated_tokens": 150 * calls}
+
+    def fingerprint(self, sample: Sample) -> str:
+        """A short content hash of what the solver sees of a sample (its input): recorded with the predictions, so
+        that scoring them against other data (another subset, a renumbered file) is caught and named."""
+        return content_hash(sample.input)
+
     def affinity(self, sample: Sample, options: Options) -> str:
         return sample.id
 
@@ -269,6 +285,35 @@ class Task:
                 except (json.JSONDecodeError, KeyError, TypeError) as exc:
                     raise UsageError(f"{path}: line {n}: not a prediction row ({exc})") from None
         return found
+
+
+def jsonable(obj: Any) -> Any:
+    """Plain JSON data of a sample's input: dataclasses and pydantic models become dicts, tuples lists."""
+    import dataclasses
+
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, BaseModel):
+        return jsonable(obj.model_dump(mode="json"))
+    if isinstance(obj, dict):
+        return {str(k): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [jsonable(v) for v in obj]
+    return obj
+
+
+def content_hash(obj: Any) -> str:
+    import hashlib
+
+    text = json.dumps(jsonable(obj), sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def approx_tokens(obj: Any) -> int:
+    """A rough token count of a text or JSON value: one token per CJK character, one per ~4 other characters."""
+    text = obj if isinstance(obj, str) else json.dumps(jsonable(obj), ensure_ascii=False, default=str)
+    cjk = sum(1 for ch in text if "\u3000" <= ch <= "\u9fff" or "\uac00" <= ch <= "\ud7af")
+    return cjk + (len(text) - cjk) // 4
 
 
 # -- registry ----------------------------------------------------------------------------------------------------

@@ -6,16 +6,34 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from emocaustics.core.clihelp import DefaultsFormatter
 from emocaustics.core.errors import UsageError
 
 
 def register(subparsers: Any) -> None:
-    p = subparsers.add_parser("run", help="run a job spec (runs and grids) end to end: extraction, scoring, report")
+    p = subparsers.add_parser(
+        "run", help="run a job (its configs and grid) end to end: predictions, scores, report",
+        description="Run a job spec: every config's predictions, scores, summary tables and report land in one run "
+                    "folder. Nothing starts until every dataset, model and endpoint was checked.",
+        formatter_class=DefaultsFormatter,
+        epilog="exit status: 0 done; 2 usage error (bad spec, a run folder that is not free, a failed pre-flight "
+               "check: nothing was run); 3 finished, but some samples failed (unless --allow-failures); 4 a model "
+               "endpoint stopped answering (finished samples kept, --resume continues)")
     p.add_argument("job", help="job spec YAML (see jobs/)")
-    p.add_argument("--out", help="run directory (default runs/<job>/<timestamp>)")
+    p.add_argument("--out", default=None, help="run folder (default: <output>/<job name>/<timestamp>)")
     p.add_argument("--resume", action="store_true",
-                   help="continue the latest (or --out) run: finished dialogues are not extracted again")
-    p.add_argument("--ray-address", help="Ray cluster to join (default: the spec's ray.address, else a local Ray)")
+                   help="continue the run in --out (default: the job's latest run): samples already predicted are "
+                        "skipped; the folder must hold a run of the same job")
+    p.add_argument("--force", action="store_true",
+                   help="start afresh in a folder that holds a run: the old folder is moved aside to "
+                        "<folder>.replaced-<timestamp> (never deleted)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the configs, samples, estimated LLM calls and tokens, models and where outputs and "
+                        "the cache go; start nothing, write nothing")
+    p.add_argument("--allow-failures", action="store_true",
+                   help="exit 0 even when some samples failed (they are still listed in the summary)")
+    p.add_argument("--ray-address", default=None,
+                   help="Ray cluster to join (default: the spec's ray.address, else a local Ray)")
     p.set_defaults(func=_run)
 
     p = subparsers.add_parser("tasks", help="list the evaluation tasks, their methods and options")
@@ -34,12 +52,28 @@ def register(subparsers: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from emocaustics.jobs.runner import run_job
+    from emocaustics.core.errors import SamplesFailed
+    from emocaustics.jobs.runner import plan_job, run_job
     from emocaustics.jobs.spec import load_job
 
+    if args.resume and args.force:
+        raise UsageError("--resume and --force exclude each other: continue the run, or move it aside")
     job = load_job(args.job)
-    run_job(job, out=args.out, resume=args.resume, ray_address=args.ray_address)
+    if args.dry_run:
+        print(plan_job(job, out=args.out, resume=args.resume))
+        return 0
+    run_dir = run_job(job, out=args.out, resume=args.resume, force=args.force, ray_address=args.ray_address)
+    failed, total = _failed_samples(run_dir)
+    if failed and not args.allow_failures:
+        raise SamplesFailed(failed, total, f"see {run_dir / 'summary.md'}")
     return 0
+
+
+def _failed_samples(run_dir: Path) -> tuple[int, int]:
+    import polars as pl
+
+    scores = pl.read_parquet(run_dir / "scores.parquet", columns=["failed"])
+    return int(scores["failed"].sum()), scores.height
 
 
 def _report(args: argparse.Namespace) -> int:

@@ -23,9 +23,11 @@ from urllib.parse import urlencode
 
 import polars as pl
 
-from emocaustics.core.errors import UsageError
+from emocaustics.core.errors import EndpointDown, NothingToResume, UsageError
 from emocaustics.core.progress import Progress
-from emocaustics.core.task import Failure, Options, ScoreContext, Scored, Task
+from emocaustics.core.task import Failure, Loaded, Options, ScoreContext, Scored, Task
+from emocaustics.jobs import rundir
+from emocaustics.jobs.rundir import RUN_FILE
 from emocaustics.jobs.spec import JobSpec, ModelSpec, RunSpec, dump_job
 
 COST_COLUMNS = ("llm_calls", "cache_hits", "prompt_tokens", "generated_tokens")
@@ -43,7 +45,7 @@ def model_spec_string(model: ModelSpec) -> str:
         if model.gpus_per_replica > 1:
             query["tp"] = int(model.gpus_per_replica)
     if model.spec.startswith(("openai:", "anthropic:")):
-        query = {"concurrency": model.concurrency, **query}
+        query = {"concurrency": model.concurrency, "max_connection_failures": model.max_connection_failures, **query}
     if not query:
         return model.spec
     sep = "&" if "?" in model.spec else "?"
@@ -61,9 +63,9 @@ def resolve_run_dir(job: JobSpec, out: str | None, resume: bool) -> Path:
         return Path(out)
     base = Path(job.output) / job.name
     if resume:
-        previous = sorted(p for p in base.glob("*") if (p / "config.yaml").exists())
+        previous = sorted(p for p in base.glob("*") if (p / RUN_FILE).exists() or (p / "config.yaml").exists())
         if not previous:
-            raise UsageError(f"--resume: no earlier run of job {job.name!r} under {base}")
+            raise NothingToResume(f"--resume: no earlier run of job {job.name!r} under {base}")
         return previous[-1]
     return base / datetime.now().strftime("%Y%m%d-%H%M%S")
 
@@ -183,18 +185,98 @@ def _summary_record(cfg: Config, scored: Scored, loaded_defects: int) -> dict[st
             "prompts_version": cfg.task.prompts_version}
 
 
-def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, ray_address: str | None = None) -> Path:
+def _is_remote(job: JobSpec, model: str | None) -> bool:
+    return model is not None and job.models[model].spec.startswith(("openai:", "anthropic:"))
+
+
+def _resume_line(cfg: Config, samples: list) -> str:
+    """What a resumed config skips and what it runs."""
+    if not cfg.task.needs_model(cfg.options):
+        return f"resume: {cfg.label}: calibration predictor, scored again ({len(samples)} samples)"
+    found = cfg.task.read_predictions(cfg.pred_dir) if cfg.pred_dir.exists() else {}
+    ids = {s.id for s in samples}
+    done = sum(1 for k, v in found.items() if k in ids and not isinstance(v, Failure))
+    failed = sum(1 for k, v in found.items() if k in ids and isinstance(v, Failure))
+    todo = len(samples) - done
+    return (f"resume: {cfg.label}: {done} of {len(samples)} samples done (skipped); {todo} to run"
+            + (f" ({failed} of them failed before and are tried again)" if failed else ""))
+
+
+def start_models(job: JobSpec, configs: list[Config], embedder: Any) -> dict[str, Any]:
+    """Start every engine and the embedder before the first config, so that start-up is reported once per model
+    and never counted in a config's wall time."""
+    import asyncio
+
+    from emocaustics.models.pool import get_pool
+
+    startup: dict[str, Any] = {"models": {}, "embedder": None}
+    for name in sorted({c.model for c in configs if c.model and not _is_remote(job, c.model)}):
+        t0 = time.perf_counter()
+        asyncio.run(get_pool(model_spec_string(job.models[name])).start())
+        startup["models"][name] = round(time.perf_counter() - t0, 2)
+        print(f"model {name}: engine(s) started in {startup['models'][name]} s (not part of any config's wall time)",
+              flush=True)
+    load = getattr(embedder, "_load", None)
+    if load is not None and any(c.model for c in configs):  # calibration-only jobs load it when scoring needs it
+        t0 = time.perf_counter()
+        load()
+        startup["embedder"] = round(time.perf_counter() - t0, 2)
+        print(f"embedder {job.scoring.embedder}: loaded in {startup['embedder']} s", flush=True)
+    return startup
+
+
+def _stop_if_endpoint_down(cfg: Config, job: JobSpec, samples: list, run_dir: Path) -> None:
+    """A config whose endpoint was given up on (models/breaker.py) stops the job; finished samples stay."""
+    if not _is_remote(job, cfg.model):
+        return
+    from emocaustics.models.breaker import endpoint_down
+
+    found = cfg.task.read_predictions(cfg.pred_dir)
+    down = endpoint_down([str(v) for v in found.values() if isinstance(v, Failure)])
+    if down:
+        kept = sum(1 for s in samples if s.id in found and not isinstance(found[s.id], Failure))
+        raise EndpointDown(f"model {cfg.model!r}: {down}; config {cfg.label}: {kept} of {len(samples)} samples "
+                           f"finished and kept; when the endpoint is back: emocaustics run JOB --resume --out {run_dir}")
+
+
+def plan_job(job: JobSpec, *, out: str | None = None, resume: bool = False) -> str:
+    """The dry run: what `run_job` would do, without starting Ray or writing anything."""
+    from emocaustics.jobs.preflight import cache_dir_for, describe, load_all
+
+    run_dir = resolve_run_dir(job, out, resume)
+    configs = _order([Config(run, job, run_dir) for run in job.expand()])
+    text = describe(job, configs, load_all(configs), run_dir, cache_dir_for(job, run_dir))
+    try:
+        rundir.claim(run_dir, job, resume=resume, force=False)
+    except UsageError as exc:
+        text += f"\nproblem (a real run would stop here): {exc}"
+    return text
+
+
+def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force: bool = False,
+            ray_address: str | None = None, check: bool = True) -> Path:
+    """Run a job into its folder. Nothing is written until the folder is claimed (`rundir.claim`) and every
+    pre-flight check passed (`preflight`; `check=False` skips the network checks, for tests)."""
     from emocaustics.core.cluster import connect
+    from emocaustics.jobs.preflight import cache_dir_for, load_all, preflight
     from emocaustics.report.html import write_report
     from emocaustics.report.tables import write_tables
 
     run_dir = resolve_run_dir(job, out, resume)
+    claimed = rundir.claim(run_dir, job, resume=resume, force=force)
     configs = _order([Config(run, job, run_dir) for run in job.expand()])
-    run_dir.mkdir(parents=True, exist_ok=True)
+    loaded_by_label = load_all(configs)
+    if check:
+        preflight(job, configs, loaded_by_label)
+    else:
+        for label, got in loaded_by_label.items():
+            if isinstance(got, UsageError):
+                raise got
+    rundir.start(claimed)
     (run_dir / "config.yaml").write_text(dump_job(job), encoding="utf-8")
-    print(f"job {job.name}: {len(configs)} configs -> {run_dir}", flush=True)
-    needs_ray = any(c.task.needs_model(c.options) and not job.models[c.model].spec.startswith(("openai:", "anthropic:"))
-                    for c in configs)
+    print(f"job {job.name}: {len(configs)} configs -> {run_dir}" + (" (resumed)" if claimed.resumed else ""),
+          flush=True)
+    needs_ray = any(c.task.needs_model(c.options) and not _is_remote(job, c.model) for c in configs)
     if needs_ray:
         connect(address=ray_address or job.ray.address, num_cpus=job.ray.num_cpus,
                 object_store_memory=job.ray.object_store_memory, namespace=job.ray.namespace)
@@ -205,20 +287,28 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, ray_a
     judge = None if judge == "none" else (model_spec_string(job.models[judge]) if judge in job.models else judge)
     ctx = ScoreContext(embedder=embedder, embedder_spec=job.scoring.embedder, judge=judge,
                        scoring=job.scoring.task_options, use_ray=True)
-    cache_dir = Path(job.cache_dir) if job.cache_dir else Path(job.output) / ".cache"
+    cache_dir = cache_dir_for(job, run_dir)
+    print(f"response cache: {cache_dir / 'responses.sqlite'}", flush=True)
+    startup = start_models(job, configs, embedder)
+    (run_dir / "startup.json").write_text(json.dumps(startup, indent=1), encoding="utf-8")
     frames, long_rows, items, wall, defects, records = [], [], [], {}, [], []
     seen_tasks: set[str] = set()
     for cfg in configs:
-        t0 = time.perf_counter()
-        loaded = cfg.task.load(cfg.dataset, cfg.options)
+        clock = rundir.WallClock(claimed, cfg.label)
+        got = loaded_by_label[cfg.label]
+        loaded: Loaded = got  # type: ignore[assignment]  # errors were raised above
         if cfg.task.name not in seen_tasks:  # one list for the job; each defect says which task's loader found it
             seen_tasks.add(cfg.task.name)
             defects.extend({"task": cfg.task.name, **d.to_json()} for d in loaded.defects)
         samples = loaded.samples
+        if claimed.resumed:
+            print(_resume_line(cfg, samples), flush=True)
         cfg.pred_dir.mkdir(parents=True, exist_ok=True)
+        write_provenance(cfg, job, loaded)
         if cfg.task.needs_model(cfg.options):
             samples = cfg.task.prepare(samples, cfg.options, ctx)
             solve(cfg, job, samples, ctx, cache_dir, _prior(cfg, configs))
+            _stop_if_endpoint_down(cfg, job, samples, run_dir)
         predictions = predictions_for(cfg, samples)
         scored = cfg.task.score(samples, predictions, cfg.options, ctx)
         cfg.task.finalize(cfg.pred_dir, samples, predictions, cfg.options)
@@ -228,7 +318,7 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, ray_a
         if scored.items is not None:
             items.append(scored.items.with_columns(pl.lit(cfg.label).alias("run")))
         records.append(_summary_record(cfg, scored, len(loaded.defects)))
-        wall[cfg.label] = round(time.perf_counter() - t0, 2)
+        wall[cfg.label] = clock.stop()  # every attempt of this config: a resumed config's time is the sum
         value = scored.summary.get(cfg.task.primary_metric, frames[-1]["score"].mean())
         failed = int(frames[-1]["failed"].sum())
         print(f"[score {cfg.label}] {cfg.task.primary_metric} "
@@ -244,8 +334,22 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, ray_a
     (run_dir / "wall.json").write_text(json.dumps(wall, indent=1), encoding="utf-8")
     write_tables(run_dir, scores, wall)
     report = write_report(run_dir, scores, wall)
+    claimed.record["failed_samples"] = int(scores["failed"].sum())
+    claimed.record["samples"] = scores.height
+    claimed.record["startup"] = startup
+    rundir.finish(claimed)
     print(f"summary: {run_dir / 'summary.md'}\nreport:  {report}", flush=True)
     return run_dir
+
+
+def write_provenance(cfg: Config, job: JobSpec, loaded: Loaded) -> None:
+    """What the predictions of this config were made from (`core.provenance`): task, dataset with a content hash,
+    sample ids with their fingerprints, model, method, options and prompt version."""
+    from emocaustics.core.provenance import record, write
+
+    model = job.models[cfg.model].spec if cfg.model else None
+    write(cfg.pred_dir, record(cfg.task, loaded, dataset=cfg.dataset.model_dump(mode="json"), options=cfg.options,
+                               model=model))
 
 
 def rebuild_report(run_dir: Path) -> Path:

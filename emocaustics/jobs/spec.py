@@ -29,6 +29,8 @@ class ModelSpec(_Strict):
     engine: dict[str, Any] = Field(default_factory=dict)  # passed through to the vLLM engine
     concurrency: int = Field(64, ge=1)  # in-flight requests for remote endpoints
     placement: Literal["default", "spread"] = "default"  # spread: replicas on different nodes
+    # remote endpoints: after this many connection failures in a row the job stops, naming the endpoint
+    max_connection_failures: int = Field(5, ge=1)
 
 
 class ScoringSpec(BaseModel):
@@ -122,7 +124,7 @@ class JobSpec(_Strict):
     grid: GridSpec | None = None
     scoring: ScoringSpec = Field(default_factory=ScoringSpec)
     output: str = "runs"
-    cache_dir: str | None = None  # LLM response cache; default <output>/.cache
+    cache_dir: str | None = None  # LLM response cache; default $EMOCAUSTICS_CACHE, else <run folder>/cache
     concurrency: int = Field(64, ge=1)  # dialogues in flight per model replica
     ray: RaySpec = Field(default_factory=RaySpec)
 
@@ -222,10 +224,14 @@ def _format_error(path: str, exc: ValidationError) -> str:
 def load_job(path: str | Path, overrides: dict[str, Any] | None = None) -> JobSpec:
     """Read and validate a job YAML; errors name the file and the key."""
     path = Path(path)
+    if path.is_dir():
+        raise UsageError(f"{path} is a directory; give a job spec YAML file (see jobs/)")
     try:
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise UsageError(f"job spec not found: {path}") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"{path}: not a text file (a job spec is YAML, UTF-8)") from None
     except yaml.YAMLError as exc:
         raise UsageError(f"{path}: not valid YAML: {exc}") from None
     if not isinstance(raw, dict):

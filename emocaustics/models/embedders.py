@@ -5,6 +5,8 @@ Specs:
   English model (most Chinese characters become [UNK]), fine for tests and the offline default; real runs should
   name a Chinese-capable model.
 - a local directory holding a sentence-transformers model (e.g. a downloaded bge-large-zh), or `st:PATH`;
+- a Hugging Face hub name (`BAAI/bge-m3`): taken from the local hub cache, else downloaded when the hub can be
+  reached; offline (`HF_HUB_OFFLINE=1`) or unreachable, the error says so and how to get it (`models/hub.py`);
 - `openai:MODEL@BASE_URL`: any OpenAI-compatible `/embeddings` endpoint; the key comes from `OPENAI_API_KEY` or
   `EMOCAUSTICS_API_KEY` (never from the spec, never logged). Retries (429/5xx) are the openai client's own.
 
@@ -31,7 +33,7 @@ API_KEY_VARS = ("OPENAI_API_KEY", "EMOCAUSTICS_API_KEY")
 
 
 class EmbedderSpec(BaseModel):
-    kind: str  # minilm | local | openai
+    kind: str  # minilm | local | hub | openai
     model: str  # model path (local kinds) or model name (openai)
     base_url: str | None = None
 
@@ -66,10 +68,15 @@ def parse_embedder_spec(spec: str) -> EmbedderSpec:
         if not sep or not model or not url.startswith(("http://", "https://")):
             raise _usage(f"embedder spec {spec!r}: expected openai:MODEL@BASE_URL with an http(s) URL")
         return EmbedderSpec(kind="openai", model=model, base_url=url.rstrip("/"))
-    path = Path(spec[3:] if spec.startswith("st:") else spec).expanduser()
+    from emocaustics.models.hub import looks_like_hub_name
+
+    body = spec[3:] if spec.startswith("st:") else spec
+    if looks_like_hub_name(body):
+        return EmbedderSpec(kind="hub", model=body)
+    path = Path(body).expanduser()
     if not path.is_dir():
-        raise _usage(f"embedder spec {spec!r}: not 'minilm', not openai:MODEL@URL, and {path} is not a directory "
-                     "holding a sentence-transformers model")
+        raise _usage(f"embedder spec {spec!r}: not 'minilm', not openai:MODEL@URL, not a hub name (ORG/NAME), and "
+                     f"{path} is not a directory holding a sentence-transformers model")
     return EmbedderSpec(kind="local", model=str(path.resolve()))
 
 
@@ -194,4 +201,22 @@ def make_embedder(spec: str = DEFAULT_EMBEDDER, *, batch_size: int | None = None
     parsed = parse_embedder_spec(spec)
     if parsed.kind == "openai":
         return OpenAIEmbedder(parsed.model, parsed.base_url or "", batch_size=batch_size or 64)
+    if parsed.kind == "hub":
+        from emocaustics.models.hub import fetch
+
+        # The hub name stays the embedder's name (reports, caches); the weights load from the local snapshot.
+        return SentenceTransformerEmbedder(str(fetch(parsed.model, "embedder")), name=parsed.model,
+                                           batch_size=batch_size)
     return SentenceTransformerEmbedder(parsed.model, name=parsed.name, batch_size=batch_size)
+
+
+def check_embedder(spec: str) -> str:
+    """Pre-flight: can this embedder be had? Where it comes from, or a one-line UsageError (no model is loaded)."""
+    parsed = parse_embedder_spec(spec)
+    if parsed.kind == "hub":
+        from emocaustics.models.hub import check
+
+        return check(parsed.model, "embedder")
+    if parsed.kind == "openai":
+        return f"endpoint {parsed.base_url}"
+    return f"local: {parsed.model}"

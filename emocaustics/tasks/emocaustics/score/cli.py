@@ -1,9 +1,14 @@
-"""`emocaustics score sextuple|emotion --pred DIR|oracle|baseline [--gt DIR] [--subset NAME] [--ids 1,2]
+"""Score EmoCaustics predictions (a folder, or a built-in predictor) against the ground truth.
+
+`emocaustics score sextuple|emotion --pred DIR|oracle|baseline [--data DIR] [--subset NAME] [--ids 1,2]
 [--embedder SPEC] [--judge SPEC] [--compat spec|reference] [--out DIR] [--json]`
 
-Ground truth comes through the data layer (`--gt` defaults to the configured dataset; `--pairing published`
-reproduces the reference's file-number pairing). `--out` writes items.parquet, dialogues.parquet, summary.csv and
-summary.json; `--json` prints the summary. `--engine auto` uses the Ray Data plan for more than 50 dialogues.
+Which ground truth: a prediction folder written by `emocaustics run` records what it was made from
+(`provenance.json`: dataset, subset, ids and a fingerprint of every dialogue); that is the default selection, and a
+selection that does not match it is refused, naming the dialogue (`--ignore-provenance` scores anyway). Without a
+record the default subset is `sample`, as for `extract`. `--out` writes items.parquet, dialogues.parquet,
+summary.csv and summary.json; `--json` prints the summary. Exit status 3 when any dialogue failed (unless
+`--allow-failures`).
 """
 
 from __future__ import annotations
@@ -13,24 +18,30 @@ import json
 import sys
 from typing import Any
 
+from emocaustics.core.clihelp import DefaultsFormatter
 from emocaustics.core.errors import UsageError
 
 RAY_ABOVE = 50  # dialogues; below this Ray's start-up costs more than it saves
+DEFAULT_SUBSET = "sample"  # the one default of every command (extract too) when nothing else says
 
 
 def register_score(score_subparsers: Any) -> None:
     """`emocaustics score sextuple|emotion ...` (the same options for both)."""
     for task, what in (("sextuple", "sextuples per utterance"), ("emotion", "emotion event chains per speaker")):
-        p = score_subparsers.add_parser(task, help=f"EmoCaustics {what}", description=__doc__.splitlines()[0])
+        p = score_subparsers.add_parser(task, help=f"EmoCaustics {what}", description=__doc__.split("\n\n")[0],
+                                        formatter_class=DefaultsFormatter)
         p.set_defaults(task=task)
         _add_arguments(p)
 
 
 def _add_arguments(p: Any) -> None:
     p.add_argument("--pred", required=True, help="prediction folder, or a built-in predictor: oracle | baseline")
-    p.add_argument("--gt", help="dataset folder with chat/ and emo/ (default: $EMOCAUSTICS_DATA or the fetch cache)")
-    p.add_argument("--subset", default=None, help="all (default) | paper-100 | long-20 | sample")
-    p.add_argument("--ids", help="dialogue ids, e.g. 1,2,3 (within the subset)")
+    p.add_argument("--data", default=None, help="dataset folder with chat/ and emo/ (default: the predictions' "
+                                                "record, else $EMOCAUSTICS_DATA or the fetch cache)")
+    p.add_argument("--gt", dest="data", help=argparse.SUPPRESS)  # the old name of --data, still accepted
+    p.add_argument("--subset", default=None, help="all | paper-100 | long-20 | sample (default: the predictions' "
+                                                  "record, else sample)")
+    p.add_argument("--ids", default=None, help="dialogue ids, e.g. 1,2,3 (within the subset)")
     p.add_argument("--pairing", choices=["verified", "published"], default="verified",
                    help="chat/emo pairing: verified by content (default) or by file number as the reference does")
     p.add_argument("--embedder", default="minilm", help="minilm (default) | PATH to a sentence-transformers model | "
@@ -42,8 +53,12 @@ def _add_arguments(p: Any) -> None:
                    help="a judge answer not 0/1 after one retry counts 0 (default) or leaves the denominator")
     p.add_argument("--engine", choices=["auto", "local", "ray"], default="auto",
                    help=f"in-process or Ray Data plan (auto: Ray above {RAY_ABOVE} dialogues)")
-    p.add_argument("--out", help="write items.parquet, dialogues.parquet, summary.csv, summary.json here")
+    p.add_argument("--out", default=None, help="write items.parquet, dialogues.parquet, summary.csv, summary.json here")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument("--ignore-provenance", action="store_true",
+                   help="score even when the predictions were made from other data than this ground truth")
+    p.add_argument("--allow-failures", action="store_true",
+                   help="exit 0 even when some dialogues failed (default: exit status 3)")
     p.set_defaults(func=run)
 
 
@@ -67,7 +82,18 @@ def run(args: argparse.Namespace) -> int:
     from emocaustics.models.embedders import parse_embedder_spec
 
     parse_embedder_spec(args.embedder)  # a bad spec fails before any data is loaded
-    dialogues, corpus = resolve(args.subset, parse_ids(args.ids), root=args.gt, pairing=args.pairing)
+    record = _provenance(args)
+    made_for = (record or {}).get("dataset") or {}
+    subset = args.subset or (made_for.get("subset") if record else None) or DEFAULT_SUBSET
+    ids = parse_ids(args.ids) if args.ids else (made_for.get("ids") if record and not args.subset else None)
+    root = args.data or (made_for.get("data") if record else None)
+    pairing = args.pairing if args.pairing != "verified" or not record else made_for.get("pairing", "verified")
+    dialogues, corpus = resolve(subset, ids, root=root, pairing=pairing)
+    if record is not None and not args.ignore_provenance:
+        from emocaustics.core.provenance import check
+        from emocaustics.core.task import content_hash
+
+        check(record, args.task, {str(d.id): content_hash(d) for d in dialogues}, f"--pred {args.pred}")
     # Defects of the ground truth are part of the result: all in summary.json, the unusual ones on stderr too
     # (the published data's 400 duplicate copies and 399 renumbered files would drown the rest there).
     defects = [str(d) for d in corpus.defects]
@@ -109,4 +135,24 @@ def run(args: argparse.Namespace) -> int:
             print(f"  dialogue {f['dialogue']}: {f['reason']}")
         if len(s["failures"]) > 10:
             print(f"  ... and {len(s['failures']) - 10} more (see --out or --json)")
+    failed = len(s["failures"])
+    if failed and not args.allow_failures:
+        from emocaustics.core.errors import SamplesFailed
+
+        raise SamplesFailed(failed, s["dialogues"], "dialogues")
     return 0
+
+
+def _provenance(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The prediction folder's record (`provenance.json`), unless predictions are built in or it is ignored."""
+    from emocaustics.tasks.emocaustics.score.predictors import PREDICTORS
+
+    if args.pred in PREDICTORS or args.ignore_provenance:
+        return None
+    from emocaustics.core.provenance import read
+
+    record = read(args.pred)
+    if record is None:
+        print(f"note: {args.pred} has no provenance.json: which data these predictions were made from cannot be "
+              "checked", file=sys.stderr)
+    return record

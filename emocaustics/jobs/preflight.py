@@ -1,0 +1,188 @@
+"""What a job will do (`run --dry-run`) and the checks before anything starts (pre-flight).
+
+Both run before Ray starts and before the run folder is touched:
+- `load_all` loads each config's samples once (configs sharing a task, dataset and options share the load); the
+  runner reuses the result, so the pre-flight load is not paid twice.
+- `describe` is the dry run: expanded configs, samples per config, estimated LLM calls and tokens (the task's
+  `estimate`: a rough forecast, not a measurement), models with their placement, where outputs and cache go.
+- `preflight` checks, in this order, the datasets, the embedder, every model (an endpoint gets one cheap request, a
+  path must exist, a hub name must be cached or reachable) and stops at the first problem with one line that names it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from emocaustics.core.errors import PreflightError, UsageError
+from emocaustics.core.task import Loaded
+from emocaustics.jobs.spec import JobSpec, ModelSpec
+
+REMOTE_PREFIXES = ("openai:", "anthropic:")
+
+
+def cache_dir_for(job: JobSpec, run_dir: Path) -> Path:
+    """The LLM response cache: the job's `cache_dir`, else `$EMOCAUSTICS_CACHE`, else `<run folder>/cache`."""
+    if job.cache_dir:
+        return Path(job.cache_dir)
+    env = os.environ.get("EMOCAUSTICS_CACHE", "").strip()
+    return Path(env) if env else run_dir / "cache"
+
+
+def load_all(configs: list[Any]) -> dict[str, Loaded | UsageError]:
+    """Each config's loaded samples (or the error that loading raised), by label; equal loads are shared."""
+    memo: dict[str, Loaded | UsageError] = {}
+    out: dict[str, Loaded | UsageError] = {}
+    for cfg in configs:
+        key = f"{cfg.task.name}|{cfg.dataset.model_dump_json()}|{cfg.options.model_dump_json()}"
+        if key not in memo:
+            try:
+                memo[key] = cfg.task.load(cfg.dataset, cfg.options)
+            except UsageError as exc:
+                memo[key] = exc
+            except (OSError, ValueError, KeyError) as exc:
+                memo[key] = UsageError(f"{type(exc).__name__}: {exc}")
+        out[cfg.label] = memo[key]
+    return out
+
+
+def placement(model: ModelSpec) -> str:
+    if model.spec.startswith(REMOTE_PREFIXES):
+        return (f"remote endpoint, {model.concurrency} requests in flight, stops after {model.max_connection_failures} "
+                "connection failures in a row")
+    gpus = f"{model.gpus_per_replica:g} GPU(s) each" if model.gpus_per_replica else "no GPU (CPU engine)"
+    tp = f", tensor parallel {int(model.gpus_per_replica)}" if model.gpus_per_replica > 1 else ""
+    return f"{model.replicas} replica(s), {gpus}{tp}, placement {model.placement}"
+
+
+def model_source(spec: str, *, network: bool) -> str:
+    """Where a model's weights come from; raises UsageError when they cannot be had (network: may ask the hub)."""
+    from emocaustics.models import hub
+
+    head = spec.split("?", 1)[0]
+    if head == "smoke":
+        return "built locally (tiny random model)"
+    if head.startswith("vllm:"):
+        name = head[5:]
+        if Path(name).expanduser().exists():
+            return f"local path {name}"
+        if hub.looks_like_hub_name(name):
+            if network:
+                return hub.check(name, "model")
+            found = hub.cached_path(name)
+            return f"local cache: {found}" if found else "hub name, not in the local cache (checked at start)"
+        raise UsageError(f"model {spec!r}: {name} is neither a local path nor a hub name (ORG/NAME)")
+    return "endpoint"
+
+
+def describe(job: JobSpec, configs: list[Any], loaded: dict[str, Loaded | UsageError], run_dir: Path,
+             cache_dir: Path) -> str:
+    """The dry run's text."""
+    from emocaustics.jobs.rundir import job_hash
+
+    lines = [f"job {job.name} (hash {job_hash(job)}): {len(configs)} configs",
+             f"outputs: {run_dir}", f"response cache: {cache_dir}/responses.sqlite"]
+    used = sorted({c.model for c in configs if c.model})
+    lines.append("models:" if used else "models: none (calibration rows only)")
+    for name in used:
+        m = job.models[name]
+        try:
+            source = model_source(m.spec, network=False)
+        except UsageError as exc:
+            source = f"PROBLEM: {exc}"
+        lines.append(f"  {name}: {m.spec} -- {placement(m)}; weights: {source}")
+    lines.append(f"scoring: embedder {job.scoring.embedder}, judge {job.scoring.judge}")
+    header = "| config | task | method | model | samples | LLM calls | prompt tokens | generated tokens |"
+    lines += ["configs (LLM calls and tokens: a rough forecast):", header, "|" + "---|" * 8]
+    totals = [0, 0, 0]
+    problems = []
+    for cfg in configs:
+        got = loaded[cfg.label]
+        if isinstance(got, UsageError):
+            problems.append(f"{cfg.label}: dataset: {got}")
+            lines.append(f"| {cfg.label} | {cfg.task.name} | {cfg.options.method} | {cfg.model or '-'} | ? | ? | ? | ? |")
+            continue
+        n = len(got.samples)
+        if cfg.task.needs_model(cfg.options):
+            est = cfg.task.estimate(got.samples, cfg.options)
+            figures = [int(est.get(k, 0)) for k in ("llm_calls", "prompt_tokens", "generated_tokens")]
+            totals = [a + b for a, b in zip(totals, figures)]
+            shown = [f"{v:,}" for v in figures]
+        else:
+            shown = ["0 (calibration)", "0", "0"]
+        lines.append(f"| {cfg.label} | {cfg.task.name} | {cfg.options.method} | {cfg.model or '-'} | {n} | "
+                     + " | ".join(shown) + " |")
+    lines.append(f"total: {totals[0]:,} LLM calls, {totals[1]:,} prompt tokens, {totals[2]:,} generated tokens")
+    for p in problems:
+        lines.append(f"problem (a real run would stop here): {p}")
+    lines.append("dry run: nothing was started or written")
+    return "\n".join(lines)
+
+
+def check_endpoint(spec: str, timeout: float = 10.0) -> None:
+    """One cheap request (GET <base>/models) to a remote endpoint; a connection failure, a timeout or a refused key
+    is a PreflightError naming the endpoint. Any other answer (even 404: not every server lists models) is a live
+    endpoint."""
+    import httpx
+
+    from emocaustics.models.spec import endpoint_name, parse_llm_spec
+
+    parsed = parse_llm_spec(spec)
+    name = endpoint_name(parsed)
+    if parsed.kind == "anthropic":
+        base = (parsed.base_url or "https://api.anthropic.com").rstrip("/")
+        url = base + ("/models" if base.endswith("/v1") else "/v1/models")
+        key = os.environ.get("ANTHROPIC_API_KEY", "").strip()
+        headers = {"x-api-key": key, "anthropic-version": "2023-06-01"} if key else {}
+    else:
+        from emocaustics.models.openai_chat import api_key_from_env
+
+        url = (parsed.base_url or "").rstrip("/") + "/models"
+        key = api_key_from_env() or ""
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+    try:
+        resp = httpx.get(url, headers=headers, timeout=timeout)
+    except httpx.TimeoutException:
+        raise PreflightError(f"endpoint {name}: no answer within {timeout:g} s") from None
+    except httpx.HTTPError as exc:
+        raise PreflightError(f"endpoint {name}: cannot connect ({type(exc).__name__})") from None
+    if resp.status_code in (401, 403):
+        var = "ANTHROPIC_API_KEY" if parsed.kind == "anthropic" else "OPENAI_API_KEY or EMOCAUSTICS_API_KEY"
+        raise PreflightError(f"endpoint {name}: the key was refused (HTTP {resp.status_code}); set {var}")
+
+
+def preflight(job: JobSpec, configs: list[Any], loaded: dict[str, Loaded | UsageError]) -> None:
+    """Stop with one line on the first problem: datasets, the embedder, then every model the configs use."""
+    from emocaustics.models.embedders import check_embedder
+
+    for cfg in configs:
+        got = loaded[cfg.label]
+        if isinstance(got, UsageError):
+            raise PreflightError(f"config {cfg.label}: dataset: {got}")
+        if not got.samples:
+            raise PreflightError(f"config {cfg.label}: the dataset selection has no samples")
+    try:
+        check_embedder(job.scoring.embedder)
+    except UsageError as exc:
+        raise PreflightError(f"scoring.embedder: {exc}") from None
+    names = {c.model for c in configs if c.model}
+    judge = job.scoring.judge
+    if judge in job.models:
+        names.add(judge)
+    specs = [(f"models.{n}", job.models[n].spec) for n in sorted(names)]
+    if judge != "none" and judge not in job.models:
+        specs.append(("scoring.judge", judge))
+    from emocaustics.models.spec import parse_llm_spec
+
+    for where, spec in specs:
+        try:
+            parse_llm_spec(spec)
+            if spec.startswith(REMOTE_PREFIXES):
+                check_endpoint(spec)
+            else:
+                model_source(spec, network=True)
+        except PreflightError as exc:
+            raise PreflightError(f"{where}: {exc}") from None
+        except UsageError as exc:
+            raise PreflightError(f"{where}: {exc}") from None

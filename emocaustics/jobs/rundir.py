@@ -1,0 +1,179 @@
+"""Run folders that cannot be overwritten by accident.
+
+A run folder holds `run.json`: the job's name, the hash of everything that determines its results (`job_hash`), its
+state (`running` until the tables and report are written, then `finished`) and the wall time of each config's
+attempts (`wall_parts`: a killed attempt's time is kept, so a resumed config's wall time is the sum of its parts).
+
+`claim` decides, before anything is written, whether a job may use a folder:
+- a missing or empty folder: yes (a fresh run);
+- `--resume`: only a folder holding a run of a job with the same hash (`ResumeMismatch` otherwise, `NothingToResume`
+  for a missing or empty folder);
+- a folder holding anything else: `RunFolderTaken`, unless `--force`, which moves the old folder aside to a sibling
+  (`<name>.replaced-<timestamp>`), never deleting it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from emocaustics.core.errors import NothingToResume, ResumeMismatch, RunFolderTaken
+from emocaustics.jobs.spec import JobSpec
+
+RUN_FILE = "run.json"
+# Keys of a job that do not change its results: names, where outputs and the cache go, how work is spread.
+NOT_RESULT_KEYS = ("name", "description", "output", "cache_dir", "concurrency", "ray")
+NOT_RESULT_MODEL_KEYS = ("replicas", "gpus_per_replica", "concurrency", "placement", "max_connection_failures")
+
+
+def result_fields(job: JobSpec) -> dict[str, Any]:
+    """What determines a job's results: dataset, models (what they are, not where they run), the expanded runs with
+    their resolved options, scoring, and each task's prompt version."""
+    data = job.model_dump(mode="json", exclude=set(NOT_RESULT_KEYS) | {"runs", "grid"})
+    data["models"] = {k: {kk: vv for kk, vv in m.items() if kk not in NOT_RESULT_MODEL_KEYS}
+                      for k, m in data["models"].items()}
+    runs, prompts = [], {}
+    for run in job.expand():
+        task, opts = run.resolve()
+        runs.append({"label": run.label, "task": task.name, "model": run.model, "options": opts.model_dump(mode="json"),
+                     "dataset": job.dataset_for(run)})
+        prompts[task.name] = task.prompts_version
+    data["runs"] = sorted(runs, key=lambda r: r["label"])
+    data["prompts_versions"] = prompts
+    return data
+
+
+def job_hash(job: JobSpec) -> str:
+    text = json.dumps(result_fields(job), sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def read_run(run_dir: Path) -> dict[str, Any] | None:
+    path = run_dir / RUN_FILE
+    if not path.exists():
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {"job": "?", "hash": "?", "state": "unreadable"}
+
+
+def _write_atomic(path: Path, obj: Any) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(obj, ensure_ascii=False, indent=1), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _describe(record: dict[str, Any] | None, run_dir: Path) -> str:
+    if record is None:
+        return f"{run_dir} is not empty and holds no run.json (not a run folder of this version)"
+    return f"{run_dir} holds a {record.get('state', '?')} run of job {record.get('job')!r} (hash {record.get('hash')})"
+
+
+def _differences(old: dict[str, Any] | None, new: dict[str, Any]) -> str:
+    if not old:
+        return ""
+    keys = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+    return f"; they differ in: {', '.join(keys)}" if keys else ""
+
+
+@dataclass
+class Claim:
+    run_dir: Path
+    resumed: bool
+    record: dict[str, Any]
+    moved_to: Path | None = None  # where --force put the previous folder
+
+
+def claim(run_dir: Path, job: JobSpec, *, resume: bool, force: bool) -> Claim:
+    """May `job` use `run_dir`? Raises a named error when not; writes nothing (see `start`)."""
+    digest = job_hash(job)
+    present = run_dir.is_dir() and any(run_dir.iterdir())
+    if run_dir.exists() and not run_dir.is_dir():
+        raise RunFolderTaken(f"{run_dir} is a file, not a run folder")
+    record = read_run(run_dir) if present else None
+    if resume:
+        if not present:
+            raise NothingToResume(f"--resume: {run_dir} {'is empty' if run_dir.exists() else 'does not exist'}; "
+                                  "there is no run to continue (leave out --resume to start one)")
+        if record is None or record.get("hash") != digest:
+            raise ResumeMismatch(f"--resume: {_describe(record, run_dir)}, not of this job {job.name!r} (hash "
+                                 f"{digest}){_differences((record or {}).get('fields'), result_fields(job))}; "
+                                 "resume it with its own job file, or start this job in another --out")
+        return Claim(run_dir, True, record)
+    if present and not force:
+        raise RunFolderTaken(f"{_describe(record, run_dir)}; use --resume to continue it (same job), --force to "
+                             "move it aside (it is kept), or another --out")
+    fresh = {"job": job.name, "hash": digest, "state": "new", "fields": result_fields(job), "wall_parts": {}}
+    if present:
+        return Claim(run_dir, False, fresh, moved_to=_aside(run_dir))
+    return Claim(run_dir, False, fresh)
+
+
+def _aside(run_dir: Path) -> Path:
+    """A sibling name for the folder `--force` replaces (computed now, moved in `start`)."""
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    target = run_dir.with_name(f"{run_dir.name}.replaced-{stamp}")
+    n = 1
+    while target.exists():
+        n += 1
+        target = run_dir.with_name(f"{run_dir.name}.replaced-{stamp}-{n}")
+    return target
+
+
+def start(c: Claim) -> None:
+    """Make the claim real, after every pre-flight check passed: move a forced-out run aside, create the folder,
+    write run.json (state `running`)."""
+    if c.moved_to is not None:
+        os.replace(c.run_dir, c.moved_to)
+        print(f"--force: the previous run in {c.run_dir} was moved to {c.moved_to}", flush=True)
+    c.run_dir.mkdir(parents=True, exist_ok=True)
+    c.record["state"] = "running"
+    c.record.setdefault("started", datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    c.record.setdefault("wall_parts", {})
+    _write_atomic(c.run_dir / RUN_FILE, c.record)
+
+
+def finish(c: Claim) -> None:
+    c.record["state"] = "finished"
+    c.record["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    _write_atomic(c.run_dir / RUN_FILE, c.record)
+
+
+class WallClock:
+    """Times one attempt of one config and keeps it in run.json as it goes (every `interval` seconds), so that the
+    time of an attempt killed mid-way still counts when the config is resumed."""
+
+    def __init__(self, c: Claim, label: str, interval: float = 5.0) -> None:
+        self.claim, self.label, self.interval = c, label, interval
+        parts = c.record.setdefault("wall_parts", {}).setdefault(label, [])
+        self.index = len(parts)
+        parts.append(0.0)
+        self.t0 = time.perf_counter()
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
+
+    def _save(self) -> None:
+        with self._lock:
+            self.claim.record["wall_parts"][self.label][self.index] = round(time.perf_counter() - self.t0, 2)
+            _write_atomic(self.claim.run_dir / RUN_FILE, self.claim.record)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            self._save()
+
+    def stop(self) -> float:
+        """End this attempt; the config's wall time: the sum of all its attempts."""
+        self._stop.set()
+        self._thread.join()
+        self._save()
+        return round(sum(self.claim.record["wall_parts"][self.label]), 2)
