@@ -63,10 +63,22 @@ def with_ci(summary: pl.DataFrame, digits: int = 4) -> pl.DataFrame:
     return summary.with_columns(pl.Series("ci", text, dtype=pl.Utf8))
 
 
-def main_table(summary: pl.DataFrame) -> pl.DataFrame:
-    """The main columns of the summary (with `kind` kept first for row shading when present)."""
+def same_as_score(summary: pl.DataFrame, column: str = "micro_score") -> bool:
+    """Whether `column` equals `score` (to the 4 digits shown) in every row: e.g. micro = macro when every weight
+    is 1, and a narrow table need not show it twice."""
+    if column not in summary.columns or "score" not in summary.columns:
+        return False
+    gap = (summary[column] - summary["score"]).abs().fill_null(0).max()
+    return gap is None or float(gap) < 5e-5
+
+
+def main_table(summary: pl.DataFrame, drop_same_micro: bool = False) -> pl.DataFrame:
+    """The main columns of the summary (with `kind` kept first for row shading when present); with
+    `drop_same_micro`, micro_score is left out when it equals score in every row."""
     df = with_ci(summary)
     cols = present(df, MAIN_COLUMNS)
+    if drop_same_micro and same_as_score(df):
+        cols.remove("micro_score")
     return df.select(*(["kind"] if "kind" in df.columns else []), *cols)
 
 

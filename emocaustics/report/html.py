@@ -1,4 +1,10 @@
-"""The self-contained HTML report of a run directory: tables and charts (inline SVG), no network, no JavaScript."""
+"""The self-contained HTML report of a run directory: tables and charts (inline SVG), no network, no JavaScript.
+
+Layout, made to read at a glance on a 1280 px screen without sideways scrolling: the main summary table (what ran,
+the score with its 95 % interval, failures, cost), each task's components in their own narrow tables, a legend that
+defines every column shown, bar charts whose every bar carries its value (a zero gets a visible marker) with the
+intervals as error bars, the task's own sections, the significance matrices and the failures.
+"""
 
 from __future__ import annotations
 
@@ -8,30 +14,51 @@ from pathlib import Path
 
 import polars as pl
 
-from emocaustics.report.tables import component_columns, failures, option_columns, summarise
+from emocaustics.report.columns import components_by_task, legend, main_table
+from emocaustics.report.tables import failures, summarise
+
+# Component tables are cut into chunks of this many metric columns so that each fits the page.
+COMPONENTS_PER_TABLE = 6
+# Text columns kept on one line (an interval "[0.1000, 0.3000]" reads badly on two).
+NOWRAP = frozenset({"ci"})
 
 _CSS = """
 body{font-family:system-ui,-apple-system,"Noto Sans CJK SC",sans-serif;margin:2rem;color:#222;max-width:1200px}
-table{border-collapse:collapse;margin:1rem 0;font-size:.85rem}
+table{border-collapse:collapse;margin:1rem 0;font-size:.85rem;max-width:100%}
 th,td{border:1px solid #ccc;padding:.25rem .5rem;text-align:right}
-th{background:#f3f3f3}td.t{text-align:left}
+th{background:#f3f3f3}td{white-space:nowrap}td.t{text-align:left;white-space:normal;overflow-wrap:break-word}
+td.n{white-space:nowrap}
 tr.calibration td{background:#f4f8ff}tr.engine-check td{background:#fff7e6}
 .note{color:#8a5a00;font-size:.9rem}.chart{margin:1rem 0}
+svg{max-width:100%;height:auto}
+dl.legend{font-size:.85rem;display:grid;grid-template-columns:max-content 1fr;gap:.2rem 1rem;max-width:100%}
+dl.legend dt{font-family:ui-monospace,monospace;overflow-wrap:anywhere}dl.legend dd{margin:0}
 """
 
 
-def svg(fig) -> str:
-    buf = io.StringIO()
-    fig.savefig(buf, format="svg", bbox_inches="tight")
+def svg(fig, text_as_text: bool = False) -> str:
+    """The figure as inline SVG. With `text_as_text` the labels stay <text> elements (searchable, testable)."""
     import matplotlib.pyplot as plt
 
+    buf = io.StringIO()
+    with plt.rc_context({"svg.fonttype": "none" if text_as_text else "path"}):
+        fig.savefig(buf, format="svg", bbox_inches="tight")
     plt.close(fig)
     text = buf.getvalue()
     return text[text.index("<svg"):]  # drop the XML prolog so the SVG can sit inline
 
 
-def table(df: pl.DataFrame, row_class: str | None = None) -> str:
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in df.columns if c != row_class)
+def breakable(text: str) -> str:
+    """Escaped text that may wrap after `_`, `-`, `=`, `:` and `/` (config labels and column names are long words
+    made of parts: they wrap between the parts, never inside one)."""
+    out = html.escape(text)
+    for ch in "_-=:/":
+        out = out.replace(ch, ch + "<wbr>")
+    return out
+
+
+def table(df: pl.DataFrame, row_class: str | None = None, table_id: str | None = None) -> str:
+    head = "".join(f"<th>{breakable(c)}</th>" for c in df.columns if c != row_class)
     rows = []
     for row in df.iter_rows(named=True):
         cls = f' class="{html.escape(str(row[row_class]))}"' if row_class else ""
@@ -41,10 +68,14 @@ def table(df: pl.DataFrame, row_class: str | None = None) -> str:
                 continue
             if isinstance(value, float):
                 cells.append(f"<td>{value:.4f}</td>")
+            elif isinstance(value, int) and not isinstance(value, bool):
+                cells.append(f"<td>{value}</td>")
             else:
-                cells.append(f'<td class="t">{html.escape("" if value is None else str(value))}</td>')
+                cls_td = "t n" if col in NOWRAP else "t"
+                cells.append(f'<td class="{cls_td}">{breakable("" if value is None else str(value))}</td>')
         rows.append(f"<tr{cls}>{''.join(cells)}</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    ident = f' id="{html.escape(table_id)}"' if table_id else ""
+    return f"<table{ident}><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 
 
 def _bar_chart(summary: pl.DataFrame, task: str) -> str:
@@ -57,44 +88,72 @@ def _bar_chart(summary: pl.DataFrame, task: str) -> str:
     colours = {"calibration": "#4c78a8", "engine-check": "#f2a541", "model": "#54a24b"}
     fig, ax = plt.subplots(figsize=(8, 0.45 * rows.height + 1.2))
     labels = rows["run"].to_list()
-    values = rows["score"].fill_null(0).to_list()
-    err = None
+    scores = rows["score"].to_list()
+    values = [0.0 if v is None else v for v in scores]
+    err, highs = None, list(values)
     if "ci_low" in rows.columns:  # 95 % bootstrap intervals as error bars
-        lo = [max(v - (lw if lw is not None else v), 0) for v, lw in zip(values, rows["ci_low"].to_list())]
-        hi = [max((hg if hg is not None else v) - v, 0) for v, hg in zip(values, rows["ci_high"].to_list())]
-        err = [lo, hi]
+        los = [v if lw is None else lw for v, lw in zip(values, rows["ci_low"].to_list())]
+        highs = [v if hg is None else hg for v, hg in zip(values, rows["ci_high"].to_list())]
+        err = [[max(v - lw, 0) for v, lw in zip(values, los)], [max(hg - v, 0) for v, hg in zip(values, highs)]]
+    low_end = min([0.0, *values])
+    high_end = max([1.0, *highs])
+    span = high_end - low_end
     bars = ax.barh(labels, values, xerr=err, capsize=3, color=[colours.get(k, "#888") for k in rows["kind"]],
-                   edgecolor="#333", linewidth=0.5)  # the edge keeps a zero-length bar visible
-    for bar, v in zip(bars, values):  # every bar carries its value
-        ax.text(min(v, 1.0) + 0.01, bar.get_y() + bar.get_height() / 2, f"{v:.3f}", va="center", fontsize=8)
+                   edgecolor="#333", linewidth=0.5, error_kw={"ecolor": "#333", "elinewidth": 1})
+    for i, (bar, v, raw, hg) in enumerate(zip(bars, values, scores, highs)):
+        bar.set_gid(f"bar-{task}-{i}")
+        y = bar.get_y() + bar.get_height() / 2
+        if v == 0:  # a zero-length bar draws nothing: mark the zero so the row does not read as missing
+            (marker,) = ax.plot([0], [y], marker="D", markersize=5, color="#333", linestyle="none")
+            marker.set_gid(f"zero-{task}-{i}")
+        # every bar carries its value, right of the bar or of its interval, whichever ends later
+        label = ax.text(max(v, hg) + 0.02 * span, y, "n/a" if raw is None else f"{v:.3f}", va="center", fontsize=8)
+        label.set_gid(f"value-{task}-{i}")
     ax.invert_yaxis()
-    ax.set_xlim(0, 1.15)
-    ax.set_xlabel("score (mean over samples)")
-    ax.set_title(f"{task}: methods vs oracle / baseline (orange = engine check, not a quality figure)")
-    return svg(fig)
+    ax.set_xlim(low_end - (0.02 * span if low_end < 0 else 0), high_end + 0.15 * span)
+    ax.axvline(0, color="#333", linewidth=0.8)
+    ax.set_xlabel("score (mean over samples) with its 95 % bootstrap interval")
+    ax.set_title(f"{task}: configs by score (orange = engine check, not a quality figure)")
+    return svg(fig, text_as_text=True)
+
+
+def summary_section(summary: pl.DataFrame) -> list[str]:
+    """The main table, each task's component tables and the legend of every column shown."""
+    main = main_table(summary, drop_same_micro=True)
+    parts = [f"<div id='summary'>{table(main, row_class='kind' if 'kind' in main.columns else None)}</div>"]
+    comps = components_by_task(summary)
+    if comps:
+        parts.append("<h2>Components</h2><div id='components'>")
+        for task, cols in comps.items():
+            rows = summary.filter(pl.col("task") == task)
+            parts.append(f"<h3>{html.escape(task)}</h3>")
+            for start in range(0, len(cols), COMPONENTS_PER_TABLE):
+                chunk = cols[start:start + COMPONENTS_PER_TABLE]
+                parts.append(table(rows.select("kind", "run", *chunk), row_class="kind"))
+        parts.append("</div>")
+    items = legend([c for c in main.columns if c != "kind"] + ["kind"], comps)
+    body = "".join(f"<dt>{html.escape(c)}</dt><dd>{html.escape(text)}</dd>" for c, text in items)
+    parts.append(f"<h2>Columns</h2><dl class='legend' id='legend'>{body}</dl>")
+    return parts
 
 
 def render(run_dir: Path, scores: pl.DataFrame, wall: dict[str, float] | None = None, title: str = "") -> str:
     summary = summarise(scores, wall)
-    shown = summary.select(
-        "kind", "run", "task", "method", "model", *option_columns(summary), "samples", "score", "micro_score",
-        *component_columns(summary), "failures", *[c for c in ("judge_failures",) if c in summary.columns],
-        "llm_calls", "tokens", "wall_s",
-    )
     parts = [
         f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>",
         f"<style>{_CSS}</style></head><body>",
         f"<h1>{html.escape(title)}</h1>",
         "<p class='note'>Rows shaded orange are engine checks run with the <b>smoke</b> model (tiny, random weights):"
         " they show that the pipeline and the real engine ran, their scores are noise and are not a quality figure."
-        " Blue rows are calibration: <b>oracle</b> (the ground truth itself, must score 1.0) and <b>baseline</b>"
-        " (a trivial non-LLM predictor, the floor).</p>",
+        " Blue rows are calibration: no model is called (an <b>oracle</b> is the ground truth itself and must score"
+        " 1.0; a <b>baseline</b> is a trivial predictor, the floor).</p>",
         "<h2>Summary</h2>",
-        f"<div id='summary'>{table(shown, row_class='kind')}</div>",
-        "<h2>Methods compared</h2>",
+        *summary_section(summary),
+        "<h2>Configs compared</h2>",
     ]
     for task in summary["task"].unique(maintain_order=True).to_list():
-        parts.append(f"<div class='chart' id='bars-{html.escape(task)}'>{_bar_chart(summary, task)}</div>")
+        parts.append(f"<div class='chart bars' id='bars-{html.escape(task)}'>{_bar_chart(summary, task)}</div>")
     from emocaustics.core.task import get_task
 
     for task_name in summary["task"].unique(maintain_order=True).to_list():
@@ -113,7 +172,12 @@ def render(run_dir: Path, scores: pl.DataFrame, wall: dict[str, float] | None = 
             labels = list(dict.fromkeys(of_task["config_a"].to_list() + of_task["config_b"].to_list()))
             chart = plot_significance(matrix_from_pairs(of_task, labels), labels, None,
                                       title=f"{task}: paired randomisation p (Holm), p > 0.1 masked")
-            parts.append(f"<h2>Significance: {html.escape(task)}</h2><div class='chart'>{chart}</div>")
+            n_sig = int(of_task["significant"].sum())
+            parts.append(f"<h2>Significance: {html.escape(task)}</h2>"
+                         f"<p>{n_sig} of {of_task.height} pairs of configs differ significantly (Holm-corrected "
+                         "p &lt; 0.05, approximate randomisation over the samples both configs scored; "
+                         "significance.csv has every test).</p>"
+                         f"<div class='chart significance'>{chart}</div>")
     fails = failures(scores)
     parts.append(f"<h2>Failures ({fails.height})</h2>")
     parts.append(table(fails) if fails.height else "<p>None.</p>")

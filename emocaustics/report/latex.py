@@ -14,7 +14,7 @@ from pathlib import Path
 import polars as pl
 
 from emocaustics.core.errors import UsageError
-from emocaustics.report.columns import COLUMN_DOCS, present, with_ci
+from emocaustics.report.columns import COLUMN_DOCS, present, same_as_score, with_ci
 
 LATEX_COLUMNS = ("run", "task", "method", "model", "K", "S", "samples", "score", "ci", "micro_score", "failures")
 HEADERS = {"ci": "95\\,\\% CI", "micro_score": "micro score"}
@@ -40,10 +40,8 @@ def latex_columns(summary: pl.DataFrame) -> list[str]:
     cols = present(df, LATEX_COLUMNS)
     if "task" in cols and df["task"].n_unique() == 1:
         cols.remove("task")
-    if "micro_score" in cols and "score" in cols:
-        same = (df["micro_score"] - df["score"]).abs().fill_null(0).max()
-        if same is not None and float(same) < 5e-5:  # equal to the 4 digits shown
-            cols.remove("micro_score")
+    if "micro_score" in cols and same_as_score(df):
+        cols.remove("micro_score")
     return cols
 
 

@@ -31,10 +31,23 @@ SCORE_COLUMNS: dict[str, pl.DataType] = {
 }
 
 KIND_NOTE = {
-    "calibration": "calibration row (oracle must be 1.0; baseline is the floor to beat)",
+    "calibration": "calibration: no model called (a built-in predictor or a scoring-only method)",
     "engine-check": "engine check: the smoke model is random weights, its text is noise; NOT a quality figure",
     "model": "",
 }
+# Calibration methods whose note says more than "no model called".
+METHOD_NOTE = {
+    "oracle": "calibration: the ground truth as prediction, must score 1.0",
+    "baseline": "calibration: a trivial predictor, the floor to beat",
+}
+
+
+def note() -> pl.Expr:
+    """What a summary row is, in words (from its kind, and its method for calibration rows)."""
+    by_kind = pl.col("kind").replace_strict(KIND_NOTE, default="")
+    by_method = pl.col("method").replace_strict(METHOD_NOTE, default=None, return_dtype=pl.Utf8)
+    return (pl.when(pl.col("kind") == "calibration").then(pl.coalesce(by_method, by_kind)).otherwise(by_kind)
+            .alias("note"))
 # Per-config columns a task may add (`Task.summary_columns`), shown after the model when present.
 OPTION_COLUMNS = ("K", "S")
 
@@ -47,11 +60,13 @@ def option_columns(df: pl.DataFrame) -> list[str]:
     return [c for c in OPTION_COLUMNS if c in df.columns]
 
 
-def summarise(scores: pl.DataFrame, wall: dict[str, float] | None = None) -> pl.DataFrame:
+def summarise(scores: pl.DataFrame, wall: dict[str, float] | None = None,
+              ci: pl.DataFrame | None = None) -> pl.DataFrame:
     """One row per run config: score (macro: mean over samples, failures count 0), micro score (weighted by the
-    samples' weights), component means, failures, cost."""
+    samples' weights), component means, failures, cost; `ci` (run, ci_low, ci_high) when already computed."""
     comps = component_columns(scores)
-    ci, _ = config_statistics(scores)
+    if ci is None:
+        ci, _ = config_statistics(scores)
     summary = (
         scores.group_by("run", maintain_order=True)
         .agg(
@@ -71,7 +86,7 @@ def summarise(scores: pl.DataFrame, wall: dict[str, float] | None = None) -> pl.
             (pl.col("prompt_tokens").sum() + pl.col("generated_tokens").sum()).alias("tokens"),
             pl.col("generated_tokens").sum(),
         )
-        .with_columns(pl.col("kind").replace_strict(KIND_NOTE, default="").alias("note"))
+        .with_columns(note())
         .join(ci, on="run", how="left")
     )
     wall = wall or {}
@@ -130,25 +145,33 @@ def to_markdown(df: pl.DataFrame, floats: int = 4) -> str:
 def write_tables(run_dir: Path, scores: pl.DataFrame, wall: dict[str, float] | None = None) -> pl.DataFrame:
     """Write scores.parquet, summary.csv and summary.md; return the summary."""
     scores.write_parquet(run_dir / "scores.parquet")
-    summary = summarise(scores, wall)
+    ci, pairs = config_statistics(scores)
+    summary = summarise(scores, wall, ci=ci)
     summary.write_csv(run_dir / "summary.csv")
-    shown = summary.select(
-        "run", "task", "method", "model", *option_columns(summary), "samples", "score", "ci_low", "ci_high",
-        "micro_score", *component_columns(summary), "failures",
-        *[c for c in ("judge_failures",) if c in summary.columns], "llm_calls", "tokens", "wall_s", "note",
-    )
-    _, pairs = config_statistics(scores)
     if pairs.height:
         pairs.write_csv(run_dir / "significance.csv")
-    text = f"# {run_dir.parent.name} / {run_dir.name}\n\n" + to_markdown(shown)
-    text += ("\nscore: mean over samples (failures count 0); ci_low/ci_high: its 95 % bootstrap interval over "
-             "samples (seeded); micro_score: weighted by the samples' weights; c_*: the task's secondary metrics.\n")
+    (run_dir / "summary.md").write_text(summary_markdown(summary, pairs, f"{run_dir.parent.name} / {run_dir.name}"),
+                                        encoding="utf-8")
+    return summary
+
+
+def summary_markdown(summary: pl.DataFrame, pairs: pl.DataFrame, title: str) -> str:
+    """summary.md: the main table, each task's components, what every column means, the paired tests' verdict."""
+    from emocaustics.report.columns import components_by_task, legend, main_table
+
+    main = main_table(summary).drop("kind", strict=False)
+    if "note" in summary.columns:
+        main = main.with_columns(summary["note"])
+    text = f"# {title}\n\n" + to_markdown(main)
+    comps = components_by_task(summary)
+    for task, cols in comps.items():
+        text += f"\n## Components: {task}\n\n" + to_markdown(summary.filter(pl.col("task") == task).select("run", *cols))
+    text += "\n## Columns\n\n" + "".join(f"- `{c}`: {doc}\n" for c, doc in legend(main.columns, comps))
     if pairs.height:
         sig = pairs.filter(pl.col("significant"))
         text += (f"\nPaired tests between configs of the same task (approximate randomisation, Holm over {pairs.height} "
                  f"pairs; significance.csv): {sig.height} significant at 0.05.\n")
-    (run_dir / "summary.md").write_text(text, encoding="utf-8")
-    return summary
+    return text
 
 
 def compare(run_dirs: list[Path]) -> pl.DataFrame:

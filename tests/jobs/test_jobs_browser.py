@@ -145,13 +145,22 @@ def browser(chromium_bin, tmp_path):
         b.close()
 
 
+# Many long-named components (as a real task has: field accuracies, match rates, F1 parts) make the summary wide:
+# the report must still fit 1280 px, with the components in their own tables.
+WIDE_COMPONENTS = [f"c_{name}" for name in (
+    "holder_accuracy", "target_similarity", "aspect_similarity", "opinion_similarity", "sentiment_accuracy",
+    "rationale_similarity", "emotion_category_accuracy", "trigger_utterance_accuracy", "chain_link_f1",
+    "chain_link_precision", "chain_link_recall", "judge_agreement_rate", "duplicate_rate", "unscored_rate")]
+
+
 def _rows(run, task, method, kind, scores, *, model=None, window=None, step=None, lengths=(12, 140), failed=()):
     return [
         {"run": run, "task": task, "method": method, "model": model, "K": window, "S": step, "kind": kind,
          "sample_id": str(i + 1), "n_utterances": n, "weight": float(n), "score": s, "failed": i in failed,
          "status": "failed" if i in failed else "ok",
          "reason": "回答不是合法的 JSON (unparseable)" if i in failed else None, "llm_calls": 4, "cache_hits": 0,
-         "prompt_tokens": 300, "generated_tokens": 40, "judge_failures": 0, "seconds": 2.0, "c_sentiment": s}
+         "prompt_tokens": 300, "generated_tokens": 40, "judge_failures": 0, "seconds": 2.0, "c_sentiment": s,
+         **({c: s / (j + 1) for j, c in enumerate(WIDE_COMPONENTS)} if task == "sextuple" else {})}
         for i, (s, n) in enumerate(zip(scores, lengths))
     ]
 
@@ -162,7 +171,8 @@ def run_dir(tmp_path) -> Path:
     data = (_rows("sextuple_oracle", "sextuple", "oracle", "calibration", [1.0, 1.0])
             + _rows("sextuple_baseline", "sextuple", "baseline", "calibration", [0.3, 0.1])
             + _rows("emotion_oracle", "emotion", "oracle", "calibration", [1.0, 1.0])
-            + _rows("emotion_direct_smoke", "emotion", "direct", "engine-check", [0.0, 0.1], model="smoke"))
+            + _rows("emotion_direct_smoke", "emotion", "direct", "engine-check", [0.0, 0.1], model="smoke")
+            + _rows("emotion_baseline", "emotion", "baseline", "calibration", [0.0, 0.0]))  # a zero bar
     for k in (2, 3):
         for s in (1, 2):
             data += _rows(f"sextuple_window_smoke_K{k}-S{s}", "sextuple", "window", "engine-check",
@@ -189,7 +199,7 @@ def test_report_renders_without_errors(browser, run_dir, tmp_path):
     assert errors == [], errors
     # The summary table: one row per config, the oracle row present with 1.0000.
     rows = browser.eval("[...document.querySelectorAll('#summary tbody tr')].map(r => r.innerText)")
-    assert len(rows) == 8, rows
+    assert len(rows) == 9, rows
     oracle = [r for r in rows if "sextuple_oracle" in r]
     assert oracle and "1.0000" in oracle[0], rows
     assert browser.eval("document.querySelectorAll('#summary tr.engine-check').length") == 5
@@ -207,3 +217,48 @@ def test_report_renders_without_errors(browser, run_dir, tmp_path):
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(shot, ARTIFACTS / "report.png")
+
+
+def test_report_fits_1280_and_every_bar_carries_its_value(browser, run_dir):
+    """Issue 16: no sideways scroll at 1280 px (main columns first, components in their own tables); every bar
+    carries its value as text, equal to the summary's score; a zero score is visible; every column is defined."""
+    assert browser.load((run_dir / "report.html").as_uri()) == []
+    width = browser.eval("""(() => { const de = document.documentElement;
+        return {scroll: de.scrollWidth, client: de.clientWidth, inner: window.innerWidth,
+                widest: Math.max(...[...document.querySelectorAll('table, svg, dl, h1, p')]
+                                 .map(e => e.getBoundingClientRect().right))}; })()""")
+    assert width["inner"] == 1280, width
+    assert width["scroll"] <= width["client"] and width["widest"] <= width["client"], width
+    # components are not in the main table, but in their own tables, and every one of them is shown
+    main_heads = browser.eval("[...document.querySelectorAll('#summary th')].map(e => e.innerText.trim())")
+    comp_heads = browser.eval("[...document.querySelectorAll('#components th')].map(e => e.innerText.trim())")
+    assert "score" in main_heads and "ci" in main_heads and not any(h.startswith("c_") for h in main_heads)
+    assert set(WIDE_COMPONENTS) | {"c_sentiment"} <= set(comp_heads), comp_heads
+    # every column shown is defined in the legend
+    defined = browser.eval("[...document.querySelectorAll('#legend dt')].map(e => e.innerText.trim())")
+    for head in main_heads:
+        assert head in defined, (head, defined)
+    for head in set(comp_heads) - {"run"}:
+        assert any(d.startswith(f"{head} (") for d in defined), (head, defined)
+    # bars: one value label per bar, equal to the summary's score; a zero gets a visible marker
+    charts = browser.eval("""[...document.querySelectorAll('div.bars')].map(d => ({
+        id: d.id,
+        svgRight: d.querySelector('svg').getBoundingClientRect().right,
+        bars: [...d.querySelectorAll('g[id^="bar-"]')].map(g => g.getBoundingClientRect().width),
+        values: [...d.querySelectorAll('g[id^="value-"]')].map(g => [g.textContent.trim(),
+                                                                   g.getBoundingClientRect().width,
+                                                                   g.getBoundingClientRect().right]),
+        zeros: [...d.querySelectorAll('g[id^="zero-"]')].map(g => [g.getBoundingClientRect().width,
+                                                                 g.getBoundingClientRect().height])}))""")
+    summary = pl.read_csv(run_dir / "summary.csv")
+    assert {c["id"] for c in charts} == {"bars-sextuple", "bars-emotion"}, charts
+    for chart in charts:
+        task = chart["id"].removeprefix("bars-")
+        expected = sorted(f"{v:.3f}" for v in summary.filter(pl.col("task") == task)["score"].to_list())
+        shown = [v for v, _, _ in chart["values"]]
+        assert len(chart["bars"]) == len(expected) and sorted(shown) == expected, (chart, expected)
+        assert all(w > 0 and right <= chart["svgRight"] for _, w, right in chart["values"]), chart
+        zeros = shown.count("0.000")
+        assert len(chart["zeros"]) == zeros and all(w > 2 and h > 2 for w, h in chart["zeros"]), chart
+        assert sum(w > 0 for w in chart["bars"]) >= len(expected) - zeros, chart
+    assert any(c["zeros"] for c in charts)  # the fixture's zero score was drawn

@@ -51,6 +51,16 @@ class HumanTask(Task):
     Dataset: ClassVar[type[DatasetOptions]] = HumanDataset
     calibration_methods: ClassVar[tuple[str, ...]] = ("process",)
     primary_metric: ClassVar[str] = "qc_passed"
+    # what the per-assignment metrics mean (the report's legend); `z:` covers every `z:<system>`
+    metric_docs: ClassVar[dict[str, str]] = {
+        "qc_passed": "1 when the assignment's worker passed quality control (one-sided Mann-Whitney of the qc "
+                     "system's z against the competing systems', p below qc_threshold), else 0",
+        "qc_p": "the worker's quality-control p-value (unscored when the worker rated no qc conversation)",
+        "z_systems": "mean per-conversation z of the competing systems in the assignment",
+        "z_qc": "mean per-conversation z of the degraded qc system in the assignment",
+        "z:": "the assignment's conversation z for system <name>, over ALL workers (the ranking from passing "
+              "workers only is in the human-assessment section)",
+    }
 
     def load(self, dataset: DatasetOptions, options: Options) -> Loaded:
         ds: HumanDataset = dataset  # type: ignore[assignment]
