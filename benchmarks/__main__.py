@@ -1,9 +1,19 @@
-"""Run every benchmark side by side and write `benchmarks/results/latest.json` plus a short Markdown table.
+"""`make bench`: run every benchmark and write ONE results file, `benchmarks/results/latest.json` (+ `latest.md`).
+
+Every figure in README's performance table is read from `latest.json` and cites its key there
+(`latest.json:BENCH.FIGURE.PATH` = `results[BENCH]["figures"][FIGURE][PATH...]`); tests/benchmarks/test_readme_figures.py
+checks that each figure in the table equals the value at the key it cites.
 
 Each benchmark module exposes `run(quick: bool) -> dict` returning
-`{"name", "figures": {name: value}, "inputs": {...}, "notes": [...], "floors": {name: {"value", "floor", "ok"}}}`
-and `to_markdown(result) -> str`; each result is also written to `benchmarks/results/<name>.json` and `.md`.
-`python -m benchmarks [--only NAME ...] [--quick]`.
+`{"name", "figures": {...}, "inputs": {...}, "notes": [...], "floors": {name: {"value", "floor", "ok"}}}`; the
+benchmarks owned by a task keep their own entry points (aer_prefix_bench: `main(argv)` writing a JSON file).
+Beside its figures, every result in latest.json records when it ran, its wall seconds, the command that reruns it
+and the 1-minute load average before and after (the machine is shared).
+
+    python -m benchmarks [--only NAME ...] [--quick]
+
+`--only` reruns some benchmarks and replaces only their entries in latest.json: the others keep the figures of the run
+that produced them, each with its own `when` and `command`, so a figure is always from one run of its benchmark.
 """
 
 from __future__ import annotations
@@ -14,6 +24,7 @@ import json
 import os
 import platform
 import sys
+import tempfile
 import time
 import traceback
 from importlib import metadata
@@ -21,13 +32,21 @@ from pathlib import Path
 from typing import Any
 
 RESULTS = Path(__file__).resolve().parent / "results"
-# (module, what it measures); a module that is not there yet is reported as missing, not skipped silently.
-BENCHMARKS = [
-    ("benchmarks.score_bench", "scoring the whole dataset: distinct texts, embeddings/s, speed-up vs per-pair calls"),
-    ("benchmarks.engine_bench", "pipeline tokens/s vs the raw engine replaying the same prompts; prefix-cache hits"),
-    ("benchmarks.reference_bench", "our pipeline vs the reference's way of driving the same OpenAI-compatible server"),
-    ("benchmarks.scale_bench", "simulated GPU engine: scaling efficiency and orchestration overhead at 1-64 replicas"),
+LATEST = RESULTS / "latest.json"
+# (module, what it measures, writes its own benchmarks/results/<name>.json?) in run order: the cheap ones first. A
+# module that fails or is missing is reported as an error entry, never skipped silently.
+BENCHMARKS: list[tuple[str, str, bool]] = [
+    ("benchmarks.stats_bench", "statistics under every score table: CIs, paired tests, Holm on 10,000 x 20", False),
+    ("benchmarks.ecpe_score_bench", "ECPE official scoring of all 341 conversations", False),
+    ("benchmarks.narrative_bench", "narrative component scoring of 10,000 synthetic pairs", False),
+    ("benchmarks.score_bench", "EmoCaustics scoring of the whole dataset from predictions that need embedding", True),
+    ("benchmarks.guided_bench", "schema-guided requests/s of the real vLLM CPU engine in a Ray actor", True),
+    ("benchmarks.aer_prefix_bench", "AER prefix-cache hit rate with and without per-topic affinity (2 replicas)", False),
+    ("benchmarks.engine_bench", "pipeline tokens/s vs the raw engine replaying the same prompts; prefix-cache hits", True),
+    ("benchmarks.reference_bench", "our pipeline vs the reference's way of driving the same OpenAI server", True),
+    ("benchmarks.scale_bench", "SIMULATED GPU engine: scaling, projections with bounds, orchestration overhead", True),
 ]
+SHORT = [m.rsplit(".", 1)[1] for m, _, _ in BENCHMARKS]
 
 
 def machine() -> dict:
@@ -39,28 +58,71 @@ def machine() -> dict:
             pass
     return {"python": sys.version.split()[0], "platform": platform.platform(), "cpus": os.cpu_count(),
             "memory_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
-            "versions": versions}
+            "gpu": "none (CPU build of vLLM; GPU figures are simulated, see scale_bench)", "versions": versions}
 
 
-def to_markdown(results: list[dict]) -> str:
-    lines = ["| benchmark | figure | value |", "| --- | --- | --- |"]
-    for res in results:
+def _run_module(module_name: str, quick: bool) -> dict:
+    module = importlib.import_module(module_name)
+    if hasattr(module, "run"):
+        return module.run(quick=quick)
+    # aer_prefix_bench: its public entry point is main(argv), which writes a JSON file of its figures
+    with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
+        out = Path(tmp) / "result.json"
+        argv = ["--out", str(out)] + (["--max-questions", "16"] if quick else [])
+        rc = module.main(argv)
+        if rc not in (0, None):
+            raise RuntimeError(f"{module_name}.main returned {rc}")
+        figures = json.loads(out.read_text(encoding="utf-8"))
+    return {"name": module_name.rsplit(".", 1)[1], "figures": figures,
+            "inputs": {"argv": argv}, "notes": [], "floors": {}}
+
+
+def _command(short: str, quick: bool) -> str:
+    return f"python -m benchmarks --only {short}" + (" --quick" if quick else "")
+
+
+def _load() -> float:
+    return round(os.getloadavg()[0], 2)
+
+
+def run_one(module_name: str, quick: bool) -> dict:
+    short = module_name.rsplit(".", 1)[1]
+    when = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    load0 = _load()
+    t0 = time.perf_counter()
+    try:
+        res = _run_module(module_name, quick)
+    except Exception:  # a broken benchmark is a result too, never a silent gap
+        res = {"name": short, "error": traceback.format_exc()}
+    res["name"] = short
+    res["run"] = {"when": when, "seconds": round(time.perf_counter() - t0, 1), "command": _command(short, quick),
+                  "quick": quick, "load_avg_1m": [load0, _load()]}
+    return res
+
+
+def to_markdown(report: dict) -> str:
+    lines = ["| benchmark | when | seconds | load 1m | figure | value |", "| --- | --- | --- | --- | --- | --- |"]
+    for name, res in report["results"].items():
+        run = res.get("run", {})
+        head = f"| {name} | {run.get('when', '')} | {run.get('seconds', '')} | {run.get('load_avg_1m', '')}"
         if res.get("error"):
-            lines.append(f"| {res['name']} | error | {res['error'].splitlines()[-1]} |")
+            lines.append(f"{head} | error | {res['error'].strip().splitlines()[-1]} |")
             continue
         for key, value in res.get("figures", {}).items():
-            shown = f"{value:.4g}" if isinstance(value, float) else value
-            lines.append(f"| {res['name']} | {key} | {shown} |")
+            shown = f"{value:.4g}" if isinstance(value, float) else json.dumps(value, ensure_ascii=False, default=str)
+            lines.append(f"{head} | {key} | {shown[:300]} |")
         for key, floor in res.get("floors", {}).items():
             verdict = "ok" if floor["ok"] else "BELOW FLOOR"
-            lines.append(f"| {res['name']} | floor: {key} | {floor['value']:.4g} vs {floor['floor']} ({verdict}) |")
+            lines.append(f"{head} | floor: {key} | {floor['value']:.4g} vs {floor['floor']} ({verdict}) |")
     return "\n".join(lines) + "\n"
 
 
-def write_own(short: str, res: dict, render: Any) -> None:
+def write_own(module_name: str, res: dict) -> None:
     """The benchmark's own results files, next to latest.*, so that each is readable alone."""
+    short = res["name"]
     (RESULTS / f"{short}.json").write_text(json.dumps(res, ensure_ascii=False, indent=1, default=str), encoding="utf-8")
-    md = to_markdown([res])
+    render = getattr(sys.modules.get(module_name), "to_markdown", None)
+    md = to_markdown({"results": {short: res}})
     if render is not None and not res.get("error"):
         try:
             md = render(res)
@@ -69,35 +131,43 @@ def write_own(short: str, res: dict, render: Any) -> None:
     (RESULTS / f"{short}.md").write_text(md, encoding="utf-8")
 
 
+def read_latest() -> dict:
+    if not LATEST.is_file():
+        return {}
+    report = json.loads(LATEST.read_text(encoding="utf-8"))
+    results = report.get("results")
+    if isinstance(results, list):  # the earlier layout (a list): not comparable with per-benchmark run records
+        return {}
+    return report
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks")
-    parser.add_argument("--only", nargs="*", help="benchmark module names (e.g. score_bench)")
+    parser.add_argument("--only", nargs="*", choices=SHORT, help="benchmark names (e.g. score_bench)")
     parser.add_argument("--quick", action="store_true", help="smaller inputs, for a smoke check of the harness")
     args = parser.parse_args(argv)
     RESULTS.mkdir(parents=True, exist_ok=True)
-    results = []
-    for module_name, what in BENCHMARKS:
+    previous = read_latest() if args.only else {}
+    results: dict[str, Any] = dict(previous.get("results", {}))
+    for module_name, what, own_file in BENCHMARKS:
         short = module_name.rsplit(".", 1)[1]
         if args.only and short not in args.only:
             continue
         print(f"== {short}: {what}", flush=True)
-        t0 = time.perf_counter()
-        try:
-            module = importlib.import_module(module_name)
-            res = module.run(quick=args.quick)
-        except Exception:  # a broken benchmark is a result too, never a silent gap
-            res = {"name": short, "error": traceback.format_exc()}
-        res.setdefault("name", short)
-        res["seconds"] = round(time.perf_counter() - t0, 1)
-        results.append(res)
-        write_own(short, res, getattr(sys.modules.get(module_name), "to_markdown", None))
-        print(json.dumps(res, ensure_ascii=False, indent=1, default=str)[:4000], flush=True)
-    report = {"command": "make bench" + (" (--quick)" if args.quick else ""), "machine": machine(),
-              "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "results": results}
-    (RESULTS / "latest.json").write_text(json.dumps(report, ensure_ascii=False, indent=1, default=str), encoding="utf-8")
-    (RESULTS / "latest.md").write_text(to_markdown(results), encoding="utf-8")
+        res = run_one(module_name, args.quick)
+        results[short] = res
+        if own_file:
+            write_own(module_name, res)
+        print(json.dumps({k: res.get(k) for k in ("run", "figures", "floors", "error")}, ensure_ascii=False,
+                         indent=1, default=str)[:3000], flush=True)
+        # written after every benchmark, so that a long run interrupted later keeps what it measured
+        report = {"command": "make bench (python -m benchmarks)", "machine": machine(),
+                  "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "results": {n: results[n] for n in SHORT if n in results}}
+        LATEST.write_text(json.dumps(report, ensure_ascii=False, indent=1, default=str), encoding="utf-8")
+        (RESULTS / "latest.md").write_text(to_markdown(report), encoding="utf-8")
     print((RESULTS / "latest.md").read_text(encoding="utf-8"))
-    return 1 if any(r.get("error") for r in results) else 0
+    ran = [results[n] for n in (args.only or SHORT) if n in results]
+    return 1 if any(r.get("error") for r in ran) else 0
 
 
 if __name__ == "__main__":

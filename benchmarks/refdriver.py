@@ -1,7 +1,8 @@
 """The reference scripts' way of driving an OpenAI-compatible server, rebuilt for a like-for-like comparison.
 
-How they drive it: every LLM call is one blocking HTTP request; the window method runs one dialogue at a time
-(`--batch 1`), the other methods a pool of 16 threads, each working through its dialogue's calls one after another.
+How they drive it: every LLM call is one blocking HTTP request; a pool of `--batch` threads, one dialogue per thread,
+each working through its dialogue's calls one after another. `--batch` is the reference's own, per script, as its
+authors run it (`REFERENCE_CONCURRENCY`: the README's run commands, else the script's argparse default).
 The work is ours, so that only the driving differs: the same prompt templates, request bodies (messages, JSON schema,
 sampling), parsing, retries and per-dialogue state machines (`extract_one`), with a backend whose `generate` blocks
 on each request in turn instead of sending them concurrently.
@@ -18,7 +19,15 @@ from typing import Any
 from emocaustics.models.base import ChatRequest, Completion
 from emocaustics.models.jsonout import parse_answer
 
-REFERENCE_THREADS = 16
+# Threads per method, as the reference (github.com/zRzRzRzRzRzRzR/EmoCaustics, README at 21abfc7, scripts at 7aa88ef)
+# runs it. Every method has a documented figure; none is our choice.
+REFERENCE_CONCURRENCY: dict[str, tuple[int, str]] = {
+    "sextuple/direct": (16, "README: get_quadruples_only_llm.py ... --batch 16"),
+    "sextuple/rag": (16, "README: get_quadruples_rag.py ... --batch 16"),
+    "sextuple/window": (1, "README: get_quadruples_sw.py ... --batch 1"),
+    "emotion/direct": (20, "get_emo_only_llm.py: argparse default --batch 20 (its README command gives none)"),
+    "emotion/window": (4, "README: get_emo_sw.py ... --batch 4 --window_sizes 30 --step_sizes 10"),
+}
 
 
 class BlockingLLM:
@@ -65,11 +74,19 @@ class BlockingLLM:
         self._client.close()
 
 
+def reference_threads(method: str) -> int:
+    """The reference's own concurrency for `method` ("task/how", e.g. "emotion/window")."""
+    if method not in REFERENCE_CONCURRENCY:
+        raise ValueError(f"no documented reference concurrency for {method!r}; have {sorted(REFERENCE_CONCURRENCY)}")
+    return REFERENCE_CONCURRENCY[method][0]
+
+
 def run_reference_style(llm: BlockingLLM, items: list[dict[str, Any]], method: str) -> dict[str, Any]:
-    """Run the items the reference's way; returns rows (as `extract_one` makes them) and wall seconds."""
+    """Run the items the reference's way (`method` = "task/how"); returns rows (as `extract_one` makes them), wall
+    seconds and the thread count used."""
     from emocaustics.tasks.emocaustics.extract.runner import extract_one
 
-    threads = 1 if method == "window" else REFERENCE_THREADS
+    threads = reference_threads(method)
 
     def one(item: dict[str, Any]) -> dict[str, Any]:
         return asyncio.run(extract_one(llm, item))

@@ -1,21 +1,27 @@
 """Reference-style driving vs our pipeline, against the same `vllm serve` of the smoke model.
 
 One OpenAI-compatible server (vLLM's own, CPU build, the replica settings) on 127.0.0.1. Per method, the same
-dialogues are extracted twice, each from an empty server prefix cache:
-(a) reference-style (`refdriver.py`): one blocking HTTP request at a time per worker; window methods one dialogue at
-    a time, the others 16 threads; embeddings for rag/window computed in-process first (timed, included);
+dialogues are extracted by both sides, each from an empty server prefix cache:
+(a) reference-style (`refdriver.py`): one blocking HTTP request at a time per thread, at the reference's own
+    documented concurrency per method (`REFERENCE_CONCURRENCY`: --batch 16 / 16 / 1 for the sextuple direct / rag /
+    window scripts, 20 / 4 for the chain direct / window scripts); embeddings for rag/window computed in-process first
+    (timed, included);
 (b) ours: `run_extract` with `--llm openai:smoke@URL?concurrency=128` (Ray Data, every dialogue's state machine in
-    flight at once, up to 128 requests open), with a fresh response cache.
-The emotion window method starts from the sextuple window predictions of (b) in both cases (same input, same work).
-Reported per method: wall seconds of each, the speed-up (a)/(b), calls and generated tokens of each.
+    flight at once, up to 128 requests open), with a fresh response cache every time.
+Each method runs REPEATS times; the side that goes first alternates from one repeat to the next, so that neither side
+always meets the load the other left behind. The 1-minute load average is recorded before and after every side.
+The emotion window method starts from the sextuple window predictions of (b)'s first repeat on both sides.
+Reported per method: the speed-up (a)/(b) of every repeat, its median and range, and each side's seconds, calls and
+generated tokens.
 
 The smoke model's text is noise: what is compared is how the calls are driven.
-    python -m benchmarks.reference_bench [--quick]
+    python -m benchmarks.reference_bench [--quick] [--n METHOD=N ...]
 """
 
 from __future__ import annotations
 
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -24,13 +30,14 @@ from typing import Any
 
 RESULTS = Path(__file__).resolve().parent / "results"
 METHODS = ("sextuple/direct", "sextuple/rag", "sextuple/window", "emotion/direct", "emotion/window")
-# Sized for ~4-5 minutes on 2 cores (the whole `make bench` under 30): the reference's one-at-a-time window run is the
-# slow side (~19 calls of ~190 generated tokens per dialogue for the sextuple methods; window's reference side is
-# sequential).
+# Sized for a few minutes per repeat on 2 cores: the reference's one-at-a-time sextuple window run is the slow side
+# (~19 calls of ~190 generated tokens per dialogue; its reference side is sequential). Chain direct runs 20 dialogues
+# so that the reference's 20 threads are all busy.
 N_FULL = {"sextuple/direct": 12, "sextuple/rag": 12, "sextuple/window": 4, "emotion/direct": 20,
           "emotion/window": 4}
 N_QUICK = {m: 3 for m in METHODS}
 CONCURRENCY = 128
+REPEATS = int(os.environ.get("REFERENCE_BENCH_REPEATS", "3"))
 
 
 def _totals(rows: list[dict[str, Any]]) -> dict[str, int]:
@@ -40,25 +47,36 @@ def _totals(rows: list[dict[str, Any]]) -> dict[str, int]:
     return out
 
 
+def _load() -> float:
+    return round(os.getloadavg()[0], 2)
+
+
+def spread(values: list[float]) -> dict[str, Any]:
+    """Median and range of repeated measurements (the figures the README quotes)."""
+    return {"median": round(statistics.median(values), 2), "min": round(min(values), 2), "max": round(max(values), 2),
+            "n": len(values), "values": [round(v, 2) for v in values]}
+
+
 def run(quick: bool = False, methods: dict[str, int] | None = None) -> dict[str, Any]:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import ray
 
     from benchmarks.engine_bench import _dialogues
-    from benchmarks.refdriver import REFERENCE_THREADS, BlockingLLM, run_reference_style
+    from benchmarks.refdriver import REFERENCE_CONCURRENCY, BlockingLLM, run_reference_style
     from benchmarks.vllm_server import SERVED_NAME, reset_prefix_cache, serve_smoke
+    from emocaustics.models.embedders import make_embedder
     from emocaustics.tasks.emocaustics.extract.runner import ExtractConfig, embed_items
     from emocaustics.tasks.emocaustics.extract.runray import build_items, run_extract
-    from emocaustics.models.embedders import make_embedder
 
     methods = methods or (N_QUICK if quick else N_FULL)
+    repeats = 1 if quick else REPEATS
     work = Path(tempfile.mkdtemp(prefix="reference-bench-"))
     t_all = time.time()
     started_ray = not ray.is_initialized()
     if started_ray:
         ray.init(num_cpus=2, object_store_memory=300_000_000, include_dashboard=False, log_to_driver=False)
     per: dict[str, Any] = {}
-    setup: dict[str, Any] = {}
+    setup: dict[str, Any] = {"load_avg_1m_at_start": _load()}
     try:
         dialogues, subset = _dialogues(max(methods.values()))
         setup["subset"] = subset
@@ -70,42 +88,58 @@ def run(quick: bool = False, methods: dict[str, int] | None = None) -> dict[str,
             setup["server_start_s"] = srv["start_seconds"]
             spec = f"openai:{SERVED_NAME}@{srv['base_url']}?concurrency={CONCURRENCY}"
             blocking = BlockingLLM(SERVED_NAME, srv["base_url"])
-            for method, n in methods.items():
+
+            def ours(method: str, chosen: list[Any], rep: int) -> dict[str, Any]:
                 task, how = method.split("/")
-                cfg = ExtractConfig(task=task, method=how)
-                from_dir = work / "ours-sextuple-window" if method == "emotion/window" else None
-                chosen = dialogues[:n]
-                load0 = os.getloadavg()[0]
-                # (b) ours
+                tag = f"{method.replace('/', '-')}-{rep}"
+                from_dir = work / "ours-sextuple-window-0" if method == "emotion/window" else None
                 reset_prefix_cache(srv["base_url"])
                 t0 = time.perf_counter()
-                summary = run_extract(chosen, cfg, llm_spec=spec, out=work / f"ours-{method.replace('/', '-')}",
-                                      from_dir=from_dir, cache_dir=work / f"cache-{method.replace('/', '-')}")
-                ours_s = time.perf_counter() - t0
-                ours = {"seconds": round(ours_s, 2), "predicted": summary["predicted"],
+                summary = run_extract(chosen, ExtractConfig(task=task, method=how), llm_spec=spec,
+                                      out=work / f"ours-{tag}", from_dir=from_dir, cache_dir=work / f"cache-{tag}")
+                return {"seconds": round(time.perf_counter() - t0, 2), "predicted": summary["predicted"],
                         "failures": len(summary["failures"]), "llm_calls": summary["llm_calls"],
                         "generated_tokens": summary["generated_tokens"], "unparseable": summary["unparseable"]}
-                # (a) reference-style, same items
+
+            def reference(method: str, chosen: list[Any], rep: int) -> dict[str, Any]:
+                task, how = method.split("/")
+                from_dir = work / "ours-sextuple-window-0" if method == "emotion/window" else None
                 reset_prefix_cache(srv["base_url"])
-                items = build_items(chosen, cfg, from_dir)
+                items = build_items(chosen, ExtractConfig(task=task, method=how), from_dir)
                 t0 = time.perf_counter()
                 todo = [it for it in items if it["needs_emb"] and not it.get("skip_reason")]
                 if todo:
                     embed_items(embedder, todo)
                 emb_s = time.perf_counter() - t0
-                res = run_reference_style(blocking, items, how)
-                ref = {"seconds": round(emb_s + res["seconds"], 2), "embedding_s": round(emb_s, 2),
-                       "threads": res["threads"], **_totals(res["rows"])}
-                per[method] = {
-                    "dialogues": n, "ours": ours, "reference_style": ref,
-                    "speedup": round(ref["seconds"] / ours_s, 2) if ours_s > 0 else None,
-                    "speedup_tokens_per_s": (round((ours["generated_tokens"] / ours_s)
-                                                   / (ref["generated_tokens"] / ref["seconds"]), 2)
-                                             if ref["generated_tokens"] and ref["seconds"] and ours_s else None),
-                    "load_avg_1m": [round(load0, 2), round(os.getloadavg()[0], 2)],
-                }
-                print(f"reference_bench: {method} n={n}: ours {ours['seconds']} s, reference-style "
-                      f"{ref['seconds']} s, speed-up {per[method]['speedup']}", flush=True)
+                res = run_reference_style(blocking, items, method)
+                return {"seconds": round(emb_s + res["seconds"], 2), "embedding_s": round(emb_s, 2),
+                        "threads": res["threads"], **_totals(res["rows"])}
+
+            sides = {"ours": ours, "reference_style": reference}
+            for k, (method, n) in enumerate(methods.items()):
+                chosen = dialogues[:n]
+                runs = []
+                for rep in range(repeats):
+                    # alternate which side goes first, per repeat and per method
+                    order = ("ours", "reference_style") if (rep + k) % 2 == 0 else ("reference_style", "ours")
+                    one: dict[str, Any] = {"first": order[0]}
+                    for side in order:
+                        before = _load()
+                        one[side] = sides[side](method, chosen, rep)
+                        one[side]["load_avg_1m"] = [before, _load()]
+                    one["speedup"] = round(one["reference_style"]["seconds"] / one["ours"]["seconds"], 3)
+                    runs.append(one)
+                    print(f"reference_bench: {method} n={n} repeat {rep + 1}/{repeats} ({order[0]} first): ours "
+                          f"{one['ours']['seconds']} s, reference-style {one['reference_style']['seconds']} s, "
+                          f"speed-up {one['speedup']}", flush=True)
+                threads, source = REFERENCE_CONCURRENCY[method]
+                per[method] = {"dialogues": n, "reference_threads": threads, "reference_concurrency_source": source,
+                               "speedup": spread([r["speedup"] for r in runs]),
+                               "ours_seconds": spread([r["ours"]["seconds"] for r in runs]),
+                               "reference_seconds": spread([r["reference_style"]["seconds"] for r in runs]),
+                               "same_work": all(r["ours"]["llm_calls"] == r["reference_style"]["llm_calls"]
+                                                for r in runs),
+                               "runs": runs}
             blocking.close()
     finally:
         if started_ray:
@@ -113,13 +147,25 @@ def run(quick: bool = False, methods: dict[str, int] | None = None) -> dict[str,
 
             shutdown_pools()
             ray.shutdown()
-    figures: dict[str, Any] = {f"{m}.speedup": f["speedup"] for m, f in per.items()}
-    figures.update({"per_method": per, "setup": setup})
+    figures: dict[str, Any] = {
+        "speedup_median": {m: f["speedup"]["median"] for m, f in per.items()},
+        "speedup_min": {m: f["speedup"]["min"] for m, f in per.items()},
+        "speedup_max": {m: f["speedup"]["max"] for m, f in per.items()},
+        "reference_threads": {m: f["reference_threads"] for m, f in per.items()},
+        "dialogues": {m: f["dialogues"] for m, f in per.items()},
+        "repeats": repeats,
+        "load_avg_1m_range": [min(v for f in per.values() for r in f["runs"] for s in ("ours", "reference_style")
+                                  for v in r[s]["load_avg_1m"]),
+                              max(v for f in per.values() for r in f["runs"] for s in ("ours", "reference_style")
+                                  for v in r[s]["load_avg_1m"])] if per else None,
+        "per_method": per, "setup": setup}
     return {"name": "reference_bench", "figures": figures,
             "inputs": {"model": "smoke (random weights) via vllm serve", "dialogues": methods, "subset": subset,
+                       "repeats": repeats,
                        "ours": f"run_extract, openai:smoke@URL?concurrency={CONCURRENCY}, fresh response cache",
-                       "reference_style": f"blocking openai.OpenAI calls; window: 1 dialogue at a time; others: "
-                                          f"{REFERENCE_THREADS} threads",
+                       "reference_style": "blocking openai.OpenAI calls, one dialogue per thread, threads = the "
+                                          "reference's own --batch per method: " +
+                                          ", ".join(f"{m} {REFERENCE_CONCURRENCY[m][0]}" for m in methods),
                        "seconds_total": round(time.time() - t_all, 1)},
             "notes": NOTES, "floors": {}}
 
@@ -128,21 +174,28 @@ NOTES = [
     "smoke model: random weights, its text is noise; the comparison is of how calls are driven, not of quality",
     "both sides use the same prompts, request bodies, parsing and retries (refdriver reuses extract_one with a "
     "blocking backend); the server's prefix cache is emptied before each side",
-    "speedup = reference-style wall seconds / ours; ours includes Ray Data start-up and the embedding stage, "
-    "reference-style includes its in-process embedding (rag/window); the embedder's load is outside both",
-    "2 shared CPU cores with other work running: load_avg_1m is noted per method; both sides of a method run "
-    "back to back in the same run",
+    "reference concurrency per method from the reference's README run commands, else its argparse default (see "
+    "reference_concurrency_source per method)",
+    "speedup = reference-style wall seconds / ours, per repeat; median and range over the repeats; ours includes Ray "
+    "Data start-up and the embedding stage, reference-style its in-process embedding (rag/window); the embedder's "
+    "load is outside both",
+    "2 shared CPU cores with other work running: the 1-minute load average is recorded before and after every side; "
+    "the side that runs first alternates between repeats",
 ]
 
 
 def to_markdown(out: dict[str, Any]) -> str:
     lines = [f"# reference_bench (smoke model via vllm serve, {out['inputs']['subset']}; random weights: noise)", "",
-             "| method | dialogues | reference-style s | ours s | speed-up | tok/s speed-up | calls ref / ours | "
-             "load 1m |", "|---|---|---|---|---|---|---|---|"]
+             "| method | dialogues | reference threads | reference-style s (median) | ours s (median) | speed-up median "
+             "(min-max, n) | calls ref / ours (first repeat) | load 1m range |", "|---|---|---|---|---|---|---|---|"]
     for m, f in out["figures"]["per_method"].items():
-        a, b = f["reference_style"], f["ours"]
-        lines.append(f"| {m} | {f['dialogues']} | {a['seconds']} | {b['seconds']} | {f['speedup']} | "
-                     f"{f['speedup_tokens_per_s']} | {a['llm_calls']} / {b['llm_calls']} | {f['load_avg_1m']} |")
+        first = f["runs"][0]
+        loads = [v for r in f["runs"] for s in ("ours", "reference_style") for v in r[s]["load_avg_1m"]]
+        sp = f["speedup"]
+        lines.append(f"| {m} | {f['dialogues']} | {f['reference_threads']} | {f['reference_seconds']['median']} | "
+                     f"{f['ours_seconds']['median']} | {sp['median']} ({sp['min']}-{sp['max']}, {sp['n']}) | "
+                     f"{first['reference_style']['llm_calls']} / {first['ours']['llm_calls']} | "
+                     f"{min(loads)}-{max(loads)} |")
     return "\n".join(lines) + "\n"
 
 

@@ -34,6 +34,8 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.sim_engine import ANCHORS
+
 RESULTS = Path(__file__).resolve().parent / "results"
 PRESET = "qwen2.5-72b@4xh100"
 GPUS_PER_REPLICA = 4
@@ -263,6 +265,121 @@ async def _bench(dialogues: list[Any], replicas: list[int], base_every: int, cop
             "critical_path_s": crit}
 
 
+PROJECT_GPUS = (4, 8, 16, 64, 256)
+
+
+def projections(full_runs: dict[int, dict], grid_tokens: float, base: float, efficiency: float | None,
+                crit: float) -> dict[str, dict[str, Any]]:
+    """The 400-dialogue grid's simulated wall time on N GPUs, never below a measured bound.
+
+    `rate_projection_s` = the grid's tokens / (replicas x single-replica rate x efficiency at scale). It is only an
+    estimate; two measured floors bound it: the critical path (the longest dialogue's dependent chain alone, which no
+    replica count shortens) and the simulated run of this very grid at the nearest measured replica count at or above
+    N/4 (fewer replicas never finish sooner). Where N/4 replicas were run, the run itself is the figure."""
+    out: dict[str, dict[str, Any]] = {}
+    for gpus in PROJECT_GPUS:
+        r = gpus // GPUS_PER_REPLICA
+        row: dict[str, Any] = {"replicas": r, "critical_path_s": round(crit, 1)}
+        if r in full_runs:
+            row.update(kind="simulated run", seconds=full_runs[r]["sim_makespan_s"], bound_s=round(crit, 1),
+                       bound="critical path")
+        else:
+            eff = 1.0 if r == 1 else efficiency
+            if eff is None:
+                continue
+            rate = grid_tokens / (r * base * eff)
+            bounds = {"critical path": crit}
+            above = sorted(k for k in full_runs if k > r)
+            if above:
+                bounds[f"simulated run at {above[0]} replicas"] = full_runs[above[0]]["sim_makespan_s"]
+            name, bound = max(bounds.items(), key=lambda kv: kv[1])
+            row.update(kind="projection", rate_projection_s=round(rate, 1), efficiency_used=round(eff, 3),
+                       seconds=round(max(rate, bound), 1), bound_s=round(bound, 1), bound=name,
+                       raised_to_bound=rate < bound)
+        row["hours"] = round(row["seconds"] / 3600, 3)
+        row["bound_hours"] = round(row["bound_s"] / 3600, 3)
+        out[f"{gpus}_gpus"] = row
+    return out
+
+
+def derive(res: dict[str, Any], copies: int, scale_r: int, n_dialogues: int) -> dict[str, Any]:
+    """The figures of one run from its measurements (`res` = the run's details); also used by `--rederive`."""
+    runs = {int(k): v for k, v in res["runs"].items()}
+    scaled = res["scaled"]
+    base = runs[1]["sim_tokens_per_s"]
+    crit = max(res["critical_path_s"].values())
+    all_runs = list(runs.values()) + ([scaled] if scaled else [])
+    for fig in all_runs:
+        fig["scaling_efficiency"] = fig["sim_tokens_per_s"] / (fig["replicas"] * base)
+        # perfect scaling would take `ideal` seconds; no run is shorter than the longest dialogue's chain
+        ideal = fig["generated_tokens"] / (fig["replicas"] * base)
+        fig["efficiency_bound_critical_path"] = ideal / max(ideal, crit)
+    figures: dict[str, Any] = {"simulated": True, "single_replica_tokens_per_s": round(base, 1),
+                               "critical_path_s": round(crit, 1)}
+    for r, fig in sorted(runs.items()):
+        figures[f"efficiency_{r}_replicas"] = round(fig["scaling_efficiency"], 3)
+        figures[f"efficiency_bound_{r}_replicas"] = round(fig["efficiency_bound_critical_path"], 3)
+    if scaled:
+        figures[f"efficiency_{copies}x_at_{scale_r}_replicas"] = round(scaled["scaling_efficiency"], 3)
+        figures[f"efficiency_bound_{copies}x_at_{scale_r}_replicas"] = round(scaled["efficiency_bound_critical_path"], 3)
+    full = {r: f for r, f in runs.items() if f["dialogues"] == n_dialogues}  # runs of the whole 1x grid
+    for r, fig in sorted(full.items()):
+        figures[f"grid_run_hours_on_{r * GPUS_PER_REPLICA}_gpus"] = round(fig["sim_makespan_s"] / 3600, 3)
+    big = max(runs)
+    first = next(iter(full.values()), None)
+    grid_tokens = first["generated_tokens"] if first else (scaled["generated_tokens"] / copies if scaled else
+                                                           runs[big]["generated_tokens"])
+    grid_calls = first["llm_calls"] if first else (scaled["llm_calls"] // copies if scaled else runs[big]["llm_calls"])
+    figures["grid_hours"] = projections(full, grid_tokens, base, scaled["scaling_efficiency"] if scaled else None, crit)
+    figures["overhead_ms_per_call_worst"] = round(max(f["overhead_ms_per_call"] for f in all_runs), 3)
+    figures["overhead_ms_per_call_best"] = round(min(f["overhead_ms_per_call"] for f in all_runs), 3)
+    figures["driver_rss_peak_mib"] = max(f["driver_rss_peak_mib"] for f in all_runs)
+    figures["driver_rss_peak_gib"] = round(figures["driver_rss_peak_mib"] / 1024, 1)
+    figures["llm_calls_grid_400"] = grid_calls
+    figures["failed_dialogue_runs"] = sum(f["failed"] for f in all_runs)
+    figures["mean_batch_64_replicas"] = round(runs[big]["mean_batch"], 1)
+    return figures
+
+
+PROJECTION_NOTE = (
+    "grid_hours: the 400-dialogue grid's simulated wall time per GPU count. Where that many replicas ran, the simulated "
+    "run itself; elsewhere a projection = the grid's tokens / (replicas x single-replica rate x the 10x run's "
+    "efficiency), raised to its bound when below it: the larger of the critical path and the simulated run at the "
+    "nearest measured replica count above (fewer replicas never finish sooner). bound_s and bound name it.")
+
+
+def floors_of(res: dict[str, Any], figures: dict[str, Any], copies: int) -> dict[str, Any]:
+    runs = {int(k): v for k, v in res["runs"].items()}
+    eff_run = res["scaled"] or runs[max(runs)]
+    eff_label = f"scaling_efficiency_{eff_run['replicas']}_replicas" + (f"_{copies}x" if res["scaled"] else "")
+    worst = figures["overhead_ms_per_call_worst"]
+    return {
+        "overhead_ms_per_call": {"value": worst, "floor": f"< {FLOOR_OVERHEAD_MS}", "ok": worst < FLOOR_OVERHEAD_MS},
+        eff_label: {"value": eff_run["scaling_efficiency"], "floor": f">= {FLOOR_EFFICIENCY}",
+                    "ok": eff_run["scaling_efficiency"] >= FLOOR_EFFICIENCY},
+    }
+
+
+def rederive(path: Path = RESULTS / "scale_bench.json") -> dict[str, Any]:
+    """Recompute the figures of a stored run from its own measurements (`details`), with the current rules (e.g. the
+    projection bounds); nothing is re-measured. The run's date and the re-derivation's are both recorded."""
+    result = json.loads(path.read_text(encoding="utf-8"))
+    inputs = result["inputs"]
+    wall = result["figures"].get("bench_wall_s")
+    figures = derive(result["details"], inputs["scale_copies"], inputs["scale_replicas"], inputs["dialogues"])
+    figures["bench_wall_s"] = wall
+    result["figures"] = figures
+    result["floors"] = floors_of(result["details"], figures, inputs["scale_copies"])
+    inputs["anchors"] = ANCHORS
+    notes = [n for n in result["notes"] if not n.startswith(("grid_run_hours_on_4_gpus_projected", "grid_hours:",
+                                                              "Figures re-derived"))]
+    notes = [n.replace("; grid_run_hours_on_4_gpus_projected = the 400-dialogue grid's generated tokens at that rate.",
+                       ".") for n in notes]
+    result["notes"] = notes + [PROJECTION_NOTE, f"Figures re-derived on {time.strftime('%Y-%m-%d')} from this run's "
+                                                "stored measurements (details); nothing re-measured."]
+    return result
+
+
 def run(quick: bool = False, copies: int | None = None, replicas: list[int] | None = None) -> dict:
     """`copies`: the synthetic scale-up factor, run at 64 replicas only (where the efficiency floor applies); default
     env SCALE_BENCH_COPIES, else 10. At 10x every one of 24,000 dialogue-runs is in flight at once: ~17 GiB of this
@@ -300,40 +417,7 @@ def run(quick: bool = False, copies: int | None = None, replicas: list[int] | No
         ray.shutdown()
         cluster.shutdown()
         shutil.rmtree(work, ignore_errors=True)
-    runs, scaled = res["runs"], res["scaled"]
-    base = runs[1]["sim_tokens_per_s"]
-    crit = max(res["critical_path_s"].values())
-    all_runs = list(runs.values()) + ([scaled] if scaled else [])
-    for fig in all_runs:
-        fig["scaling_efficiency"] = fig["sim_tokens_per_s"] / (fig["replicas"] * base)
-        # perfect scaling would take `ideal` seconds; no run is shorter than the longest dialogue's chain
-        ideal = fig["generated_tokens"] / (fig["replicas"] * base)
-        fig["efficiency_bound_critical_path"] = ideal / max(ideal, crit)
-    big = max(runs)
-    figures: dict[str, Any] = {"single_replica_tokens_per_s": round(base, 1), "critical_path_s": round(crit, 1)}
-    for r, fig in sorted(runs.items()):
-        figures[f"efficiency_{r}_replicas"] = round(fig["scaling_efficiency"], 3)
-        figures[f"efficiency_bound_{r}_replicas"] = round(fig["efficiency_bound_critical_path"], 3)
-    if scaled:
-        figures[f"efficiency_{copies}x_at_{scale_r}_replicas"] = round(scaled["scaling_efficiency"], 3)
-        figures[f"efficiency_bound_{copies}x_at_{scale_r}_replicas"] = round(scaled["efficiency_bound_critical_path"], 3)
-    for r, fig in sorted(runs.items()):
-        if fig["dialogues"] == len(dialogues):
-            figures[f"grid_run_hours_on_{r * GPUS_PER_REPLICA}_gpus"] = round(fig["sim_makespan_s"] / 3600, 3)
-    full = [f for f in runs.values() if f["dialogues"] == len(dialogues)]  # a 1x run on every dialogue, else 10x / copies
-    grid_tokens = full[0]["generated_tokens"] if full else (scaled["generated_tokens"] / copies if scaled else
-                                                           runs[big]["generated_tokens"])
-    grid_calls = full[0]["llm_calls"] if full else (scaled["llm_calls"] // copies if scaled else runs[big]["llm_calls"])
-    figures["grid_run_hours_on_4_gpus_projected"] = round(grid_tokens / base / 3600, 3)
-    worst = max(f["overhead_ms_per_call"] for f in all_runs)
-    figures["overhead_ms_per_call_worst"] = round(worst, 3)
-    figures["driver_rss_peak_mib"] = max(f["driver_rss_peak_mib"] for f in all_runs)
-    figures["llm_calls_grid_400"] = grid_calls
-    figures["failed_dialogue_runs"] = sum(f["failed"] for f in all_runs)
-    if scaled:  # the paper-style grid (400 dialogues x 6 configs) on N GPUs at the efficiency measured at 64 replicas
-        for g in (8, 64, 256):
-            figures[f"grid_run_hours_on_{g}_gpus_at_10x_efficiency"] = round(
-                grid_tokens / (g // GPUS_PER_REPLICA * base * scaled["scaling_efficiency"]) / 3600, 3)
+    figures = derive(res, copies, scale_r, len(dialogues))
     figures["bench_wall_s"] = round(time.perf_counter() - t_bench, 1)
     hw = PRESETS[PRESET]
     notes += [
@@ -342,8 +426,8 @@ def run(quick: bool = False, copies: int | None = None, replicas: list[int] | No
         "Real: Ray cluster (several Ray nodes on this machine, custom resource sim_gpu), ModelPool placement/affinity, "
         "the extraction runner and state machines inside the replica actors, answer parsing, prediction files, and the "
         "scorer on a sample (minilm embedder, the simulated engine as LLM judge).",
-        f"Single-replica baseline on every {base_every}th dialogue by length (same mix; one replica is saturated by it); "
-        "grid_run_hours_on_4_gpus_projected = the 400-dialogue grid's generated tokens at that rate.",
+        f"Single-replica baseline on every {base_every}th dialogue by length (same mix; one replica is saturated by it).",
+        PROJECTION_NOTE,
         "Placement: the pool balances by cost (runner.item_weight: the answers a method generates for the dialogue) "
         "with affinity per (dialogue, config); all items are "
         "in flight at once (longest first per config) while the replicas hold their clocks, so placement is the pool's "
@@ -363,6 +447,7 @@ def run(quick: bool = False, copies: int | None = None, replicas: list[int] | No
         "real cluster that CPU is spread over the GPU hosts' cores.",
         "rag/window use character-bigram hashing vectors as embeddings (the embedding stage is score_bench's subject).",
     ]
+    scaled, runs = res["scaled"], res["runs"]
     if not scaled:
         notes.append("10x scale-up skipped (SCALE_BENCH_COPIES=0 or --copies 0): the floor is then judged on the 1x run "
                      "at 64 replicas, which the critical path bounds (see above).")
@@ -370,17 +455,12 @@ def run(quick: bool = False, copies: int | None = None, replicas: list[int] | No
         notes.append(f"{copies}x scale-up: every dialogue {copies} times under new ids and renamed holders (no shared "
                      f"prefixes between copies), all six configs, at {scale_r} replicas only; efficiency against the "
                      "same measured single-replica rate.")
-    eff_run = scaled or runs[max(runs)]
-    eff_label = f"scaling_efficiency_{eff_run['replicas']}_replicas" + (f"_{copies}x" if scaled else "")
-    floors = {
-        "overhead_ms_per_call": {"value": worst, "floor": f"< {FLOOR_OVERHEAD_MS}", "ok": worst < FLOOR_OVERHEAD_MS},
-        eff_label: {"value": eff_run["scaling_efficiency"], "floor": f">= {FLOOR_EFFICIENCY}",
-                    "ok": eff_run["scaling_efficiency"] >= FLOOR_EFFICIENCY},
-    }
+    floors = floors_of(res, figures, copies)
     inputs = {"dialogues": len(dialogues), "grid": [label for label, _ in grid], "replicas": replicas,
               "scale_copies": copies, "scale_replicas": scale_r, "ray_nodes": nodes, "preset": PRESET,
-              "hardware": {k: getattr(hw, k) for k in hw.__slots__}, "gpus_per_replica": GPUS_PER_REPLICA,
-              "quick": quick, "scheduling_policy": POLICY, "replicas_per_process": PER_PROCESS}
+              "hardware": {k: getattr(hw, k) for k in hw.__slots__}, "anchors": ANCHORS,
+              "gpus_per_replica": GPUS_PER_REPLICA, "quick": quick, "scheduling_policy": POLICY,
+              "replicas_per_process": PER_PROCESS}
     result = {"name": "scale_bench", "figures": figures, "inputs": inputs, "notes": notes, "floors": floors,
               "details": res}
     write(result)
@@ -419,6 +499,11 @@ if __name__ == "__main__":
     parser.add_argument("--copies", type=int, default=None, help="synthetic scale-up factor at 64 replicas")
     parser.add_argument("--replicas", type=lambda v: [int(x) for x in v.split(",")], default=None,
                         help="1x replica counts, comma-separated (default 1,4,16,64; 1 is required)")
+    parser.add_argument("--rederive", action="store_true",
+                        help="recompute the figures of the stored run (results/scale_bench.json) without re-measuring")
     args = parser.parse_args()
+    if args.rederive:
+        write(rederive())
+        raise SystemExit(0)
     out = run(quick=args.quick, copies=args.copies, replicas=args.replicas)
     print(json.dumps({k: out[k] for k in ("figures", "floors")}, indent=1, default=str))

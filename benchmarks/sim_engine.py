@@ -19,8 +19,11 @@ Figures (approximate, public; the presets below derive from them):
 - NVIDIA H100 SXM5 80GB datasheet: 3.35 TB/s HBM3, 989 TFLOPS dense BF16. A100 SXM 80GB datasheet: 2.04 TB/s, 312 TFLOPS.
 - Qwen2.5-7B-Instruct / Qwen2.5-72B-Instruct config.json (Hugging Face model cards): 7.6B params, 28 layers, hidden
   3584, 4 KV heads x 128; 72.7B params, 80 layers, hidden 8192, 8 KV heads x 128 (KV bytes/token = 2*layers*kv*128*2).
-- Decode reaches ~77% of HBM bandwidth at batch 1 (vLLM, Llama-3.1-8B on A100: ~75 tok/s; johnmusgrave.com "vLLM
-  throughput-latency sweep on NVIDIA A100"); saturated vLLM serving of an 8B model on one H100 is ~12,500 output tok/s
+- Decode reaches ~77% of HBM bandwidth at batch 1: measured on an A100 40GB (vLLM, Llama-3.1-8B: ~75 tok/s x ~16 GB
+  of weights = ~1.2 TB/s of that card's 1.555 TB/s datasheet; johnmusgrave.com "vLLM throughput-latency sweep on
+  NVIDIA A100"). Against the A100 80GB's 2.04 TB/s the same run is ~59%. The presets apply 77% to the H100 80GB's
+  3.35 TB/s datasheet: an assumption that the fraction carries over between cards, not a measurement on an H100
+  (`ANCHORS` states each anchor with its hardware; scale_bench records them). Saturated vLLM serving of an 8B model on one H100 is ~12,500 output tok/s
   (morphllm.com "vLLM Benchmarks", collecting third-party figures); H100 ~2x A100 and data parallel beats tensor parallel
   when the model fits (Lambda "vLLM benchmark" report, LambdaLabsML/vllm-benchmark). The 7B preset gives ~150 tok/s at
   batch 1 and ~13-15k tok/s saturated, in line with those.
@@ -80,6 +83,24 @@ class Hardware:
         return max(t_mem, t_cmp) + self.step_overhead_s
 
 
+# Each calibration figure with the hardware it was measured on, and where the simulator applies it.
+ANCHORS: dict[str, dict[str, str]] = {
+    "mem_eff=0.77": {
+        "measured_on": "NVIDIA A100 40GB (1.555 TB/s datasheet): vLLM, Llama-3.1-8B, batch 1, ~75 tok/s (johnmusgrave.com)",
+        "applied_to": "H100 SXM5 80GB datasheet 3.35 TB/s (presets *@h100, *@4xh100) and A100 80GB 2.04 TB/s (*@a100)",
+        "caveat": "a fraction assumed to carry over between cards; against the A100 80GB datasheet the same run is ~59%",
+    },
+    "saturated 8B on one H100 ~12,500 output tok/s": {
+        "measured_on": "NVIDIA H100 (third-party figures collected by morphllm.com)",
+        "applied_to": "a check of the qwen2.5-7b@h100 preset (~13-15k tok/s saturated), not an input",
+        "caveat": "collected figures, settings not all stated",
+    },
+    "tp_eff=0.85, mfu=0.45, step_overhead_s": {
+        "measured_on": "none: assumptions in line with Lambda's vLLM benchmark report (data vs tensor parallel)",
+        "applied_to": "qwen2.5-72b@4xh100",
+        "caveat": "not measured here",
+    },
+}
 H100 = {"hbm_bytes_per_s": 3.35e12, "flops": 989e12}
 A100 = {"hbm_bytes_per_s": 2.04e12, "flops": 312e12}
 PRESETS: dict[str, Hardware] = {

@@ -65,8 +65,17 @@ def test_summarize_engine_occupancy_and_dialogue_waiting():
     assert failed["failed_requests"] == 1 and failed["requests"] == 3
 
 
+def test_reference_driver_uses_the_reference_concurrency_per_method():
+    from benchmarks.refdriver import REFERENCE_CONCURRENCY, reference_threads
+
+    assert {m: reference_threads(m) for m in REFERENCE_CONCURRENCY} == {
+        "sextuple/direct": 16, "sextuple/rag": 16, "sextuple/window": 1, "emotion/direct": 20, "emotion/window": 4}
+    with pytest.raises(ValueError, match="no documented reference concurrency"):
+        reference_threads("window")
+
+
 def test_reference_driver_blocks_one_request_at_a_time_per_worker():
-    """Window: one dialogue, one request at a time; others: at most 16 requests open, never more."""
+    """Sextuple window: one dialogue, one request at a time; direct: one open request per dialogue, never more."""
     from benchmarks.refdriver import BlockingLLM, run_reference_style
     from emocaustics.tasks.emocaustics.data.load import load_sample
     from emocaustics.tasks.emocaustics.extract.runner import ExtractConfig, make_item
@@ -80,12 +89,12 @@ def test_reference_driver_blocks_one_request_at_a_time_per_worker():
 
     with FakeOpenAIServer(Faults(latency=0.02)) as server:
         llm = BlockingLLM("fake-model", server.base_url)
-        res = run_reference_style(llm, items(ExtractConfig(task="sextuple", method="window")), "window")
+        res = run_reference_style(llm, items(ExtractConfig(task="sextuple", method="window")), "sextuple/window")
         assert res["threads"] == 1 and server.max_inflight == 1
         assert all(r["ok"] for r in res["rows"]), [r["reason"] for r in res["rows"]]
         calls = llm.calls
         assert calls == sum(r["stats"]["llm_calls"] for r in res["rows"]) > len(dialogues)
-        res = run_reference_style(llm, items(ExtractConfig(task="sextuple", method="direct")), "direct")
+        res = run_reference_style(llm, items(ExtractConfig(task="sextuple", method="direct")), "sextuple/direct")
         assert res["threads"] == 16 and 1 < server.max_inflight <= len(dialogues)  # one open request per dialogue
         assert all(r["ok"] for r in res["rows"])
         llm.close()

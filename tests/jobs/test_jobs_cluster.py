@@ -174,6 +174,8 @@ def test_ray_job_submit_on_a_started_head(cluster, tmp_path):
     model = scores.filter(pl.col("run") == "sextuple_direct_smoke")
     assert model.height == 2 and (model["kind"] == "engine-check").all() and model["model"].to_list() == ["smoke"] * 2
     assert model["llm_calls"].sum() > 0  # extraction ran on the cluster's engine
+    # ...and the dialogues came through it (a failure row per dialogue would also carry calls and a row each)
+    assert (~model["failed"]).sum() >= 1, model.select("sample_id", "failed", "reason").to_dicts()
     assert (out / "summary.md").is_file() and (out / "report.html").is_file()
     assert "[solve sextuple_direct_smoke] 2/2" in log  # progress lines reach `ray job` logs
 
@@ -196,4 +198,5 @@ def test_two_nodes_replicas_on_both(cluster, tmp_path):
     scores = pl.read_parquet(out / "scores.parquet")
     model = scores.filter(pl.col("run") == "sextuple_direct_smoke")
     assert model.height == 2 and model["llm_calls"].sum() > 0
+    assert (~model["failed"]).sum() >= 1, model.select("sample_id", "failed", "reason").to_dicts()
     assert scores.filter(pl.col("run") == "sextuple_oracle")["score"].to_list() == [1.0, 1.0]
