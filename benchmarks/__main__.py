@@ -141,17 +141,47 @@ def read_latest() -> dict:
     return report
 
 
+def write_latest(results: dict[str, Any]) -> None:
+    report = {"command": "make bench (python -m benchmarks)", "machine": machine(),
+              "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "results": {n: results[n] for n in SHORT if n in results}}
+    LATEST.write_text(json.dumps(report, ensure_ascii=False, indent=1, default=str), encoding="utf-8")
+    (RESULTS / "latest.md").write_text(to_markdown(report), encoding="utf-8")
+
+
+def adopt(short: str) -> dict:
+    """A benchmark's own results file as its latest.json entry; its `run` record says where it came from."""
+    res = json.loads((RESULTS / f"{short}.json").read_text(encoding="utf-8"))
+    if res.get("error"):
+        raise SystemExit(f"{short}.json holds an error, not results")
+    run = res.get("run") or {}
+    run.setdefault("when", "unrecorded")
+    run.setdefault("command", f"python -m benchmarks.{short}")
+    run.setdefault("quick", bool(res.get("inputs", {}).get("quick", False)))
+    run["adopted_from"] = f"benchmarks/results/{short}.json"
+    res["run"] = run
+    res["name"] = short
+    return res
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks")
     parser.add_argument("--only", nargs="*", choices=SHORT, help="benchmark names (e.g. score_bench)")
     parser.add_argument("--quick", action="store_true", help="smaller inputs, for a smoke check of the harness")
+    parser.add_argument("--adopt", nargs="*", choices=SHORT, default=[],
+                        help="take these benchmarks' own results files (from a run of the benchmark alone) into "
+                             "latest.json instead of running them")
     args = parser.parse_args(argv)
     RESULTS.mkdir(parents=True, exist_ok=True)
-    previous = read_latest() if args.only else {}
+    previous = read_latest() if (args.only is not None or args.adopt) else {}
     results: dict[str, Any] = dict(previous.get("results", {}))
+    for short in args.adopt:
+        results[short] = adopt(short)
+    selected = args.only if args.only is not None else ([] if args.adopt else SHORT)
+    if args.adopt:
+        write_latest(results)
     for module_name, what, own_file in BENCHMARKS:
         short = module_name.rsplit(".", 1)[1]
-        if args.only and short not in args.only:
+        if short not in selected:
             continue
         print(f"== {short}: {what}", flush=True)
         res = run_one(module_name, args.quick)
@@ -160,13 +190,9 @@ def main(argv: list[str] | None = None) -> int:
             write_own(module_name, res)
         print(json.dumps({k: res.get(k) for k in ("run", "figures", "floors", "error")}, ensure_ascii=False,
                          indent=1, default=str)[:3000], flush=True)
-        # written after every benchmark, so that a long run interrupted later keeps what it measured
-        report = {"command": "make bench (python -m benchmarks)", "machine": machine(),
-                  "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "results": {n: results[n] for n in SHORT if n in results}}
-        LATEST.write_text(json.dumps(report, ensure_ascii=False, indent=1, default=str), encoding="utf-8")
-        (RESULTS / "latest.md").write_text(to_markdown(report), encoding="utf-8")
+        write_latest(results)  # after every benchmark, so that a long run interrupted later keeps what it measured
     print((RESULTS / "latest.md").read_text(encoding="utf-8"))
-    ran = [results[n] for n in (args.only or SHORT) if n in results]
+    ran = [results[n] for n in selected if n in results]
     return 1 if any(r.get("error") for r in ran) else 0
 
 

@@ -231,9 +231,15 @@ def run(quick: bool = False, methods: dict[str, int] | None = None) -> dict[str,
         floors["window_ratio_llm_phase"] = {"value": window["ratio_llm_phase"], "floor": FLOOR,
                                             "ok": window["ratio_llm_phase"] >= FLOOR}
     pass2 = window.get("pipeline", {}).get("phases", {}).get("sextuple", {})
-    flat = {f"{m}.ratio_llm_phase": f.get("ratio_llm_phase") for m, f in figures.items()}
-    flat.update({f"{m}.ratio_end_to_end": f.get("ratio_end_to_end") for m, f in figures.items()})
-    flat["sextuple/window.pass2_prefix_cache_hit_rate"] = pass2.get("prefix_cache_hit_rate")
+    # nested by figure then method, so that a README key is `engine_bench.ratio_llm_phase.sextuple/window`
+    flat: dict[str, Any] = {"ratio_llm_phase": {m: f.get("ratio_llm_phase") for m, f in figures.items()},
+                            "ratio_end_to_end": {m: f.get("ratio_end_to_end") for m, f in figures.items()},
+                            "dialogues": {m: f.get("dialogues") for m, f in figures.items()},
+                            "window_pass2_prefix_cache_hit_rate": pass2.get("prefix_cache_hit_rate"),
+                            "window_pass2_reusable_prefix_rate_block16": pass2.get("reusable_prefix_rate_block16"),
+                            "load_avg_1m_range": [min(v for f in figures.values() for v in f.get("load_avg_1m", [])),
+                                                  max(v for f in figures.values() for v in f.get("load_avg_1m", []))]
+                            if figures else None}
     return {"name": "engine_bench", "figures": {**flat, "per_method": figures, "setup": setup},
             "inputs": {"model": "smoke (random weights)", "dialogues": methods, "subset": setup.get("subset"),
                        "response_cache": "fresh empty directory per method",

@@ -375,6 +375,8 @@ def rederive(path: Path = RESULTS / "scale_bench.json") -> dict[str, Any]:
                                                               "Figures re-derived"))]
     notes = [n.replace("; grid_run_hours_on_4_gpus_projected = the 400-dialogue grid's generated tokens at that rate.",
                        ".") for n in notes]
+    if "run" in result:
+        result["run"]["rederived"] = f"{time.strftime('%Y-%m-%d')}: python -m benchmarks.scale_bench --rederive"
     result["notes"] = notes + [PROJECTION_NOTE, f"Figures re-derived on {time.strftime('%Y-%m-%d')} from this run's "
                                                 "stored measurements (details); nothing re-measured."]
     return result
