@@ -3,15 +3,20 @@
 Methods: `direct` and `utterance` (LLM extraction, solver.py) and the calibration rows `oracle` and `baseline`
 (predictors.py). Scoring is the official one (official.py) on the loaded conversations:
 
-- long rows per conversation: `s1_strict_tp/fp/fn`, `s1_prop_overlap/pred_tokens/gold_tokens` (summed over the
-  conversations they give back the corpus micro figures), `s1_strict_f1`, `s1_prop_f1`, `s2_tp/fp/fn`, `s2_f1`
-  (per-conversation micro F1, for intervals and paired tests), and for LLM methods `span_misses`, `unparseable`;
-  a failed conversation is scored as predicting nothing, its rows marked `failed` with the reason;
+- long rows per conversation: `s1_strict_f1` first (the per-conversation micro F1 is the job's per-sample `score`,
+  for intervals and paired tests; `unscored` where the conversation has neither a gold nor a predicted pair, as
+  0 / 0 is no figure), `s1_strict_tp/fp/fn`, `s1_prop_f1`, `s1_prop_overlap/pred_tokens/gold_tokens` (summed over
+  the conversations they give back the corpus micro figures), `s2_f1`, `s2_tp/fp/fn`, and for LLM methods
+  `span_misses`, `unparseable`; a failed conversation is scored as predicting nothing, its rows marked `failed` with
+  the reason;
 - `Scored.summary`: the primary metric first, then the official keys of each scored subtask in scores.txt order,
   computed on the whole set (not averaged over conversations);
-- `Scored.tables`: the per-emotion tables of each subtask and the problems found (data defects, warnings);
+- `Scored.tables`: the per-emotion tables of each subtask, the problems found (data defects, warnings) and
+  `sample_info` (joined into the job's scores.parquet): each conversation's per-emotion counts as flat columns, from
+  which the report rebuilds the official figures and the per-emotion tables exactly (report.py);
 - `Scored.items`: each pair's outcome (correct / wrong / missed; strict for subtask 1).
-`finalize` writes the official `Subtask_N_pred.json` files and `submission.zip` (checked by our validator first).
+`finalize` writes the official `Subtask_N_pred.json` files and `submission.zip` (checked by our validator first), and
+beside them the official `scores.txt` and `per_emotion_subtaskN.csv` of the config.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from __future__ import annotations
 import json
 import zipfile
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import polars as pl
 from pydantic import Field, field_validator
@@ -28,7 +33,7 @@ from emocaustics.core.errors import DataError
 from emocaustics.core.task import (DatasetOptions, Failure, Loaded, Options, Sample, ScoreContext, Scored, Task,
                                    rows_frame)
 from emocaustics.tasks.ecpe import data, official, predictors, prompts
-from emocaustics.tasks.ecpe.scoring import SubtaskResult, score_records
+from emocaustics.tasks.ecpe.scoring import SubtaskResult, count_columns, score_records
 from emocaustics.tasks.ecpe.validate import PAIRS_KEY, check_prediction
 
 
@@ -86,6 +91,26 @@ class EcpeTask(Task):
     calibration_methods = ("oracle", "baseline")
     primary_metric = official.PRIMARY[1]
     prompts_version = prompts.PROMPTS_VERSION
+    # what the per-conversation metrics mean (the report's legend); the official corpus figures are in the ECPE
+    # sections of the report, configs.json and each config's scores.txt
+    metric_docs: ClassVar[dict[str, str]] = {
+        "s1_strict_f1": "the conversation's own strict micro F1 over classes 1-6 (the per-sample score: its mean is "
+                        "NOT the official figure; unscored when the conversation has no gold and no predicted pair)",
+        "s1_strict_tp": "subtask 1: predicted pairs whose span, emotion and utterances match a gold pair exactly",
+        "s1_strict_fp": "subtask 1: predicted pairs (classes 1-6) with no exact gold match",
+        "s1_strict_fn": "subtask 1: gold pairs (classes 1-6) no prediction matched exactly",
+        "s1_prop_f1": "the conversation's own proportional micro F1 (token overlap)",
+        "s1_prop_overlap": "subtask 1: overlapping tokens of predicted and best-matching gold spans",
+        "s1_prop_pred_tokens": "subtask 1: tokens of the predicted spans",
+        "s1_prop_gold_tokens": "subtask 1: tokens of the gold spans (matched ones once per matching prediction)",
+        "s2_f1": "the conversation's own subtask-2 (utterance-level) micro F1",
+        "s2_tp": "subtask 2: predicted (emotion utterance, cause utterance, emotion) tuples in the gold",
+        "s2_fp": "subtask 2: predicted tuples not in the gold",
+        "s2_fn": "subtask 2: gold tuples not predicted",
+        "span_misses": "LLM spans not found word for word in their cause utterance (the pair kept with the whole "
+                       "utterance)",
+        "unparseable": "LLM answers that did not parse against the schema (each re-asked with a new seed)",
+    }
 
     def load(self, dataset: DatasetOptions, options: Options) -> Loaded:
         assert isinstance(dataset, EcpeDataset) and isinstance(options, EcpeOptions)
@@ -111,13 +136,12 @@ class EcpeTask(Task):
     def score(self, samples: list[Sample], predictions: dict[str, Any], options: Options,
               ctx: ScoreContext) -> Scored:
         assert isinstance(options, EcpeOptions)
-        results: dict[int, SubtaskResult] = {}
+        results = _score_subtasks(samples, predictions, options)
         rows: list[dict[str, Any]] = []
+        info: dict[str, dict[str, Any]] = {s.id: {"sample_id": s.id, "n_utterances": len(s.input["utterances"])}
+                                           for s in samples}
         by_cid = {s.input["conversation_ID"]: s for s in samples}
-        for st in options.subtasks:
-            res = score_records(st, _gold_records(samples, st), _submission(samples, predictions, st),
-                                gold_file=f"gold (subtask {st})", pred_file=f"predictions (subtask {st})")
-            results[st] = res
+        for st, res in results.items():
             for cid, counts in res.conversations.items():
                 sample = by_cid[cid]
                 pred = predictions.get(sample.id)
@@ -128,8 +152,15 @@ class EcpeTask(Task):
                     status, reason = "failed", "no prediction"
                 elif _pairs(pred, st) is None:
                     status, reason = "failed", f"the prediction has no subtask{st} pair list"
-                rows.extend({"sample_id": sample.id, "metric": k, "value": v, "status": status, "reason": reason}
-                            for k, v in counts.metric_values(st).items())
+                empty = counts.is_empty() and status == "ok"
+                for k, v in counts.metric_values(st).items():
+                    if empty and k.endswith("_f1"):
+                        rows.append({"sample_id": sample.id, "metric": k, "value": None, "status": "unscored",
+                                     "reason": "no gold and no predicted pair: F1 is 0 / 0"})
+                    else:
+                        rows.append({"sample_id": sample.id, "metric": k, "value": v, "status": status,
+                                     "reason": reason})
+                info[sample.id].update(counts.emotion_counts(st))
         for s in samples:  # what the LLM solver counted on the way
             pred = predictions.get(s.id)
             if isinstance(pred, dict):
@@ -141,12 +172,20 @@ class EcpeTask(Task):
         for res in results.values():
             summary.update(res.scores)
         tables = {f"ecpe_subtask{st}_per_emotion": r.table for st, r in results.items()}
+        columns = [c for st in results for c in count_columns(st)]
+        tables["sample_info"] = pl.DataFrame(list(info.values()), schema={
+            "sample_id": pl.Utf8, "n_utterances": pl.Int64, **{c: pl.Int64 for c in columns}})
         tables["ecpe_problems"] = pl.DataFrame(
             [{"subtask": st, **{k: (None if v is None else str(v)) for k, v in p.to_json().items()}}
              for st, r in results.items() for p in r.problems],
             schema={"subtask": pl.Int64, **{k: pl.Utf8 for k in ("kind", "severity", "file", "conversation", "pair",
                                                                   "value", "message")}})
         return Scored(rows_frame(rows), summary, tables, _items(results))
+
+    def report_sections(self, summary: pl.DataFrame, scores: pl.DataFrame) -> list[tuple[str, str]]:
+        from emocaustics.tasks.ecpe.report import sections
+
+        return sections(summary, scores)
 
     def finalize(self, out: Path, samples: list[Sample], predictions: dict[str, Any], options: Options) -> list[Path]:
         assert isinstance(options, EcpeOptions)
@@ -164,7 +203,22 @@ class EcpeTask(Task):
         with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zf:
             for path in written:  # at the archive's root, where CodaLab looks for them
                 zf.write(path, path.name)
-        return [*written, archive]
+        # the config's official figures as the organisers' scorer writes them, and its per-emotion tables
+        results = _score_subtasks(samples, predictions, options)
+        scores_txt = out / "scores.txt"
+        scores_txt.write_text("".join(official.scores_txt(r.scores) for r in results.values()), encoding="utf-8")
+        tables = []
+        for st, res in results.items():
+            tables.append(out / f"per_emotion_subtask{st}.csv")
+            res.table.write_csv(tables[-1])
+        return [*written, archive, scores_txt, *tables]
+
+
+def _score_subtasks(samples: list[Sample], predictions: dict[str, Any], options: EcpeOptions) -> dict[int, SubtaskResult]:
+    """Each asked subtask scored officially on the loaded gold (a failed or missing conversation predicts nothing)."""
+    return {st: score_records(st, _gold_records(samples, st), _submission(samples, predictions, st),
+                              gold_file=f"gold (subtask {st})", pred_file=f"predictions (subtask {st})")
+            for st in options.subtasks}
 
 
 def _items(results: dict[int, SubtaskResult]) -> pl.DataFrame:

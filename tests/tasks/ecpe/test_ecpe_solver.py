@@ -122,5 +122,6 @@ def test_task_solve_and_its_files_pass_our_validator(tmp_path):
     for st in (1, 2):
         records = json.loads((tmp_path / f"Subtask_{st}_pred.json").read_text())
         assert not check_prediction(records, st, "x").errors
-    assert [p.name for p in paths] == ["Subtask_1_pred.json", "Subtask_2_pred.json", "submission.zip"]
+    assert [p.name for p in paths] == ["Subtask_1_pred.json", "Subtask_2_pred.json", "submission.zip", "scores.txt",
+                                       "per_emotion_subtask1.csv", "per_emotion_subtask2.csv"]
     assert task.weight(s, opts) == 1.0 and task.weight(s, task.parse_options({"method": "utterance"})) == 3.0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import zipfile
 
+import polars as pl
 import pytest
 
 from emocaustics.core.task import Failure, Sample, ScoreContext, get_task
@@ -62,7 +63,8 @@ def test_oracle_scores_and_the_rows_give_back_the_corpus_figures():
     assert scored.summary["strict_precision"] == total("s1_strict_tp") / (3 + 1e-8)
     assert scored.summary["Proportional_precision"] == total("s1_prop_overlap") / (total("s1_prop_pred_tokens") + 1e-8)
     assert scored.summary["precision_pair"] == total("s2_tp") / (total("s2_tp") + total("s2_fp") + 1e-8)
-    assert set(scored.tables) == {"ecpe_subtask1_per_emotion", "ecpe_subtask2_per_emotion", "ecpe_problems"}
+    assert set(scored.tables) == {"ecpe_subtask1_per_emotion", "ecpe_subtask2_per_emotion", "ecpe_problems",
+                                  "sample_info"}
     table = scored.tables["ecpe_subtask1_per_emotion"]
     joy = table.filter(table["emotion"] == "joy").to_dicts()[0]
     assert (joy["gold_pairs"], joy["correct"], joy["strict_weight"]) == (2, 2, 2 / 3)  # 2 of the 3 gold pairs
@@ -105,5 +107,14 @@ def test_finalize_writes_official_files_and_a_zip(tmp_path):
     assert [r["conversation_ID"] for r in records] == [1, 2]
     assert records[1]["emotion-cause_pairs"] == []  # failed: present, with no pair
     assert records[0]["conversation"][0] == {"utterance_ID": 1, "speaker": "B", "text": TEXTS[0]}
-    with zipfile.ZipFile(paths[-1]) as zf:
+    archive = tmp_path / "submission.zip"
+    assert archive in paths
+    with zipfile.ZipFile(archive) as zf:
         assert sorted(zf.namelist()) == ["Subtask_1_pred.json", "Subtask_2_pred.json"]
+    # beside them the config's official scores.txt (conversation 2 failed: its gold pair is missed) and the tables
+    scored = task.score(SAMPLES, preds, opts, ScoreContext())
+    assert (tmp_path / "scores.txt").read_text() == O.scores_txt({k: scored.summary[k] for k in O.SUBTASK1_KEYS}) + \
+        O.scores_txt({k: scored.summary[k] for k in O.SUBTASK2_KEYS})
+    assert scored.summary["strict_recall"] == 2 / (3 + 1e-8)
+    table = pl.read_csv(tmp_path / "per_emotion_subtask1.csv")
+    assert table["emotion"].to_list() == list(O.EMOTIONS[1:]) and table["gold_pairs"].sum() == 3

@@ -1,0 +1,103 @@
+"""ECPE sections of the run report, rebuilt from the job's per-sample score table (scores.parquet) alone, so that
+`emocaustics report RUN_DIR` shows them too:
+
+- the official figures of every config, both subtasks, at the corpus level (each conversation's per-emotion count
+  columns summed over the config, then the official formulas: bit-identical to the scorer's own figures);
+- the per-emotion tables (strict and proportional P/R/F1 per emotion for subtask 1, P/R/F1 per emotion for subtask 2)
+  with one row per (config, emotion);
+- a chart of the per-emotion F1 of each config (strict for subtask 1, pairs for subtask 2).
+"""
+
+from __future__ import annotations
+
+import html
+import math
+
+import polars as pl
+
+from emocaustics.report.html import svg, table
+from emocaustics.tasks.ecpe import official as O
+from emocaustics.tasks.ecpe.scoring import count_columns, figures_from_sums
+
+NOTE = ("Corpus-level figures, recomputed from each conversation's per-emotion counts in scores.parquet (the "
+        "official formulas on the summed counts: the same numbers as the scorer's, to the last digit). Neutral is "
+        "the null class; a perfect submission scores 0.99999999..., not 1 (the official +1e-8 denominators).")
+
+
+def config_figures(scores: pl.DataFrame) -> dict[str, dict[int, tuple[dict[str, float], pl.DataFrame]]]:
+    """Per config (`run`) and subtask: (official figures, per-emotion table), for the subtasks whose count columns
+    the config has (a subtask it did not score has null counts)."""
+    out: dict[str, dict[int, tuple[dict[str, float], pl.DataFrame]]] = {}
+    for (run,), part in scores.group_by("run", maintain_order=True):
+        for st in (1, 2):
+            cols = count_columns(st)
+            if not set(cols) <= set(part.columns) or part.select(pl.col(cols[0]).is_null().all()).item():
+                continue
+            sums = part.select(pl.col(cols).sum()).to_dicts()[0]
+            out.setdefault(str(run), {})[st] = figures_from_sums(sums, st)
+    return out
+
+
+def _fmt(v: float) -> str:
+    return "nan" if math.isnan(v) else f"{v:.8f}"  # eight decimals: 0.99999999 stays visibly short of 1
+
+
+def official_table(figures: dict[str, dict[int, tuple[dict[str, float], pl.DataFrame]]], subtask: int) -> pl.DataFrame:
+    keys = O.SUBTASK1_KEYS if subtask == 1 else O.SUBTASK2_KEYS
+    rows = [{"run": run, **{k: _fmt(by[subtask][0][k]) for k in keys}} for run, by in figures.items() if subtask in by]
+    return pl.DataFrame(rows, schema={"run": pl.Utf8, **{k: pl.Utf8 for k in keys}})
+
+
+def emotion_table(figures: dict[str, dict[int, tuple[dict[str, float], pl.DataFrame]]], subtask: int) -> pl.DataFrame:
+    """One row per (config, emotion): counts and P/R/F1 (weights left out: they are the gold shares, the same for
+    every config)."""
+    parts = [by[subtask][1].drop([c for c in by[subtask][1].columns if c.endswith("weight")])
+             .with_columns(pl.lit(run).alias("run")) for run, by in figures.items() if subtask in by]
+    if not parts:
+        return pl.DataFrame()
+    df = pl.concat(parts)
+    return df.select("run", pl.all().exclude("run"))
+
+
+def _chart(figures: dict[str, dict[int, tuple[dict[str, float], pl.DataFrame]]], subtask: int) -> str | None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    runs = [run for run, by in figures.items() if subtask in by]
+    if not runs:
+        return None
+    column = "strict_f1" if subtask == 1 else "f1"
+    emotions = list(O.EMOTIONS[1:])
+    width = 0.8 / len(runs)
+    fig, ax = plt.subplots(figsize=(9, 3.2))
+    for i, run in enumerate(runs):
+        values = figures[run][subtask][1][column].to_list()
+        xs = [e + (i - (len(runs) - 1) / 2) * width for e in range(len(emotions))]
+        ax.bar(xs, [v if v == v else 0 for v in values], width, label=run, edgecolor="#333", linewidth=0.4)
+    ax.set_xticks(range(len(emotions)), emotions)
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("strict F1" if subtask == 1 else "pair F1")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.set_title(f"ecpe subtask {subtask}: F1 per emotion")
+    return svg(fig)
+
+
+def sections(summary: pl.DataFrame, scores: pl.DataFrame) -> list[tuple[str, str]]:
+    if "run" not in scores.columns:
+        return []
+    figures = config_figures(scores)
+    if not figures:
+        return [("ECPE per emotion", "<p class='note'>No per-emotion counts in this run's scores.parquet (scored by an "
+                 "older version): rescore to see them.</p>")]
+    out: list[tuple[str, str]] = []
+    for st in (1, 2):
+        official = official_table(figures, st)
+        if not official.height:
+            continue
+        chart = _chart(figures, st)
+        out.append((f"ECPE subtask {st}: official scores", f"<p>{html.escape(NOTE)}</p>{table(official)}"))
+        body = table(emotion_table(figures, st)) + (f"<div class='chart'>{chart}</div>" if chart else "")
+        out.append((f"ECPE subtask {st}: per emotion", body))
+    return out
