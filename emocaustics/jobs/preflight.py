@@ -96,11 +96,11 @@ def describe(job: JobSpec, configs: list[Any], loaded: dict[str, Loaded | UsageE
     header = "| config | task | method | model | samples | LLM calls | prompt tokens | generated tokens |"
     lines += ["configs (LLM calls and tokens: a rough forecast):", header, "|" + "---|" * 8]
     totals = [0, 0, 0]
-    problems = []
+    problems: list[tuple[str, str]] = []
     for cfg in configs:
         got = loaded[cfg.label]
         if isinstance(got, UsageError):
-            problems.append(f"{cfg.label}: dataset: {got}")
+            problems.append((cfg.label, str(got)))
             lines.append(f"| {cfg.label} | {cfg.task.name} | {cfg.options.method} | {cfg.model or '-'} | ? | ? | ? | ? |")
             continue
         n = len(got.samples)
@@ -114,8 +114,12 @@ def describe(job: JobSpec, configs: list[Any], loaded: dict[str, Loaded | UsageE
         lines.append(f"| {cfg.label} | {cfg.task.name} | {cfg.options.method} | {cfg.model or '-'} | {n} | "
                      + " | ".join(shown) + " |")
     lines.append(f"total: {totals[0]:,} LLM calls, {totals[1]:,} prompt tokens, {totals[2]:,} generated tokens")
-    for p in problems:
-        lines.append(f"problem (a real run would stop here): {p}")
+    by_message: dict[str, list[str]] = {}
+    for label, message in problems:
+        by_message.setdefault(message, []).append(label)
+    for message, labels in by_message.items():
+        shown = ", ".join(labels[:3]) + (f" and {len(labels) - 3} more" if len(labels) > 3 else "")
+        lines.append(f"problem (a real run would stop here): {shown}: dataset: {message}")
     lines.append("dry run: nothing was started or written")
     return "\n".join(lines)
 

@@ -124,11 +124,20 @@ def _order(configs: list[Config]) -> list[Config]:
 
 def solve(cfg: Config, job: JobSpec, samples: list, ctx: ScoreContext, cache_dir: Path, prior: Path | None) -> None:
     progress = Progress(f"solve {cfg.label}", len(samples))
-    progress.done = cfg.task.done_count(samples, cfg.pred_dir)
-    if progress.done >= len(samples):
+    found = cfg.task.read_predictions(cfg.pred_dir) if cfg.pred_dir.exists() else {}
+    ok = {s.id for s in samples if s.id in found and not isinstance(found[s.id], Failure)}
+    progress.done = len(ok)
+    if progress.done >= len(samples):  # failed samples are solved again: only predictions count as done
         progress.close()
         return
-    with watch(progress, lambda: cfg.task.done_count(samples, cfg.pred_dir)):
+    # Progress: predictions, plus failures written by this attempt (failures of earlier attempts do not count).
+    earlier = {s.id for s in samples if isinstance(found.get(s.id), Failure)}
+
+    def count() -> int:
+        now = cfg.task.read_predictions(cfg.pred_dir)
+        return sum(1 for s in samples if s.id in now and (not isinstance(now[s.id], Failure) or s.id not in earlier))
+
+    with watch(progress, count if earlier else lambda: cfg.task.done_count(samples, cfg.pred_dir)):
         cfg.task.solve_config(samples, cfg.options, llm_spec=model_spec_string(job.models[cfg.model]),
                               out=cfg.pred_dir, ctx=ctx, cache_dir=cache_dir, concurrency=job.concurrency,
                               prior=prior)
@@ -217,7 +226,9 @@ def start_models(job: JobSpec, configs: list[Config], embedder: Any) -> dict[str
         print(f"model {name}: engine(s) started in {startup['models'][name]} s (not part of any config's wall time)",
               flush=True)
     load = getattr(embedder, "_load", None)
-    if load is not None and any(c.model for c in configs):  # calibration-only jobs load it when scoring needs it
+    # Loaded up front beside the engines; jobs without a local engine (calibration, endpoints) load it when scoring
+    # first needs it, so that a dead endpoint is found without waiting for an embedder.
+    if load is not None and startup["models"]:
         t0 = time.perf_counter()
         load()
         startup["embedder"] = round(time.perf_counter() - t0, 2)

@@ -10,7 +10,9 @@ names the endpoint; any answer in between resets the count. The job runner sees 
 
 from __future__ import annotations
 
+import asyncio
 import threading
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -27,14 +29,18 @@ class BreakerLLM:
 
     runs_remotely = False
 
-    def __init__(self, llm: Any, endpoint: str, limit: int = DEFAULT_LIMIT) -> None:
+    def __init__(self, llm: Any, endpoint: str, limit: int = DEFAULT_LIMIT, concurrency: int = 16) -> None:
         self.llm = llm
         self.endpoint = endpoint
         self.limit = max(1, int(limit))
+        self.concurrency = max(1, int(concurrency))
         self.consecutive = 0
         self.last_error = ""
         self.tripped = False
         self._lock = threading.Lock()
+        # Requests wait here, not inside the client, so that a request queued when the breaker trips is never sent.
+        self._gates: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
+            weakref.WeakKeyDictionary())
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.llm, name)
@@ -54,12 +60,22 @@ class BreakerLLM:
                 elif not (c.error and c.error.startswith(ENDPOINT_DOWN)):
                     self.consecutive = 0
 
+    def _gate(self) -> asyncio.Semaphore:
+        loop = asyncio.get_running_loop()
+        if loop not in self._gates:
+            self._gates[loop] = asyncio.Semaphore(self.concurrency)
+        return self._gates[loop]
+
+    async def _one(self, request: ChatRequest) -> Completion:
+        async with self._gate():
+            if self.tripped:
+                return Completion(text="", error=self.down_reason())
+            answer = (await self.llm.generate([request]))[0]
+        self._count([answer])
+        return answer
+
     async def generate(self, requests: list[ChatRequest]) -> list[Completion]:
-        if self.tripped:
-            return [Completion(text="", error=self.down_reason()) for _ in requests]
-        answers = await self.llm.generate(requests)
-        self._count(answers)
-        return answers
+        return list(await asyncio.gather(*(self._one(r) for r in requests)))
 
     async def run(self, fn: Callable[[Any, Any], Awaitable[Any]], items: list[Any],
                   affinity_key: Callable[[Any], str] | None = None, *,

@@ -198,7 +198,7 @@ def make_llm(spec: str | LLMSpec, *, cache_dir: Path | str | None = None, **opts
 
             llm = AnthropicChatLLM(parsed.model, parsed.base_url, name=parsed.canonical(), **client)
         # After `max_connection_failures` connection errors in a row, stop calling the endpoint (models/breaker.py).
-        llm = BreakerLLM(llm, endpoint_name(parsed), limit)
+        llm = BreakerLLM(llm, endpoint_name(parsed), limit, concurrency=int(client.get("concurrency", 16)))
     else:
         import ray
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 import polars as pl
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from emocaustics.core.task import (DatasetOptions, Loaded, Options, Sample, ScoreContext, Scored, Task, register,
                                    rows_frame, unregister)
@@ -16,7 +16,7 @@ from emocaustics.core.task import (DatasetOptions, Loaded, Options, Sample, Scor
 
 class Even(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    answer: str
+    answer: str = Field(max_length=16)
 
 
 class CountOptions(Options):

@@ -1,0 +1,70 @@
+"""A dead endpoint stops the job: the stand-in answers 10 requests, then drops every connection (tests/fakes/openai_chat:
+a stand-in for a remote OpenAI-compatible API). The 50-sample job stops within 30 s with exit status 4 and the
+endpoint named, the 10 finished samples are kept, and `--resume` continues once the endpoint is back. A dead
+endpoint at the start is caught by the pre-flight check: one line, nothing written."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from count_task import write_job
+from fakes.openai_chat import FakeOpenAIServer, Faults
+
+from emocaustics.cli import main
+
+JOB = """
+name: dead-endpoint
+dataset: {{n: 50}}
+models:
+  remote:
+    spec: openai:fake@{url}
+    concurrency: 4
+    max_connection_failures: 3
+    engine: {{max_retries: 1, timeout: 5}}
+runs:
+  - {{task: count, method: ask, model: remote}}
+scoring: {{embedder: minilm}}
+"""
+
+
+def _predicted(run_dir) -> set[str]:
+    path = run_dir / "predictions" / "count_ask_remote" / "predictions.jsonl"
+    return {json.loads(line)["id"] for line in path.read_text().splitlines() if line.strip()}
+
+
+def test_a_dead_endpoint_stops_the_job_and_resume_continues(count_task, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("EMOCAUSTICS_CACHE", str(tmp_path / "cache"))
+    with FakeOpenAIServer(Faults(rate_drop=1.0, latency=0.02), script=["ok"] * 10) as server:
+        job = write_job(tmp_path / "job.yaml", JOB.format(url=server.base_url))
+        run_dir = tmp_path / "run"
+        t0 = time.monotonic()
+        assert main(["run", str(job), "--out", str(run_dir)]) == 4
+        elapsed = time.monotonic() - t0
+        err = capsys.readouterr().err
+        assert elapsed < 30, elapsed
+        assert f"openai:fake@{server.base_url}" in err and "endpoint down" in err and "--resume" in err
+        assert len(_predicted(run_dir)) == 10  # the finished samples are kept
+        drops = server.counts["drop"]
+        # Without the breaker every one of the 40 other samples would pay its own retries (2 requests each).
+        assert drops < 40, drops
+        assert not (run_dir / "scores.parquet").exists()
+        assert json.loads((run_dir / "run.json").read_text())["state"] == "running"
+
+        server.faults = Faults()  # the endpoint is back
+        server.script = []
+        assert main(["run", str(job), "--out", str(run_dir), "--resume"]) == 0
+        out = capsys.readouterr().out
+        assert "resume: count_ask_remote: 10 of 50 samples done (skipped); 40 to run" in out
+        assert len(_predicted(run_dir)) == 50
+        assert json.loads((run_dir / "run.json").read_text())["state"] == "finished"
+
+
+def test_preflight_names_a_dead_endpoint_and_writes_nothing(count_task, tmp_path, capsys):
+    job = write_job(tmp_path / "job.yaml", JOB.format(url="http://127.0.0.1:9/v1"))
+    out = tmp_path / "run"
+    t0 = time.monotonic()
+    assert main(["run", str(job), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "models.remote: endpoint openai:fake@http://127.0.0.1:9/v1: cannot connect" in err[0]
+    assert time.monotonic() - t0 < 30 and not out.exists()
