@@ -32,7 +32,7 @@ def sections(scores: pl.DataFrame) -> list[tuple[str, str]]:
             rows.append((c[len(PREFIX):], values.len(), values.mean() if values.len() else float("nan")))
         rows.sort(key=lambda r: -(r[2] if r[2] == r[2] else -1e300))
         order = [r[0] for r in rows]
-        body = "".join(f"<tr><td>{html.escape(m)}</td><td>{n}</td><td>{z:.4f}</td></tr>" for m, n, z in rows)
+        body = "".join(f"<tr><td class='t'>{html.escape(m)}</td><td>{n}</td><td>{z:.4f}</td></tr>" for m, n, z in rows)
         table = ("<table><thead><tr><th>system</th><th>conversations (passing workers)</th><th>mean z</th></tr>"
                  f"</thead><tbody>{body}</tbody></table>")
         p = mannwhitney_matrix([groups[m] for m in order], alternative="greater")

@@ -55,14 +55,35 @@ def rater_agreement(rows: pl.DataFrame) -> Agreement:
     out: list[dict] = []
     undefined = 0
     for key, members in groups.items():
-        for (a, za), (b, zb) in combinations(members, 2):
-            r = correlate(za, zb, "pearson")
+        names = [a for a, _ in members]
+        r_all = pairwise_pearson(np.array([z for _, z in members], dtype=np.float64))
+        for i, j in combinations(range(len(members)), 2):  # the order of combinations(members, 2)
+            r = float(r_all[i, j])
             if math.isnan(r):
                 undefined += 1
                 continue
-            out.append({"assignment_a": a, "assignment_b": b, "systems": ",".join(key), "correlation": r})
+            out.append({"assignment_a": names[i], "assignment_b": names[j], "systems": ",".join(key),
+                        "correlation": r})
     schema = {"assignment_a": pl.Utf8, "assignment_b": pl.Utf8, "systems": pl.Utf8, "correlation": pl.Float64}
     return Agreement(pl.DataFrame(out, schema=schema), undefined)
+
+
+def pairwise_pearson(rows: np.ndarray) -> np.ndarray:
+    """(n x n) Pearson r between every two rows of an (n x k) matrix, in one matrix product (a round has thousands
+    of pairs; one scipy call each took seconds). NaN where either row is constant or k < 2, as `correlate` gives;
+    agrees with scipy.stats.pearsonr to rounding (tests/tasks/human/test_significance.py)."""
+    n, k = rows.shape
+    if k < 2:
+        return np.full((n, n), np.nan)
+    centred = rows - rows.mean(axis=1, keepdims=True)
+    norms = np.linalg.norm(centred, axis=1)
+    constant = np.all(rows == rows[:, :1], axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        unit = centred / norms[:, None]
+        r = np.clip(unit @ unit.T, -1.0, 1.0)
+    r[constant, :] = np.nan
+    r[:, constant] = np.nan
+    return r
 
 
 def score_correlations(table: pl.DataFrame) -> pl.DataFrame:

@@ -42,6 +42,25 @@ def test_rater_agreement_groups_by_system_set():
     assert set(agr.pairs.get_column("systems").to_list()) == {"a,b,qc"}
 
 
+def test_pairwise_pearson_matches_scipy_pair_by_pair():
+    from emocaustics.stats.correlation import correlate
+
+    rng = np.random.default_rng(3)
+    rows = rng.normal(size=(40, 6)) * rng.uniform(0.01, 100, size=(40, 1)) + rng.normal(0, 50, size=(40, 1))
+    rows[5] = 7.25  # a constant worker: undefined against everyone
+    rows[9] = rows[8] * 3 + 1  # exactly proportional: r = 1 (clipped, never 1 + 1e-16)
+    r = S.pairwise_pearson(rows)
+    for i in range(40):
+        for j in range(i + 1, 40):
+            expected = correlate(rows[i], rows[j], "pearson")
+            if math.isnan(expected):
+                assert math.isnan(r[i, j]), (i, j)
+            else:
+                assert r[i, j] == pytest.approx(expected, abs=1e-12), (i, j)
+    assert np.isnan(r[5]).all() and r[8, 9] == pytest.approx(1.0, abs=1e-12) and np.abs(r[~np.isnan(r)]).max() <= 1
+    assert np.isnan(S.pairwise_pearson(np.ones((3, 1)))).all()  # one system: no correlation
+
+
 def test_score_correlations_pearson_above_spearman_below():
     table = pl.DataFrame({"model": ["x", "y", "w"], "N": [1, 1, 1], "z": [1.0, 2.0, 3.0], "fun": [1.0, 2.0, 4.0]})
     corr = S.score_correlations(table)
