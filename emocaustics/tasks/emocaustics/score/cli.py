@@ -6,7 +6,7 @@
 Which ground truth: a prediction folder written by `emocaustics run` records what it was made from
 (`provenance.json`: dataset, subset, ids and a fingerprint of every dialogue); that is the default selection, and a
 selection that does not match it is refused, naming the dialogue (`--ignore-provenance` scores anyway). Without a
-record the default subset is `sample`, as for `extract`. `--out` writes items.parquet, dialogues.parquet,
+record the default is every dialogue of an explicit `--data` folder, else `sample`. `--out` writes items.parquet, dialogues.parquet,
 summary.csv and summary.json; `--json` prints the summary. Exit status 3 when any dialogue failed (unless
 `--allow-failures`).
 """
@@ -40,7 +40,7 @@ def _add_arguments(p: Any) -> None:
                                                 "record, else $EMOCAUSTICS_DATA or the fetch cache)")
     p.add_argument("--gt", dest="data", help=argparse.SUPPRESS)  # the old name of --data, still accepted
     p.add_argument("--subset", default=None, help="all | paper-100 | long-20 | sample (default: the predictions' "
-                                                  "record, else sample)")
+                                                  "record, else all of an explicit --data folder, else sample)")
     p.add_argument("--ids", default=None, help="dialogue ids, e.g. 1,2,3 (within the subset)")
     p.add_argument("--pairing", choices=["verified", "published"], default="verified",
                    help="chat/emo pairing: verified by content (default) or by file number as the reference does")
@@ -84,7 +84,9 @@ def run(args: argparse.Namespace) -> int:
     parse_embedder_spec(args.embedder)  # a bad spec fails before any data is loaded
     record = _provenance(args)
     made_for = (record or {}).get("dataset") or {}
-    subset = args.subset or (made_for.get("subset") if record else None) or DEFAULT_SUBSET
+    # One rule for the selection: what the predictions record; else every dialogue of an explicit --data folder;
+    # else our sample dialogues (as `extract` does).
+    subset = args.subset or (made_for.get("subset") if record else None) or ("all" if args.data else DEFAULT_SUBSET)
     ids = parse_ids(args.ids) if args.ids else (made_for.get("ids") if record and not args.subset else None)
     root = args.data or (made_for.get("data") if record else None)
     pairing = args.pairing if args.pairing != "verified" or not record else made_for.get("pairing", "verified")
