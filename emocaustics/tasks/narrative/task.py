@@ -140,10 +140,11 @@ class NarrativeTask(Task):
     # -- scoring -------------------------------------------------------------------------------------------------
     def score(self, samples: list[Sample], predictions: dict[str, Any], options: Options,
               ctx: ScoreContext) -> Scored:
-        """Per story `scoring.score_sample`; thousands of stories go through Ray Data when the job allows Ray."""
+        """Per story `scoring.score_sample`; more than `narrative_ray_above` stories (a job scoring option, default
+        RAY_ABOVE) go through Ray Data when the job allows Ray."""
         assert isinstance(options, NarrativeOptions)
         kwargs = {"weights": options.weights, "taxonomy": options.taxonomy, "n_t": options.n_t}
-        if ctx.use_ray and len(samples) > RAY_ABOVE:
+        if ctx.use_ray and len(samples) > int(ctx.scoring.get("narrative_ray_above", RAY_ABOVE)):
             outputs = score_samples_ray(samples, predictions, **kwargs)
             path = "ray"
         else:
