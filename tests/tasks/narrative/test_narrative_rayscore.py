@@ -59,4 +59,5 @@ def test_task_scoring_through_ray_equals_local(ray_local, folder):
         "reason"]
     assert rows[("old", "overall")]["status"] == "unscored"
     assert rows[("ferry_en", "spans")]["status"] == "failed" and "not JSON" in rows[("ferry_en", "spans")]["reason"]
-    assert local.summary["scoring_path"] == "local" and ray.summary["files_scored"] == 4  # clockmaker, market, orchard, well
+    # scored: clockmaker, market, orchard, well (lonely has no prediction file)
+    assert local.summary["scoring_path"] == "local" and ray.summary["files_scored"] == 4
