@@ -60,10 +60,20 @@ def option_columns(df: pl.DataFrame) -> list[str]:
     return [c for c in OPTION_COLUMNS if c in df.columns]
 
 
+def failures_count_zero(scores: pl.DataFrame) -> pl.DataFrame:
+    """The rule of every score table: a failed sample counts 0 (a task may leave its score empty); a sample that is
+    not failed and has no score (unscored) stays empty and is left out of the mean, counted in the interval's
+    n_missing."""
+    return scores.with_columns(
+        pl.when(pl.col("failed").fill_null(False) & pl.col("score").is_null()).then(0.0)
+        .otherwise(pl.col("score")).alias("score"))
+
+
 def summarise(scores: pl.DataFrame, wall: dict[str, float] | None = None,
               ci: pl.DataFrame | None = None) -> pl.DataFrame:
     """One row per run config: score (macro: mean over samples, failures count 0), micro score (weighted by the
     samples' weights), component means, failures, cost; `ci` (run, ci_low, ci_high) when already computed."""
+    scores = failures_count_zero(scores)
     comps = component_columns(scores)
     if ci is None:
         ci, _ = config_statistics(scores)
@@ -101,6 +111,7 @@ def config_statistics(scores: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]
     Holm across the pairs of the job). Returns (ci: run, ci_low, ci_high; pairs: task, config_a, config_b, ..., p_holm, significant)."""
     from emocaustics.stats import config_stats
 
+    scores = failures_count_zero(scores)
     cis, pairs = [], []
     for task in scores["task"].unique(maintain_order=True).to_list():
         per_item = scores.filter(pl.col("task") == task).select(

@@ -75,3 +75,11 @@ def test_written_tables_report_and_compare(tmp_path: Path, scores):
     assert both.height == 2 * 5
     with pytest.raises(FileNotFoundError, match="no summary.csv"):
         compare([tmp_path])
+
+
+def test_a_failed_sample_without_a_score_counts_zero(scores):
+    """A task may leave a failed sample's score empty: the summary and its interval still count it 0."""
+    blank = scores.with_columns(pl.when(pl.col("failed")).then(None).otherwise(pl.col("score")).alias("score"))
+    w10 = summarise(blank).filter(pl.col("run") == "w10").row(0, named=True)
+    assert w10["score"] == pytest.approx((0.1 + 0.3 + 0.0) / 3) and w10["failures"] == 1
+    assert w10["ci_low"] == pytest.approx(0.0)  # the resampled means include the zero
