@@ -41,7 +41,8 @@ COLUMN_DOCS: dict[str, str] = {
     "cache_hits": "LLM requests answered by the response cache (no model call)",
     "tokens": "prompt plus generated tokens of those requests",
     "generated_tokens": "tokens the model generated",
-    "wall_s": "wall-clock seconds the runner spent on the config (load, solve, score)",
+    "wall_s": "wall-clock seconds the runner spent on the config (load, solve, score; summed over resumed "
+              "parts); engine and embedder start-up are not in it (reported once per model)",
     "note": "what the row is, in words",
     "component": "c_<metric>: mean over the config's scored samples of the task's per-sample metric <metric> "
                  "(samples the metric does not apply to are left out, not counted 0)",

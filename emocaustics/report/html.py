@@ -137,6 +137,26 @@ def summary_section(summary: pl.DataFrame) -> list[str]:
     return parts
 
 
+def startup_note(run_dir: Path) -> str:
+    """Engine and embedder start-up, once per model (the runner's startup.json): never inside a config's wall_s."""
+    import json
+
+    path = run_dir / "startup.json"
+    if not path.exists():
+        return ""
+    try:
+        startup = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return "<p class='note'>startup.json could not be read.</p>"
+    parts = [f"model {html.escape(str(m))}: {float(s):.1f} s" for m, s in (startup.get("models") or {}).items()]
+    if startup.get("embedder") is not None:
+        parts.append(f"embedder: {float(startup['embedder']):.1f} s")
+    if not parts:
+        return ""
+    return ("<p id='startup'>Start-up, once per job (not part of any config's wall_s): " + "; ".join(parts)
+            + ".</p>")
+
+
 def render(run_dir: Path, scores: pl.DataFrame, wall: dict[str, float] | None = None, title: str = "") -> str:
     summary = summarise(scores, wall)
     parts = [
@@ -149,6 +169,7 @@ def render(run_dir: Path, scores: pl.DataFrame, wall: dict[str, float] | None = 
         " Blue rows are calibration: no model is called (an <b>oracle</b> is the ground truth itself and must score"
         " 1.0; a <b>baseline</b> is a trivial predictor, the floor).</p>",
         "<h2>Summary</h2>",
+        startup_note(run_dir),
         *summary_section(summary),
         "<h2>Configs compared</h2>",
     ]

@@ -83,3 +83,15 @@ def test_a_failed_sample_without_a_score_counts_zero(scores):
     w10 = summarise(blank).filter(pl.col("run") == "w10").row(0, named=True)
     assert w10["score"] == pytest.approx((0.1 + 0.3 + 0.0) / 3) and w10["failures"] == 1
     assert w10["ci_low"] == pytest.approx(0.0)  # the resampled means include the zero
+
+
+def test_report_shows_engine_startup_once(tmp_path: Path, scores):
+    import json
+
+    run_dir = tmp_path / "job" / "20260101-000000"
+    run_dir.mkdir(parents=True)
+    write_tables(run_dir, scores)
+    (run_dir / "startup.json").write_text(json.dumps({"models": {"smoke": 46.21}, "embedder": 3.04}))
+    page = write_report(run_dir, scores, wall={"w10": 12.5}).read_text(encoding="utf-8")
+    assert page.count("model smoke: 46.2 s") == 1 and "embedder: 3.0 s" in page
+    assert "not part of any config's wall_s" in page
