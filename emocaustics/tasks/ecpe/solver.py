@@ -11,11 +11,15 @@ utterance and is counted in `span_misses`. The prediction is the official pair l
      "unparseable": int, "retries": int}
 
 The solver reads only `sample.input` utterance numbers, speakers and texts: no gold field can reach a prompt.
+
+An answer that stops at its token budget is broken even when json-repair manages to close the cut JSON: the pairs
+after the cut are gone. `CutAnswers` turns such an answer into an error, so that it is re-asked and, if it stays cut,
+the conversation fails naming the step (never a shorter list of pairs passed off as the whole answer).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -162,12 +166,35 @@ async def solve_utterance(asker: Any, conv: Conversation) -> dict[str, Any]:
     return {**build_prediction(conv, raw, causes_up_to_emotion=True), "no_cause": no_cause}
 
 
-async def solve(llm: Any, sample: Any, method: str, *, retries: int = 2, max_pairs: int = 40) -> dict[str, Any]:
-    """One conversation through `method`; raises `SolveFailed` naming the step when an answer stays unreadable."""
+@dataclass
+class CutAnswers:
+    """The model, with answers that ran into their max_tokens yet parsed (repaired) turned into errors."""
+
+    llm: Any
+
+    async def generate(self, requests: list[Any]) -> list[Any]:
+        answers = await self.llm.generate(requests)
+        out = []
+        for req, c in zip(requests, answers):
+            budget = req.sampling.max_tokens
+            if getattr(c, "error", None) is None and getattr(c, "repaired", False) and c.generated_tokens >= budget:
+                c = replace(c, parsed=None, error=f"answer cut at max_tokens={budget} (json-repair closed the cut "
+                                                  "JSON; what came after the cut is lost)")
+            out.append(c)
+        return out
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.llm, name)
+
+
+async def solve(llm: Any, sample: Any, method: str, *, retries: int = 2, max_pairs: int = 40,
+                max_tokens: int = 4096) -> dict[str, Any]:
+    """One conversation through `method`; raises `SolveFailed` naming the step when an answer stays unreadable or
+    cut. `max_tokens` caps each answer's budget (the schema's own bound is lower for small conversations)."""
     from emocaustics.solve.ask import Asker
 
     conv = conversation_of(sample)
-    asker = Asker(llm, system=P.SYSTEM, affinity=sample.id, retries=retries)
+    asker = Asker(CutAnswers(llm), system=P.SYSTEM, affinity=sample.id, retries=retries, max_tokens_cap=max_tokens)
     if method == "direct":
         pred = await solve_direct(asker, conv, max_pairs)
     elif method == "utterance":

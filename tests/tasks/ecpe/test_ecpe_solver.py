@@ -125,3 +125,23 @@ def test_task_solve_and_its_files_pass_our_validator(tmp_path):
     assert [p.name for p in paths] == ["Subtask_1_pred.json", "Subtask_2_pred.json", "submission.zip", "scores.txt",
                                        "per_emotion_subtask1.csv", "per_emotion_subtask2.csv"]
     assert task.weight(s, opts) == 1.0 and task.weight(s, task.parse_options({"method": "utterance"})) == 3.0
+
+
+def test_an_answer_cut_at_its_budget_fails_even_when_json_repair_closed_it():
+    # '{"pairs": [{...}, {"emo' cut at max_tokens: json-repair makes a valid answer with the first pair only
+    def cut(req, n):
+        return Completion(text='{"pairs": [{"emotion_utterance": 2, "emotion": "sadness", "cause_utterance": 1, '
+                               '"cause_span": "lost my job"}, {"emo', repaired=True,
+                          parsed={"pairs": [{"emotion_utterance": 2, "emotion": "sadness", "cause_utterance": 1,
+                                             "cause_span": "lost my job"}]},
+                          generated_tokens=req.sampling.max_tokens)
+    llm = SchemaLLM(cut)
+    with pytest.raises(SolveFailed) as info:
+        run(solve(llm, sample(), "direct", retries=1, max_tokens=64))
+    assert info.value.step == "direct conversation 1375" and "cut at max_tokens=64" in info.value.reason
+    assert len(llm.requests) == 2 and all(r.sampling.max_tokens == 64 for r in llm.requests)  # re-asked once
+
+    def repaired_in_budget(req, n):  # e.g. an unguided endpoint's fenced JSON: repaired, but complete
+        return Completion(text='```json\n{"pairs": []}\n```', parsed={"pairs": []}, repaired=True,
+                          generated_tokens=12)
+    assert run(solve(SchemaLLM(repaired_in_budget), sample(), "direct"))["subtask1"] == []
