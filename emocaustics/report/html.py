@@ -15,7 +15,7 @@ from pathlib import Path
 import polars as pl
 
 from emocaustics.report.columns import components_by_task, legend, main_table
-from emocaustics.report.tables import failures, summarise
+from emocaustics.report.tables import check_scores, failures, summarise
 
 # Component tables are cut into chunks of this many metric columns so that each fits the page.
 COMPONENTS_PER_TABLE = 6
@@ -207,6 +207,7 @@ def render(run_dir: Path, scores: pl.DataFrame, wall: dict[str, float] | None = 
 
 
 def write_report(run_dir: Path, scores: pl.DataFrame, wall: dict[str, float] | None = None) -> Path:
+    check_scores(scores, str(run_dir / "scores.parquet"))
     path = run_dir / "report.html"
     title = f"emocaustics report: {run_dir.parent.name} / {run_dir.name}"
     path.write_text(render(run_dir, scores, wall, title), encoding="utf-8")

@@ -1,6 +1,6 @@
 """The summary table as LaTeX (`emocaustics report RUN --latex` -> RUN/summary.tex), ready for a paper.
 
-A booktabs `table` of the main columns of summary.csv: what ran, samples, the score with its 95 % bootstrap interval,
+A booktabs `table` of the main columns of the run's summary: what ran, samples, the score with its 95 % bootstrap interval,
 failures. Columns that carry nothing for a paper are left out: the cost columns (llm_calls, tokens, wall_s: they
 depend on the cache and the machine), `task` when the job has one task, `micro_score` when it equals `score` in every
 row, and any column empty in every row. The caption defines every column kept. Needs `\\usepackage{booktabs}`.
@@ -70,11 +70,19 @@ def summary_latex(summary: pl.DataFrame, label: str = "emocaustics-summary", dig
 
 
 def write_latex(run_dir: Path) -> Path:
-    """RUN/summary.tex from RUN/summary.csv; returns its path."""
-    path = run_dir / "summary.csv"
-    if not path.exists():
-        raise UsageError(f"{run_dir}: no summary.csv (is this a finished run directory?)")
-    summary = pl.read_csv(path)
+    """RUN/summary.tex from the run's per-sample scores (scores.parquet: the same summary, intervals included, as
+    the report, also for a folder whose summary.csv predates them), else from RUN/summary.csv; returns its path."""
+    from emocaustics.report.tables import check_scores, summarise
+
+    scores_path, summary_path = run_dir / "scores.parquet", run_dir / "summary.csv"
+    if scores_path.exists():
+        scores = pl.read_parquet(scores_path)
+        check_scores(scores, str(scores_path))
+        summary = summarise(scores)
+    elif summary_path.exists():
+        summary = pl.read_csv(summary_path)
+    else:
+        raise UsageError(f"{run_dir}: neither scores.parquet nor summary.csv (is this a finished run directory?)")
     label = f"{run_dir.parent.name}-{run_dir.name}"
     out = run_dir / "summary.tex"
     out.write_text(summary_latex(summary, label=label), encoding="utf-8")

@@ -60,6 +60,21 @@ def option_columns(df: pl.DataFrame) -> list[str]:
     return [c for c in OPTION_COLUMNS if c in df.columns]
 
 
+# The columns every report needs (the rest of SCORE_COLUMNS only adds cost figures).
+REQUIRED = ("run", "task", "method", "model", "kind", "sample_id", "weight", "score", "failed")
+
+
+def check_scores(scores: pl.DataFrame, source: str) -> None:
+    """A named error (not a traceback) for a score table this version cannot read, e.g. a run folder written before
+    the task interface (its per-sample key was `dialogue`)."""
+    from emocaustics.core.errors import UsageError
+
+    missing = [c for c in REQUIRED if c not in scores.columns]
+    if missing:
+        raise UsageError(f"{source}: lacks column(s) {missing}; written by an older "
+                         "emocaustics? Score the predictions again to rebuild its tables")
+
+
 def failures_count_zero(scores: pl.DataFrame) -> pl.DataFrame:
     """The rule of every score table: a failed sample counts 0 (a task may leave its score empty); a sample that is
     not failed and has no score (unscored) stays empty and is left out of the mean, counted in the interval's
