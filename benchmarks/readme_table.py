@@ -1,0 +1,187 @@
+"""README's performance table, rendered from `benchmarks/results/latest.json` (the one file `make bench` writes).
+
+Every number is followed by a footnote (`0.56 s[^sc-sx]`) whose definition below the table names the file and the key
+(`[^sc-sx]: `latest.json:score_bench.sextuple.seconds_in_process.median``, i.e. results[BENCH]["figures"][...]).
+tests/benchmarks/test_readme_figures.py checks README's table against latest.json, whoever wrote it; this module only
+saves copying numbers by hand after a run:
+
+    python -m benchmarks.readme_table > /tmp/table.md     # then paste it under README's "## Performance"
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+RESULTS = Path(__file__).resolve().parent / "results"
+METHOD_LABEL = {"sextuple/direct": "direct", "sextuple/rag": "rag", "sextuple/window": "window",
+                "emotion/direct": "chains direct", "emotion/window": "chains window"}
+
+
+class Cite:
+    """Collects footnotes: `fig(key, shown)` returns `shown[^id]` and remembers `id -> key`."""
+
+    def __init__(self, report: dict[str, Any]) -> None:
+        self.report, self.notes = report, {}
+
+    def value(self, key: str) -> Any:
+        bench, _, path = key.partition(".")
+        node: Any = self.report["results"][bench]["figures"]
+        for part in path.split("."):
+            node = node[int(part)] if isinstance(node, list) else node[part]
+        return node
+
+    def fig(self, key: str, digits: int | None = None, unit: str = "", thousands: bool = False) -> str:
+        v = self.value(key)
+        if digits is None:
+            shown = f"{v:,}" if thousands else f"{v}"
+        else:
+            shown = f"{v:,.{digits}f}" if thousands else f"{v:.{digits}f}"
+        fid = "f" + str(len(self.notes) + 1)
+        self.notes[fid] = key
+        return f"{shown}{unit}[^{fid}]"
+
+    def spread(self, key: str, digits: int, unit: str = "") -> str:
+        """median (min–max) of a repeated figure stored as {median, min, max}."""
+        return (f"{self.fig(key + '.median', digits, unit)} ({self.fig(key + '.min', digits)}–"
+                f"{self.fig(key + '.max', digits)})")
+
+
+def has(report: dict[str, Any], bench: str) -> bool:
+    res = report["results"].get(bench)
+    return bool(res) and not res.get("error")
+
+
+def rows(c: Cite) -> list[tuple[str, str, str]]:
+    r = c.report
+    out: list[tuple[str, str, str]] = []
+    if has(r, "score_bench"):
+        n = c.value("score_bench.repeats")
+        out.append((
+            f"Scoring all 400 dialogues from baseline predictions (texts that differ from the GT), minilm embedder, "
+            f"in process (median (range) of {n} runs) and through the Ray Data plan (one run); floor < 10 min",
+            f"sextuples {c.spread('score_bench.sextuple.seconds_in_process', 1, ' s')}, chains "
+            f"{c.spread('score_bench.emotion.seconds_in_process', 1, ' s')}; Ray Data "
+            f"{c.fig('score_bench.sextuple.seconds_ray', 1, ' s')} / {c.fig('score_bench.emotion.seconds_ray', 1, ' s')};"
+            f" distinct texts embedded {c.fig('score_bench.sextuple.distinct_texts_embedded', thousands=True)} / "
+            f"{c.fig('score_bench.emotion.distinct_texts_embedded', thousands=True)}, where the reference's call "
+            f"pattern embeds {c.fig('score_bench.sextuple.reference_texts', thousands=True)} / "
+            f"{c.fig('score_bench.emotion.reference_texts', thousands=True)}",
+            "`python -m benchmarks --only score_bench`"))
+        sample = c.value("score_bench.sample_dialogues")
+        out.append((
+            f"Speed-up of batched scoring vs one embedding call per compared group, {sample}-dialogue sample, "
+            f"median (range) of {n} runs",
+            f"baseline predictions: sextuples {c.spread('score_bench.sextuple.sample_baseline.speedup', 1, '×')}, "
+            f"chains {c.spread('score_bench.emotion.sample_baseline.speedup', 1, '×')}; perturbed GT: sextuples "
+            f"{c.spread('score_bench.sextuple.sample_perturbed.speedup', 1, '×')}, chains "
+            f"{c.spread('score_bench.emotion.sample_perturbed.speedup', 1, '×')}",
+            "same"))
+    if has(r, "guided_bench"):
+        out.append((
+            "Schema-guided requests through the real vLLM CPU engine in a Ray actor (smoke model), "
+            "median (range) of the repeats",
+            f"{c.spread('guided_bench.requests_per_s', 1, ' req/s')}, "
+            f"{c.spread('guided_bench.generated_tokens_per_s', 0, ' tok/s')}; engine start "
+            f"{c.fig('guided_bench.engine_start_seconds', 1, ' s')}",
+            "`python -m benchmarks --only guided_bench`"))
+    if has(r, "engine_bench"):
+        methods = list(c.value("engine_bench.ratio_llm_phase"))
+        out.append((
+            "Engine efficiency with the smoke model: pipeline tokens/s ÷ the raw engine replaying the very same "
+            "prompts at once, over the LLM phase (floor 0.5 for window); one run",
+            "; ".join(f"{METHOD_LABEL[m]} {c.fig(f'engine_bench.ratio_llm_phase.{m}', 2)}" for m in methods)
+            + " (end to end, with Ray Data and embedder start-up: "
+            + " / ".join(c.fig(f"engine_bench.ratio_end_to_end.{m}", 2) for m in methods) + "); dialogues "
+            + " / ".join(c.fig(f"engine_bench.dialogues.{m}") for m in methods),
+            "`python -m benchmarks --only engine_bench`"))
+        out.append((
+            "vLLM prefix-cache hit rate, `window` pass 2 (128-token blocks on the CPU engine)",
+            f"{c.fig('engine_bench.window_pass2_prefix_cache_hit_rate', 2)} (the prompt layout allows "
+            f"{c.fig('engine_bench.window_pass2_reusable_prefix_rate_block16', 2)} with 16-token blocks)",
+            "same"))
+    if has(r, "reference_bench"):
+        methods = list(c.value("reference_bench.speedup_median"))
+        n = c.value("reference_bench.repeats")
+        out.append((
+            "Ours vs the reference's way of driving the same `vllm serve` (blocking calls, one dialogue per thread at "
+            "the reference's own `--batch`), sides alternating first, median (range) of "
+            f"{n} runs",
+            "; ".join(f"{METHOD_LABEL[m]} {c.spread(f'reference_bench.per_method.{m}.speedup', 2, '×')} at "
+                      f"{c.fig(f'reference_bench.reference_threads.{m}')} threads" for m in methods),
+            "`python -m benchmarks --only reference_bench`"))
+    if has(r, "scale_bench"):
+        out.append((
+            "Scale, simulated (simulated Qwen2.5-72B on 4×H100 per replica; real Ray, pool, runner, scorer), "
+            "400 dialogues × 6 configs",
+            f"scaling efficiency {c.fig('scale_bench.efficiency_4_replicas', 2)} / "
+            f"{c.fig('scale_bench.efficiency_16_replicas', 2)} / {c.fig('scale_bench.efficiency_64_replicas', 2)} "
+            f"at 4 / 16 / 64 replicas (bound by the critical path at 64: "
+            f"{c.fig('scale_bench.efficiency_bound_64_replicas', 2)}); "
+            f"{c.fig('scale_bench.efficiency_10x_at_64_replicas', 3)} at 64 replicas on the 10× scale-up (floor 0.85);"
+            f" orchestration overhead {c.fig('scale_bench.overhead_ms_per_call_best', 2)}–"
+            f"{c.fig('scale_bench.overhead_ms_per_call_worst', 2)} ms per LLM call (floor < 2 ms); driver RSS "
+            f"{c.fig('scale_bench.driver_rss_peak_gib', 1, ' GiB')}",
+            "`python -m benchmarks --only scale_bench`"))
+        grid = c.value("scale_bench.grid_hours")
+        parts = []
+        for key, row in grid.items():
+            gpus = key.split("_")[0]
+            what = "simulated run" if row["kind"] == "simulated run" else "projection"
+            parts.append(f"{gpus} GPUs: {what} {c.fig(f'scale_bench.grid_hours.{key}.hours', 2, ' h')} (bound "
+                         f"{c.fig(f'scale_bench.grid_hours.{key}.bound_hours', 2, ' h')}, {row['bound']})"
+                         .replace("at 4 replicas", "at four replicas"))
+        out.append((
+            "Paper-style grid (400 dialogues × 6 configs), simulated wall time on N GPUs; a projection by the 10× "
+            "run's efficiency is never below its bound (the critical path, or the simulated run with more replicas)",
+            "; ".join(parts), "same"))
+    if has(r, "stats_bench"):
+        out.append((
+            "Statistics under a score table: CIs + all paired tests + Holm, 10,000 items × 20 configs",
+            f"{c.fig('stats_bench.config_stats_seconds_median', 2, ' s')} (median of 3)",
+            "`python -m benchmarks --only stats_bench`"))
+    if has(r, "ecpe_score_bench"):
+        out.append((
+            "ECPE official scoring, all 341 conversations, baseline predictions (best of 7)",
+            f"{c.fig('ecpe_score_bench.baseline_task_seconds', 2, ' s')} through the task, "
+            f"{c.fig('ecpe_score_bench.baseline_files_seconds', 2, ' s')} from files",
+            "`python -m benchmarks --only ecpe_score_bench`"))
+    if has(r, "narrative_bench"):
+        figs = c.report["results"]["narrative_bench"]["figures"]
+        kkey = next((x for x in figs if x.startswith("files_per_s_") and x.endswith("_processes")), None)
+        out.append((
+            "Narrative scoring of synthetic pairs (all components and the aggregate)",
+            f"{c.fig('narrative_bench.files_per_s_1_process', 0, ' files/s')} in one process"
+            + (f", {c.fig('narrative_bench.' + kkey, 0, ' files/s')} in {kkey.split('_')[3]}" if kkey else "")
+            + f" ({c.fig('narrative_bench.files', thousands=True)} pairs)",
+            "`python -m benchmarks --only narrative_bench`"))
+    if has(r, "aer_prefix_bench"):
+        out.append((
+            "AER `context: full` prefix-cache hit rate over 2 smoke replicas, without / with per-topic affinity",
+            f"{c.fig('aer_prefix_bench.phases.0.prefix_cache_hit_rate', 2)} / "
+            f"{c.fig('aer_prefix_bench.phases.1.prefix_cache_hit_rate', 2)} "
+            f"({c.fig('aer_prefix_bench.questions')} questions)",
+            "`python -m benchmarks --only aer_prefix_bench`"))
+    return out
+
+
+def render(report: dict[str, Any]) -> str:
+    c = Cite(report)
+    body = rows(c)
+    lines = ["| what | figure | command |", "|---|---|---|"]
+    lines += [f"| {w} | {f} | {cmd} |" for w, f, cmd in body]
+    lines.append("")
+    lines += [f"[^{fid}]: `latest.json:{key}`" for fid, key in c.notes.items()]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    report = json.loads((RESULTS / "latest.json").read_text(encoding="utf-8"))
+    sys.stdout.write(render(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
