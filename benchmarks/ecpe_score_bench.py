@@ -7,7 +7,8 @@ Two paths are timed, each the best of `REPEATS` runs:
            tables and per-pair items of a job.
 
     python -m benchmarks.ecpe_score_bench [--quick]      # --quick: 3 repeats instead of 7
-Writes benchmarks/results/ecpe_score_bench.json. Ceiling: scoring both subtasks of the whole set under 2 s.
+Writes benchmarks/results/ecpe_score_bench.json and .md (with the machine's 1-minute load average beside each
+timing: the machine is shared). Ceiling: scoring both subtasks of the whole set under 2 s.
 Needs the data ($EMOCAUSTICS_ECAC_DATA, the fetch cache, or ../shared/datasets/ecac beside the checkout).
 """
 
@@ -80,8 +81,11 @@ def run(quick: bool = False) -> dict:
                 return task.score(loaded.samples, preds, opts, ScoreContext())
 
             results = files()
+            # the machine is shared: its 1-minute load average beside each timing says how busy it was
+            figures[f"{method}_load_1m_before"] = round(os.getloadavg()[0], 2)
             figures[f"{method}_files_seconds"] = round(_best(files, repeats), 4)
             figures[f"{method}_task_seconds"] = round(_best(in_task, repeats), 4)
+            figures[f"{method}_load_1m_after"] = round(os.getloadavg()[0], 2)
             figures[f"{method}_task_rows"] = in_task().rows.height
             for r in results:
                 figures[f"{method}_{PRIMARY[r.subtask]}"] = r.scores[PRIMARY[r.subtask]]
@@ -100,11 +104,11 @@ def run(quick: bool = False) -> dict:
 
 def to_markdown(out: dict) -> str:
     f = out["figures"]
-    lines = ["| predictor | files path (s) | task path (s) | weighted_strict_f1 | weighted_f1 |",
-             "| --- | --- | --- | --- | --- |"]
+    lines = ["| predictor | files path (s) | task path (s) | load avg 1 min (before / after) | weighted_strict_f1 "
+             "| weighted_f1 |", "| --- | --- | --- | --- | --- | --- |"]
     for m in ("oracle", "baseline"):
-        lines.append(f"| {m} | {f[f'{m}_files_seconds']} | {f[f'{m}_task_seconds']} | {f[f'{m}_weighted_strict_f1']} "
-                     f"| {f[f'{m}_weighted_f1']} |")
+        lines.append(f"| {m} | {f[f'{m}_files_seconds']} | {f[f'{m}_task_seconds']} | {f.get(f'{m}_load_1m_before')} / "
+                     f"{f.get(f'{m}_load_1m_after')} | {f[f'{m}_weighted_strict_f1']} | {f[f'{m}_weighted_f1']} |")
     floor = out["floors"]["whole_set_both_subtasks_seconds"]
     lines.append(f"\n{f['conversations']} conversations; slowest path {floor['value']} s (ceiling {floor['floor']} s: "
                  f"{'ok' if floor['ok'] else 'OVER'})")
@@ -117,6 +121,8 @@ def main() -> None:
     out = run(quick=parser.parse_args().quick)
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "ecpe_score_bench.json").write_text(json.dumps(out, ensure_ascii=False, indent=1), encoding="utf-8")
+    (RESULTS / "ecpe_score_bench.md").write_text("# ecpe_score_bench\n\n`python -m benchmarks.ecpe_score_bench`\n\n"
+                                                 + to_markdown(out), encoding="utf-8")
     print(json.dumps(out, ensure_ascii=False, indent=1))
     print(to_markdown(out))
 
