@@ -115,12 +115,13 @@ def rows(c: Cite) -> list[tuple[str, str, str]]:
     if has(r, "scale_bench"):
         out.append((
             "Scale, simulated (simulated Qwen2.5-72B on 4×H100 per replica; real Ray, pool, runner, scorer), "
-            "400 dialogues × 6 configs",
-            f"scaling efficiency {c.fig('scale_bench.efficiency_4_replicas', 2)} / "
+            "400 dialogues × 6 configs: scaling efficiency at 4 / 16 / 64 replicas, then on ten times the data",
+            f"{c.fig('scale_bench.efficiency_4_replicas', 2)} / "
             f"{c.fig('scale_bench.efficiency_16_replicas', 2)} / {c.fig('scale_bench.efficiency_64_replicas', 2)} "
-            f"at 4 / 16 / 64 replicas (bound by the critical path at 64: "
+            f"(the critical path bounds it at 64 replicas to "
             f"{c.fig('scale_bench.efficiency_bound_64_replicas', 2)}); "
-            f"{c.fig('scale_bench.efficiency_10x_at_64_replicas', 3)} at 64 replicas on the 10× scale-up (floor 0.85);"
+            f"{c.fig('scale_bench.efficiency_10x_at_64_replicas', 3)} at 64 replicas on the tenfold scale-up "
+            f"(floor 0.85);"
             f" orchestration overhead {c.fig('scale_bench.overhead_ms_per_call_best', 2)}–"
             f"{c.fig('scale_bench.overhead_ms_per_call_worst', 2)} ms per LLM call (floor < 2 ms); driver RSS "
             f"{c.fig('scale_bench.driver_rss_peak_gib', 1, ' GiB')}",
@@ -131,16 +132,15 @@ def rows(c: Cite) -> list[tuple[str, str, str]]:
             gpus = key.split("_")[0]
             what = "simulated run" if row["kind"] == "simulated run" else "projection"
             parts.append(f"{gpus} GPUs: {what} {c.fig(f'scale_bench.grid_hours.{key}.hours', 2, ' h')} (bound "
-                         f"{c.fig(f'scale_bench.grid_hours.{key}.bound_hours', 2, ' h')}, {row['bound']})"
-                         .replace("at 4 replicas", "at four replicas"))
+                         f"{c.fig(f'scale_bench.grid_hours.{key}.bound_hours', 2, ' h')}, {row['bound']})")
         out.append((
             "Paper-style grid (400 dialogues × 6 configs), simulated wall time on N GPUs; a projection by the 10× "
             "run's efficiency is never below its bound (the critical path, or the simulated run with more replicas)",
             "; ".join(parts), "same"))
     if has(r, "stats_bench"):
         out.append((
-            "Statistics under a score table: CIs + all paired tests + Holm, 10,000 items × 20 configs",
-            f"{c.fig('stats_bench.config_stats_seconds_median', 2, ' s')} (median of 3)",
+            "Statistics under a score table: CIs + all paired tests + Holm, 10,000 items × 20 configs (median of 3 runs)",
+            f"{c.fig('stats_bench.config_stats_seconds_median', 2, ' s')}",
             "`python -m benchmarks --only stats_bench`"))
     if has(r, "ecpe_score_bench"):
         out.append((
@@ -154,7 +154,7 @@ def rows(c: Cite) -> list[tuple[str, str, str]]:
         out.append((
             "Narrative scoring of synthetic pairs (all components and the aggregate)",
             f"{c.fig('narrative_bench.files_per_s_1_process', 0, ' files/s')} in one process"
-            + (f", {c.fig('narrative_bench.' + kkey, 0, ' files/s')} in {kkey.split('_')[3]}" if kkey else "")
+            + (f", {c.fig('narrative_bench.' + kkey, 0, ' files/s')} in {kkey.split('_')[3]} processes" if kkey else "")
             + f" ({c.fig('narrative_bench.files', thousands=True)} pairs)",
             "`python -m benchmarks --only narrative_bench`"))
     if has(r, "aer_prefix_bench"):

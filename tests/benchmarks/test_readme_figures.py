@@ -1,10 +1,11 @@
 """README's performance table against the one results file `make bench` writes (no engine, no benchmark run).
 
-Every figure in the table's "figure" column is written `VALUE[unit] `latest.json:BENCH.FIGURE.PATH``; this test reads
-`benchmarks/results/latest.json`, resolves each key (`results[BENCH]["figures"][FIGURE][PATH...]`) and checks that the
-value shown equals the stored one at the precision shown. A number in that column without a citation fails, so the
-table and the file cannot drift apart. Simulated figures must say "simulated" in their row, and no projection of the
-scale benchmark may sit below its bound.
+Every figure in the table's "figure" column is written `VALUE[unit][^ID]`, and the footnote `[^ID]:
+`latest.json:BENCH.FIGURE.PATH`` (in the same section) names its key: `results[BENCH]["figures"][FIGURE][PATH...]`.
+This test resolves each key in `benchmarks/results/latest.json` and checks that the value shown equals the stored one
+at the precision shown. A number in that column without a footnote fails (settings such as "64 replicas" or
+"floor 0.85" excepted), so the table and the file cannot drift apart. Simulated figures must say "simulated" in their
+row, and no projection of the scale benchmark may sit below its bound.
 """
 
 from __future__ import annotations
@@ -19,18 +20,40 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 RESULTS = REPO / "benchmarks" / "results"
-UNIT = r"(?:\s?(?:×|x|%|s|h|min|ms|GiB|MiB|req/s|tok/s))?"
-CITED = re.compile(r"(?P<value>-?\d[\d,]*(?:\.\d+)?)" + UNIT + r"\s*`(?P<file>[\w.-]+\.json):(?P<key>[^`\s]+)`")
+UNIT = r"(?:\s?(?:×|x|%|s|h|min|ms|GiB|MiB|req/s|tok/s|files/s))?"
+# Numbers that are settings, not measurements, may stand uncited in the figure column only in these forms:
+# "64 replicas", "256 GPUs", "20 threads", "in 2 processes", "floor 0.85", "floor < 2 ms".
+PARAMETER = re.compile(r"\b\d[\d,]*\s?(?:GPUs|replicas|threads|processes|dialogues)\b"
+                       r"|\bfloor\s*[<>=≥]*\s*\d+(?:\.\d+)?(?:\s?(?:ms|min|s)\b)?")
+CITED = re.compile(r"(?P<value>-?\d[\d,]*(?:\.\d+)?)" + UNIT + r"\[\^(?P<id>[\w-]+)\]")
+FOOTNOTE = re.compile(r"^\[\^(?P<id>[\w-]+)\]:\s*`(?P<file>[\w.-]+\.json):(?P<key>[^`\s]+)`", re.M)
+
+
+def performance_section(readme: str) -> str:
+    section = readme.split("\n## Performance", 1)
+    assert len(section) == 2, "README has no '## Performance' section"
+    return section[1].split("\n## ", 1)[0]
 
 
 def performance_table(readme: str) -> list[list[str]]:
     """The rows (cells) of the first table under the "## Performance" heading."""
-    section = readme.split("\n## Performance", 1)
-    assert len(section) == 2, "README has no '## Performance' section"
-    body = section[1].split("\n## ", 1)[0]
-    rows = [line for line in body.splitlines() if line.startswith("|")]
+    lines = performance_section(readme).splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("|"))
+    rows = []
+    for line in lines[start:]:
+        if not line.startswith("|"):
+            break
+        rows.append([c.strip() for c in line.strip().strip("|").split("|")])
     assert len(rows) > 2, "no table under '## Performance'"
-    return [[c.strip() for c in line.strip().strip("|").split("|")] for line in rows]
+    return rows
+
+
+def footnotes(readme: str) -> dict[str, tuple[str, str]]:
+    notes: dict[str, tuple[str, str]] = {}
+    for m in FOOTNOTE.finditer(performance_section(readme)):
+        assert m["id"] not in notes, f"footnote [^{m['id']}] defined twice"
+        notes[m["id"]] = (m["file"], m["key"])
+    return notes
 
 
 def resolve(report: dict[str, Any], key: str) -> Any:
@@ -64,19 +87,22 @@ def test_every_figure_in_the_performance_table_equals_the_value_it_cites():
     header = [c.lower() for c in table[0]]
     assert "figure" in header, header
     col = header.index("figure")
+    notes = footnotes(readme)
     report = json.loads((RESULTS / "latest.json").read_text(encoding="utf-8"))
     checked, wrong = 0, []
     for row in table[2:]:
         cell = row[col]
         for m in CITED.finditer(cell):
-            assert m["file"] == "latest.json", f"{m[0]}: every README figure comes from latest.json (one run per table)"
-            stored = resolve(report, m["key"])
+            assert m["id"] in notes, f"{m[0]}: footnote [^{m['id']}] has no `file:key` definition in the section"
+            file, key = notes[m["id"]]
+            assert file == "latest.json", f"{m[0]}: every README figure comes from latest.json (one run per table)"
+            stored = resolve(report, key)
             checked += 1
             if not shown_equals(m["value"], stored):
-                wrong.append(f"{m['key']}: README {m['value']}, latest.json {stored}")
-        uncited = re.findall(r"\d", CITED.sub("", cell))
+                wrong.append(f"{key}: README {m['value']}, latest.json {stored}")
+        uncited = re.findall(r"\d", PARAMETER.sub("", CITED.sub("", cell)))
         assert not uncited, f"a number without a citation in the figure column: {CITED.sub('…', cell)!r}"
-        if any(m["key"].startswith("scale_bench.") for m in CITED.finditer(cell)):
+        if any(notes[m["id"]][1].startswith("scale_bench.") for m in CITED.finditer(cell)):
             assert "simulated" in " ".join(row).lower(), f"a simulated figure not labelled 'simulated': {row[0]!r}"
     assert not wrong, wrong
     assert checked >= 10, f"only {checked} cited figures found: is the table in the citation format?"
@@ -97,7 +123,7 @@ def test_no_projection_is_below_its_bound():
 def test_cited_benchmarks_ran_in_full_and_recorded_their_load():
     report = json.loads((RESULTS / "latest.json").read_text(encoding="utf-8"))
     readme = (REPO / "README.md").read_text(encoding="utf-8")
-    cited = {m["key"].split(".", 1)[0] for row in performance_table(readme)[2:] for m in CITED.finditer(" ".join(row))}
+    cited = {key.split(".", 1)[0] for _, key in footnotes(readme).values()}
     for bench in sorted(cited):
         run = report["results"][bench].get("run", {})
         assert run.get("when") and run.get("command"), (bench, run)
