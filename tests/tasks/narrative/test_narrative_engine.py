@@ -49,11 +49,10 @@ def test_the_quickstart_job_annotates_and_scores_on_the_engine(smoke_pool, tmp_p
     assert oracle["score"].to_list() == [1.0, 1.0]
     llm = scores.filter(pl.col("run") == llm_label).sort("sample_id")
     assert (llm["kind"] == "engine-check").all() and llm["llm_calls"].sum() >= 4
-    # Every story annotated and scored (schema-guided answers parse), or, if an answer stayed bad after the retries,
-    # a failure that names the window: never a silent gap.
-    for r in llm.iter_rows(named=True):
-        assert r["score"] is not None and 0.0 <= r["score"] <= 1.0
-        assert not r["failed"] or "window" in (r["reason"] or ""), r
+    # Every story annotated and scored: the schema-guided answers parse (a bad one would be retried, then a failure
+    # naming its window); random weights score near 0, and a score is still a figure in [0, 1].
+    assert not llm["failed"].any(), llm.select("sample_id", "reason").to_dicts()
+    assert all(0.0 <= v <= 1.0 for v in llm["score"])
 
     rows = pl.read_parquet(run_dir / "rows.parquet").filter(pl.col("run") == llm_label)
     assert set(rows["metric"]) == {*COMPONENTS, "overall"}
@@ -65,16 +64,15 @@ def test_the_quickstart_job_annotates_and_scores_on_the_engine(smoke_pool, tmp_p
 
     # The annotations are JSON v3 files beside the run; scored again from disk they give the job's figures.
     written = run_dir / "predictions" / llm_label / "narrative"
-    if not llm["failed"].any():
-        for name in STORIES:
-            doc = json.loads((written / f"{name}_pred.json").read_text(encoding="utf-8"))
-            story = parse_story(doc, f"{name}_pred.json")
-            assert doc["metadata"]["method"] == "llm" and doc["metadata"]["windows"] == 2
-            assert story.text == json.loads((SAMPLE_DIR / "gt" / f"{name}.json").read_text("utf-8"))[
-                "source_info"]["text_content"]
-        again, _ = score_paths(written, SAMPLE_DIR / "gt")
-        assert again["files"] == 2 and sorted(again["skipped"]["unpaired_gt"]) == sorted(
-            p.stem for p in (SAMPLE_DIR / "gt").glob("*.json") if p.stem not in STORIES)
-        by_story = dict(zip(llm["sample_id"], llm["score"]))
-        for name in STORIES:
-            assert again["per_file"][name]["overall_score"] == pytest.approx(by_story[name])
+    for name in STORIES:
+        doc = json.loads((written / f"{name}_pred.json").read_text(encoding="utf-8"))
+        story = parse_story(doc, f"{name}_pred.json")
+        assert doc["metadata"]["method"] == "llm" and doc["metadata"]["windows"] == 2
+        assert story.text == json.loads((SAMPLE_DIR / "gt" / f"{name}.json").read_text("utf-8"))[
+            "source_info"]["text_content"]
+    again, _ = score_paths(written, SAMPLE_DIR / "gt")
+    assert again["files"] == 2 and sorted(again["skipped"]["unpaired_gt"]) == sorted(
+        p.stem for p in (SAMPLE_DIR / "gt").glob("*.json") if p.stem not in STORIES)
+    by_story = dict(zip(llm["sample_id"], llm["score"]))
+    for name in STORIES:
+        assert again["per_file"][name]["overall_score"] == pytest.approx(by_story[name])
