@@ -60,3 +60,20 @@ def read_sextuple_predictions(src: Path) -> dict[int, Path]:
     if not src.is_dir():
         raise FileNotFoundError(f"{src} is not a directory")
     return {int(m.group(1)): p for p in src.iterdir() if (m := _PRED_RE.match(p.name))}
+
+
+def write_provenance(out: Path, *, task: str, dialogues: list[Any], dataset: dict[str, Any], method: str,
+                     options: dict[str, Any], llm_spec: str) -> Path:
+    """`OUT/provenance.json` for an `extract` run, the same record a job run writes (`core.provenance`): the dataset
+    selection (`subset`, `ids`, `data`, `pairing`), each dialogue's fingerprint, model, method, options and prompt
+    version, so that `emocaustics score` takes the right ground truth and refuses the wrong one."""
+    from emocaustics.core import provenance
+    from emocaustics.core.task import content_hash
+    from emocaustics.tasks.emocaustics.extract.prompts import PROMPTS_VERSION
+
+    fingerprints = {str(d.id): content_hash(d) for d in dialogues}
+    return provenance.write(out, {
+        "version": provenance.VERSION, "task": task, "dataset": dataset, "dataset_info": {"dataset": "emocaustics"},
+        "dataset_hash": provenance.dataset_hash(fingerprints), "samples": fingerprints, "model": llm_spec,
+        "method": method, "options": options, "prompts_version": PROMPTS_VERSION,
+    })
