@@ -91,6 +91,8 @@ def run(quick: bool = False) -> dict:
 
 
 def human_round1() -> dict[str, Any]:
+    """The human-assessment method on the published ratings, when found: its time on round 1, and the figures the
+    README quotes (pass rates of both rounds, the round-1 vs round-2 self-replication r; the paper reports 0.969)."""
     env = os.environ.get("EMOCAUSTICS_HUMANEVAL_DATA")
     root = Path(env) if env else Path(__file__).resolve().parents[1] / ".." / "shared" / "datasets" / "humaneval"
     path = root / "hits_data_FreeTopicRound1.json"
@@ -99,11 +101,29 @@ def human_round1() -> dict[str, Any]:
     from emocaustics.tasks.human.data import read_hits
     from emocaustics.tasks.human.method import process
     from emocaustics.tasks.human.outputs import statistics as step7
+    from emocaustics.tasks.human.significance import self_replication
 
     t0 = time.perf_counter()
     result = process(read_hits(path))
     step7(result)
-    return {"human_round1_seconds": round(time.perf_counter() - t0, 3)}
+    out: dict[str, Any] = {"human_round1_seconds": round(time.perf_counter() - t0, 3)}
+    results = {"round1": result}
+    path2 = root / "hits_data_FreeTopicRound2.json"
+    if path2.is_file():
+        results["round2"] = process(read_hits(path2))
+    for name, res in results.items():
+        for r in res.passrate.iter_rows(named=True):
+            level = r[""].lower()
+            out[f"human_{name}_{level}_passrate"] = round(float(r["passrate"]), 4)
+            out[f"human_{name}_{level}_passed_total"] = f"{r['passed']}/{r['total']}"
+        z_table = res.scores["passed"][0]  # round 2's rows follow its given ranking: the top is the highest z
+        out[f"human_{name}_top_system_by_z"] = z_table.sort("z", descending=True, maintain_order=True)["model"][0]
+    if "round2" in results:
+        corr = self_replication(results["round1"].scores["passed"][0], results["round2"].scores["passed"][0])
+        for row in corr.iter_rows(named=True):
+            out[f"human_replication_z_{row['']}"] = round(float(row["z"]), 4)
+        out["human_replication_paper_pearson"] = 0.969
+    return out
 
 
 def to_markdown(out: dict) -> str:
