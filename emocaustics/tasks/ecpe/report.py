@@ -3,9 +3,9 @@
 
 - the official figures of every config, both subtasks, at the corpus level (each conversation's per-emotion count
   columns summed over the config, then the official formulas: bit-identical to the scorer's own figures);
-- the per-emotion tables (strict and proportional P/R/F1 per emotion for subtask 1, P/R/F1 per emotion for subtask 2)
-  with one row per (config, emotion);
-- a chart of the per-emotion F1 of each config (strict for subtask 1, pairs for subtask 2).
+- per emotion, at a glance: one row per emotion, one column per config (strict and proportional F1 for subtask 1,
+  F1 for subtask 2) and a chart; in full, behind a click: counts, precision, recall and F1 per (config, emotion).
+Tables are kept to a few columns each so that a 1280 px page needs no sideways scrolling.
 """
 
 from __future__ import annotations
@@ -19,9 +19,11 @@ from emocaustics.report.html import svg, table
 from emocaustics.tasks.ecpe import official as O
 from emocaustics.tasks.ecpe.scoring import count_columns, figures_from_sums
 
-NOTE = ("Corpus-level figures, recomputed from each conversation's per-emotion counts in scores.parquet (the "
-        "official formulas on the summed counts: the same numbers as the scorer's, to the last digit). Neutral is "
-        "the null class; a perfect submission scores 0.99999999..., not 1 (the official +1e-8 denominators).")
+NOTE = ("The official figures (the ranking is by weighted_strict_f1 for subtask 1 and weighted_f1 for subtask 2), "
+        "recomputed from each conversation's per-emotion counts in scores.parquet: the official formulas on the "
+        "summed counts, the same numbers as the scorer's to the last digit. The summary's `score` is something else: "
+        "the mean of each conversation's own F1, for intervals and paired tests. Neutral is the null class; a "
+        "perfect submission scores 0.99999999..., not 1 (the official +1e-8 denominators).")
 
 
 def config_figures(scores: pl.DataFrame) -> dict[str, dict[int, tuple[dict[str, float], pl.DataFrame]]]:
@@ -42,8 +44,21 @@ def _fmt(v: float) -> str:
     return "nan" if math.isnan(v) else f"{v:.8f}"  # eight decimals: 0.99999999 stays visibly short of 1
 
 
-def official_table(figures: dict[str, dict[int, tuple[dict[str, float], pl.DataFrame]]], subtask: int) -> pl.DataFrame:
-    keys = O.SUBTASK1_KEYS if subtask == 1 else O.SUBTASK2_KEYS
+# The official keys in narrow groups (a 1280 px page shows each without sideways scrolling).
+OFFICIAL_GROUPS: dict[int, tuple[tuple[str, ...], ...]] = {
+    1: (O.SUBTASK1_KEYS[0:3] + O.SUBTASK1_KEYS[6:9], O.SUBTASK1_KEYS[3:6] + O.SUBTASK1_KEYS[9:12]),
+    2: (O.SUBTASK2_KEYS,),
+}
+# Per-emotion detail columns, strict (or subtask 2) and proportional.
+STRICT_DETAIL = ("gold_pairs", "predicted_pairs", "correct")
+PROPORTIONAL_DETAIL = ("gold_spans", "overlap_tokens", "predicted_tokens", "gold_tokens", "proportional_precision",
+                       "proportional_recall", "proportional_f1")
+
+
+def official_table(figures: dict[str, dict[int, tuple[dict[str, float], pl.DataFrame]]], subtask: int,
+                   keys: tuple[str, ...] | None = None) -> pl.DataFrame:
+    """One row per config: the official figures of `keys` (default: all of the subtask), as 8-decimal text."""
+    keys = keys or (O.SUBTASK1_KEYS if subtask == 1 else O.SUBTASK2_KEYS)
     rows = [{"run": run, **{k: _fmt(by[subtask][0][k]) for k in keys}} for run, by in figures.items() if subtask in by]
     return pl.DataFrame(rows, schema={"run": pl.Utf8, **{k: pl.Utf8 for k in keys}})
 
@@ -57,6 +72,18 @@ def emotion_table(figures: dict[str, dict[int, tuple[dict[str, float], pl.DataFr
         return pl.DataFrame()
     df = pl.concat(parts)
     return df.select("run", pl.all().exclude("run"))
+
+
+def f1_by_emotion(figures: dict[str, dict[int, tuple[dict[str, float], pl.DataFrame]]], subtask: int,
+                  column: str) -> pl.DataFrame:
+    """At a glance: one row per emotion with its gold count, one column per config holding `column` (an F1)."""
+    runs = [run for run, by in figures.items() if subtask in by]
+    first = figures[runs[0]][subtask][1]
+    gold = "gold_spans" if column.startswith("proportional") else "gold_pairs"
+    out = first.select("emotion", gold)
+    for run in runs:
+        out = out.with_columns(figures[run][subtask][1][column].alias(run))
+    return out
 
 
 def _chart(figures: dict[str, dict[int, tuple[dict[str, float], pl.DataFrame]]], subtask: int) -> str | None:
@@ -84,6 +111,10 @@ def _chart(figures: dict[str, dict[int, tuple[dict[str, float], pl.DataFrame]]],
     return svg(fig)
 
 
+def _details(summary_text: str, body: str) -> str:
+    return f"<details><summary>{html.escape(summary_text)}</summary>{body}</details>"
+
+
 def sections(summary: pl.DataFrame, scores: pl.DataFrame) -> list[tuple[str, str]]:
     if "run" not in scores.columns:
         return []
@@ -93,11 +124,23 @@ def sections(summary: pl.DataFrame, scores: pl.DataFrame) -> list[tuple[str, str
                  "older version): rescore to see them.</p>")]
     out: list[tuple[str, str]] = []
     for st in (1, 2):
-        official = official_table(figures, st)
-        if not official.height:
+        if not any(st in by for by in figures.values()):
             continue
+        official = "".join(table(official_table(figures, st, keys)) for keys in OFFICIAL_GROUPS[st])
+        note = f"<p>{html.escape(NOTE)}</p>" if not out else ""  # said once, above the first subtask's figures
+        out.append((f"ECPE subtask {st}: official scores", note + official))
+        detail = emotion_table(figures, st)
+        if st == 1:
+            glance = (f"<p>Strict F1 per emotion:</p>{table(f1_by_emotion(figures, 1, 'strict_f1'))}"
+                      f"<p>Proportional F1 per emotion:</p>{table(f1_by_emotion(figures, 1, 'proportional_f1'))}")
+            strict = detail.select("run", "emotion", *STRICT_DETAIL, "strict_precision", "strict_recall", "strict_f1")
+            more = (_details("strict: counts, precision, recall and F1 per config and emotion", table(strict))
+                    + _details("proportional: tokens, precision, recall and F1 per config and emotion",
+                               table(detail.select("run", "emotion", *PROPORTIONAL_DETAIL))))
+        else:
+            glance = f"<p>F1 per emotion:</p>{table(f1_by_emotion(figures, 2, 'f1'))}"
+            more = _details("counts, precision, recall and F1 per config and emotion", table(detail))
         chart = _chart(figures, st)
-        out.append((f"ECPE subtask {st}: official scores", f"<p>{html.escape(NOTE)}</p>{table(official)}"))
-        body = table(emotion_table(figures, st)) + (f"<div class='chart'>{chart}</div>" if chart else "")
+        body = glance + (f"<div class='chart'>{chart}</div>" if chart else "") + more
         out.append((f"ECPE subtask {st}: per emotion", body))
     return out

@@ -116,7 +116,11 @@ def test_report_html_has_both_subtasks_and_the_per_emotion_tables(job_run):
         assert "<th>weighted_strict_f1</th>" in page and "<th>weighted_Proportional_f1</th>" in page
         assert "<th>weighted_f1</th>" in page and "<th>proportional_f1</th>" in page
         assert "<td class=\"t\">0.99999999</td>" in page  # the oracle, visibly short of 1
-        assert page.count("<td class=\"t\">surprise</td>") == 3 + 4  # subtask 1: 3 configs; subtask 2: 4
+        # one row per emotion: subtask 1 in 2 at-a-glance tables (strict, proportional F1, a column per config) and
+        # 2 detail tables of 3 configs; subtask 2 in 1 at-a-glance table and 1 detail table of 4 configs
+        assert page.count("<td class=\"t\">surprise</td>") == (2 + 2 * 3) + (1 + 4)
+        assert "<th>ecpe_baseline_baseline_emotion=sadness</th>" in page  # a config as an at-a-glance column
+        assert "<details><summary>strict: counts, precision, recall and F1" in page
 
 
 def test_count_columns_give_back_the_official_figures_on_the_test_set(ecac_root):
