@@ -20,7 +20,8 @@ def test_run_and_results_file(ray_local, tmp_path):
     f = result["figures"]
     assert f["files"] == 12 and f["files_per_s_1_process"] > 0 and f["files_per_s_2_processes"] > 0
     assert f["files_per_s_ray_data"] > 0 and f["ray_cpus"] >= 1
-    assert set(result["load_average_1min"]) == {"1_process", "2_processes", "ray_data"}
+    assert f["files_per_s_task_ray_data"] > 0 and f["seconds_task_score"] > 0
+    assert set(result["load_average_1min"]) == {"1_process", "2_processes", "ray_data", "task_ray_data"}
     assert result["command"] == "python -m benchmarks.narrative_bench --files 12 --workers 2"
     assert main(["--files", "6", "--workers", "1", "--no-ray", "--out", str(tmp_path)]) == 0
     saved = json.loads((tmp_path / "narrative_bench.json").read_text())
