@@ -126,9 +126,9 @@ def test_report_html_has_both_subtasks_and_the_per_emotion_tables(job_run):
 def test_count_columns_give_back_the_official_figures_on_the_test_set(ecac_root):
     """On all 341 conversations, and on every other one: the summed count columns give the scorer's figures."""
     task = EcpeTask()
+    samples = data.load(ecac_root).samples
     for method in ("oracle", "baseline"):
         opts = task.parse_options({"method": method})
-        samples = data.load(ecac_root).samples
         for part in (samples, samples[::2]):
             preds = task.predict(method, part, opts)
             scored = task.score(part, preds, opts, ScoreContext())
