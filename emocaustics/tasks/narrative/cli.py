@@ -5,8 +5,10 @@ Folders pair files by story name (a prediction may carry a `_pred` suffix) and p
 `{"overall_score", "component_scores", "files", "skipped", "per_file"}` (plus `overall_micro` and `summary`);
 two files print that pair's composite result (`overall_score`, `component_scores`, `detailed_results`, `summary`).
 Without --json a short table is printed. A file that cannot be read is listed under skipped.errors, never fatal.
-A folder of more than `rayscore.RAY_ABOVE` pairs is scored through Ray Data (`--engine ray` forces it, `local`
-forbids it); both paths give the same figures.
+With a Ray cluster at hand (RAY_ADDRESS set, or this process already connected), a folder of more than
+`rayscore.RAY_ABOVE` pairs is scored through Ray Data; on one machine the local loop is as fast (measured:
+benchmarks/narrative_bench.py). `--engine ray` forces Ray Data (a local Ray when there is no cluster), `local` forbids
+it; both paths give the same figures.
 """
 
 from __future__ import annotations
@@ -32,9 +34,17 @@ def register_score(score_subparsers: Any) -> None:
     p.add_argument("--markdown", help="also write a Markdown report to this file")
     p.add_argument("--engine", choices=("auto", "local", "ray"), default="auto",
                    help="folders: score in this process, or as a Ray Data stream (RAY_ADDRESS, else a local Ray); "
-                        "auto: Ray above a few thousand pairs")
+                        "auto: Ray Data above a few thousand pairs when a Ray cluster is at hand")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=run)
+
+
+def _cluster_at_hand() -> bool:
+    import os
+
+    import ray
+
+    return bool(os.environ.get("RAY_ADDRESS")) or ray.is_initialized()
 
 
 def score_paths(pred: Path, gt: Path, weights: str | None = None, taxonomy: str | None = None,
@@ -63,7 +73,7 @@ def score_paths(pred: Path, gt: Path, weights: str | None = None, taxonomy: str 
         return one(pred, gt), False
     if pred.is_dir() and gt.is_dir():
         pairing = pair_folders(pred, gt)
-        if engine == "ray" or (engine == "auto" and len(pairing.pairs) > RAY_ABOVE):
+        if engine == "ray" or (engine == "auto" and len(pairing.pairs) > RAY_ABOVE and _cluster_at_hand()):
             per_file = score_file_pairs(pairing.pairs, weights=w, taxonomy=taxonomy, n_t=n_t)
         else:
             per_file = {name: one(p, g) for name, p, g in pairing.pairs}
