@@ -42,7 +42,7 @@ class EcpeOptions(Options):
     subtask: Literal[1, 2, "both"] = "both"  # which official files are scored and written
     retries: int = Field(2, ge=0, le=10)  # re-asks of an unreadable answer (new seed each)
     max_pairs: int = Field(40, ge=1, le=200)  # direct: most pairs one answer may list (the test set has <= 27)
-    max_tokens: int = Field(4096, ge=8, le=65536)  # cap of one answer's token budget (an answer cut there fails)
+    max_tokens_cap: int = Field(4096, ge=8, le=65536)  # cap of one answer's token budget (an answer cut there fails)
     baseline_emotion: Literal["anger", "disgust", "fear", "joy", "sadness", "surprise"] = "joy"
 
     @field_validator("subtask", mode="before")
@@ -122,7 +122,7 @@ class EcpeTask(Task):
 
         assert isinstance(options, EcpeOptions)
         return await solve(llm, sample, options.method, retries=options.retries, max_pairs=options.max_pairs,
-                           max_tokens=options.max_tokens)
+                           max_tokens=options.max_tokens_cap)
 
     def weight(self, sample: Sample, options: Options) -> float:
         # expected answers: one per conversation (direct) or one per utterance

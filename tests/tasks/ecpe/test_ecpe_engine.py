@@ -124,7 +124,7 @@ def test_an_answer_the_engine_cuts_is_a_named_failure(smoke_pool, ecac_root, tmp
     from emocaustics.solve.plan import asolve_samples
 
     task = EcpeTask()
-    opts = task.parse_options({"method": "direct", "max_pairs": 12, "max_tokens": 8, "retries": 0})
+    opts = task.parse_options({"method": "direct", "max_pairs": 12, "max_tokens_cap": 8, "retries": 0})
     samples = task.load(task.Dataset(data=str(ecac_root), ids=IDS[:2]), opts).samples
     good = {"subtask1": [["1_joy", "1_0_1"]], "subtask2": [["1_joy", "1"]]}
     out = tmp_path / "pred"
