@@ -219,9 +219,43 @@ def test_report_renders_without_errors(browser, run_dir, tmp_path):
     shutil.copyfile(shot, ARTIFACTS / "report.png")
 
 
-def test_report_fits_1280_and_every_bar_carries_its_value(browser, run_dir):
+HUMAN_SYSTEMS = [f"{name}_{variant}" for name in ("biencoder", "polyencoder", "kvmemnn", "seq2seq", "lan_model",
+                                                    "transformer_generator")
+                 for variant in ("persona", "no_persona")]
+
+
+@pytest.fixture
+def human_run_dir(tmp_path) -> Path:
+    """A human-assessment run (task `human`: score = qc_passed per assignment, c_z:<system> per assignment) with
+    twelve long system names and three QC thresholds: its per-config tables and significance heat maps are the
+    widest sections a report has."""
+    import numpy as np
+
+    rng = np.random.default_rng(5)
+    data = []
+    for label, share in (("human_process_qc_threshold=0.01", 0.5), ("human_process", 0.7),
+                         ("human_process_qc_threshold=0.1", 0.8)):
+        passed = rng.random(40) < share
+        for i in range(40):
+            data.append({"run": label, "task": "human", "method": "process", "model": None, "kind": "calibration",
+                         "sample_id": f"A{i:03d}", "weight": 1.0, "score": float(passed[i]), "failed": False,
+                         "status": "ok", "reason": None, "llm_calls": 0, "cache_hits": 0, "prompt_tokens": 0,
+                         "generated_tokens": 0, "seconds": 0.0, "c_qc_p": float(rng.random()),
+                         **{f"c_z:{m}": float(rng.normal(0.5 - 0.08 * j, 0.6))
+                            for j, m in enumerate(HUMAN_SYSTEMS) if rng.random() < 0.5}})
+    scores = pl.DataFrame(data, schema_overrides=SCORE_COLUMNS)
+    out = tmp_path / "human-job" / "20260101-000000"
+    out.mkdir(parents=True)
+    write_tables(out, scores)
+    write_report(out, scores)
+    return out
+
+
+@pytest.mark.parametrize("which", ["run_dir", "human_run_dir"])
+def test_report_fits_1280_and_every_bar_carries_its_value(browser, which, request):
     """Issue 16: no sideways scroll at 1280 px (main columns first, components in their own tables); every bar
     carries its value as text, equal to the summary's score; a zero score is visible; every column is defined."""
+    run_dir = request.getfixturevalue(which)
     assert browser.load((run_dir / "report.html").as_uri()) == []
     width = browser.eval("""(() => { const de = document.documentElement;
         return {scroll: de.scrollWidth, client: de.clientWidth, inner: window.innerWidth,
@@ -233,13 +267,15 @@ def test_report_fits_1280_and_every_bar_carries_its_value(browser, run_dir):
     main_heads = browser.eval("[...document.querySelectorAll('#summary th')].map(e => e.innerText.trim())")
     comp_heads = browser.eval("[...document.querySelectorAll('#components th')].map(e => e.innerText.trim())")
     assert "score" in main_heads and "ci" in main_heads and not any(h.startswith("c_") for h in main_heads)
-    assert set(WIDE_COMPONENTS) | {"c_sentiment"} <= set(comp_heads), comp_heads
+    components = [c for c in summary_columns(run_dir) if c.startswith("c_")]
+    assert components and set(components) <= set(comp_heads), comp_heads
     # every column shown is defined in the legend
     defined = browser.eval("[...document.querySelectorAll('#legend dt')].map(e => e.innerText.trim())")
     for head in main_heads:
         assert head in defined, (head, defined)
-    for head in set(comp_heads) - {"run"}:
-        assert any(d.startswith(f"{head} (") for d in defined), (head, defined)
+    for head in set(comp_heads) - {"run"}:  # its own line, or the task's line for a prefix (`c_z:<name>`)
+        assert any(d.startswith(f"{head} (") or ("<name>" in d and head.startswith(d.split("<name>")[0]))
+                   for d in defined), (head, defined)
     # bars: one value label per bar, equal to the summary's score; a zero gets a visible marker
     charts = browser.eval("""[...document.querySelectorAll('div.bars')].map(d => ({
         id: d.id,
@@ -251,7 +287,7 @@ def test_report_fits_1280_and_every_bar_carries_its_value(browser, run_dir):
         zeros: [...d.querySelectorAll('g[id^="zero-"]')].map(g => [g.getBoundingClientRect().width,
                                                                  g.getBoundingClientRect().height])}))""")
     summary = pl.read_csv(run_dir / "summary.csv")
-    assert {c["id"] for c in charts} == {"bars-sextuple", "bars-emotion"}, charts
+    assert {c["id"] for c in charts} == {f"bars-{t}" for t in summary["task"].unique()}, charts
     for chart in charts:
         task = chart["id"].removeprefix("bars-")
         expected = sorted(f"{v:.3f}" for v in summary.filter(pl.col("task") == task)["score"].to_list())
@@ -261,4 +297,13 @@ def test_report_fits_1280_and_every_bar_carries_its_value(browser, run_dir):
         zeros = shown.count("0.000")
         assert len(chart["zeros"]) == zeros and all(w > 2 and h > 2 for w, h in chart["zeros"]), chart
         assert sum(w > 0 for w in chart["bars"]) >= len(expected) - zeros, chart
-    assert any(c["zeros"] for c in charts)  # the fixture's zero score was drawn
+    if which == "run_dir":
+        assert any(c["zeros"] for c in charts)  # the fixture's zero score was drawn
+    else:  # the human sections: each config's system table and Mann-Whitney heat map, and the configs' matrix
+        body = browser.eval("document.body.innerText")
+        assert body.count("Human assessment: ") == 3 and "Significance: human" in body
+        assert browser.eval("document.querySelectorAll('div.chart svg').length") == 1 + 3 + 1
+
+
+def summary_columns(run_dir: Path) -> list[str]:
+    return pl.read_csv(run_dir / "summary.csv").columns
