@@ -88,12 +88,12 @@ def _bar_chart(summary: pl.DataFrame, task: str) -> str:
     colours = {"calibration": "#4c78a8", "engine-check": "#f2a541", "model": "#54a24b"}
     fig, ax = plt.subplots(figsize=(8, 0.45 * rows.height + 1.2))
     labels = rows["run"].to_list()
-    scores = rows["score"].to_list()
+    scores = [None if v is None or v != v else v for v in rows["score"].to_list()]  # NaN: no score, like None
     values = [0.0 if v is None else v for v in scores]
     err, highs = None, list(values)
-    if "ci_low" in rows.columns:  # 95 % bootstrap intervals as error bars
-        los = [v if lw is None else lw for v, lw in zip(values, rows["ci_low"].to_list())]
-        highs = [v if hg is None else hg for v, hg in zip(values, rows["ci_high"].to_list())]
+    if "ci_low" in rows.columns:  # 95 % bootstrap intervals as error bars (none where the interval is missing)
+        los = [v if lw is None or lw != lw else lw for v, lw in zip(values, rows["ci_low"].to_list())]
+        highs = [v if hg is None or hg != hg else hg for v, hg in zip(values, rows["ci_high"].to_list())]
         err = [[max(v - lw, 0) for v, lw in zip(values, los)], [max(hg - v, 0) for v, hg in zip(values, highs)]]
     low_end = min([0.0, *values])
     high_end = max([1.0, *highs])
@@ -103,7 +103,7 @@ def _bar_chart(summary: pl.DataFrame, task: str) -> str:
     for i, (bar, v, raw, hg) in enumerate(zip(bars, values, scores, highs)):
         bar.set_gid(f"bar-{task}-{i}")
         y = bar.get_y() + bar.get_height() / 2
-        if v == 0:  # a zero-length bar draws nothing: mark the zero so the row does not read as missing
+        if raw is not None and v == 0:  # a zero-length bar draws nothing: mark the zero (n/a rows say n/a)
             (marker,) = ax.plot([0], [y], marker="D", markersize=5, color="#333", linestyle="none")
             marker.set_gid(f"zero-{task}-{i}")
         # every bar carries its value, right of the bar or of its interval, whichever ends later

@@ -95,3 +95,15 @@ def test_report_shows_engine_startup_once(tmp_path: Path, scores):
     page = write_report(run_dir, scores, wall={"w10": 12.5}).read_text(encoding="utf-8")
     assert page.count("model smoke: 46.2 s") == 1 and "embedder: 3.0 s" in page
     assert "not part of any config's wall_s" in page
+
+
+def test_bar_chart_with_a_config_without_any_score(tmp_path: Path, scores):
+    """A config whose every sample is unscored (score empty, not failed) is drawn as n/a, not as a zero."""
+    from emocaustics.report.html import _bar_chart
+
+    empty = scores.filter(pl.col("run") == "w20").with_columns(pl.lit("w_none").alias("run"),
+                                                               pl.lit(None, pl.Float64).alias("score"))
+    summary = summarise(pl.concat([scores, empty]))
+    chart = _bar_chart(summary, "sextuple")
+    assert chart.count('id="bar-sextuple-') == 6 and ">n/a<" in chart
+    assert chart.count('id="zero-sextuple-') == 0  # an n/a is not drawn as a zero (no mean here is 0)
