@@ -113,7 +113,8 @@ def _bar_chart(summary: pl.DataFrame, task: str) -> str:
     ax.set_xlim(low_end - (0.02 * span if low_end < 0 else 0), high_end + 0.15 * span)
     ax.axvline(0, color="#333", linewidth=0.8)
     ax.set_xlabel("score (mean over samples) with its 95 % bootstrap interval")
-    ax.set_title(f"{task}: configs by score (orange = engine check, not a quality figure)")
+    checks = "engine-check" in rows["kind"].to_list()
+    ax.set_title(f"{task}: configs by score" + (" (orange = engine check, not a quality figure)" if checks else ""))
     return svg(fig, text_as_text=True)
 
 
