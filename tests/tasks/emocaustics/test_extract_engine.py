@@ -1,5 +1,5 @@
 """Acceptance on the real engine: all five task/method combinations on 10 dialogues through the smoke model (real
-vLLM CPU engine in a Ray actor, via the Ray Data stage and the pool's `run`), files the scorer reads, every dialogue a
+vLLM CPU engine in a Ray actor, via the pool's `run`), files the scorer reads, every dialogue a
 prediction or a failure row, zero unparseable answers, and a second run that makes zero engine calls."""
 
 import asyncio

@@ -85,6 +85,14 @@ class EventBucket:
                 return Decision(best_id, "embedding")
         return Decision(len(self.events), "new")
 
+    def needs_embeddings(self, llm_event_id: int, llm_event_name: str) -> bool:
+        """Whether `decide` would consult the embeddings (rules 1-2 do not apply and there are events to join):
+        a dialogue's embeddings are awaited only then, so its first calls need not wait for the embedder."""
+        if 0 <= llm_event_id < len(self.events) or not self.events:
+            return False
+        name = _norm(llm_event_name)
+        return not (name and any(_norm(ev.event) == name for ev in self.events))
+
     def apply(self, j: int, holder: str, decision: Decision, new_name: str, log_line: str) -> BucketEvent:
         if decision.rule == "new":
             ev = BucketEvent(id=len(self.events), event=new_name.strip() or f"事件{len(self.events) + 1}")

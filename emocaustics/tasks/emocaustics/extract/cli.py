@@ -68,6 +68,9 @@ def _select(args: argparse.Namespace) -> list[Any]:
 
 
 def handle(args: argparse.Namespace) -> int:
+    import time
+
+    marks = {"handler": time.time()}  # phase marks (epoch seconds): the fixed-cost breakdown in `--json`
     from pydantic import ValidationError
 
     from emocaustics.core.errors import UsageError
@@ -90,7 +93,9 @@ def handle(args: argparse.Namespace) -> int:
     from emocaustics.models.spec import parse_llm_spec
 
     parse_llm_spec(args.llm)  # a bad spec is a usage error before anything starts
+    marks["data_start"] = time.time()
     dialogues = _select(args)
+    marks["data_loaded"] = time.time()
     out = Path(args.out) if args.out else Path("runs") / "extract" / f"{cfg.task}-{cfg.method}"
     cache_dir = None
     if not args.no_cache:
@@ -98,20 +103,23 @@ def handle(args: argparse.Namespace) -> int:
 
         cache_dir = Path(args.cache_dir) if args.cache_dir else cache_root()
 
-    import ray
+    from emocaustics.tasks.emocaustics.extract.runray import SMOKE_NOTE, run_extract
 
-    from emocaustics.tasks.emocaustics.extract.runray import SMOKE_NOTE, ensure_ray, run_extract
-
-    started = ensure_ray()
+    had_ray = _ray_connected()
     try:
         summary = run_extract(dialogues, cfg, llm_spec=args.llm, out=out, embedder_spec=args.embedder,
-                              from_dir=from_dir, cache_dir=cache_dir)
+                              from_dir=from_dir, cache_dir=cache_dir, marks=marks)
     finally:
-        if started:
+        if not had_ray and _ray_connected():  # Ray was started for a Ray-hosted model: stop what we started
+            import ray
+
             from emocaustics.models.pool import shutdown_pools
 
             shutdown_pools()
             ray.shutdown()
+    marks["teardown_done"] = time.time()
+    summary["timings"] = marks
+    summary["cpu_seconds"] = _cpu_seconds()
     if args.json:
         print(json.dumps(summary, ensure_ascii=False))
     else:
@@ -124,3 +132,17 @@ def handle(args: argparse.Namespace) -> int:
         if args.llm.split("?", 1)[0] == "smoke":
             print(f"note: {SMOKE_NOTE}", file=sys.stderr)
     return 1 if summary["dialogues"] and not summary["predicted"] else 0
+
+
+def _ray_connected() -> bool:
+    """Whether this process is connected to Ray, without importing Ray when nothing imported it yet."""
+    ray = sys.modules.get("ray")
+    return bool(ray is not None and ray.is_initialized())
+
+
+def _cpu_seconds() -> float:
+    """CPU seconds of this process so far (the driver's share of a run's cost)."""
+    import resource
+
+    u = resource.getrusage(resource.RUSAGE_SELF)
+    return round(u.ru_utime + u.ru_stime, 3)

@@ -6,17 +6,17 @@ each dependent step is a local call there instead of a round trip from the drive
 OpenAI-compatible endpoint, a test double) run it in the calling process.
 
 `run_items` keeps up to `concurrency` dialogues in flight and writes each dialogue's prediction (or failure row) the
-moment it finishes. `ExtractStage`/`EmbedStage` are the Ray Data `map_batches` stages of the same thing; `runray.py`
-builds the dataset plan and the manifest.
+moment it finishes, each dialogue starting as soon as its own embeddings are ready (`embedfeed.py`); `runray.py`
+runs it for a command or a job and writes the manifest.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
-import json
 import time
 from pathlib import Path
+from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
 import numpy as np
@@ -118,14 +118,14 @@ def item_weight(item: dict[str, Any]) -> int:
     return own_sextuples + 3 * len(windows(n, cfg.k, cfg.s)) + holders  # chain windows, then the merges
 
 
-async def _method(asker: Asker, cfg: ExtractConfig, d: sx.DialogueInput, emb: np.ndarray | None,
+async def _method(asker: Asker, cfg: ExtractConfig, d: sx.DialogueInput, emb: sx.Embeddings | None,
                   prior: list[dict] | None) -> Any:
     if cfg.task == "sextuple":
         if cfg.method == "direct":
             return await sx.direct(asker, d)
         if cfg.method == "rag":
             assert emb is not None, "rag needs embeddings"
-            return await sx.rag(asker, d, emb, k=cfg.k, top_k=cfg.top_k, threshold=cfg.rag_threshold)
+            return await sx.rag(asker, d, await emb.get(), k=cfg.k, top_k=cfg.top_k, threshold=cfg.rag_threshold)
         records, _ = await sx.window(asker, d, emb, cfg.window_settings())
         return records
     if cfg.method == "direct":
@@ -141,7 +141,8 @@ async def extract_one(llm: Any, item: dict[str, Any]) -> dict[str, Any]:
     """The state machine of one dialogue: a prediction, or a failure naming the step and the reason."""
     cfg = ExtractConfig.model_validate(item["config"])
     d = sx.DialogueInput(int(item["id"]), tuple(item["sentences"]), tuple(item["holders"]))
-    emb = None if item.get("emb") is None else unpack(item["emb"])
+    # Packed with the item when it travels to a replica; in this process it may be a feed's lazy `emb_source`.
+    emb = sx.Embeddings(unpack(item["emb"])) if item.get("emb") is not None else item.get("emb_source")
     asker = Asker(llm, system=SYSTEM, affinity=item_affinity(item), retries=cfg.retries, max_tokens_cap=cfg.max_tokens_cap)
     t0 = time.perf_counter()
     row: dict[str, Any] = {"dialogue": d.id, "utterances": len(d), "ok": False, "prediction": None, "step": None,
@@ -155,6 +156,8 @@ async def extract_one(llm: Any, item: dict[str, Any]) -> dict[str, Any]:
         row["step"], row["reason"] = exc.step, exc.reason
     except ValueError as exc:  # e.g. a prior sextuple prediction of the wrong length
         row["step"], row["reason"] = "input", str(exc)
+    except EmbeddingFailed as exc:
+        row["step"], row["reason"] = "embedding", str(exc)
     row["stats"] = asker.stats.to_json()
     row["retry_reasons"] = asker.retry_reasons
     row["seconds"] = round(time.perf_counter() - t0, 3)
@@ -180,24 +183,54 @@ async def _run_one(llm: Any, item: dict[str, Any]) -> dict[str, Any]:
 
 
 async def run_items(llm: Any, items: list[dict[str, Any]], out: Path, task: str, *, concurrency: int = 256,
-                    ) -> list[dict[str, Any]]:
-    """Every item to a result row (prediction dropped from the row once written); files written as each finishes."""
+                    embed: Callable[[dict[str, Any]], Awaitable[np.ndarray]] | None = None,
+                    on_row: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
+    """Every item to a result row (prediction dropped from the row once written); files written as each finishes.
+
+    `embed(item)` gives an item's utterance embeddings when the item has none (`needs_emb`): awaited before the item
+    is shipped to a replica, or handed to the state machine as a lazy source when it runs in this process, so that
+    each dialogue starts as soon as its own inputs are ready. `on_row` sees each row as it is written (progress)."""
     sem = asyncio.Semaphore(concurrency)
+    in_process = not getattr(llm, "runs_remotely", False)
 
     async def one(item: dict[str, Any]) -> dict[str, Any]:
         if item.get("skip_reason"):
             row = failure_row(item, "input", item["skip_reason"])
         else:
             async with sem:
-                row = await _run_one(llm, item)
+                row = await _with_embeddings(llm, item, embed, in_process)
         if row["ok"]:
             write_prediction(out, task, row["dialogue"], row.pop("prediction"))
         else:
             row.pop("prediction", None)
             append_failure(out, {"dialogue": row["dialogue"], "step": row["step"], "reason": row["reason"]})
+        if on_row is not None:
+            on_row(row)
         return row
 
     return list(await asyncio.gather(*(one(i) for i in items)))
+
+
+class EmbeddingFailed(Exception):
+    """The embedder could not give a dialogue its embeddings (the dialogue fails with this reason)."""
+
+
+async def _with_embeddings(llm: Any, item: dict[str, Any], embed: Any, in_process: bool) -> dict[str, Any]:
+    if embed is None or not item.get("needs_emb") or item.get("emb") is not None:
+        return await _run_one(llm, item)
+
+    async def source() -> np.ndarray:
+        try:
+            return await embed(item)
+        except Exception as exc:
+            raise EmbeddingFailed(str(exc)) from None
+
+    if in_process:
+        return await _run_one(llm, {**item, "emb_source": sx.Embeddings(source)})
+    try:
+        return await _run_one(llm, {**item, "emb": pack(await source())})
+    except EmbeddingFailed as exc:
+        return failure_row(item, "embedding", str(exc))
 
 
 def embed_items(embedder: Any, items: list[dict[str, Any]]) -> None:
@@ -212,33 +245,3 @@ def embed_items(embedder: Any, items: list[dict[str, Any]]) -> None:
         n = len(it["sentences"])
         it["emb"] = pack(vecs[at:at + n])
         at += n
-
-
-class EmbedStage:
-    """Ray Data stage: embeds each dialogue's utterances (items travel as JSON strings in the column `item`)."""
-
-    def __init__(self, embedder_spec: str) -> None:
-        from emocaustics.models.embedders import make_embedder
-
-        self.embedder = make_embedder(embedder_spec)
-
-    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, list[str]]:
-        items = [json.loads(s) for s in batch["item"]]
-        todo = [it for it in items if it.get("needs_emb") and not it.get("skip_reason")]
-        embed_items(self.embedder, todo)
-        return {"item": [json.dumps(it, ensure_ascii=False) for it in items]}
-
-
-class ExtractStage:
-    """Ray Data stage: runs a batch of dialogues through the model pool (inside its replicas), writing each file."""
-
-    def __init__(self, llm_spec: str, cache_dir: str | None, out: str, task: str, concurrency: int = 256) -> None:
-        from emocaustics.models.spec import make_llm
-
-        self.llm = make_llm(llm_spec, cache_dir=Path(cache_dir) if cache_dir else None)
-        self.out, self.task, self.concurrency = Path(out), task, concurrency
-
-    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, list[str]]:
-        items = [json.loads(s) for s in batch["item"]]
-        rows = asyncio.run(run_items(self.llm, items, self.out, self.task, concurrency=self.concurrency))
-        return {"row": [json.dumps(r, ensure_ascii=False) for r in rows]}

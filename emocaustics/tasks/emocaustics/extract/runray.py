@@ -1,8 +1,9 @@
-"""One extraction run as a Ray Data plan, and its manifest.
+"""One extraction run, streamed, and its manifest.
 
-dialogues -> work items -> [EmbedStage: utterance embeddings, only for methods that retrieve or join by similarity]
-          -> ExtractStage (map_batches: a batch of dialogues through the model pool's `run`, i.e. each dialogue's
-             state machine inside a replica actor, many at once) -> result rows -> manifest.json
+dialogues -> work items -> every dialogue at once through `run_items` (the model pool's `run`: each dialogue's state
+machine inside a replica actor; or, for an endpoint, here), each starting as soon as its own embeddings are ready
+(`embedfeed.py`, only for methods that retrieve or join by similarity) -> result rows, files as each finishes ->
+manifest.json
 
 Why not `ray.data.llm`'s processor: it is built for one-shot prompts; `window` makes 5-40 dependent calls per
 dialogue, so each dialogue runs as an async loop next to a long-lived engine instead (see DESIGN.md).
@@ -10,6 +11,7 @@ dialogue, so each dialogue runs as an async loop next to a long-lived engine ins
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from datetime import datetime, timezone
@@ -18,16 +20,9 @@ from typing import Any
 
 from emocaustics.tasks.emocaustics.extract.output import clear_previous, read_sextuple_predictions, write_json_atomic
 from emocaustics.tasks.emocaustics.extract.prompts import PROMPTS_VERSION
-from emocaustics.tasks.emocaustics.extract.runner import EmbedStage, ExtractConfig, ExtractStage, make_item
+from emocaustics.tasks.emocaustics.extract.runner import ExtractConfig, make_item, run_items
 
 SMOKE_NOTE = "smoke model: random weights, its text is noise; these outputs check the engine path, not quality"
-
-
-def ensure_ray() -> bool:
-    """Connect to Ray (see `core.cluster.connect`); returns whether this call started it."""
-    from emocaustics.core.cluster import connect
-
-    return connect()
 
 
 def _prior(from_dir: Path | None, dialogue_id: int, files: dict[int, Path]) -> tuple[list[dict] | None, str | None]:
@@ -59,52 +54,93 @@ def build_items(dialogues: list[Any], cfg: ExtractConfig, from_dir: Path | None)
 
 
 def run_extract(dialogues: list[Any], cfg: ExtractConfig, *, llm_spec: str, out: Path, embedder_spec: str = "minilm",
-                from_dir: Path | None = None, cache_dir: Path | None = None, batch_size: int = 256,
-                concurrency: int = 256) -> dict[str, Any]:
-    """Run one task/method over the dialogues on Ray Data; writes predictions, failures.jsonl and manifest.json."""
-    import ray
+                from_dir: Path | None = None, cache_dir: Path | None = None, concurrency: int = 256,
+                marks: dict[str, float] | None = None, progress: bool = True) -> dict[str, Any]:
+    """Run one task/method over the dialogues; writes predictions, failures.jsonl and manifest.json.
 
+    `marks` (optional) receives the epoch seconds at which each phase began and ended (the fixed-cost breakdown of
+    `benchmarks/startup_bench.py`); `progress` prints the project's progress line on standard error."""
+    import asyncio
+
+    marks = marks if marks is not None else {}
     t0 = time.perf_counter()
+    marks["plan_start"] = time.time()
     out.mkdir(parents=True, exist_ok=True)
     clear_previous(out, cfg.task, [d.id for d in dialogues])
     items = build_items(dialogues, cfg, from_dir)
-    pool = _driver_pool(llm_spec)
-    ds = ray.data.from_items([{"item": json.dumps(it, ensure_ascii=False)} for it in items])
-    if any(it["needs_emb"] for it in items):
-        ds = ds.map_batches(EmbedStage, fn_constructor_kwargs={"embedder_spec": embedder_spec}, batch_size=64,
-                            concurrency=1, num_cpus=0.25)
-    ds = ds.map_batches(
-        ExtractStage,
-        fn_constructor_kwargs={"llm_spec": llm_spec, "cache_dir": str(cache_dir) if cache_dir else None,
-                               "out": str(out), "task": cfg.task, "concurrency": concurrency},
-        batch_size=batch_size, concurrency=1, num_cpus=0.25)
-    rows = [json.loads(r["row"]) for r in ds.iter_rows()]
+    rows, engine = asyncio.run(_stream(items, cfg, llm_spec=llm_spec, out=out, embedder_spec=embedder_spec,
+                                       cache_dir=cache_dir, concurrency=concurrency, marks=marks, progress=progress))
+    marks["extract_done"] = time.time()
     rows.sort(key=lambda r: r["dialogue"])
-    return write_manifest(out, cfg, rows, llm_spec=llm_spec, embedder_spec=embedder_spec, from_dir=from_dir,
-                          seconds=time.perf_counter() - t0, engine=_engine_stats(pool))
+    summary = write_manifest(out, cfg, rows, llm_spec=llm_spec, embedder_spec=embedder_spec, from_dir=from_dir,
+                             seconds=time.perf_counter() - t0, engine=engine)
+    marks["manifest_written"] = time.time()
+    return summary
+
+
+async def _stream(items: list[dict[str, Any]], cfg: ExtractConfig, *, llm_spec: str, out: Path, embedder_spec: str,
+                  cache_dir: Path | None, concurrency: int, marks: dict[str, float],
+                  progress: bool) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """Every dialogue through `run_items` at once (up to `concurrency` in flight), embeddings fed beside them.
+
+    No Ray Data plan: each dialogue already runs as one async state machine (inside a replica for a Ray-hosted
+    model, here for an endpoint), so a dataset stage only added start-up and held dialogues back in blocks. Ray is
+    connected only when the model is hosted in Ray actors (`smoke`, `vllm:`)."""
+    import sys
+
+    from emocaustics.models.spec import REMOTE_KINDS, make_llm, parse_llm_spec
+    from emocaustics.tasks.emocaustics.extract.embedfeed import EmbedFeed
+
+    feed = None
+    if any(it.get("needs_emb") and not it.get("skip_reason") for it in items):
+        feed = EmbedFeed(embedder_spec, items, marks)  # starts loading now, beside the model's start
+        feed.start()
+    pool = None
+    marks["llm_start"] = time.time()
+    if parse_llm_spec(llm_spec).kind not in REMOTE_KINDS:
+        marks["ray_start"] = time.time()
+        pool = await asyncio.to_thread(_driver_pool, llm_spec)
+        marks["ray_connected"] = time.time()
+    llm = make_llm(llm_spec, cache_dir=cache_dir)
+    marks["llm_ready"] = time.time()
+    bar = None
+    if progress:
+        from emocaustics.core.progress import Progress
+
+        bar = Progress(f"extract {cfg.task}/{cfg.method}", len(items), stream=sys.stderr)
+    marks["first_submitted"] = time.time()
+    try:
+        rows = await run_items(llm, items, out, cfg.task, concurrency=concurrency,
+                               embed=feed.get if feed is not None else None,
+                               on_row=(lambda r: bar.update(1, 0 if r["ok"] else 1)) if bar is not None else None)
+    finally:
+        if bar is not None:
+            bar.close()
+        if feed is not None:
+            await feed.close()
+        close = getattr(getattr(llm, "llm", llm), "aclose", None)
+        if close is not None:
+            await close()
+    engine = await _engine_stats(pool)
+    return rows, engine
 
 
 def _driver_pool(llm_spec: str) -> Any:
-    """The model pool, created (or found) by the driver so that the driver owns the replicas: Ray ties a non-detached
-    actor to its creator, and a replica created by the extract stage's worker would die with that worker, making the
-    next run of the job load the model again. The stage's own `make_llm` then attaches to these replicas by name."""
-    from emocaustics.models.spec import REMOTE_KINDS, parse_llm_spec
-
-    if parse_llm_spec(llm_spec).kind in REMOTE_KINDS:
-        return None
+    """The model pool of a Ray-hosted model, created (or found) by the driver, which then owns the replicas (Ray ties
+    a non-detached actor to its creator: a job's later runs find the loaded model)."""
+    from emocaustics.core.cluster import connect
     from emocaustics.models.pool import get_pool
 
+    connect()
     return get_pool(llm_spec)
 
 
-def _engine_stats(pool: Any) -> dict[str, Any] | None:
+async def _engine_stats(pool: Any) -> dict[str, Any] | None:
     """The pool's own counters, cumulative over the job (engine calls, engine starts, prefix-cache hit rate)."""
     if pool is None:
         return None
-    import asyncio
-
     try:
-        stats = asyncio.run(pool.stats())
+        stats = await pool.stats()
     except Exception as exc:  # numbers for the manifest only; never fail a finished run over them
         return {"error": f"{type(exc).__name__}: {exc}"}
     stats.pop("per_replica", None)

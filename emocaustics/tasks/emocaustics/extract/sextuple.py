@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
 from typing import Literal
 
 import numpy as np
@@ -46,6 +47,24 @@ class WindowSettings:
     event_context: EventContext = "asof"
     max_events: int = 8
     max_log_lines: int = 6
+
+
+class Embeddings:
+    """A dialogue's utterance embeddings, fetched the first time a step needs them: `window` consults them only when
+    the model's answer names no known event, so its first calls never wait for the embedder."""
+
+    def __init__(self, source: np.ndarray | Callable[[], Awaitable[np.ndarray]]) -> None:
+        self._source = source
+        self._array: np.ndarray | None = source if isinstance(source, np.ndarray) else None
+
+    @classmethod
+    def of(cls, emb: "np.ndarray | Embeddings | None") -> "Embeddings | None":
+        return emb if emb is None or isinstance(emb, Embeddings) else cls(emb)
+
+    async def get(self) -> np.ndarray:
+        if self._array is None:
+            self._array = await self._source()  # type: ignore[operator]
+        return self._array
 
 
 def _record(d: DialogueInput, i: int, answer: SextupleAnswer, event: str | None = None) -> dict:
@@ -93,7 +112,7 @@ async def rag(asker: Asker, d: DialogueInput, emb: np.ndarray, *, k: int = 20, t
     return [_record(d, i, a) for i, a in enumerate(answers)]
 
 
-async def pass1_window(asker: Asker, d: DialogueInput, w: Window, bucket: EventBucket, emb: np.ndarray | None,
+async def pass1_window(asker: Asker, d: DialogueInput, w: Window, bucket: EventBucket, emb: Embeddings | None,
                        cfg: WindowSettings, targets: dict[int, str], priority: int = 0) -> None:
     """Update the bucket with the window's new utterances and resolve their targets (mutates bucket, targets)."""
     shown = bucket.on_show(cfg.max_events)
@@ -103,7 +122,8 @@ async def pass1_window(asker: Asker, d: DialogueInput, w: Window, bucket: EventB
     step = f"pass1 window {w.index} (utterances {w.new_start}-{w.end - 1})"
     answer = await asker.ask(Ask(step, user, Pass1Answer, pass1_schema(len(w.new), [e.id for e in shown]), priority))
     for j, item in zip(w.new, answer.items):
-        bucket.update(j, d.holders[j], item.event_id, item.event, item.log, emb)
+        vecs = await emb.get() if emb is not None and bucket.needs_embeddings(item.event_id, item.event) else None
+        bucket.update(j, d.holders[j], item.event_id, item.event, item.log, vecs)
         targets[j] = item.target.strip() or default_target(d, j)
 
 
@@ -129,8 +149,8 @@ def _pass2_asks(d: DialogueInput, w: Window, events_text: str, names: dict[int, 
     return asks
 
 
-async def window(asker: Asker, d: DialogueInput, emb: np.ndarray | None, cfg: WindowSettings = WindowSettings(),
-                 then: int = 0) -> tuple[list[dict], EventBucket]:
+async def window(asker: Asker, d: DialogueInput, emb: np.ndarray | Embeddings | None,
+                 cfg: WindowSettings = WindowSettings(), then: int = 0) -> tuple[list[dict], EventBucket]:
     """Pass 1 over trailing windows builds the bucket; pass 2 asks per utterance with the event context first.
 
     event_context: `asof` (default) shows the bucket right after the window that absorbed the utterance (the
@@ -141,6 +161,7 @@ async def window(asker: Asker, d: DialogueInput, emb: np.ndarray | None, cfg: Wi
     `then`: sequential calls of this dialogue that wait for this whole pass (a chain run built on it); with the
     windows still ahead it sets each call's priority (pass 1 is the dialogue's critical path).
     """
+    emb = Embeddings.of(emb)
     bucket = EventBucket(threshold=cfg.join_threshold)
     targets: dict[int, str] = {}
     names: dict[int, str] = {}

@@ -1,0 +1,218 @@
+"""What a user waits for: `emocaustics extract TASK --method M --json` as a new process against an OpenAI-compatible
+stand-in (`standin_server.py`: fixed per-call latency, limited slots, queueing beyond them), compared with the floor
+the workload itself sets.
+
+Per run it reports
+- `wall_s`: command start to process exit (what the user waits for);
+- `first_request_s`: command start to the stand-in's first request; `busy_span_s`: the stand-in's first request to
+  its last answer; `calls`, peak calls in service;
+- `floor_s`: the larger of the critical path (the longest chain of dependent calls of one dialogue x latency) and
+  the calls / server capacity; `overhead_s` = wall - floor;
+- `breakdown`: the fixed costs, from the command's own phase marks (`timings` in its `--json` summary, epoch seconds):
+  process start (interpreter + imports, up to the command's handler), dataset load, Ray connect/start, LLM client or
+  model pool start, embedder load, plan start (dialogues submitted), LLM phase, teardown (after the last dialogue
+  until exit). Marks a version of the command does not write are reported as null.
+- the 1-minute load average before and after each run (the machine is shared: timings move with it).
+
+    python -m benchmarks.startup_bench [--ids 207,218,223 | --subset all] [--methods sextuple/window,...]
+        [--latency 0.2] [--slots 256] [--repeat 1] [--tag NAME]
+
+Results: `benchmarks/results/startup_<tag>.json` (tag defaults to `ids-...` or the subset name).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = Path(__file__).resolve().parent / "results"
+SEQUENTIAL_BASELINE_NOTE = "the published sequential script: one call at a time (issue 18: 179 s on 207, 218, 223)"
+
+
+def load1() -> float:
+    return round(os.getloadavg()[0], 2)
+
+
+def critical_rounds(task: str, method: str, n: int, *, k: int | None = None, s: int | None = None) -> int:
+    """Dependent calls in sequence for one dialogue of n utterances (each waits for the answer of the one before)."""
+    from emocaustics.tasks.emocaustics.extract.runner import DEFAULT_WINDOWS
+    from emocaustics.tasks.emocaustics.extract.windows import windows
+
+    if method in ("direct", "rag"):
+        return 1 if n else 0
+    sk, ss = (k or DEFAULT_WINDOWS["sextuple"][0], s or DEFAULT_WINDOWS["sextuple"][1]) if task == "sextuple" \
+        else DEFAULT_WINDOWS["sextuple"]
+    sextuple = len(windows(n, sk, ss)) + 1  # pass 1 windows in sequence, then the last window's pass 2
+    if task == "sextuple":
+        return sextuple
+    ck, cs = (k or DEFAULT_WINDOWS["emotion"][0], s or DEFAULT_WINDOWS["emotion"][1])
+    return sextuple + len(windows(n, ck, cs)) + 1  # chain windows in sequence, then the merges
+
+
+def floor(task: str, method: str, lengths: list[int], calls: int, latency: float, slots: int) -> dict[str, Any]:
+    rounds = max((critical_rounds(task, method, n) for n in lengths), default=0)
+    path = rounds * latency
+    capacity = calls * latency / slots
+    return {"critical_rounds": rounds, "critical_path_s": round(path, 3), "capacity_s": round(capacity, 3),
+            "floor_s": round(max(path, capacity), 3)}
+
+
+class Standin:
+    def __init__(self, latency: float, slots: int) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", "benchmarks.standin_server", "--latency", str(latency),
+                                      "--slots", str(slots)], cwd=REPO, stdout=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline() if self.proc.stdout else ""
+        if not line.startswith("URL "):
+            self.proc.kill()
+            raise RuntimeError(f"stand-in server did not start: {line!r}")
+        self.url = line.split()[1]
+        self.root = self.url.rsplit("/v1", 1)[0]
+
+    def stats(self) -> dict[str, Any]:
+        with urllib.request.urlopen(self.root + "/stats", timeout=10) as r:
+            return json.loads(r.read())
+
+    def reset(self) -> None:
+        urllib.request.urlopen(urllib.request.Request(self.root + "/reset", method="POST"), timeout=10).read()
+
+    def close(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+def breakdown(t0: float, t_exit: float, marks: dict[str, float] | None) -> dict[str, float | None]:
+    """Seconds per phase from the command's marks (epoch seconds); null where the command wrote no such mark."""
+    m = marks or {}
+
+    def span(a: str | float | None, b: str | float | None) -> float | None:
+        x = m.get(a) if isinstance(a, str) else a
+        y = m.get(b) if isinstance(b, str) else b
+        return None if x is None or y is None else round(y - x, 3)
+
+    return {
+        "process_start": span(t0, "handler"),
+        "dataset_load": span("data_start", "data_loaded"),
+        "ray_connect": span("ray_start", "ray_connected"),
+        "llm_start": span("llm_start", "llm_ready"),
+        "embedder_load": span("embedder_start", "embedder_loaded"),
+        "plan_start": span("plan_start", "first_submitted"),
+        "llm_phase_and_tail": span("first_submitted", "extract_done"),
+        "manifest": span("extract_done", "manifest_written"),
+        "teardown": span("manifest_written", t_exit),
+    }
+
+
+def run_one(standin: Standin, task: str, method: str, selector: list[str], lengths: list[int], latency: float,
+            slots: int, work: Path, data: str | None) -> dict[str, Any]:
+    out = work / f"{task}-{method}"
+    cmd = [sys.executable, "-m", "emocaustics", "extract", task, "--method", method,
+           "--llm", f"openai:standin@{standin.url}?concurrency={slots}", *selector, "--out", str(out),
+           "--cache-dir", str(work / f"cache-{task}-{method}"), "--json"]
+    env = dict(os.environ)
+    if data:
+        env["EMOCAUSTICS_DATA"] = data
+    standin.reset()
+    load_before = load1()
+    t0 = time.time()
+    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)
+    t_exit = time.time()
+    st = standin.stats()
+    try:
+        summary = json.loads(proc.stdout)
+        json_ok = True
+    except json.JSONDecodeError:
+        summary, json_ok = {}, False
+    calls = st["calls"]
+    fl = floor(task, method, lengths, calls, latency, slots)
+    wall = t_exit - t0
+    first = st["first_request_epoch"]
+    return {
+        "task": task, "method": method, "rc": proc.returncode,
+        "stdout_is_one_json_document": json_ok,
+        "wall_s": round(wall, 3),
+        "first_request_s": round(first - t0, 3) if first else None,
+        "busy_span_s": st["busy_span_seconds"], "server_busy_s": st["busy_seconds"],
+        "calls": calls,
+        "calls_per_s_over_span": round(calls / st["busy_span_seconds"], 1) if st["busy_span_seconds"] else None,
+        "max_in_service": st["max_in_service"], "max_waiting": st["max_waiting"],
+        **fl,
+        "overhead_s": round(wall - fl["floor_s"], 3),
+        "predicted": summary.get("predicted"), "dialogues": summary.get("dialogues"),
+        "failures": len(summary.get("failures", [])) if summary else None,
+        "breakdown": breakdown(t0, t_exit, summary.get("timings")),
+        "cpu_s": summary.get("cpu_seconds"),
+        "load_1m_before_after": [load_before, load1()],
+        "command": " ".join(cmd[1:]).replace(str(work), "WORK"),
+        "stderr_tail": proc.stderr[-1500:] if proc.returncode or not json_ok else proc.stderr[-300:],
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.startup_bench", description=__doc__.splitlines()[0])
+    sel = ap.add_mutually_exclusive_group()
+    sel.add_argument("--ids", default=None, help="dialogue ids (default 207,218,223: the three long ones)")
+    sel.add_argument("--subset", default=None)
+    ap.add_argument("--methods", default="sextuple/window", help="comma list of TASK/METHOD")
+    ap.add_argument("--latency", type=float, default=0.2)
+    ap.add_argument("--slots", type=int, default=256)
+    ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--data", default=os.environ.get("EMOCAUSTICS_DATA")
+                    or str(REPO.parent / "shared/datasets/emocaustics"))
+    ap.add_argument("--tag", default=None)
+    args = ap.parse_args(argv)
+    from emocaustics.tasks.emocaustics.data.subsets import resolve
+
+    os.environ["EMOCAUSTICS_DATA"] = args.data
+    ids = None if args.subset else [int(x) for x in (args.ids or "207,218,223").split(",")]
+    dialogues, _ = resolve(args.subset, ids, root=args.data)
+    lengths = [len(d.utterances) for d in dialogues]
+    selector = ["--subset", args.subset] if args.subset else ["--ids", ",".join(map(str, ids or []))]
+    tag = args.tag or (args.subset or "ids-" + "-".join(map(str, ids or [])))
+    standin = Standin(args.latency, args.slots)
+    runs = []
+    try:
+        with tempfile.TemporaryDirectory(prefix="startup-bench-") as tmp:
+            for rep in range(args.repeat):
+                for tm in args.methods.split(","):
+                    task, method = tm.split("/")
+                    r = run_one(standin, task, method, selector, lengths, args.latency, args.slots,
+                                Path(tmp) / f"r{rep}", args.data)
+                    runs.append(r)
+                    print(json.dumps({k: r[k] for k in ("task", "method", "wall_s", "first_request_s", "busy_span_s",
+                                                        "floor_s", "overhead_s", "calls", "predicted", "breakdown",
+                                                        "load_1m_before_after")}), file=sys.stderr, flush=True)
+    finally:
+        standin.close()
+    result = {
+        "name": f"startup_{tag}",
+        "what": __doc__.splitlines()[0],
+        "dialogues": [d.id for d in dialogues], "utterances": sum(lengths),
+        "standin": {"latency_s": args.latency, "slots": args.slots,
+                    "capacity_calls_per_s": round(args.slots / args.latency, 1)},
+        "command": "python -m benchmarks.startup_bench " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "cpus": os.cpu_count(),
+        "note": "shared 2-core machine: other work ran beside it (see load_1m_before_after per run)",
+        "runs": runs,
+    }
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"startup_{tag}.json"
+    path.write_text(json.dumps(result, ensure_ascii=False, indent=1), encoding="utf-8")
+    print(json.dumps(result, ensure_ascii=False, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

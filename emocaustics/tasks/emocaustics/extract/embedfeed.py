@@ -1,0 +1,205 @@
+"""Utterance embeddings beside the LLM calls, one dialogue at a time, as the dialogues need them.
+
+A run used to embed every dialogue in a Ray Data stage before any of them reached the model (blocks of 64: the first
+LLM call waited minutes on a 400-dialogue run). Here each dialogue asks for its own embeddings when a step first needs
+them (`rag` before its first call, `window` only when an answer names no known event, a replica-hosted run before the
+dialogue is shipped); meanwhile the feed works through the remaining dialogues in order, so that most are ready
+before they are asked for. A dialogue that asks jumps the queue. One embedding runs at a time: on a CPU a second one
+would only share the same cores.
+
+The packaged `minilm` (and any local sentence-transformers model) loads in a child process started with the feed,
+while the first calls go out; an `openai:` embedder is a client like any other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+
+class EmbedFeed:
+    def __init__(self, spec: str, items: list[dict[str, Any]], marks: dict[str, float] | None = None) -> None:
+        from emocaustics.models.embedders import make_embedder
+
+        self.spec = spec
+        self.embedder = make_embedder(spec)  # parses the spec here: a bad one fails the run before it starts
+        self._process: EmbedderProcess | None = None
+        self.marks = marks if marks is not None else {}
+        self._order = [it for it in items if it.get("needs_emb") and not it.get("skip_reason")]
+        self._futures: dict[int, asyncio.Future[np.ndarray]] = {}
+        self._asked: list[int] = []  # item ids asked for, in order; served before the rest
+        self._worker: asyncio.Task[None] | None = None
+        self.texts = 0
+        self.seconds = 0.0
+
+    def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        for it in self._order:
+            self._futures[id(it)] = loop.create_future()
+        self._worker = asyncio.ensure_future(self._work())
+
+    async def get(self, item: dict[str, Any]) -> np.ndarray:
+        fut = self._futures[id(item)]
+        if not fut.done():
+            self._asked.append(id(item))
+        return await asyncio.shield(fut)
+
+    async def _load(self) -> None:
+        import time
+
+        from emocaustics.models.embedders import SentenceTransformerEmbedder
+
+        if not isinstance(self.embedder, SentenceTransformerEmbedder):
+            return
+        self.marks["embedder_start"] = time.time()
+        self._process = EmbedderProcess(self.spec)
+        await _in_daemon_thread(self._process.wait_ready)
+        self.marks["embedder_loaded"] = time.time()
+
+    def _next(self) -> dict[str, Any] | None:
+        by_id = {id(it): it for it in self._order}
+        while self._asked:
+            key = self._asked.pop(0)
+            if not self._futures[key].done():
+                return by_id[key]
+        return next((it for it in self._order if not self._futures[id(it)].done()), None)
+
+    async def _work(self) -> None:
+        import time
+
+        try:
+            await self._load()
+        except Exception as exc:  # every dialogue that needs embeddings fails with the reason, none hangs
+            for fut in self._futures.values():
+                if not fut.done():
+                    fut.set_exception(RuntimeError(f"embedder failed to load: {type(exc).__name__}: {exc}"))
+            return
+        while (item := self._next()) is not None:
+            fut = self._futures[id(item)]
+            t0 = time.perf_counter()
+            try:
+                texts = list(item["sentences"])
+                if self._process is not None:
+                    vecs = await _in_daemon_thread(self._process.encode, texts)
+                else:
+                    vecs = await self.embedder.embed(texts)
+                vecs = np.asarray(vecs, dtype=np.float32)
+            except Exception as exc:
+                fut.set_exception(RuntimeError(f"embedding failed: {type(exc).__name__}: {exc}"))
+                continue
+            self.seconds += time.perf_counter() - t0
+            self.texts += len(item["sentences"])
+            fut.set_result(vecs)
+
+    async def close(self) -> None:
+        if self._worker is not None and not self._worker.done():
+            self._worker.cancel()
+            try:
+                await self._worker
+            except (asyncio.CancelledError, Exception):
+                pass
+        for fut in self._futures.values():  # nobody awaits these any more; mark retrieved so asyncio stays quiet
+            if fut.done() and not fut.cancelled():
+                fut.exception()
+        if self._process is not None:
+            self._process.stop()
+
+
+class EmbedderProcess:
+    """A local sentence-transformers model in a child process: its import and load (torch, transformers: seconds of
+    CPU) and every encode run beside the event loop that drives the LLM calls, not under the same GIL. The child is
+    daemonic and is stopped without waiting for its work, so a run whose dialogues never needed embeddings does not
+    wait for the model to load. Its standard output goes to standard error (`--json` keeps stdout clean)."""
+
+    def __init__(self, spec: str) -> None:
+        import multiprocessing as mp
+
+        ctx = mp.get_context("spawn")
+        self._conn, child = ctx.Pipe()
+        self._proc = ctx.Process(target=_serve, args=(spec, child), daemon=True, name="emocaustics-embedder")
+        self._proc.start()
+        child.close()
+        self._lock = threading.Lock()
+
+    def _receive(self) -> Any:
+        try:
+            kind, value = self._conn.recv()
+        except (EOFError, OSError):
+            raise RuntimeError(f"embedder process ended (exit code {self._proc.exitcode})") from None
+        if kind == "error":
+            raise RuntimeError(value)
+        return value
+
+    def wait_ready(self) -> None:
+        self._receive()
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        with self._lock:
+            self._conn.send(texts)
+            return self._receive()
+
+    def stop(self) -> None:
+        if self._proc.is_alive():
+            self._proc.kill()
+        self._proc.join(5)
+        self._conn.close()
+
+
+def _serve(spec: str, conn: Any) -> None:
+    """The child's loop: load the model, say so, then encode each list of texts received until the pipe closes."""
+    import os
+    import sys
+
+    os.dup2(2, 1)  # anything the libraries print goes to standard error
+    sys.stdout = sys.stderr
+    from emocaustics.models.embedders import make_embedder
+
+    try:
+        emb = make_embedder(spec)
+        emb._load()  # type: ignore[attr-defined]
+        conn.send(("ready", None))
+    except Exception as exc:
+        conn.send(("error", f"{type(exc).__name__}: {exc}"))
+        return
+    while True:
+        try:
+            texts = conn.recv()
+        except (EOFError, OSError):
+            return
+        try:
+            conn.send(("ok", emb.encode(texts)))  # type: ignore[attr-defined]
+        except Exception as exc:
+            conn.send(("error", f"{type(exc).__name__}: {exc}"))
+
+
+def _in_daemon_thread(fn: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
+    """`fn(*args)` in a daemon thread. Not `asyncio.to_thread`: `asyncio.run` and the interpreter's exit wait for
+    the default executor's threads, so a run whose dialogues never needed embeddings would still wait for the
+    model to finish loading before it could end."""
+    loop = asyncio.get_running_loop()
+    fut: asyncio.Future[Any] = loop.create_future()
+
+    def settle(value: Any, exc: BaseException | None) -> None:
+        if fut.done():
+            return
+        if exc is not None:
+            fut.set_exception(exc)
+        else:
+            fut.set_result(value)
+
+    def target() -> None:
+        try:
+            value, exc = fn(*args), None
+        except BaseException as e:  # handed to the awaiting coroutine
+            value, exc = None, e
+        try:
+            loop.call_soon_threadsafe(settle, value, exc)
+        except RuntimeError:  # the loop has closed: nobody waits for this any more
+            pass
+
+    threading.Thread(target=target, name="embed-feed", daemon=True).start()
+    return fut
