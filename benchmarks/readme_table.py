@@ -167,11 +167,45 @@ def rows(c: Cite) -> list[tuple[str, str, str]]:
     return out
 
 
+def reading(c: Cite) -> list[str]:
+    """The notes under the table; their numbers are cited like the table's."""
+    r = c.report
+    out = []
+    if has(r, "engine_bench"):
+        out.append("The engine ratios are below 1 where the pipeline cannot have everything in flight at once: window "
+                   "and chain windows are chains of dependent calls, rag waits for its embedding stage; the replay has "
+                   "every prompt from the start. The end-to-end ratios include Ray Data and embedder start-up, which "
+                   "dominates runs this small.")
+    if has(r, "reference_bench"):
+        out.append("The reference-style driver runs each method at the reference's own concurrency: its README's run "
+                   "commands (`--batch 16` for the sextuple direct and rag scripts, `--batch 1` for the sextuple "
+                   "window script, `--batch 4` for the chain window script) and, where the README gives none, the "
+                   "script's default (`--batch 20` for the chain direct script); one dialogue per thread, one "
+                   "blocking request at a time. Each side starts from an empty server prefix cache; which side runs "
+                   "first alternates between repeats; the load average before and after every side is in the file "
+                   f"(this run: {c.fig('reference_bench.load_avg_1m_range.0', 1)} to "
+                   f"{c.fig('reference_bench.load_avg_1m_range.1', 1)}).")
+    if has(r, "scale_bench"):
+        out.append("Simulated figures come from a simulated GPU engine (benchmarks/sim_engine.py) on a virtual clock; "
+                   "its calibration anchors are stated with the hardware they were measured on "
+                   "(`latest.json: scale_bench.inputs.anchors`): the decode bandwidth fraction (77 %) was measured on "
+                   "an A100 40GB and is applied to the H100 80GB datasheet, an assumption, not an H100 measurement.")
+        out.append(f"The critical path, the longest dialogue's chain of dependent calls alone on an idle replica "
+                   f"({c.fig('scale_bench.critical_path_s', 1, ' s')}, simulated), bounds every run that contains it, "
+                   f"however many replicas: at 64 replicas the 1× grid is bound by it, not by the orchestration. A "
+                   f"projection for a GPU count that was not simulated is raised to the larger of the critical path "
+                   f"and the simulated run with more replicas. The scale figures are from the scale_bench run recorded "
+                   f"in `latest.json` (`run.when`), re-derived with these bounds from that run's stored measurements.")
+    return out
+
+
 def render(report: dict[str, Any]) -> str:
     c = Cite(report)
     body = rows(c)
+    notes = reading(c)
     lines = ["| what | figure | command |", "|---|---|---|"]
     lines += [f"| {w} | {f} | {cmd} |" for w, f, cmd in body]
+    lines += ["", "Reading the figures:", *[f"- {n}" for n in notes]]
     lines.append("")
     lines += [f"[^{fid}]: `latest.json:{key}`" for fid, key in c.notes.items()]
     return "\n".join(lines) + "\n"

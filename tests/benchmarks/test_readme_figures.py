@@ -108,6 +108,21 @@ def test_every_figure_in_the_performance_table_equals_the_value_it_cites():
     assert checked >= 10, f"only {checked} cited figures found: is the table in the citation format?"
 
 
+def test_every_footnoted_number_in_the_section_equals_its_value():
+    """The prose under the table may quote figures too; each one with a footnote is checked the same way."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    notes = footnotes(readme)
+    report = json.loads((RESULTS / "latest.json").read_text(encoding="utf-8"))
+    wrong = []
+    for m in CITED.finditer(performance_section(readme)):
+        assert m["id"] in notes, f"{m[0]}: footnote [^{m['id']}] has no definition"
+        file, key = notes[m["id"]]
+        assert file == "latest.json", m[0]
+        if not shown_equals(m["value"], resolve(report, key)):
+            wrong.append(f"{key}: README {m['value']}, latest.json {resolve(report, key)}")
+    assert not wrong, wrong
+
+
 def test_no_projection_is_below_its_bound():
     report = json.loads((RESULTS / "latest.json").read_text(encoding="utf-8"))
     scale = report["results"].get("scale_bench")
