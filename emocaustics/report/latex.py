@@ -1,9 +1,9 @@
 """The summary table as LaTeX (`emocaustics report RUN --latex` -> RUN/summary.tex), ready for a paper.
 
-A booktabs `table` of the main columns of the run's summary: what ran, samples, the score with its 95 % bootstrap interval,
-failures. Columns that carry nothing for a paper are left out: the cost columns (llm_calls, tokens, wall_s: they
-depend on the cache and the machine), `task` when the job has one task, `micro_score` when it equals `score` in every
-row, and any column empty in every row. The caption defines every column kept. Needs `\\usepackage{booktabs}`.
+A booktabs `table` of the main columns of the run's summary: what ran, samples, the score with its 95 % bootstrap
+interval, failures. Columns that carry nothing for a paper are left out: the cost columns (llm_calls, tokens, wall_s:
+they depend on the cache and the machine), `task` when the job has one task, `micro_score` when it equals `score` in
+every row, and any column empty in every row. The caption defines every column kept. Needs `\\usepackage{booktabs}`.
 """
 
 from __future__ import annotations

@@ -123,7 +123,8 @@ def summarise(scores: pl.DataFrame, wall: dict[str, float] | None = None,
 def config_statistics(scores: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Under every score table: a 95 % bootstrap interval of each config's score (over its samples, seeded) and a
     paired test between every two configs of the same task (approximate randomisation, paired bootstrap and Wilcoxon;
-    Holm across the pairs of the job). Returns (ci: run, ci_low, ci_high; pairs: task, config_a, config_b, ..., p_holm, significant)."""
+    Holm across the pairs of the job). Returns (ci: run, ci_low, ci_high; pairs: task, config_a, config_b, ...,
+    p_holm, significant)."""
     from emocaustics.stats import config_stats
 
     scores = failures_count_zero(scores)
@@ -191,12 +192,13 @@ def summary_markdown(summary: pl.DataFrame, pairs: pl.DataFrame, title: str) -> 
     text = f"# {title}\n\n" + to_markdown(main)
     comps = components_by_task(summary)
     for task, cols in comps.items():
-        text += f"\n## Components: {task}\n\n" + to_markdown(summary.filter(pl.col("task") == task).select("run", *cols))
+        rows = summary.filter(pl.col("task") == task).select("run", *cols)
+        text += f"\n## Components: {task}\n\n" + to_markdown(rows)
     text += "\n## Columns\n\n" + "".join(f"- `{c}`: {doc}\n" for c, doc in legend(main.columns, comps))
     if pairs.height:
         sig = pairs.filter(pl.col("significant"))
-        text += (f"\nPaired tests between configs of the same task (approximate randomisation, Holm over {pairs.height} "
-                 f"pairs; significance.csv): {sig.height} significant at 0.05.\n")
+        text += (f"\nPaired tests between configs of the same task (approximate randomisation, Holm over "
+                 f"{pairs.height} pairs; significance.csv): {sig.height} significant at 0.05.\n")
     return text
 
 

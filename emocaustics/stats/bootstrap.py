@@ -5,7 +5,8 @@ every row under that resample are one matrix product `values @ counts.T / n`, so
 resample and the paired difference of two rows under a resample is the difference of their resampled means (the paired
 bootstrap for free). Rows that score only some items (`bootstrap_masked_means`) take the same draws and average the
 drawn items they score (a ratio of two products). Counts are drawn in chunks so memory stays bounded (about
-`CHUNK_CELLS` cells at a time). Seeded with `numpy.random.default_rng(seed)`: the same seed, items and rows give the same intervals, bit for bit.
+`CHUNK_CELLS` cells at a time). Seeded with `numpy.random.default_rng(seed)`: the same seed, items and rows give the
+same intervals, bit for bit.
 
 Why not `scipy.stats.bootstrap`: it gathers `rows x resamples x items` values for a paired multi-sample statistic
 (2e9 for 20 configurations x 10,000 resamples x 10,000 items); the counts product does the same work in one BLAS call

@@ -79,7 +79,8 @@ def row_weights(plan: PairPlan, w: np.ndarray) -> np.ndarray:
     return np.stack([total - w[:, m].sum(axis=1) for m in plan.missing], axis=1)
 
 
-def pair_sums(plan: PairPlan, w: np.ndarray, sums: np.ndarray, *, weights: bool) -> tuple[np.ndarray, np.ndarray | None]:
+def pair_sums(plan: PairPlan, w: np.ndarray, sums: np.ndarray, *,
+              weights: bool) -> tuple[np.ndarray, np.ndarray | None]:
     """(chunk x pairs) sums of w * (x_a - x_b) over each pair's common items, and (if `weights`) the sums of w over
     those items. `sums` is `row_sums(plan, w)`."""
     b = w.shape[0]
