@@ -141,11 +141,20 @@ def read_latest() -> dict:
     return report
 
 
-def write_latest(results: dict[str, Any]) -> None:
-    report = {"command": "make bench (python -m benchmarks)", "machine": machine(),
-              "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "results": {n: results[n] for n in SHORT if n in results}}
-    LATEST.write_text(json.dumps(report, ensure_ascii=False, indent=1, default=str), encoding="utf-8")
-    (RESULTS / "latest.md").write_text(to_markdown(report), encoding="utf-8")
+def write_latest(results: dict[str, Any], mine: set[str] | None = None) -> None:
+    """Write latest.json; with `mine`, only those entries are replaced in the file as it is now (under a lock), so
+    that two `--only` runs of different benchmarks at the same time do not undo each other."""
+    import fcntl
+
+    with open(Path(tempfile.gettempdir()) / "emocaustics-bench-latest.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        merged = dict(read_latest().get("results", {})) if mine is not None else {}
+        merged.update(results if mine is None else {n: results[n] for n in mine if n in results})
+        report = {"command": "make bench (python -m benchmarks)", "machine": machine(),
+                  "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                  "results": {n: merged[n] for n in SHORT if n in merged}}
+        LATEST.write_text(json.dumps(report, ensure_ascii=False, indent=1, default=str), encoding="utf-8")
+        (RESULTS / "latest.md").write_text(to_markdown(report), encoding="utf-8")
 
 
 def adopt(short: str) -> dict:
@@ -177,8 +186,9 @@ def main(argv: list[str] | None = None) -> int:
     for short in args.adopt:
         results[short] = adopt(short)
     selected = args.only if args.only is not None else ([] if args.adopt else SHORT)
+    partial = None if selected == SHORT and not args.adopt else set(args.adopt)
     if args.adopt:
-        write_latest(results)
+        write_latest(results, partial)
     for module_name, what, own_file in BENCHMARKS:
         short = module_name.rsplit(".", 1)[1]
         if short not in selected:
@@ -190,7 +200,9 @@ def main(argv: list[str] | None = None) -> int:
             write_own(module_name, res)
         print(json.dumps({k: res.get(k) for k in ("run", "figures", "floors", "error")}, ensure_ascii=False,
                          indent=1, default=str)[:3000], flush=True)
-        write_latest(results)  # after every benchmark, so that a long run interrupted later keeps what it measured
+        if partial is not None:
+            partial.add(short)
+        write_latest(results, partial)  # after every benchmark: a long run interrupted later keeps what it measured
     print((RESULTS / "latest.md").read_text(encoding="utf-8"))
     ran = [results[n] for n in selected if n in results]
     return 1 if any(r.get("error") for r in ran) else 0

@@ -32,8 +32,11 @@ from typing import Any
 
 RESULTS = Path(__file__).resolve().parent / "results"
 FLOOR_SECONDS = 600.0
-SAMPLE = 20  # dialogues timed with per-comparison embedding calls
-REPEATS = 3
+# Sizes; the environment can shrink them on a loaded machine (the values used are recorded in the results' inputs)
+SAMPLE = int(os.environ.get("SCORE_BENCH_SAMPLE", "20"))  # dialogues timed with per-comparison embedding calls
+REPEATS = int(os.environ.get("SCORE_BENCH_REPEATS", "3"))  # repeats of each sample measurement
+WHOLE_REPEATS = int(os.environ.get("SCORE_BENCH_WHOLE_REPEATS", "3"))  # repeats of the whole-set scoring
+WITH_RAY = os.environ.get("SCORE_BENCH_RAY", "1") != "0"  # also time the Ray Data plan on the whole set (once)
 PREDICTORS = ("baseline", "perturbed")
 WHOLE_SET_PREDICTOR = "baseline"
 
@@ -119,10 +122,9 @@ def run(quick: bool = False) -> dict:
     from emocaustics.models.embedders import make_embedder
     from emocaustics.tasks.emocaustics.data.subsets import resolve
     from emocaustics.tasks.emocaustics.score.engine import ascore
-    from emocaustics.tasks.emocaustics.score.plan import score_with_ray
-
     subset = "paper-100" if quick else "all"
     repeats = 1 if quick else REPEATS
+    whole_repeats = 1 if quick else WHOLE_REPEATS
     sample_n = 5 if quick else SAMPLE
     dialogues, _ = resolve(subset, None)
     loads = [_load()]
@@ -130,12 +132,13 @@ def run(quick: bool = False) -> dict:
     t0 = time.perf_counter()
     emb.encode(["预热"])  # type: ignore[attr-defined]
     figures: dict[str, Any] = {"dialogues": len(dialogues), "model_load_seconds": round(time.perf_counter() - t0, 2),
-                               "predictions": WHOLE_SET_PREDICTOR, "repeats": repeats, "sample_dialogues": sample_n}
+                               "predictions": WHOLE_SET_PREDICTOR, "repeats": repeats,
+                               "whole_set_repeats": whole_repeats, "sample_dialogues": sample_n}
     worst_local = 0.0
     for task in ("sextuple", "emotion"):
         preds = predictions(WHOLE_SET_PREDICTOR, task, dialogues)
         secs, res = [], None
-        for _ in range(repeats):
+        for _ in range(whole_repeats):
             t0 = time.perf_counter()
             res = asyncio.run(ascore(task, dialogues, preds, embedder=emb))
             secs.append(time.perf_counter() - t0)
@@ -166,7 +169,28 @@ def run(quick: bool = False) -> dict:
                 "seconds_per_comparison": spread(per_call, 3), "seconds_batched": spread(batched, 3),
                 "speedup": spread([a / b for a, b in zip(per_call, batched)], 1)}
     # the Ray Data path on the whole set (one local Ray for both tasks; start-up measured apart); one run each
+    worst_ray = 0.0
+    if WITH_RAY:
+        worst_ray = _ray_path(figures, dialogues, loads)
+    figures["load_avg_1m_range"] = [min(loads), max(loads)]
+    worst = max(worst_local, worst_ray)
+    return {
+        "name": "score_bench",
+        "inputs": {"subset": subset, "embedder": "minilm", "judge": "none",
+                   "predictions_whole_set": WHOLE_SET_PREDICTOR, "predictions_sample": list(PREDICTORS),
+                   "sample_dialogues": sample_n, "repeats": repeats, "whole_set_repeats": whole_repeats,
+                   "ray_data_path": WITH_RAY},
+        "figures": figures,
+        "notes": NOTES + ([] if WITH_RAY else ["the Ray Data path was not timed in this run (SCORE_BENCH_RAY=0)"]),
+        "floors": {"whole_dataset_seconds": {"value": round(worst, 2), "floor": FLOOR_SECONDS,
+                                              "ok": worst < FLOOR_SECONDS}},
+    }
+
+
+def _ray_path(figures: dict[str, Any], dialogues: list[Any], loads: list[float]) -> float:
     import ray
+
+    from emocaustics.tasks.emocaustics.score.plan import score_with_ray
 
     t0 = time.perf_counter()
     ray.init(num_cpus=2, object_store_memory=300_000_000, include_dashboard=False, log_to_driver=False)
@@ -185,26 +209,18 @@ def run(quick: bool = False) -> dict:
             loads.append(_load())
     finally:
         ray.shutdown()
-    figures["load_avg_1m_range"] = [min(loads), max(loads)]
-    worst = max(worst_local, worst_ray)
-    return {
-        "name": "score_bench",
-        "inputs": {"subset": subset, "embedder": "minilm", "judge": "none",
-                   "predictions_whole_set": WHOLE_SET_PREDICTOR, "predictions_sample": list(PREDICTORS),
-                   "sample_dialogues": sample_n, "repeats": repeats},
-        "figures": figures,
-        "notes": [
-            "never the oracle: identical texts are not embedded (cosine 1 by definition), so oracle sextuples time "
-            "no work; baseline and perturbed predictions differ from the GT and need embedding",
-            "texts_requested = 2 x distinct (pred, gt) pairs our scorer compares; distinct_texts_embedded = what it "
-            "embedded; reference_texts = what the reference's one-call-per-comparison pattern embeds",
-            "seconds_in_process and the sample speed-ups: median and range over the repeats; seconds_ray: one run",
-            "2 shared CPU cores with other work running: load_avg_1m_range is the 1-minute load average seen "
-            "between the measurements; timings are wall clock",
-        ],
-        "floors": {"whole_dataset_seconds": {"value": round(worst, 2), "floor": FLOOR_SECONDS,
-                                              "ok": worst < FLOOR_SECONDS}},
-    }
+    return worst_ray
+
+
+NOTES = [
+    "never the oracle: identical texts are not embedded (cosine 1 by definition), so oracle sextuples time "
+    "no work; baseline and perturbed predictions differ from the GT and need embedding",
+    "texts_requested = 2 x distinct (pred, gt) pairs our scorer compares; distinct_texts_embedded = what it "
+    "embedded; reference_texts = what the reference's one-call-per-comparison pattern embeds",
+    "seconds_in_process and the sample speed-ups: median and range over the repeats; seconds_ray: one run",
+    "2 shared CPU cores with other work running: load_avg_1m_range is the 1-minute load average seen "
+    "between the measurements; timings are wall clock",
+]
 
 
 def to_markdown(out: dict) -> str:
@@ -218,9 +234,9 @@ def to_markdown(out: dict) -> str:
         sp = {w: x[f"sample_{w}"]["speedup"] for w in PREDICTORS}
         lines.append(f"| {t} | {x['texts_requested']} | {x['distinct_texts_embedded']} | {x['reference_texts']} | "
                      f"{x['seconds_in_process']['median']} ({x['seconds_in_process']['min']}-"
-                     f"{x['seconds_in_process']['max']}) | {x['seconds_ray']} | "
+                     f"{x['seconds_in_process']['max']}) | {x.get('seconds_ray', 'not run')} | "
                      + " | ".join(f"{sp[w]['median']}x ({sp[w]['min']}-{sp[w]['max']})" for w in PREDICTORS) + " |")
-    lines += ["", f"model load {f['model_load_seconds']} s, Ray start {f['ray_start_seconds']} s, load average "
+    lines += ["", f"model load {f['model_load_seconds']} s, Ray start {f.get('ray_start_seconds', 'not run')} s, load average "
               f"{f['load_avg_1m_range']}; floor: {out['floors']['whole_dataset_seconds']}"]
     return "\n".join(lines) + "\n"
 
