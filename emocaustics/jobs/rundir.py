@@ -31,13 +31,20 @@ RUN_FILE = "run.json"
 # Keys of a job that do not change its results: names, where outputs and the cache go, how work is spread.
 NOT_RESULT_KEYS = ("name", "description", "output", "cache_dir", "concurrency", "ray")
 NOT_RESULT_MODEL_KEYS = ("replicas", "gpus_per_replica", "concurrency", "placement", "max_connection_failures")
+# Engine / client options that change how fast or how robustly answers come, not what they are: a resume after an
+# out-of-memory or a timeout may change them.
+NOT_RESULT_ENGINE_KEYS = ("gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens", "enforce_eager",
+                          "swap_space", "cpu_offload_gb", "kv_cache_memory_bytes", "enable_prefix_caching",
+                          "scheduling_policy", "timeout", "max_retries", "concurrency", "max_connection_failures")
 
 
 def result_fields(job: JobSpec) -> dict[str, Any]:
     """What determines a job's results: dataset, models (what they are, not where they run), the expanded runs with
     their resolved options, scoring, and each task's prompt version."""
     data = job.model_dump(mode="json", exclude=set(NOT_RESULT_KEYS) | {"runs", "grid"})
-    data["models"] = {k: {kk: vv for kk, vv in m.items() if kk not in NOT_RESULT_MODEL_KEYS}
+    data["models"] = {k: {kk: ({ek: ev for ek, ev in vv.items() if ek not in NOT_RESULT_ENGINE_KEYS}
+                                if kk == "engine" else vv)
+                           for kk, vv in m.items() if kk not in NOT_RESULT_MODEL_KEYS}
                       for k, m in data["models"].items()}
     runs, prompts = [], {}
     for run in job.expand():

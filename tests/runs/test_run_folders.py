@@ -111,3 +111,22 @@ def test_a_job_file_that_is_a_directory_or_binary_is_one_line(tmp_path, capsys):
     blob.write_bytes(b"\xff\xfe\x00\x81binary")
     assert main(["run", str(blob)]) == 2
     assert "not a text file" in capsys.readouterr().err
+
+
+def test_the_hash_ignores_placement_and_speed_settings_only(count_task):
+    from emocaustics.jobs.rundir import job_hash
+    from emocaustics.jobs.spec import JobSpec
+
+    base = {"name": "h", "dataset": {"n": 3}, "runs": [{"task": "count", "method": "ask", "model": "m"}],
+            "models": {"m": {"spec": "vllm:org/model", "engine": {"max_model_len": 4096}}}}
+
+    def with_model(**changes):
+        return JobSpec.model_validate({**base, "models": {"m": {**base["models"]["m"], **changes}}})
+
+    ref = job_hash(JobSpec.model_validate(base))
+    assert job_hash(with_model(replicas=4, gpus_per_replica=2, placement="spread")) == ref
+    assert job_hash(with_model(engine={"max_model_len": 4096, "gpu_memory_utilization": 0.8})) == ref
+    assert job_hash(JobSpec.model_validate({**base, "output": "elsewhere", "concurrency": 8})) == ref
+    assert job_hash(with_model(engine={"max_model_len": 8192})) != ref  # longer prompts fit: other results
+    assert job_hash(with_model(spec="vllm:org/other")) != ref
+    assert job_hash(JobSpec.model_validate({**base, "dataset": {"n": 4}})) != ref
