@@ -40,7 +40,11 @@ def _version() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="emocaustics", description=__doc__.splitlines()[0],
+    parser = argparse.ArgumentParser(prog="emocaustics",
+                                     description="Run evaluation jobs on a Ray cluster (local by default), score "
+                                                 "predictions against ground truth, and build score reports. "
+                                                 "`emocaustics run jobs/quickstart.yaml --dry-run` shows what a job "
+                                                 "would do.",
                                      formatter_class=DefaultsFormatter,
                                      epilog="exit status: 0 done, 2 usage error (nothing run), 3 some samples "
                                             "failed (see --allow-failures), 4 a model endpoint stopped answering "

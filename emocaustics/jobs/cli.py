@@ -40,13 +40,14 @@ def register(subparsers: Any) -> None:
     p.add_argument("--json", action="store_true", help="print the list as JSON")
     p.set_defaults(func=_tasks)
 
-    p = subparsers.add_parser("report", help="rebuild report.html of a run directory")
-    p.add_argument("run_dir")
+    p = subparsers.add_parser("report", help="write a run folder's report.html again (e.g. after an upgrade)")
+    p.add_argument("run_dir", help="a finished run folder (it holds scores.parquet)")
     p.add_argument("--latex", action="store_true", help="also write the summary table as LaTeX (summary.tex)")
     p.set_defaults(func=_report)
 
-    p = subparsers.add_parser("compare", help="several runs' summaries side by side")
-    p.add_argument("run_dirs", nargs="+")
+    p = subparsers.add_parser("compare", help="line up several runs' summaries and say which differences between "
+                                                   "configs are significant")
+    p.add_argument("run_dirs", nargs="+", help="finished run folders")
     p.add_argument("--out", help="also write the comparison as CSV here")
     p.set_defaults(func=_compare)
 
