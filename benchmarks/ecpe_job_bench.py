@@ -77,7 +77,8 @@ def run(quick: bool = False) -> dict:
     return {
         "name": "ecpe_job_bench",
         "figures": figures,
-        "inputs": {"job": "jobs/ecpe-quickstart.yaml", "data": str(root), "conversations": raw["dataset"]["ecpe"]["ids"],
+        "inputs": {"job": "jobs/ecpe-quickstart.yaml", "data": str(root),
+                   "conversations": raw["dataset"]["ecpe"]["ids"],
                    "response_cache": "fresh (every answer generated)"},
         "notes": ["job_seconds is the whole `run_job`, Ray start and the engine start included; wall_seconds per "
                   "config is load + solve + score (the first LLM config's includes the engine start)",
@@ -107,8 +108,8 @@ def _shutdown() -> None:
 def to_markdown(out: dict) -> str:
     f = out["figures"]
     lines = [f"Whole job {f['job_seconds']} s (engine start {f['engine_start_seconds']} s), load average 1 min "
-             f"{f['load_1m_before']} before / {f['load_1m_after']} after; {f['engine_calls']} engine calls, prefix-cache "
-             f"hit rate {f['prefix_cache_hit_rate']}.", "",
+             f"{f['load_1m_before']} before / {f['load_1m_after']} after; {f['engine_calls']} engine calls, "
+             f"prefix-cache hit rate {f['prefix_cache_hit_rate']}.", "",
              "| config | kind | conversations | failures | unparseable | llm_calls | tokens | wall (s) | "
              "weighted_strict_f1 | weighted_f1 |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for run_label, c in f["configs"].items():

@@ -216,7 +216,8 @@ class EcpeTask(Task):
         return [*written, archive, scores_txt, *tables]
 
 
-def _score_subtasks(samples: list[Sample], predictions: dict[str, Any], options: EcpeOptions) -> dict[int, SubtaskResult]:
+def _score_subtasks(samples: list[Sample], predictions: dict[str, Any],
+                    options: EcpeOptions) -> dict[int, SubtaskResult]:
     """Each asked subtask scored officially on the loaded gold (a failed or missing conversation predicts nothing)."""
     return {st: score_records(st, _gold_records(samples, st), _submission(samples, predictions, st),
                               gold_file=f"gold (subtask {st})", pred_file=f"predictions (subtask {st})")
