@@ -38,6 +38,12 @@ N_FULL = {"sextuple/direct": 12, "sextuple/rag": 12, "sextuple/window": 4, "emot
 N_QUICK = {m: 3 for m in METHODS}
 CONCURRENCY = 128
 REPEATS = int(os.environ.get("REFERENCE_BENCH_REPEATS", "3"))
+# e.g. REFERENCE_BENCH_N="sextuple/window=2,sextuple/direct=6": smaller runs on a loaded machine (recorded in inputs)
+for _spec in filter(None, os.environ.get("REFERENCE_BENCH_N", "").split(",")):
+    _m, _, _n = _spec.partition("=")
+    if _m not in N_FULL:
+        raise ValueError(f"REFERENCE_BENCH_N: unknown method {_m!r}; choose from {', '.join(N_FULL)}")
+    N_FULL[_m] = int(_n)
 
 
 def _totals(rows: list[dict[str, Any]]) -> dict[str, int]:
@@ -68,7 +74,7 @@ def run(quick: bool = False, methods: dict[str, int] | None = None) -> dict[str,
     from emocaustics.tasks.emocaustics.extract.runner import ExtractConfig, embed_items
     from emocaustics.tasks.emocaustics.extract.runray import build_items, run_extract
 
-    methods = methods or (N_QUICK if quick else N_FULL)
+    methods = {m: n for m, n in (methods or (N_QUICK if quick else N_FULL)).items() if n > 0}
     repeats = 1 if quick else REPEATS
     work = Path(tempfile.mkdtemp(prefix="reference-bench-"))
     t_all = time.time()
