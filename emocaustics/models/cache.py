@@ -128,6 +128,11 @@ class CachedLLM:
         fresh = dict(zip(missing, answers))
         return [fresh[i] if i in fresh else hits[keys[i]] for i in range(len(requests))]
 
+    @property
+    def runs_remotely(self) -> bool:
+        """Whether `run` ships items to the wrapped model's actors (they must then be serialisable)."""
+        return bool(getattr(self.llm, "runs_remotely", False))
+
     async def run(
         self, fn: Callable[[Any, Any], Awaitable[Any]], items: list[Any], affinity_key: Callable[[Any], str] | None = None,
         *, weight_key: Callable[[Any], int] | None = None,
