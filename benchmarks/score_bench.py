@@ -37,6 +37,7 @@ SAMPLE = int(os.environ.get("SCORE_BENCH_SAMPLE", "20"))  # dialogues timed with
 REPEATS = int(os.environ.get("SCORE_BENCH_REPEATS", "3"))  # repeats of each sample measurement
 WHOLE_REPEATS = int(os.environ.get("SCORE_BENCH_WHOLE_REPEATS", "3"))  # repeats of the whole-set scoring
 WITH_RAY = os.environ.get("SCORE_BENCH_RAY", "1") != "0"  # also time the Ray Data plan on the whole set (once)
+# SCORE_BENCH_SUBSET (default "all"): the dialogues scored as "the whole set", e.g. paper-100 on a loaded machine
 PREDICTORS = ("baseline", "perturbed")
 WHOLE_SET_PREDICTOR = "baseline"
 
@@ -122,7 +123,7 @@ def run(quick: bool = False) -> dict:
     from emocaustics.models.embedders import make_embedder
     from emocaustics.tasks.emocaustics.data.subsets import resolve
     from emocaustics.tasks.emocaustics.score.engine import ascore
-    subset = "paper-100" if quick else "all"
+    subset = "paper-100" if quick else os.environ.get("SCORE_BENCH_SUBSET", "all")
     repeats = 1 if quick else REPEATS
     whole_repeats = 1 if quick else WHOLE_REPEATS
     sample_n = 5 if quick else SAMPLE
