@@ -50,8 +50,15 @@ def timed(fn: Any, repeats: int) -> list[float]:
     return out
 
 
+def load_average() -> float:
+    """The 1-minute load average (the machine is shared: every timing is reported beside it)."""
+    return round(os.getloadavg()[0], 2)
+
+
 def run(quick: bool = False) -> dict:
     from emocaustics.stats import bootstrap_means, config_stats, wilcoxon_p
+
+    load_before = load_average()
 
     n_items, n_configs, n_resamples = (2_000, 5, 2_000) if quick else (10_000, 20, 10_000)
     df = make_scores(n_items, n_configs)
@@ -81,7 +88,10 @@ def run(quick: bool = False) -> dict:
     median = figures["config_stats_seconds_median"]
     return {"name": "stats_bench", "figures": figures,
             "inputs": {"items": n_items, "configs": n_configs, "resamples": n_resamples, "repeats": REPEATS,
-                       "cpus": os.cpu_count(), "quick": quick},
+                       "cpus": os.cpu_count(), "quick": quick,
+                       "load_avg_1m_before_after": [load_before, load_average()],
+                       "command": "python -m benchmarks.stats_bench" + (" --quick" if quick else ""),
+                       "when": time.strftime("%Y-%m-%dT%H:%M:%S%z")},
             "notes": ["config_stats = CIs for every configuration + paired bootstrap, approximate randomisation, "
                       "Wilcoxon and Holm for all pairs",
                       "mixed_items: each configuration leaves 1 % of items unscored, so every pair has its own "
@@ -133,7 +143,11 @@ def to_markdown(out: dict) -> str:
              "| figure | value |", "|---|---|"]
     lines += [f"| {k} | {v} |" for k, v in f.items()]
     lines += ["", f"floor: config_stats median {floor['value']} s vs < {floor['floor']} s "
-              f"({'ok' if floor['ok'] else 'BELOW FLOOR'})"]
+              f"({'ok' if floor['ok'] else 'NOT MET'})"]
+    if "load_avg_1m_before_after" in i:
+        before, after = i["load_avg_1m_before_after"]
+        lines += [f"measured {i.get('when', '')} on {i['cpus']} CPUs at 1-minute load average {before} (before) / "
+                  f"{after} (after); rerun: `{i.get('command', 'python -m benchmarks.stats_bench')}`"]
     return "\n".join(lines) + "\n"
 
 
