@@ -57,19 +57,26 @@ def has(report: dict[str, Any], bench: str) -> bool:
 def rows(c: Cite) -> list[tuple[str, str, str]]:
     r = c.report
     out: list[tuple[str, str, str]] = []
-    if has(r, "score_bench"):
+    if has(r, "score_bench") and "seconds_in_process" in c.value("score_bench.sextuple"):
         n = c.value("score_bench.repeats")
+        inputs = r["results"]["score_bench"]["inputs"]
+        whole = inputs.get("whole_set_repeats", n)
+        ray_part = (f"; Ray Data {c.fig('score_bench.sextuple.seconds_ray', 1, ' s')} / "
+                    f"{c.fig('score_bench.emotion.seconds_ray', 1, ' s')}") if inputs.get("ray_data_path", True) else ""
         out.append((
-            f"Scoring all 400 dialogues from baseline predictions (texts that differ from the GT), minilm embedder, "
-            f"in process (median (range) of {n} runs) and through the Ray Data plan (one run); floor < 10 min",
-            f"sextuples {c.spread('score_bench.sextuple.seconds_in_process', 1, ' s')}, chains "
-            f"{c.spread('score_bench.emotion.seconds_in_process', 1, ' s')}; Ray Data "
-            f"{c.fig('score_bench.sextuple.seconds_ray', 1, ' s')} / {c.fig('score_bench.emotion.seconds_ray', 1, ' s')};"
+            f"Scoring the dataset (`{inputs['subset']}`) from baseline predictions (texts that differ from the GT), "
+            f"minilm embedder, in process (median (range) of {whole} run{'s' if whole > 1 else ''})"
+            + (" and through the Ray Data plan (one run)" if ray_part else "") + "; floor < 10 min for all 400",
+            f"{c.fig('score_bench.dialogues')} dialogues: sextuples "
+            f"{c.spread('score_bench.sextuple.seconds_in_process', 1, ' s')}, chains "
+            f"{c.spread('score_bench.emotion.seconds_in_process', 1, ' s')}{ray_part};"
             f" distinct texts embedded {c.fig('score_bench.sextuple.distinct_texts_embedded', thousands=True)} / "
             f"{c.fig('score_bench.emotion.distinct_texts_embedded', thousands=True)}, where the reference's call "
             f"pattern embeds {c.fig('score_bench.sextuple.reference_texts', thousands=True)} / "
             f"{c.fig('score_bench.emotion.reference_texts', thousands=True)}",
             "`python -m benchmarks --only score_bench`"))
+    if has(r, "score_bench"):
+        n = c.value("score_bench.repeats")
         sample = c.value("score_bench.sample_dialogues")
         out.append((
             f"Speed-up of batched scoring vs one embedding call per compared group, {sample}-dialogue sample, "
@@ -77,7 +84,17 @@ def rows(c: Cite) -> list[tuple[str, str, str]]:
             f"baseline predictions: sextuples {c.spread('score_bench.sextuple.sample_baseline.speedup', 1, '×')}, "
             f"chains {c.spread('score_bench.emotion.sample_baseline.speedup', 1, '×')}; perturbed GT: sextuples "
             f"{c.spread('score_bench.sextuple.sample_perturbed.speedup', 1, '×')}, chains "
-            f"{c.spread('score_bench.emotion.sample_perturbed.speedup', 1, '×')}",
+            f"{c.spread('score_bench.emotion.sample_perturbed.speedup', 1, '×')}. Distinct texts our scorer embeds "
+            f"for the sample (baseline / perturbed): sextuples "
+            f"{c.fig('score_bench.sextuple.sample_baseline.distinct_texts_embedded', thousands=True)} / "
+            f"{c.fig('score_bench.sextuple.sample_perturbed.distinct_texts_embedded', thousands=True)}, chains "
+            f"{c.fig('score_bench.emotion.sample_baseline.distinct_texts_embedded', thousands=True)} / "
+            f"{c.fig('score_bench.emotion.sample_perturbed.distinct_texts_embedded', thousands=True)}; the "
+            f"per-comparison pattern embeds "
+            f"{c.fig('score_bench.sextuple.sample_baseline.texts_per_comparison', thousands=True)} / "
+            f"{c.fig('score_bench.sextuple.sample_perturbed.texts_per_comparison', thousands=True)} and "
+            f"{c.fig('score_bench.emotion.sample_baseline.texts_per_comparison', thousands=True)} / "
+            f"{c.fig('score_bench.emotion.sample_perturbed.texts_per_comparison', thousands=True)}",
             "same"))
     if has(r, "guided_bench"):
         out.append((
