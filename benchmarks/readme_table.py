@@ -115,9 +115,10 @@ def rows(c: Cite) -> list[tuple[str, str, str]]:
             + " / ".join(c.fig(f"engine_bench.dialogues.{m}") for m in methods),
             "`python -m benchmarks --only engine_bench`"))
         out.append((
-            "vLLM prefix-cache hit rate, `window` pass 2 (128-token blocks on the CPU engine)",
-            f"{c.fig('engine_bench.window_pass2_prefix_cache_hit_rate', 2)} (the prompt layout allows "
-            f"{c.fig('engine_bench.window_pass2_reusable_prefix_rate_block16', 2)} with 16-token blocks)",
+            "vLLM prefix-cache hit rate, `window` pass 2, with the CPU engine's 128-token blocks; in parentheses the "
+            "share the prompt layout would allow with 16-token blocks",
+            f"{c.fig('engine_bench.window_pass2_prefix_cache_hit_rate', 2)} "
+            f"({c.fig('engine_bench.window_pass2_reusable_prefix_rate_block16', 2)})",
             "same"))
     if has(r, "reference_bench"):
         methods = list(c.value("reference_bench.speedup_median"))
