@@ -143,10 +143,11 @@ class EmbedderProcess:
             return self._receive()
 
     def stop(self) -> None:
-        if self._proc.is_alive():
+        self._conn.close()  # an idle child reads end-of-file and exits cleanly
+        self._proc.join(0.5)
+        if self._proc.is_alive():  # still loading or encoding: nothing waits for that any more
             self._proc.kill()
-        self._proc.join(5)
-        self._conn.close()
+            self._proc.join(5)
 
 
 def _serve(spec: str, conn: Any) -> None:
