@@ -21,7 +21,7 @@ from emocaustics.models.base import LLM, ChatRequest, Sampling
 M = TypeVar("M", bound=BaseModel)
 
 # Engine/endpoint messages that mean "the prompt does not fit the model's context": never retried, never truncated.
-_CONTEXT_RE = re.compile(
+CONTEXT_RE = re.compile(
     r"maximum context length|max_model_len|context length|too long|longer than the maximum|exceeds? the (model|maximum)",
     re.IGNORECASE,
 )
@@ -119,7 +119,7 @@ class Asker:
                     self.stats.prompt_tokens += c.prompt_tokens
                     self.stats.generated_tokens += c.generated_tokens
                 if c.error is not None:
-                    if _CONTEXT_RE.search(c.error):
+                    if CONTEXT_RE.search(c.error):
                         raise ContextExceeded(asks[i].step, f"prompt exceeds the model's context: {c.error}")
                     reasons[i] = f"model error: {c.error}"
                     still.append(i)

@@ -25,7 +25,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from emocaustics.core.task import SolveFailed
 from emocaustics.models.base import ChatRequest, Completion, Sampling
-from emocaustics.solve.ask import _CONTEXT_RE
+from emocaustics.solve.ask import CONTEXT_RE
 from emocaustics.solve.schema import schema_of, token_budget
 from emocaustics.tasks.aer.prompts import REASONING_MAX_CHARS
 
@@ -158,7 +158,7 @@ async def ask_samples(llm: Any, messages: tuple[dict[str, str], ...], prompt: st
         still = []
         for i, c in zip(pending, completions):
             raws[i] = c.text
-            if c.error is not None and _CONTEXT_RE.search(c.error):
+            if c.error is not None and CONTEXT_RE.search(c.error):
                 raise SolveFailed(step, f"prompt exceeds the model's context: {c.error}")
             if c.error is not None and not (c.error.startswith("invalid JSON") and c.text.strip()):
                 reasons[i] = f"model error: {c.error}"
