@@ -25,11 +25,13 @@ from emocaustics.core.errors import UsageError
 ALLOWED = (
     "'smoke[?OPTION=VALUE...]', 'vllm:PATH_OR_NAME[?replicas=N&tp=N&OPTION=VALUE...]' or "
     "'openai:MODEL@BASE_URL[?concurrency=N&timeout=SECONDS&max_retries=N&json_mode=auto|schema|plain]' or "
-    "'anthropic:MODEL[@BASE_URL][?concurrency=N&timeout=SECONDS&max_retries=N]'"
+    "'anthropic:MODEL[@BASE_URL][?concurrency=N&timeout=SECONDS&max_retries=N&json_mode=...&sampling=auto|send|omit]'"
 )
 REMOTE_KINDS = ("openai", "anthropic")  # clients of endpoints: no model pool, no Ray
 POOL_KEYS = ("replicas", "tp", "gpus", "cpus", "placement")
 CLIENT_KEYS = ("concurrency", "timeout", "max_retries", "json_mode", "json_retries", "max_connection_failures")
+# Options only one client takes: Anthropic's `sampling` (send temperature/top_p, or leave them out: anthropic_chat.py).
+KIND_KEYS = {"openai": (), "anthropic": ("sampling",)}
 
 
 class LLMSpec(BaseModel):
@@ -80,9 +82,10 @@ def _value(raw: str) -> Any:
 def _assign(data: dict[str, Any], opts: dict[str, Any], spec: str) -> None:
     for key, value in opts.items():
         if data["kind"] in REMOTE_KINDS:
-            if key not in CLIENT_KEYS:
+            allowed = CLIENT_KEYS + KIND_KEYS[data["kind"]]
+            if key not in allowed:
                 raise UsageError(f"model spec {spec!r}: unknown option {key!r} ({data['kind']} options: "
-                                 f"{', '.join(CLIENT_KEYS)})")
+                                 f"{', '.join(allowed)})")
             data["client"] = {**data["client"], key: value}
         elif key in POOL_KEYS:
             data[key] = value

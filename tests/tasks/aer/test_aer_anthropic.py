@@ -176,3 +176,16 @@ def test_prose_answers_from_an_unguided_endpoint_are_read(tmp_path: Path) -> Non
         preds = asyncio.run(_solve_all(AnthropicChatLLM("m", srv.base_url, timeout=5), samples, options))
     assert all(not isinstance(p, Failure) and p["answer"] == ["B"] and p["parsed_from"] == "text"
                for p in preds.values())
+
+
+def test_spec_takes_sampling_for_anthropic_only() -> None:
+    from emocaustics.models.spec import make_llm, parse_llm_spec
+
+    spec = parse_llm_spec("anthropic:claude-x@http://127.0.0.1:9?sampling=omit&json_mode=plain")
+    assert spec.client == {"sampling": "omit", "json_mode": "plain"}
+    llm = make_llm(spec)
+    assert llm.sampling == "omit" and llm.json_mode == "plain"
+    with pytest.raises(UsageError, match="unknown option 'sampling'"):
+        parse_llm_spec("openai:m@http://127.0.0.1:9/v1?sampling=omit")
+    with pytest.raises(ValueError, match="sampling must be auto, send or omit"):
+        make_llm("anthropic:claude-x@http://127.0.0.1:9?sampling=never")
