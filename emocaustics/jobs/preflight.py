@@ -101,7 +101,8 @@ def describe(job: JobSpec, configs: list[Any], loaded: dict[str, Loaded | UsageE
         got = loaded[cfg.label]
         if isinstance(got, UsageError):
             problems.append((cfg.label, str(got)))
-            lines.append(f"| {cfg.label} | {cfg.task.name} | {cfg.options.method} | {cfg.model or '-'} | ? | ? | ? | ? |")
+            lines.append(f"| {cfg.label} | {cfg.task.name} | {cfg.options.method} | {cfg.model or '-'} | "
+                         "? | ? | ? | ? |")
             continue
         n = len(got.samples)
         if cfg.task.needs_model(cfg.options):

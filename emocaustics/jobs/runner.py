@@ -247,7 +247,8 @@ def _stop_if_endpoint_down(cfg: Config, job: JobSpec, samples: list, run_dir: Pa
     if down:
         kept = sum(1 for s in samples if s.id in found and not isinstance(found[s.id], Failure))
         raise EndpointDown(f"model {cfg.model!r}: {down}; config {cfg.label}: {kept} of {len(samples)} samples "
-                           f"finished and kept; when the endpoint is back: emocaustics run JOB --resume --out {run_dir}")
+                           "finished and kept; when the endpoint is back: "
+                           f"emocaustics run JOB --resume --out {run_dir}")
 
 
 def plan_job(job: JobSpec, *, out: str | None = None, resume: bool = False) -> str:

@@ -1,5 +1,5 @@
-"""A dead endpoint stops the job: the stand-in answers 10 requests, then drops every connection (tests/fakes/openai_chat:
-a stand-in for a remote OpenAI-compatible API). The 50-sample job stops within 30 s with exit status 4 and the
+"""A dead endpoint stops the job: the stand-in answers 10 requests, then drops every connection
+(tests/fakes/openai_chat: a stand-in for a remote OpenAI-compatible API). The 50-sample job stops within 30 s with exit status 4 and the
 endpoint named, the 10 finished samples are kept, and `--resume` continues once the endpoint is back. A dead
 endpoint at the start is caught by the pre-flight check: one line, nothing written."""
 

@@ -6,9 +6,9 @@
 Which ground truth: a prediction folder written by `emocaustics run` records what it was made from
 (`provenance.json`: dataset, subset, ids and a fingerprint of every dialogue); that is the default selection, and a
 selection that does not match it is refused, naming the dialogue (`--ignore-provenance` scores anyway). Without a
-record the default is every dialogue of an explicit `--data` folder, else `sample`. `--out` writes items.parquet, dialogues.parquet,
-summary.csv and summary.json; `--json` prints the summary. Exit status 3 when any dialogue failed (unless
-`--allow-failures`).
+record the default is every dialogue of an explicit `--data` folder, else `sample`. `--out` writes items.parquet,
+dialogues.parquet, summary.csv and summary.json; `--json` prints the summary. Exit status 3 when any dialogue failed
+(unless `--allow-failures`).
 """
 
 from __future__ import annotations
