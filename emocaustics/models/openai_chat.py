@@ -132,11 +132,17 @@ class OpenAIChatLLM:
                     return Completion(text="", error=_reason(exc2, self.timeout))
             except openai.OpenAIError as exc:
                 return Completion(text="", error=_reason(exc, self.timeout))
-        choice = resp.choices[0] if resp.choices else None
-        text = (choice.message.content or "") if choice is not None else ""
-        usage = resp.usage
+        try:
+            data = resp.json()
+            choices = data.get("choices") or []
+            choice = choices[0] if choices else None
+            text = ((choice.get("message") or {}).get("content") or "") if choice is not None else ""
+            finish = choice.get("finish_reason") if choice is not None else None
+            usage = data.get("usage") or {}
+        except (ValueError, AttributeError, TypeError) as exc:
+            return Completion(text="", error=f"invalid response body: {type(exc).__name__}: {str(exc)[:200]}")
         parsed, repaired, error = parse_answer(text, request.schema)
-        if choice is not None and choice.finish_reason == "length" and (error or repaired):
+        if finish == "length" and (error or repaired):
             # Cut at max_tokens: json-repair would close the brackets of a half answer and call it valid. A cut
             # answer is never counted: it is asked again (json_retries) and else reported as this failure.
             error = f"answer cut at max_tokens={request.sampling.max_tokens}; {error or 'incomplete JSON'}"
@@ -145,8 +151,8 @@ class OpenAIChatLLM:
             text=text,
             parsed=parsed,
             error=error,
-            prompt_tokens=usage.prompt_tokens if usage else 0,
-            generated_tokens=usage.completion_tokens if usage else 0,
+            prompt_tokens=int(usage.get("prompt_tokens") or 0),
+            generated_tokens=int(usage.get("completion_tokens") or 0),
             repaired=repaired,
         )
 
@@ -201,12 +207,13 @@ class _RoundRobin:
 
 
 async def _create(client: Any, body: dict[str, Any]) -> Any:
-    """POST /chat/completions with the body as built (`_body` writes the wire format already). The typed
-    `chat.completions.create` walks every message through the SDK's type-driven transform first, a quarter of the
-    driver's CPU per call at hundreds of calls per second; retries, timeouts and errors are the same client's."""
-    from openai.types.chat import ChatCompletion
+    """POST /chat/completions with the body as built (`_body` writes the wire format already); the raw response.
+    The typed `chat.completions.create` walks every message through the SDK's type-driven transform first, a quarter
+    of the driver's CPU per call at hundreds of calls per second; retries, timeouts and errors are the same client's."""
+    import httpx
 
-    return await client.post("/chat/completions", body=body, cast_to=ChatCompletion)
+    # The raw response: building the SDK's ChatCompletion model from it cost as much again as reading the JSON.
+    return await client.post("/chat/completions", body=body, cast_to=httpx.Response)
 
 
 def _mentions_response_format(exc: Exception) -> bool:

@@ -1,8 +1,8 @@
 """Reliability: a job run with an API key in the environment leaves no trace of the key in any log or output file.
 
 `emocaustics run` runs as a child process with its own Ray (dedicated temp dir), against the local fake endpoint,
-which refuses any request without that very bearer key (so the key provably travelled to the Ray worker that calls
-the endpoint). Some requests fail on purpose (500, invalid JSON at random; every request about dialogue 2 answers 500, so that
+which refuses any request without that very bearer key (so the key provably travelled to the process that calls the
+endpoint). Some requests fail on purpose (500, invalid JSON at random; every request about dialogue 2 answers 500, so that
 dialogue ends as a failure row), so the error and warning paths write their logs too.
 Then every file under the run dir, the response cache, Ray's session dir and the captured stdout/stderr is scanned.
 """
@@ -83,9 +83,11 @@ def test_api_key_from_the_environment_is_never_written(tmp_path: Path) -> None:
             assert '"dialogue": 2' in failures and "HTTP 500" in failures, failures
             scanned = _files(run_dir) + _files(tmp_path / "cache") + _files(child.ray_tmp) + [
                 child.stdout_path, child.stderr_path]
+            # An endpoint-only job needs no Ray: extraction streams in the driver and the runner connects only for
+            # Ray-hosted models (issue 18). Where Ray did run, its session logs are among the files scanned.
             ray_logs = [p for p in scanned if str(child.ray_tmp) in str(p) and "/logs/" in str(p)]
-            assert len(ray_logs) >= 5, f"expected Ray's session logs under {child.ray_tmp}, found {len(ray_logs)}"
-            assert any("worker" in p.name for p in ray_logs)
+            if ray_logs:
+                assert any("worker" in p.name for p in ray_logs)
             leaks = _leaks(scanned)
             assert not leaks, f"the API key appears in: {leaks}"
             print(f"\n[reliability] secrets: scanned {len(scanned)} files ({len(ray_logs)} Ray logs), "
