@@ -22,12 +22,16 @@ import numpy as np
 
 
 class EmbedFeed:
-    def __init__(self, spec: str, items: list[dict[str, Any]], marks: dict[str, float] | None = None) -> None:
+    def __init__(self, spec: str, items: list[dict[str, Any]], marks: dict[str, float] | None = None, *,
+                 background: bool = False) -> None:
         from emocaustics.models.embedders import make_embedder
 
         self.spec = spec
         self.embedder = make_embedder(spec)  # parses the spec here: a bad one fails the run before it starts
         self._process: EmbedderProcess | None = None
+        # background: the consumers await embeddings only now and then (window), so the embedder's CPU must not be
+        # taken from the loop that drives the calls; `rag` waits on every dialogue's embeddings and keeps full priority
+        self.background = background
         self.marks = marks if marks is not None else {}
         self._order = [it for it in items if it.get("needs_emb") and not it.get("skip_reason")]
         self._futures: dict[int, asyncio.Future[np.ndarray]] = {}
@@ -56,7 +60,7 @@ class EmbedFeed:
         if not isinstance(self.embedder, SentenceTransformerEmbedder):
             return
         self.marks["embedder_start"] = time.time()
-        self._process = EmbedderProcess(self.spec)
+        self._process = EmbedderProcess(self.spec, nice=10 if self.background else 0)
         await _in_daemon_thread(self._process.wait_ready)
         self.marks["embedder_loaded"] = time.time()
 
@@ -115,12 +119,12 @@ class EmbedderProcess:
     daemonic and is stopped without waiting for its work, so a run whose dialogues never needed embeddings does not
     wait for the model to load. Its standard output goes to standard error (`--json` keeps stdout clean)."""
 
-    def __init__(self, spec: str) -> None:
+    def __init__(self, spec: str, nice: int = 0) -> None:
         import multiprocessing as mp
 
         ctx = mp.get_context("spawn")
         self._conn, child = ctx.Pipe()
-        self._proc = ctx.Process(target=_serve, args=(spec, child), daemon=True, name="emocaustics-embedder")
+        self._proc = ctx.Process(target=_serve, args=(spec, child, nice), daemon=True, name="emocaustics-embedder")
         self._proc.start()
         child.close()
         self._lock = threading.Lock()
@@ -150,10 +154,13 @@ class EmbedderProcess:
             self._proc.join(5)
 
 
-def _serve(spec: str, conn: Any) -> None:
+def _serve(spec: str, conn: Any, nice: int = 0) -> None:
     """The child's loop: load the model, say so, then encode each list of texts received until the pipe closes."""
     import os
     import sys
+
+    if nice:
+        os.nice(nice)
 
     os.dup2(2, 1)  # anything the libraries print goes to standard error
     sys.stdout = sys.stderr

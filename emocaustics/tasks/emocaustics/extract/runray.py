@@ -93,7 +93,8 @@ async def _stream(items: list[dict[str, Any]], cfg: ExtractConfig, *, llm_spec: 
 
     feed = None
     if any(it.get("needs_emb") and not it.get("skip_reason") for it in items):
-        feed = EmbedFeed(embedder_spec, items, marks)  # starts loading now, beside the model's start
+        # starts loading now, beside the model's start; window consults embeddings only for unnamed events
+        feed = EmbedFeed(embedder_spec, items, marks, background=cfg.method == "window")
         feed.start()
     pool = None
     marks["llm_start"] = time.time()
