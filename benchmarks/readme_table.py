@@ -194,6 +194,14 @@ def reading(c: Cite) -> list[str]:
                    "and chain windows are chains of dependent calls, rag waits for its embedding stage; the replay has "
                    "every prompt from the start. The end-to-end ratios include Ray Data and embedder start-up, which "
                    "dominates runs this small.")
+    if has(r, "score_bench"):
+        out.append("Batched scoring embeds each distinct text once, in large batches; the per-comparison pattern makes "
+                   "one small encoder call per compared group. Small calls suffer most from CPU contention: this run's "
+                   f"load average was between {c.fig('score_bench.load_avg_1m_range.0', 1)} and "
+                   f"{c.fig('score_bench.load_avg_1m_range.1', 1)}, so its speed-ups overstate what an idle machine "
+                   "shows (an earlier idle-machine run on a 5-dialogue sample found batched scoring at most about "
+                   "twice as fast, sometimes slower; see the git history of benchmarks/results/score_bench.json). "
+                   "Rerun `make bench` on an idle machine before quoting them elsewhere.")
     if has(r, "reference_bench"):
         out.append("The reference-style driver runs each method at the reference's own concurrency: its README's run "
                    "commands (`--batch 16` for the sextuple direct and rag scripts, `--batch 1` for the sextuple "
@@ -202,7 +210,11 @@ def reading(c: Cite) -> list[str]:
                    "blocking request at a time. Each side starts from an empty server prefix cache; which side runs "
                    "first alternates between repeats; the load average before and after every side is in the file "
                    f"(this run: {c.fig('reference_bench.load_avg_1m_range.0', 1)} to "
-                   f"{c.fig('reference_bench.load_avg_1m_range.1', 1)}).")
+                   f"{c.fig('reference_bench.load_avg_1m_range.1', 1)}). Where the speed-up is below 1, our fixed "
+                   "start-up is most of our wall time at these sizes (a few dialogues): Ray Data, and for rag and "
+                   "window the embedding actor, against in-process embedding on the reference side; a run this small "
+                   "cannot fill the engine's batch either way. The spread across repeats is wide on this loaded "
+                   "machine; quote the range, not the median alone.")
     if has(r, "scale_bench"):
         out.append("Simulated figures come from a simulated GPU engine (benchmarks/sim_engine.py) on a virtual clock; "
                    "its calibration anchors are stated with the hardware they were measured on "
