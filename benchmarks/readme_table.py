@@ -95,7 +95,8 @@ def rows(c: Cite) -> list[tuple[str, str, str]]:
             f"{c.fig('score_bench.sextuple.sample_perturbed.texts_per_comparison', thousands=True)} and "
             f"{c.fig('score_bench.emotion.sample_baseline.texts_per_comparison', thousands=True)} / "
             f"{c.fig('score_bench.emotion.sample_perturbed.texts_per_comparison', thousands=True)}",
-            "same"))
+            "same" if out and out[-1][2] == "`python -m benchmarks --only score_bench`"
+            else "`python -m benchmarks --only score_bench`"))
     if has(r, "guided_bench"):
         out.append((
             "Schema-guided requests through the real vLLM CPU engine in a Ray actor (smoke model), "
@@ -127,8 +128,8 @@ def rows(c: Cite) -> list[tuple[str, str, str]]:
             "Ours vs the reference's way of driving the same `vllm serve` (blocking calls, one dialogue per thread at "
             "the reference's own `--batch`), sides alternating first, median (range) of "
             f"{n} runs",
-            "; ".join(f"{METHOD_LABEL[m]} {c.spread(f'reference_bench.per_method.{m}.speedup', 2, '×')} at "
-                      f"{c.fig(f'reference_bench.reference_threads.{m}')} threads" for m in methods),
+            "; ".join(f"{METHOD_LABEL[m]} {c.spread(f'reference_bench.per_method.{m}.speedup', 2, '×')}, "
+                      f"threads {c.fig(f'reference_bench.reference_threads.{m}')}" for m in methods),
             "`python -m benchmarks --only reference_bench`"))
     if has(r, "scale_bench"):
         out.append((
