@@ -21,6 +21,9 @@ from typing import Any
 import numpy as np
 
 
+CHUNK = 32  # texts per encode: a dialogue's first utterances are usable before its last are embedded
+
+
 class EmbedFeed:
     def __init__(self, spec: str, items: list[dict[str, Any]], marks: dict[str, float] | None = None, *,
                  background: bool = False) -> None:
@@ -36,6 +39,8 @@ class EmbedFeed:
         self._order = [it for it in items if it.get("needs_emb") and not it.get("skip_reason")]
         self._futures: dict[int, asyncio.Future[np.ndarray]] = {}
         self._asked: list[int] = []  # item ids asked for, in order; served before the rest
+        self._parts: dict[int, list[np.ndarray]] = {}  # rows embedded so far, chunk by chunk
+        self._progress = asyncio.Condition()
         self._worker: asyncio.Task[None] | None = None
         self.texts = 0
         self.seconds = 0.0
@@ -51,6 +56,19 @@ class EmbedFeed:
         if not fut.done():
             self._asked.append(id(item))
         return await asyncio.shield(fut)
+
+    async def upto(self, item: dict[str, Any], n: int) -> np.ndarray:
+        """At least the first n rows of the item's embeddings (all of them once done): `rag` asks utterance i as soon
+        as utterances 0..i are embedded, instead of waiting for the whole dialogue."""
+        fut = self._futures[id(item)]
+        if not fut.done():
+            self._asked.append(id(item))
+        parts = self._parts.setdefault(id(item), [])
+        async with self._progress:
+            await self._progress.wait_for(lambda: fut.done() or sum(len(p) for p in parts) >= n)
+        if fut.done():
+            return fut.result()
+        return np.concatenate(parts)
 
     async def _load(self) -> None:
         import time
@@ -85,19 +103,27 @@ class EmbedFeed:
         while (item := self._next()) is not None:
             fut = self._futures[id(item)]
             t0 = time.perf_counter()
+            texts = list(item["sentences"])
+            parts = self._parts.setdefault(id(item), [])
             try:
-                texts = list(item["sentences"])
-                if self._process is not None:
-                    vecs = await _in_daemon_thread(self._process.encode, texts)
-                else:
-                    vecs = await self.embedder.embed(texts)
-                vecs = np.asarray(vecs, dtype=np.float32)
+                for start in range(0, len(texts), CHUNK):
+                    chunk = texts[start:start + CHUNK]
+                    if self._process is not None:
+                        vecs = await _in_daemon_thread(self._process.encode, chunk)
+                    else:
+                        vecs = await self.embedder.embed(chunk)
+                    parts.append(np.asarray(vecs, dtype=np.float32).reshape(len(chunk), -1))
+                    async with self._progress:
+                        self._progress.notify_all()
+                vecs = np.concatenate(parts) if parts else np.zeros((0, 0), dtype=np.float32)
             except Exception as exc:
                 fut.set_exception(RuntimeError(f"embedding failed: {type(exc).__name__}: {exc}"))
-                continue
-            self.seconds += time.perf_counter() - t0
-            self.texts += len(item["sentences"])
-            fut.set_result(vecs)
+            else:
+                self.seconds += time.perf_counter() - t0
+                self.texts += len(texts)
+                fut.set_result(vecs)
+            async with self._progress:
+                self._progress.notify_all()
 
     async def close(self) -> None:
         if self._worker is not None and not self._worker.done():

@@ -16,7 +16,7 @@ import asyncio
 import base64
 import time
 from pathlib import Path
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any, Literal
 
 import numpy as np
@@ -125,7 +125,7 @@ async def _method(asker: Asker, cfg: ExtractConfig, d: sx.DialogueInput, emb: sx
             return await sx.direct(asker, d)
         if cfg.method == "rag":
             assert emb is not None, "rag needs embeddings"
-            return await sx.rag(asker, d, await emb.get(), k=cfg.k, top_k=cfg.top_k, threshold=cfg.rag_threshold)
+            return await sx.rag(asker, d, emb, k=cfg.k, top_k=cfg.top_k, threshold=cfg.rag_threshold)
         records, _ = await sx.window(asker, d, emb, cfg.window_settings())
         return records
     if cfg.method == "direct":
@@ -183,13 +183,14 @@ async def _run_one(llm: Any, item: dict[str, Any]) -> dict[str, Any]:
 
 
 async def run_items(llm: Any, items: list[dict[str, Any]], out: Path, task: str, *, concurrency: int = 256,
-                    embed: Callable[[dict[str, Any]], Awaitable[np.ndarray]] | None = None,
+                    embeddings: Any = None,
                     on_row: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
     """Every item to a result row (prediction dropped from the row once written); files written as each finishes.
 
-    `embed(item)` gives an item's utterance embeddings when the item has none (`needs_emb`): awaited before the item
-    is shipped to a replica, or handed to the state machine as a lazy source when it runs in this process, so that
-    each dialogue starts as soon as its own inputs are ready. `on_row` sees each row as it is written (progress)."""
+    `embeddings` (an `EmbedFeed`: `get(item)`, `upto(item, n)`) gives an item's utterance embeddings when the item has
+    none (`needs_emb`): awaited before the item is shipped to a replica, or handed to the state machine as a lazy
+    source when it runs in this process, so that each dialogue starts as soon as its own inputs are ready. `on_row`
+    sees each row as it is written (progress)."""
     sem = asyncio.Semaphore(concurrency)
     in_process = not getattr(llm, "runs_remotely", False)
 
@@ -198,7 +199,7 @@ async def run_items(llm: Any, items: list[dict[str, Any]], out: Path, task: str,
             row = failure_row(item, "input", item["skip_reason"])
         else:
             async with sem:
-                row = await _with_embeddings(llm, item, embed, in_process)
+                row = await _with_embeddings(llm, item, embeddings, in_process)
         if row["ok"]:
             write_prediction(out, task, row["dialogue"], row.pop("prediction"))
         else:
@@ -215,18 +216,24 @@ class EmbeddingFailed(Exception):
     """The embedder could not give a dialogue its embeddings (the dialogue fails with this reason)."""
 
 
-async def _with_embeddings(llm: Any, item: dict[str, Any], embed: Any, in_process: bool) -> dict[str, Any]:
-    if embed is None or not item.get("needs_emb") or item.get("emb") is not None:
+async def _with_embeddings(llm: Any, item: dict[str, Any], feed: Any, in_process: bool) -> dict[str, Any]:
+    if feed is None or not item.get("needs_emb") or item.get("emb") is not None:
         return await _run_one(llm, item)
 
     async def source() -> np.ndarray:
         try:
-            return await embed(item)
+            return await feed.get(item)
+        except Exception as exc:
+            raise EmbeddingFailed(str(exc)) from None
+
+    async def partial(n: int) -> np.ndarray:
+        try:
+            return await feed.upto(item, n)
         except Exception as exc:
             raise EmbeddingFailed(str(exc)) from None
 
     if in_process:
-        return await _run_one(llm, {**item, "emb_source": sx.Embeddings(source)})
+        return await _run_one(llm, {**item, "emb_source": sx.Embeddings(source, partial)})
     try:
         return await _run_one(llm, {**item, "emb": pack(await source())})
     except EmbeddingFailed as exc:

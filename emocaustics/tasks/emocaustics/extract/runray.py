@@ -112,7 +112,7 @@ async def _stream(items: list[dict[str, Any]], cfg: ExtractConfig, *, llm_spec: 
     marks["first_submitted"] = time.time()
     try:
         rows = await run_items(llm, items, out, cfg.task, concurrency=concurrency,
-                               embed=feed.get if feed is not None else None,
+                               embeddings=feed,
                                on_row=(lambda r: bar.update(1, 0 if r["ok"] else 1)) if bar is not None else None)
     finally:
         if bar is not None:

@@ -53,8 +53,10 @@ class Embeddings:
     """A dialogue's utterance embeddings, fetched the first time a step needs them: `window` consults them only when
     the model's answer names no known event, so its first calls never wait for the embedder."""
 
-    def __init__(self, source: np.ndarray | Callable[[], Awaitable[np.ndarray]]) -> None:
+    def __init__(self, source: np.ndarray | Callable[[], Awaitable[np.ndarray]],
+                 partial: Callable[[int], Awaitable[np.ndarray]] | None = None) -> None:
         self._source = source
+        self._partial = partial  # n -> at least the first n rows, while the rest are still being embedded
         self._array: np.ndarray | None = source if isinstance(source, np.ndarray) else None
 
     @classmethod
@@ -65,6 +67,12 @@ class Embeddings:
         if self._array is None:
             self._array = await self._source()  # type: ignore[operator]
         return self._array
+
+    async def upto(self, n: int) -> np.ndarray:
+        """At least the first n rows (all of them where no partial source is known)."""
+        if self._array is not None or self._partial is None:
+            return await self.get()
+        return await self._partial(n)
 
 
 def _record(d: DialogueInput, i: int, answer: SextupleAnswer, event: str | None = None) -> dict:
@@ -98,17 +106,33 @@ def retrieve(emb: np.ndarray, i: int, k: int, top_k: int, threshold: float) -> l
     return sorted(int(j) for j in order if sims[j] >= threshold)
 
 
-async def rag(asker: Asker, d: DialogueInput, emb: np.ndarray, *, k: int = 20, top_k: int = 3,
-              threshold: float = 0.5) -> list[dict]:
+async def rag(asker: Asker, d: DialogueInput, emb: np.ndarray | Embeddings, *, k: int = 20, top_k: int = 3,
+              threshold: float = 0.5, chunk: int = 32) -> list[dict]:
+    """One call per utterance with the K most recent and the top_k most similar earlier utterances. Utterance i
+    retrieves among 0..i only, so its call goes out as soon as those are embedded (`chunk` utterances at a time)."""
+    emb = Embeddings.of(emb)
+    assert emb is not None, "rag needs embeddings"
     schema = sextuple_schema()
-    asks = []
-    for i in range(len(d)):
-        hits = retrieve(emb, i, k, top_k, threshold)
-        retrieved = d.lines(hits) if hits else P.NO_EVENTS
-        asks.append(Ask(f"rag utterance {i}", P.RAG_SEXTUPLE.substitute(
-            retrieved=retrieved, history=d.lines(recent_history(i, k)), index=i, holder=d.holders[i],
-            sentence=d.sentences[i]), SextupleAnswer, schema))
-    answers = await asker.ask_many(asks)
+    pending: list[asyncio.Task[list[SextupleAnswer]]] = []
+    try:
+        for start in range(0, len(d), chunk):
+            end = min(start + chunk, len(d))
+            vecs = await emb.upto(end)
+            asks = []
+            for i in range(start, end):
+                hits = retrieve(vecs, i, k, top_k, threshold)
+                retrieved = d.lines(hits) if hits else P.NO_EVENTS
+                asks.append(Ask(f"rag utterance {i}", P.RAG_SEXTUPLE.substitute(
+                    retrieved=retrieved, history=d.lines(recent_history(i, k)), index=i, holder=d.holders[i],
+                    sentence=d.sentences[i]), SextupleAnswer, schema))
+            pending.append(asyncio.ensure_future(asker.ask_many(asks)))
+        answers = [a for task in pending for a in await task]
+    finally:
+        for task in pending:  # after a failure: stop the rest, and collect errors nobody awaited
+            if not task.done():
+                task.cancel()
+            elif not task.cancelled():
+                task.exception()
     return [_record(d, i, a) for i, a in enumerate(answers)]
 
 

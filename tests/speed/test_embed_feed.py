@@ -1,0 +1,84 @@
+"""Streaming embeddings (issue 18): a dialogue's calls start from its own embeddings, chunk by chunk for `rag`, and a
+run through the embedding feed asks the model exactly what a run with the embeddings computed up front asks.
+The embedder is the OpenAI-compatible embeddings stand-in (`tests/fakes/openai_embeddings.py`), so no model loads."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import numpy as np
+
+from emocaustics.models.embedders import make_embedder
+from emocaustics.tasks.emocaustics.extract.embedfeed import CHUNK, EmbedFeed
+from emocaustics.tasks.emocaustics.extract.runner import ExtractConfig, make_item, run_items
+from extract_doubles import SchemaLLM
+from fakes.openai_embeddings import FakeEmbeddingsServer
+
+
+def _items(cfg: ExtractConfig, n: int, dialogues: int = 3) -> list[dict]:
+    items = []
+    for d in range(1, dialogues + 1):
+        sents = [f"对话{d}第{i % 7}句，关于{'钱' if i % 3 else '孩子'}" for i in range(n)]
+        item = make_item(d, sents, [str(i % 2 + 1) for i in range(n)], cfg)
+        item["needs_emb"] = True
+        items.append(item)
+    return items
+
+
+def _prompts(llm: SchemaLLM) -> list[str]:
+    return sorted(r.messages[-1]["content"] for r in llm.requests)
+
+
+def test_rag_through_the_feed_asks_what_precomputed_embeddings_ask(tmp_path: Path) -> None:
+    cfg = ExtractConfig(task="sextuple", method="rag", window=4, step=2, top_k=2, rag_threshold=0.1)
+    n = CHUNK * 2 + 5  # three chunks: calls of the first chunk go out before the last chunk is embedded
+    with FakeEmbeddingsServer() as server:
+        spec = f"openai:fake-embed@{server.base_url}"
+
+        async def streamed() -> tuple[list[dict], SchemaLLM]:
+            items = _items(cfg, n)
+            feed = EmbedFeed(spec, items)
+            feed.start()
+            llm = SchemaLLM()
+            try:
+                rows = await run_items(llm, items, tmp_path / "feed", "sextuple", embeddings=feed)
+            finally:
+                await feed.close()
+            return rows, llm
+
+        async def upfront() -> tuple[list[dict], SchemaLLM]:
+            from emocaustics.tasks.emocaustics.extract.runner import pack
+
+            items = _items(cfg, n)
+            embedder = make_embedder(spec)
+            for it in items:
+                it["emb"] = pack(np.asarray(await embedder.embed(it["sentences"])))
+            llm = SchemaLLM()
+            return await run_items(llm, items, tmp_path / "upfront", "sextuple"), llm
+
+        rows_a, llm_a = asyncio.run(streamed())
+        rows_b, llm_b = asyncio.run(upfront())
+        chunked_requests = len(server.requests)
+    assert all(r["ok"] for r in rows_a + rows_b), [r.get("reason") for r in rows_a]
+    assert len(llm_a.requests) == 3 * n
+    assert _prompts(llm_a) == _prompts(llm_b)  # same retrievals, whatever the chunking
+    assert chunked_requests >= 3 * 3 + 3  # the feed embedded chunk by chunk (3 per dialogue), the up-front run at once
+
+
+def test_upto_gives_at_least_the_rows_asked_for_before_the_rest() -> None:
+    cfg = ExtractConfig(task="sextuple", method="rag")
+    with FakeEmbeddingsServer() as server:
+        async def go() -> tuple[int, int]:
+            items = _items(cfg, CHUNK * 3, dialogues=1)
+            feed = EmbedFeed(f"openai:fake-embed@{server.base_url}", items)
+            feed.start()
+            try:
+                first = await feed.upto(items[0], 1)
+                whole = await feed.get(items[0])
+            finally:
+                await feed.close()
+            return len(first), len(whole)
+
+        first, whole = asyncio.run(go())
+    assert CHUNK <= first and whole == CHUNK * 3
