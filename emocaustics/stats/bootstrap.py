@@ -21,6 +21,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from emocaustics.stats.pairsums import SPARSE_SHARE, pair_sums, plan_pairs, row_sums, row_weights
+from emocaustics.stats.threads import blas_threads
 
 DEFAULT_RESAMPLES = 10_000  # enough for Holm over 190 pairs: the smallest p is 1/10,001, x190 still < 0.05
 DEFAULT_SEED = 0
@@ -75,14 +76,15 @@ def _resampled(num: np.ndarray, den: np.ndarray | None, n_resamples: int,
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     out = np.empty((num.shape[0], n_resamples))
     at = 0
-    for counts in resample_counts(n, n_resamples, rng):
-        b = counts.shape[0]
-        if den is None:
-            out[:, at:at + b] = num @ counts.T / n
-        else:
-            with np.errstate(invalid="ignore", divide="ignore"):
-                out[:, at:at + b] = (num @ counts.T) / (den @ counts.T)
-        at += b
+    with blas_threads():
+        for counts in resample_counts(n, n_resamples, rng):
+            b = counts.shape[0]
+            if den is None:
+                out[:, at:at + b] = num @ counts.T / n
+            else:
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    out[:, at:at + b] = (num @ counts.T) / (den @ counts.T)
+            at += b
     return out
 
 
@@ -98,7 +100,8 @@ def bootstrap_table(values: np.ndarray, present: np.ndarray, pairs: list[tuple[i
     pairs_out = np.empty((len(plan.pairs), n_resamples))
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     at = 0
-    with np.errstate(invalid="ignore", divide="ignore"):  # a resample without any of a row's items: NaN there
+    # a resample without any of a row's items: NaN there
+    with np.errstate(invalid="ignore", divide="ignore"), blas_threads():
         for counts in resample_counts(n, n_resamples, rng):
             b = counts.shape[0]
             sums = row_sums(plan, counts)

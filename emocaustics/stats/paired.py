@@ -21,6 +21,7 @@ from scipy import stats as sps
 
 from emocaustics.stats.bootstrap import CHUNK_CELLS, DEFAULT_RESAMPLES, DEFAULT_SEED, bootstrap_means
 from emocaustics.stats.pairsums import SPARSE_SHARE, pair_sums, plan_pairs, row_sums
+from emocaustics.stats.threads import blas_threads
 
 
 def paired_bootstrap_p(diff_boot: np.ndarray, observed: np.ndarray) -> np.ndarray:
@@ -75,7 +76,7 @@ def randomisation_table(values: np.ndarray, present: np.ndarray, pairs: list[tup
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     per_chunk = max(1, CHUNK_CELLS // max(n, 1))
     done = 0
-    with np.errstate(invalid="ignore", divide="ignore"):
+    with np.errstate(invalid="ignore", divide="ignore"), blas_threads():
         while done < n_permutations and n:
             r = min(per_chunk, n_permutations - done)
             signs = rng.integers(0, 2, size=(r, n), dtype=np.int8).astype(np.float64) * 2.0 - 1.0
