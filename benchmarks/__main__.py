@@ -45,6 +45,8 @@ BENCHMARKS: list[tuple[str, str, bool]] = [
     ("benchmarks.engine_bench", "pipeline tokens/s vs the raw engine replaying the same prompts; prefix-cache hits", True),
     ("benchmarks.reference_bench", "our pipeline vs the reference's way of driving the same OpenAI server", True),
     ("benchmarks.scale_bench", "SIMULATED GPU engine: scaling, projections with bounds, orchestration overhead", True),
+    ("benchmarks.startup_bench", "time to first request and window/direct runs against the stand-in endpoint", False),
+    ("benchmarks.ecpe_job_bench", "the ECPE quickstart job end to end on the smoke engine", False),
 ]
 SHORT = [m.rsplit(".", 1)[1] for m, _, _ in BENCHMARKS]
 
