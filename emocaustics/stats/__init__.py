@@ -3,6 +3,7 @@
 - `bootstrap`: resampling items, bootstrap means and percentile intervals (many rows at once, seeded).
 - `paired`: paired bootstrap, approximate randomisation, Wilcoxon signed-rank, Holm's correction.
 - `pairsums`: the shared engine that resamples all configurations and all their pairs in one pass.
+- `threads`: the BLAS thread limit of the resampling products (one by default; `EMOCAUSTICS_STATS_THREADS`).
 - `mannwhitney`: one-sided Mann-Whitney U and its ordered-pairs matrix.
 - `correlation`: Pearson / Spearman / Kendall and the Pearson-above / Spearman-below matrix.
 - `matrix`: significance matrices as frames and heat maps.
