@@ -32,7 +32,7 @@ def _prompts(llm: SchemaLLM) -> list[str]:
 
 def test_rag_through_the_feed_asks_what_precomputed_embeddings_ask(tmp_path: Path) -> None:
     cfg = ExtractConfig(task="sextuple", method="rag", window=4, step=2, top_k=2, rag_threshold=0.1)
-    n = CHUNK * 2 + 5  # three chunks: calls of the first chunk go out before the last chunk is embedded
+    n = CHUNK * 3 + 5  # chunks of 32, 64, 8: calls of the first go out before the last is embedded
     with FakeEmbeddingsServer() as server:
         spec = f"openai:fake-embed@{server.base_url}"
 

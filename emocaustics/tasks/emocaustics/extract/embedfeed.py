@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 
-CHUNK = 32  # texts per encode: a dialogue's first utterances are usable before its last are embedded
+CHUNK = 32  # texts in a dialogue's first encode (then doubling): its first utterances are usable early
 
 
 class EmbedFeed:
@@ -106,8 +106,10 @@ class EmbedFeed:
             texts = list(item["sentences"])
             parts = self._parts.setdefault(id(item), [])
             try:
-                for start in range(0, len(texts), CHUNK):
-                    chunk = texts[start:start + CHUNK]
+                start, size = 0, CHUNK
+                while start < len(texts):  # chunks of 32, 64, 128...: early rows soon, the rest in big batches
+                    chunk = texts[start:start + size]
+                    start, size = start + size, size * 2
                     if self._process is not None:
                         vecs = await _in_daemon_thread(self._process.encode, chunk)
                     else:
