@@ -72,13 +72,18 @@ def test_prefix_bench_reports_both_placements(tmp_path: Path, monkeypatch: pytes
                                                              for t in (1, 2)])})
     monkeypatch.setattr("emocaustics.models.spec.make_llm", lambda spec: FakePool())
     out = tmp_path / "bench.json"
-    assert aer_prefix_bench.main(["--llm", "fake", "--data", str(root), "--out", str(out),
-                                  "--max-context-tokens", "4096", "--chars-per-token", "4"]) == 0
+    assert aer_prefix_bench.main(["--data", str(root), "--out", str(out), "--no-ratio"]) == 0
     res = json.loads(out.read_text())
-    no_aff, aff = res["phases"]
+    no_aff, aff = res["figures"]["affinity"]["phases"]
     assert (no_aff["affinity"], aff["affinity"]) == ("question", "topic")
     assert no_aff["questions"] == aff["questions"] == 12 and no_aff["failed"] == aff["failed"] == 0
     # same prompts both times; with per-topic placement every question after a topic's first reuses its documents
     assert no_aff["prompt_tokens"] == aff["prompt_tokens"]
     assert aff["prefix_cache_hit_rate"] > no_aff["prefix_cache_hit_rate"] > 0
-    assert res["topics"] == 2 and res["replicas"] == 2
+    assert res["inputs"]["topics"] == 2 and res["figures"]["affinity"]["replicas"] == 2
+    assert res["figures"]["prefix_cache_hit_rate"] == {"affinity_topic": aff["prefix_cache_hit_rate"],
+                                                       "affinity_question": no_aff["prefix_cache_hit_rate"]}
+    # a rerunnable record: the command, and the load average beside every timing
+    assert res["run"]["command"].startswith("python -m benchmarks.aer_prefix_bench --data")
+    assert len(res["run"]["load_avg_1m"]) == 2 and all(len(p["load_avg_1m"]) == 2 for p in (aff, no_aff))
+    assert out.with_suffix(".md").read_text().count("| topic |") == 1
