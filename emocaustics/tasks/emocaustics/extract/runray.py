@@ -60,8 +60,6 @@ def run_extract(dialogues: list[Any], cfg: ExtractConfig, *, llm_spec: str, out:
 
     `marks` (optional) receives the epoch seconds at which each phase began and ended (the fixed-cost breakdown of
     `benchmarks/startup_bench.py`); `progress` prints the project's progress line on standard error."""
-    import asyncio
-
     marks = marks if marks is not None else {}
     t0 = time.perf_counter()
     marks["plan_start"] = time.time()
@@ -96,11 +94,12 @@ async def _stream(items: list[dict[str, Any]], cfg: ExtractConfig, *, llm_spec: 
         # starts loading now, beside the model's start; window consults embeddings only for unnamed events
         feed = EmbedFeed(embedder_spec, items, marks, background=cfg.method == "window")
         feed.start()
+        await asyncio.sleep(0)  # lets the feed start its embedder process before Ray's start blocks this loop
     pool = None
     marks["llm_start"] = time.time()
     if parse_llm_spec(llm_spec).kind not in REMOTE_KINDS:
         marks["ray_start"] = time.time()
-        pool = await asyncio.to_thread(_driver_pool, llm_spec)
+        pool = _driver_pool(llm_spec)  # in this (main) thread: ray.init installs signal handlers
         marks["ray_connected"] = time.time()
     llm = make_llm(llm_spec, cache_dir=cache_dir)
     marks["llm_ready"] = time.time()
