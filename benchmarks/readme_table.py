@@ -178,10 +178,12 @@ def rows(c: Cite) -> list[tuple[str, str, str]]:
             "`python -m benchmarks --only narrative_bench`"))
     if has(r, "aer_prefix_bench"):
         out.append((
-            "AER `context: full` prefix-cache hit rate over 2 smoke replicas, without / with per-topic affinity",
-            f"{c.fig('aer_prefix_bench.phases.0.prefix_cache_hit_rate', 2)} / "
-            f"{c.fig('aer_prefix_bench.phases.1.prefix_cache_hit_rate', 2)} "
-            f"({c.fig('aer_prefix_bench.questions')} questions)",
+            "AER `context: full` prefix-cache hit rate over 2 smoke replicas, without / with per-topic affinity; "
+            "pipeline / raw engine tokens/s on the same prompts (same engine, median of 3; floor 0.8)",
+            f"{c.fig('aer_prefix_bench.prefix_cache_hit_rate.affinity_question', 2)} / "
+            f"{c.fig('aer_prefix_bench.prefix_cache_hit_rate.affinity_topic', 2)} "
+            f"({c.fig('aer_prefix_bench.affinity.phases.0.questions')} questions); "
+            f"{c.fig('aer_prefix_bench.ratio_llm_phase.same_engine', 2)}",
             "`python -m benchmarks --only aer_prefix_bench`"))
     return out
 
