@@ -45,3 +45,7 @@ def test_json_output_is_one_document_for_every_method(endpoints, tmp_path: Path,
     assert marks["handler"] <= marks["data_loaded"] <= marks["first_submitted"] <= marks["extract_done"]
     assert "ray_start" not in marks, "an endpoint run must not start Ray"
     assert f"extract {task}/{method}" in proc.stderr  # the project's own progress line, on stderr
+    # Provenance: the folder says what it was made for, so `score` needs no --subset and scores the right dialogues.
+    rec = json.loads((tmp_path / "out" / "provenance.json").read_text(encoding="utf-8"))
+    assert (rec["task"], rec["method"], rec["dataset"]["subset"]) == (task, method, "sample")
+    assert len(rec["samples"]) == summary["dialogues"]

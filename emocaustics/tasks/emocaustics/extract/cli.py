@@ -104,7 +104,14 @@ def handle(args: argparse.Namespace) -> int:
 
         cache_dir = Path(args.cache_dir) if args.cache_dir else cache_root()
 
+    from emocaustics.tasks.emocaustics.extract.output import write_provenance
     from emocaustics.tasks.emocaustics.extract.runray import SMOKE_NOTE, run_extract
+
+    # What these predictions were made for, so that `score` takes the right ground truth and refuses the wrong one.
+    write_provenance(out, task=cfg.task, dialogues=dialogues,
+                     dataset={"subset": args.subset if (args.subset or args.ids) else "sample", "ids": args.ids,
+                              "data": args.data, "pairing": args.pairing},
+                     method=cfg.method, options=cfg.model_dump(mode="json"), llm_spec=args.llm)
 
     had_ray = _ray_connected()
     try:
