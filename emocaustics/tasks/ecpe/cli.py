@@ -32,8 +32,9 @@ def register_score(score_subparsers: Any) -> None:
                     "metrics; prints key:value lines like the official scores.txt (or JSON with --json).")
     p.add_argument("--pred", required=True, type=Path, metavar="PRED_DIR",
                    help="folder with Subtask_1_*.json and/or Subtask_2_*.json predictions")
-    p.add_argument("--gold", type=Path, default=None, metavar="GOLD_DIR",
-                   help="folder with the gold files (default: $EMOCAUSTICS_ECAC_DATA or the fetch cache)")
+    p.add_argument("--data", "--gold", dest="gold", type=Path, default=None, metavar="GOLD_DIR",
+                   help="folder with the gold files (default: $EMOCAUSTICS_ECAC_DATA or the fetch cache); "
+                        "--gold is the older name")
     p.add_argument("--json", action="store_true", help="print JSON: official keys, per_emotion tables, problems")
     p.set_defaults(func=score_command)
 

@@ -26,7 +26,8 @@ def register_score(score_subparsers: Any) -> None:
     p = score_subparsers.add_parser("narrative", help="score JSON-v3 narrative annotations against ground truth",
                                     description=__doc__.splitlines()[0])
     p.add_argument("--pred", required=True, help="prediction folder or file")
-    p.add_argument("--gt", required=True, help="ground-truth folder or file")
+    p.add_argument("--data", "--gt", dest="gt", required=True,
+                   help="ground-truth folder or file (--gt is the older name)")
     p.add_argument("--weights", help="component weights, e.g. characters=2,spans=0.5 (default 1 each)")
     p.add_argument("--taxonomy", help="folder replacing the shipped taxonomies (relationship/sentiment/action/"
                                       "archetype.json)")

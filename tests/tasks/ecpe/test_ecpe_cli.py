@@ -52,8 +52,10 @@ def dirs(tmp_path):
 
 def test_scores_txt_lines_for_the_subtasks_that_have_a_prediction(dirs, capsys):
     g, p = dirs
-    assert main(["score", "ecpe", "--pred", str(p), "--gold", str(g)]) == 0
+    assert main(["score", "ecpe", "--pred", str(p), "--data", str(g)]) == 0  # the name every score command uses
     out = capsys.readouterr().out
+    assert main(["score", "ecpe", "--pred", str(p), "--gold", str(g)]) == 0  # the older name still works
+    assert capsys.readouterr().out == out
     assert [line.split(":")[0] for line in out.splitlines()] == list(SUBTASK1_KEYS)  # no subtask-2 prediction
     # partial overlap (see test_ecpe_official): overlap 2 of 3 predicted, 4 gold tokens
     assert f"Proportional_precision:{2 / (3 + 1e-8)!r}\n" in out and "strict_f1:0.0\n" in out
