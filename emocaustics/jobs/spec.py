@@ -70,6 +70,7 @@ class RunSpec(_Strict):
     model: str | None = None
     options: dict[str, Any] = Field(default_factory=dict)
     dataset: dict[str, Any] | None = None
+    name: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")  # the label, when given
 
     @model_validator(mode="before")
     @classmethod
@@ -83,6 +84,8 @@ class RunSpec(_Strict):
 
     @property
     def label(self) -> str:
+        if self.name:
+            return self.name
         task, opts = self.resolve()
         return task.label(opts, self.model if task.needs_model(opts) else None)
 
@@ -176,7 +179,12 @@ class JobSpec(_Strict):
             task, opts = run.resolve()
             if not task.needs_model(opts) and run.model is not None:
                 run = run.model_copy(update={"model": None})
-            unique.setdefault(run.label, run)
+            seen = unique.setdefault(run.label, run)
+            if seen is not run and seen.model_dump() != run.model_dump():
+                # Same label, different work (e.g. another dataset file): keeping one would drop the other silently.
+                raise ValueError(f"two runs are both labelled {run.label!r} but differ "
+                                 f"({seen.model_dump(exclude_defaults=True)} vs {run.model_dump(exclude_defaults=True)}); "
+                                 "give one of them a `name:`")
         return list(unique.values())
 
 
