@@ -74,6 +74,23 @@ class EmoCausticsTask(Task):
     Options: ClassVar[type[Options]] = EmoOptions
     Dataset: ClassVar[type[DatasetOptions]] = EmoDataset
     calibration_methods: ClassVar[tuple[str, ...]] = ("oracle", "baseline")
+    # what each per-dialogue component means (the report's legend); the scorers in score/ define them
+    metric_docs: ClassVar[dict[str, str]] = {
+        "score": "the dialogue's spec score: sextuples, points / utterances / 4; chains, the weighted share of "
+                 "ground-truth events, emotions, states and sources matched",
+        "sentiment": "share of the dialogue's utterances whose sentiment equals the ground truth (trimmed, "
+                     "lower-cased; an utterance without ground-truth sextuple counts when the prediction is empty)",
+        "aspect": "share of utterances whose aspect has cosine >= 0.8 with the ground truth's",
+        "opinion": "share of utterances whose opinion has cosine >= 0.8 with the ground truth's",
+        "rationale": "share of utterances whose rationale has cosine >= 0.8 with the ground truth's",
+        "target_sim": "mean cosine between predicted and ground-truth target (reported, never scored; utterances "
+                      "with a ground-truth sextuple only)",
+        "event_match": "share of ground-truth events matched (cosine >= 0.7 and the judge agrees)",
+        "reason_match": "share of ground-truth emotions in matched events whose reason has a counterpart with "
+                        "cosine >= 0.8",
+        "state": "share of ground-truth emotions whose state equals their counterpart's",
+        "source": "share of ground-truth emotions whose source id equals their counterpart's",
+    }
 
     def __init__(self, name: str, description: str, methods: tuple[str, ...]) -> None:
         self.name = name  # type: ignore[misc]
