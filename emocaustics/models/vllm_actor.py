@@ -137,8 +137,12 @@ class VLLMEngineActor:
             return Completion(text="", prompt_tokens=len(ids), error="engine returned no output")
         seq = final.outputs[0]
         parsed, repaired, error = parse_answer(seq.text, request.schema)
-        if error and seq.finish_reason == "length":
-            error = f"answer cut at max_tokens={max_tokens}; {error}"
+        if seq.finish_reason == "length" and (error or repaired):
+            # Cut at max_tokens: json-repair would close the brackets of a half answer and call it valid (pairs,
+            # events after the cut would vanish). A cut answer is never counted: the Asker asks again on a new seed
+            # and else reports the step as failed — as the OpenAI client does.
+            error = f"answer cut at max_tokens={max_tokens}; {error or 'incomplete JSON'}"
+            parsed, repaired = None, False
         self.usage.cached_prompt_tokens += int(final.num_cached_tokens or 0)
         return Completion(
             text=seq.text,
