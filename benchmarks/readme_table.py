@@ -199,12 +199,10 @@ def reading(c: Cite) -> list[str]:
                    "dominates runs this small.")
     if has(r, "score_bench"):
         out.append("Batched scoring embeds each distinct text once, in large batches; the per-comparison pattern makes "
-                   "one small encoder call per compared group. Small calls suffer most from CPU contention: this run's "
-                   f"load average was between {c.fig('score_bench.load_avg_1m_range.0', 1)} and "
-                   f"{c.fig('score_bench.load_avg_1m_range.1', 1)}, so its speed-ups overstate what an idle machine "
-                   "shows (an earlier idle-machine run on a 5-dialogue sample found batched scoring at most about "
-                   "twice as fast, sometimes slower; see the git history of benchmarks/results/score_bench.json). "
-                   "Rerun `make bench` on an idle machine before quoting them elsewhere.")
+                   "one small encoder call per compared group. Small calls suffer most from CPU contention, so the "
+                   "speed-up depends on the machine's load; this run's load average was between "
+                   f"{c.fig('score_bench.load_avg_1m_range.0', 1)} and {c.fig('score_bench.load_avg_1m_range.1', 1)}. "
+                   "Quote the range, not the median alone.")
     if has(r, "reference_bench"):
         out.append("The reference-style driver runs each method at the reference's own concurrency: its README's run "
                    "commands (`--batch 16` for the sextuple direct and rag scripts, `--batch 1` for the sextuple "
