@@ -185,6 +185,23 @@ def rows(c: Cite) -> list[tuple[str, str, str]]:
             f"({c.fig('aer_prefix_bench.affinity.phases.0.questions')} questions); "
             f"{c.fig('aer_prefix_bench.ratio_llm_phase.same_engine', 2)}",
             "`python -m benchmarks --only aer_prefix_bench`"))
+    if has(r, "startup_bench"):
+        figs = c.report["results"]["startup_bench"]["figures"]
+        small, big = "ids-207-218-223:sextuple/window", "all:sextuple/window"
+        text = (f"3 long dialogues (207, 218, 223): wall {c.fig(f'startup_bench.{small}.wall_s', 1, ' s')} against "
+                f"a floor of {c.fig(f'startup_bench.{small}.floor_s', 1, ' s')}, first request after "
+                f"{c.fig(f'startup_bench.{small}.first_request_s', 1, ' s')}")
+        if big in figs:
+            text += (f"; all 400 dialogues ({c.fig(f'startup_bench.{big}.calls', thousands=True)} calls): wall "
+                     f"{c.fig(f'startup_bench.{big}.wall_s', 1, ' s')} against a floor of "
+                     f"{c.fig(f'startup_bench.{big}.floor_s', 1, ' s')}, first request after "
+                     f"{c.fig(f'startup_bench.{big}.first_request_s', 1, ' s')}, "
+                     f"{c.fig(f'startup_bench.{big}.calls_per_s_over_span', 0, ' calls/s')}, driver CPU "
+                     f"{c.fig(f'startup_bench.{big}.driver_cpu_ms_per_call', 2, ' ms')} per call")
+        out.append((
+            "`extract sextuple --method window` as a new process against an OpenAI-compatible stand-in (200 ms per "
+            "call, 256 slots); floor = max(critical path of dependent calls, calls / server capacity)",
+            text, "`python -m benchmarks --only startup_bench`"))
     return out
 
 
