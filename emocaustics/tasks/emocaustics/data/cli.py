@@ -17,7 +17,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     f.set_defaults(func=_fetch)
 
     s = sub.add_parser("stats", help="files, dialogues, utterances, labels and defects")
-    s.add_argument("--subset", default=None, help="all (default), paper-100, long-20, sample")
+    s.add_argument("--subset", default=None, help="all, paper-100, long-20, sample (default: all of an explicit "
+                                                   "--data folder or of --ids, else sample)")
     s.add_argument("--ids", default=None, help="comma-separated dialogue ids, e.g. 1,2,3")
     s.add_argument("--data", default=None, help="dataset folder with chat/ and emo/ (default: $EMOCAUSTICS_DATA)")
     s.add_argument("--pairing", choices=("verified", "published"), default="verified",
@@ -40,10 +41,11 @@ def _fetch(args: argparse.Namespace) -> int:
 
 def _stats(args: argparse.Namespace) -> int:
     from emocaustics.tasks.emocaustics.data import stats
-    from emocaustics.tasks.emocaustics.data.subsets import parse_ids, resolve
+    from emocaustics.tasks.emocaustics.data.subsets import default_subset, parse_ids, resolve
 
     logging.basicConfig(level=logging.WARNING, format="emocaustics: %(levelname)s: %(message)s", stream=sys.stderr)
-    dialogues, corpus = resolve(args.subset, parse_ids(args.ids), root=args.data, pairing=args.pairing,
+    ids = parse_ids(args.ids)
+    dialogues, corpus = resolve(default_subset(args.subset, ids, args.data), ids, root=args.data, pairing=args.pairing,
                                 repair=args.repair, strict=args.strict)
     result = stats.compute(dialogues, corpus)
     print(json.dumps(result, ensure_ascii=False, indent=1) if args.json else stats.render(result))

@@ -18,6 +18,14 @@ SUBSETS: dict[str, tuple[int, ...] | None] = {
 }
 
 
+def default_subset(subset: str | None, ids: list[int] | None, data: str | Path | None) -> str:
+    """The one default of every command (`extract`, `score`, `data stats`): the named subset; else, when ids or an
+    explicit dataset folder are given, `all` of it (ids then narrow it); else our `sample` dialogues."""
+    if subset:
+        return subset
+    return "all" if (ids or data) else "sample"
+
+
 def parse_ids(text: str | None) -> list[int] | None:
     """`"1,2,5"` -> [1, 2, 5]; UsageError naming the bad part."""
     if text is None or text.strip() == "":

@@ -31,7 +31,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--llm", default="smoke", help="model spec: smoke | vllm:PATH[?replicas=..] | openai:MODEL@URL")
     p.add_argument("--embedder", default="minilm", help="embedder spec for rag/window (default: minilm)")
     sel = p.add_mutually_exclusive_group()
-    sel.add_argument("--subset", help="all | paper-100 | long-20 | sample (default: sample)")
+    sel.add_argument("--subset", help="all | paper-100 | long-20 | sample (default: all of an explicit --data folder or of --ids, else sample)")
     sel.add_argument("--ids", type=_ids, help="dialogue ids, e.g. 1,2,3")
     p.add_argument("--data", help="dataset folder (default: $EMOCAUSTICS_DATA or the fetch cache)")
     p.add_argument("--pairing", choices=["verified", "published"], default="verified")
@@ -57,11 +57,11 @@ def _select(args: argparse.Namespace) -> list[Any]:
     from emocaustics.core.errors import UsageError
 
     try:
-        from emocaustics.tasks.emocaustics.data.subsets import resolve
+        from emocaustics.tasks.emocaustics.data.subsets import default_subset, resolve
     except ImportError as exc:
         raise UsageError(f"the dataset layer is not available: {exc}") from None
-    subset = args.subset if (args.subset or args.ids) else "sample"
-    dialogues, _ = resolve(subset, args.ids, root=args.data, pairing=args.pairing)
+    dialogues, _ = resolve(default_subset(args.subset, args.ids, args.data), args.ids, root=args.data,
+                           pairing=args.pairing)
     if not dialogues:
         raise UsageError("no dialogues selected")
     return dialogues
@@ -104,12 +104,13 @@ def handle(args: argparse.Namespace) -> int:
 
         cache_dir = Path(args.cache_dir) if args.cache_dir else cache_root()
 
+    from emocaustics.tasks.emocaustics.data.subsets import default_subset
     from emocaustics.tasks.emocaustics.extract.output import write_provenance
     from emocaustics.tasks.emocaustics.extract.runray import SMOKE_NOTE, run_extract
 
     # What these predictions were made for, so that `score` takes the right ground truth and refuses the wrong one.
     write_provenance(out, task=cfg.task, dialogues=dialogues,
-                     dataset={"subset": args.subset if (args.subset or args.ids) else "sample", "ids": args.ids,
+                     dataset={"subset": default_subset(args.subset, args.ids, args.data), "ids": args.ids,
                               "data": args.data, "pairing": args.pairing},
                      method=cfg.method, options=cfg.model_dump(mode="json"), llm_spec=args.llm)
 

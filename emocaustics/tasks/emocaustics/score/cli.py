@@ -22,7 +22,6 @@ from emocaustics.core.clihelp import DefaultsFormatter
 from emocaustics.core.errors import UsageError
 
 RAY_ABOVE = 50  # dialogues; below this Ray's start-up costs more than it saves
-DEFAULT_SUBSET = "sample"  # the one default of every command (extract too) when nothing else says
 
 
 def register_score(score_subparsers: Any) -> None:
@@ -78,7 +77,7 @@ def _load_predictions(task: str, pred: str, dialogues: list) -> tuple[dict[int, 
 
 
 def run(args: argparse.Namespace) -> int:
-    from emocaustics.tasks.emocaustics.data.subsets import parse_ids, resolve
+    from emocaustics.tasks.emocaustics.data.subsets import default_subset, parse_ids, resolve
     from emocaustics.models.embedders import parse_embedder_spec
 
     parse_embedder_spec(args.embedder)  # a bad spec fails before any data is loaded
@@ -86,9 +85,9 @@ def run(args: argparse.Namespace) -> int:
     made_for = (record or {}).get("dataset") or {}
     # One rule for the selection: what the predictions record; else every dialogue of an explicit --data folder;
     # else our sample dialogues (as `extract` does).
-    subset = args.subset or (made_for.get("subset") if record else None) or ("all" if args.data else DEFAULT_SUBSET)
     ids = parse_ids(args.ids) if args.ids else (made_for.get("ids") if record and not args.subset else None)
     root = args.data or (made_for.get("data") if record else None)
+    subset = args.subset or (made_for.get("subset") if record else None) or default_subset(None, ids, root)
     pairing = args.pairing if args.pairing != "verified" or not record else made_for.get("pairing", "verified")
     dialogues, corpus = resolve(subset, ids, root=root, pairing=pairing)
     if record is not None and not args.ignore_provenance:
