@@ -188,11 +188,11 @@ def rows(c: Cite) -> list[tuple[str, str, str]]:
     if has(r, "startup_bench"):
         figs = c.report["results"]["startup_bench"]["figures"]
         small, big = "ids-207-218-223:sextuple/window", "all:sextuple/window"
-        text = (f"3 long dialogues (207, 218, 223): wall {c.fig(f'startup_bench.{small}.wall_s', 1, ' s')} against "
+        text = (f"the three long dialogues: wall {c.fig(f'startup_bench.{small}.wall_s', 1, ' s')} against "
                 f"a floor of {c.fig(f'startup_bench.{small}.floor_s', 1, ' s')}, first request after "
                 f"{c.fig(f'startup_bench.{small}.first_request_s', 1, ' s')}")
         if big in figs:
-            text += (f"; all 400 dialogues ({c.fig(f'startup_bench.{big}.calls', thousands=True)} calls): wall "
+            text += (f"; the whole dataset ({c.fig(f'startup_bench.{big}.calls', thousands=True)} calls): wall "
                      f"{c.fig(f'startup_bench.{big}.wall_s', 1, ' s')} against a floor of "
                      f"{c.fig(f'startup_bench.{big}.floor_s', 1, ' s')}, first request after "
                      f"{c.fig(f'startup_bench.{big}.first_request_s', 1, ' s')}, "
@@ -200,7 +200,8 @@ def rows(c: Cite) -> list[tuple[str, str, str]]:
                      f"{c.fig(f'startup_bench.{big}.driver_cpu_ms_per_call', 2, ' ms')} per call")
         out.append((
             "`extract sextuple --method window` as a new process against an OpenAI-compatible stand-in (200 ms per "
-            "call, 256 slots); floor = max(critical path of dependent calls, calls / server capacity)",
+            "call, 256 slots), on the three long dialogues 207, 218, 223 and on all 400; floor = max(critical path "
+            "of dependent calls, calls / server capacity); targets: floor + 5 s and 1.3 × floor",
             text, "`python -m benchmarks --only startup_bench`"))
     return out
 
@@ -244,6 +245,13 @@ def reading(c: Cite) -> list[str]:
                    f"projection for a GPU count that was not simulated is raised to the larger of the critical path "
                    f"and the simulated run with more replicas. The scale figures are from the scale_bench run recorded "
                    f"in `latest.json` (`run.when`), re-derived with these bounds from that run's stored measurements.")
+    if has(r, "startup_bench") and "all:sextuple/window" in r["results"]["startup_bench"]["figures"]:
+        out.append("The small window run meets its target (the floor + 5 s); the 400-dialogue run does not yet "
+                   "meet 1.3 × its floor: one asyncio driver process spends "
+                   f"{c.fig('startup_bench.all:sextuple/window.driver_cpu_ms_per_call', 2, ' ms')} of CPU per call, "
+                   "so our side, not the stand-in, sets the pace (issue 18 stays open on this). Before streaming, "
+                   "the same 3-dialogue run took 100 s with its first request after 77 s "
+                   "(`benchmarks/results/startup_baseline-ids-207-218-223.json`, outside make bench).")
     return out
 
 

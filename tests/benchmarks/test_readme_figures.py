@@ -20,7 +20,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 RESULTS = REPO / "benchmarks" / "results"
-UNIT = r"(?:\s?(?:×|x|%|s|h|min|ms|GiB|MiB|req/s|tok/s|files/s))?"
+UNIT = r"(?:\s?(?:×|x|%|s|h|min|ms|GiB|MiB|req/s|tok/s|files/s|calls/s))?"
 # Numbers that are settings, not measurements, may stand uncited in the figure column only in these forms:
 # "64 replicas", "256 GPUs", "20 threads", "in 2 processes", "floor 0.85", "floor < 2 ms".
 PARAMETER = re.compile(r"\b\d[\d,]*\s?(?:GPUs|replicas|threads|processes|dialogues)\b"
