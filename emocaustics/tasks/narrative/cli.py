@@ -28,6 +28,8 @@ def register_score(score_subparsers: Any) -> None:
     p.add_argument("--pred", required=True, help="prediction folder or file")
     p.add_argument("--data", "--gt", dest="gt", required=True,
                    help="ground-truth folder or file (--gt is the older name)")
+    p.add_argument("--allow-failures", action="store_true",
+                   help="exit 0 even when some stories could not be scored (default: exit status 3)")
     p.add_argument("--weights", help="component weights, e.g. characters=2,spans=0.5 (default 1 each)")
     p.add_argument("--taxonomy", help="folder replacing the shipped taxonomies (relationship/sentiment/action/"
                                       "archetype.json)")
@@ -103,4 +105,10 @@ def run(args: argparse.Namespace) -> int:
     if not folder and result.get("error"):
         print(f"emocaustics: error: {result['error']}", file=sys.stderr)
         return 2
+    errors = (result.get("skipped") or {}).get("errors") or {}
+    if folder and errors and not args.allow_failures:
+        from emocaustics.core.errors import SamplesFailed
+
+        # the report above lists every file that could not be scored and why; the exit status says so too
+        raise SamplesFailed(len(errors), len(result.get("per_file") or {}), "stories not scored")
     return 0

@@ -50,7 +50,13 @@ def test_bad_and_unpaired_files_are_listed(capsys, tmp_path):
     (pred / "ferry_en_pred.json").write_text("[1, 2", encoding="utf-8")
     (pred / "stray_pred.json").write_text("{}", encoding="utf-8")
     (gt / "kite_en.json").unlink()
-    assert cli("--pred", str(pred), "--gt", str(gt), "--json") == 0
+    from emocaustics.core.errors import SamplesFailed
+
+    with pytest.raises(SamplesFailed, match="1 of 6 samples failed") as failed:  # the whole report is printed first
+        cli("--pred", str(pred), "--gt", str(gt), "--json")
+    assert failed.value.exit_code == 3
+    assert json.loads(capsys.readouterr().out)["skipped"]["errors"]
+    assert cli("--pred", str(pred), "--data", str(gt), "--json", "--allow-failures") == 0
     out = json.loads(capsys.readouterr().out)
     assert "not JSON" in out["skipped"]["errors"]["ferry_en"]
     assert out["skipped"]["unpaired_pred"] == ["kite_en", "stray"] and out["files"] == 5
