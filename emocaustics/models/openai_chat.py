@@ -2,9 +2,9 @@
 
 - The key comes from `OPENAI_API_KEY` or `EMOCAUSTICS_API_KEY` (else a placeholder, for local servers that want
   none). It is handed to the client only: never stored elsewhere, logged, or put in an error text.
-- At most `concurrency` requests are in flight (a semaphore); the openai client retries 408/409/429/5xx, timeouts and
-  dropped connections with exponential backoff, honouring `Retry-After`, `max_retries` times, each try bounded by
-  `timeout` seconds.
+- At most `concurrency` requests are in flight (a semaphore). The transport (`models/http.py`, aiohttp) retries
+  408/409/429/5xx, timeouts and dropped connections as the official SDK does (exponential backoff with jitter,
+  honouring `Retry-After`), `max_retries` times, each try bounded by `timeout` seconds.
 - JSON: `response_format` json_schema when the endpoint takes it (`json_mode=auto` finds out on the first 400 that
   names it and then stays plain), else a plain request whose text goes through json-repair. An answer that does not
   parse, or that was cut at max_tokens (`finish_reason: "length"`; never json-repaired), is asked again up to
@@ -30,7 +30,6 @@ from emocaustics.models.usage import Usage
 log = logging.getLogger(__name__)
 KEY_VARIABLES = ("OPENAI_API_KEY", "EMOCAUSTICS_API_KEY")
 NO_KEY = "EMPTY"  # what local servers (vllm serve) accept when they were started without a key
-CONNECTIONS_PER_CLIENT = 16  # per connection pool; see OpenAIChatLLM._client
 
 
 def api_key_from_env() -> str | None:
@@ -69,7 +68,7 @@ class OpenAIChatLLM:
         self.json_retries = int(json_retries)
         self.usage = Usage()
         self.repaired = 0
-        # httpx clients and semaphores belong to one event loop; tests and CLIs may run several loops in turn.
+        # HTTP sessions and semaphores belong to one event loop; tests and CLIs may run several loops in turn.
         self._per_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[Any, asyncio.Semaphore]] = (
             weakref.WeakKeyDictionary()
         )
@@ -77,19 +76,11 @@ class OpenAIChatLLM:
     def _client(self) -> tuple[Any, asyncio.Semaphore]:
         loop = asyncio.get_running_loop()
         if loop not in self._per_loop:
-            import ssl
+            from emocaustics.models.http import JSONPoster
 
-            from openai import AsyncOpenAI, DefaultAsyncHttpxClient
-
-            # Several clients, each with its own connection pool, used in turn: httpx's pool scans all its
-            # connections on every request and answer, which made the pool, not the server, the limit at 256 calls
-            # in flight (a third of the driver's CPU per call); pools of <= 16 connections keep that scan short.
-            tls = ssl.create_default_context()  # one certificate store for all of them (loading it costs ~70 ms)
-            clients = [AsyncOpenAI(api_key=api_key_from_env() or NO_KEY, base_url=self.base_url,
-                                   timeout=self.timeout, max_retries=self.max_retries,
-                                   http_client=DefaultAsyncHttpxClient(verify=tls))
-                       for _ in range(max(1, -(-self.concurrency // CONNECTIONS_PER_CLIENT)))]
-            self._per_loop[loop] = (_RoundRobin(clients), asyncio.Semaphore(self.concurrency))
+            poster = JSONPoster(self.base_url, {"Authorization": f"Bearer {api_key_from_env() or NO_KEY}"},
+                                timeout=self.timeout, max_retries=self.max_retries, connections=self.concurrency)
+            self._per_loop[loop] = (poster, asyncio.Semaphore(self.concurrency))
         return self._per_loop[loop]
 
     def _body(self, request: ChatRequest, with_schema: bool) -> dict[str, Any]:
@@ -111,29 +102,26 @@ class OpenAIChatLLM:
         return body
 
     async def _once(self, request: ChatRequest) -> Completion:
-        import openai
+        from emocaustics.models.http import HTTPFailure
 
-        clients, sem = self._client()
+        poster, sem = self._client()
         async with sem:
-            client = clients.next()
             # Decided under the semaphore: an earlier request may just have found out that the endpoint is plain.
             use_schema = request.schema is not None and self.json_mode != "plain"
             try:
-                resp = await _create(client, self._body(request, use_schema))
-            except openai.BadRequestError as exc:
-                if not (use_schema and self.json_mode != "schema" and _mentions_response_format(exc)):
-                    return Completion(text="", error=_reason(exc, self.timeout))
+                data = await poster.post("chat/completions", self._body(request, use_schema))
+            except HTTPFailure as exc:
+                if not (exc.status == 400 and use_schema and self.json_mode != "schema"
+                        and _mentions_response_format(exc.reason)):
+                    return Completion(text="", error=exc.reason)
                 if self.json_mode == "auto":
                     log.info("%s: endpoint rejects response_format json_schema; using plain requests", self.name)
                     self.json_mode = "plain"
                 try:
-                    resp = await _create(client, self._body(request, False))
-                except openai.OpenAIError as exc2:
-                    return Completion(text="", error=_reason(exc2, self.timeout))
-            except openai.OpenAIError as exc:
-                return Completion(text="", error=_reason(exc, self.timeout))
+                    data = await poster.post("chat/completions", self._body(request, False))
+                except HTTPFailure as exc2:
+                    return Completion(text="", error=exc2.reason)
         try:
-            data = resp.json()
             choices = data.get("choices") or []
             choice = choices[0] if choices else None
             text = ((choice.get("message") or {}).get("content") or "") if choice is not None else ""
@@ -190,46 +178,12 @@ class OpenAIChatLLM:
         """Close this event loop's HTTP client (call before the loop ends to release its connections cleanly)."""
         entry = self._per_loop.pop(asyncio.get_running_loop(), None)
         if entry is not None:
-            for client in entry[0].items:
-                await client.close()
+            await entry[0].close()
 
     async def stats(self) -> dict[str, Any]:
         return {**self.usage.as_dict(), "repaired": self.repaired, "engine_starts": 0, "prefix_cache_hit_rate": None}
 
 
-class _RoundRobin:
-    def __init__(self, items: list[Any]) -> None:
-        self.items, self._i = items, 0
-
-    def next(self) -> Any:
-        self._i = (self._i + 1) % len(self.items)
-        return self.items[self._i]
-
-
-async def _create(client: Any, body: dict[str, Any]) -> Any:
-    """POST /chat/completions with the body as built (`_body` writes the wire format already); the raw response.
-    The typed `chat.completions.create` walks every message through the SDK's type-driven transform first, a quarter
-    of the driver's CPU per call at hundreds of calls per second; retries, timeouts and errors are the same client's."""
-    import httpx
-
-    # The raw response: building the SDK's ChatCompletion model from it cost as much again as reading the JSON.
-    return await client.post("/chat/completions", body=body, cast_to=httpx.Response)
-
-
-def _mentions_response_format(exc: Exception) -> bool:
-    text = str(exc).lower()
+def _mentions_response_format(reason: str) -> bool:
+    text = reason.lower()
     return "response_format" in text or "json_schema" in text
-
-
-def _reason(exc: Exception, timeout: float) -> str:
-    """A one-line reason. openai's messages carry the server's text, never the request headers (so never the key)."""
-    import openai
-
-    if isinstance(exc, openai.APITimeoutError):
-        return f"timeout: no answer within {timeout:g}s (after retries)"
-    if isinstance(exc, openai.APIConnectionError):
-        cause = exc.__cause__
-        return f"connection error: {type(cause).__name__ if cause else exc} (after retries)"
-    if isinstance(exc, openai.APIStatusError):
-        return f"HTTP {exc.status_code}: {str(exc.message)[:200]}"
-    return f"{type(exc).__name__}: {str(exc)[:200]}"

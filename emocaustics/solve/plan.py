@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from emocaustics.core import aio
 from emocaustics.core.task import Failure, Options, Sample, SolveFailed, Task
 
 
@@ -116,4 +117,4 @@ def solve_samples(task: Task, samples: list[Sample], options: Options, *, llm_sp
         get_pool(llm_spec)  # the driver owns the replicas (see the EmoCaustics plan's note on actor lifetimes)
         _pickle_by_value_if_local(type(task))
     llm = make_llm(llm_spec, cache_dir=cache_dir)
-    return asyncio.run(asolve_samples(task, todo, options, llm, out, concurrency=concurrency))
+    return aio.run(asolve_samples(task, todo, options, llm, out, concurrency=concurrency))

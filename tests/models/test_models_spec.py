@@ -144,6 +144,25 @@ def test_cache_is_process_safe(tmp_path: Path) -> None:
     assert cache.get_many(["k0", "k599"])["k599"].text == "599"
 
 
+def test_cache_writes_are_committed_beside_the_caller_and_never_lost(tmp_path: Path) -> None:
+    """Writes go to a writer thread: a put is readable at once from the same cache, visible to another connection
+    after `flush`, and committed by `close` (and at exit: test_cache_is_process_safe's children never flush)."""
+    path = tmp_path / "w.sqlite"
+    cache = ResponseCache(path)
+    cache.put_many("m", [(f"k{i}", Completion(text=str(i))) for i in range(300)])
+    assert cache.get_many(["k0", "k299"])["k299"].text == "299"  # pending or committed, served either way
+    cache.flush()
+    other = ResponseCache(path)
+    assert set(other.get_many([f"k{i}" for i in range(300)])) == {f"k{i}" for i in range(300)}
+    cache.put_many("m", [("late", Completion(text="late"))])
+    cache.close()
+    cache.close()  # idempotent
+    assert other.get_many(["late"])["late"].text == "late"
+    with pytest.raises(RuntimeError, match="closed"):
+        cache.put_many("m", [("after", Completion(text="x"))])
+    other.close()
+
+
 def test_anthropic_specs_parse_and_make_a_client():
     from emocaustics.models.anthropic_chat import AnthropicChatLLM
     from emocaustics.models.spec import make_llm, parse_llm_spec

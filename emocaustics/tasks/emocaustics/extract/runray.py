@@ -18,6 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from emocaustics.core import aio
 from emocaustics.tasks.emocaustics.extract.output import clear_previous, read_sextuple_predictions, write_json_atomic
 from emocaustics.tasks.emocaustics.extract.prompts import PROMPTS_VERSION
 from emocaustics.tasks.emocaustics.extract.runner import ExtractConfig, make_item, run_items
@@ -66,8 +67,8 @@ def run_extract(dialogues: list[Any], cfg: ExtractConfig, *, llm_spec: str, out:
     out.mkdir(parents=True, exist_ok=True)
     clear_previous(out, cfg.task, [d.id for d in dialogues])
     items = build_items(dialogues, cfg, from_dir)
-    rows, engine = asyncio.run(_stream(items, cfg, llm_spec=llm_spec, out=out, embedder_spec=embedder_spec,
-                                       cache_dir=cache_dir, concurrency=concurrency, marks=marks, progress=progress))
+    rows, engine = aio.run(_stream(items, cfg, llm_spec=llm_spec, out=out, embedder_spec=embedder_spec,
+                                   cache_dir=cache_dir, concurrency=concurrency, marks=marks, progress=progress))
     marks["extract_done"] = time.time()
     rows.sort(key=lambda r: r["dialogue"])
     summary = write_manifest(out, cfg, rows, llm_spec=llm_spec, embedder_spec=embedder_spec, from_dir=from_dir,
