@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from emocaustics.models.base import ChatRequest, Completion
+from emocaustics.models.gate import PriorityGate
 
 ENDPOINT_DOWN = "endpoint down"
 DEFAULT_LIMIT = 5
@@ -39,7 +40,7 @@ class BreakerLLM:
         self.tripped = False
         self._lock = threading.Lock()
         # Requests wait here, not inside the client, so that a request queued when the breaker trips is never sent.
-        self._gates: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
+        self._gates: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, PriorityGate] = (
             weakref.WeakKeyDictionary())
 
     def __getattr__(self, name: str) -> Any:
@@ -60,14 +61,14 @@ class BreakerLLM:
                 elif not (c.error and c.error.startswith(ENDPOINT_DOWN)):
                     self.consecutive = 0
 
-    def _gate(self) -> asyncio.Semaphore:
+    def _gate(self) -> PriorityGate:
         loop = asyncio.get_running_loop()
         if loop not in self._gates:
-            self._gates[loop] = asyncio.Semaphore(self.concurrency)
+            self._gates[loop] = PriorityGate(self.concurrency)
         return self._gates[loop]
 
     async def _one(self, request: ChatRequest) -> Completion:
-        async with self._gate():
+        async with self._gate().slot(request.priority):  # the longest dependent chain first (models/gate.py)
             if self.tripped:
                 return Completion(text="", error=self.down_reason())
             answer = (await self.llm.generate([request]))[0]

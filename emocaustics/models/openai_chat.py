@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
 from emocaustics.models.base import ChatRequest, Completion
+from emocaustics.models.gate import PriorityGate
 from emocaustics.models.jsonout import parse_answer
 from emocaustics.models.local import run_local
 from emocaustics.models.usage import Usage
@@ -69,18 +70,18 @@ class OpenAIChatLLM:
         self.usage = Usage()
         self.repaired = 0
         # HTTP sessions and semaphores belong to one event loop; tests and CLIs may run several loops in turn.
-        self._per_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[Any, asyncio.Semaphore]] = (
+        self._per_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[Any, PriorityGate]] = (
             weakref.WeakKeyDictionary()
         )
 
-    def _client(self) -> tuple[Any, asyncio.Semaphore]:
+    def _client(self) -> tuple[Any, PriorityGate]:
         loop = asyncio.get_running_loop()
         if loop not in self._per_loop:
             from emocaustics.models.http import JSONPoster
 
             poster = JSONPoster(self.base_url, {"Authorization": f"Bearer {api_key_from_env() or NO_KEY}"},
                                 timeout=self.timeout, max_retries=self.max_retries, connections=self.concurrency)
-            self._per_loop[loop] = (poster, asyncio.Semaphore(self.concurrency))
+            self._per_loop[loop] = (poster, PriorityGate(self.concurrency))
         return self._per_loop[loop]
 
     def _body(self, request: ChatRequest, with_schema: bool) -> dict[str, Any]:
@@ -104,8 +105,8 @@ class OpenAIChatLLM:
     async def _once(self, request: ChatRequest) -> Completion:
         from emocaustics.models.http import HTTPFailure
 
-        poster, sem = self._client()
-        async with sem:
+        poster, gate = self._client()
+        async with gate.slot(request.priority):  # the longest dependent chain first (models/gate.py)
             # Decided under the semaphore: an earlier request may just have found out that the endpoint is plain.
             use_schema = request.schema is not None and self.json_mode != "plain"
             try:

@@ -17,10 +17,13 @@ from emocaustics.models.pool import get_pool
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
 
 
+STEPS = 40  # long enough that no run can finish within the second before the kill, even on an idle machine
+
+
 async def _dialogue(llm, item):
-    """Ten dependent calls, like a window walk over one dialogue."""
+    """Dependent calls, like a window walk over one dialogue."""
     text = f"对话{item}"
-    for step in range(10):
+    for step in range(STEPS):
         (c,) = await llm.generate(
             [ChatRequest(messages=({"role": "user", "content": f"{text} 第{step}步"},), sampling=Sampling(max_tokens=48))]
         )
@@ -75,7 +78,7 @@ def test_dead_engine_core_ends_the_actor_and_items_are_retried(ray_local) -> Non
         async def scenario():
             run = asyncio.ensure_future(pool.run(_dialogue, list(range(20)), lambda i: f"e{i}"))
             await asyncio.sleep(1.0)
-            assert not run.done()
+            assert not run.done(), "the run finished before the kill: make the items longer"
             for p in cores:
                 p.kill()
             return await run
