@@ -178,6 +178,8 @@ def start_cluster(nodes: int, sim_gpus_per_node: int) -> Any:
     import ray
     from ray.cluster_utils import Cluster
 
+    if ray.is_initialized():  # an earlier benchmark of the same `make bench` process left its local Ray running
+        ray.shutdown()
     common = {"object_store_memory": 100_000_000, "resources": {"sim_gpu": sim_gpus_per_node}}
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "include_dashboard": False, **common})
     for _ in range(nodes - 1):

@@ -91,14 +91,18 @@ async def _stream(items: list[dict[str, Any]], cfg: ExtractConfig, *, llm_spec: 
     from emocaustics.tasks.emocaustics.extract.embedfeed import EmbedFeed
 
     feed = None
+    remote = parse_llm_spec(llm_spec).kind in REMOTE_KINDS
     if any(it.get("needs_emb") and not it.get("skip_reason") for it in items):
-        # starts loading now, beside the model's start; window consults embeddings only for unnamed events
-        feed = EmbedFeed(embedder_spec, items, marks, background=cfg.method == "window")
+        # Starts loading now, beside the model's start. In this process (an endpoint) window consults embeddings only
+        # for unnamed events, so the embedder yields the CPU to the loop that drives the calls; a dialogue for a
+        # replica waits for its embeddings before it is shipped, so there the embedder runs at full priority (niced,
+        # it starved behind a CPU engine and held window dialogues back: engine_bench window 0.56 of the replay).
+        feed = EmbedFeed(embedder_spec, items, marks, background=cfg.method == "window" and remote)
         feed.start()
         await asyncio.sleep(0)  # lets the feed start its embedder process before Ray's start blocks this loop
     pool = None
     marks["llm_start"] = time.time()
-    if parse_llm_spec(llm_spec).kind not in REMOTE_KINDS:
+    if not remote:
         marks["ray_start"] = time.time()
         pool = _driver_pool(llm_spec)  # in this (main) thread: ray.init installs signal handlers
         marks["ray_connected"] = time.time()
