@@ -39,13 +39,14 @@ BENCHMARKS: list[tuple[str, str, bool]] = [
     ("benchmarks.stats_bench", "statistics under every score table: CIs, paired tests, Holm on 10,000 x 20", False),
     ("benchmarks.ecpe_score_bench", "ECPE official scoring of all 341 conversations", False),
     ("benchmarks.narrative_bench", "narrative component scoring of 10,000 synthetic pairs", False),
+    # before the engine benchmarks: they leave both cores loaded for a minute after they end
+    ("benchmarks.startup_bench", "time to first request and window/direct runs against the stand-in endpoint", False),
     ("benchmarks.score_bench", "EmoCaustics scoring of the whole dataset from predictions that need embedding", True),
     ("benchmarks.guided_bench", "schema-guided requests/s of the real vLLM CPU engine in a Ray actor", True),
     ("benchmarks.aer_prefix_bench", "AER prefix-cache hit rate with and without per-topic affinity (2 replicas)", False),
     ("benchmarks.engine_bench", "pipeline tokens/s vs the raw engine replaying the same prompts; prefix-cache hits", True),
     ("benchmarks.reference_bench", "our pipeline vs the reference's way of driving the same OpenAI server", True),
     ("benchmarks.scale_bench", "SIMULATED GPU engine: scaling, projections with bounds, orchestration overhead", True),
-    ("benchmarks.startup_bench", "time to first request and window/direct runs against the stand-in endpoint", False),
     ("benchmarks.ecpe_job_bench", "the ECPE quickstart job end to end on the smoke engine", False),
 ]
 SHORT = [m.rsplit(".", 1)[1] for m, _, _ in BENCHMARKS]
