@@ -5,7 +5,7 @@ the same time. The key is the sha256 of (model cache id, messages, schema, sampl
 stored, so a failure is retried on the next run instead of being replayed.
 
 Writes are handed to a writer thread that commits whatever has piled up in one transaction: a commit per answer
-batch was a fifth of the driver's CPU per call at hundreds of calls per second, and sqlite works outside the GIL, so
+batch was about a tenth of the driver's CPU per call at hundreds of calls per second, and sqlite works outside the GIL, so
 the thread runs beside the event loop. Pending answers are served to `get_many` from memory and are committed at
 `flush`/`close` and at interpreter exit; a process killed outright loses at most the answers of its last moments
 (they are asked again on the next run; predictions are never kept only here).
@@ -13,10 +13,10 @@ the thread runs beside the event loop. Pending answers are served to `get_many` 
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import sqlite3
-import atexit
 import threading
 import time
 import weakref
