@@ -66,6 +66,8 @@ class Standin:
         self.serving = self.waiting = self.max_serving = self.max_waiting = 0
         self.busy = 0.0  # seconds with at least one call in service
         self._busy_since: float | None = None
+        self.cpu0 = time.process_time()  # this server's own CPU (it shares the machine with the client it measures)
+        self.in_service_by_second: list[float] = []  # mean calls in service per second since the first request
 
     def stats(self) -> dict[str, Any]:
         busy = self.busy + (time.time() - self._busy_since if self._busy_since is not None else 0.0)
@@ -73,7 +75,20 @@ class Standin:
         return {"latency": self.latency, "slots": self.slots, "calls": self.calls,
                 "first_request_epoch": self.first_request, "last_answer_epoch": self.last_answer,
                 "busy_span_seconds": round(span, 3), "busy_seconds": round(busy, 3),
-                "max_in_service": self.max_serving, "max_waiting": self.max_waiting}
+                "max_in_service": self.max_serving, "max_waiting": self.max_waiting,
+                "server_cpu_seconds": round(time.process_time() - self.cpu0, 3),
+                "mean_in_service_by_second": [round(x, 1) for x in self.in_service_by_second]}
+
+    def _account(self, start: float, end: float) -> None:
+        """Add one call's service interval to the per-second in-service means (seconds since the first request)."""
+        a, b = start - (self.first_request or start), end - (self.first_request or start)
+        while a < b:
+            sec = int(a)
+            while len(self.in_service_by_second) <= sec:
+                self.in_service_by_second.append(0.0)
+            step = min(b, sec + 1) - a
+            self.in_service_by_second[sec] += step
+            a += step
 
     async def answer(self, body: dict[str, Any]) -> dict[str, Any]:
         now = time.time()
@@ -87,9 +102,11 @@ class Standin:
                 self._busy_since = time.time()
             self.serving += 1
             self.max_serving = max(self.max_serving, self.serving)
+            started = time.time()
             try:
                 await asyncio.sleep(self.latency)
             finally:
+                self._account(started, time.time())
                 self.serving -= 1
                 self.calls += 1
                 self.last_answer = time.time()

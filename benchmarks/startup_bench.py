@@ -115,10 +115,10 @@ def breakdown(t0: float, t_exit: float, marks: dict[str, float] | None) -> dict[
 
 
 def run_one(standin: Standin, task: str, method: str, selector: list[str], lengths: list[int], latency: float,
-            slots: int, work: Path, data: str | None) -> dict[str, Any]:
+            slots: int, work: Path, data: str | None, concurrency: int | None = None) -> dict[str, Any]:
     out = work / f"{task}-{method}"
     cmd = [sys.executable, "-m", "emocaustics", "extract", task, "--method", method,
-           "--llm", f"openai:standin@{standin.url}?concurrency={slots}", *selector, "--out", str(out),
+           "--llm", f"openai:standin@{standin.url}?concurrency={concurrency or slots}", *selector, "--out", str(out),
            "--cache-dir", str(work / f"cache-{task}-{method}"), "--json"]
     env = dict(os.environ)
     if data:
@@ -147,6 +147,8 @@ def run_one(standin: Standin, task: str, method: str, selector: list[str], lengt
         "calls": calls,
         "calls_per_s_over_span": round(calls / st["busy_span_seconds"], 1) if st["busy_span_seconds"] else None,
         "max_in_service": st["max_in_service"], "max_waiting": st["max_waiting"],
+        "server_cpu_s": st.get("server_cpu_seconds"),
+        "mean_in_service_by_second": st.get("mean_in_service_by_second"),
         **fl,
         "overhead_s": round(wall - fl["floor_s"], 3),
         "predicted": summary.get("predicted"), "dialogues": summary.get("dialogues"),
@@ -160,7 +162,8 @@ def run_one(standin: Standin, task: str, method: str, selector: list[str], lengt
 
 
 def measure(*, ids: list[int] | None, subset: str | None, methods: list[str], latency: float = 0.2,
-            slots: int = 256, repeat: int = 1, data: str | None = None, command: str = "") -> dict[str, Any]:
+            slots: int = 256, repeat: int = 1, data: str | None = None, command: str = "",
+            concurrency: int | None = None) -> dict[str, Any]:
     """Each TASK/METHOD as a new `emocaustics extract` process against one stand-in; the results document."""
     from emocaustics.tasks.emocaustics.data.subsets import resolve
 
@@ -176,7 +179,8 @@ def measure(*, ids: list[int] | None, subset: str | None, methods: list[str], la
             for rep in range(repeat):
                 for tm in methods:
                     task, method = tm.split("/")
-                    r = run_one(standin, task, method, selector, lengths, latency, slots, Path(tmp) / f"r{rep}", data)
+                    r = run_one(standin, task, method, selector, lengths, latency, slots, Path(tmp) / f"r{rep}", data,
+                                concurrency)
                     runs.append(r)
                     print(json.dumps({k: r[k] for k in ("task", "method", "wall_s", "first_request_s", "busy_span_s",
                                                         "floor_s", "overhead_s", "calls", "predicted", "breakdown",
@@ -187,6 +191,7 @@ def measure(*, ids: list[int] | None, subset: str | None, methods: list[str], la
         "what": __doc__.splitlines()[0],
         "dialogues": [d.id for d in dialogues], "utterances": sum(lengths),
         "standin": {"latency_s": latency, "slots": slots, "capacity_calls_per_s": round(slots / latency, 1)},
+        "client_concurrency": concurrency or slots,
         "command": command,
         "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "cpus": os.cpu_count(),
@@ -256,6 +261,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--latency", type=float, default=0.2)
     ap.add_argument("--slots", type=int, default=256)
     ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--concurrency", type=int, default=None, help="the client's concurrency (default: --slots)")
     ap.add_argument("--data", default=None, help="dataset folder (default $EMOCAUSTICS_DATA or ../shared/datasets)")
     ap.add_argument("--tag", default=None)
     args = ap.parse_args(argv)
@@ -263,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
     tag = args.tag or (args.subset or "ids-" + "-".join(map(str, ids or [])))
     result = {"name": f"startup_{tag}",
               **measure(ids=ids, subset=args.subset, methods=args.methods.split(","), latency=args.latency,
-                        slots=args.slots, repeat=args.repeat, data=args.data,
+                        slots=args.slots, repeat=args.repeat, data=args.data, concurrency=args.concurrency,
                         command="python -m benchmarks.startup_bench "
                                 + " ".join(argv if argv is not None else sys.argv[1:]))}
     RESULTS.mkdir(parents=True, exist_ok=True)

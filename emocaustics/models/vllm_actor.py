@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from emocaustics.core import aio
 from emocaustics.models.base import ChatRequest, Completion
 from emocaustics.models.jsonout import parse_answer
 from emocaustics.models.local import run_item
@@ -71,6 +72,7 @@ class VLLMEngineActor:
         self._caches: dict[str, Any] = {}  # cache path -> CachedLLM over this engine
         self._inflight = 0
         self._by_priority = False  # the engine runs scheduling_policy="priority": pass each request's priority
+        self._gc: Any = None  # collector settings for many calls in flight, held while the engine runs
 
     async def start(self) -> dict[str, Any]:
         """Start the engine if it is not running; returns this engine's identity and start time."""
@@ -87,6 +89,10 @@ class VLLMEngineActor:
                 self._tokenizer = self._engine.get_tokenizer()
                 self._max_len = self._engine.model_config.max_model_len
                 self.start_seconds = time.perf_counter() - t0
+                # this process feeds the engine and runs the dialogues' state machines, hundreds in flight: a
+                # collector walking the engine's and the model's objects every few thousand allocations stalls both
+                self._gc = aio.many_calls()
+                self._gc.__enter__()
         return {"instance": self.instance, "pid": os.getpid(), "start_seconds": self.start_seconds}
 
     def _prompt_ids(self, request: ChatRequest) -> list[int]:
@@ -197,3 +203,6 @@ class VLLMEngineActor:
         if self._engine is not None:
             self._engine.shutdown()
             self._engine = None
+        if self._gc is not None:
+            self._gc.__exit__(None, None, None)
+            self._gc = None
