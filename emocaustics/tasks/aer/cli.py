@@ -1,5 +1,7 @@
-"""`emocaustics score aer --pred SUBMISSION.jsonl --split sample|dev|test [--data DIR] [--json]`: score a Codabench
-submission file against a split by the organisers' rule (a gold id absent from the file scores 0 and is listed)."""
+"""`emocaustics score aer --pred SUBMISSION.jsonl --split sample|dev|test [--data DIR] [--json] [--allow-failures]`:
+score a Codabench submission file against a split by the organisers' rule (a gold id absent from the file scores 0
+and is listed). The scores are printed either way; a submission that lacks questions exits with status 3, as `run`
+does when samples fail, unless `--allow-failures`."""
 
 from __future__ import annotations
 
@@ -16,6 +18,8 @@ def register_score(score_subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--split", required=True, choices=("sample", "dev", "test", "train"))
     p.add_argument("--data", help="local copy of the data (default: $EMOCAUSTICS_AER_DATA, else the fetch cache)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument("--allow-failures", action="store_true",
+                   help="exit 0 even when questions are missing from the submission (default: exit status 3)")
     p.set_defaults(func=score_command)
 
 
@@ -38,8 +42,17 @@ def score_command(args: argparse.Namespace) -> int:
     if args.json:
         json.dump(summary, sys.stdout, ensure_ascii=False)
         sys.stdout.write("\n")
-        return 0
-    print(f"aer {args.split}: score {summary['score']:.4f} over {summary['total']} questions "
+    else:
+        _print_summary(args.split, summary)
+    if summary["missing"] and not args.allow_failures:
+        from emocaustics.core.errors import SamplesFailed
+
+        raise SamplesFailed(len(summary["missing"]), summary["total"], f"questions missing from {args.pred}")
+    return 0
+
+
+def _print_summary(split: str, summary: dict) -> None:
+    print(f"aer {split}: score {summary['score']:.4f} over {summary['total']} questions "
           f"(exact {summary['exact_match']}, partial {summary['partial_match']}, wrong {summary['wrong']}; "
           f"missing {len(summary['missing'])})")
     for size, block in summary["by_gold_size"].items():
@@ -48,4 +61,3 @@ def score_command(args: argparse.Namespace) -> int:
     if summary["missing"]:
         shown = ", ".join(summary["missing"][:10])
         print(f"  missing ids: {shown}{' ...' if len(summary['missing']) > 10 else ''}")
-    return 0

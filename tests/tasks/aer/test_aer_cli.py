@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from emocaustics.core.errors import DataError, UsageError
+from emocaustics.core.errors import DataError, SamplesFailed, UsageError
 from emocaustics.tasks.aer.cli import register_score
 from tasks.aer.aer_fixtures import standard_dataset
 
@@ -33,7 +33,12 @@ def test_score_json_on_a_submission(tmp_path: Path, capsys: pytest.CaptureFixtur
         {"id": "q-4", "answer": "B,D"},      # partial 0.5
         {"id": "q-6", "answer": ""},         # empty 0
     ]) + "\n")                               # q-5 missing: 0
-    assert _score(["--pred", str(sub), "--split", "sample", "--data", str(root), "--json"]) == 0
+    # a missing question is scored 0 and reported; the exit status says some failed (3) unless allowed
+    with pytest.raises(SamplesFailed, match="1 of 6 samples failed") as failed:
+        _score(["--pred", str(sub), "--split", "sample", "--data", str(root), "--json"])
+    assert failed.value.exit_code == 3
+    assert json.loads(capsys.readouterr().out)["missing"] == ["q-5"]  # the scores were printed first
+    assert _score(["--pred", str(sub), "--split", "sample", "--data", str(root), "--json", "--allow-failures"]) == 0
     out = json.loads(capsys.readouterr().out)
     # (1 + 0.5 + 0 + 0.5 + 0 + 0) / 6 = 1/3
     assert out["task"] == "aer" and out["split"] == "sample"
@@ -71,7 +76,7 @@ def test_dev_scores_without_documents_and_test_needs_reference(tmp_path: Path,
     root = standard_dataset(tmp_path / "data")
     sub = tmp_path / "s.jsonl"
     sub.write_text('{"id": "q-10", "answer": "B"}\n')
-    assert _score(["--pred", str(sub), "--split", "dev", "--data", str(root), "--json"]) == 0
+    assert _score(["--pred", str(sub), "--split", "dev", "--data", str(root), "--json", "--allow-failures"]) == 0
     assert json.loads(capsys.readouterr().out)["score"] == 0.25  # 1 of 4
     (root / "reference.jsonl").unlink()
     with pytest.raises(UsageError, match="no gold answers for 2 question"):
