@@ -249,6 +249,14 @@ def headline(per_method: dict[str, Any]) -> dict[str, Any]:
             "dialogues": {m: f.get("dialogues") for m, f in per_method.items()},
             "window_pass2_prefix_cache_hit_rate": pass2.get("prefix_cache_hit_rate"),
             "window_pass2_reusable_prefix_rate_block16": pass2.get("reusable_prefix_rate_block16"),
+            # how the LLM phase was spent: one dialogue's dependent chain against the whole phase, and the ramp
+            "longest_dialogue_share_of_llm_phase": {
+                m: (round(f["pipeline"]["longest_dialogue_lifetime_s"] / f["pipeline"]["llm_phase_s"], 3)
+                    if f.get("pipeline", {}).get("longest_dialogue_lifetime_s") and f["pipeline"].get("llm_phase_s")
+                    else None) for m, f in per_method.items()},
+            "last_dialogue_start_s": {m: f.get("pipeline", {}).get("last_dialogue_start_s")
+                                      for m, f in per_method.items()},
+            "llm_phase_s": {m: f.get("pipeline", {}).get("llm_phase_s") for m, f in per_method.items()},
             "load_avg_1m_range": [min(loads), max(loads)] if loads else None}
 
 

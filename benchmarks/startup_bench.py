@@ -222,6 +222,12 @@ def run(quick: bool = False) -> dict[str, Any]:
                                               "calls", "calls_per_s_over_span", "breakdown",
                                               "load_1m_before_after")}
             figures[key]["driver_cpu_ms_per_call"] = round(1000 * cpu / r["calls"], 2) if cpu and r["calls"] else None
+            # the stand-in's own CPU (it shares these 2 cores): what the server side of each call cost here
+            scpu = r.get("server_cpu_s")
+            calls, span = r["calls"], r["busy_span_s"]
+            figures[key]["standin_cpu_ms_per_call"] = round(1000 * scpu / calls, 2) if scpu and calls else None
+            latency = part["standin"]["latency_s"]
+            figures[key]["mean_calls_in_service"] = round(calls * latency / span, 1) if span else None
             floors[f"{key}:first_request_s"] = {"value": r["first_request_s"], "floor": 8.0,
                                                 "ok": bool(r["first_request_s"] is not None
                                                            and r["first_request_s"] <= 8.0)}

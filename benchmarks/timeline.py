@@ -94,7 +94,12 @@ def summarize(records: list[dict[str, Any]], schemas: list[str]) -> dict[str, An
     - `mean_in_flight`: average number of requests inside the engine (what continuous batching had to work with);
     - per dialogue (requests grouped by the Ray task that ran its state machine): `dialogue_waiting_fraction` is the
       share of a dialogue's lifetime with none of its requests in the engine, i.e. spent in our code between
-      dependent steps (parsing the answer, updating the bucket, building the next prompt, event-loop turns).
+      dependent steps (parsing the answer, updating the bucket, building the next prompt, event-loop turns);
+    - where the LLM phase is spent: `in_flight_by_tenth` (mean requests in the engine over each tenth of the phase:
+      a slow ramp means dialogues were held back, a long thin tail means one dependent chain outlived the rest),
+      `last_dialogue_start_s` (phase start to the last dialogue's first request) and `longest_dialogue_lifetime_s`
+      (one dialogue's first request to its last answer: however the engine batches, the phase lasts at least one
+      dialogue's chain of dependent calls; the replay, which sends every prompt at once, has no such bound).
     """
     done = [dict(r) for r in records if r.get("finish") is not None and "error" not in r]
     if not done:
@@ -120,6 +125,14 @@ def summarize(records: list[dict[str, Any]], schemas: list[str]) -> dict[str, An
         lifetime += max(r["finish"] for r in recs) - min(r["submit"] for r in recs)
         in_engine += union_seconds((r["submit"], r["finish"]) for r in recs)
     gen = sum(r.get("generated", 0) for r in done)
+    tenths = [0.0] * 10
+    if span > 0:
+        for r in done:
+            a, b = (r["submit"] - t0) / span * 10, (r["finish"] - t0) / span * 10
+            for i in range(int(a), min(int(b), 9) + 1):
+                tenths[i] += max(0.0, min(b, i + 1) - max(a, i))
+    starts = [min(r["submit"] for r in recs) for recs in by_task.values()]
+    lives = [max(r["finish"] for r in recs) - min(r["submit"] for r in recs) for recs in by_task.values()]
     return {
         **_phase_figures(done),
         "failed_requests": len(records) - len(done),
@@ -135,4 +148,7 @@ def summarize(records: list[dict[str, Any]], schemas: list[str]) -> dict[str, An
         "dialogues_seen": len(by_task),
         "dialogue_waiting_fraction": round(1 - in_engine / lifetime, 4) if lifetime > 0 else None,
         "mean_dialogue_lifetime_s": round(lifetime / len(by_task), 3) if by_task else None,
+        "longest_dialogue_lifetime_s": round(max(lives), 3) if lives else None,
+        "last_dialogue_start_s": round(max(starts) - t0, 3) if starts else None,
+        "in_flight_by_tenth": [round(x, 1) for x in tenths],
     }

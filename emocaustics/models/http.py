@@ -29,6 +29,25 @@ MAX_RETRY_DELAY = 8.0
 RETRY_STATUSES = frozenset({408, 409, 429})
 
 
+try:  # a C encoder/decoder: encoding the body and decoding the answer were ~10 % of the driver's CPU per call
+    import orjson
+
+    def _dumps(body: Any) -> bytes:
+        try:
+            return orjson.dumps(body)
+        except TypeError:  # a type orjson does not know: the standard library's encoder decides
+            return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+
+    def _loads(raw: bytes) -> Any:
+        return orjson.loads(raw)
+except ImportError:  # pragma: no cover - orjson is a declared dependency
+    def _dumps(body: Any) -> bytes:
+        return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+
+    def _loads(raw: bytes) -> Any:
+        return json.loads(raw)
+
+
 class HTTPFailure(Exception):
     """The final failure of a request (after its retries). `kind`: "status", "timeout" or "connection"."""
 
@@ -112,7 +131,7 @@ class JSONPoster:
     async def post(self, path: str, body: dict[str, Any]) -> Any:
         """The parsed JSON answer of a 2xx response; raises `HTTPFailure` once the retries are spent."""
         aiohttp = self._aiohttp
-        data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+        data = _dumps(body)
         url = f"{self.base_url}/{path.lstrip('/')}"
         retries = 0
         while True:
@@ -122,7 +141,7 @@ class JSONPoster:
                     raw = await resp.read()
                     if resp.status < 400:
                         try:
-                            return json.loads(raw)
+                            return _loads(raw)
                         except ValueError as exc:
                             raise HTTPFailure("status", f"invalid response body: {exc}"[:240], resp.status) from None
                     headers = resp.headers

@@ -82,3 +82,26 @@ def test_upto_gives_at_least_the_rows_asked_for_before_the_rest() -> None:
 
         first, whole = asyncio.run(go())
     assert CHUNK <= first and whole == CHUNK * 3
+
+
+def test_a_background_feed_embeds_only_the_dialogues_that_ask() -> None:
+    """`window` in the driver's process: embeddings are consulted only for unnamed events, so nothing is embedded
+    ahead; a dialogue that asks is embedded at once."""
+    cfg = ExtractConfig(task="sextuple", method="window")
+    with FakeEmbeddingsServer() as server:
+        async def go() -> tuple[int, int, int]:
+            items = _items(cfg, 10, dialogues=3)
+            feed = EmbedFeed(f"openai:fake-embed@{server.base_url}", items, background=True)
+            feed.start()
+            try:
+                await asyncio.sleep(0.3)
+                before = len(server.requests)
+                rows = await asyncio.wait_for(feed.get(items[1]), 10)
+                await asyncio.sleep(0.3)
+                return before, len(rows), feed.texts
+            finally:
+                await feed.close()
+
+        before, rows, texts = asyncio.run(go())
+    assert before == 0  # no dialogue asked: nothing embedded
+    assert rows == 10 and texts == 10  # the one that asked, and only it

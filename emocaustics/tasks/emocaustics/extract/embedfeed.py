@@ -2,13 +2,16 @@
 
 A run used to embed every dialogue in a Ray Data stage before any of them reached the model (blocks of 64: the first
 LLM call waited minutes on a 400-dialogue run). Here each dialogue asks for its own embeddings when a step first needs
-them (`rag` before its first call, `window` only when an answer names no known event, a replica-hosted run before the
-dialogue is shipped); meanwhile the feed works through the remaining dialogues in order, so that most are ready
-before they are asked for. A dialogue that asks jumps the queue. One embedding runs at a time: on a CPU a second one
+them (`rag` before its first call, `window` only when an answer names no known event); meanwhile the feed works
+through the remaining dialogues in order, so that most are ready before they are asked for, except for `window` in
+this process (`background`), where it embeds only the dialogues that ask. A dialogue that asks jumps the queue. One embedding runs at a time: on a CPU a second one
 would only share the same cores.
 
 The packaged `minilm` (and any local sentence-transformers model) loads in a child process started with the feed,
 while the first calls go out; an `openai:` embedder is a client like any other.
+
+Dialogues that run inside replica actors cannot await this process's futures: with a board attached
+(`embedboard.py`) the feed also posts every chunk there, and takes the replicas' asks from it.
 """
 
 from __future__ import annotations
@@ -32,9 +35,13 @@ class EmbedFeed:
         self.spec = spec
         self.embedder = make_embedder(spec)  # parses the spec here: a bad one fails the run before it starts
         self._process: EmbedderProcess | None = None
-        # background: the consumers await embeddings only now and then (window), so the embedder's CPU must not be
-        # taken from the loop that drives the calls; `rag` waits on every dialogue's embeddings and keeps full priority
+        # background: the consumers await embeddings only now and then (window, in this process), so the embedder's
+        # CPU must not be taken from the loop that drives the calls: it loads niced and embeds only the dialogues that
+        # ask (a dialogue whose answers always name known events never costs an encode; on the 400-dialogue window
+        # run against the stand-in, embedding every dialogue ahead took ~1 s of wall from the calls on 2 cores).
+        # `rag` waits on every dialogue's embeddings: it keeps full priority and works ahead.
         self.background = background
+        self._ask = asyncio.Event()
         self.marks = marks if marks is not None else {}
         self._order = [it for it in items if it.get("needs_emb") and not it.get("skip_reason")]
         self._futures: dict[int, asyncio.Future[np.ndarray]] = {}
@@ -44,6 +51,7 @@ class EmbedFeed:
         self._worker: asyncio.Task[None] | None = None
         self.texts = 0
         self.seconds = 0.0
+        self.board: Any = None  # an EmbeddingBoard actor: rows for dialogues inside replicas (attach_board)
 
     def start(self) -> None:
         loop = asyncio.get_running_loop()
@@ -55,6 +63,7 @@ class EmbedFeed:
         fut = self._futures[id(item)]
         if not fut.done():
             self._asked.append(id(item))
+            self._ask.set()
         return await asyncio.shield(fut)
 
     async def upto(self, item: dict[str, Any], n: int) -> np.ndarray:
@@ -63,12 +72,46 @@ class EmbedFeed:
         fut = self._futures[id(item)]
         if not fut.done():
             self._asked.append(id(item))
+            self._ask.set()
         parts = self._parts.setdefault(id(item), [])
         async with self._progress:
             await self._progress.wait_for(lambda: fut.done() or sum(len(p) for p in parts) >= n)
         if fut.done():
             return fut.result()
         return np.concatenate(parts)
+
+    def attach_board(self, board: Any) -> None:
+        """Post every chunk to `board` from now on, and what is already embedded at once; each item's ticket is
+        `id(item)` (`ticket(item)`)."""
+        self.board = board
+        for it in self._order:
+            key = id(it)
+            for part in self._parts.get(key, []):
+                board.post.remote(key, part, False)
+            fut = self._futures.get(key)
+            if fut is not None and fut.done():
+                self._post_end(key, fut)
+
+    @staticmethod
+    def ticket(item: dict[str, Any]) -> int:
+        return id(item)
+
+    def _post_end(self, key: int, fut: asyncio.Future[np.ndarray]) -> None:
+        if fut.cancelled():
+            return
+        exc = fut.exception()
+        if exc is None:
+            self.board.post.remote(key, None, True)
+        else:
+            self.board.fail.remote(key, str(exc))
+
+    async def _take_board_asks(self) -> None:
+        if self.board is None:
+            return
+        try:
+            self._asked.extend(await self.board.asked.remote())
+        except Exception:  # the board is gone: its waiters fail on their own; the feed goes on in order
+            pass
 
     async def _load(self) -> None:
         import time
@@ -86,8 +129,10 @@ class EmbedFeed:
         by_id = {id(it): it for it in self._order}
         while self._asked:
             key = self._asked.pop(0)
-            if not self._futures[key].done():
+            if key in by_id and not self._futures[key].done():
                 return by_id[key]
+        if self.background:
+            return None  # on demand only
         return next((it for it in self._order if not self._futures[id(it)].done()), None)
 
     async def _work(self) -> None:
@@ -96,11 +141,20 @@ class EmbedFeed:
         try:
             await self._load()
         except Exception as exc:  # every dialogue that needs embeddings fails with the reason, none hangs
-            for fut in self._futures.values():
+            for key, fut in self._futures.items():
                 if not fut.done():
                     fut.set_exception(RuntimeError(f"embedder failed to load: {type(exc).__name__}: {exc}"))
+                    if self.board is not None:
+                        self._post_end(key, fut)
             return
-        while (item := self._next()) is not None:
+        while True:
+            await self._take_board_asks()
+            if (item := self._next()) is None:
+                if not self.background or all(f.done() for f in self._futures.values()):
+                    break
+                self._ask.clear()
+                await self._ask.wait()  # the next dialogue that asks
+                continue
             fut = self._futures[id(item)]
             t0 = time.perf_counter()
             texts = list(item["sentences"])
@@ -115,6 +169,8 @@ class EmbedFeed:
                     else:
                         vecs = await self.embedder.embed(chunk)
                     parts.append(np.asarray(vecs, dtype=np.float32).reshape(len(chunk), -1))
+                    if self.board is not None:
+                        self.board.post.remote(id(item), parts[-1], False)
                     async with self._progress:
                         self._progress.notify_all()
                 vecs = np.concatenate(parts) if parts else np.zeros((0, 0), dtype=np.float32)
@@ -124,6 +180,8 @@ class EmbedFeed:
                 self.seconds += time.perf_counter() - t0
                 self.texts += len(texts)
                 fut.set_result(vecs)
+            if self.board is not None:
+                self._post_end(id(item), fut)
             async with self._progress:
                 self._progress.notify_all()
 

@@ -141,8 +141,16 @@ async def extract_one(llm: Any, item: dict[str, Any]) -> dict[str, Any]:
     """The state machine of one dialogue: a prediction, or a failure naming the step and the reason."""
     cfg = ExtractConfig.model_validate(item["config"])
     d = sx.DialogueInput(int(item["id"]), tuple(item["sentences"]), tuple(item["holders"]))
-    # Packed with the item when it travels to a replica; in this process it may be a feed's lazy `emb_source`.
-    emb = sx.Embeddings(unpack(item["emb"])) if item.get("emb") is not None else item.get("emb_source")
+    # Packed with the item when it travels to a replica, or a ticket to the run's embedding board (rows posted as
+    # the driver's feed embeds them); in this process it may be a feed's lazy `emb_source`.
+    if item.get("emb") is not None:
+        emb = sx.Embeddings(unpack(item["emb"]))
+    elif item.get("emb_board") is not None:
+        from emocaustics.tasks.emocaustics.extract.embedboard import board_embeddings
+
+        emb = board_embeddings(*item["emb_board"])
+    else:
+        emb = item.get("emb_source")
     asker = Asker(llm, system=SYSTEM, affinity=item_affinity(item), retries=cfg.retries, max_tokens_cap=cfg.max_tokens_cap)
     t0 = time.perf_counter()
     row: dict[str, Any] = {"dialogue": d.id, "utterances": len(d), "ok": False, "prediction": None, "step": None,
@@ -234,6 +242,8 @@ async def _with_embeddings(llm: Any, item: dict[str, Any], feed: Any, in_process
 
     if in_process:
         return await _run_one(llm, {**item, "emb_source": sx.Embeddings(source, partial)})
+    if getattr(feed, "board", None) is not None:  # shipped now; the replica awaits its rows when a step needs them
+        return await _run_one(llm, {**item, "emb_board": (feed.board, feed.ticket(item))})
     try:
         return await _run_one(llm, {**item, "emb": pack(await source())})
     except EmbeddingFailed as exc:

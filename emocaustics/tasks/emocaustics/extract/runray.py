@@ -1,9 +1,9 @@
 """One extraction run, streamed, and its manifest.
 
 dialogues -> work items -> every dialogue at once through `run_items` (the model pool's `run`: each dialogue's state
-machine inside a replica actor; or, for an endpoint, here), each starting as soon as its own embeddings are ready
-(`embedfeed.py`, only for methods that retrieve or join by similarity) -> result rows, files as each finishes ->
-manifest.json
+machine inside a replica actor; or, for an endpoint, here), each awaiting its own embeddings only when a step needs
+them (`embedfeed.py` in this process, `embedboard.py` for replicas; only methods that retrieve or join by
+similarity) -> result rows, files as each finishes -> manifest.json
 
 Why not `ray.data.llm`'s processor: it is built for one-shot prompts; `window` makes 5-40 dependent calls per
 dialogue, so each dialogue runs as an async loop next to a long-lived engine instead (see DESIGN.md).
@@ -94,18 +94,22 @@ async def _stream(items: list[dict[str, Any]], cfg: ExtractConfig, *, llm_spec: 
     remote = parse_llm_spec(llm_spec).kind in REMOTE_KINDS
     if any(it.get("needs_emb") and not it.get("skip_reason") for it in items):
         # Starts loading now, beside the model's start. In this process (an endpoint) window consults embeddings only
-        # for unnamed events, so the embedder yields the CPU to the loop that drives the calls; a dialogue for a
-        # replica waits for its embeddings before it is shipped, so there the embedder runs at full priority (niced,
-        # it starved behind a CPU engine and held window dialogues back: engine_bench window 0.56 of the replay).
+        # for unnamed events, so the embedder yields the CPU to the loop that drives the calls; for a replica the
+        # embedder runs at full priority (niced, it starved behind a CPU engine and held window dialogues back).
         feed = EmbedFeed(embedder_spec, items, marks, background=cfg.method == "window" and remote)
         feed.start()
         await asyncio.sleep(0)  # lets the feed start its embedder process before Ray's start blocks this loop
-    pool = None
+    pool = board = None
     marks["llm_start"] = time.time()
     if not remote:
         marks["ray_start"] = time.time()
         pool = _driver_pool(llm_spec)  # in this (main) thread: ray.init installs signal handlers
         marks["ray_connected"] = time.time()
+        if feed is not None:  # dialogues go to their replicas at once and await their rows there (embedboard.py)
+            from emocaustics.tasks.emocaustics.extract.embedboard import start_board
+
+            board = start_board()
+            feed.attach_board(board)
     llm = make_llm(llm_spec, cache_dir=cache_dir)
     marks["llm_ready"] = time.time()
     bar = None
@@ -123,6 +127,10 @@ async def _stream(items: list[dict[str, Any]], cfg: ExtractConfig, *, llm_spec: 
             bar.close()
         if feed is not None:
             await feed.close()
+        if board is not None:
+            import ray
+
+            ray.kill(board)
         close = getattr(getattr(llm, "llm", llm), "aclose", None)
         if close is not None:
             await close()

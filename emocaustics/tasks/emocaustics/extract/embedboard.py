@@ -1,0 +1,97 @@
+"""Utterance embeddings for dialogues that run inside replica actors, handed over as they become ready.
+
+A dialogue hosted in a replica used to wait in the driver until its whole dialogue was embedded, and only then was it
+shipped: on the CPU engine the first 20 s of a 50-dialogue window run had 14-36 requests in the engine while
+dialogues queued for the embedder (`engine_bench`, `in_flight_by_tenth`). Now every dialogue is shipped at once with
+a ticket to this board; the driver's `EmbedFeed` posts each dialogue's rows here chunk by chunk, and the dialogue's
+state machine awaits them only when a step needs them (`window`: an event the bucket does not know; `rag`: utterance i
+once rows 0..i exist). A dialogue that asks moves to the front of the feed's queue, as in the driver.
+
+The board is one async Ray actor without a CPU reservation (it only stores arrays and wakes waiters); it lives for one
+extraction run and is killed with it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import numpy as np
+
+
+class EmbeddingBoard:
+    """Per-ticket rows (posted in order), a done mark or a failure reason, and the tickets asked for but not done."""
+
+    def __init__(self) -> None:
+        self._parts: dict[int, list[np.ndarray]] = {}
+        self._rows: dict[int, int] = {}
+        self._done: set[int] = set()
+        self._failed: dict[int, str] = {}
+        self._asked: list[int] = []
+        self._changed: asyncio.Condition | None = None  # made on the actor's own loop, at first use
+
+    def _cond(self) -> asyncio.Condition:
+        if self._changed is None:
+            self._changed = asyncio.Condition()
+        return self._changed
+
+    async def post(self, ticket: int, rows: np.ndarray | None, done: bool) -> None:
+        if rows is not None and len(rows):
+            self._parts.setdefault(ticket, []).append(np.asarray(rows, dtype=np.float32))
+            self._rows[ticket] = self._rows.get(ticket, 0) + len(rows)
+        if done:
+            self._done.add(ticket)
+        async with self._cond():
+            self._cond().notify_all()
+
+    async def fail(self, ticket: int, reason: str) -> None:
+        self._failed[ticket] = reason
+        async with self._cond():
+            self._cond().notify_all()
+
+    async def upto(self, ticket: int, n: int | None) -> np.ndarray:
+        """At least the first n rows (all of them when n is None), once posted; raises the ticket's failure."""
+        def ready() -> bool:
+            return ticket in self._failed or ticket in self._done or (n is not None and self._rows.get(ticket, 0) >= n)
+
+        if not ready():
+            self._asked.append(ticket)
+            async with self._cond():
+                await self._cond().wait_for(ready)
+        if ticket in self._failed:
+            raise RuntimeError(self._failed[ticket])
+        parts = self._parts.get(ticket, [])
+        if len(parts) > 1:  # keep one array: later calls for the same ticket return it as is
+            self._parts[ticket] = parts = [np.concatenate(parts)]
+        return parts[0] if parts else np.zeros((0, 0), dtype=np.float32)
+
+    async def asked(self) -> list[int]:
+        """Tickets asked for since the last call (the feed serves them first)."""
+        out, self._asked = self._asked, []
+        return out
+
+
+def start_board() -> Any:
+    """A new board actor in the connected Ray cluster (no CPU reserved: it must not take an engine's slot)."""
+    import ray
+
+    return ray.remote(num_cpus=0)(EmbeddingBoard).options(max_concurrency=100_000).remote()
+
+
+def board_embeddings(board: Any, ticket: int) -> Any:
+    """The `Embeddings` of a dialogue whose rows come from `board`, for its state machine inside a replica."""
+    from emocaustics.tasks.emocaustics.extract import sextuple as sx
+    from emocaustics.tasks.emocaustics.extract.runner import EmbeddingFailed
+
+    async def upto(n: int | None) -> np.ndarray:
+        try:
+            return await board.upto.remote(ticket, n)
+        except Exception as exc:  # the feed's failure (RayTaskError wraps it) or the board gone: the dialogue fails
+            cause = getattr(exc, "cause", None) or exc
+            raise EmbeddingFailed(str(cause).strip().splitlines()[-1] if str(cause).strip() else
+                                  type(cause).__name__) from None
+
+    async def whole() -> np.ndarray:
+        return await upto(None)
+
+    return sx.Embeddings(whole, upto)
