@@ -4,8 +4,8 @@ A run used to embed every dialogue in a Ray Data stage before any of them reache
 LLM call waited minutes on a 400-dialogue run). Here each dialogue asks for its own embeddings when a step first needs
 them (`rag` before its first call, `window` only when an answer names no known event); meanwhile the feed works
 through the remaining dialogues in order, so that most are ready before they are asked for, except for `window` in
-this process (`background`), where it embeds only the dialogues that ask. A dialogue that asks jumps the queue. One embedding runs at a time: on a CPU a second one
-would only share the same cores.
+this process (`background`), where it embeds only the dialogues that ask. A dialogue that asks jumps the queue. One
+embedding runs at a time: on a CPU a second one would only share the same cores.
 
 The packaged `minilm` (and any local sentence-transformers model) loads in a child process started with the feed,
 while the first calls go out; an `openai:` embedder is a client like any other.
