@@ -3,12 +3,18 @@
 For each method (sextuple direct / rag / window, emotion direct / window) the real pipeline runs with the smoke model
 (`run_extract`: Ray Data -> model pool -> per-dialogue state machines inside the vLLM replica actor), with a fresh,
 empty response cache, while a tap on the replica's engine records every request it received (`enginetap.py`). Then
-the replica is shut down and `replay.py` builds one `vllm.LLM` with the same settings in a separate process and
-replays each method's requests all at once (`LLM.generate`, empty prefix cache). Reported per method:
+the replica is shut down and `replay.py` builds one `vllm.LLM` with the same settings and batch limits in a separate
+process and replays each method's requests all at once (`LLM.generate`, empty prefix cache), each held to the tokens
+the pipeline's engine generated for it (`forced.py`: the same work on both sides). Reported per method:
 
 - `ratio_llm_phase`: pipeline generated tokens/s over its LLM phase (first request in to last answer out) divided by
-  the replay's tokens/s; `ratio_end_to_end` uses the whole `run_extract` wall time instead (Ray Data start,
-  the embedding stage for rag/window, writing files). Floor 0.5 for window (issue 4), on the LLM phase;
+  the replay's tokens/s; for window and chains window the median of 3 runs, each against its own replay (the
+  2 shared cores drift by a quarter between runs), each run's ratio in `ratio_llm_phase_runs`; `ratio_llm_phase_free` divides by the replay's tokens/s with its own greedy answers
+  instead (on the random model they differ from the pipeline's, and so does the work); `ratio_end_to_end` uses the
+  whole `run_extract` wall time (Ray Data start, the embedding stage for rag/window, writing files). Floor 0.5 for
+  window (issue 4), on the LLM phase;
+- `cpu_split_s` / `engine_cores_used`: where the machine's CPU went while the method ran (engine, replica actor,
+  driver, the local embedder, the rest), and how many of the cores the engine had;
 - the prefix-cache hit rate vLLM reported per request (`num_cached_tokens`), per step, pass 2 of window included;
 - where the time goes: set-up before the first request, the LLM phase, the tail; engine busy fraction and mean
   requests in flight; the share of each dialogue's life spent waiting on our code between dependent steps; CPU
@@ -17,6 +23,9 @@ replays each method's requests all at once (`LLM.generate`, empty prefix cache).
 
 The smoke model's text is noise: what is measured is the machinery, not quality.
     python -m benchmarks.engine_bench [--quick] [--n METHOD=N ...]
+
+`ENGINE_BENCH_LLM` names another engine spec for the pipeline (default `smoke`; e.g. `smoke?max_num_seqs=64` to try a
+batch limit): the replay then runs with the batch limits that engine ran with.
 """
 
 from __future__ import annotations
@@ -25,6 +34,7 @@ import asyncio
 import json
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -46,6 +56,9 @@ METHODS = ("sextuple/direct", "sextuple/rag", "sextuple/window", "emotion/direct
 N_FULL = {"sextuple/direct": 20, "sextuple/rag": 20, "sextuple/window": 50, "emotion/direct": 50,
           "emotion/window": 50}
 N_QUICK = {m: 4 for m in METHODS}
+# Runs of the dependent-call methods, whose ratio is the median of them (issue 18); the others run once.
+# `ENGINE_BENCH_REPEATS=N` sets both.
+REPEATS = {"sextuple/window": 3, "emotion/window": 3}
 
 
 def _cpu(pids: list[int]) -> float:
@@ -59,6 +72,35 @@ def _cpu(pids: list[int]) -> float:
         except psutil.Error:  # gone: its time is no longer readable, report what is
             pass
     return total
+
+
+def _cpu_snapshot() -> dict[int, float]:
+    """CPU seconds so far of every process on the machine, and (key -1) this process's reaped children: the run's
+    embedder child is stopped before `run_extract` returns, and its time then shows only there."""
+    import psutil
+
+    snap: dict[int, float] = {}
+    for p in psutil.process_iter(["cpu_times"]):
+        t = p.info.get("cpu_times")
+        if t is not None:
+            snap[p.pid] = t.user + t.system
+    me = os.times()
+    snap[-1] = me.children_user + me.children_system
+    return snap
+
+
+def _cpu_split(before: dict[int, float], after: dict[int, float], pids: dict[str, Any]) -> dict[str, float]:
+    """Where the machine's CPU went during one method's run: the engine (core and worker processes), the replica actor
+    (our state machines, tokenising, vLLM's output handling), this driver (Ray Data, the embedding feed's loop), its
+    children (the local embedder), and everything else (Ray's own processes, the board actor, other tenants)."""
+    groups = {pid: "engine" for pid in pids.get("engine_pids", [])}
+    groups[pids.get("actor_pid", -2)] = "replica_actor"
+    groups[os.getpid()] = "driver"
+    groups[-1] = "driver_children"
+    split = {"engine": 0.0, "replica_actor": 0.0, "driver": 0.0, "driver_children": 0.0, "other": 0.0}
+    for pid, cpu in after.items():
+        split[groups.get(pid, "other")] += max(0.0, cpu - before.get(pid, 0.0))
+    return {k: round(v, 2) for k, v in split.items()}
 
 
 def _dialogues(n_max: int) -> tuple[list[Any], str]:
@@ -107,8 +149,11 @@ def _per_call_costs(model_dir: str, dumps: list[dict[str, Any]], limit: int = 40
             "json_parse_ms_per_call": round(parse * 1e3, 3)}
 
 
-def run_pipeline(methods: dict[str, int], work: Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Run each method through the real pipeline with the engine tap on; returns (per-method figures, setup)."""
+def run_pipeline(methods: dict[str, int], work: Path,
+                 repeats: dict[str, int] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Run each method through the real pipeline with the engine tap on (`repeats`: runs per method, default 1);
+    returns (per-method figures, setup)."""
+    repeats = repeats or {}
     import ray
 
     from emocaustics.tasks.emocaustics.extract.runner import ExtractConfig
@@ -118,7 +163,8 @@ def run_pipeline(methods: dict[str, int], work: Path) -> tuple[dict[str, Any], d
     started_ray = not ray.is_initialized()
     if started_ray:
         ray.init(num_cpus=2, object_store_memory=300_000_000, include_dashboard=False, log_to_driver=False)
-    pool = get_pool("smoke")
+    llm_spec = os.environ.get("ENGINE_BENCH_LLM", "smoke")
+    pool = get_pool(llm_spec)
     setup: dict[str, Any] = {}
     figures: dict[str, Any] = {}
     try:
@@ -127,30 +173,43 @@ def run_pipeline(methods: dict[str, int], work: Path) -> tuple[dict[str, Any], d
         setup.update(pids)
         dialogues, subset = _dialogues(max(methods.values()))
         setup["subset"] = subset
-        for method, n in methods.items():
+        # round 0 runs every method; later rounds repeat the dependent-call methods (issue 18: median of repeats),
+        # window before chains window in each round, which builds on that round's window output
+        rounds = max(repeats.get(m, 1) for m in methods)
+        jobs = [(r, m, n) for r in range(rounds) for m, n in methods.items() if r < repeats.get(m, 1)]
+        for rep, method, n in jobs:
             task, how = method.split("/")
             cfg = ExtractConfig(task=task, method=how)
-            from_dir = work / "sextuple-window" if method == "emotion/window" else None
-            out = work / method.replace("/", "-")
+            tag = "" if rep == 0 else f"-r{rep}"
+            from_dir = work / f"sextuple-window{tag}" if method == "emotion/window" else None
+            out = work / f"{method.replace('/', '-')}{tag}"
             _run_in_replica(pool, enginetap.reset_prefix_cache, None)  # each method starts cold, as in the replay
             _run_in_replica(pool, enginetap.dump, str(work / "discard.pkl"))  # drop requests made before this run
             cpu_actor0, cpu_engine0 = _cpu([pids["actor_pid"]]), _cpu(pids["engine_pids"])
+            snap0 = _cpu_snapshot()
             load0 = os.getloadavg()[0]
             t0 = time.time()
-            summary = run_extract(dialogues[:n], cfg, llm_spec="smoke", out=out, from_dir=from_dir,
-                                  cache_dir=work / f"cache-{method.replace('/', '-')}")  # fresh: nothing cached
+            summary = run_extract(dialogues[:n], cfg, llm_spec=llm_spec, out=out, from_dir=from_dir,
+                                  cache_dir=work / f"cache-{method.replace('/', '-')}{tag}")  # fresh: nothing cached
             t1 = time.time()
+            cpu_split = _cpu_split(snap0, _cpu_snapshot(), pids)
             fig: dict[str, Any] = {"dialogues": n, "wall_s": round(t1 - t0, 2),
                                    "predicted": summary["predicted"], "failures": len(summary["failures"]),
                                    "unparseable": summary["unparseable"], "retries": summary["retries"],
                                    "cpu_actor_s": round(_cpu([pids["actor_pid"]]) - cpu_actor0, 2),
                                    "cpu_engine_core_s": round(_cpu(pids["engine_pids"]) - cpu_engine0, 2),
-                                   "load_avg_1m": [round(load0, 2), round(os.getloadavg()[0], 2)]}
-            dump_path = work / f"{method.replace('/', '-')}.pkl"
+                                   "load_avg_1m": [round(load0, 2), round(os.getloadavg()[0], 2)],
+                                   "cpu_split_s": cpu_split,
+                                   # the machine's cores the engine had while the run lasted (2 = all of them here)
+                                   "engine_cores_used": round(cpu_split["engine"] / (t1 - t0), 2)}
+            dump_path = work / f"{method.replace('/', '-')}{tag}.pkl"
             _run_in_replica(pool, enginetap.dump, str(dump_path))
             fig["dump"], fig["span"] = str(dump_path), (t0, t1)
-            figures[method] = fig
-            print(f"engine_bench: pipeline {method} n={n}: {fig['wall_s']} s", flush=True)
+            if rep == 0:
+                figures[method] = fig
+            else:
+                figures[method].setdefault("repeat_runs", []).append(fig)
+            print(f"engine_bench: pipeline {method}{tag} n={n}: {fig['wall_s']} s", flush=True)
     finally:
         engine_pids = setup.get("engine_pids", [])
         pool.shutdown()
@@ -175,14 +234,15 @@ def _wait_gone(pids: list[int], timeout: float = 30.0) -> None:
             p.kill()
 
 
-def run_replay(dumps: list[Path], work: Path) -> dict[str, Any]:
+def run_replay(dumps: list[Path], work: Path, free_for: list[Path] | None = None) -> dict[str, Any]:
     out = work / "replay.json"
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
     log = work / "replay.log"
     with open(log, "w", encoding="utf-8") as f:
         # own session: on a timeout the whole group goes (the replay's engine core is its child process)
+        free = ["--free-for", *(p.name for p in free_for)] if free_for is not None else []
         proc = subprocess.Popen([sys.executable, "-m", "benchmarks.replay", "--requests", *map(str, dumps), "--out",
-                                 str(out)], cwd=REPO, env=env, stdout=f, stderr=subprocess.STDOUT,
+                                 str(out), *free], cwd=REPO, env=env, stdout=f, stderr=subprocess.STDOUT,
                                 start_new_session=True)
         try:
             proc.wait(timeout=REPLAY_TIMEOUT_S)
@@ -200,23 +260,48 @@ def run(quick: bool = False, methods: dict[str, int] | None = None) -> dict[str,
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     methods = methods or (N_QUICK if quick else N_FULL)
+    repeats = {m: int(os.environ.get("ENGINE_BENCH_REPEATS", 1 if quick else REPEATS.get(m, 1))) for m in methods
+               if m in REPEATS}
     work = Path(tempfile.mkdtemp(prefix="engine-bench-"))
     t_all = time.time()
-    figures, setup = run_pipeline(methods, work)
+    figures, setup = run_pipeline(methods, work, repeats)
     dumps = {m: Path(f["dump"]) for m, f in figures.items()}
-    replay = run_replay(list(dumps.values()), work)
+    extra = [Path(r["dump"]) for f in figures.values() for r in f.get("repeat_runs", [])]
+    replay = run_replay(list(dumps.values()) + extra, work, free_for=list(dumps.values()))
     loaded = {m: pickle.loads(p.read_bytes()) for m, p in dumps.items()}
     model_dir = next(iter(loaded.values()))["model"]
     for method, fig in figures.items():
+        for again in fig.get("repeat_runs", []):  # each repeat: its own recording, its own forced replay
+            path = Path(again.pop("dump"))
+            rec = pickle.loads(path.read_bytes())
+            tl_r = summarize(rec["records"], rec["schemas"])
+            raw_r = replay["runs"][path.name]
+            again.pop("span")
+            again["llm_phase_s"] = tl_r.get("llm_phase_s")
+            again["generated_tokens"] = tl_r.get("generated_tokens")
+            again["replay_seconds"] = round(raw_r["seconds"], 3)
+            again["replay_same_tokens"] = raw_r.get("same_tokens_as_pipeline")
+            p_r, r_r = tl_r.get("generated_tokens_per_s"), raw_r.get("generated_tokens_per_s")
+            again["ratio_llm_phase"] = round(p_r / r_r, 3) if p_r and r_r else None
         d = loaded[method]
         tl = summarize(d["records"], d["schemas"])
         raw = replay["runs"][dumps[method].name]
         fig.pop("dump")
         fig["pipeline"] = tl
-        fig["replay"] = {k: (round(v, 3) if isinstance(v, float) else v) for k, v in raw.items()}
+        fig["replay"] = {k: (round(v, 3) if isinstance(v, float) else v) for k, v in raw.items() if k != "free"}
+        fig["replay"]["free"] = {k: (round(v, 3) if isinstance(v, float) else v)
+                                 for k, v in raw.get("free", {}).items()}
         p_tps = tl.get("generated_tokens_per_s")
         r_tps = raw.get("generated_tokens_per_s")
         fig["ratio_llm_phase"] = round(p_tps / r_tps, 3) if p_tps and r_tps else None
+        runs = [fig["ratio_llm_phase"]] + [r["ratio_llm_phase"] for r in fig.get("repeat_runs", [])]
+        if len(runs) > 1 and None not in runs:  # the headline is the median of the repeats; each is kept
+            fig["ratio_llm_phase_runs"] = runs
+            fig["ratio_llm_phase_first"] = fig["ratio_llm_phase"]
+            fig["ratio_llm_phase"] = round(statistics.median(runs), 3)
+        # against the replay's own greedy answers (the figure before the replay forced the pipeline's answers)
+        free_tps = raw.get("free", {}).get("generated_tokens_per_s")
+        fig["ratio_llm_phase_free"] = round(p_tps / free_tps, 3) if p_tps and free_tps else None
         fig["ratio_end_to_end"] = (round(tl["generated_tokens"] / fig["wall_s"] / r_tps, 3)
                                    if r_tps and tl.get("generated_tokens") else None)
         t0, t1 = fig.pop("span")
@@ -233,7 +318,7 @@ def run(quick: bool = False, methods: dict[str, int] | None = None) -> dict[str,
     flat = headline(figures)
     return {"name": "engine_bench", "figures": {**flat, "per_method": figures, "setup": setup},
             "inputs": {"model": "smoke (random weights)", "dialogues": methods, "subset": setup.get("subset"),
-                       "response_cache": "fresh empty directory per method",
+                       "response_cache": "fresh empty directory per method", "repeats": repeats,
                        "seconds_total": round(time.time() - t_all, 1)},
             "notes": NOTES, "floors": floors}
 
@@ -245,6 +330,17 @@ def headline(per_method: dict[str, Any]) -> dict[str, Any]:
     pass2 = window.get("pipeline", {}).get("phases", {}).get("sextuple", {})
     loads = [v for f in per_method.values() for v in f.get("load_avg_1m", [])]
     return {"ratio_llm_phase": {m: f.get("ratio_llm_phase") for m, f in per_method.items()},
+            # each run's ratio where a method was repeated (the headline above is their median)
+            "ratio_llm_phase_runs": {m: f["ratio_llm_phase_runs"] for m, f in per_method.items()
+                                     if f.get("ratio_llm_phase_runs")},
+            "ratio_llm_phase_free": {m: f.get("ratio_llm_phase_free") for m, f in per_method.items()},
+            # the replay's requests that generated exactly the pipeline's tokens (all of them when forcing worked)
+            "replay_same_tokens_share": {
+                m: (round(f["replay"].get("same_tokens_as_pipeline", 0) / f["replay"]["requests"], 3)
+                    if f.get("replay", {}).get("requests") else None) for m, f in per_method.items()},
+            # cores of the two the engine had while the method ran, and where the rest went
+            "engine_cores_used": {m: f.get("engine_cores_used") for m, f in per_method.items()},
+            "cpu_split_s": {m: f.get("cpu_split_s") for m, f in per_method.items()},
             "ratio_end_to_end": {m: f.get("ratio_end_to_end") for m, f in per_method.items()},
             "dialogues": {m: f.get("dialogues") for m, f in per_method.items()},
             "window_pass2_prefix_cache_hit_rate": pass2.get("prefix_cache_hit_rate"),
@@ -264,8 +360,13 @@ NOTES = [
     "smoke model: random weights, its text is noise; the figures measure the machinery (batching, prefix cache, "
     "our orchestration), not quality",
     "ratio_llm_phase = pipeline generated tokens/s over its LLM phase / replay tokens/s of the same requests all at "
-    "once on one vllm.LLM with the same settings (empty prefix cache at the start of each); ratio_end_to_end uses "
-    "the whole run_extract wall time (Ray Data start, embedding stage, file writes)",
+    "once on one vllm.LLM with the same settings and batch limits (empty prefix cache at the start of each), each "
+    "request held to the tokens the pipeline generated (the same work); ratio_llm_phase_free: against the "
+    "replay's own greedy answers, which differ from the pipeline's on the random model's near-ties; "
+    "ratio_end_to_end uses the whole run_extract wall time (Ray Data start, embedding stage, file writes)",
+    "cpu_split_s: CPU seconds of each process group while a method ran (engine = vLLM's core and worker processes; "
+    "replica_actor = our state machines and vLLM's frontend; driver_children = the local embedder); "
+    "engine_cores_used = engine CPU / wall: the replay's engine has both cores",
     "2 shared CPU cores, other work running: load_avg_1m is noted per method; compare ratios within one run",
 ]
 
@@ -274,12 +375,14 @@ def to_markdown(out: dict[str, Any]) -> str:
     per = out["figures"]["per_method"]
     lines = [f"# engine_bench (smoke model, {out['inputs']['subset']}; random weights: its text is noise)", "",
              "| method | dialogues | requests | pipeline tok/s (LLM phase) | replay tok/s | ratio LLM phase | "
-             "ratio end-to-end | mean in flight | prefix hit (pipeline) | wall s | load 1m |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "ratio vs free replay | ratio end-to-end | engine cores used | mean in flight | prefix hit (pipeline) | "
+             "wall s | load 1m |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for m, f in per.items():
         p, r = f["pipeline"], f["replay"]
         lines.append(f"| {m} | {f['dialogues']} | {p.get('requests')} | {p.get('generated_tokens_per_s')} | "
-                     f"{r.get('generated_tokens_per_s')} | {f.get('ratio_llm_phase')} | {f.get('ratio_end_to_end')} | "
+                     f"{r.get('generated_tokens_per_s')} | {f.get('ratio_llm_phase')} | "
+                     f"{f.get('ratio_llm_phase_free')} | {f.get('ratio_end_to_end')} | {f.get('engine_cores_used')} | "
                      f"{p.get('mean_in_flight')} | {p.get('prefix_cache_hit_rate')} | {f['wall_s']} | "
                      f"{f['load_avg_1m']} |")
     w = per.get("sextuple/window", {}).get("pipeline", {}).get("phases", {})
@@ -287,6 +390,8 @@ def to_markdown(out: dict[str, Any]) -> str:
         lines.append(f"\nwindow {phase}: {x['requests']} requests, vLLM prefix-cache hit rate "
                      f"{x['prefix_cache_hit_rate']} (reusable by layout: block 16 {x['reusable_prefix_rate_block16']}, "
                      f"block 128 {x['reusable_prefix_rate_block128']})")
+    for m, runs in out["figures"].get("ratio_llm_phase_runs", {}).items():
+        lines.append(f"\n{m}: ratio over the LLM phase per run {runs}, median {per[m]['ratio_llm_phase']}")
     for k, fl in out["floors"].items():
         lines.append(f"\nfloor {k}: {fl['value']} vs {fl['floor']} ({'ok' if fl['ok'] else 'BELOW FLOOR'})")
     return "\n".join(lines) + "\n"

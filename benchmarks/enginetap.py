@@ -52,7 +52,9 @@ class EngineTap:
         so = getattr(params, "structured_outputs", None)
         schema = getattr(so, "json", None) if so is not None else None
         if schema is not None and not isinstance(schema, str):
-            schema = json.dumps(schema, ensure_ascii=False, sort_keys=True)
+            # key order kept: a JSON grammar writes an object's properties in the schema's order, so sorted keys
+            # would replay another grammar (and other answers) than the one the pipeline ran
+            schema = json.dumps(schema, ensure_ascii=False)
         sid = None
         if schema is not None:
             sid = self.schemas.setdefault(schema, len(self.schemas))
@@ -64,9 +66,11 @@ class EngineTap:
         rec: dict[str, Any] = {"request_id": request_id, "task": _task_id(), "submit": time.time(),
                                "prompt_ids": list(ids) if ids is not None else None, **self._params(params)}
         final = None
+        # the replica asks for the final output only: the time of the first token is then not seen here
+        streamed = getattr(getattr(params, "output_kind", None), "name", "") != "FINAL_ONLY"
         try:
             async for out in self._inner(prompt, params, request_id, *args, **kwargs):
-                if final is None:
+                if final is None and streamed:
                     rec["first"] = time.time()
                 final = out
                 yield out
@@ -77,7 +81,8 @@ class EngineTap:
             rec["finish"] = time.time()
             if final is not None and final.outputs:
                 seq = final.outputs[0]
-                rec.update(generated=len(seq.token_ids), text=seq.text, finish_reason=seq.finish_reason,
+                rec.update(generated=len(seq.token_ids), output_ids=list(seq.token_ids), text=seq.text,
+                           finish_reason=seq.finish_reason,
                            cached=int(final.num_cached_tokens or 0))
             self.records.append(rec)
 
@@ -104,9 +109,16 @@ async def dump(llm: Any, path: str) -> int:
     tmp = f"{path}.{os.getpid()}.tmp"
     with open(tmp, "wb") as f:
         pickle.dump({"records": records, "schemas": schemas, "model": llm._actor.model,
-                     "engine_opts": llm._actor.engine_opts}, f)
+                     "engine_opts": llm._actor.engine_opts, "scheduler": scheduler_limits(engine)}, f)
     os.replace(tmp, path)
     return len(records)
+
+
+def scheduler_limits(engine: Any) -> dict[str, int]:
+    """The batch limits the engine actually runs with (its usage context's defaults unless the spec set them): the
+    replay must use these, not the defaults its own `vllm.LLM` would pick."""
+    sched = engine.vllm_config.scheduler_config
+    return {"max_num_seqs": int(sched.max_num_seqs), "max_num_batched_tokens": int(sched.max_num_batched_tokens)}
 
 
 async def remove(llm: Any, _item: Any) -> None:

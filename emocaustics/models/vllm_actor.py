@@ -32,10 +32,14 @@ from emocaustics.models.usage import Usage
 # otherwise pads the answer with whitespace up to max_tokens), the prefix cache (window prompts share prefixes), and
 # priority scheduling, so that the next call of a long sequential window chain is not queued behind hundreds of
 # independent calls (each request carries ChatRequest.priority; "fcfs" ignores it).
+# No per-step Prometheus statistics: the replica counts its own usage (tokens, prefix-cache hits per request), and
+# vLLM's stat loggers took ~15 % of the replica actor's CPU in engine_bench's window run (py-spy), CPU the engine
+# shares on a CPU machine; `?disable_log_stats=false` in the spec turns them back on.
 ENGINE_DEFAULTS: dict[str, Any] = {
     "structured_outputs_config": {"backend": "xgrammar", "disable_any_whitespace": True},
     "enable_prefix_caching": True,
     "scheduling_policy": "priority",
+    "disable_log_stats": True,
 }
 # On CPU, `gpu_memory_utilization` is a fraction of host RAM and the default 0.92 fails; the KV cache gets a fixed size.
 CPU_DEFAULTS: dict[str, Any] = {"gpu_memory_utilization": 0.3, "kv_cache_memory_bytes": 1 << 30}
@@ -83,8 +87,14 @@ class VLLMEngineActor:
                 from vllm.platforms import current_platform
                 from vllm.v1.engine.async_llm import AsyncLLM
 
+                from vllm.usage.usage_lib import UsageContext
+
                 opts = {**ENGINE_DEFAULTS, **(CPU_DEFAULTS if current_platform.is_cpu() else {}), **self.engine_opts}
-                self._engine = AsyncLLM.from_engine_args(AsyncEngineArgs(model=self.model, **opts))
+                # A replica serves many concurrent requests, as `vllm serve` does: its batch limits per hardware
+                # (max_num_seqs, max_num_batched_tokens) are vLLM's server defaults, not the generic 128 sequences
+                # an engine built without a usage context gets (on an H100 the server allows 1024).
+                self._engine = AsyncLLM.from_engine_args(AsyncEngineArgs(model=self.model, **opts),
+                                                         usage_context=UsageContext.OPENAI_API_SERVER)
                 self._by_priority = opts.get("scheduling_policy") == "priority"
                 self._tokenizer = self._engine.get_tokenizer()
                 self._max_len = self._engine.model_config.max_model_len
@@ -105,7 +115,7 @@ class VLLMEngineActor:
     async def _one(self, request: ChatRequest) -> Completion:
         from vllm import SamplingParams
         from vllm.inputs import TokensPrompt
-        from vllm.sampling_params import StructuredOutputsParams
+        from vllm.sampling_params import RequestOutputKind, StructuredOutputsParams
 
         try:
             ids = self._prompt_ids(request)
@@ -123,6 +133,9 @@ class VLLMEngineActor:
             top_p=s.top_p,
             seed=s.seed,
             structured_outputs=StructuredOutputsParams(json=request.schema) if request.schema is not None else None,
+            # the answer only: a streamed output per generated token would wake this coroutine hundreds of times
+            # per call, CPU taken from the engine on a CPU machine (engine_bench: cpu of the replica actor)
+            output_kind=RequestOutputKind.FINAL_ONLY,
         )
         final = None
         try:

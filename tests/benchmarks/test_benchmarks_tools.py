@@ -98,3 +98,61 @@ def test_reference_driver_blocks_one_request_at_a_time_per_worker():
         assert res["threads"] == 16 and 1 < server.max_inflight <= len(dialogues)  # one open request per dialogue
         assert all(r["ok"] for r in res["rows"])
         llm.close()
+
+
+def test_replay_runs_with_the_batch_limits_the_replica_ran_with() -> None:
+    pytest.importorskip("vllm")
+    from benchmarks.replay import replay_options
+    from emocaustics.models.vllm_actor import ENGINE_DEFAULTS
+
+    dump = {"engine_opts": {"max_model_len": 4096}, "scheduler": {"max_num_seqs": 128, "max_num_batched_tokens": 2048}}
+    opts = replay_options(dump)
+    assert opts["max_num_seqs"] == 128 and opts["max_num_batched_tokens"] == 2048
+    assert opts["max_model_len"] == 4096 and opts["scheduling_policy"] == ENGINE_DEFAULTS["scheduling_policy"]
+    # an older dump without the limits: the replay's own defaults, said by their absence
+    assert "max_num_seqs" not in replay_options({"engine_opts": {}})
+
+
+def test_cpu_split_charges_each_process_to_its_group() -> None:
+    import os
+
+    from benchmarks.engine_bench import _cpu_split
+
+    me = os.getpid()
+    before = {11: 1.0, 12: 2.0, 20: 5.0, me: 3.0, -1: 0.0, 99: 7.0}
+    after = {11: 4.0, 12: 3.5, 20: 6.0, me: 3.5, -1: 9.0, 99: 8.0, 100: 0.25}  # 100 started during the run
+    split = _cpu_split(before, after, {"engine_pids": [11, 12], "actor_pid": 20})
+    assert split == {"engine": 4.5, "replica_actor": 1.0, "driver": 0.5, "driver_children": 9.0, "other": 1.25}
+
+
+def test_forced_output_holds_each_forced_row_to_its_recorded_next_token() -> None:
+    """The replay's logits processor: forced rows can only take their recorded next token (whatever the model's
+    logits), other rows are untouched, and rows follow their requests through vLLM's moves and removals."""
+    pytest.importorskip("vllm")
+    import torch
+    from vllm import SamplingParams
+    from vllm.v1.sample.logits_processor import BatchUpdate, MoveDirectionality
+
+    from benchmarks.forced import KEY, ForcedOutput
+
+    proc = ForcedOutput(None, torch.device("cpu"), False)
+    out_a, out_b, out_c = [], [5], []
+    forced_a = SamplingParams(extra_args={KEY: [3, 1, 2]})
+    forced_b = SamplingParams(extra_args={KEY: [5, 4]})
+    free_c = SamplingParams()
+    proc.update_state(BatchUpdate(batch_size=3, removed=[], moved=[],
+                                  added=[(0, forced_a, [9], out_a), (1, forced_b, [9], out_b), (2, free_c, [9], out_c)]))
+    logits = torch.randn(3, 8)
+    free_row = logits[2].clone()
+    got = proc.apply(logits)
+    assert got[0].argmax().item() == 3 and got[1].argmax().item() == 4  # b has generated 5 already: next is 4
+    assert torch.isinf(got[0]).sum().item() == 7 and torch.equal(got[2], free_row)
+
+    out_a.append(3)  # vLLM appends to the running lists; a request moves and one leaves
+    proc.update_state(BatchUpdate(batch_size=2, removed=[1], added=[],
+                                  moved=[(0, 1, MoveDirectionality.SWAP)]))
+    got = proc.apply(torch.randn(2, 8))
+    assert got[1].argmax().item() == 1 and not torch.isinf(got[0]).any()
+
+    out_a.extend([1, 2])  # past the recorded tokens: left to the grammar
+    assert not torch.isinf(proc.apply(torch.randn(2, 8))).any()

@@ -163,3 +163,23 @@ def test_registry_loads_the_model_once(smoke_pool, tmp_path) -> None:
     stats = asyncio.run(smoke_pool.stats())
     assert stats["engine_starts"] == 1
     assert stats["prefix_cache_hit_rate"] is not None and 0 <= stats["prefix_cache_hit_rate"] <= 1
+
+
+async def _engine_settings(llm, _item) -> dict:
+    engine = llm._actor._engine
+    sched = engine.vllm_config.scheduler_config
+    return {"max_num_seqs": sched.max_num_seqs, "max_num_batched_tokens": sched.max_num_batched_tokens,
+            "log_stats": bool(engine.log_stats)}
+
+
+def test_replica_engine_has_vllm_server_batch_limits_and_no_stat_loggers(smoke_pool) -> None:
+    """A replica is a server of many concurrent calls: it gets the batch limits `vllm serve` would use on this
+    hardware (an engine built without a usage context gets the generic 128 sequences, on any GPU), and no per-step
+    Prometheus statistics (the replica counts its own usage)."""
+    from vllm.engine.arg_utils import EngineArgs
+    from vllm.usage.usage_lib import UsageContext
+
+    tokens, seqs = EngineArgs.get_batch_defaults(1)
+    got = asyncio.run(smoke_pool.run(_engine_settings, [None]))[0]
+    assert got == {"max_num_seqs": seqs[UsageContext.OPENAI_API_SERVER],
+                   "max_num_batched_tokens": tokens[UsageContext.OPENAI_API_SERVER], "log_stats": False}

@@ -24,16 +24,17 @@ def test_board_waits_for_rows_records_asks_and_fails_by_ticket() -> None:
         assert not waiting.done()
         assert await board.asked() == [7]  # the feed serves asked tickets first
         assert await board.asked() == []
-        await board.post(7, np.ones((2, 4)), False)
+        await board.post(7, 0, np.ones((2, 4)))
         await asyncio.sleep(0.01)
         assert not waiting.done()  # 2 rows of the 3 asked for
-        await board.post(7, np.full((2, 4), 2.0), False)
+        await board.post(7, 2, np.full((2, 4), 2.0))
         first = await asyncio.wait_for(waiting, 1)
         assert first.shape == (4, 4) and first[3, 0] == 2.0  # everything posted so far, in order
         whole = asyncio.ensure_future(board.upto(7, None))
         await asyncio.sleep(0.01)
-        assert not whole.done()  # the whole dialogue waits for the done mark
-        await board.post(7, np.full((1, 4), 3.0), True)
+        assert not whole.done()  # the whole dialogue waits for the end mark
+        await board.post(7, 4, np.full((1, 4), 3.0))
+        await board.end(7, 5)
         assert (await asyncio.wait_for(whole, 1)).shape == (5, 4)
         assert (await board.upto(7, 2)).shape == (5, 4)  # once done: all rows, at once
         late = asyncio.ensure_future(board.upto(8, None))
@@ -41,6 +42,26 @@ def test_board_waits_for_rows_records_asks_and_fails_by_ticket() -> None:
         await board.fail(8, "embedding failed: ConnectionError: refused")
         with pytest.raises(RuntimeError, match="refused"):
             await asyncio.wait_for(late, 1)
+
+    asyncio.run(go())
+
+
+def test_board_rebuilds_order_when_calls_overtake_each_other() -> None:
+    """An async actor may start a caller's later call first (an earlier one still waits for its array): the end mark
+    and a later chunk arriving before an earlier chunk must not hand out a dialogue with rows missing."""
+    async def go() -> None:
+        board = EmbeddingBoard()
+        whole = asyncio.ensure_future(board.upto(3, None))
+        partial = asyncio.ensure_future(board.upto(3, 2))
+        await board.end(3, 6)
+        await board.post(3, 2, np.full((4, 2), 2.0))
+        await asyncio.sleep(0.01)
+        assert not whole.done() and not partial.done()  # rows 0-1 are still on their way
+        await board.post(3, 0, np.full((2, 2), 1.0))
+        rows = await asyncio.wait_for(whole, 1)
+        assert rows.shape == (6, 2) and rows[:2, 0].tolist() == [1.0, 1.0] and rows[2:, 0].tolist() == [2.0] * 4
+        assert (await asyncio.wait_for(partial, 1)).shape == (6, 2)
+        assert (await board.upto(3, None)) is (await board.upto(3, None))  # kept as one array
 
     asyncio.run(go())
 

@@ -20,12 +20,15 @@ import numpy as np
 
 
 class EmbeddingBoard:
-    """Per-ticket rows (posted in order), a done mark or a failure reason, and the tickets asked for but not done."""
+    """Per-ticket rows, the row count of a finished dialogue or a failure reason, and the tickets asked for but not
+    done. Each chunk carries the row it starts at and the end mark the dialogue's row count: an async actor may run
+    calls from one caller out of order (a call whose array is still in transfer starts after a later one), so order
+    is rebuilt here instead of assumed (a dialogue once read zero rows when its end mark overtook its chunks)."""
 
     def __init__(self) -> None:
-        self._parts: dict[int, list[np.ndarray]] = {}
-        self._rows: dict[int, int] = {}
-        self._done: set[int] = set()
+        self._parts: dict[int, dict[int, np.ndarray]] = {}  # ticket -> first row -> rows
+        self._rows: dict[int, int] = {}  # ticket -> rows present from row 0 without a gap
+        self._total: dict[int, int] = {}  # ticket -> the dialogue's row count, once all are embedded
         self._failed: dict[int, str] = {}
         self._asked: list[int] = []
         self._changed: asyncio.Condition | None = None  # made on the actor's own loop, at first use
@@ -35,12 +38,21 @@ class EmbeddingBoard:
             self._changed = asyncio.Condition()
         return self._changed
 
-    async def post(self, ticket: int, rows: np.ndarray | None, done: bool) -> None:
-        if rows is not None and len(rows):
-            self._parts.setdefault(ticket, []).append(np.asarray(rows, dtype=np.float32))
-            self._rows[ticket] = self._rows.get(ticket, 0) + len(rows)
-        if done:
-            self._done.add(ticket)
+    async def post(self, ticket: int, start: int, rows: np.ndarray) -> None:
+        """Rows `start`.. of the ticket's dialogue."""
+        if len(rows):
+            parts = self._parts.setdefault(ticket, {})
+            parts[start] = np.asarray(rows, dtype=np.float32)
+            have = self._rows.get(ticket, 0)
+            while have in parts:  # rows from 0 up to the first gap
+                have += len(parts[have])
+            self._rows[ticket] = have
+        async with self._cond():
+            self._cond().notify_all()
+
+    async def end(self, ticket: int, total: int) -> None:
+        """Every row of the ticket's dialogue is embedded: `total` of them (some may still be on their way)."""
+        self._total[ticket] = total
         async with self._cond():
             self._cond().notify_all()
 
@@ -49,10 +61,13 @@ class EmbeddingBoard:
         async with self._cond():
             self._cond().notify_all()
 
+    def _done(self, ticket: int) -> bool:
+        return ticket in self._total and self._rows.get(ticket, 0) >= self._total[ticket]
+
     async def upto(self, ticket: int, n: int | None) -> np.ndarray:
         """At least the first n rows (all of them when n is None), once posted; raises the ticket's failure."""
         def ready() -> bool:
-            return ticket in self._failed or ticket in self._done or (n is not None and self._rows.get(ticket, 0) >= n)
+            return ticket in self._failed or self._done(ticket) or (n is not None and self._rows.get(ticket, 0) >= n)
 
         if not ready():
             self._asked.append(ticket)
@@ -60,10 +75,16 @@ class EmbeddingBoard:
                 await self._cond().wait_for(ready)
         if ticket in self._failed:
             raise RuntimeError(self._failed[ticket])
-        parts = self._parts.get(ticket, [])
-        if len(parts) > 1:  # keep one array: later calls for the same ticket return it as is
-            self._parts[ticket] = parts = [np.concatenate(parts)]
-        return parts[0] if parts else np.zeros((0, 0), dtype=np.float32)
+        have = self._rows.get(ticket, 0)
+        parts = self._parts.get(ticket, {})
+        shown = [parts[k] for k in sorted(parts) if k < have]
+        if not shown:
+            return np.zeros((0, 0), dtype=np.float32)
+        rows = np.concatenate(shown) if len(shown) > 1 else shown[0]
+        if len(shown) > 1:  # keep one array for the rows so far: later calls for the same ticket reuse it
+            rest = {k: v for k, v in parts.items() if k >= have}
+            self._parts[ticket] = {0: rows, **rest}
+        return rows
 
     async def asked(self) -> list[int]:
         """Tickets asked for since the last call (the feed serves them first)."""

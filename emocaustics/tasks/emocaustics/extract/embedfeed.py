@@ -29,7 +29,7 @@ CHUNK = 32  # texts in a dialogue's first encode (then doubling): its first utte
 
 class EmbedFeed:
     def __init__(self, spec: str, items: list[dict[str, Any]], marks: dict[str, float] | None = None, *,
-                 background: bool = False) -> None:
+                 background: bool = False, threads: int | None = None) -> None:
         from emocaustics.models.embedders import make_embedder
 
         self.spec = spec
@@ -41,6 +41,10 @@ class EmbedFeed:
         # run against the stand-in, embedding every dialogue ahead took ~1 s of wall from the calls on 2 cores).
         # `rag` waits on every dialogue's embeddings: it keeps full priority and works ahead.
         self.background = background
+        # CPU threads of a local embedder (None: torch's default, every core). Beside a CPU engine on the same cores,
+        # half: with both cores the embedder's threads preempt the engine's mid-step (engine_bench window: the engine
+        # had 1.3 of 2 cores, the embedder 32 CPU-seconds for 854 texts it encodes in 19 on one thread).
+        self.threads = threads
         self._ask = asyncio.Event()
         self.marks = marks if marks is not None else {}
         self._order = [it for it in items if it.get("needs_emb") and not it.get("skip_reason")]
@@ -86,8 +90,10 @@ class EmbedFeed:
         self.board = board
         for it in self._order:
             key = id(it)
+            start = 0
             for part in self._parts.get(key, []):
-                board.post.remote(key, part, False)
+                board.post.remote(key, start, part)
+                start += len(part)
             fut = self._futures.get(key)
             if fut is not None and fut.done():
                 self._post_end(key, fut)
@@ -101,7 +107,7 @@ class EmbedFeed:
             return
         exc = fut.exception()
         if exc is None:
-            self.board.post.remote(key, None, True)
+            self.board.end.remote(key, len(fut.result()))
         else:
             self.board.fail.remote(key, str(exc))
 
@@ -121,7 +127,7 @@ class EmbedFeed:
         if not isinstance(self.embedder, SentenceTransformerEmbedder):
             return
         self.marks["embedder_start"] = time.time()
-        self._process = EmbedderProcess(self.spec, nice=10 if self.background else 0)
+        self._process = EmbedderProcess(self.spec, nice=10 if self.background else 0, threads=self.threads)
         await _in_daemon_thread(self._process.wait_ready)
         self.marks["embedder_loaded"] = time.time()
 
@@ -162,7 +168,7 @@ class EmbedFeed:
             try:
                 start, size = 0, CHUNK
                 while start < len(texts):  # chunks of 32, 64, 128...: early rows soon, the rest in big batches
-                    chunk = texts[start:start + size]
+                    first, chunk = start, texts[start:start + size]
                     start, size = start + size, size * 2
                     if self._process is not None:
                         vecs = await _in_daemon_thread(self._process.encode, chunk)
@@ -170,7 +176,7 @@ class EmbedFeed:
                         vecs = await self.embedder.embed(chunk)
                     parts.append(np.asarray(vecs, dtype=np.float32).reshape(len(chunk), -1))
                     if self.board is not None:
-                        self.board.post.remote(id(item), parts[-1], False)
+                        self.board.post.remote(id(item), first, parts[-1])
                     async with self._progress:
                         self._progress.notify_all()
                 vecs = np.concatenate(parts) if parts else np.zeros((0, 0), dtype=np.float32)
@@ -205,12 +211,13 @@ class EmbedderProcess:
     daemonic and is stopped without waiting for its work, so a run whose dialogues never needed embeddings does not
     wait for the model to load. Its standard output goes to standard error (`--json` keeps stdout clean)."""
 
-    def __init__(self, spec: str, nice: int = 0) -> None:
+    def __init__(self, spec: str, nice: int = 0, threads: int | None = None) -> None:
         import multiprocessing as mp
 
         ctx = mp.get_context("spawn")
         self._conn, child = ctx.Pipe()
-        self._proc = ctx.Process(target=_serve, args=(spec, child, nice), daemon=True, name="emocaustics-embedder")
+        self._proc = ctx.Process(target=_serve, args=(spec, child, nice, threads), daemon=True,
+                                 name="emocaustics-embedder")
         self._proc.start()
         child.close()
         self._lock = threading.Lock()
@@ -240,7 +247,7 @@ class EmbedderProcess:
             self._proc.join(5)
 
 
-def _serve(spec: str, conn: Any, nice: int = 0) -> None:
+def _serve(spec: str, conn: Any, nice: int = 0, threads: int | None = None) -> None:
     """The child's loop: load the model, say so, then encode each list of texts received until the pipe closes."""
     import os
     import sys
@@ -253,6 +260,10 @@ def _serve(spec: str, conn: Any, nice: int = 0) -> None:
     from emocaustics.models.embedders import make_embedder
 
     try:
+        if threads is not None:
+            import torch
+
+            torch.set_num_threads(threads)
         emb = make_embedder(spec)
         emb._load()  # type: ignore[attr-defined]
         conn.send(("ready", None))

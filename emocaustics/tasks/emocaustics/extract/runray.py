@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -96,7 +97,9 @@ async def _stream(items: list[dict[str, Any]], cfg: ExtractConfig, *, llm_spec: 
         # Starts loading now, beside the model's start. In this process (an endpoint) window consults embeddings only
         # for unnamed events, so the embedder yields the CPU to the loop that drives the calls; for a replica the
         # embedder runs at full priority (niced, it starved behind a CPU engine and held window dialogues back).
-        feed = EmbedFeed(embedder_spec, items, marks, background=cfg.method == "window" and remote)
+        # A model in Ray actors may be a CPU engine on these cores: the embedder then takes half of them.
+        threads = None if remote else max(1, (os.cpu_count() or 2) // 2)
+        feed = EmbedFeed(embedder_spec, items, marks, background=cfg.method == "window" and remote, threads=threads)
         feed.start()
         await asyncio.sleep(0)  # lets the feed start its embedder process before Ray's start blocks this loop
     pool = board = None
