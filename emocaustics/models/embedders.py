@@ -113,11 +113,7 @@ class SentenceTransformerEmbedder:
                 device = self.device or ("cuda" if torch.cuda.is_available() else "cpu")
                 self._model = SentenceTransformer(self.path, device=device)
                 if self.batch_size is None:
-                    # On a CPU every text in a batch is computed at the batch's longest length, and the dialogues'
-                    # utterances range from a few tokens to the 256-token cap: small batches waste least. minilm on
-                    # the 854 utterances of paper-100's first 50 dialogues, 2 cores: batch 32 18.5 s, 16 14.9 s,
-                    # 8 11.8 s, 4 10.3 s, 1 13.0 s.
-                    self.batch_size = 4 if device == "cpu" else 256
+                    self.batch_size = 32 if device == "cpu" else 256
         return self._model
 
     def encode(self, texts: list[str]) -> np.ndarray:

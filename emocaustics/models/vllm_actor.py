@@ -85,9 +85,8 @@ class VLLMEngineActor:
                 t0 = time.perf_counter()
                 from vllm.engine.arg_utils import AsyncEngineArgs
                 from vllm.platforms import current_platform
-                from vllm.v1.engine.async_llm import AsyncLLM
-
                 from vllm.usage.usage_lib import UsageContext
+                from vllm.v1.engine.async_llm import AsyncLLM
 
                 opts = {**ENGINE_DEFAULTS, **(CPU_DEFAULTS if current_platform.is_cpu() else {}), **self.engine_opts}
                 # A replica serves many concurrent requests, as `vllm serve` does: its batch limits per hardware
