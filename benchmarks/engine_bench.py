@@ -9,10 +9,11 @@ the pipeline's engine generated for it (`forced.py`: the same work on both sides
 
 - `ratio_llm_phase`: pipeline generated tokens/s over its LLM phase (first request in to last answer out) divided by
   the replay's tokens/s; for window and chains window the median of 3 runs, each against its own replay (the
-  2 shared cores drift by a quarter between runs), each run's ratio in `ratio_llm_phase_runs`; `ratio_llm_phase_free` divides by the replay's tokens/s with its own greedy answers
-  instead (on the random model they differ from the pipeline's, and so does the work); `ratio_end_to_end` uses the
-  whole `run_extract` wall time (Ray Data start, the embedding stage for rag/window, writing files). Floor 0.5 for
-  window (issue 4), on the LLM phase;
+  2 shared cores drift by a quarter between runs), each run's ratio in `ratio_llm_phase_runs`;
+  `ratio_llm_phase_free` divides by the replay's tokens/s with its own greedy answers instead (on the random model
+  they differ from the pipeline's, and so does the work); `ratio_end_to_end` uses the whole `run_extract` wall time
+  (Ray Data start, the embedding stage for rag/window, writing files). Floor 0.5 for window (issue 4), on the LLM
+  phase;
 - `cpu_split_s` / `engine_cores_used`: where the machine's CPU went while the method ran (engine, replica actor,
   driver, the local embedder, the rest), and how many of the cores the engine had;
 - the prefix-cache hit rate vLLM reported per request (`num_cached_tokens`), per step, pass 2 of window included;
