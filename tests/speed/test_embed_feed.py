@@ -105,3 +105,45 @@ def test_a_background_feed_embeds_only_the_dialogues_that_ask() -> None:
         before, rows, texts = asyncio.run(go())
     assert before == 0  # no dialogue asked: nothing embedded
     assert rows == 10 and texts == 10  # the one that asked, and only it
+
+
+def _sized_items(cfg: ExtractConfig, sizes: list[int]) -> list[dict]:
+    items = []
+    for d, n in enumerate(sizes, start=1):
+        item = make_item(d, [f"对话{d}第{i}句" for i in range(n)], [str(i % 2 + 1) for i in range(n)], cfg)
+        item["needs_emb"] = True
+        items.append(item)
+    return items
+
+
+def test_the_feed_embeds_the_longest_dialogue_first() -> None:
+    """The longest dialogue's chain of calls sets the run's length: its rows come first, not in dialogue order."""
+    cfg = ExtractConfig(task="sextuple", method="rag")
+    with FakeEmbeddingsServer() as server:
+        async def go() -> None:
+            items = _sized_items(cfg, [3, 10, 6])
+            feed = EmbedFeed(f"openai:fake-embed@{server.base_url}", items)
+            feed.start()
+            try:
+                await asyncio.wait_for(asyncio.gather(*(feed.get(it) for it in items)), 10)
+            finally:
+                await feed.close()
+
+        asyncio.run(go())
+    assert [r["n_inputs"] for r in server.requests] == [10, 6, 3]
+
+
+def test_of_the_dialogues_that_ask_the_longest_is_embedded_first() -> None:
+    cfg = ExtractConfig(task="sextuple", method="window")
+    with FakeEmbeddingsServer() as server:
+        async def go() -> None:
+            items = _sized_items(cfg, [4, 9, 7, 12])
+            feed = EmbedFeed(f"openai:fake-embed@{server.base_url}", items, background=True)
+            feed.start()
+            try:  # three ask at once (the 12-utterance one never asks): the 9, then the 7, then the 4
+                await asyncio.wait_for(asyncio.gather(*(feed.get(items[i]) for i in (0, 2, 1))), 10)
+            finally:
+                await feed.close()
+
+        asyncio.run(go())
+    assert [r["n_inputs"] for r in server.requests] == [9, 7, 4]

@@ -238,3 +238,24 @@ def test_chain_answers_accept_the_dialogues_own_long_holder_names():
     assert schema["properties"]["emotions"]["items"]["properties"]["holder"]["enum"] == holders
     direct = {"events": [{"event": "吵架", "emotions": [{"state": "negative", "reason": "被打断", "source_id": holders[0]}]}]}
     validate_answer(P.ChainDirectAnswer, direct, "")
+
+
+def test_window_pass1_reads_only_the_rows_up_to_its_window_end():
+    """`decide` reads utterance j and the events' earlier members: a window asks for rows up to its own end, so a long
+    dialogue's first windows do not wait for the rest of its embeddings."""
+    d = dialogue()
+    vecs = unit_vectors(list(range(N)))
+    asked: list[int] = []
+
+    async def whole():
+        raise AssertionError("window asked for every row of the dialogue")
+
+    async def upto(n):
+        asked.append(n)
+        return vecs[:n]
+
+    llm = SchemaLLM()
+    recs, _ = run(S.window(Asker(llm), d, S.Embeddings(whole, upto), S.WindowSettings(k=20, s=5)))
+    assert len(recs) == N
+    assert asked and set(asked) <= {5, 10, 15, 20, 23}  # the windows' ends (K=20, S=5 over 23 utterances)
+    assert asked == sorted(asked) and asked[0] < N

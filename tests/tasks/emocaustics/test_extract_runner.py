@@ -3,6 +3,7 @@ second run call the model zero times; the manifest and --json summary carry the 
 
 import asyncio
 import json
+import re
 
 import numpy as np
 
@@ -119,3 +120,17 @@ def test_item_weight_follows_the_answers_a_method_generates():
     own = w(100, task="emotion", method="window")
     assert w(100, task="emotion", method="window", prior=[{}] * 100) < own
     assert own > w(100, task="sextuple", method="window")
+
+
+def test_the_longest_dialogue_starts_first_and_rows_keep_the_items_order(tmp_path):
+    """With more dialogues than `concurrency`, a long dialogue (the run's critical path) must not queue behind short
+    ones: dialogues start longest first; the rows come back in the items' order."""
+    cfg = ExtractConfig(task="sextuple", method="direct")
+    items = []
+    for d, n in [(1, 2), (2, 6), (3, 4)]:
+        items.append(make_item(d, [f"样本{d}号第{i}句" for i in range(n)], ["1"] * n, cfg))
+    llm = SchemaLLM()
+    rows = asyncio.run(run_items(llm, items, tmp_path, "sextuple", concurrency=1))
+    started = [int(re.search(r"样本(\d)号", r.messages[-1]["content"]).group(1)) for r in llm.requests]
+    assert started == [2] * 6 + [3] * 4 + [1] * 2
+    assert [r["dialogue"] for r in rows] == [1, 2, 3] and all(r["ok"] for r in rows)

@@ -3,9 +3,10 @@
 A run used to embed every dialogue in a Ray Data stage before any of them reached the model (blocks of 64: the first
 LLM call waited minutes on a 400-dialogue run). Here each dialogue asks for its own embeddings when a step first needs
 them (`rag` before its first call, `window` only when an answer names no known event); meanwhile the feed works
-through the remaining dialogues in order, so that most are ready before they are asked for, except for `window` in
-this process (`background`), where it embeds only the dialogues that ask. A dialogue that asks jumps the queue. One
-embedding runs at a time: on a CPU a second one would only share the same cores.
+through the remaining dialogues, longest first, so that most are ready before they are asked for, except for `window`
+in this process (`background`), where it embeds only the dialogues that ask. A dialogue that asks jumps the queue
+(several that ask: the longest of them first). One embedding runs at a time: on a CPU a second one would only share
+the same cores.
 
 The packaged `minilm` (and any local sentence-transformers model) loads in a child process started with the feed,
 while the first calls go out; an `openai:` embedder is a client like any other.
@@ -52,9 +53,13 @@ class EmbedFeed:
         self.threads = threads
         self._ask = asyncio.Event()
         self.marks = marks if marks is not None else {}
-        self._order = [it for it in items if it.get("needs_emb") and not it.get("skip_reason")]
+        # Longest dialogue first (its chain of dependent calls sets the run's length): on the 50-dialogue window run
+        # of engine_bench, in dialogue order, the longest one asked last and waited 13 s of a 52 s LLM phase for its
+        # rows while short dialogues were embedded ahead of it.
+        self._order = sorted((it for it in items if it.get("needs_emb") and not it.get("skip_reason")),
+                             key=lambda it: -len(it["sentences"]))
         self._futures: dict[int, asyncio.Future[np.ndarray]] = {}
-        self._asked: list[int] = []  # item ids asked for, in order; served before the rest
+        self._asked: list[int] = []  # item ids asked for: served before the rest, longest first
         self._parts: dict[int, list[np.ndarray]] = {}  # rows embedded so far, chunk by chunk
         self._progress = asyncio.Condition()
         self._worker: asyncio.Task[None] | None = None
@@ -137,11 +142,12 @@ class EmbedFeed:
         self.marks["embedder_loaded"] = time.time()
 
     def _next(self) -> dict[str, Any] | None:
-        by_id = {id(it): it for it in self._order}
-        while self._asked:
-            key = self._asked.pop(0)
-            if key in by_id and not self._futures[key].done():
-                return by_id[key]
+        asked = {key for key in self._asked if key in self._futures and not self._futures[key].done()}
+        if asked:  # dialogues that wait come first, the longest of them first (`_order`); the rest stay asked
+            first = next(it for it in self._order if id(it) in asked)
+            self._asked = [key for key in asked if key != id(first)]
+            return first
+        self._asked = []
         if self.background:
             return None  # on demand only
         return next((it for it in self._order if not self._futures[id(it)].done()), None)

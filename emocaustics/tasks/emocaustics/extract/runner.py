@@ -217,7 +217,12 @@ async def run_items(llm: Any, items: list[dict[str, Any]], out: Path, task: str,
             on_row(row)
         return row
 
-    return list(await asyncio.gather(*(one(i) for i in items)))
+    # Started longest dialogue first (the longest chain of dependent calls sets the run's length; with more
+    # dialogues than `concurrency` a long one must not wait behind short ones); rows come back in the items' order.
+    order = sorted(range(len(items)), key=lambda i: -len(items[i].get("sentences") or ()))
+    rows = await asyncio.gather(*(one(items[i]) for i in order))
+    by_index = dict(zip(order, rows))
+    return [by_index[i] for i in range(len(items))]
 
 
 class EmbeddingFailed(Exception):

@@ -51,7 +51,8 @@ class WindowSettings:
 
 class Embeddings:
     """A dialogue's utterance embeddings, fetched the first time a step needs them: `window` consults them only when
-    the model's answer names no known event, so its first calls never wait for the embedder."""
+    the model's answer names no known event (and then only the rows up to its window's end), so its first calls never
+    wait for the embedder."""
 
     def __init__(self, source: np.ndarray | Callable[[], Awaitable[np.ndarray]],
                  partial: Callable[[int], Awaitable[np.ndarray]] | None = None) -> None:
@@ -146,7 +147,10 @@ async def pass1_window(asker: Asker, d: DialogueInput, w: Window, bucket: EventB
     step = f"pass1 window {w.index} (utterances {w.new_start}-{w.end - 1})"
     answer = await asker.ask(Ask(step, user, Pass1Answer, pass1_schema(len(w.new), [e.id for e in shown]), priority))
     for j, item in zip(w.new, answer.items):
-        vecs = await emb.get() if emb is not None and bucket.needs_embeddings(item.event_id, item.event) else None
+        # rows up to the window's end are all `decide` reads (j and the events' earlier members): a long dialogue's
+        # first windows need not wait for its later rows
+        vecs = (await emb.upto(w.end) if emb is not None and bucket.needs_embeddings(item.event_id, item.event)
+                else None)
         bucket.update(j, d.holders[j], item.event_id, item.event, item.log, vecs)
         targets[j] = item.target.strip() or default_target(d, j)
 
