@@ -139,7 +139,13 @@ def rows(c: Cite) -> list[tuple[str, str, str]]:
                "the embedder " + c.fig("engine_bench.cpu_split_s.sextuple/window.driver_children", 1, " s") + ", the "
                "replica actor " + c.fig("engine_bench.cpu_split_s.sextuple/window.replica_actor", 1, " s") + "), "
                "chains window's " + c.fig("engine_bench.engine_cores_used.emotion/window", 2)
-               if c.has(cores) and c.has("engine_bench.engine_cores_used.emotion/window") else ""),
+               if c.has(cores) and c.has("engine_bench.engine_cores_used.emotion/window") else "")
+            + ("; with every core busy, the best ratio the pipeline's own CPU allows (the replay's CPU seconds over "
+               "the pipeline's): " + "; ".join(f"{METHOD_LABEL[m]} {c.fig(f'engine_bench.cpu_ceiling.{m}', 2)}"
+                                              for m in methods)
+               + "; the engine's CPU for the same tokens, pipeline over replay: "
+               + " / ".join(c.fig(f"engine_bench.engine_cpu_vs_replay.{m}", 2) for m in methods)
+               if c.has("engine_bench.cpu_ceiling.sextuple/window") else ""),
             "`python -m benchmarks --only engine_bench`"))
         out.append((
             "vLLM prefix-cache hit rate, `window` pass 2, with the CPU engine's 128-token blocks; in parentheses the "

@@ -125,6 +125,17 @@ def test_cpu_split_charges_each_process_to_its_group() -> None:
     assert split == {"engine": 4.5, "replica_actor": 1.0, "driver": 0.5, "driver_children": 9.0, "other": 1.25}
 
 
+def test_cpu_ceiling_is_the_replays_cpu_over_the_pipelines() -> None:
+    """Window on 2 cores: the same engine work on both sides (76 CPU-s), plus 33.9 CPU-s of embedder, state machines
+    and Ray on the pipeline's side; the replay's frontend 3.1."""
+    from benchmarks.engine_bench import cpu_ceiling
+
+    split = {"engine": 76.2, "replica_actor": 6.4, "driver": 1.0, "driver_children": 23.0, "other": 3.1}
+    got = cpu_ceiling(split, {"cpu_engine_core_s": 76.1, "frontend_cpu_s": 3.1})
+    assert got == {"cpu_ceiling": round(79.2 / 109.7, 3), "engine_cpu_vs_replay": round(76.2 / 76.1, 3)}
+    assert cpu_ceiling(split, {}) == {"cpu_ceiling": None, "engine_cpu_vs_replay": None}  # no replay figures
+
+
 def test_forced_output_holds_each_forced_row_to_its_recorded_next_token() -> None:
     """The replay's logits processor: forced rows can only take their recorded next token (whatever the model's
     logits), other rows are untouched, and rows follow their requests through vLLM's moves and removals."""
