@@ -179,7 +179,8 @@ def run_pipeline(methods: dict[str, int], work: Path,
 
     started_ray = not ray.is_initialized()
     if started_ray:
-        ray.init(num_cpus=2, object_store_memory=300_000_000, include_dashboard=False, log_to_driver=False)
+        ray.init(address="local", num_cpus=2, object_store_memory=300_000_000, include_dashboard=False,
+                 log_to_driver=False)
     llm_spec = os.environ.get("ENGINE_BENCH_LLM", "smoke")
     pool = get_pool(llm_spec)
     setup: dict[str, Any] = {}
@@ -412,7 +413,8 @@ def to_markdown(out: dict[str, Any]) -> str:
         p, r = f["pipeline"], f["replay"]
         lines.append(f"| {m} | {f['dialogues']} | {p.get('requests')} | {p.get('generated_tokens_per_s')} | "
                      f"{r.get('generated_tokens_per_s')} | {f.get('ratio_llm_phase')} | {f.get('cpu_ceiling')} | "
-                     f"{f.get('engine_cpu_vs_replay')} | {f.get('ratio_llm_phase_free')} | {f.get('ratio_end_to_end')} | {f.get('engine_cores_used')} | "
+                     f"{f.get('engine_cpu_vs_replay')} | {f.get('ratio_llm_phase_free')} | "
+                     f"{f.get('ratio_end_to_end')} | {f.get('engine_cores_used')} | "
                      f"{p.get('mean_in_flight')} | {p.get('prefix_cache_hit_rate')} | {f['wall_s']} | "
                      f"{f['load_avg_1m']} |")
     w = per.get("sextuple/window", {}).get("pipeline", {}).get("phases", {})

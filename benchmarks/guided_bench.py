@@ -48,7 +48,8 @@ def run(quick: bool = False) -> dict[str, Any]:
     n, repeats = (40, 1) if quick else (REQUESTS, REPEATS)
     started = not ray.is_initialized()
     if started:
-        ray.init(num_cpus=2, object_store_memory=300_000_000, include_dashboard=False, log_to_driver=False)
+        ray.init(address="local", num_cpus=2, object_store_memory=300_000_000, include_dashboard=False,
+                 log_to_driver=False)
     runs = []
     try:
         pool = get_pool("smoke")

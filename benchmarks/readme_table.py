@@ -141,11 +141,12 @@ def rows(c: Cite) -> list[tuple[str, str, str]]:
                "chains window's " + c.fig("engine_bench.engine_cores_used.emotion/window", 2)
                if c.has(cores) and c.has("engine_bench.engine_cores_used.emotion/window") else "")
             + ("; with every core busy, the best ratio the pipeline's own CPU allows (the replay's CPU seconds over "
-               "the pipeline's): " + "; ".join(f"{METHOD_LABEL[m]} {c.fig(f'engine_bench.cpu_ceiling.{m}', 2)}"
-                                              for m in methods)
+               "the pipeline's, median of the runs): window " + c.fig("engine_bench.cpu_ceiling.sextuple/window", 2)
+               + ", chains window " + c.fig("engine_bench.cpu_ceiling.emotion/window", 2)
                + "; the engine's CPU for the same tokens, pipeline over replay: "
                + " / ".join(c.fig(f"engine_bench.engine_cpu_vs_replay.{m}", 2) for m in methods)
-               if c.has("engine_bench.cpu_ceiling.sextuple/window") else ""),
+               if c.has("engine_bench.cpu_ceiling.sextuple/window") and c.has("engine_bench.cpu_ceiling.emotion/window")
+               else ""),
             "`python -m benchmarks --only engine_bench`"))
         out.append((
             "vLLM prefix-cache hit rate, `window` pass 2, with the CPU engine's 128-token blocks; in parentheses the "
@@ -253,17 +254,34 @@ def reading(c: Cite) -> list[str]:
                      "weights are random, its greedy choices sit on near-ties that the batch's arithmetic tips either "
                      "way, and the replay's own answers are another workload (the ratios against them are in "
                      "parentheses). ")
-        text += ("On this 2-core machine the embedder also runs beside the CPU engine and takes CPU from it during "
-                 "the LLM phase (on a GPU node it would not)")
+        text += ("Dialogues start longest first, and the embedder embeds the longest first, so that the longest "
+                 "chain of dependent calls never waits behind short dialogues")
+        if c.has("engine_bench.longest_dialogue_share_of_llm_phase.sextuple/window"):
+            text += (" (window's longest dialogue still spans "
+                     + c.fig("engine_bench.longest_dialogue_share_of_llm_phase.sextuple/window", 2)
+                     + " of its LLM phase: every chain runs at the pace of a full machine)")
+        text += (". On this 2-core machine window and chain windows keep both cores busy for their whole LLM phase, so "
+                 "a run lasts its CPU seconds over the cores; the embedder also runs beside the CPU engine and takes "
+                 "CPU from it (on a GPU node it would not)")
         if c.has("engine_bench.engine_cores_used.sextuple/window"):
             text += (": while window ran, the engine had " + c.fig("engine_bench.engine_cores_used.sextuple/window", 2)
-                     + " of the cores, the replay's engine has all of them; chains window, which embeds nothing, is "
-                     "where the orchestration alone shows")
-        text += ". Every dialogue starts at once (no dialogue waits for the embedder before its first call)"
-        if c.has("engine_bench.longest_dialogue_share_of_llm_phase.sextuple/window"):
-            text += (", so window's LLM phase is as long as its longest dialogue's chain of dependent calls ("
-                     + c.fig("engine_bench.longest_dialogue_share_of_llm_phase.sextuple/window", 2)
-                     + " of it): more batching cannot shorten a chain whose every call waits for the one before")
+                     + " of the cores, the replay's engine has all of them")
+        if c.has("engine_bench.cpu_ceiling.sextuple/window"):
+            text += (". The pipeline's engine spends about the replay's CPU on the same tokens (pipeline over "
+                     "replay: window "
+                     + c.fig("engine_bench.engine_cpu_vs_replay.sextuple/window", 2) + ", chains window "
+                     + c.fig("engine_bench.engine_cpu_vs_replay.emotion/window", 2) + "); what the replay does not "
+                     "spend is the embedder, our state machines and tokenising in the replica actor, and Ray. The "
+                     "best ratio that CPU allows (the replay's CPU seconds over the pipeline's) is window "
+                     + c.fig("engine_bench.cpu_ceiling.sextuple/window", 2) + " and chains window "
+                     + c.fig("engine_bench.cpu_ceiling.emotion/window", 2) + ": a different order of the calls "
+                     "cannot take a run far past it on these cores")
+            near = [METHOD_LABEL[m] for m in ("sextuple/window", "emotion/window")
+                    if c.has(f"engine_bench.cpu_ceiling.{m}") and c.has(f"engine_bench.ratio_llm_phase.{m}")
+                    and c.value(f"engine_bench.ratio_llm_phase.{m}")
+                    >= 0.95 * c.value(f"engine_bench.cpu_ceiling.{m}")]
+            text += (f" ({' and '.join(near)} measured within 5 % of it or a little above: the CPU split covers "
+                     "the whole run, the ratio only its LLM phase)" if near else "")
         ratios = {m: c.value(f"engine_bench.ratio_llm_phase.{m}") for m in ("sextuple/window", "emotion/window")
                   if c.has(f"engine_bench.ratio_llm_phase.{m}")}
         met = [METHOD_LABEL[m] for m, v in ratios.items() if v >= 0.9]

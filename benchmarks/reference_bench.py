@@ -80,7 +80,8 @@ def run(quick: bool = False, methods: dict[str, int] | None = None) -> dict[str,
     t_all = time.time()
     started_ray = not ray.is_initialized()
     if started_ray:
-        ray.init(num_cpus=2, object_store_memory=300_000_000, include_dashboard=False, log_to_driver=False)
+        ray.init(address="local", num_cpus=2, object_store_memory=300_000_000, include_dashboard=False,
+                 log_to_driver=False)
     per: dict[str, Any] = {}
     setup: dict[str, Any] = {"load_avg_1m_at_start": _load()}
     try:

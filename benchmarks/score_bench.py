@@ -199,7 +199,8 @@ def _ray_path(figures: dict[str, Any], dialogues: list[Any], loads: list[float])
     from emocaustics.tasks.emocaustics.score.plan import score_with_ray
 
     t0 = time.perf_counter()
-    ray.init(num_cpus=2, object_store_memory=300_000_000, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=2, object_store_memory=300_000_000, include_dashboard=False,
+             log_to_driver=False)
     figures["ray_start_seconds"] = round(time.perf_counter() - t0, 2)
     worst_ray = 0.0
     try:

@@ -30,6 +30,9 @@ def connect(address: str | None = None, *, num_cpus: int | None = None, object_s
         ray.init(address=address, namespace=namespace, log_to_driver=False)
     else:
         store = object_store_memory or int(os.environ.get("EMOCAUSTICS_OBJECT_STORE", 300_000_000))
-        ray.init(num_cpus=num_cpus, object_store_memory=store, include_dashboard=False, namespace=namespace,
-                 log_to_driver=False)
+        # "local": a new local Ray of our own. A bare `ray.init()` would join the cluster recorded in the Ray temp
+        # dir's `ray_current_cluster` (the last `ray start` on this machine): a head that is gone fails the run, and
+        # a live one is joined with our CPU count rejected.
+        ray.init(address="local", num_cpus=num_cpus, object_store_memory=store, include_dashboard=False,
+                 namespace=namespace, log_to_driver=False)
     return True
