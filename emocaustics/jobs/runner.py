@@ -3,7 +3,8 @@
     validate spec -> connect to Ray (once, `core.cluster`) -> for every config:
       task.load (data defects reported) -> calibration predictor, or task.prepare + task.solve_config against the
       job's model pool -> task.score (long rows) -> task.finalize (submission files)
-    -> rows.parquet (long) / scores.parquet (one row per config x sample) / summary.csv / summary.md / report.html
+    -> rows.parquet (long) / scores.parquet (one row per config x sample) / tables/<name>.parquet (a scorer's extra
+    tables) / summary.csv / summary.md / report.html
 
 Models load once per job: every config naming a model gets the same process-wide `ModelPool`, so a grid starts each
 engine once. Predictions are written per sample as each finishes; `--resume` solves only samples without a
@@ -188,6 +189,26 @@ def score_table(cfg: Config, scored: Scored, stats: dict[str, dict[str, Any]]) -
     )
 
 
+def _with_run(table: pl.DataFrame, label: str) -> pl.DataFrame:
+    """The config's label as the first column `run` (a column of that name the table had is kept as `table_run`)."""
+    if "run" in table.columns:
+        table = table.rename({"run": "table_run"})
+    return table.select(pl.lit(label).alias("run"), *table.columns)
+
+
+def write_extra_tables(folder: Path, tables: dict[str, list[pl.DataFrame]]) -> list[Path]:
+    """`tables/<name>.parquet` for each extra table a scorer returned (per-emotion F1s, data problems, system
+    z-scores, significance tests, ...), every config's rows with its `run`: none is dropped because the common
+    tables have no column for it."""
+    written = []
+    for name, parts in tables.items():
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{name}.parquet"
+        pl.concat(parts, how="diagonal_relaxed").write_parquet(path)
+        written.append(path)
+    return written
+
+
 def _summary_record(cfg: Config, scored: Scored, loaded_defects: int) -> dict[str, Any]:
     return {"run": cfg.label, "task": cfg.task.name, "method": cfg.options.method, "model": cfg.model,
             "options": cfg.options.model_dump(mode="json"), "summary": scored.summary, "data_defects": loaded_defects,
@@ -304,6 +325,7 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force
     startup = start_models(job, configs, embedder)
     (run_dir / "startup.json").write_text(json.dumps(startup, indent=1), encoding="utf-8")
     frames, long_rows, items, wall, defects, records = [], [], [], {}, [], []
+    tables: dict[str, list[pl.DataFrame]] = {}  # the scorers' extra tables by name, every config's
     seen_tasks: set[str] = set()
     for cfg in configs:
         clock = rundir.WallClock(claimed, cfg.label)
@@ -329,6 +351,9 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force
         long_rows.append(scored.rows.with_columns(pl.lit(cfg.label).alias("run"), pl.lit(cfg.task.name).alias("task")))
         if scored.items is not None:
             items.append(scored.items.with_columns(pl.lit(cfg.label).alias("run")))
+        for name, table in scored.tables.items():
+            if name != "sample_info":  # that one is joined into scores.parquet
+                tables.setdefault(name, []).append(_with_run(table, cfg.label))
         records.append(_summary_record(cfg, scored, len(loaded.defects)))
         wall[cfg.label] = clock.stop()  # every attempt of this config: a resumed config's time is the sum
         value = scored.summary.get(cfg.task.primary_metric, frames[-1]["score"].mean())
@@ -340,6 +365,7 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force
     pl.concat(long_rows, how="vertical_relaxed").write_parquet(run_dir / "rows.parquet")
     if items:
         pl.concat(items, how="diagonal_relaxed").write_parquet(run_dir / "items.parquet")
+    write_extra_tables(run_dir / "tables", tables)
     (run_dir / "data_defects.json").write_text(json.dumps(defects, ensure_ascii=False, indent=1), encoding="utf-8")
     (run_dir / "configs.json").write_text(json.dumps(records, ensure_ascii=False, indent=1, default=str),
                                           encoding="utf-8")

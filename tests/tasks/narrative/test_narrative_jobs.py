@@ -41,6 +41,8 @@ def test_folder_job_scores_per_story_through_ray_data(ray_local, tmp_path):
     assert scores.filter(pl.col("run") == "narrative_oracle")["score"].to_list() == [1.0] * 40
     rows = pl.read_parquet(run_dir / "rows.parquet")
     assert set(rows["metric"]) == {*COMPONENTS, "overall"}
+    issues = pl.read_parquet(run_dir / "tables" / "issues.parquet")  # the scorer's extra table, not dropped
+    assert issues.columns[0] == "run" and set(issues["run"]) <= {"narrative_files", "narrative_oracle"}
 
     # the job's per-story figures are `score narrative`'s for the same folder
     expected, _ = score_paths(data / "pred", data / "gt", engine="local")
