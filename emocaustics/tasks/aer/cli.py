@@ -1,7 +1,9 @@
-"""`emocaustics score aer --pred SUBMISSION.jsonl --split sample|dev|test [--data DIR] [--json] [--allow-failures]`:
-score a Codabench submission file against a split by the organisers' rule (a gold id absent from the file scores 0
-and is listed). The scores are printed either way; a submission that lacks questions exits with status 3, as `run`
-does when samples fail, unless `--allow-failures`."""
+"""`emocaustics score aer --pred SUBMISSION --split sample|dev|test [--data DIR] [--json] [--allow-failures]`:
+score a Codabench submission against a split by the organisers' rule (a gold id absent from the file scores 0 and is
+listed). SUBMISSION is the `submission.jsonl`, its zip, or a folder holding one `submission.jsonl` (a config's
+predictions folder, or a run folder with one AER config). The scores are printed overall, by gold size and by topic;
+a submission that lacks questions exits with status 3, as `run` does when samples fail, unless `--allow-failures`; an
+empty submission, or one whose ids are not the split's, is refused (status 2)."""
 
 from __future__ import annotations
 
@@ -14,7 +16,9 @@ def register_score(score_subparsers: argparse._SubParsersAction) -> None:
     p = score_subparsers.add_parser(
         "aer", help="score a SemEval-2026 Task 12 submission (submission.jsonl) against a split",
         description=__doc__.splitlines()[0])
-    p.add_argument("--pred", required=True, help="submission file: one {\"id\": \"q-N\", \"answer\": \"A,C\"} per line")
+    p.add_argument("--pred", required=True,
+                   help="submission file (one {\"id\": \"q-N\", \"answer\": \"A,C\"} per line), its zip, or a "
+                        "folder holding one submission.jsonl (a run's or a config's predictions folder)")
     p.add_argument("--split", required=True, choices=("sample", "dev", "test", "train"))
     p.add_argument("--data", help="local copy of the data (default: $EMOCAUSTICS_AER_DATA, else the fetch cache)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
@@ -57,6 +61,9 @@ def _print_summary(split: str, summary: dict) -> None:
           f"missing {len(summary['missing'])})")
     for size, block in summary["by_gold_size"].items():
         print(f"  gold size {size}: score {block['score']:.4f} over {block['total']} "
+              f"(exact {block['exact_match']}, partial {block['partial_match']}, wrong {block['wrong']})")
+    for topic, block in summary["by_topic"].items():
+        print(f"  topic {topic}: score {block['score']:.4f} over {block['total']} "
               f"(exact {block['exact_match']}, partial {block['partial_match']}, wrong {block['wrong']})")
     if summary["missing"]:
         shown = ", ".join(summary["missing"][:10])

@@ -111,18 +111,50 @@ def parse_letters(raw: Any) -> tuple[str, ...] | None:
     return tuple(sorted(set(parts)))
 
 
-def read_submission(path: Path | str, split_samples: list[Sample]) -> Submission:
-    """Read `{"id": "q-2420", "answer": "A,C"}` lines against a split. A gold id absent from the file is listed in
-    `missing` (it scores 0); an id not in the split, a duplicate id, a malformed line or an unknown letter is an
-    error naming the line (all such lines are collected, the first ones listed)."""
+SUBMISSION = "submission.jsonl"
+
+
+def submission_text(path: Path | str) -> tuple[str, str]:
+    """(name, text) of the submission a user points at: the file itself, the zip Codabench takes (`submission.jsonl`
+    inside), or a folder holding one `submission.jsonl` (a config's predictions folder; a run folder with a single
+    AER config). Anything else is a usage error that says what to pass."""
     path = Path(path)
+    if path.is_dir():
+        found = [path / SUBMISSION] if (path / SUBMISSION).is_file() else sorted(path.rglob(SUBMISSION))
+        if not found:
+            raise DataError(f"no {SUBMISSION} in this folder (nor below it): pass --pred the submission file, its "
+                            f"zip, or the predictions folder of a finished AER config", file=str(path))
+        if len(found) > 1:
+            shown = ", ".join(str(f.parent.relative_to(path)) for f in found[:MAX_LISTED])
+            raise DataError(f"{len(found)} {SUBMISSION} files below this folder ({shown}"
+                            f"{' ...' if len(found) > MAX_LISTED else ''}): pass --pred one of them", file=str(path))
+        path = found[0]
     if not path.is_file():
-        raise DataError("no such submission file", file=str(path))
+        raise DataError("no such submission file or folder", file=str(path))
+    if zipfile.is_zipfile(path):
+        with zipfile.ZipFile(path) as zf:
+            names = [n for n in zf.namelist() if n.endswith(".jsonl") and not n.endswith("/")]
+            if len(names) != 1:
+                raise DataError(f"a submission zip holds one .jsonl file ({SUBMISSION} at its root); this one holds "
+                                f"{len(names)}", file=str(path))
+            return f"{path}:{names[0]}", zf.read(names[0]).decode("utf-8")
+    try:
+        return str(path), path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise DataError("not UTF-8 text (a submission is JSON lines)", file=str(path)) from None
+
+
+def read_submission(path: Path | str, split_samples: list[Sample]) -> Submission:
+    """Read `{"id": "q-2420", "answer": "A,C"}` lines against a split (`path`: see `submission_text`). A gold id
+    absent from the file is listed in `missing` (it scores 0); an id not in the split, a duplicate id, a malformed
+    line or an unknown letter is an error naming the line (all such lines are collected, the first ones listed); a
+    file without a single answer is an error too (it pairs with no question: nothing to score)."""
+    name, text = submission_text(path)
     known = {s.id for s in split_samples}
     errors: list[str] = []
     seen: dict[str, int] = {}
     preds: dict[str, tuple[str, ...]] = {}
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
@@ -146,7 +178,9 @@ def read_submission(path: Path | str, split_samples: list[Sample]) -> Submission
             preds[qid] = letters
     if errors:
         more = f" (and {len(errors) - MAX_LISTED} more)" if len(errors) > MAX_LISTED else ""
-        raise DataError("; ".join(errors[:MAX_LISTED]) + more, file=str(path))
+        raise DataError("; ".join(errors[:MAX_LISTED]) + more, file=name)
+    if not preds:
+        raise DataError("the submission has no answer (an empty file): nothing to score", file=name)
     return Submission(preds, [s.id for s in split_samples if s.id not in preds])
 
 

@@ -186,9 +186,19 @@ class AerTask(Task):
         summary = scoring.summarize(items, split=split)
         summary["failed"] = sum(1 for s in samples if isinstance(predictions.get(s.id), Failure))
         summary["unscored"] = sum(1 for s in samples if s.target is None)
+        # each question's topic and gold size travel in scores.parquet (sample_info), for the report's by-topic table
+        info = pl.DataFrame([{"sample_id": s.id, "aer_topic": int(s.input["topic_id"]),
+                              "aer_gold_size": None if s.target is None else len(s.target)} for s in samples],
+                            schema={"sample_id": pl.Utf8, "aer_topic": pl.Int64, "aer_gold_size": pl.Int64})
         return Scored(rows_frame(rows), summary, {
             "by_gold_size": _table(summary["by_gold_size"], "gold_size"),
-            "by_topic": _table(summary["by_topic"], "topic_id")})
+            "by_topic": _table(summary["by_topic"], "topic_id"),
+            "sample_info": info})
+
+    def report_sections(self, summary: pl.DataFrame, scores: pl.DataFrame) -> list[tuple[str, str]]:
+        from emocaustics.tasks.aer.report import sections
+
+        return sections(scores)
 
     def finalize(self, out: Path, samples: list[Sample], predictions: dict[str, Any],
                  options: AerOptions) -> list[Path]:

@@ -81,3 +81,103 @@ def test_dev_scores_without_documents_and_test_needs_reference(tmp_path: Path,
     (root / "reference.jsonl").unlink()
     with pytest.raises(UsageError, match="no gold answers for 2 question"):
         _score(["--pred", str(sub), "--split", "test", "--data", str(root)])
+
+
+# -- what a user passes as --pred, and submissions that cannot be scored (issue 25) ---------------------------------
+def _main(argv: list[str]) -> int:
+    from emocaustics.cli import main
+
+    return main(["score", "aer", *argv])
+
+
+def _lines(*records: dict) -> str:
+    return "".join(json.dumps(r) + "\n" for r in records)
+
+
+ANSWERS = _lines(*({"id": f"q-{n}", "answer": a} for n, a in
+                   ((1, "A"), (2, "A,B"), (3, "C"), (4, "B,C,D"), (5, "D"), (6, "A,C"))))
+
+
+def test_an_empty_submission_is_refused_not_scored_zero(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = standard_dataset(tmp_path / "data")
+    for text in ("", "\n  \n"):
+        sub = tmp_path / "submission.jsonl"
+        sub.write_text(text)
+        assert _main(["--pred", str(sub), "--split", "sample", "--data", str(root)]) == 2
+        captured = capsys.readouterr()
+        assert captured.out == ""  # no score was printed
+        err = captured.err.strip().splitlines()
+        assert len(err) == 1 and "submission.jsonl" in err[0] and "no answer" in err[0]
+
+
+def test_a_submission_that_pairs_with_no_question_is_a_usage_error(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    root = standard_dataset(tmp_path / "data")
+    sub = tmp_path / "submission.jsonl"
+    sub.write_text(_lines({"id": "q-20", "answer": "B"}, {"id": "q-21", "answer": "A"}))  # the test split's ids
+    assert _main(["--pred", str(sub), "--split", "sample", "--data", str(root)]) == 2
+    assert "id 'q-20' is not a question of this split" in capsys.readouterr().err
+
+
+def test_pred_may_be_the_folder_or_the_zip_the_tool_writes(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    from emocaustics.tasks.aer.scoring import write_submission
+
+    root = standard_dataset(tmp_path / "data")
+    config = tmp_path / "runs" / "job" / "predictions" / "aer_oracle"
+    sub, zpath = write_submission(config / "submission.jsonl",
+                                  {f"q-{n}": a.split(",") for n, a in ((1, "A"), (2, "A,B"), (3, "C"),
+                                                                       (4, "B,C,D"), (5, "D"), (6, "A,C"))})
+    outputs = []
+    for pred in (sub, config, zpath, tmp_path / "runs" / "job"):  # the file, its folder, the zip, the run folder
+        assert _main(["--pred", str(pred), "--split", "sample", "--data", str(root), "--json"]) == 0, pred
+        outputs.append(json.loads(capsys.readouterr().out))
+    assert all(o == outputs[0] for o in outputs) and outputs[0]["score"] == 1.0
+    # a folder with several submissions: the error names them, so that the user can pass one
+    write_submission(tmp_path / "runs" / "job" / "predictions" / "aer_random" / "submission.jsonl", {"q-1": ["A"]})
+    assert _main(["--pred", str(tmp_path / "runs" / "job"), "--split", "sample", "--data", str(root)]) == 2
+    err = capsys.readouterr().err
+    assert "2 submission.jsonl files" in err and "aer_oracle" in err and "aer_random" in err
+    # a folder without one says what to pass
+    (tmp_path / "nothing").mkdir()
+    assert _main(["--pred", str(tmp_path / "nothing"), "--split", "sample", "--data", str(root)]) == 2
+    err = capsys.readouterr().err
+    assert "no submission.jsonl" in err and "--pred" in err
+
+
+def test_text_output_shows_the_scores_by_topic(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = standard_dataset(tmp_path / "data")
+    sub = tmp_path / "submission.jsonl"
+    # topic 1: q-1 exact, q-2 partial (0.75); topic 2: q-3 wrong, q-4 exact (0.5); topic 3: q-5, q-6 exact (1.0)
+    sub.write_text(_lines({"id": "q-1", "answer": "A"}, {"id": "q-2", "answer": "B"}, {"id": "q-3", "answer": "D"},
+                          {"id": "q-4", "answer": "B,C,D"}, {"id": "q-5", "answer": "D"},
+                          {"id": "q-6", "answer": "A,C"}))
+    assert _score(["--pred", str(sub), "--split", "sample", "--data", str(root)]) == 0
+    text = capsys.readouterr().out
+    assert "  topic 1: score 0.7500 over 2 (exact 1, partial 1, wrong 0)" in text
+    assert "  topic 2: score 0.5000 over 2 (exact 1, partial 0, wrong 1)" in text
+    assert "  topic 3: score 1.0000 over 2 (exact 2, partial 0, wrong 0)" in text
+
+
+def test_missing_questions_count_as_the_job_runner_counts_them(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """The same answers scored by `score aer` (q-5 absent from the file) and by the task as the job runner scores them
+    (q-5 has no prediction: a Failure) give the same score, and the failed question is the missing one."""
+    from emocaustics.core.task import Failure, ScoreContext
+    from emocaustics.tasks.aer.task import AerTask
+
+    root = standard_dataset(tmp_path / "data")
+    sub = tmp_path / "submission.jsonl"
+    sub.write_text("".join(line + "\n" for line in ANSWERS.splitlines() if '"q-5"' not in line))
+    with pytest.raises(SamplesFailed, match="1 of 6 samples failed"):
+        _score(["--pred", str(sub), "--split", "sample", "--data", str(root), "--json"])
+    cli_summary = json.loads(capsys.readouterr().out)
+    task = AerTask()
+    options = task.parse_options({"method": "oracle"})
+    samples = task.load(task.Dataset(split="sample", data=str(root)), options).samples
+    predictions: dict = {s.id: {"answer": s.target} for s in samples if s.id != "q-5"}
+    predictions["q-5"] = Failure("solve", "no prediction was written for this sample")  # runner.predictions_for
+    scored = task.score(samples, predictions, options, ScoreContext())
+    assert scored.summary["score"] == cli_summary["score"] == 5 / 6
+    failed = scored.rows.filter(scored.rows["status"] == "failed")["sample_id"].unique().to_list()
+    assert failed == cli_summary["missing"] == ["q-5"]

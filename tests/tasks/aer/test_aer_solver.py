@@ -215,6 +215,6 @@ def test_finalize_writes_submission_zip_and_results(tmp_path: Path) -> None:
     assert doc["predictions"][1] == {"id": "q-21", "golden": "A,C", "prediction": "", "raw_output": "answer: HTTP 500",
                                      "score": 0.0}
     scored = TASK.score(samples, preds, opts, ScoreContext())
-    assert set(scored.tables) == {"by_gold_size", "by_topic"}
+    assert set(scored.tables) == {"by_gold_size", "by_topic", "sample_info"}
     assert scored.tables["by_gold_size"]["gold_size"].to_list() == [1, 2]
     assert set(scored.rows["metric"].unique()) == {"score", "exact", "partial", "wrong"}
