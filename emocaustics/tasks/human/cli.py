@@ -1,6 +1,7 @@
 """`emocaustics human ...`: the human-assessment tool's two steps and the data fetch.
 
     emocaustics human process HITS.json --out DIR [--ranking a,b,...] [--qc-threshold 0.05]
+        (HITS.json is one ratings file: a folder is refused, exit status 2, naming the .json files it holds)
     emocaustics human replicate RUN1_DIR RUN2_DIR --out DIR
     emocaustics human fetch [--dest DIR]
 """
@@ -18,7 +19,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                   description=__doc__.splitlines()[0])
     sub = human.add_subparsers(dest="human_command", required=True)
     p = sub.add_parser("process", help="z-scores, quality control, pass rates, system scores, significance")
-    p.add_argument("hits", help="ratings in the normative JSON format (hits_data.json)")
+    p.add_argument("hits", help="ratings file in the normative JSON format (hits_data.json); a folder is refused "
+                                "with the list of its .json files to name instead")
     p.add_argument("--out", required=True, help="output folder (tables, plots, summary.json)")
     p.add_argument("--ranking", help="comma-separated system order overriding metadata.ranking")
     p.add_argument("--qc-threshold", type=float, default=0.05, help="QC pass iff p < this (default 0.05)")

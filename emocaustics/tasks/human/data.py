@@ -122,10 +122,18 @@ class Hits:
 def read_hits(path: str | Path) -> Hits:
     """Read and validate a normative JSON file."""
     p = Path(path)
+    if p.is_dir():  # never guessed: an output folder of `human process` holds JSON files too
+        found = sorted(f.name for f in p.glob("*.json"))
+        hint = f"name one of its files: {', '.join(found)}" if found else "it holds no .json file"
+        raise UsageError(f"{p}: is a folder, not a ratings file; {hint}")
     try:
         obj = json.loads(p.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise UsageError(f"{p}: no such ratings file") from None
+    except OSError as exc:  # unreadable (permissions, a device ...): one line, never a traceback
+        raise UsageError(f"{p}: cannot read the ratings file ({exc.strerror or exc})") from None
+    except UnicodeDecodeError:
+        raise HitsError("not UTF-8 text (normative JSON is UTF-8)", file=str(p)) from None
     except json.JSONDecodeError as exc:
         raise HitsError(f"not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})", file=str(p)) from None
     return parse_hits(obj, file=str(p))

@@ -144,3 +144,23 @@ def test_registered_and_report_section(ratings, tmp_path):
     out = sections(scores)
     assert len(out) == 1 and "<svg" in out[0][1] and "alpha" in out[0][1]
     assert "2 of 4 assignments" in out[0][1]
+
+
+def test_process_of_a_folder_is_a_one_line_usage_error(ratings, tmp_path, capsys):
+    """`human process DIR` (e.g. the data folder) says which files it holds to name instead, exit status 2, no
+    traceback; the same for a folder with one ratings file (an output folder of `process` holds JSON files too, so
+    guessing would be unsafe)."""
+    from emocaustics.cli import main
+
+    folder = tmp_path / "humaneval"
+    folder.mkdir()
+    for name in ("hits_data_FreeTopicRound1.json", "hits_data_FreeTopicRound2.json"):
+        (folder / name).write_text(json.dumps(ratings))
+    assert main(["human", "process", str(folder), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(folder) in err[0] and "is a folder" in err[0]
+    assert "hits_data_FreeTopicRound1.json" in err[0] and "hits_data_FreeTopicRound2.json" in err[0]
+    assert not (tmp_path / "out").exists()
+    (tmp_path / "empty").mkdir()
+    assert main(["human", "process", str(tmp_path / "empty"), "--out", str(tmp_path / "out")]) == 2
+    assert "holds no .json file" in capsys.readouterr().err
