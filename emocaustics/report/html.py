@@ -186,25 +186,48 @@ def render(run_dir: Path, scores: pl.DataFrame, wall: dict[str, float] | None = 
             parts.append(section)
     sig_path = run_dir / "significance.csv"
     if sig_path.exists():
-        from emocaustics.stats import matrix_from_pairs, plot_significance
-
-        pairs = pl.read_csv(sig_path)
-        for task in pairs["task"].unique(maintain_order=True).to_list():
-            of_task = pairs.filter(pl.col("task") == task)
-            labels = list(dict.fromkeys(of_task["config_a"].to_list() + of_task["config_b"].to_list()))
-            chart = plot_significance(matrix_from_pairs(of_task, labels), labels, None,
-                                      title=f"{task}: paired randomisation p (Holm), p > 0.1 masked")
-            n_sig = int(of_task["significant"].sum())
-            parts.append(f"<h2>Significance: {html.escape(task)}</h2>"
-                         f"<p>{n_sig} of {of_task.height} pairs of configs differ significantly (Holm-corrected "
-                         "p &lt; 0.05, approximate randomisation over the samples both configs scored; "
-                         "significance.csv has every test).</p>"
-                         f"<div class='chart significance'>{chart}</div>")
+        parts += significance_sections(pl.read_csv(sig_path))
     fails = failures(scores)
     parts.append(f"<h2>Failures ({fails.height})</h2>")
     parts.append(table(fails) if fails.height else "<p>None.</p>")
     parts.append("</body></html>")
     return "\n".join(parts)
+
+
+# Cells with p above the heat map's threshold: light grey, so that the matrix is visible when no pair is significant.
+NOT_SIGNIFICANT = "#e6e6e6"
+
+
+def significance_sections(pairs: pl.DataFrame) -> list[str]:
+    """Per task: a heat map of the Holm family's pairs (every cell carries its p), and the pairs with a calibration
+    row, unadjusted, in a table of their own (significance.csv, family `calibration`)."""
+    from emocaustics.stats import matrix_from_pairs, plot_significance
+
+    if "family" not in pairs.columns:  # a run folder written before the families: every pair was in Holm's
+        pairs = pairs.with_columns(pl.lit("configs").alias("family"))
+    parts = []
+    for task in pairs["task"].unique(maintain_order=True).to_list():
+        of_task = pairs.filter(pl.col("task") == task)
+        family = of_task.filter(pl.col("family") == "configs")
+        calibration = of_task.filter(pl.col("family") != "configs")
+        parts.append(f"<h2>Significance: {html.escape(task)}</h2>")
+        if family.height:
+            labels = list(dict.fromkeys(family["config_a"].to_list() + family["config_b"].to_list()))
+            chart = plot_significance(matrix_from_pairs(family, labels), labels, None, annotate=True,
+                                      above=NOT_SIGNIFICANT,
+                                      title=f"{task}: paired randomisation p (Holm); grey: p > 0.1")
+            n_sig = int(family["significant"].sum())
+            parts.append(f"<p>{n_sig} of {family.height} pairs of configs differ significantly (Holm-corrected "
+                         f"p &lt; 0.05 over the job's {int((pairs['family'] == 'configs').sum())} pairs of configs, "
+                         "approximate randomisation over the samples both configs scored; significance.csv has "
+                         "every test).</p>"
+                         f"<div class='chart significance' id='significance-{html.escape(task)}'>{chart}</div>")
+        if calibration.height:
+            shown = calibration.select("config_a", "config_b", "n_common", "diff", "p_randomisation")
+            parts.append(f"<p>Against calibration rows (oracle, baselines): not in Holm's family, p unadjusted "
+                         f"({calibration.height} pairs).</p>"
+                         + table(shown, table_id=f"calibration-pairs-{task}"))
+    return parts
 
 
 def write_report(run_dir: Path, scores: pl.DataFrame, wall: dict[str, float] | None = None) -> Path:

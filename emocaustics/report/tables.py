@@ -122,10 +122,11 @@ def summarise(scores: pl.DataFrame, wall: dict[str, float] | None = None,
 
 def config_statistics(scores: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Under every score table: a 95 % bootstrap interval of each config's score (over its samples, seeded) and a
-    paired test between every two configs of the same task (approximate randomisation, paired bootstrap and Wilcoxon;
-    Holm across the pairs of the job). Returns (ci: run, ci_low, ci_high; pairs: task, config_a, config_b, ...,
+    paired test between every two configs of the same task (approximate randomisation, paired bootstrap and Wilcoxon).
+    Holm's correction runs across the pairs of the job that compare what the job evaluates (`in_holm_family`: not
+    against calibration rows). Returns (ci: run, ci_low, ci_high; pairs: task, config_a, config_b, ..., family,
     p_holm, significant)."""
-    from emocaustics.stats import config_stats
+    from emocaustics.stats import config_stats, holm_family
 
     scores = failures_count_zero(scores)
     cis, pairs = [], []
@@ -137,16 +138,24 @@ def config_statistics(scores: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]
         pairs.append(result.pairs.with_columns(pl.lit(task).alias("task")))
     ci = pl.concat(cis) if cis else pl.DataFrame(schema={"run": pl.Utf8, "ci_low": pl.Float64, "ci_high": pl.Float64})
     pair_table = pl.concat(pairs, how="vertical_relaxed") if pairs else pl.DataFrame()
-    if pair_table.height:  # Holm across all pairs of the job, not per task
-        from emocaustics.stats import holm
-
-        # the same test `config_stats` corrects by default (approximate randomisation: honest with few items)
-        column = "p_randomisation" if "p_randomisation" in pair_table.columns else "p_bootstrap"
-        p = pair_table[column].fill_null(1.0).to_numpy()
-        pair_table = pair_table.with_columns(pl.Series("p_holm", holm(p)),
-                                             (pl.Series("p_holm", holm(p)) < 0.05).alias("significant"))
+    if pair_table.height:  # Holm across the family's pairs of the job, not per task
+        kinds = dict(scores.group_by("run").agg(pl.first("kind")).iter_rows())
+        pair_table = holm_family(pair_table, in_holm_family(pair_table, kinds))
         pair_table = pair_table.select("task", pl.all().exclude("task"))
     return ci, pair_table
+
+
+def in_holm_family(pairs: pl.DataFrame, kinds: dict[str, str], a: str = "config_a", b: str = "config_b"
+                   ) -> list[bool]:
+    """Which pairs (columns task, a, b) belong to Holm's family: a calibration row (the oracle, a baseline) is a
+    reference point whose difference to a model is known before any test, so pairs with one are left out of the
+    family whenever their task has a config that is not calibration (else they would inflate it: with 8 dialogues
+    "oracle vs model" alone cost a real difference its significance). A task whose configs are all calibration (a
+    scoring-only method: human ratings, prediction files) has nothing else to compare: its pairs are the family."""
+    rows = pairs.select("task", a, b).rows()
+    evaluated = {task for task, x, y in rows if kinds.get(x) != "calibration" or kinds.get(y) != "calibration"}
+    return [task not in evaluated or (kinds.get(x) != "calibration" and kinds.get(y) != "calibration")
+            for task, x, y in rows]
 
 
 def failures(scores: pl.DataFrame) -> pl.DataFrame:
@@ -196,9 +205,14 @@ def summary_markdown(summary: pl.DataFrame, pairs: pl.DataFrame, title: str) -> 
         text += f"\n## Components: {task}\n\n" + to_markdown(rows)
     text += "\n## Columns\n\n" + "".join(f"- `{c}`: {doc}\n" for c, doc in legend(main.columns, comps))
     if pairs.height:
-        sig = pairs.filter(pl.col("significant"))
+        fam = pairs.filter(pl.col("family") == "configs") if "family" in pairs.columns else pairs
         text += (f"\nPaired tests between configs of the same task (approximate randomisation, Holm over "
-                 f"{pairs.height} pairs; significance.csv): {sig.height} significant at 0.05.\n")
+                 f"{fam.height} pairs; significance.csv): {fam.filter(pl.col('significant')).height} significant at "
+                 "0.05.")
+        if fam.height < pairs.height:
+            text += (f" {pairs.height - fam.height} pairs with a calibration row (oracle, baseline) are left out of "
+                     "the family: significance.csv gives their unadjusted p (family `calibration`).")
+        text += "\n"
     return text
 
 

@@ -7,8 +7,9 @@
 - `mannwhitney`: one-sided Mann-Whitney U and its ordered-pairs matrix.
 - `correlation`: Pearson / Spearman / Kendall and the Pearson-above / Spearman-below matrix.
 - `matrix`: significance matrices as frames and heat maps.
-- `tables`: `config_stats(per_item)` -> (ci_table, pairs_table), called under every score table; `per_item` (long
-  score rows -> its input) and `describe_pairs` (one line per pair for a terminal).
+- `tables`: `config_stats(per_item)` -> (ci_table, pairs_table), called under every score table; `holm_family`
+  (Holm over the pairs a reader draws conclusions from); `per_item` (long score rows -> its input) and
+  `describe_pairs` (one line per pair for a terminal).
 """
 
 from emocaustics.stats.bootstrap import (bootstrap_ci, bootstrap_masked_means, bootstrap_means, bootstrap_table,
@@ -18,11 +19,11 @@ from emocaustics.stats.mannwhitney import mannwhitney_matrix, mannwhitney_p
 from emocaustics.stats.matrix import matrix_from_pairs, plot_significance, significance_frame
 from emocaustics.stats.paired import (approximate_randomisation_p, holm, paired_bootstrap, paired_bootstrap_p,
                                       randomisation_table, wilcoxon_p)
-from emocaustics.stats.tables import ConfigStats, config_matrix, config_stats, describe_pairs, per_item
+from emocaustics.stats.tables import ConfigStats, config_matrix, config_stats, describe_pairs, holm_family, per_item
 
 __all__ = [
     "ConfigStats", "approximate_randomisation_p", "bootstrap_ci", "bootstrap_masked_means", "bootstrap_means",
-    "bootstrap_table", "config_matrix", "config_stats", "correlate", "correlations", "describe_pairs", "holm",
+    "bootstrap_table", "config_matrix", "config_stats", "correlate", "correlations", "describe_pairs", "holm", "holm_family",
     "mannwhitney_matrix", "mannwhitney_p", "matrix_from_pairs", "paired_bootstrap", "paired_bootstrap_p",
     "per_item", "percentile_interval", "plot_significance", "randomisation_table", "significance_frame",
     "split_correlation_matrix", "wilcoxon_p",

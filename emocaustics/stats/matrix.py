@@ -48,9 +48,12 @@ def matrix_from_pairs(pairs: pl.DataFrame, labels: Sequence[str], column: str = 
 
 
 def plot_significance(p: np.ndarray, labels: Sequence[str], path: str | Path | None, *,
-                      threshold: float = MASK_ABOVE, center: float = CENTER, title: str | None = None) -> Path | str:
+                      threshold: float = MASK_ABOVE, center: float = CENTER, title: str | None = None,
+                      annotate: bool = False, above: str = "white") -> Path | str:
     """Write the heat map of a p-value matrix to `path` (.png or .svg) and return the path; with path=None return
-    the SVG text instead (for inlining in an HTML report)."""
+    the SVG text instead (for inlining in an HTML report). `annotate` writes each test's p in its cell and `above`
+    colours the cells with p > threshold: with the paper's white and no text, a matrix where no p reaches the
+    threshold is a blank square that says nothing (not even that the tests ran)."""
     import matplotlib
 
     matplotlib.use("Agg")  # file output only; never a display
@@ -60,7 +63,7 @@ def plot_significance(p: np.ndarray, labels: Sequence[str], path: str | Path | N
     mat = np.asarray(p, dtype=np.float64)
     k = mat.shape[0]
     masked = np.ma.masked_where(~(mat <= threshold) | np.eye(k, dtype=bool), mat)  # NaN and p > threshold masked
-    cmap = LinearSegmentedColormap.from_list("significance", [LOW_COLOUR, HIGH_COLOUR]).with_extremes(bad="white")
+    cmap = LinearSegmentedColormap.from_list("significance", [LOW_COLOUR, HIGH_COLOUR]).with_extremes(bad=above)
     side = max(3.0, 0.45 * k + 1.5)
     fig, ax = plt.subplots(figsize=(side + 1.0, side))
     image = ax.imshow(masked, cmap=cmap, norm=TwoSlopeNorm(vmin=0.0, vcenter=center, vmax=threshold))
@@ -71,6 +74,13 @@ def plot_significance(p: np.ndarray, labels: Sequence[str], path: str | Path | N
     ax.grid(which="minor", color="white", linewidth=1.5)
     ax.tick_params(which="minor", length=0)
     fig.colorbar(image, ax=ax, ticks=[0.0, center, threshold], shrink=0.9)
+    if annotate:
+        for i in range(k):
+            for j in range(k):
+                if i != j:
+                    text = "n/a" if np.isnan(mat[i, j]) else f"{mat[i, j]:.2g}"
+                    ax.text(j, i, text, ha="center", va="center", fontsize=8,
+                            color="white" if mat[i, j] <= center else "#222")
     if title:
         ax.set_title(title)
     if path is None:

@@ -20,6 +20,7 @@ Means are unweighted (every item counts once); callers with weighted rows aggreg
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -76,8 +77,10 @@ def config_matrix(per_item: pl.DataFrame) -> tuple[list[str], list[str], np.ndar
 
 
 def config_stats(per_item: pl.DataFrame, *, n_resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
-                 level: float = DEFAULT_LEVEL, alpha: float = 0.05, test: str = "randomisation") -> ConfigStats:
-    """Confidence intervals per config and paired tests between every two configs (see the module docstring).
+                 level: float = DEFAULT_LEVEL, alpha: float = 0.05, test: str = "randomisation",
+                 only: Sequence[tuple[str, str]] | None = None) -> ConfigStats:
+    """Confidence intervals per config and paired tests between every two configs (see the module docstring), or
+    only between the pairs of configs named in `only` (a, b; e.g. configs of different runs).
     `test` (randomisation | bootstrap | wilcoxon) is the test that Holm's correction and `significant` use.
     Resampling is seeded: the same input and seed give the same tables."""
     if test not in TESTS:
@@ -85,7 +88,14 @@ def config_stats(per_item: pl.DataFrame, *, n_resamples: int = DEFAULT_RESAMPLES
     configs, _, values, n_missing = config_matrix(per_item)
     present = ~np.isnan(values)
     k = len(configs)
-    pairs = [(i, j) for i in range(k) for j in range(i + 1, k)]
+    if only is None:
+        pairs = [(i, j) for i in range(k) for j in range(i + 1, k)]
+    else:
+        index = {c: i for i, c in enumerate(configs)}
+        unknown = [c for pair in only for c in pair if c not in index]
+        if unknown:
+            raise ValueError(f"config_stats: `only` names config(s) without items: {sorted(set(unknown))}")
+        pairs = [(index[a], index[b]) for a, b in only]
     m = len(pairs)
     # one stream of draws serves every config and pair (see bootstrap.bootstrap_table)
     if values.shape[1] == 0:
@@ -142,6 +152,26 @@ def config_stats(per_item: pl.DataFrame, *, n_resamples: int = DEFAULT_RESAMPLES
     return ConfigStats(ci, table)
 
 
+def holm_family(pairs: pl.DataFrame, in_family: np.ndarray | list[bool], *, test: str = "randomisation",
+                alpha: float = 0.05, family: str = "configs", outside: str = "calibration") -> pl.DataFrame:
+    """Holm's correction over the pairs marked `in_family` only (the comparisons a reader draws conclusions from):
+    their `p_holm` is adjusted over that family, `significant` = p_holm < alpha. The other pairs (e.g. a model against
+    the oracle, whose difference is known before any test) do not inflate the family: their `p_holm` is null and
+    their `significant` is the unadjusted test's verdict. Column `family` names which is which."""
+    if test not in TESTS:
+        raise ValueError(f"test must be one of {TESTS}, got {test!r}")
+    mask = np.asarray(in_family, dtype=bool)
+    if mask.shape != (pairs.height,):
+        raise ValueError(f"holm_family: {mask.shape[0]} family flags for {pairs.height} pairs")
+    raw = pairs.get_column(f"p_{test}").cast(pl.Float64).fill_null(np.nan).to_numpy()
+    adjusted = np.full(pairs.height, np.nan)
+    adjusted[mask] = holm(raw[mask])
+    with np.errstate(invalid="ignore"):
+        verdict = np.where(mask, np.nan_to_num(adjusted, nan=1.0) < alpha, np.nan_to_num(raw, nan=1.0) < alpha)
+    return pairs.with_columns(
+        pl.Series("family", np.where(mask, family, outside), dtype=pl.Utf8),
+        pl.Series("p_holm", adjusted, dtype=pl.Float64).fill_nan(None),
+        pl.Series("significant", verdict, dtype=pl.Boolean))
 
 
 def per_item(rows: pl.DataFrame, metric: str, *, config: str = "run", item: str = "sample_id") -> pl.DataFrame:

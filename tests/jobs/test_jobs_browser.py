@@ -307,3 +307,61 @@ def test_report_fits_1280_and_every_bar_carries_its_value(browser, which, reques
 
 def summary_columns(run_dir: Path) -> list[str]:
     return pl.read_csv(run_dir / "summary.csv").columns
+
+
+@pytest.fixture
+def demo_run_dir(tmp_path) -> Path:
+    """Issue 25 point 8: the demo's shape (8 dialogues; per task an oracle, a baseline and smoke configs, `window`
+    clearly above `direct`). Its two significance heat maps rendered as blank squares: Holm over the calibration pairs
+    pushed every p above the map's 0.1 threshold, and every cell above it was drawn white."""
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    lengths = [20] * 8
+    data = []
+    for task, methods in (("sextuple", ("direct", "window", "rag")), ("emotion", ("direct", "window"))):
+        data += _rows(f"{task}_oracle", task, "oracle", "calibration", [1.0] * 8, lengths=lengths)
+        data += _rows(f"{task}_baseline", task, "baseline", "calibration", list(rng.uniform(0, 0.1, 8)),
+                      lengths=lengths)
+        for method in methods:
+            level = 0.6 if method == "window" else 0.09
+            data += _rows(f"{task}_{method}_smoke", task, method, "engine-check",
+                          list(np.clip(level + rng.normal(0, 0.02, 8), 0, 1)), model="smoke", lengths=lengths)
+    scores = pl.DataFrame(data, schema_overrides=SCORE_COLUMNS)
+    out = tmp_path / "demo" / "20260101-000000"
+    out.mkdir(parents=True)
+    write_tables(out, scores)
+    write_report(out, scores)
+    return out
+
+
+def coloured_share(png: bytes) -> float:
+    """The share of pixels that are clearly coloured (not white, grey or black): a heat map's significant cells."""
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    rgb = np.asarray(Image.open(io.BytesIO(png)).convert("RGB"), dtype=np.int16)
+    spread = rgb.max(axis=2) - rgb.min(axis=2)  # 0 for white, greys and black
+    return float((spread > 60).mean())
+
+
+def test_significance_heat_maps_are_drawn(browser, demo_run_dir, tmp_path):
+    """Each significance heat map's cell area (the matrix image inside its SVG), screenshotted in chromium, has
+    coloured cells (before the fix: none, a white square)."""
+    assert browser.load((demo_run_dir / "report.html").as_uri()) == []
+    maps = browser.eval("""[...document.querySelectorAll('div.significance')].map(d => {
+        const img = d.querySelector('svg image'); const r = img ? img.getBoundingClientRect() : null;
+        return {id: d.id, cells: r && [r.left + window.scrollX, r.top + window.scrollY, r.width, r.height]}; })""")
+    assert len(maps) == 2, maps  # one per task
+    for heat in maps:
+        assert heat["cells"] and heat["cells"][2] > 50 and heat["cells"][3] > 50, heat
+        x, y, w, h = heat["cells"]
+        shot = browser.call("Page.captureScreenshot", format="png", captureBeyondViewport=True, timeout=60,
+                            clip={"x": x, "y": y, "width": w, "height": h, "scale": 1})
+        png = base64.b64decode(shot["data"])
+        (tmp_path / f"{heat['id'] or 'map'}.png").write_bytes(png)
+        assert coloured_share(png) > 0.1, f"{heat}: the heat map's cells are blank"
+    body = browser.eval("document.body.innerText")
+    assert "Against calibration rows" in body  # the calibration pairs: apart, unadjusted
