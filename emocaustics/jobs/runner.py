@@ -14,6 +14,7 @@ prediction (failed ones are tried again) and the response cache answers any call
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from contextlib import contextmanager
@@ -29,7 +30,7 @@ from emocaustics.core.progress import Progress
 from emocaustics.core.task import Failure, Loaded, Options, ScoreContext, Scored, Task
 from emocaustics.jobs import rundir
 from emocaustics.jobs.rundir import RUN_FILE
-from emocaustics.jobs.spec import JobSpec, ModelSpec, RunSpec, dump_job
+from emocaustics.jobs.spec import JobSpec, ModelSpec, RunSpec, dump_job, output_path
 
 COST_COLUMNS = ("llm_calls", "cache_hits", "prompt_tokens", "generated_tokens")
 
@@ -60,9 +61,11 @@ def run_kind(task: Task, opts: Options, run: RunSpec, job: JobSpec) -> str:
 
 
 def resolve_run_dir(job: JobSpec, out: str | None, resume: bool) -> Path:
+    """The run folder, absolute: a relative `--out` or `output:` is resolved against `spec.base_dir()` (the folder a
+    submitted job was sent from), so the path the job prints is where its results are."""
     if out:
-        return Path(out)
-    base = Path(job.output) / job.name
+        return output_path(out)
+    base = output_path(job.output) / job.name
     if resume:
         previous = sorted(p for p in base.glob("*") if (p / RUN_FILE).exists() or (p / "config.yaml").exists())
         if not previous:
@@ -310,8 +313,12 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force
     print(f"job {job.name}: {len(configs)} configs -> {run_dir}" + (" (resumed)" if claimed.resumed else ""),
           flush=True)
     needs_ray = any(c.task.needs_model(c.options) and not _is_remote(job, c.model) for c in configs)
-    if needs_ray:
-        connect(address=ray_address or job.ray.address, num_cpus=job.ray.num_cpus,
+    address = ray_address or job.ray.address or os.environ.get("RAY_ADDRESS")
+    # A cluster the user named is joined up front even when no config hosts a model here: scoring that fans out
+    # through Ray Data later (large EmoCaustics or narrative inputs) then runs on that cluster, never on a private
+    # local Ray of its own. Without an address, Ray starts only when a local engine needs it.
+    if needs_ray or address:
+        connect(address=address, num_cpus=job.ray.num_cpus,
                 object_store_memory=job.ray.object_store_memory, namespace=job.ray.namespace)
     from emocaustics.models.embedders import make_embedder
 

@@ -77,6 +77,9 @@ class LocalCluster:
         self.procs.append(proc)
 
     def start_head(self, num_cpus: int = 2, resources: dict[str, float] | None = None) -> None:
+        # A fresh machine has no ~/.ray/auth_token until some local Ray made one: `ray start` with token auth then
+        # refuses to start. Make it as an operator would (`ray get-auth-token --generate` keeps an existing one).
+        self.ray_cli("get-auth-token", "--generate")
         self._start(["--head", f"--port={self.gcs_port}", f"--num-cpus={num_cpus}", f"--temp-dir={self.temp_dir}",
                      "--include-dashboard=true", "--dashboard-host=127.0.0.1", f"--dashboard-port={self.dashboard_port}",
                      f"--ray-client-server-port={free_port()}", f"--resources={json.dumps(resources or {})}"], "head")
@@ -200,3 +203,27 @@ def test_two_nodes_replicas_on_both(cluster, tmp_path):
     assert model.height == 2 and model["llm_calls"].sum() > 0
     assert (~model["failed"]).sum() >= 1, model.select("sample_id", "failed", "reason").to_dicts()
     assert scores.filter(pl.col("run") == "sextuple_oracle")["score"].to_list() == [1.0, 1.0]
+
+
+@pytest.mark.published
+def test_scoring_runs_on_the_named_cluster(cluster, tmp_path, published_root):
+    """A job with no model hosted here (calibration rows only) that names a Ray address: its EmoCaustics scoring of
+    more than 50 dialogues (the Ray Data path) runs on that cluster, not on a private local Ray the scorer starts."""
+    cluster.start_head()
+    job = tmp_path / "named-cluster.yaml"
+    ids = list(range(1, 53))  # 52 dialogues: above the 50 at which EmoCaustics scoring fans out through Ray Data
+    job.write_text(f"name: named-cluster\ndataset: {{subset: null, ids: {ids}}}\n"
+                   "runs:\n  - {task: sextuple, method: oracle}\n"
+                   "scoring: {embedder: minilm, judge: none}\n", encoding="utf-8")
+    out = tmp_path / "run"
+    env = client_env() | {"EMOCAUSTICS_DATA": str(published_root)}
+    proc = subprocess.run([str(BIN / "emocaustics"), "run", str(job), "--out", str(out),
+                           "--ray-address", f"127.0.0.1:{cluster.gcs_port}"],
+                          capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-5000:]
+    scores = pl.read_parquet(out / "scores.parquet")
+    assert scores.height == len(ids) and scores["score"].to_list() == [1.0] * len(ids)
+    actors = json.loads(cluster.ray_cli("list", "actors", "--address", cluster.address, "--format", "json",
+                                        "--limit", "1000").stdout)
+    stages = [a["class_name"] for a in actors if "EmbedStage" in (a.get("class_name") or "")]
+    assert stages, f"no scoring actor ran on the named cluster; its actors: {[a.get('class_name') for a in actors]}"
