@@ -1,23 +1,32 @@
 """Command line of the `ecpe` task.
 
-    emocaustics score ecpe --pred PRED_DIR [--gold GOLD_DIR] [--json]
-        Each folder holds Subtask_1_*.json and/or Subtask_2_*.json (official names: Subtask_N_pred.json,
-        Subtask_N_gold.json; the organisers' data folder has Subtask_N_test.json). A subtask is scored when its
-        prediction file exists; --gold defaults to the located dataset. Prints `key:value` lines exactly like the
-        official scores.txt, or with --json the official keys as numbers (nan as null) plus `per_emotion` and
-        `problems`. Warnings go to stderr; a file that cannot be scored is an error naming file, conversation, pair.
+    emocaustics score ecpe --pred PRED [--data GOLD_DIR] [--json] [--allow-failures]
+        PRED is a folder holding Subtask_1_*.json and/or Subtask_2_*.json (official names: Subtask_N_pred.json), the
+        submission.zip a run writes (or any zip with those files at its root, as CodaLab reads it), or one
+        Subtask_N_*.json file. Gold: Subtask_N_gold.json or the organisers' Subtask_N_test.json in --data (default:
+        $EMOCAUSTICS_ECAC_DATA, else the fetch cache). A subtask is scored when its prediction file exists. Prints
+        `key:value` lines exactly like the official scores.txt, or with --json the official keys as numbers (nan as
+        null) plus `per_emotion`, `problems` and `missing`. Warnings go to stderr. A file that cannot be scored:
+        every error is listed on stderr (file, conversation, pair) and the status is 2, nothing scored; so is a file
+        that pairs with no gold conversation. A gold conversation missing from the file is a failed sample, as in a
+        job: scored as predicting no pair, listed, exit status 3 unless --allow-failures (the official scorer
+        refuses such a file; `ecpe validate` reports it as an error).
     emocaustics ecpe fetch [--dest DIR]          download the organisers' data (GPL-3.0, research only)
-    emocaustics ecpe validate FILE [--subtask N] [--gold DIR] [--json]
-        check one prediction file: every error and warning, exit status 1 when there is an error.
+    emocaustics ecpe validate FILE [--subtask N] [--data GOLD_DIR] [--json]
+        check one prediction file: every error and warning, against the gold of --data (default:
+        $EMOCAUSTICS_ECAC_DATA, else the fetch cache; with neither, the format only, said on stderr); exit status 2
+        when the file has an error.
 """
 
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import json
 import math
 import re
 import sys
+import zipfile
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -30,12 +39,16 @@ def register_score(score_subparsers: Any) -> None:
         "ecpe", help="SemEval-2024 Task 3 submissions: the official metrics",
         description="Score Subtask_1_*.json / Subtask_2_*.json predictions with the official SemEval-2024 Task 3 "
                     "metrics; prints key:value lines like the official scores.txt (or JSON with --json).")
-    p.add_argument("--pred", required=True, type=Path, metavar="PRED_DIR",
-                   help="folder with Subtask_1_*.json and/or Subtask_2_*.json predictions")
+    p.add_argument("--pred", required=True, type=Path, metavar="PRED",
+                   help="folder with Subtask_1_*.json and/or Subtask_2_*.json predictions, the submission.zip a run "
+                        "writes, or one Subtask_N_*.json file")
     p.add_argument("--data", "--gold", dest="gold", type=Path, default=None, metavar="GOLD_DIR",
                    help="folder with the gold files (default: $EMOCAUSTICS_ECAC_DATA or the fetch cache); "
                         "--gold is the older name")
-    p.add_argument("--json", action="store_true", help="print JSON: official keys, per_emotion tables, problems")
+    p.add_argument("--json", action="store_true",
+                   help="print JSON: official keys, per_emotion tables, problems, missing conversations")
+    p.add_argument("--allow-failures", action="store_true",
+                   help="exit 0 even when gold conversations are missing from the prediction (default: status 3)")
     p.set_defaults(func=score_command)
 
 
@@ -45,10 +58,12 @@ def register(subparsers: Any) -> None:
     f = sub.add_parser("fetch", help="download the organisers' test data and sample submission")
     f.add_argument("--dest", type=Path, default=None, help="target folder (default: the fetch cache)")
     f.set_defaults(func=fetch_command)
-    v = sub.add_parser("validate", help="check a prediction file; exit 1 when it has an error")
+    v = sub.add_parser("validate", help="check a prediction file; exit status 2 when it has an error")
     v.add_argument("file", type=Path)
     v.add_argument("--subtask", type=int, choices=(1, 2), default=None, help="default: from the file name")
-    v.add_argument("--gold", type=Path, default=None, help="gold folder: also check ids, ranges and labels")
+    v.add_argument("--data", "--gold", dest="gold", type=Path, default=None, metavar="GOLD_DIR",
+                   help="gold folder: also check ids, ranges and labels (default: $EMOCAUSTICS_ECAC_DATA, else the "
+                        "fetch cache; with neither, the format only)")
     v.add_argument("--json", action="store_true")
     v.set_defaults(func=validate_command)
 
@@ -60,17 +75,67 @@ def find_file(folder: Path, subtask: int, role: str) -> Path | None:
     Subtask_N_*.json; None when there is none; several candidates are an error."""
     if not folder.is_dir():
         raise UsageError(f"{folder}: not a folder")
-    names = ("pred",) if role == "pred" else ("gold", "test")
-    for name in names:
-        if (folder / f"Subtask_{subtask}_{name}.json").is_file():
-            return folder / f"Subtask_{subtask}_{name}.json"
-    others = {"pred": ("gold", "test"), "gold": ("pred",)}[role]
-    found = sorted(p for p in folder.glob(f"Subtask_{subtask}_*.json")
-                   if p.is_file() and not any(p.name == f"Subtask_{subtask}_{o}.json" for o in others))
+    name = choose_name([p.name for p in folder.iterdir() if p.is_file()], subtask, role, str(folder))
+    return folder / name if name else None
+
+
+def choose_name(names: list[str], subtask: int, role: str, where: str) -> str | None:
+    """`find_file`'s rule on a list of file names (a folder's, or those at a zip's root)."""
+    preferred = ("pred",) if role == "pred" else ("gold", "test")
+    for name in preferred:
+        if f"Subtask_{subtask}_{name}.json" in names:
+            return f"Subtask_{subtask}_{name}.json"
+    others = {f"Subtask_{subtask}_{o}.json" for o in {"pred": ("gold", "test"), "gold": ("pred",)}[role]}
+    found = sorted(n for n in names if fnmatch.fnmatchcase(n, f"Subtask_{subtask}_*.json") and n not in others)
     if len(found) > 1:
-        raise UsageError(f"{folder}: several subtask-{subtask} {role} files ({', '.join(p.name for p in found)}); "
-                         f"name the one to use Subtask_{subtask}_{names[0]}.json")
+        raise UsageError(f"{where}: several subtask-{subtask} {role} files ({', '.join(found)}); "
+                         f"name the one to use Subtask_{subtask}_{preferred[0]}.json")
     return found[0] if found else None
+
+
+def prediction_files(pred: Path) -> dict[int, tuple[str, Any]]:
+    """subtask -> (name, parsed JSON) of the predictions in `pred`: a folder, a zip (its root, where CodaLab looks)
+    or one Subtask_N_*.json file. A file that is not JSON stays a `DataError` in place of its records, so that every
+    file's problems are reported together."""
+    from emocaustics.core.errors import DataError
+    from emocaustics.tasks.ecpe.validate import load_json
+
+    def parsed(name: str, read: Any) -> Any:
+        try:
+            return read()
+        except DataError as exc:
+            return exc
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            return DataError(f"not JSON: {exc}", file=name)
+
+    out: dict[int, tuple[str, Any]] = {}
+    if pred.is_file() and zipfile.is_zipfile(pred):
+        with zipfile.ZipFile(pred) as zf:
+            names = [n for n in zf.namelist() if "/" not in n]
+            for st in (1, 2):
+                name = choose_name(names, st, "pred", str(pred))
+                if name is not None:
+                    label = f"{pred}:{name}"
+                    out[st] = (label, parsed(label, lambda n=name: json.loads(zf.read(n).decode("utf-8"))))
+        if not out:
+            raise UsageError(f"{pred}: no Subtask_1_*.json or Subtask_2_*.json at the root of the zip (where CodaLab "
+                             "reads them)")
+        return out
+    if pred.is_file():
+        m = re.match(r"Subtask_([12])_.*\.json$", pred.name)
+        if not m:
+            raise UsageError(f"{pred}: pass a folder of Subtask_N_*.json predictions, a submission zip, or one file "
+                             "named Subtask_1_*.json or Subtask_2_*.json")
+        return {int(m.group(1)): (str(pred), parsed(str(pred), lambda: load_json(pred)))}
+    if not pred.exists():
+        raise UsageError(f"{pred}: no such prediction folder, zip or file")
+    for st in (1, 2):
+        path = find_file(pred, st, "pred")
+        if path is not None:
+            out[st] = (str(path), parsed(str(path), lambda p=path: load_json(p)))
+    if not out:
+        raise UsageError(f"{pred}: no Subtask_1_*.json or Subtask_2_*.json prediction file")
+    return out
 
 
 def _number(v: float) -> float | None:
@@ -90,33 +155,67 @@ def _report_problems(problems: list[Any], limit: int = 5) -> None:
 
 # -- handlers ----------------------------------------------------------------------------------------------------
 def score_command(args: argparse.Namespace) -> int:
+    from emocaustics.core.errors import DataError, SamplesFailed
     from emocaustics.tasks.ecpe import data
     from emocaustics.tasks.ecpe.official import scores_txt
-    from emocaustics.tasks.ecpe.scoring import score_records
-    from emocaustics.tasks.ecpe.validate import load_json
+    from emocaustics.tasks.ecpe.scoring import score_subtask
+    from emocaustics.tasks.ecpe.validate import SubmissionError, check_prediction, load_json, read_gold
 
+    preds = prediction_files(args.pred)
     gold_dir = args.gold if args.gold is not None else data.locate(None)
-    results = []
-    for st in (1, 2):
-        pred_file = find_file(args.pred, st, "pred")
-        if pred_file is None:
-            continue
+    errors: list[str] = []  # every problem that stops scoring, of every file, each one line
+    scored: list[tuple[Any, Any]] = []
+    for st, (pred_name, records) in preds.items():
         gold_file = find_file(gold_dir, st, "gold")
         if gold_file is None:
-            raise UsageError(f"{gold_dir}: no Subtask_{st}_gold.json or Subtask_{st}_test.json for {pred_file.name}")
-        results.append(score_records(st, load_json(gold_file), load_json(pred_file), gold_file=str(gold_file),
-                                     pred_file=str(pred_file)))
-    if not results:
-        raise UsageError(f"{args.pred}: no Subtask_1_*.json or Subtask_2_*.json prediction file")
+            raise UsageError(f"{gold_dir}: no Subtask_{st}_gold.json or Subtask_{st}_test.json for {pred_name}")
+        try:
+            gold = read_gold(load_json(gold_file), st, str(gold_file))
+        except SubmissionError as exc:
+            errors.extend(str(p.as_error()) for p in exc.errors)
+            continue
+        if isinstance(records, DataError):
+            errors.append(str(records))
+            continue
+        checked = check_prediction(records, st, pred_name, gold)
+        # a missing gold conversation is a failed sample (scored as no pair), as in a job; the rest stop scoring
+        fatal = [p for p in checked.errors if p.kind != "missing_conversation"]
+        errors.extend(str(p.as_error()) for p in fatal)
+        if not fatal and not checked.pairs:
+            n = len(records) if isinstance(records, list) else 0
+            errors.append(str(DataError(f"pairs with no gold conversation of {gold_file} ({n} conversation(s) in the "
+                                        "file, none of them in the gold): nothing to score", file=pred_name)))
+        if not fatal:
+            scored.append((gold, checked))
+    if errors:
+        for line in errors:
+            print(line, file=sys.stderr)
+        raise UsageError(f"{len(errors)} error(s) in {', '.join(name for name, _ in preds.values())}, each listed "
+                         "above; nothing scored")
+    results, missing = [], {}
+    for gold, checked in scored:
+        absent = [p.conversation for p in checked.problems if p.kind == "missing_conversation"]
+        checked.problems = [p for p in checked.problems if p.kind != "missing_conversation"]
+        results.append(score_subtask(gold, checked))
+        if absent:
+            missing[gold.subtask] = absent
+            shown = ", ".join(map(str, absent[:10])) + (" ..." if len(absent) > 10 else "")
+            print(f"{checked.file}: {len(absent)} of {len(gold.conversations)} gold conversation(s) missing, each "
+                  f"scored as predicting no pair: {shown}", file=sys.stderr)
     for r in results:
         _report_problems(r.problems)
     if args.json:
         doc: dict[str, Any] = {k: _number(v) for r in results for k, v in r.scores.items()}
         doc["per_emotion"] = {f"subtask_{r.subtask}": r.table.to_dicts() for r in results}
         doc["problems"] = [p.to_json() for r in results for p in r.problems]
+        doc["missing"] = {f"subtask_{st}": ids for st, ids in missing.items()}
         print(json.dumps(doc, indent=1, ensure_ascii=False))
     else:
         sys.stdout.write("".join(scores_txt(r.scores) for r in results))
+    if missing and not args.allow_failures:
+        failed = {cid for ids in missing.values() for cid in ids}
+        total = {cid for gold, _ in scored for cid in gold.conversations}
+        raise SamplesFailed(len(failed), len(total), f"conversation(s) missing from {args.pred}")
     return 0
 
 
@@ -129,6 +228,8 @@ def fetch_command(args: argparse.Namespace) -> int:
 
 
 def validate_command(args: argparse.Namespace) -> int:
+    from emocaustics.core.errors import DataError
+    from emocaustics.tasks.ecpe import data
     from emocaustics.tasks.ecpe.validate import check_prediction, load_json, read_gold
 
     subtask = args.subtask
@@ -137,12 +238,18 @@ def validate_command(args: argparse.Namespace) -> int:
         if not m:
             raise UsageError(f"{args.file.name}: cannot tell the subtask from the name; give --subtask 1 or 2")
         subtask = int(m.group(1))
+    gold_dir = args.gold if args.gold is not None else data.located()  # as `score ecpe`; None: format only
     gold = None
-    if args.gold is not None:
-        gold_file = find_file(args.gold, subtask, "gold")
+    if gold_dir is not None:
+        if not gold_dir.is_dir():
+            raise UsageError(f"{gold_dir}: not a folder (the gold data for --data)")
+        gold_file = find_file(gold_dir, subtask, "gold")
         if gold_file is None:
-            raise UsageError(f"{args.gold}: no subtask-{subtask} gold file")
+            raise UsageError(f"{gold_dir}: no subtask-{subtask} gold file")
         gold = read_gold(load_json(gold_file), subtask, str(gold_file))
+    else:
+        print(f"no gold data (--data, ${data.ENV} or `emocaustics ecpe fetch`): the format only is checked, not "
+              "conversation ids, ranges or labels", file=sys.stderr)
     checked = check_prediction(load_json(args.file), subtask, str(args.file), gold)
     if args.json:
         print(json.dumps({"ok": not checked.errors, "problems": [p.to_json() for p in checked.problems]}, indent=1,
@@ -151,4 +258,9 @@ def validate_command(args: argparse.Namespace) -> int:
         for p in checked.problems:
             print(p)
         print(f"{args.file}: {len(checked.errors)} error(s), {len(checked.warnings)} warning(s)")
-    return 1 if checked.errors else 0
+    if checked.errors:
+        kinds = Counter(p.kind for p in checked.errors)
+        raise DataError(f"not a valid submission: {len(checked.errors)} error(s) ("
+                        + ", ".join(f"{k} x{n}" for k, n in kinds.most_common()) + "), each listed above",
+                        file=str(args.file))
+    return 0

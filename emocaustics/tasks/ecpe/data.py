@@ -69,6 +69,14 @@ def locate(data: str | Path | None = None) -> Path:
                      f"{cache_dir()}, or set ${ENV} to a folder holding Subtask_1_test.json and Subtask_2_test.json")
 
 
+def located() -> Path | None:
+    """`locate(None)` when $EMOCAUSTICS_ECAC_DATA is set or the fetch cache holds the data, else None (for checks
+    that can do without the gold; a bad $EMOCAUSTICS_ECAC_DATA is still an error)."""
+    if not os.environ.get(ENV) and not _is_dataset(cache_dir()):
+        return None
+    return locate(None)
+
+
 def download(url: str = URL, timeout: float = 120.0) -> bytes:
     try:
         with urllib.request.urlopen(url, timeout=timeout) as resp:  # noqa: S310 (fixed https URL)

@@ -52,20 +52,25 @@ class Problem:
         return {"kind": self.kind, "severity": self.severity, "file": self.file, "conversation": self.conversation,
                 "pair": self.pair, "value": self.value, "message": self.message}
 
+    def as_error(self, more: str = "") -> DataError:
+        """The problem as the one-line error of the command line: file, record (conversation), field (the pair)."""
+        value = f" {json.dumps(self.value, ensure_ascii=False)}" if self.pair is not None else ""
+        return DataError(f"{self.kind}: {self.message}{value}{more}", file=self.file,
+                         record=None if self.conversation is None else f"conversation {self.conversation}",
+                         field=None if self.pair is None else f"{PAIRS_KEY}[{self.pair}]")
+
 
 class SubmissionError(DataError):
-    """A file that cannot be scored: the first error names file, conversation and pair; `problems` has them all."""
+    """A file that cannot be scored: the first error names file, conversation and pair; `problems` has them all
+    (`errors` the ones that stop scoring)."""
 
     def __init__(self, problems: list[Problem]) -> None:
         errors = [p for p in problems if p.severity == "error"]
-        first = errors[0]
-        more = f" (and {len(errors) - 1} more error(s))" if len(errors) > 1 else ""
-        value = f" {json.dumps(first.value, ensure_ascii=False)}" if first.pair is not None else ""
-        super().__init__(f"{first.kind}: {first.message}{value}{more}", file=first.file,
-                         record=None if first.conversation is None else f"conversation {first.conversation}",
-                         field=None if first.pair is None else f"{PAIRS_KEY}[{first.pair}]")
-        self.kind = first.kind
+        first = errors[0].as_error(f" (and {len(errors) - 1} more error(s))" if len(errors) > 1 else "")
+        super().__init__(first.detail, file=first.file, record=first.record, field=first.field)
+        self.kind = errors[0].kind
         self.problems = problems
+        self.errors = errors
 
 
 class _Bad(Exception):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 
 import pytest
 
@@ -87,20 +88,22 @@ def test_warnings_go_to_stderr(dirs, capsys):
     assert "1 warning(s): index_out_of_range x1" in err and "conversation 1, pair 2" in err
 
 
-def test_bad_input_raises_errors_the_cli_prints_as_one_line(dirs, tmp_path):
+def test_bad_input_raises_errors_the_cli_prints_as_one_line(dirs, tmp_path, capsys):
     g, p = dirs
     (p / "Subtask_1_pred.json").write_text(json.dumps(pred([["2_Joy", "1_0_4"]])))
-    with pytest.raises(DataError, match=r"Subtask_1_pred.json, record conversation 1, field 'emotion-cause_pairs\[1\]'"
-                                        r": unknown_emotion"):
+    with pytest.raises(UsageError, match="1 error\\(s\\) in .*Subtask_1_pred.json, each listed above; nothing scored"):
         main(["score", "ecpe", "--pred", str(p), "--gold", str(g)])
+    assert re.search(r"Subtask_1_pred.json, record conversation 1, field 'emotion-cause_pairs\[1\]': unknown_emotion",
+                     capsys.readouterr().err)
     (p / "Subtask_1_pred.json").write_text("[{")
-    with pytest.raises(DataError, match="Subtask_1_pred.json.*not JSON at line 1"):
+    with pytest.raises(UsageError, match="1 error"):
         main(["score", "ecpe", "--pred", str(p), "--gold", str(g)])
+    assert re.search("Subtask_1_pred.json.*not JSON at line 1", capsys.readouterr().err)
     empty = tmp_path / "empty"
     empty.mkdir()
     with pytest.raises(UsageError, match="no Subtask_1_\\*.json or Subtask_2_\\*.json prediction file"):
         main(["score", "ecpe", "--pred", str(empty), "--gold", str(g)])
-    with pytest.raises(UsageError, match="not a folder"):
+    with pytest.raises(UsageError, match="no such prediction folder, zip or file"):
         main(["score", "ecpe", "--pred", str(tmp_path / "nope"), "--gold", str(g)])
     (p / "Subtask_1_pred.json").write_text(json.dumps(pred([])))
     (p / "Subtask_1_other.json").write_text("[]")
@@ -119,13 +122,142 @@ def test_file_choice(tmp_path):
     assert cli.find_file(tmp_path, 2, "pred") is None
 
 
-def test_validate_command_exit_status(dirs, capsys):
+def test_validate_command_exit_status(dirs, capsys, monkeypatch, tmp_path):
     g, p = dirs
+    monkeypatch.delenv("EMOCAUSTICS_ECAC_DATA", raising=False)  # without --data: the format only
+    monkeypatch.setenv("EMOCAUSTICS_CACHE", str(tmp_path / "cache"))
     assert main(["ecpe", "validate", str(p / "Subtask_1_pred.json"), "--gold", str(g)]) == 0
     assert capsys.readouterr().out.endswith("Subtask_1_pred.json: 0 error(s), 0 warning(s)\n")
     (p / "Subtask_1_pred.json").write_text(json.dumps(pred([["2_sadness", "U1_0_4"], ["2_sadness", "1_0_4"]])))
-    assert main(["ecpe", "validate", str(p / "Subtask_1_pred.json"), "--json"]) == 1
+    with pytest.raises(DataError, match="not a valid submission: 1 error"):  # exit status 2 (cli_main below)
+        main(["ecpe", "validate", str(p / "Subtask_1_pred.json"), "--json"])
     doc = json.loads(capsys.readouterr().out)
     assert doc["ok"] is False and [x["kind"] for x in doc["problems"]] == ["u_prefix"]
     with pytest.raises(UsageError, match="give --subtask"):
         main(["ecpe", "validate", str(g / ".." / "x.json")])
+
+
+# -- issue 25: statuses, the env var, the tool's own zip, every problem, missing conversations ----------------------
+def cli_main(argv):
+    """The real command line: the exit status and what it printed."""
+    from emocaustics.cli import main as emocaustics_main
+
+    return emocaustics_main(argv)
+
+
+def _test_data(root, cids=(1, 2)):
+    """A data folder laid out like the organisers' (Subtask_N_test.json): conversations `cids`, each the small one."""
+    root.mkdir(parents=True, exist_ok=True)
+    s1 = [["2_sadness", "1_I lost my job"], ["3_joy", "3_I got a new one"]]
+    s2 = [["2_sadness", "1"], ["3_joy", "3"]]
+    for st, pairs in ((1, s1), (2, s2)):
+        records = [{**gold(pairs)[0], "conversation_ID": cid} for cid in cids]
+        (root / f"Subtask_{st}_test.json").write_text(json.dumps(records))
+    return root
+
+
+def test_validate_exits_2_on_an_invalid_file_after_listing_every_problem(dirs, capsys):
+    g, p = dirs
+    (p / "Subtask_1_pred.json").write_text(json.dumps(pred([["2_sadness", "U1_0_4"], ["2_Joy", "1_0_4"]])))
+    assert cli_main(["ecpe", "validate", str(p / "Subtask_1_pred.json"), "--gold", str(g)]) == 2
+    out, err = capsys.readouterr()
+    assert "pair 1" in out and "u_prefix" in out and "pair 2" in out and "unknown_emotion" in out
+    assert "Subtask_1_pred.json: 2 error(s), 0 warning(s)" in out
+    assert len(err.strip().splitlines()) == 1 and "Subtask_1_pred.json" in err and "not a valid submission" in err
+
+
+def test_validate_checks_against_the_data_of_the_env_var(tmp_path, monkeypatch, capsys):
+    data_dir = _test_data(tmp_path / "ecac")
+    sub = tmp_path / "Subtask_2_pred.json"
+    sub.write_text(json.dumps([{"conversation_ID": 1, "emotion-cause_pairs": [["2_sadness", "1"]]}]))
+    monkeypatch.setenv("EMOCAUSTICS_CACHE", str(tmp_path / "cache"))  # no fetched copy
+    monkeypatch.setenv("EMOCAUSTICS_ECAC_DATA", str(data_dir))
+    # like `score ecpe`, the gold is the env var's: conversation 2 is missing from the file
+    assert cli_main(["ecpe", "validate", str(sub)]) == 2
+    out = capsys.readouterr().out
+    assert "conversation 2: error missing_conversation" in out
+    assert cli_main(["ecpe", "validate", str(sub), "--data", str(tmp_path / "nowhere")]) == 2  # a bad folder: named
+    assert "nowhere" in capsys.readouterr().err
+    # no data anywhere: the format alone is checked, and the user is told so
+    monkeypatch.delenv("EMOCAUSTICS_ECAC_DATA")
+    assert cli_main(["ecpe", "validate", str(sub)]) == 0
+    out, err = capsys.readouterr()
+    assert "0 error(s)" in out and "format only" in err
+
+
+def test_score_reads_the_submission_zip_the_tool_writes(tmp_path, capsys):
+    from emocaustics.tasks.ecpe.task import EcpeTask
+
+    root = _test_data(tmp_path / "ecac")
+    task = EcpeTask()
+    options = task.parse_options({"method": "baseline", "baseline_emotion": "sadness"})
+    samples = task.load(task.Dataset(data=str(root)), options).samples
+    out = tmp_path / "predictions" / "ecpe_baseline"
+    written = task.finalize(out, samples, task.predict("baseline", samples, options), options)
+    assert out / "submission.zip" in written
+    assert cli_main(["score", "ecpe", "--pred", str(out), "--data", str(root)]) == 0
+    from_folder = capsys.readouterr().out
+    assert cli_main(["score", "ecpe", "--pred", str(out / "submission.zip"), "--data", str(root)]) == 0
+    assert capsys.readouterr().out == from_folder == (out / "scores.txt").read_text()
+    # one prediction file alone: its subtask's lines
+    assert cli_main(["score", "ecpe", "--pred", str(out / "Subtask_2_pred.json"), "--data", str(root)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split(":")[0] for line in lines] == list(SUBTASK2_KEYS)
+    assert set(lines) <= set(from_folder.splitlines())
+
+
+def test_score_reports_every_problem_of_every_file_then_exits_2(dirs, capsys):
+    g, p = dirs
+    (p / "Subtask_1_pred.json").write_text(json.dumps(pred([["2_Joy", "1_0_4"], ["2_sadness", "U1_0_4"]])))
+    (p / "Subtask_2_pred.json").write_text(json.dumps(pred([["2_sadness", "1_0_4"]])))
+    assert cli_main(["score", "ecpe", "--pred", str(p), "--data", str(g)]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""  # nothing scored
+    lines = err.strip().splitlines()
+    expected = [("Subtask_1_pred.json", "emotion-cause_pairs[1]", "unknown_emotion"),
+                ("Subtask_1_pred.json", "emotion-cause_pairs[2]", "u_prefix"),
+                ("Subtask_2_pred.json", "emotion-cause_pairs[1]", "malformed_pair")]
+    for file, field, kind in expected:
+        assert any(file in line and "record conversation 1" in line and f"field '{field}'" in line and kind in line
+                   for line in lines), (file, field, kind, lines)
+    assert "3 error(s)" in lines[-1] and "nothing scored" in lines[-1]
+
+
+def test_a_missing_conversation_is_a_failed_sample_as_in_the_job_runner(tmp_path, capsys):
+    """The prediction lacks conversation 2: it is scored as predicting no pair (as the job runner scores a
+    conversation with no prediction), listed, and the status is 3 unless --allow-failures."""
+    from emocaustics.core.task import Failure, ScoreContext
+    from emocaustics.tasks.ecpe.task import EcpeTask
+
+    root = _test_data(tmp_path / "ecac")
+    p = tmp_path / "pred"
+    p.mkdir()
+    found = [["2_sadness", "1"]]
+    (p / "Subtask_2_pred.json").write_text(json.dumps([{"conversation_ID": 1, "emotion-cause_pairs": found}]))
+    assert cli_main(["score", "ecpe", "--pred", str(p), "--data", str(root), "--json"]) == 3
+    out, err = capsys.readouterr()
+    doc = json.loads(out)
+    assert doc["missing"] == {"subtask_2": [2]}
+    assert "1 of 2 samples failed" in err and "conversation(s) missing" in err
+    assert cli_main(["score", "ecpe", "--pred", str(p), "--data", str(root), "--json", "--allow-failures"]) == 0
+    assert json.loads(capsys.readouterr().out) == doc
+    # the job runner's way: conversation 2 has no prediction (runner.predictions_for makes it a Failure)
+    task = EcpeTask()
+    options = task.parse_options({"method": "oracle", "subtask": 2})
+    samples = task.load(task.Dataset(data=str(root)), options).samples
+    scored = task.score(samples, {"1": {"subtask1": None, "subtask2": found},
+                                  "2": Failure("solve", "no prediction was written for this sample")},
+                        options, ScoreContext())
+    assert {k: scored.summary[k] for k in SUBTASK2_KEYS} == {k: doc[k] for k in SUBTASK2_KEYS}
+    assert scored.rows.filter(scored.rows["status"] == "failed")["sample_id"].unique().to_list() == ["2"]
+
+
+def test_a_prediction_that_pairs_with_no_conversation_is_a_usage_error(tmp_path, capsys):
+    root = _test_data(tmp_path / "ecac")
+    p = tmp_path / "pred"
+    p.mkdir()
+    for records in ([{"conversation_ID": 99, "emotion-cause_pairs": []}], []):
+        (p / "Subtask_2_pred.json").write_text(json.dumps(records))
+        assert cli_main(["score", "ecpe", "--pred", str(p), "--data", str(root)]) == 2
+        out, err = capsys.readouterr()
+        assert out == "" and "Subtask_2_pred.json" in err and "pairs with no gold conversation" in err

@@ -11,10 +11,11 @@ import shutil
 
 import pytest
 
+from emocaustics.core.errors import UsageError
 from emocaustics.core.task import ScoreContext
 from emocaustics.tasks.ecpe import cli, data
 from emocaustics.tasks.ecpe.task import EcpeTask
-from emocaustics.tasks.ecpe.validate import SubmissionError, check_prediction, load_json
+from emocaustics.tasks.ecpe.validate import check_prediction, load_json
 
 ORACLE_SCORES_TXT = """\
 weighted_strict_precision:0.9999999999734042
@@ -106,10 +107,13 @@ def test_the_organisers_sample_submission(ecac_root, tmp_path, capsys):
     for st in (1, 2):
         checked = check_prediction(load_json(sub / f"Subtask_{st}_pred.json"), st, "sample")
         assert checked.problems == []
-    # it covers conversations 1-5 and 12 (training data), none of the test set: against the test gold every test
-    # conversation is missing -- the official scorer stops there too ("Conversation 1375 are missing!")
-    with pytest.raises(SubmissionError, match="Subtask_1_pred.json, record conversation 1375: missing_conversation"):
+    # it covers conversations 1-5 and 12 (training data), none of the test set: it pairs with no test conversation,
+    # an error for each file (the official scorer stops too: "Conversation 1375 are missing!")
+    with pytest.raises(UsageError, match="2 error\\(s\\) in .*nothing scored"):
         score_cli(sub, ecac_root)
+    err = capsys.readouterr().err
+    assert all(f"Subtask_{st}_pred.json: pairs with no gold conversation" in err for st in (1, 2))
+    assert "(6 conversation(s) in the file, none of them in the gold)" in err
     gold = tmp_path / "gold"
     gold.mkdir()
     for st in (1, 2):
