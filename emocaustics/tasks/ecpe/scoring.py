@@ -110,7 +110,7 @@ class SubtaskResult:
 
 def score_subtask(gold: Gold, checked: Checked) -> SubtaskResult:
     """Official scoring of a checked prediction; the gold list drives iteration (a conversation without a
-    prediction counts as predicting nothing: `read_prediction` makes that an error for files)."""
+    prediction counts as predicting nothing: a failed sample for the job and for `score ecpe`)."""
     subtask = gold.subtask
     convs: dict[int, ConversationCounts] = {}
     outcomes: list[tuple[int, tuple[int, ...], str]] = []

@@ -2,8 +2,9 @@
 
 Where the official scorer exits with one terse line or crashes, we report a named error and score nothing:
 `unknown_emotion` (categories are case-sensitive: `Joy` is not `joy`), `repeated_conversation`,
-`missing_conversation` (a gold conversation absent from the prediction), `cause_text` (the cause is text instead of
-indices), `u_prefix` (`U2` instead of `2`), `malformed_pair`, `malformed_conversation`, `missing_pairs`.
+`missing_conversation` (a gold conversation absent from the prediction; `score ecpe` scores it as predicting no
+pair, a failed sample as in a job), `cause_text` (the cause is text instead of indices), `u_prefix` (`U2` instead of
+`2`), `malformed_pair`, `malformed_conversation`, `missing_pairs`.
 Problems the official scorer scores silently are warnings: `index_out_of_range` (span outside the cause utterance's
 tokens), `empty_span` (start >= end), `emotion_contradicts_label`, `utterance_out_of_range`, `duplicate_pair`
 (dropped, as officially), `neutral_pair` (costs nothing), `unknown_conversation` (not in the gold: ignored, as
