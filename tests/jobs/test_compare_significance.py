@@ -71,12 +71,18 @@ def test_compare_flags_a_difference_that_is_not_significant(run_dir, capsys):
     assert (far["p_holm"] < 0.05).all() and (far["diff_high"] < 0).all()
 
 
-def test_compare_of_two_runs_prints_both_runs_verdicts(run_dir, tmp_path, capsys):
+def test_compare_of_two_runs_tests_configs_across_the_runs(run_dir, tmp_path, capsys):
+    """Issue 25 point 4: two runs are compared with each other (every config of one against every config of the
+    other, on their common samples, Holm across those pairs), not each run with itself."""
     other = tmp_path / "job" / "20260102-000000"
     other.mkdir(parents=True)
-    for name in ("summary.csv", "significance.csv"):
+    for name in ("scores.parquet", "summary.csv", "significance.csv"):
         (other / name).write_bytes((run_dir / name).read_bytes())
     assert main(["compare", str(run_dir), str(other), "--out", str(tmp_path / "both.csv")]) == 0
     printed = capsys.readouterr().out
-    assert printed.count("NOT significant") == 2 and printed.count("-> significant") == 4
-    assert pl.read_csv(tmp_path / "both.csv").height == 6
+    pairs = pl.read_csv(tmp_path / "both.csv")
+    assert pairs.height == 3 * 3 and (pairs["run_a"] != pairs["run_b"]).all() and (pairs["n_common"] == N).all()
+    by = {(r["config_a"], r["config_b"]): r for r in pairs.iter_rows(named=True)}
+    assert by[("base", "base")]["diff"] == 0 and not by[("base", "base")]["significant"]
+    assert by[("base", "far")]["significant"] and by[("far", "close")]["significant"]
+    assert "job/20260101-000000" in printed and "job/20260102-000000" in printed and "Holm over the 9 pairs" in printed

@@ -1,0 +1,160 @@
+"""`emocaustics compare RUN_A RUN_B ...`: paired tests between configs of different runs.
+
+Two configs of different runs are compared when they are of the same task and scored some of the same samples: the
+test pairs them on the samples both scored (`stats.config_stats`: approximate randomisation, paired bootstrap,
+Wilcoxon), and where both runs recorded what each sample was (`predictions/<config>/provenance.json` fingerprints), a
+sample id only pairs with the same content (another subset that reuses the id is not the same sample). Holm's
+correction runs across every pair compared (all tasks), leaving out pairs with a calibration row as the run's own
+tables do (`tables.in_holm_family`). A config is named by its run (the shortest tail of the run folder's path that
+tells the runs apart, at least `<job>/<timestamp>`) and its label.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import NamedTuple
+
+import polars as pl
+
+from emocaustics.core.errors import UsageError
+from emocaustics.report.tables import check_scores, failures_count_zero, in_holm_family
+
+PAIR_COLUMNS = ("task", "run_a", "config_a", "run_b", "config_b", "n_common", "n_only_a", "n_only_b", "score_a",
+                "score_b", "diff", "diff_low", "diff_high", "p_randomisation", "p_bootstrap", "p_wilcoxon", "family",
+                "p_holm", "significant")
+
+
+class Comparison(NamedTuple):
+    configs: pl.DataFrame  # run, config, task, kind, samples, score (mean, failures count 0)
+    pairs: pl.DataFrame  # PAIR_COLUMNS, one row per pair of configs of different runs with common samples
+    unpaired: int  # pairs of configs of one task in different runs that share no sample
+
+
+def run_names(run_dirs: list[Path]) -> list[str]:
+    """The shortest path tails (at least two parts, `<job>/<timestamp>`) that tell the run folders apart."""
+    resolved = [d.resolve() for d in run_dirs]
+    if len(set(resolved)) < len(resolved):
+        twice = next(str(d) for d, r in zip(run_dirs, resolved) if resolved.count(r) > 1)
+        raise UsageError(f"compare: run folder {twice} is given twice; compare different runs")
+    depth = 2
+    while True:
+        names = ["/".join(r.parts[-depth:]) for r in resolved]
+        if len(set(names)) == len(names) or depth >= max(len(r.parts) for r in resolved):
+            return names
+        depth += 1
+
+
+def _fingerprints(run_dir: Path, label: str) -> dict[str, str] | None:
+    from emocaustics.core.provenance import read
+
+    try:
+        rec = read(run_dir / "predictions" / label)
+    except UsageError:
+        return None
+    return {str(k): str(v) for k, v in rec["samples"].items()} if rec else None
+
+
+def load_run(run_dir: Path, name: str) -> pl.DataFrame:
+    """A run's per-sample scores as (run, config, task, kind, sample_id, item, score): `item` is the sample id with
+    the sample's content fingerprint when the config's provenance records it."""
+    path = run_dir / "scores.parquet"
+    if not path.is_file():
+        raise UsageError(f"{run_dir}: no scores.parquet (a finished run folder holds one); compare needs each run's "
+                         "per-sample scores")
+    scores = pl.read_parquet(path)
+    check_scores(scores, str(path))
+    scores = failures_count_zero(scores).select("run", "task", "kind", pl.col("sample_id").cast(pl.Utf8), "score")
+    frames = []
+    for label in scores["run"].unique(maintain_order=True).to_list():
+        rows = scores.filter(pl.col("run") == label)
+        prints = _fingerprints(run_dir, label) or {}
+        frames.append(rows.with_columns(
+            pl.col("sample_id").replace_strict(prints, default=None, return_dtype=pl.Utf8).alias("fingerprint")))
+    return pl.concat(frames).select(pl.lit(name).alias("run"), pl.col("run").alias("config"), "task", "kind",
+                                    "sample_id", "fingerprint", "score")
+
+
+def compare_runs(run_dirs: list[Path]) -> Comparison:
+    """Paired tests between every two configs of different runs that share samples, Holm across all of them."""
+    from emocaustics.stats import config_stats, holm_family
+
+    names = run_names(run_dirs)
+    rows = pl.concat([load_run(d, n) for d, n in zip(run_dirs, names)])
+    # a sample pairs by id and content where every config of the task recorded its content, else by id alone
+    checked = rows.group_by("task").agg(pl.col("fingerprint").is_not_null().all().alias("checked"))
+    rows = rows.join(checked, on="task").with_columns(
+        pl.when(pl.col("checked")).then(pl.col("sample_id") + "#" + pl.col("fingerprint"))
+        .otherwise(pl.col("sample_id")).alias("item"),
+        (pl.col("run") + "\t" + pl.col("config")).alias("key"))
+    configs = (rows.group_by("run", "config", maintain_order=True)
+               .agg(pl.first("task"), pl.first("kind"), pl.len().alias("samples"), pl.col("score").mean()))
+    tables, unpaired = [], 0
+    for task in rows["task"].unique(maintain_order=True).to_list():
+        of_task = rows.filter(pl.col("task") == task)
+        items = {k: set(v) for k, v in of_task.group_by("key", maintain_order=True).agg("item").iter_rows()}
+        keys = list(items)
+        wanted = [(a, b) for i, a in enumerate(keys) for b in keys[i + 1:]
+                  if a.split("\t")[0] != b.split("\t")[0]]
+        shared = [(a, b) for a, b in wanted if items[a] & items[b]]
+        unpaired += len(wanted) - len(shared)
+        if not shared:
+            continue
+        per_item = of_task.select(pl.col("key").alias("config"), "item", pl.col("score").alias("value"))
+        got = config_stats(per_item, only=shared).pairs
+        tables.append(got.with_columns(pl.lit(task).alias("task"),
+                                       _common_mean(per_item, shared, 0).alias("score_a"),
+                                       _common_mean(per_item, shared, 1).alias("score_b")))
+    if not tables:
+        return Comparison(configs, pl.DataFrame(schema={c: pl.Utf8 for c in PAIR_COLUMNS}), unpaired)
+    pairs = pl.concat(tables)
+    kinds = dict(rows.group_by("key").agg(pl.first("kind")).iter_rows())
+    pairs = holm_family(pairs, in_holm_family(pairs, kinds))
+    pairs = pairs.with_columns(
+        pl.col("config_a").str.split_exact("\t", 1).struct.rename_fields(["run_a", "label_a"]).alias("a"),
+        pl.col("config_b").str.split_exact("\t", 1).struct.rename_fields(["run_b", "label_b"]).alias("b"),
+    ).unnest("a", "b").drop("config_a", "config_b").rename({"label_a": "config_a", "label_b": "config_b"})
+    return Comparison(configs, pairs.select(PAIR_COLUMNS), unpaired)
+
+
+def _common_mean(per_item: pl.DataFrame, pairs: list[tuple[str, str]], side: int) -> pl.Series:
+    """Each pair's side-`side` mean over the items both sides scored (what `diff` is the difference of)."""
+    values = {k: dict(zip(v["item"], v["value"])) for (k,), v in per_item.group_by("config")}
+    out = []
+    for a, b in pairs:
+        va, vb = values[a], values[b]
+        common = [i for i in va if i in vb and va[i] is not None and vb[i] is not None]
+        mine = va if side == 0 else vb
+        out.append(sum(mine[i] for i in common) / len(common) if common else None)
+    return pl.Series(out, dtype=pl.Float64)
+
+
+def describe(result: Comparison, alpha: float = 0.05) -> str:
+    """The terminal text: each pair's scores on their common samples, difference with its interval, p-values and
+    verdict, then what the family was."""
+    from emocaustics.report.tables import to_markdown
+
+    pairs = result.pairs
+    if not pairs.height:
+        return ("No two configs of different runs share a task and samples: nothing to compare"
+                + (f" ({result.unpaired} pairs of configs of one task share no sample)." if result.unpaired else ".")
+                + "\n")
+    family = pairs.filter(pl.col("family") == "configs")
+    shown = pairs.select(
+        "task", "run_a", "config_a", "run_b", "config_b", pl.col("n_common").alias("samples"), "score_a", "score_b",
+        "diff",
+        pl.format("[{}, {}]", pl.col("diff_low").round(4), pl.col("diff_high").round(4)).alias("diff_ci"),
+        pl.col("p_randomisation").alias("p"), "p_holm",
+        pl.when(pl.col("family") != "configs")
+        .then(pl.when(pl.col("significant")).then(pl.lit("calibration: p < 0.05 unadjusted"))
+              .otherwise(pl.lit("calibration: p >= 0.05 unadjusted")))
+        .when(pl.col("significant")).then(pl.lit("significant")).otherwise(pl.lit("NOT significant"))
+        .alias("verdict"))
+    text = to_markdown(shown)
+    text += (f"\nPaired approximate randomisation on the samples both configs scored; Holm over the {family.height} "
+             f"pairs of configs compared (all tasks): {int(family['significant'].sum())} significant at {alpha}.")
+    if family.height < pairs.height:
+        text += (f" {pairs.height - family.height} pairs with a calibration row (oracle, baseline) are outside the "
+                 "family: their p is unadjusted.")
+    if result.unpaired:
+        text += f" {result.unpaired} pairs of configs of one task share no sample: not compared."
+    return text + "\n"
