@@ -45,10 +45,17 @@ def register(subparsers: Any) -> None:
     p.add_argument("--latex", action="store_true", help="also write the summary table as LaTeX (summary.tex)")
     p.set_defaults(func=_report)
 
-    p = subparsers.add_parser("compare", help="line up several runs' summaries and say which differences between "
-                                                   "configs are significant")
+    p = subparsers.add_parser(
+        "compare", help="say which differences between configs are significant: within one run, or between the "
+                        "configs of different runs scored on the same samples",
+        description="One run: its summary and the paired tests between its configs (significance.csv). Several "
+                    "runs: their summaries side by side, then a paired test between every two configs of different "
+                    "runs that are of the same task and scored some of the same samples (paired on those), "
+                    "Holm-corrected across all the pairs compared; pairs with a calibration row (oracle, baseline) "
+                    "are shown unadjusted, outside the family. A config is named by its run (<job>/<timestamp>) "
+                    "and its label.")
     p.add_argument("run_dirs", nargs="+", help="finished run folders")
-    p.add_argument("--out", help="also write the comparison as CSV here")
+    p.add_argument("--out", help="also write the pairs compared (their tests and verdicts) as CSV here")
     p.set_defaults(func=_compare)
 
 
@@ -93,23 +100,34 @@ def _compare(args: argparse.Namespace) -> int:
 
     from emocaustics.report.tables import compare, to_markdown
 
+    dirs = [Path(d) for d in args.run_dirs]
     try:
-        table = compare([Path(d) for d in args.run_dirs])
+        table = compare(dirs)
     except FileNotFoundError as exc:
         raise UsageError(str(exc)) from None
-    if args.out:
-        table.write_csv(args.out)
     wanted = ("run_dir", "run", "task", "method", "model", "K", "S", "samples", "score", "ci_low", "ci_high",
               "micro_score", "failures")
     print(to_markdown(table.select([c for c in wanted if c in table.columns])))
-    for run_dir in args.run_dirs:  # which differences between configs of one run are significant
-        path = Path(run_dir) / "significance.csv"
-        if path.exists():
-            pairs = pl.read_csv(path)
-            for r in pairs.iter_rows(named=True):
-                verdict = "significant" if r["significant"] else "NOT significant"
-                print(f"{run_dir}: {r['config_a']} vs {r['config_b']}: diff {r['diff']:+.4f} over {r['n_common']} "
-                      f"common samples, p_holm {r['p_holm']:.4f} -> {verdict}")
+    if len(dirs) > 1:  # the configs of different runs, tested against each other on their common samples
+        from emocaustics.report.compare import compare_runs, describe
+
+        result = compare_runs(dirs)
+        print(describe(result), end="")
+        if args.out:
+            result.pairs.write_csv(args.out)
+        return 0
+    path = dirs[0] / "significance.csv"  # one run: which differences between its configs are significant
+    pairs = pl.read_csv(path) if path.exists() else pl.DataFrame()
+    for r in pairs.iter_rows(named=True):
+        if r.get("p_holm") is None:  # a pair with a calibration row: outside Holm's family
+            print(f"{dirs[0]}: {r['config_a']} vs {r['config_b']}: diff {r['diff']:+.4f} over {r['n_common']} "
+                  f"common samples, p {r['p_randomisation']:.4f} unadjusted (calibration row, not in Holm's family)")
+            continue
+        verdict = "significant" if r["significant"] else "NOT significant"
+        print(f"{dirs[0]}: {r['config_a']} vs {r['config_b']}: diff {r['diff']:+.4f} over {r['n_common']} "
+              f"common samples, p_holm {r['p_holm']:.4f} -> {verdict}")
+    if args.out:
+        pairs.write_csv(args.out)
     return 0
 
 
