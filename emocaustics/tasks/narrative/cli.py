@@ -1,10 +1,14 @@
 """`emocaustics score narrative --pred DIR|FILE --gt DIR|FILE [--weights k=v,...] [--taxonomy DIR] [--n-t N]
 [--markdown FILE] [--engine auto|local|ray] [--json]`
 
-Folders pair files by story name (a prediction may carry a `_pred` suffix) and print
-`{"overall_score", "component_scores", "files", "skipped", "per_file"}` (plus `overall_micro` and `summary`);
-two files print that pair's composite result (`overall_score`, `component_scores`, `detailed_results`, `summary`).
-Without --json a short table is printed. A file that cannot be read is listed under skipped.errors, never fatal.
+Folders pair files by story name (a prediction may carry a `_pred` suffix) and are scored over the ground truth, as
+`run` scores them: a GT story without a paired (or with an unreadable) prediction is failed, counted 0 and listed
+under `failed` with the reason; a GT file that cannot be read is listed under skipped.errors; both give exit status 3
+(unless --allow-failures). Prediction files that pair with no GT story are named first (and on stderr); when none
+pairs at all it is a usage error (status 2, nothing written). Folders print `{"overall_score", "overall_micro",
+"component_scores" (macro, micro, precision, recall, f1), "stories", "files", "failed", "skipped", "per_file",
+"summary"}`; two files print that pair's composite result (`overall_score`, `component_scores`, `detailed_results`,
+`summary`). Without --json the same as Markdown tables.
 With a Ray cluster at hand (RAY_ADDRESS set, or this process already connected), a folder of more than
 `rayscore.RAY_ABOVE` pairs is scored through Ray Data; on one machine the local loop is as fast (measured:
 benchmarks/narrative_bench.py). `--engine ray` forces Ray Data (a local Ray when there is no cluster), `local` forbids
@@ -52,34 +56,45 @@ def _cluster_at_hand() -> bool:
 
 def score_paths(pred: Path, gt: Path, weights: str | None = None, taxonomy: str | None = None,
                 n_t: int = 2, engine: str = "auto") -> tuple[dict[str, Any], bool]:
-    """(result, is_folder) for a file pair or a folder pair (a folder through Ray Data per `engine`)."""
+    """(result, is_folder) for a file pair or a folder pair (a folder through Ray Data per `engine`).
+
+    A folder pair is scored over the ground truth, as `run` scores it: every GT story is a sample, one without a
+    paired prediction file is failed (0, with the reason), and a prediction folder of which no file pairs with any
+    GT story is a usage error."""
     from emocaustics.tasks.narrative.aggregate import aggregate
     from emocaustics.tasks.narrative.composite import error_result, parse_weights, score_story
-    from emocaustics.tasks.narrative.io import load_story, pair_folders
+    from emocaustics.tasks.narrative.io import load_story, missing_prediction, pair_folders
     from emocaustics.tasks.narrative.rayscore import RAY_ABOVE, score_file_pairs
     from emocaustics.tasks.narrative.schema import NarrativeFormatError
+    from emocaustics.tasks.narrative.scoring import score_files
     from emocaustics.tasks.narrative.taxonomy import default_taxonomy, load_taxonomy
 
     w = parse_weights(weights)
     tax = load_taxonomy(taxonomy) if taxonomy else default_taxonomy()
 
-    def one(p: Path, g: Path) -> dict[str, Any]:
-        gs = load_story(g)
-        if isinstance(gs, NarrativeFormatError):
-            return error_result(str(gs), "gt")
-        ps = load_story(p)
-        if isinstance(ps, NarrativeFormatError):
-            return error_result(str(ps), "pred")
-        return score_story(ps, gs, w, tax, n_t)
-
     if pred.is_file() and gt.is_file():
-        return one(pred, gt), False
+        gs, ps = load_story(gt), load_story(pred)
+        if isinstance(gs, NarrativeFormatError):
+            return error_result(str(gs), "gt"), False
+        if isinstance(ps, NarrativeFormatError):
+            return error_result(str(ps), "pred"), False
+        return score_story(ps, gs, w, tax, n_t), False
     if pred.is_dir() and gt.is_dir():
         pairing = pair_folders(pred, gt)
-        if engine == "ray" or (engine == "auto" and len(pairing.pairs) > RAY_ABOVE and _cluster_at_hand()):
-            per_file = score_file_pairs(pairing.pairs, weights=w, taxonomy=taxonomy, n_t=n_t)
+        if not pairing.pairs:
+            shown = ", ".join(pairing.unpaired_pred[:5]) + (" ..." if len(pairing.unpaired_pred) > 5 else "")
+            raise UsageError(f"no prediction file in {pred} pairs with any of the {len(pairing.unpaired_gt)} "
+                             f"ground-truth stories in {gt} (a prediction for GT <story>.json is named <story>.json "
+                             f"or <story>_pred.json; found: {shown or 'no .json file'})")
+        # every GT story, with its prediction file or None (failed: no prediction)
+        stories = sorted([(n, p, g) for n, p, g in pairing.pairs]
+                         + [(n, None, gt / f"{n}.json") for n in pairing.unpaired_gt], key=lambda t: t[0])
+        missing = {n: missing_prediction(n, pred) for n in pairing.unpaired_gt}
+        if engine == "ray" or (engine == "auto" and len(stories) > RAY_ABOVE and _cluster_at_hand()):
+            per_file = score_file_pairs(stories, weights=w, taxonomy=taxonomy, n_t=n_t, missing=missing)
         else:
-            per_file = {name: one(p, g) for name, p, g in pairing.pairs}
+            per_file = {n: score_files(p, g, missing=missing.get(n, ""), weights=w, taxonomy=tax, n_t=n_t)
+                        for n, p, g in stories}
         skipped = {"unpaired_pred": pairing.unpaired_pred, "unpaired_gt": pairing.unpaired_gt,
                    "duplicates": pairing.duplicates}
         return aggregate(per_file, w, skipped), True
@@ -93,6 +108,10 @@ def run(args: argparse.Namespace) -> int:
     from emocaustics.tasks.narrative.aggregate import markdown_aggregate, markdown_story, to_json
 
     result, folder = score_paths(Path(args.pred), Path(args.gt), args.weights, args.taxonomy, args.n_t, args.engine)
+    unpaired = (result.get("skipped") or {}).get("unpaired_pred") or []
+    if unpaired:  # on stderr as well, before the score: --json readers see it too
+        print(f"emocaustics: warning: {len(unpaired)} prediction file(s) in {args.pred} pair with no ground-truth "
+              f"story and were not scored: {', '.join(unpaired)}", file=sys.stderr)
     if args.markdown:
         md = markdown_aggregate(result) if folder else markdown_story(Path(args.gt).stem, result)
         Path(args.markdown).write_text(md, encoding="utf-8")
@@ -105,10 +124,11 @@ def run(args: argparse.Namespace) -> int:
     if not folder and result.get("error"):
         print(f"emocaustics: error: {result['error']}", file=sys.stderr)
         return 2
-    errors = (result.get("skipped") or {}).get("errors") or {}
-    if folder and errors and not args.allow_failures:
+    not_scored = len(result.get("failed") or {}) + len((result.get("skipped") or {}).get("errors") or {})
+    if folder and not_scored and not args.allow_failures:
         from emocaustics.core.errors import SamplesFailed
 
-        # the report above lists every file that could not be scored and why; the exit status says so too
-        raise SamplesFailed(len(errors), len(result.get("per_file") or {}), "stories not scored")
+        # the report above lists every story that failed or could not be read and why; the exit status says so too
+        total = result["stories"] + len(result["skipped"]["errors"])
+        raise SamplesFailed(not_scored, total, "ground-truth stories failed or unreadable")
     return 0

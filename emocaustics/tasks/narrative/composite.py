@@ -112,6 +112,20 @@ def error_result(message: str, role: str) -> dict[str, Any]:
             "summary": {}, "error": message, "error_in": role}
 
 
+EMPTY_PREDICTION: dict[str, Any] = {"version": "3.0"}
+
+
+def failed_result(gt: Story, reason: str, weights: dict[str, float] | str | None = None,
+                  taxonomy: Taxonomy | None = None, n_t: int = 2) -> dict[str, Any]:
+    """The result of a story whose prediction is missing or unusable (a failed sample, as everywhere in the tool):
+    scored as if nothing was predicted, so it counts 0 on every component its GT can score and in `overall`, and
+    its GT items enter the micro pools as missed; components without GT stay None. `failed` carries the reason."""
+    floor = score_story(parse_story(EMPTY_PREDICTION, "empty prediction"), gt, weights, taxonomy, n_t)
+    zero = {c: (None if v is None else 0.0) for c, v in floor["component_scores"].items()}
+    return {**floor, "overall_score": None if floor["overall_score"] is None else 0.0, "component_scores": zero,
+            "failed": reason}
+
+
 def score_pair(pred_obj: Any, gt_obj: Any, weights: dict[str, float] | str | None = None, *,
                pred_name: str = "prediction", gt_name: str = "ground truth", taxonomy: Taxonomy | None = None,
                n_t: int = 2) -> dict[str, Any]:

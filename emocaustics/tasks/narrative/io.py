@@ -18,6 +18,11 @@ from emocaustics.tasks.narrative.schema import NarrativeFormatError, Story, pars
 PRED_SUFFIX = "_pred"
 
 
+def missing_prediction(name: str, pred_dir: Path | str | None) -> str:
+    """The reason a ground-truth story without a prediction file fails (the same words in `score` and `run`)."""
+    return f"no prediction file {name}{PRED_SUFFIX}.json or {name}.json in {pred_dir}"
+
+
 def story_name(path: Path) -> str:
     """The pairing key of a file: its stem without a trailing `_pred`."""
     stem = path.stem
@@ -62,7 +67,7 @@ def write_story(path: Path, obj: dict[str, Any]) -> Path:
 @dataclass
 class Pairing:
     pairs: list[tuple[str, Path, Path]] = field(default_factory=list)  # (story, pred file, gt file)
-    unpaired_pred: list[str] = field(default_factory=list)
+    unpaired_pred: list[str] = field(default_factory=list)  # file names (a story name hides a `_pred` suffix)
     unpaired_gt: list[str] = field(default_factory=list)
     duplicates: list[str] = field(default_factory=list)  # a story with both <s>.json and <s>_pred.json predictions
 
@@ -95,5 +100,5 @@ def pair_folders(pred_dir: Path, gt_dir: Path) -> Pairing:
             out.pairs.append((name, preds[name], gts[name]))
         else:
             out.unpaired_gt.append(name)
-    out.unpaired_pred = sorted(set(preds) - set(gts))
+    out.unpaired_pred = sorted(preds[name].name for name in set(preds) - set(gts))
     return out

@@ -2,8 +2,8 @@
 stories, each batch scored in a Ray worker, the small per-story outputs gathered and aggregated in the driver.
 
 Two entry points, one per input shape:
-- `score_file_pairs`: (story, prediction file, GT file) paths -> compact composite results by story (what
-  `score narrative --pred DIR --gt DIR` aggregates). Workers read the files themselves, so the driver ships paths.
+- `score_file_pairs`: (story, prediction file or none, GT file) paths -> compact composite results by story
+  (what `score narrative --pred DIR --gt DIR` aggregates). Workers read the files themselves: the driver ships paths.
 - `score_samples_ray`: the task's samples and predictions (decoded JSON) -> `scoring.score_sample` outputs by sample
   id (rows, items, issues for the job's common score tables).
 
@@ -34,23 +34,12 @@ BATCH_SIZE = 64
 def _score_file_batch(batch: dict[str, np.ndarray], *, weights: dict[str, float] | None, taxonomy: str | None,
                       n_t: int) -> dict[str, np.ndarray]:
     from emocaustics.tasks.narrative.aggregate import compact
-    from emocaustics.tasks.narrative.composite import error_result, score_story
-    from emocaustics.tasks.narrative.io import load_story
-    from emocaustics.tasks.narrative.schema import NarrativeFormatError
-    from emocaustics.tasks.narrative.scoring import taxonomy_for
+    from emocaustics.tasks.narrative.scoring import score_files, taxonomy_for
 
     tax = taxonomy_for(taxonomy)
-    out = []
-    for pred_path, gt_path in zip(batch["pred"], batch["gt"]):
-        gs = load_story(str(gt_path))
-        ps = load_story(str(pred_path)) if not isinstance(gs, NarrativeFormatError) else None
-        if isinstance(gs, NarrativeFormatError):
-            result = error_result(str(gs), "gt")
-        elif isinstance(ps, NarrativeFormatError):
-            result = error_result(str(ps), "pred")
-        else:
-            result = score_story(ps, gs, weights, tax, n_t)
-        out.append(json.dumps(compact(result), ensure_ascii=False))
+    out = [json.dumps(compact(score_files(str(p) or None, str(g), missing=str(m), weights=weights, taxonomy=tax,
+                                          n_t=n_t)), ensure_ascii=False)
+           for p, g, m in zip(batch["pred"], batch["gt"], batch["missing"])]
     return {"story": batch["story"], "result": np.array(out, dtype=object)}
 
 
@@ -93,13 +82,15 @@ def _run(items: list[dict[str, Any]], fn: Any, fn_kwargs: dict[str, Any], batch_
             ray.shutdown()
 
 
-def score_file_pairs(pairs: list[tuple[str, Path, Path]], *, weights: dict[str, float] | None = None,
-                     taxonomy: str | None = None, n_t: int = 2,
+def score_file_pairs(pairs: list[tuple[str, Path | None, Path]], *, weights: dict[str, float] | None = None,
+                     taxonomy: str | None = None, n_t: int = 2, missing: dict[str, str] | None = None,
                      batch_size: int = BATCH_SIZE) -> dict[str, dict[str, Any]]:
-    """(story, pred file, GT file) -> {story: compact composite result}, scored as a Ray Data stream."""
+    """(story, pred file or None, GT file) -> {story: compact composite result}, scored as a Ray Data stream
+    (`scoring.score_files` per story; `missing[story]` is the reason of a story without a prediction file)."""
     if not pairs:
         return {}
-    items = [{"story": name, "pred": str(p), "gt": str(g)} for name, p, g in pairs]
+    items = [{"story": name, "pred": str(p) if p else "", "gt": str(g), "missing": (missing or {}).get(name, "")}
+             for name, p, g in pairs]
     rows = _run(items, _score_file_batch, {"weights": weights, "taxonomy": taxonomy, "n_t": n_t}, batch_size)
     got = {str(r["story"]): json.loads(r["result"]) for r in rows}
     if len(got) != len(pairs):  # never a silent gap: every pair comes back

@@ -8,19 +8,27 @@ JSON-able values so that the same code runs in the driver (a few stories) and in
 Rows: a component whose GT is wholly missing is `unscored` with the reason; a failed prediction is 0 and `failed`
 on the components its GT could score (those an empty prediction is scored on), `unscored` on the others; a story
 without readable GT is `unscored` everywhere with the reader's error.
+
+One definition of what is scored, for `run` and `score narrative` alike: every GT story is a sample; a story whose
+prediction is missing or unusable is failed and counts 0 in the rows *and* in the aggregate (`overall` of the
+summary is the mean of the rows' `overall`, failures 0, unscored stories left out: the figure of summary.md).
+`score_files` is the file-based entry of the same rule (the CLI and its Ray Data path).
 """
 
 from __future__ import annotations
 
 import functools
 import json
+from pathlib import Path
 from typing import Any
 
 import polars as pl
 
 from emocaustics.core.task import Failure, Scored, rows_frame
-from emocaustics.tasks.narrative.aggregate import aggregate, compact
-from emocaustics.tasks.narrative.composite import COMPONENTS, score_pair
+from emocaustics.tasks.narrative.aggregate import PRF_COUNTS, aggregate, compact, prf_columns, prf_counts_row
+from emocaustics.tasks.narrative.composite import COMPONENTS, error_result, failed_result, score_pair, score_story
+from emocaustics.tasks.narrative.io import load_story
+from emocaustics.tasks.narrative.schema import NarrativeFormatError, parse_story
 from emocaustics.tasks.narrative.taxonomy import Taxonomy, default_taxonomy, load_taxonomy
 
 ISSUE_SCHEMA = {k: pl.Utf8 for k in ("sample_id", "kind", "role", "path", "message")}
@@ -55,15 +63,19 @@ def score_sample(sample_id: str, pred: Any, target: Any, meta: dict[str, Any], *
         if result.get("error_in") == "pred":
             pred = Failure("prediction", result["error"])
     if isinstance(pred, Failure):
-        # which components GT could score: those an empty prediction would be scored on
-        floor = score_pair({"version": "3.0"}, target, weights, taxonomy=tax, n_t=n_t)
+        # 0 and `failed` on the components GT could score (those an empty prediction is scored on), and the same
+        # story counted 0 in the aggregate: the rows and the summary are one definition
+        try:
+            gt = parse_story(target, meta.get("gt_file", sample_id))
+        except NarrativeFormatError as exc:
+            return score_sample(sample_id, pred, None, meta | {"gt_error": str(exc)})
+        failed = failed_result(gt, str(pred), weights, tax, n_t)
         rows = []
         for m in (*COMPONENTS, "overall"):
-            value = floor["component_scores"].get(m) if m != "overall" else floor["overall_score"]
-            has_gt = value is not None
-            rows.append({"sample_id": sample_id, "metric": m, "value": 0.0 if has_gt else None,
-                         "status": "failed" if has_gt else "unscored", "reason": str(pred)})
-        return {"rows": rows, "items": [], "issues": [], "result": None}
+            value = failed["component_scores"].get(m) if m != "overall" else failed["overall_score"]
+            rows.append({"sample_id": sample_id, "metric": m, "value": value,
+                         "status": "unscored" if value is None else "failed", "reason": str(pred)})
+        return {"rows": rows, "items": [], "issues": [], "result": compact(failed)}
     rows = []
     for c, r in result["detailed_results"].items():
         scored = r["score"] is not None
@@ -79,6 +91,20 @@ def score_sample(sample_id: str, pred: Any, target: Any, meta: dict[str, Any], *
              for c, r in result["detailed_results"].items()]
     issues = [{"sample_id": sample_id, **i} for i in result["summary"]["issues"] + result["summary"]["out_of_taxonomy"]]
     return {"rows": rows, "items": items, "issues": issues, "result": compact(result)}
+
+
+def score_files(pred: str | Path | None, gt: str | Path, *, missing: str, weights: dict[str, float] | None = None,
+                taxonomy: Taxonomy | None = None, n_t: int = 2) -> dict[str, Any]:
+    """One GT file and its prediction file (None: there is none; `missing` says why) -> the composite result. A GT
+    that cannot be read gives `error` (the story cannot be scored); a missing or unreadable prediction a failed
+    result (`composite.failed_result`), as the job scores a sample without a usable prediction."""
+    gs = load_story(gt)
+    if isinstance(gs, NarrativeFormatError):
+        return error_result(str(gs), "gt")
+    ps = load_story(pred) if pred else None
+    if ps is None or isinstance(ps, NarrativeFormatError):
+        return failed_result(gs, missing if ps is None else str(ps), weights, taxonomy, n_t)
+    return score_story(ps, gs, weights, taxonomy, n_t)
 
 
 def assemble(sample_ids: list[str], outputs: dict[str, dict[str, Any]],
@@ -99,6 +125,13 @@ def assemble(sample_ids: list[str], outputs: dict[str, dict[str, Any]],
     summary: dict[str, Any] = {"overall": agg["overall_score"], "overall_micro": agg["overall_micro"]}
     for c, v in agg["component_scores"].items():
         summary |= {f"{c}_macro": v["macro"], f"{c}_micro": v["micro"], f"{c}_files_unscored": v["unscored"]}
-    summary |= {"files_scored": agg["files"], **agg["summary"], **(extra_summary or {})}
-    return Scored(rows_frame(rows), summary, {"issues": pl.DataFrame(issues, schema=ISSUE_SCHEMA)},
+        if c in PRF_COUNTS:
+            summary |= {f"{c}_{k}": v[k] for k in ("precision", "recall", "f1")}
+    summary |= {"files_scored": agg["files"], "stories_failed": len(agg["failed"]), **agg["summary"],
+                **(extra_summary or {})}
+    # each story's P/R/F1 counts, joined into the job's scores.parquet: the report pools them per config
+    info = pl.DataFrame([{"sample_id": sid, **prf_counts_row(results.get(sid))} for sid in sample_ids],
+                        schema={"sample_id": pl.Utf8, **{c: pl.Int64 for c in prf_columns()}})
+    return Scored(rows_frame(rows), summary,
+                  {"issues": pl.DataFrame(issues, schema=ISSUE_SCHEMA), "sample_info": info},
                   pl.DataFrame(items, schema=ITEM_SCHEMA))

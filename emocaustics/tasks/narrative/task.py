@@ -3,8 +3,10 @@ the calibration predictors `oracle` (GT as prediction: 1.0 wherever GT exists) a
 
 One Sample per GT file (id = story name, input = {"text", "title"}, target = the GT document as decoded JSON).
 Score rows, per story: one per component (metric = component name; value None and status `unscored` with the reason
-where the component's GT is wholly missing) plus `overall`. Summary: the aggregate over stories (macro and micro).
-Items: the per-story, per-component detailed results. Table `issues`: spans and labels reported per file and field.
+where the component's GT is wholly missing) plus `overall`. Summary: the aggregate over stories (macro and micro;
+a failed story counts 0, as in the rows: `scoring`). Items: the per-story, per-component detailed results. Tables
+`issues`: spans and labels reported per file and field; `sample_info`: each story's precision / recall counts (joined
+into scores.parquet, pooled per config by the report's section, `narrative.report`).
 """
 
 from __future__ import annotations
@@ -13,12 +15,13 @@ import copy
 from pathlib import Path
 from typing import Any, ClassVar
 
+import polars as pl
 from pydantic import Field
 
 from emocaustics.core.task import (DatasetOptions, Defect, Failure, Loaded, Options, Sample, ScoreContext, Scored,
                                    SolveFailed, Task)
 from emocaustics.tasks.narrative.data import gt_dir, locate
-from emocaustics.tasks.narrative.io import PRED_SUFFIX, decode, write_story
+from emocaustics.tasks.narrative.io import PRED_SUFFIX, decode, missing_prediction, write_story
 from emocaustics.tasks.narrative.prompts import PROMPTS_VERSION
 from emocaustics.tasks.narrative.rayscore import RAY_ABOVE, score_samples_ray
 from emocaustics.tasks.narrative.schema import NarrativeFormatError, check_spans, parse_story
@@ -130,8 +133,7 @@ class NarrativeTask(Task):
     def _read_pred(s: Sample) -> Any:
         path = s.meta.get("pred_file")
         if not path:
-            return Failure("files", f"no prediction file {s.id}{PRED_SUFFIX}.json or {s.id}.json in "
-                                    f"{s.meta.get('pred_dir')}")
+            return Failure("files", missing_prediction(s.id, s.meta.get("pred_dir")))
         try:
             return decode(Path(path))
         except NarrativeFormatError as exc:
@@ -153,6 +155,12 @@ class NarrativeTask(Task):
                        for s in samples}
             path = "local"
         return assemble([s.id for s in samples], outputs, options.weights, {"scoring_path": path})
+
+    def report_sections(self, summary: pl.DataFrame, scores: pl.DataFrame) -> list[tuple[str, str]]:
+        """Precision, recall and F1 per component and config (`narrative.report`)."""
+        from emocaustics.tasks.narrative.report import sections
+
+        return sections(summary, scores)
 
     # -- outputs -------------------------------------------------------------------------------------------------
     def finalize(self, out: Path, samples: list[Sample], predictions: dict[str, Any], options: Options) -> list[Path]:

@@ -55,11 +55,12 @@ def test_bad_and_unpaired_files_are_listed(capsys, tmp_path):
     with pytest.raises(SamplesFailed, match="1 of 6 samples failed") as failed:  # the whole report is printed first
         cli("--pred", str(pred), "--gt", str(gt), "--json")
     assert failed.value.exit_code == 3
-    assert json.loads(capsys.readouterr().out)["skipped"]["errors"]
+    assert json.loads(capsys.readouterr().out)["failed"]
     assert cli("--pred", str(pred), "--data", str(gt), "--json", "--allow-failures") == 0
     out = json.loads(capsys.readouterr().out)
-    assert "not JSON" in out["skipped"]["errors"]["ferry_en"]
-    assert out["skipped"]["unpaired_pred"] == ["kite_en", "stray"] and out["files"] == 5
+    assert "not JSON" in out["failed"]["ferry_en"] and out["per_file"]["ferry_en"]["overall_score"] == 0.0
+    assert out["skipped"]["unpaired_pred"] == ["kite_en_pred.json", "stray_pred.json"]
+    assert (out["files"], out["stories"]) == (5, 6)  # scored from a prediction; in the score (ferry_en counts 0)
 
 
 def test_table_output_and_errors(capsys, tmp_path):
@@ -73,3 +74,61 @@ def test_table_output_and_errors(capsys, tmp_path):
         cli("--pred", str(tmp_path / "none"), "--gt", str(SAMPLE_DIR / "gt"))
     with pytest.raises(UsageError):
         cli("--pred", str(bad), "--gt", str(SAMPLE_DIR / "gt"))
+
+
+def renamed_copy(tmp_path, keep: int):
+    """The sample folders with all but the first `keep` prediction files renamed so that they pair with nothing."""
+    pred, gt = tmp_path / "d" / "pred", tmp_path / "d" / "gt"
+    shutil.copytree(SAMPLE_DIR / "pred", pred)
+    shutil.copytree(SAMPLE_DIR / "gt", gt)
+    for path in sorted(pred.glob("*.json"))[keep:]:
+        path.rename(pred / f"x_{path.name}")
+    return pred, gt
+
+
+def test_folder_is_scored_over_the_ground_truth(capsys, tmp_path):
+    """6 of 7 predictions renamed: the score is over the 7 GT stories (6 failed, counted 0), the unpaired files are
+    named before the score and on stderr, and the exit status is 3."""
+    from emocaustics.cli import main
+
+    pred, gt = renamed_copy(tmp_path, keep=1)
+    kept = sorted(SAMPLE_DIR.glob("gt/*.json"))[0].stem
+    assert cli("--pred", str(pred / f"{kept}_pred.json"), "--gt", str(gt / f"{kept}.json"), "--json") == 0
+    alone = json.loads(capsys.readouterr().out)  # the one story that pairs, scored on its own
+    assert main(["score", "narrative", "--pred", str(pred), "--data", str(gt)]) == 3
+    got = capsys.readouterr()
+    assert got.out.index("x_ferry_en_pred.json") < got.out.index("Overall")  # named before the score
+    assert "x_ferry_en_pred.json" in got.err and "6 of 7 samples failed" in got.err
+    assert cli("--pred", str(pred), "--data", str(gt), "--json", "--allow-failures") == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["overall_score"] == pytest.approx(alone["overall_score"] / 7)
+    assert (out["stories"], out["files"], len(out["failed"])) == (7, 1, 6)
+    assert all("no prediction file" in reason for reason in out["failed"].values())
+    # the failed stories' GT items are missed: recall pooled over all stories, not over the one scored
+    assert out["component_scores"]["relationships"]["recall"] < alone["detailed_results"]["relationships"][
+        "metrics"]["pair_recall"]
+
+
+def test_nothing_pairs_is_a_usage_error(capsys, tmp_path):
+    from emocaustics.cli import main
+
+    pred, gt = renamed_copy(tmp_path, keep=0)
+    md = tmp_path / "report.md"
+    assert main(["score", "narrative", "--pred", str(pred), "--data", str(gt), "--markdown", str(md)]) == 2
+    err = capsys.readouterr().err
+    assert "pairs with any of the 7 ground-truth stories" in err and "x_clockmaker_en_pred.json" in err
+    assert not md.exists()  # nothing written
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["score", "narrative", "--pred", str(empty), "--data", str(gt)]) == 2
+
+
+def test_text_output_has_precision_recall_f1(capsys):
+    assert cli("--pred", str(SAMPLE_DIR / "pred"), "--gt", str(SAMPLE_DIR / "gt"), "--json") == 0
+    agg = json.loads(capsys.readouterr().out)
+    assert cli("--pred", str(SAMPLE_DIR / "pred"), "--gt", str(SAMPLE_DIR / "gt")) == 0
+    text = capsys.readouterr().out
+    assert "| component | of | precision | recall | F1 |" in text
+    rel = agg["component_scores"]["relationships"]
+    assert f"| relationships | relationship pairs | {rel['precision']:.4f} | {rel['recall']:.4f} | {rel['f1']:.4f} |" \
+        in text

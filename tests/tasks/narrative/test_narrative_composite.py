@@ -105,3 +105,36 @@ def test_aggregate_macro_and_micro():
     md = markdown_aggregate(agg)
     assert "| characters | 0.8333 | 0.8000 | 2 | 1 |" in md and "unpaired_gt: e" in md
     assert "# a" in markdown_story("a", files["a"]) and "Not scored" in markdown_story("d", files["d"])
+
+
+def test_one_storys_pooled_precision_recall_f1_are_its_own():
+    """`prf_from_counts` on one story's counts gives the P/R/F1 its component evaluators report."""
+    from emocaustics.tasks.narrative.aggregate import prf_from_counts
+
+    r = score_pair(json.loads((SAMPLE / "pred" / "lantern_zh_pred.json").read_text(encoding="utf-8")),
+                   json.loads((SAMPLE / "gt" / "lantern_zh.json").read_text(encoding="utf-8")))
+    agg = aggregate({"lantern_zh": r})
+    for c, prefix in (("characters", ""), ("relationships", "pair_"), ("sentiment", "label_")):
+        metrics = r["detailed_results"][c]["metrics"]
+        want = [metrics[f"{prefix}{k}"] for k in ("precision", "recall", "f1")]
+        assert list(prf_from_counts(c, r["detailed_results"][c]["counts"]).values()) == pytest.approx(want), c
+        assert [agg["component_scores"][c][k] for k in ("precision", "recall", "f1")] == pytest.approx(want), c
+    events = prf_from_counts("events", r["detailed_results"]["events"]["counts"])
+    assert events["recall"] == pytest.approx(r["detailed_results"]["events"]["metrics"]["recall"])
+    assert events["precision"] is None and events["f1"] is None  # extra events are not errors (GT-incomplete rule)
+
+
+def test_failed_story_counts_zero_in_macro_and_its_gt_in_micro():
+    from emocaustics.tasks.narrative.composite import failed_result
+    from emocaustics.tasks.narrative.schema import parse_story
+
+    gt = doc(SIX, [ch("A"), ch("B")], [])
+    files = {"a": score_pair(doc(SIX, [ch("A"), ch("B")], []), gt),  # characters F1 1
+             "b": failed_result(parse_story(gt, "gt"), "no prediction file")}
+    agg = aggregate(files)
+    c = agg["component_scores"]["characters"]
+    assert agg["failed"] == {"b": "no prediction file"} and (agg["stories"], agg["files"]) == (2, 1)
+    assert c["macro"] == pytest.approx(0.5) and agg["overall_score"] == pytest.approx(
+        files["a"]["overall_score"] / 2)
+    assert (c["precision"], c["recall"]) == (1.0, 0.5)  # b's two GT characters pooled as missed
+    assert "**1 of 2 ground-truth stories failed** (counted 0)" in markdown_aggregate(agg)

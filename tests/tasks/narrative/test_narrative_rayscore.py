@@ -35,9 +35,11 @@ def test_folder_through_ray_equals_local(ray_local, folder):
     local, _ = score_paths(folder / "pred", folder / "gt", "spans=2", engine="local")
     ray, _ = score_paths(folder / "pred", folder / "gt", "spans=2", engine="ray")
     assert json.dumps(ray, sort_keys=True) == json.dumps(local, sort_keys=True)
-    assert ray["files"] == 6 and set(ray["skipped"]["errors"]) == {"ferry_en", "old"}
-    assert "not JSON" in ray["skipped"]["errors"]["ferry_en"] and "version" in ray["skipped"]["errors"]["old"]
-    assert ray["skipped"]["unpaired_gt"] == ["lonely"]
+    # an unreadable GT cannot be scored; an unreadable or missing prediction is a failed story (both paths alike)
+    assert ray["files"] == 6 and set(ray["skipped"]["errors"]) == {"old"} and set(ray["failed"]) == {"ferry_en",
+                                                                                                    "lonely"}
+    assert "not JSON" in ray["failed"]["ferry_en"] and "version" in ray["skipped"]["errors"]["old"]
+    assert ray["skipped"]["unpaired_gt"] == ["lonely"] and "no prediction file" in ray["failed"]["lonely"]
     assert score_file_pairs([]) == {}
 
 

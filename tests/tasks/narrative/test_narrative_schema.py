@@ -85,7 +85,7 @@ def test_pairing(tmp_path):
     pairing = pair_folders(p, g)
     assert [(n, pp.name, gg.name) for n, pp, gg in pairing.pairs] == [("a", "a_pred.json", "a.json"),
                                                                         ("b", "b.json", "b.json")]
-    assert pairing.unpaired_gt == ["c"] and pairing.unpaired_pred == ["z"]
+    assert pairing.unpaired_gt == ["c"] and pairing.unpaired_pred == ["z_pred.json"]  # the file, as named
     (p / "a.json").write_text("{}")
     assert pair_folders(p, g).duplicates == ["a: a.json and a_pred.json"]
     with pytest.raises(UsageError):

@@ -133,3 +133,21 @@ def test_solve_through_the_task():
     assert rows[("well_zh", "overall")]["status"] == "ok"
     with pytest.raises(SolveFailed):
         asyncio.run(TASK.solve(llm, type(sample)("x", {"text": None}), opts))
+
+
+def test_summary_counts_failed_stories_as_zero():
+    """The summary's `overall` (the job's progress line, configs.json) is the mean of the stories' `overall` rows with
+    failed stories counted 0 and unscored ones left out: the figure summary.md shows, one definition."""
+    import polars as pl
+
+    opts, loaded = load("files")
+    preds = TASK.predict("files", loaded.samples, opts)
+    preds["ferry_en"] = Failure("files", "not JSON")
+    del preds["lantern_zh"], preds["market_zh"]  # no prediction at all
+    scored = TASK.score(loaded.samples, preds, opts, ScoreContext())
+    for metric, key in (("overall", "overall"), *((c, f"{c}_macro") for c in COMPONENTS)):
+        rows = scored.rows.filter(pl.col("metric") == metric)
+        assert scored.summary[key] == pytest.approx(rows["value"].drop_nulls().mean()), metric
+    overall = scored.rows.filter(pl.col("metric") == "overall")
+    assert overall.filter(pl.col("status") == "failed").height == 3 == scored.summary["stories_failed"]
+    assert scored.summary["files_scored"] == 4
