@@ -41,12 +41,14 @@ def test_report_shows_each_configs_score_by_topic(tmp_path: Path) -> None:
     run_dir = run_job(load_job(path), out=str(tmp_path / "run"))
     scores = pl.read_parquet(run_dir / "scores.parquet")
     assert scores.filter(pl.col("sample_id") == "q-7")["aer_topic"].to_list() == [7, 7]
+    labels = scores["run"].unique(maintain_order=True).to_list()  # oracle's config, then all-options'
+    assert [scores.filter(pl.col("run") == label)["method"][0] for label in labels] == ["oracle", "all-options"]
     for html in ((run_dir / "report.html").read_text(), rebuild_report(run_dir).read_text()):
         assert "<h2>AER by topic</h2>" in html
         rows = _topic_rows(html)
         head = html.split("<h2>AER by topic</h2>", 1)[1].split("</thead>", 1)[0]
         assert [re.sub(r"<[^>]+>", "", h) for h in re.findall(r"<th>(.*?)</th>", head)] == [
-            "topic", "questions", "aer_oracle", "aer_all-options"]  # configs in the job's order
+            "topic", "questions", *labels]  # configs in the job's order
         # topic, questions, oracle, all-options
         assert rows == {"1": ["2", "1.0000", "0.0000"], "2": ["2", "1.0000", "0.0000"],
                         "3": ["2", "1.0000", "0.0000"], "7": ["1", "1.0000", "1.0000"]}
