@@ -61,3 +61,47 @@ def test_prediction_folder_with_missing_and_malformed(capsys, tmp_path):
     assert out["per_dialogue"] == {"1": 1.0, "2": 0.0, "3": 0.0}
     reasons = {f["dialogue"]: f["reason"] for f in out["failures"]}
     assert "output_chat_2.json" in reasons[2] and reasons[3] == "missing prediction"
+
+
+def _oracle_folder(task: str, folder: Path, ids: list[int]) -> None:
+    """Oracle prediction files for some of the repo's sample dialogues."""
+    from emocaustics.tasks.emocaustics.data.subsets import resolve
+    from emocaustics.tasks.emocaustics.score.predictions import write_chain_predictions, write_sextuple_predictions
+    from emocaustics.tasks.emocaustics.score.predictors import predict
+
+    dialogues, _ = resolve("sample", None)
+    preds = predict("oracle", task, dialogues)
+    for d in dialogues:
+        if d.id not in ids:
+            continue
+        if task == "sextuple":
+            write_sextuple_predictions(folder, d.id, candidates=preds[d.id],
+                                       sentences=[u.sentence for u in d.utterances],
+                                       holders=[u.holder for u in d.utterances])
+        else:
+            write_chain_predictions(folder, d.id, preds[d.id])
+
+
+@pytest.mark.parametrize("task, stray", [("sextuple", "output_chat_999.json"), ("emotion", "output_emotions_999.json")])
+def test_scored_over_the_ground_truth(capsys, tmp_path, task, stray):
+    """One of the 8 sample dialogues predicted, plus a file of a dialogue that is not there: the score is over the 8
+    (7 failed, counted 0, exit 3) and the stray file is named on stderr, before the score."""
+    _oracle_folder(task, tmp_path, [1])
+    (tmp_path / stray).write_text("[]", encoding="utf-8")
+    assert main(["score", task, "--pred", str(tmp_path), "--judge", "none", "--engine", "local"]) == 3
+    got = capsys.readouterr()
+    assert f"pair with no chosen dialogue and were not scored: {stray}" in got.err
+    assert "7 of 8 samples failed" in got.err
+    out = run_json(capsys, "score", task, "--pred", str(tmp_path), "--judge", "none", "--engine", "local", "--json",
+                   "--allow-failures")
+    assert out["dialogues"] == 8 and out["score"] == pytest.approx(1 / 8) and out["unpaired_files"] == [stray]
+    assert sorted(f["dialogue"] for f in out["failures"]) == list(range(2, 9))
+    assert {f["reason"] for f in out["failures"]} == {"missing prediction"}
+
+
+@pytest.mark.parametrize("task, stray", [("sextuple", "output_chat_999.json"), ("emotion", "output_emotions_999.json")])
+def test_nothing_pairs_is_a_usage_error(capsys, tmp_path, task, stray):
+    (tmp_path / stray).write_text("[]", encoding="utf-8")
+    out = tmp_path / "out"
+    assert main(["score", task, "--pred", str(tmp_path), "--judge", "none", "--out", str(out)]) == 2
+    assert "no prediction file" in capsys.readouterr().err and not out.exists()  # nothing written

@@ -7,8 +7,11 @@ Which ground truth: a prediction folder written by `emocaustics run` records wha
 (`provenance.json`: dataset, subset, ids and a fingerprint of every dialogue); that is the default selection, and a
 selection that does not match it is refused, naming the dialogue (`--ignore-provenance` scores anyway). Without a
 record the default is every dialogue of an explicit `--data` folder, else `sample`. `--out` writes items.parquet,
-dialogues.parquet, summary.csv and summary.json; `--json` prints the summary. Exit status 3 when any dialogue failed
-(unless `--allow-failures`).
+dialogues.parquet, summary.csv and summary.json; `--json` prints the summary. The score is over the chosen
+dialogues, as `run` scores them: one without a prediction file is failed and counts 0 (exit status 3 when any
+dialogue failed, unless `--allow-failures`); prediction files of no chosen dialogue are named on stderr before the
+score (`unpaired_files` in the summary); a folder of which no file pairs with any chosen dialogue is a usage error
+(status 2, nothing written).
 """
 
 from __future__ import annotations
@@ -61,11 +64,15 @@ def _add_arguments(p: Any) -> None:
     p.set_defaults(func=run)
 
 
-def _load_predictions(task: str, pred: str, dialogues: list) -> tuple[dict[int, Any], dict[int, int], list[str]]:
+def _load_predictions(task: str, pred: str,
+                      dialogues: list) -> tuple[dict[int, Any], dict[int, int], list[str], list[str]]:
+    """(predictions by dialogue id, notes per dialogue, files matching no name pattern, prediction files of no chosen
+    dialogue). Scoring is over the chosen dialogues: one without a prediction is failed (`engine.triage`); a folder
+    of which no file pairs with any of them is a usage error."""
     from emocaustics.tasks.emocaustics.score.predictors import PREDICTORS, predict
 
     if pred in PREDICTORS:
-        return predict(pred, task, dialogues), {}, []
+        return predict(pred, task, dialogues), {}, [], []
     from emocaustics.tasks.emocaustics.score.predictions import read_chain_predictions, read_sextuple_predictions
 
     ps = read_sextuple_predictions(pred) if task == "sextuple" else read_chain_predictions(pred)
@@ -73,7 +80,8 @@ def _load_predictions(task: str, pred: str, dialogues: list) -> tuple[dict[int, 
     if not wanted & set(ps.predictions):
         raise UsageError(f"no prediction file in {pred} matches the chosen dialogues "
                          f"(expected names like {'output_chat_N.json' if task == 'sextuple' else 'output_emotions_N.json'})")
-    return ps.predictions, {k: len(v) for k, v in ps.notes.items()}, ps.ignored
+    unpaired = [ps.files.get(n, str(n)) for n in sorted(set(ps.predictions) - wanted)]
+    return ps.predictions, {k: len(v) for k, v in ps.notes.items()}, ps.ignored, unpaired
 
 
 def run(args: argparse.Namespace) -> int:
@@ -103,7 +111,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"data defect: {line}", file=sys.stderr)
     if len(defects) > 20:
         print(f"data defects: {len(defects)} in all (see summary.json / --json)", file=sys.stderr)
-    predictions, notes, ignored = _load_predictions(args.task, args.pred, dialogues)
+    predictions, notes, ignored, unpaired = _load_predictions(args.task, args.pred, dialogues)
+    if unpaired:  # named before the score: predictions of dialogues outside the selection are not in it
+        print(f"warning: {len(unpaired)} prediction file(s) in {args.pred} pair with no chosen dialogue and were not "
+              f"scored: {', '.join(unpaired[:20])}{' ...' if len(unpaired) > 20 else ''}", file=sys.stderr)
     judge = None if args.judge.strip().lower() == "none" else args.judge
     use_ray = args.engine == "ray" or (args.engine == "auto" and len(dialogues) > RAY_ABOVE)
     if use_ray:
@@ -121,6 +132,7 @@ def run(args: argparse.Namespace) -> int:
     result.summary["pred"] = args.pred
     result.summary["data_defects"] = defects
     result.summary["ignored_files"] = ignored
+    result.summary["unpaired_files"] = unpaired
     if args.out:
         result.write(args.out)
     s = result.summary
