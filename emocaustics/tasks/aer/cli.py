@@ -2,14 +2,20 @@
 score a Codabench submission against a split by the organisers' rule (a gold id absent from the file scores 0 and is
 listed). SUBMISSION is the `submission.jsonl`, its zip, or a folder holding one `submission.jsonl` (a config's
 predictions folder, or a run folder with one AER config). The scores are printed overall, by gold size and by topic;
-a submission that lacks questions exits with status 3, as `run` does when samples fail, unless `--allow-failures`; an
-empty submission, or one whose ids are not the split's, is refused (status 2)."""
+a submission that lacks questions exits with status 3, as `run` does when samples fail, unless `--allow-failures`, and
+so does one whose run failed questions (the run writes them with an empty answer and lists them in failures.jsonl
+beside the submission: they count as failed, as in the job); an empty submission, or one whose ids are not the
+split's, is refused (status 2)."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from emocaustics.tasks.aer.scoring import Submission
 
 
 def register_score(score_subparsers: argparse._SubParsersAction) -> None:
@@ -40,31 +46,52 @@ def score_command(args: argparse.Namespace) -> int:
         raise UsageError(f"split {args.split} has no gold answers for {len(lacking)} question(s) (for test: put "
                          f"reference.jsonl in {data.root})")
     sub = read_submission(args.pred, samples)
-    items = [Item(s.id, s.input["topic_id"], tuple(s.target), sub.predictions.get(s.id),
-                  None if s.id in sub.predictions else "missing from the submission") for s in samples]
+    failed = run_failures(sub)
+    items = [Item(s.id, s.input["topic_id"], tuple(s.target), None if s.id in failed else sub.predictions.get(s.id),
+                  failed.get(s.id) or (None if s.id in sub.predictions else "missing from the submission"))
+             for s in samples]
     summary = summarize(items, split=args.split, missing=sub.missing)
+    summary["failed_in_run"] = [s.id for s in samples if s.id in failed]
     if args.json:
         json.dump(summary, sys.stdout, ensure_ascii=False)
         sys.stdout.write("\n")
     else:
         _print_summary(args.split, summary)
-    if summary["missing"] and not args.allow_failures:
+    if (summary["missing"] or summary["failed_in_run"]) and not args.allow_failures:
         from emocaustics.core.errors import SamplesFailed
 
-        raise SamplesFailed(len(summary["missing"]), summary["total"], f"questions missing from {args.pred}")
+        why = [f"{len(summary['missing'])} missing from the submission"] if summary["missing"] else []
+        why += [f"{len(summary['failed_in_run'])} failed in its run"] if summary["failed_in_run"] else []
+        raise SamplesFailed(len(summary["missing"]) + len(summary["failed_in_run"]), summary["total"],
+                            f"questions of {args.pred}: {', '.join(why)}")
     return 0
+
+
+def run_failures(sub: "Submission") -> dict[str, str]:
+    """Questions the run that wrote this submission failed, by id with the reason: a run writes a failed question
+    with an empty answer (Codabench needs every id) and its failure in failures.jsonl beside the submission, so that
+    scoring the submission counts it failed, as the job did. An answer that is not empty wins (an edited file)."""
+    from emocaustics.core.task import Failure
+    from emocaustics.tasks.aer.task import AerTask
+
+    if sub.source is None:
+        return {}
+    beside = AerTask().read_predictions(sub.source.parent)
+    return {qid: f"failed in the run: {got}" for qid, got in beside.items()
+            if isinstance(got, Failure) and sub.predictions.get(qid) == ()}
 
 
 def _print_summary(split: str, summary: dict) -> None:
     print(f"aer {split}: score {summary['score']:.4f} over {summary['total']} questions "
           f"(exact {summary['exact_match']}, partial {summary['partial_match']}, wrong {summary['wrong']}; "
-          f"missing {len(summary['missing'])})")
+          f"missing {len(summary['missing'])}{', failed ' + str(len(summary['failed_in_run'])) if summary['failed_in_run'] else ''})")
     for size, block in summary["by_gold_size"].items():
         print(f"  gold size {size}: score {block['score']:.4f} over {block['total']} "
               f"(exact {block['exact_match']}, partial {block['partial_match']}, wrong {block['wrong']})")
     for topic, block in summary["by_topic"].items():
         print(f"  topic {topic}: score {block['score']:.4f} over {block['total']} "
               f"(exact {block['exact_match']}, partial {block['partial_match']}, wrong {block['wrong']})")
-    if summary["missing"]:
-        shown = ", ".join(summary["missing"][:10])
-        print(f"  missing ids: {shown}{' ...' if len(summary['missing']) > 10 else ''}")
+    for what in ("missing", "failed_in_run"):
+        if summary[what]:
+            shown = ", ".join(summary[what][:10])
+            print(f"  {what.replace('_', ' ')} ids: {shown}{' ...' if len(summary[what]) > 10 else ''}")

@@ -97,6 +97,7 @@ def summarize(items: list[Item], *, split: str | None = None, missing: list[str]
 class Submission:
     predictions: dict[str, tuple[str, ...]]  # id -> letters (may be empty: an empty answer scores 0)
     missing: list[str] = field(default_factory=list)  # gold ids absent from the file (each scores 0)
+    source: Path | None = None  # the file read (a zip's path for a zip): a run's per-sample files sit beside it
 
 
 def parse_letters(raw: Any) -> tuple[str, ...] | None:
@@ -114,8 +115,8 @@ def parse_letters(raw: Any) -> tuple[str, ...] | None:
 SUBMISSION = "submission.jsonl"
 
 
-def submission_text(path: Path | str) -> tuple[str, str]:
-    """(name, text) of the submission a user points at: the file itself, the zip Codabench takes (`submission.jsonl`
+def submission_text(path: Path | str) -> tuple[str, str, Path]:
+    """(name, text, file) of the submission a user points at: the file itself, the zip Codabench takes (`submission.jsonl`
     inside), or a folder holding one `submission.jsonl` (a config's predictions folder; a run folder with a single
     AER config). Anything else is a usage error that says what to pass."""
     path = Path(path)
@@ -137,9 +138,9 @@ def submission_text(path: Path | str) -> tuple[str, str]:
             if len(names) != 1:
                 raise DataError(f"a submission zip holds one .jsonl file ({SUBMISSION} at its root); this one holds "
                                 f"{len(names)}", file=str(path))
-            return f"{path}:{names[0]}", zf.read(names[0]).decode("utf-8")
+            return f"{path}:{names[0]}", zf.read(names[0]).decode("utf-8"), path
     try:
-        return str(path), path.read_text(encoding="utf-8")
+        return str(path), path.read_text(encoding="utf-8"), path
     except UnicodeDecodeError:
         raise DataError("not UTF-8 text (a submission is JSON lines)", file=str(path)) from None
 
@@ -149,7 +150,7 @@ def read_submission(path: Path | str, split_samples: list[Sample]) -> Submission
     absent from the file is listed in `missing` (it scores 0); an id not in the split, a duplicate id, a malformed
     line or an unknown letter is an error naming the line (all such lines are collected, the first ones listed); a
     file without a single answer is an error too (it pairs with no question: nothing to score)."""
-    name, text = submission_text(path)
+    name, text, source = submission_text(path)
     known = {s.id for s in split_samples}
     errors: list[str] = []
     seen: dict[str, int] = {}
@@ -181,7 +182,7 @@ def read_submission(path: Path | str, split_samples: list[Sample]) -> Submission
         raise DataError("; ".join(errors[:MAX_LISTED]) + more, file=name)
     if not preds:
         raise DataError("the submission has no answer (an empty file): nothing to score", file=name)
-    return Submission(preds, [s.id for s in split_samples if s.id not in preds])
+    return Submission(preds, [s.id for s in split_samples if s.id not in preds], source)
 
 
 def _id_key(qid: str) -> tuple[int, str]:

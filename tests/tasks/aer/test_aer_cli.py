@@ -181,3 +181,32 @@ def test_missing_questions_count_as_the_job_runner_counts_them(tmp_path: Path,
     assert scored.summary["score"] == cli_summary["score"] == 5 / 6
     failed = scored.rows.filter(scored.rows["status"] == "failed")["sample_id"].unique().to_list()
     assert failed == cli_summary["missing"] == ["q-5"]
+
+
+def test_a_runs_failed_questions_count_as_failed_when_its_submission_is_scored(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A run writes a failed question into submission.jsonl with an empty answer (Codabench needs every id) and its
+    failure into failures.jsonl beside it: scoring that submission counts the question failed, as the job did (same
+    score, exit status 3), not as a deliberate empty answer."""
+    from emocaustics.core.task import Failure
+    from emocaustics.tasks.aer.task import AerTask
+
+    root = standard_dataset(tmp_path / "data")
+    task = AerTask()
+    options = task.parse_options({"method": "oracle"})
+    samples = task.load(task.Dataset(split="sample", data=str(root)), options).samples
+    config = tmp_path / "predictions" / "aer_llm"
+    for s in samples:
+        if s.id == "q-5":
+            task.write_failure(config, s.id, Failure("answer", "model error: HTTP 500"))
+        else:
+            task.write_prediction(config, s.id, {"answer": s.target})
+    predictions = task.read_predictions(config)
+    task.finalize(config, samples, predictions, options)
+    for pred in (config, config / "submission.jsonl", config / "submission.zip"):
+        assert _main(["--pred", str(pred), "--split", "sample", "--data", str(root), "--json"]) == 3
+        captured = capsys.readouterr()
+        out = json.loads(captured.out)
+        assert out["score"] == task.score(samples, predictions, options, None).summary["score"] == 5 / 6
+        assert out["failed_in_run"] == ["q-5"] and out["missing"] == []
+        assert "1 of 6 samples failed" in captured.err
