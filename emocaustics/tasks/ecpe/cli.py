@@ -10,7 +10,8 @@
         every error is listed on stderr (file, conversation, pair) and the status is 2, nothing scored; so is a file
         that pairs with no gold conversation. A gold conversation missing from the file is a failed sample, as in a
         job: scored as predicting no pair, listed, exit status 3 unless --allow-failures (the official scorer
-        refuses such a file; `ecpe validate` reports it as an error).
+        refuses such a file; `ecpe validate` reports it as an error); so is a conversation the run that wrote the
+        files failed (no pair in the files, its failure in failures.jsonl beside them).
     emocaustics ecpe fetch [--dest DIR]          download the organisers' data (GPL-3.0, research only)
     emocaustics ecpe validate FILE [--subtask N] [--data GOLD_DIR] [--json]
         check one prediction file: every error and warning, against the gold of --data (default:
@@ -202,6 +203,11 @@ def score_command(args: argparse.Namespace) -> int:
             shown = ", ".join(map(str, absent[:10])) + (" ..." if len(absent) > 10 else "")
             print(f"{checked.file}: {len(absent)} of {len(gold.conversations)} gold conversation(s) missing, each "
                   f"scored as predicting no pair: {shown}", file=sys.stderr)
+    failed_in_run = run_failures(args.pred, [checked for _, checked in scored])
+    if failed_in_run:
+        print(f"{len(failed_in_run)} conversation(s) failed in the run that wrote these files (failures.jsonl), "
+              f"scored as predicting no pair: {', '.join(map(str, failed_in_run[:10]))}"
+              f"{' ...' if len(failed_in_run) > 10 else ''}", file=sys.stderr)
     for r in results:
         _report_problems(r.problems)
     if args.json:
@@ -209,14 +215,28 @@ def score_command(args: argparse.Namespace) -> int:
         doc["per_emotion"] = {f"subtask_{r.subtask}": r.table.to_dicts() for r in results}
         doc["problems"] = [p.to_json() for r in results for p in r.problems]
         doc["missing"] = {f"subtask_{st}": ids for st, ids in missing.items()}
+        doc["failed_in_run"] = failed_in_run
         print(json.dumps(doc, indent=1, ensure_ascii=False))
     else:
         sys.stdout.write("".join(scores_txt(r.scores) for r in results))
-    if missing and not args.allow_failures:
-        failed = {cid for ids in missing.values() for cid in ids}
+    failed = {int(cid) for ids in missing.values() for cid in ids} | set(failed_in_run)
+    if failed and not args.allow_failures:
         total = {cid for gold, _ in scored for cid in gold.conversations}
-        raise SamplesFailed(len(failed), len(total), f"conversation(s) missing from {args.pred}")
+        why = (["missing from the files"] if missing else []) + (["failed in their run"] if failed_in_run else [])
+        raise SamplesFailed(len(failed), len(total), f"conversation(s) of {args.pred} {' or '.join(why)}")
     return 0
+
+
+def run_failures(pred: Path, checked: list[Any]) -> list[int]:
+    """Conversations the run that wrote these files failed: a run writes a failed conversation with no pair (the
+    official files need every conversation) and its failure in failures.jsonl beside them, so that scoring the files
+    counts it failed, as the job did. A conversation with pairs in a file wins (an edited file)."""
+    from emocaustics.core.task import Failure
+    from emocaustics.tasks.ecpe.task import EcpeTask
+
+    beside = EcpeTask().read_predictions(pred if pred.is_dir() else pred.parent)
+    ids = {int(cid) for cid, got in beside.items() if isinstance(got, Failure) and cid.lstrip("-").isdigit()}
+    return sorted(cid for cid in ids if all(c.pairs.get(cid) == [] for c in checked))
 
 
 def fetch_command(args: argparse.Namespace) -> int:

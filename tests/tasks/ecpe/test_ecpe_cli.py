@@ -261,3 +261,30 @@ def test_a_prediction_that_pairs_with_no_conversation_is_a_usage_error(tmp_path,
         assert cli_main(["score", "ecpe", "--pred", str(p), "--data", str(root)]) == 2
         out, err = capsys.readouterr()
         assert out == "" and "Subtask_2_pred.json" in err and "pairs with no gold conversation" in err
+
+
+def test_a_runs_failed_conversations_count_as_failed_when_its_files_are_scored(tmp_path, capsys):
+    """A run writes a failed conversation into Subtask_N_pred.json with no pair (the official files need every
+    conversation) and its failure into failures.jsonl beside them: `score ecpe` on that folder or its zip counts it
+    failed, as the job did (same figures, exit status 3)."""
+    from emocaustics.core.task import Failure, ScoreContext
+    from emocaustics.tasks.ecpe.task import EcpeTask
+
+    root = _test_data(tmp_path / "ecac")
+    task = EcpeTask()
+    options = task.parse_options({"method": "oracle"})
+    samples = task.load(task.Dataset(data=str(root)), options).samples
+    out = tmp_path / "predictions" / "ecpe_direct"
+    oracle = task.predict("oracle", samples, options)
+    task.write_prediction(out, "1", oracle["1"])
+    task.write_failure(out, "2", Failure("answer", "cut at the token budget"))
+    predictions = task.read_predictions(out)
+    task.finalize(out, samples, predictions, options)
+    job = task.score(samples, predictions, options, ScoreContext())
+    for pred in (out, out / "submission.zip"):
+        assert cli_main(["score", "ecpe", "--pred", str(pred), "--data", str(root), "--json"]) == 3
+        captured = capsys.readouterr()
+        doc = json.loads(captured.out)
+        assert doc["failed_in_run"] == [2] and doc["missing"] == {}
+        assert {k: doc[k] for k in SUBTASK1_KEYS} == {k: job.summary[k] for k in SUBTASK1_KEYS}
+        assert "1 of 2 samples failed" in captured.err
