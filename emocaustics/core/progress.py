@@ -1,4 +1,6 @@
-"""Progress: one live line per stage (done/total, rate, ETA) on a terminal; plain log lines otherwise.
+"""Progress: one live line per stage (done/total with the failed among them, rate, ETA) on a terminal; plain log lines
+otherwise. A stage has one line: code that runs inside a stage that already reports (a task's solver inside a job)
+prints none of its own.
 
 Under `ray job submit` stdout is not a terminal, so the line is printed again every `log_every` seconds (and at the
 end) instead of being redrawn in place; `ray job logs` then shows a readable history.

@@ -201,10 +201,12 @@ class Task:
         solve_samples(self, samples, options, llm_spec=llm_spec, out=out, cache_dir=cache_dir,
                       concurrency=concurrency)
 
-    def done_count(self, samples: list[Sample], out: Path) -> int:
-        """How many samples already have a prediction (or a failure) in `out`; for progress lines."""
+    def progress_counts(self, samples: list[Sample], out: Path) -> tuple[int, int]:
+        """For progress lines, polled while solving: how many samples have a prediction or a failure in `out`, and
+        how many of those are failures. A task whose predictions are costly to read counts files instead."""
         found = self.read_predictions(out)
-        return sum(s.id in found for s in samples)
+        got = [found[s.id] for s in samples if s.id in found]
+        return len(got), sum(isinstance(v, Failure) for v in got)
 
     def sample_stats(self, out: Path) -> dict[str, dict[str, Any]]:
         """Per-sample cost figures (llm_calls, cache_hits, prompt_tokens, generated_tokens, seconds)."""

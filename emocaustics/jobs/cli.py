@@ -70,7 +70,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.dry_run:
         print(plan_job(job, out=args.out, resume=args.resume))
         return 0
-    run_dir = run_job(job, out=args.out, resume=args.resume, force=args.force, ray_address=args.ray_address)
+    run_dir = run_job(job, out=args.out, resume=args.resume, force=args.force, ray_address=args.ray_address,
+                      job_file=args.job)
     failed, total = _failed_samples(run_dir)
     if failed and not args.allow_failures:
         raise SamplesFailed(failed, total, f"see {run_dir / 'summary.md'}")

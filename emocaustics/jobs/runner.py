@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import threading
 import time
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 from urllib.parse import urlencode
 
 import polars as pl
@@ -74,27 +75,35 @@ def resolve_run_dir(job: JobSpec, out: str | None, resume: bool) -> Path:
     return base / datetime.now().strftime("%Y%m%d-%H%M%S")
 
 
+Counts = Callable[[], tuple[int, int]]  # (finished, failed among them), read from the files on disk
+
+
+def _advance(progress: Progress, counts: tuple[int, int]) -> None:
+    done, failed = counts
+    if done > progress.done or failed > progress.failed:
+        progress.update(max(done - progress.done, 0), max(failed - progress.failed, 0))
+
+
 @contextmanager
-def watch(progress: Progress, count: Any, interval: float = 1.0) -> Iterator[None]:
-    """Update `progress` from `count()` (files on disk) in a background thread while a blocking stage runs."""
+def watch(progress: Progress, count: Counts, interval: float = 1.0, *, final: Counts | None = None) -> Iterator[None]:
+    """Update `progress` from `count()` in a background thread while a blocking stage runs; `final` (default
+    `count`) gives the last line's figures once the stage has returned."""
     stop = threading.Event()
 
     def loop() -> None:
         while not stop.wait(interval):
-            done = count()
-            if done > progress.done:
-                progress.update(done - progress.done)
+            _advance(progress, count())
 
     thread = threading.Thread(target=loop, daemon=True)
     thread.start()
+    finished = False
     try:
         yield
+        finished = True
     finally:
         stop.set()
         thread.join()
-        done = count()
-        if done > progress.done:
-            progress.update(done - progress.done)
+        _advance(progress, (final if finished and final is not None else count)())
         progress.close()
 
 
@@ -134,14 +143,18 @@ def solve(cfg: Config, job: JobSpec, samples: list, ctx: ScoreContext, cache_dir
     if progress.done >= len(samples):  # failed samples are solved again: only predictions count as done
         progress.close()
         return
-    # Progress: predictions, plus failures written by this attempt (failures of earlier attempts do not count).
+    # Progress: predictions, plus failures written by this attempt (failures of earlier attempts do not count
+    # while it runs; once it has returned, every sample holds this attempt's prediction or failure).
     earlier = {s.id for s in samples if isinstance(found.get(s.id), Failure)}
 
-    def count() -> int:
+    def tally(fresh_only: bool) -> tuple[int, int]:
         now = cfg.task.read_predictions(cfg.pred_dir)
-        return sum(1 for s in samples if s.id in now and (not isinstance(now[s.id], Failure) or s.id not in earlier))
+        got = [now[s.id] for s in samples
+               if s.id in now and not (fresh_only and s.id in earlier and isinstance(now[s.id], Failure))]
+        return len(got), sum(isinstance(v, Failure) for v in got)
 
-    with watch(progress, count if earlier else lambda: cfg.task.done_count(samples, cfg.pred_dir)):
+    count = (lambda: tally(True)) if earlier else (lambda: cfg.task.progress_counts(samples, cfg.pred_dir))
+    with watch(progress, count, final=(lambda: tally(False)) if earlier else None):
         cfg.task.solve_config(samples, cfg.options, llm_spec=model_spec_string(job.models[cfg.model]),
                               out=cfg.pred_dir, ctx=ctx, cache_dir=cache_dir, concurrency=job.concurrency,
                               prior=prior)
@@ -260,7 +273,19 @@ def start_models(job: JobSpec, configs: list[Config], embedder: Any) -> dict[str
     return startup
 
 
-def _stop_if_endpoint_down(cfg: Config, job: JobSpec, samples: list, run_dir: Path) -> None:
+def resume_command(job_file: str | Path | None, run_dir: Path) -> str:
+    """The command that continues a run, ready to paste. A job sent by `jobs/submit.sh` (it runs in Ray's copy of
+    the project, which goes away) is continued by sending it again."""
+    job = str(job_file) if job_file is not None else "JOB.yaml"
+    if os.environ.get("EMOCAUSTICS_SUBMITTED"):  # set by jobs/submit.sh (cluster/job_env.py)
+        return f"jobs/submit.sh {shlex.quote(job)} -- --resume --out {shlex.quote(str(run_dir))}"
+    if job_file is not None:
+        job = os.path.abspath(job)
+    return f"emocaustics run {shlex.quote(job)} --resume --out {shlex.quote(str(run_dir))}"
+
+
+def _stop_if_endpoint_down(cfg: Config, job: JobSpec, samples: list, run_dir: Path,
+                           job_file: str | Path | None = None) -> None:
     """A config whose endpoint was given up on (models/breaker.py) stops the job; finished samples stay."""
     if not _is_remote(job, cfg.model):
         return
@@ -271,8 +296,7 @@ def _stop_if_endpoint_down(cfg: Config, job: JobSpec, samples: list, run_dir: Pa
     if down:
         kept = sum(1 for s in samples if s.id in found and not isinstance(found[s.id], Failure))
         raise EndpointDown(f"model {cfg.model!r}: {down}; config {cfg.label}: {kept} of {len(samples)} samples "
-                           "finished and kept; when the endpoint is back: "
-                           f"emocaustics run JOB --resume --out {run_dir}")
+                           f"finished and kept; when the endpoint is back: {resume_command(job_file, run_dir)}")
 
 
 def plan_job(job: JobSpec, *, out: str | None = None, resume: bool = False) -> str:
@@ -290,9 +314,10 @@ def plan_job(job: JobSpec, *, out: str | None = None, resume: bool = False) -> s
 
 
 def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force: bool = False,
-            ray_address: str | None = None, check: bool = True) -> Path:
+            ray_address: str | None = None, check: bool = True, job_file: str | Path | None = None) -> Path:
     """Run a job into its folder. Nothing is written until the folder is claimed (`rundir.claim`) and every
-    pre-flight check passed (`preflight`; `check=False` skips the network checks, for tests)."""
+    pre-flight check passed (`preflight`; `check=False` skips the network checks, for tests). `job_file`: the spec's
+    file, named in the command a stopped run prints to continue it."""
     from emocaustics.core.cluster import connect
     from emocaustics.jobs.preflight import cache_dir_for, load_all, preflight
     from emocaustics.report.html import write_report
@@ -349,7 +374,7 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force
         if cfg.task.needs_model(cfg.options):
             samples = cfg.task.prepare(samples, cfg.options, ctx)
             solve(cfg, job, samples, ctx, cache_dir, _prior(cfg, configs))
-            _stop_if_endpoint_down(cfg, job, samples, run_dir)
+            _stop_if_endpoint_down(cfg, job, samples, run_dir, job_file)
         predictions = predictions_for(cfg, samples)
         scored = cfg.task.score(samples, predictions, cfg.options, ctx)
         cfg.task.finalize(cfg.pred_dir, samples, predictions, cfg.options)

@@ -8,6 +8,7 @@ and what is allowed.
 from __future__ import annotations
 
 import itertools
+import os
 from pathlib import Path
 from typing import Any, Literal
 
@@ -126,7 +127,7 @@ class JobSpec(_Strict):
     runs: list[RunSpec] = Field(default_factory=list)
     grid: GridSpec | None = None
     scoring: ScoringSpec = Field(default_factory=ScoringSpec)
-    output: str = "runs"
+    output: str = "runs"  # relative: resolved against `base_dir()` (see `output_path`)
     cache_dir: str | None = None  # LLM response cache; default $EMOCAUSTICS_CACHE, else <run folder>/cache
     concurrency: int = Field(64, ge=1)  # dialogues in flight per model replica
     ray: RaySpec = Field(default_factory=RaySpec)
@@ -249,6 +250,22 @@ def load_job(path: str | Path, overrides: dict[str, Any] | None = None) -> JobSp
         return JobSpec.model_validate(raw)
     except ValidationError as exc:
         raise UsageError(_format_error(str(path), exc)) from None
+
+
+BASE_DIR_ENV = "EMOCAUSTICS_BASE_DIR"
+
+
+def base_dir() -> Path:
+    """The folder a job's relative output paths (`output:`, `run --out`) are resolved against: `$EMOCAUSTICS_BASE_DIR`,
+    else the current directory. A job sent by `jobs/submit.sh` runs in Ray's temporary copy of the project (deleted
+    with it); submit.sh sets the variable to the folder the user submitted from, so a submitted job writes where a
+    local run started there would."""
+    return Path(os.path.abspath(os.environ.get(BASE_DIR_ENV) or os.getcwd()))
+
+
+def output_path(path: str | Path) -> Path:
+    """An output path made absolute against `base_dir()` (an absolute path is kept)."""
+    return Path(os.path.abspath(base_dir() / Path(path).expanduser()))
 
 
 def dump_job(job: JobSpec) -> str:
