@@ -157,15 +157,20 @@ class Task:
     def needs_model(self, options: Options) -> bool:
         return options.method in self.solver_methods
 
-    def label(self, options: Options, model: str | None = None) -> str:
-        """A stable, readable config name: task, method, model, then the options that differ from their defaults."""
+    def label(self, options: Options, model: str | None = None, axes: list[str] | None = None) -> str:
+        """A stable, readable config name: task, method, model, then `key=value` for each option in `axes` (those
+        that vary between the job's configs of this task and method: `jobs.spec.label_axes`), or, with `axes` None,
+        for each option that differs from its default."""
         data = options.model_dump(mode="json")
         parts = [self.name, data.pop("method")]
         if model:
             parts.append(model)
         for key in sorted(data):
             info = type(options).model_fields[key]
-            if not info.is_required() and data[key] == info.get_default(call_default_factory=True):
+            if axes is not None:
+                if key not in axes:
+                    continue
+            elif not info.is_required() and data[key] == info.get_default(call_default_factory=True):
                 continue
             parts.append(f"{key}={data[key]}")
         return "_".join(str(p).replace("/", "-") for p in parts)

@@ -8,12 +8,15 @@ and what is allowed.
 from __future__ import annotations
 
 import itertools
+import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator,
+                      model_validator)
 
 from emocaustics.core.errors import UsageError
 from emocaustics.core.task import Options, Task, get_task
@@ -72,6 +75,9 @@ class RunSpec(_Strict):
     options: dict[str, Any] = Field(default_factory=dict)
     dataset: dict[str, Any] | None = None
     name: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")  # the label, when given
+    # The label the job gave this run (`JobSpec.expand`: it names the options that vary between the job's configs).
+    _label: str | None = PrivateAttr(None)
+
 
     @model_validator(mode="before")
     @classmethod
@@ -85,8 +91,12 @@ class RunSpec(_Strict):
 
     @property
     def label(self) -> str:
+        """Its `name`, else the label its job gave it (`JobSpec.expand`), else (a run on its own) task, method,
+        model and the options set away from their defaults."""
         if self.name:
             return self.name
+        if self._label:
+            return self._label
         task, opts = self.resolve()
         return task.label(opts, self.model if task.needs_model(opts) else None)
 
@@ -175,11 +185,12 @@ class JobSpec(_Strict):
         """Explicit runs, then the grid's cross product, without duplicates, in a stable order. A calibration
         predictor needs no model, so its grid cells collapse into one run."""
         runs = list(self.runs) + (self.grid.runs() if self.grid is not None else [])
-        unique: dict[str, RunSpec] = {}
+        collapsed = []
         for run in runs:
             task, opts = run.resolve()
-            if not task.needs_model(opts) and run.model is not None:
-                run = run.model_copy(update={"model": None})
+            collapsed.append(run.model_copy(update={"model": None}) if not task.needs_model(opts) else run)
+        unique: dict[str, RunSpec] = {}
+        for run in label_runs(collapsed, lambda r: self.dataset_for(r)):
             seen = unique.setdefault(run.label, run)
             if seen is not run and seen.model_dump() != run.model_dump():
                 # Same label, different work (e.g. another dataset file): keeping one would drop the other silently.
@@ -187,6 +198,54 @@ class JobSpec(_Strict):
                                  f"({seen.model_dump(exclude_defaults=True)} vs {run.model_dump(exclude_defaults=True)}); "
                                  "give one of them a `name:`")
         return list(unique.values())
+
+
+def label_axes(runs: list[RunSpec], dataset_for: Callable[[RunSpec], dict[str, Any]]) -> list[list[str] | None]:
+    """Per run, the option keys its label names: those whose value differs between the job's configs of the same
+    task and method (a grid's axes, and what an explicit run sets otherwise), named even where the value is the
+    default; an option constant across them is left out. A config alone of its task and method (counting distinct
+    configs) gets None: its label keeps the options it sets away from their defaults."""
+    groups: dict[tuple[str, str], dict[str, Any]] = {}
+    resolved = []
+    for run in runs:
+        task, opts = run.resolve()
+        data = opts.model_dump(mode="json")
+        key = (task.name, data.pop("method"))
+        config = json.dumps([run.model, data, dataset_for(run)], sort_keys=True, default=str)
+        groups.setdefault(key, {})[config] = data
+        resolved.append(key)
+    axes: dict[tuple[str, str], list[str] | None] = {}
+    for key, configs in groups.items():
+        options = list(configs.values())
+        if len(options) < 2:
+            axes[key] = None
+            continue
+        names = sorted({k for o in options for k in o})
+        axes[key] = [k for k in names if len({json.dumps(o.get(k), sort_keys=True) for o in options}) > 1]
+    return [axes[key] for key in resolved]
+
+
+def label_runs(runs: list[RunSpec], dataset_for: Callable[[RunSpec], dict[str, Any]]) -> list[RunSpec]:
+    """Copies of the runs carrying the labels the job gives them (`label_axes`); a run's `name:` still wins."""
+    out = []
+    for run, axes in zip(runs, label_axes(runs, dataset_for)):
+        task, opts = run.resolve()
+        labelled = run.model_copy()
+        labelled._label = task.label(opts, run.model if task.needs_model(opts) else None, axes=axes)
+        out.append(labelled)
+    return out
+
+
+def config_axes(job: JobSpec) -> dict[str, dict[str, Any]]:
+    """Per config label, the values of the options its label names because they vary (`label_axes`): the columns
+    of the grid's axes in the summary tables."""
+    runs = job.expand()
+    out = {}
+    for run, axes in zip(runs, label_axes(runs, job.dataset_for)):
+        _, opts = run.resolve()
+        data = opts.model_dump(mode="json")
+        out[run.label] = {k: data[k] for k in axes or []}
+    return out
 
 
 def _messages(exc: ValidationError, prefix: str) -> str:

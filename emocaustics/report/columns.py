@@ -19,7 +19,8 @@ MAIN_COLUMNS = ("run", "task", "method", "model", "K", "S", "samples", "score", 
                 "judge_failures", "llm_calls", "tokens", "wall_s")
 
 COLUMN_DOCS: dict[str, str] = {
-    "run": "the config's label: task, method, model, then the options that differ from their defaults",
+    "run": "the config's label: task, method, model, then each option that varies between the job's configs of "
+           "that method as key=value (a config alone of its method: the options it sets away from their defaults)",
     "task": "the evaluation task",
     "method": "how predictions were made (a solver that calls a model, or a built-in method that calls none)",
     "model": "the job's model the config used (empty: no model called)",
@@ -49,6 +50,10 @@ COLUMN_DOCS: dict[str, str] = {
 }
 
 
+AXIS_DOC = ("the config's option {key}: one of the options that vary between the job's configs (its grid's axes); "
+            "empty where it does not vary")
+
+
 def present(df: pl.DataFrame, columns: Iterable[str]) -> list[str]:
     """`columns` that the frame has and that hold at least one value."""
     return [c for c in columns if c in df.columns and df.get_column(c).null_count() < df.height]
@@ -76,10 +81,14 @@ def same_as_score(summary: pl.DataFrame, column: str = "micro_score") -> bool:
 def main_table(summary: pl.DataFrame, drop_same_micro: bool = False) -> pl.DataFrame:
     """The main columns of the summary (with `kind` kept first for row shading when present); with
     `drop_same_micro`, micro_score is left out when it equals score in every row."""
+    from emocaustics.report.axes import axis_columns
+
     df = with_ci(summary)
     cols = present(df, MAIN_COLUMNS)
     if drop_same_micro and same_as_score(df):
         cols.remove("micro_score")
+    at = cols.index("model") + 1 if "model" in cols else 1  # the grid's axes right after what ran
+    cols[at:at] = present(df, axis_columns(df))
     return df.select(*(["kind"] if "kind" in df.columns else []), *cols)
 
 
@@ -114,7 +123,8 @@ def metric_doc(task_name: str, metric: str) -> tuple[str, str] | None:
 def legend(columns: Iterable[str], components: dict[str, list[str]] | None = None) -> list[tuple[str, str]]:
     """(column, meaning) for every column shown: the main ones, then each task's components (the columns a task
     describes with one prefix key, e.g. `z:`, get one line: `c_z:<name>`)."""
-    out = [(c, COLUMN_DOCS[c]) for c in columns if c in COLUMN_DOCS]
+    out = [(c, COLUMN_DOCS[c]) if c in COLUMN_DOCS else (c, AXIS_DOC.format(key=c[4:]))
+           for c in columns if c in COLUMN_DOCS or c.startswith("opt:")]
     for task, cols in (components or {}).items():
         seen: set[str] = set()
         for c in cols:

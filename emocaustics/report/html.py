@@ -159,7 +159,9 @@ def startup_note(run_dir: Path) -> str:
 
 
 def render(run_dir: Path, scores: pl.DataFrame, wall: dict[str, float] | None = None, title: str = "") -> str:
-    summary = summarise(scores, wall)
+    from emocaustics.report.axes import read_axes, with_axes
+
+    summary = with_axes(summarise(scores, wall), read_axes(run_dir))
     parts = [
         f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
         "<meta name='viewport' content='width=device-width, initial-scale=1'>",

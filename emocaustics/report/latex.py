@@ -1,7 +1,7 @@
 """The summary table as LaTeX (`emocaustics report RUN --latex` -> RUN/summary.tex), ready for a paper.
 
-A booktabs `table` of the main columns of the run's summary: what ran, samples, the score with its 95 % bootstrap
-interval, failures. Columns that carry nothing for a paper are left out: the cost columns (llm_calls, tokens, wall_s:
+A booktabs `table` of the main columns of the run's summary: what ran (a column per grid axis: each option that
+varies between the job's configs, `report/axes.py`), samples, the score with its 95 % bootstrap interval, failures. Columns that carry nothing for a paper are left out: the cost columns (llm_calls, tokens, wall_s:
 they depend on the cache and the machine), `task` when the job has one task, `micro_score` when it equals `score` in
 every row, and any column empty in every row. The caption defines every column kept. Needs `\\usepackage{booktabs}`.
 """
@@ -14,6 +14,7 @@ from pathlib import Path
 import polars as pl
 
 from emocaustics.core.errors import UsageError
+from emocaustics.report.axes import PREFIX, axis_columns
 from emocaustics.report.columns import COLUMN_DOCS, present, same_as_score, with_ci
 
 LATEX_COLUMNS = ("run", "task", "method", "model", "K", "S", "samples", "score", "ci", "micro_score", "failures")
@@ -27,6 +28,11 @@ def escape(text: str) -> str:
     return "".join(_SPECIAL.get(ch, ch) for ch in text)
 
 
+def _header(column: str) -> str:
+    """A column's LaTeX header: a grid axis by its option's name (`opt:context` -> context)."""
+    return HEADERS.get(column, escape(column.removeprefix(PREFIX)))
+
+
 def _cell(value: object, digits: int) -> str:
     if value is None:
         return ""
@@ -36,8 +42,11 @@ def _cell(value: object, digits: int) -> str:
 
 
 def latex_columns(summary: pl.DataFrame) -> list[str]:
+    """The columns kept (see the module docstring), with a column per grid axis (`opt:<key>`) after the model."""
     df = with_ci(summary)
     cols = present(df, LATEX_COLUMNS)
+    at = cols.index("model") + 1 if "model" in cols else 1
+    cols[at:at] = present(df, axis_columns(df))
     if "task" in cols and df["task"].n_unique() == 1:
         cols.remove("task")
     if "micro_score" in cols and same_as_score(df):
@@ -57,12 +66,15 @@ def summary_latex(summary: pl.DataFrame, label: str = "emocaustics-summary", dig
         "\\small",
         f"\\begin{{tabular}}{{{spec}}}",
         "\\toprule",
-        " & ".join(HEADERS.get(c, escape(c)) for c in cols) + " \\\\",
+        " & ".join(_header(c) for c in cols) + " \\\\",
         "\\midrule",
     ]
     for row in df.select(cols).iter_rows():
         lines.append(" & ".join(_cell(v, digits) for v in row) + " \\\\")
-    defined = "; ".join(f"{HEADERS.get(c, escape(c))}: {escape(COLUMN_DOCS[c])}" for c in cols if c in COLUMN_DOCS)
+    defined = "; ".join(f"{_header(c)}: {escape(COLUMN_DOCS[c])}" for c in cols if c in COLUMN_DOCS)
+    axes = [_header(c) for c in cols if c.startswith(PREFIX)]
+    if axes:
+        defined += f"; {', '.join(axes)}: the options that vary between the configs (the grid's axes)"
     safe_label = re.sub(r"[^A-Za-z0-9:.-]", "-", label)  # a \\label takes no escapes
     lines += ["\\bottomrule", "\\end{tabular}", f"\\caption{{{defined}.}}", f"\\label{{tab:{safe_label}}}",
               "\\end{table}"]
@@ -72,13 +84,14 @@ def summary_latex(summary: pl.DataFrame, label: str = "emocaustics-summary", dig
 def write_latex(run_dir: Path) -> Path:
     """RUN/summary.tex from the run's per-sample scores (scores.parquet: the same summary, intervals included, as
     the report, also for a folder whose summary.csv predates them), else from RUN/summary.csv; returns its path."""
+    from emocaustics.report.axes import read_axes, with_axes
     from emocaustics.report.tables import check_scores, summarise
 
     scores_path, summary_path = run_dir / "scores.parquet", run_dir / "summary.csv"
     if scores_path.exists():
         scores = pl.read_parquet(scores_path)
         check_scores(scores, str(scores_path))
-        summary = summarise(scores)
+        summary = with_axes(summarise(scores), read_axes(run_dir))
     elif summary_path.exists():
         summary = pl.read_csv(summary_path)
     else:

@@ -181,8 +181,10 @@ def to_markdown(df: pl.DataFrame, floats: int = 4) -> str:
 def write_tables(run_dir: Path, scores: pl.DataFrame, wall: dict[str, float] | None = None) -> pl.DataFrame:
     """Write scores.parquet, summary.csv and summary.md; return the summary."""
     scores.write_parquet(run_dir / "scores.parquet")
+    from emocaustics.report.axes import read_axes, with_axes
+
     ci, pairs = config_statistics(scores)
-    summary = summarise(scores, wall, ci=ci)
+    summary = with_axes(summarise(scores, wall, ci=ci), read_axes(run_dir))
     summary.write_csv(run_dir / "summary.csv")
     if pairs.height:
         pairs.write_csv(run_dir / "significance.csv")

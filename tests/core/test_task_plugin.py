@@ -112,14 +112,15 @@ def test_a_task_from_one_file_runs_as_a_job(yesno_task, smoke_pool, tmp_path: Pa
     job_file = tmp_path / "job.yaml"
     job_file.write_text(JOB, encoding="utf-8")
     job = load_job(job_file, overrides={"output": str(tmp_path / "runs"), "cache_dir": str(tmp_path / "cache")})
-    assert [r.label for r in job.expand()] == ["yesno_always-yes", "yesno_ask_smoke", "yesno_ask_smoke_style=polite"]
+    assert [r.label for r in job.expand()] == ["yesno_always-yes", "yesno_ask_smoke_style=plain",
+                                                 "yesno_ask_smoke_style=polite"]
     before = asyncio.run(smoke_pool.stats())["calls"]
     run_dir = run_job(job, out=str(tmp_path / "run"))
     assert asyncio.run(smoke_pool.stats())["calls"] - before >= 12  # 6 questions x 2 configs, on the session engine
 
     scores = pl.read_parquet(run_dir / "scores.parquet")
     assert dict(scores.group_by("run").len().iter_rows()) == {
-        "yesno_always-yes": 6, "yesno_ask_smoke": 6, "yesno_ask_smoke_style=polite": 6}
+        "yesno_always-yes": 6, "yesno_ask_smoke_style=plain": 6, "yesno_ask_smoke_style=polite": 6}
     asked = scores.filter(pl.col("method") == "ask")
     assert not asked["failed"].any(), asked  # the schema-guided answers all parse: every question has a prediction
     assert set(asked["score"].to_list()) <= {0.0, 1.0} and "c_said_yes" in scores.columns

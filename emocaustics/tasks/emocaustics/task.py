@@ -107,16 +107,18 @@ class EmoCausticsTask(Task):
         k, s = DEFAULT_WINDOWS[self.name]
         return opts.window or k, opts.step or s
 
-    def label(self, options: Options, model: str | None = None) -> str:
-        """`task_method[_model][_K20-S5][_key=value...]`: the names run folders have always had."""
+    def label(self, options: Options, model: str | None = None, axes: list[str] | None = None) -> str:
+        """`task_method[_model][_K20-S5][_key=value...]`: the names run folders have always had; with `axes` (the
+        options that vary between the job's configs of this method) K-S only when window or step is one of them."""
         opts: EmoOptions = options  # type: ignore[assignment]
         parts: list[Any] = [self.name, opts.method]
         if model:
             parts.append(model)
-        if opts.method in ("window", "rag"):
+        if opts.method in ("window", "rag") and (axes is None or {"window", "step"} & set(axes)):
             k, s = self.k_s(opts)
             parts.append(f"K{k}-S{s}")
-        extra = opts.extract_options()
+        extra = opts.extract_options() if axes is None else {
+            k: v for k, v in opts.model_dump(mode="json", exclude={"method", "window", "step"}).items() if k in axes}
         parts += [f"{key}={extra[key]}" for key in sorted(extra)]
         return "_".join(str(p).replace("/", "-") for p in parts)
 
