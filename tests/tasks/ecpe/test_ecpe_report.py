@@ -60,7 +60,7 @@ def test_scores_carry_the_per_emotion_counts_and_the_per_conversation_f1(job_run
     run_dir, _ = job_run
     scores = pl.read_parquet(run_dir / "scores.parquet")
     assert set(count_columns(1)) | set(count_columns(2)) <= set(scores.columns)
-    oracle = scores.filter(pl.col("run") == "ecpe_oracle").sort("sample_id")
+    oracle = scores.filter(pl.col("run") == "ecpe_oracle_subtask=both").sort("sample_id")
     # the per-sample score is the conversation's strict micro F1; 1377 (no pair, none predicted) is unscored
     assert oracle["status"].to_list() == ["ok", "ok", "unscored"]
     assert [v is None or 0.99999999 < v < 1 for v in oracle["score"].to_list()] == [True] * 3
@@ -73,8 +73,8 @@ def test_scores_carry_the_per_emotion_counts_and_the_per_conversation_f1(job_run
     only2 = scores.filter(pl.col("run") == "ecpe_oracle_subtask=2")
     assert only2["ecpe_s1_joy_gold"].is_null().all() and only2["ecpe_s2_joy_gold"].sum() == 1
     summary = pl.read_csv(run_dir / "summary.csv")
-    assert summary.filter(pl.col("run") == "ecpe_oracle")["score"].item() == pytest.approx(1, abs=1e-7)
-    assert summary.filter(pl.col("run") == "ecpe_baseline")["score"].item() == 0.0
+    assert summary.filter(pl.col("run") == "ecpe_oracle_subtask=both")["score"].item() == pytest.approx(1, abs=1e-7)
+    assert summary.filter(pl.col("run") == "ecpe_baseline_baseline_emotion=joy")["score"].item() == 0.0
 
 
 def test_report_figures_are_the_scorers_to_the_last_digit(job_run):
