@@ -228,7 +228,8 @@ class Task:
         return 1.0
 
     def estimate(self, samples: list[Sample], options: Options) -> dict[str, int]:
-        """A rough cost forecast for `run --dry-run`: LLM calls, prompt and generated tokens. Default: `weight`
+        """A rough cost estimate: LLM calls, prompt and generated tokens (the dry run takes only generated tokens
+        from it; its calls and prompt tokens come from the prompts themselves: solve/forecast.py). Default: `weight`
         calls per sample, each prompt the sample's input (`approx_tokens`) plus ~200 tokens of instructions, ~150
         generated tokens per call. A task whose calls differ (history per utterance, windows) overrides this."""
         calls = prompt = 0
@@ -237,6 +238,24 @@ class Task:
             calls += n
             prompt += n * (approx_tokens(s.input) + 200)
         return {"llm_calls": calls, "prompt_tokens": prompt, "generated_tokens": 150 * calls}
+
+    def dry_solve(self, samples: list[Sample], options: Options, llm: Any, embedder: Any, *,
+                  prior: bool = False) -> None:
+        """The dry run's pass over the solver path (see solve/forecast.py): `prepare` with `embedder`, then `solve`
+        of each sample with `llm`, a stand-in that records the prompts. A task with its own plan brings its own;
+        `prior`: the config builds on another's predictions (`solve_config`'s `prior`)."""
+        from emocaustics.core import aio
+
+        prepared = self.prepare(samples, options, ScoreContext(embedder=embedder))
+
+        async def each() -> None:
+            for s in prepared:
+                try:
+                    await self.solve(llm, s, options)
+                except SolveFailed:
+                    pass  # e.g. a sample without input: the real run fails it too, at no cost
+
+        aio.run(each())
 
     def fingerprint(self, sample: Sample) -> str:
         """A short content hash of what the solver sees of a sample (its input): recorded with the predictions, so

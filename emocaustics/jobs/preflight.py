@@ -3,8 +3,10 @@
 Both run before Ray starts and before the run folder is touched:
 - `load_all` loads each config's samples once (configs sharing a task, dataset and options share the load); the
   runner reuses the result, so the pre-flight load is not paid twice.
-- `describe` is the dry run: expanded configs, samples per config, estimated LLM calls and tokens (the task's
-  `estimate`: a rough forecast, not a measurement), models with their placement, where outputs and cache go.
+- `describe` is the dry run: expanded configs, samples per config, forecast LLM calls and prompt tokens (each
+  config's own prompts, built by its solver path with the model and embedder stood in: solve/forecast.py, counted
+  with the model's tokenizer where it is local), generated tokens (the task's rough `estimate`), models with their
+  placement, where outputs and cache go.
 - `preflight` checks, in this order, the datasets, the embedder, every model (an endpoint gets one cheap request, a
   path must exist, a hub name must be cached or reachable) and stops at the first problem with one line that names it.
 """
@@ -94,35 +96,65 @@ def describe(job: JobSpec, configs: list[Any], loaded: dict[str, Loaded | UsageE
         lines.append(f"  {name}: {m.spec} -- {placement(m)}; weights: {source}")
     lines.append(f"scoring: embedder {job.scoring.embedder}, judge {job.scoring.judge}")
     header = "| config | task | method | model | samples | LLM calls | prompt tokens | generated tokens |"
-    lines += ["configs (LLM calls and tokens: a rough forecast):", header, "|" + "---|" * 8]
+    table = ["configs:", header, "|" + "---|" * 8]
     totals = [0, 0, 0]
     problems: list[tuple[str, str]] = []
+    counters: dict[str, Any] = {}
     for cfg in configs:
         got = loaded[cfg.label]
         if isinstance(got, UsageError):
-            problems.append((cfg.label, str(got)))
-            lines.append(f"| {cfg.label} | {cfg.task.name} | {cfg.options.method} | {cfg.model or '-'} | "
+            problems.append((cfg.label, f"dataset: {got}"))
+            table.append(f"| {cfg.label} | {cfg.task.name} | {cfg.options.method} | {cfg.model or '-'} | "
                          "? | ? | ? | ? |")
             continue
         n = len(got.samples)
         if cfg.task.needs_model(cfg.options):
-            est = cfg.task.estimate(got.samples, cfg.options)
-            figures = [int(est.get(k, 0)) for k in ("llm_calls", "prompt_tokens", "generated_tokens")]
-            totals = [a + b for a, b in zip(totals, figures)]
-            shown = [f"{v:,}" for v in figures]
+            try:
+                figures = _forecast(cfg, configs, got, job, counters)
+            except UsageError as exc:
+                problems.append((cfg.label, f"prompts: {exc}"))
+                figures = None
+            if figures is None:
+                shown = ["?", "?", "?"]
+            else:
+                totals = [a + b for a, b in zip(totals, figures)]
+                shown = [f"{v:,}" for v in figures]
         else:
             shown = ["0 (calibration)", "0", "0"]
-        lines.append(f"| {cfg.label} | {cfg.task.name} | {cfg.options.method} | {cfg.model or '-'} | {n} | "
+        table.append(f"| {cfg.label} | {cfg.task.name} | {cfg.options.method} | {cfg.model or '-'} | {n} | "
                      + " | ".join(shown) + " |")
+    lines += table
     lines.append(f"total: {totals[0]:,} LLM calls, {totals[1]:,} prompt tokens, {totals[2]:,} generated tokens")
+    if counters:
+        lines.append("forecast: LLM calls and prompt tokens are those of the prompts each config's solver builds "
+                     "(documents, passages, examples, histories included), counted with:")
+        lines += [f"  {name}: {c.name}" for name, c in sorted(counters.items())]
+        lines.append("  stood in: the model's answers (half their schema bounds; prompts that show earlier answers "
+                     "grow with the model's), the embedder (no embedder is loaded: retrieval picks passages of "
+                     "typical size, not the real top-k); retries are not counted; generated tokens: a rough "
+                     "estimate")
     by_message: dict[str, list[str]] = {}
     for label, message in problems:
         by_message.setdefault(message, []).append(label)
     for message, labels in by_message.items():
         shown = ", ".join(labels[:3]) + (f" and {len(labels) - 3} more" if len(labels) > 3 else "")
-        lines.append(f"problem (a real run would stop here): {shown}: dataset: {message}")
+        lines.append(f"problem (a real run would stop here): {shown}: {message}")
     lines.append("dry run: nothing was started or written")
     return "\n".join(lines)
+
+
+def _forecast(cfg: Any, configs: list[Any], got: Loaded, job: JobSpec, counters: dict[str, Any]) -> list[int]:
+    """[LLM calls, prompt tokens, generated tokens] of one config (solve/forecast.py); one counter per model."""
+    from emocaustics.solve.forecast import counter_for, forecast
+
+    if cfg.model not in counters:
+        counters[cfg.model] = counter_for(job.models[cfg.model].spec)
+    builds_on = getattr(cfg.task, "builds_on", None)
+    label = builds_on(cfg.options, cfg.model, [(c.task.name, c.options, c.model, c.label) for c in configs]) \
+        if builds_on is not None else None
+    prior = label is not None and any(c.label == label for c in configs)
+    f = forecast(cfg.task, got.samples, cfg.options, counters[cfg.model], prior=prior)
+    return [f.llm_calls, f.prompt_tokens, f.generated_tokens]
 
 
 def check_endpoint(spec: str, timeout: float = 10.0) -> None:

@@ -109,9 +109,10 @@ def smoke_model_dir(sample_dir: Path | None = None) -> Path:
     return cache_root() / "models" / f"smoke-{model_hash(training_text(sample_dir))}"
 
 
-def _train_tokenizer(text: str, out: Path) -> int:
+def bpe_tokenizer(text: str) -> Any:
+    """The smoke tokenizer itself (a `tokenizers.Tokenizer`, trained on `text`; no transformers import: the dry run's
+    token counter uses it)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
 
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -124,6 +125,13 @@ def _train_tokenizer(text: str, out: Path) -> int:
         show_progress=False,
     )
     tok.train_from_iterator(text.splitlines(), trainer=trainer)
+    return tok
+
+
+def _train_tokenizer(text: str, out: Path) -> int:
+    from transformers import PreTrainedTokenizerFast
+
+    tok = bpe_tokenizer(text)
     fast = PreTrainedTokenizerFast(
         tokenizer_object=tok,
         bos_token=None,

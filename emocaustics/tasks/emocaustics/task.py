@@ -174,6 +174,34 @@ class EmoCausticsTask(Task):
                 fh.write(json.dumps({"dialogue": row["dialogue"], "seconds": row.get("seconds") or 0.0,
                                      **(row.get("stats") or {})}) + "\n")
 
+    def dry_solve(self, samples: list[Sample], options: Options, llm: Any, embedder: Any, *,
+                  prior: bool = False) -> None:
+        """The dry run's pass (solve/forecast.py): each dialogue through the same state machine as a run
+        (`extract_one`), with the stand-ins' answers and embeddings. `prior`: a chain `window` config that builds on
+        the job's sextuple `window` config, whose calls are that config's (made here uncounted, for its records)."""
+        from emocaustics.core import aio
+        from emocaustics.solve.forecast import RecordingLLM, TokenCounter
+        from emocaustics.tasks.emocaustics.extract.runner import ExtractConfig, extract_one, make_item
+
+        opts: EmoOptions = options  # type: ignore[assignment]
+        cfg = ExtractConfig(task=self.name, method=opts.method, window=opts.window, step=opts.step,
+                            **opts.extract_options())
+        uncounted = RecordingLLM(TokenCounter("uncounted"))
+
+        async def each() -> None:
+            for s in samples:
+                d = s.input
+                sentences, holders = [u.sentence for u in d.utterances], [u.holder for u in d.utterances]
+                vecs = await embedder.embed(sentences) if sentences else None
+                records = None
+                if prior and self.name == "emotion" and opts.method == "window":
+                    base = make_item(d.id, sentences, holders, ExtractConfig(task="sextuple", method="window"), vecs)
+                    records = (await extract_one(uncounted, base))["prediction"]
+                emb = vecs if cfg.needs_embeddings(records is not None) else None
+                await extract_one(llm, make_item(d.id, sentences, holders, cfg, emb, records))
+
+        aio.run(each())
+
     def estimate(self, samples: list[Sample], options: Options) -> dict[str, int]:
         """A rough forecast for `run --dry-run`. Calls: sextuple direct/rag one per utterance, window one per utterance
         plus one per window; chains direct one per holder, chains window one per window plus about one merge per two holders (as

@@ -1,0 +1,194 @@
+"""The dry run's forecast against what the run sends: for every task and every context / extraction mode, the
+`run --dry-run` row of a one-config job is held against the prompts the real solver path sends on the same samples.
+
+"Actual" here is the run's own path without an engine: `Task.prepare` + the default plan (`asolve_samples`, which
+writes each sample's prompt tokens to stats.jsonl) or the EmoCaustics state machine (`run_items`), with `Double` for
+the model: schema-valid answers of random size and content (not the forecast's stand-in answers), each request's
+prompt tokens counted by the smoke tokenizer with its chat template -- the same counter the dry run names for a
+`smoke` model. Embeddings come from a seeded random embedder (not the dry run's stand-in), so retrieval picks other
+passages than the forecast did.
+
+Tolerance: calls and prompt tokens within 15 %. Exact for prompts that show no earlier answer; the rest (narrative
+state lines, window buckets, chain context, emotion-chain merges) depend on the answers, which the forecast stands in.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from emocaustics.core.task import ScoreContext, get_task
+from emocaustics.jobs.runner import plan_job
+from emocaustics.jobs.spec import load_job
+from emocaustics.models.base import ChatRequest, Completion
+from emocaustics.solve.forecast import counter_for
+
+TOLERANCE = 0.15
+SHARED = Path(__file__).resolve().parents[2] / ".." / "shared" / "datasets"
+
+
+class Double:
+    """The model in the 'actual' runs: a random schema-valid answer per request (seeded by its prompt)."""
+
+    name = "double"
+
+    def __init__(self) -> None:
+        self.counter = counter_for("smoke")
+
+    def value(self, schema: dict[str, Any], rng: random.Random) -> Any:
+        if "enum" in schema:
+            return rng.choice(schema["enum"])
+        t = schema.get("type")
+        if t == "object":
+            return {k: self.value(v, rng) for k, v in schema.get("properties", {}).items()}
+        if t == "array":
+            n = rng.randint(schema.get("minItems", 0), min(schema.get("maxItems", 3), 6))
+            return [self.value(schema["items"], rng) for _ in range(n)]
+        if t == "string":
+            n = rng.randint(0, schema.get("maxLength", 16))
+            return "".join(rng.choice("情感事件原因abcdefghij klmnop") for _ in range(n))
+        if t == "integer":
+            return rng.randint(schema["minimum"], schema["maximum"]) if "maximum" in schema else 0
+        raise AssertionError(f"unexpected schema node {schema}")
+
+    async def generate(self, requests: list[ChatRequest]) -> list[Completion]:
+        sizes = self.counter.count([r.messages for r in requests])
+        out = []
+        for r, n in zip(requests, sizes):
+            rng = random.Random(hashlib.sha256(json.dumps(r.messages).encode() + str(r.sampling.seed).encode())
+                                .digest())
+            v = self.value(r.schema, rng)
+            out.append(Completion(text=json.dumps(v, ensure_ascii=False), parsed=v, prompt_tokens=n))
+        return out
+
+
+class RandomEmbedder:
+    name = "test-random"
+
+    async def embed(self, texts: list[str]) -> np.ndarray:
+        m = np.random.default_rng(7).standard_normal((len(texts), 32)).astype(np.float32)
+        return m / np.linalg.norm(m, axis=1, keepdims=True)
+
+
+def dry_run_row(tmp_path: Path, dataset: dict[str, Any], run: dict[str, Any]) -> tuple[int, int]:
+    """(LLM calls, prompt tokens) of the config's row in `run --dry-run` of a one-config job on the smoke model."""
+    job = tmp_path / "job.yaml"
+    job.write_text(json.dumps({"name": "fc", "dataset": dataset, "models": {"smoke": {"spec": "smoke"}},
+                               "runs": [{**run, "model": "smoke"}]}), encoding="utf-8")
+    spec = load_job(job)
+    text = plan_job(spec, out=str(tmp_path / "run"))
+    label = spec.expand()[0].label
+    row = next(line for line in text.splitlines() if line.startswith(f"| {label} |"))
+    cells = [c.strip() for c in row.split("|")]
+    assert "tokenizer of smoke" in text, text  # the counter is named, and it is the one used below
+    return int(cells[6].replace(",", "")), int(cells[7].replace(",", ""))
+
+
+def solved_default(task_name: str, dataset: dict[str, Any], run: dict[str, Any], out: Path) -> tuple[int, int]:
+    """(calls, prompt tokens) the default plan sends: prepare, then every sample's solve, stats from stats.jsonl."""
+    from emocaustics.core import aio
+    from emocaustics.solve.plan import asolve_samples
+
+    task = get_task(task_name)
+    opts = task.parse_options(run["options"])
+    samples = task.load(task.Dataset.model_validate(dataset), opts).samples
+    prepared = task.prepare(samples, opts, ScoreContext(embedder=RandomEmbedder()))
+    aio.run(asolve_samples(task, prepared, opts, Double(), out))
+    rows = [json.loads(line) for line in (out / "stats.jsonl").read_text().splitlines()]
+    assert len(rows) == len(samples)
+    return sum(r["llm_calls"] for r in rows), sum(r["prompt_tokens"] for r in rows)
+
+
+def close(forecast: tuple[int, int], actual: tuple[int, int]) -> None:
+    for what, f, a in zip(("LLM calls", "prompt tokens"), forecast, actual):
+        assert a > 0 and abs(f - a) <= TOLERANCE * a, f"{what}: forecast {f:,}, sent {a:,} ({f / a:.2f}x)"
+
+
+def data_dir(name: str, probe: str) -> Path:
+    root = SHARED / name
+    if not (root / probe).exists():
+        pytest.skip(f"the published {name} data is not in {root}")
+    return root.resolve()
+
+
+AER_MODES = [(p, c) for p in ("zero-shot", "few-shot", "cot") for c in ("none", "full", "retrieve")]
+
+
+@pytest.mark.parametrize("prompt,context", AER_MODES, ids=[f"{p}-{c}" for p, c in AER_MODES])
+def test_aer_forecast_holds_for_every_prompt_and_context(prompt, context, tmp_path):
+    root = data_dir("aer", "sample_data/questions.jsonl")
+    # 24 questions of the sample split (several topics); the smoke model's context, where `full` trims documents
+    dataset = {"data": str(root), "split": "sample", "max_samples": 24}
+    run = {"task": "aer", "options": {"method": "llm", "prompt": prompt, "context": context,
+                                      "max_context_tokens": 8192, "chars_per_token": 0.8}}
+    close(dry_run_row(tmp_path, {"aer": dataset}, run), solved_default("aer", dataset, run, tmp_path / "out"))
+
+
+def test_aer_forecast_counts_every_self_consistency_sample(tmp_path):
+    root = data_dir("aer", "sample_data/questions.jsonl")
+    dataset = {"data": str(root), "split": "sample", "max_samples": 8}
+    run = {"task": "aer", "options": {"method": "llm", "samples": 3, "max_context_tokens": 8192,
+                                      "chars_per_token": 0.8}}
+    close(dry_run_row(tmp_path, {"aer": dataset}, run), solved_default("aer", dataset, run, tmp_path / "out"))
+
+
+@pytest.mark.parametrize("method", ["direct", "utterance"])
+def test_ecpe_forecast_holds(method, tmp_path):
+    root = data_dir("ecac", "Subtask_1_test.json")
+    dataset = {"data": str(root), "ids": [1401, 1424, 1463, 1628]}
+    run = {"task": "ecpe", "options": {"method": method}}
+    close(dry_run_row(tmp_path, {"ecpe": dataset}, run), solved_default("ecpe", dataset, run, tmp_path / "out"))
+
+
+@pytest.mark.parametrize("window", [3, 6])
+def test_narrative_forecast_holds(window, tmp_path):
+    run = {"task": "narrative", "options": {"method": "llm", "window_sentences": window}}
+    close(dry_run_row(tmp_path, {"narrative": {}}, run), solved_default("narrative", {}, run, tmp_path / "out"))
+
+
+EMO_MODES = [("sextuple", "direct"), ("sextuple", "rag"), ("sextuple", "window"), ("emotion", "direct"),
+             ("emotion", "window")]
+
+
+@pytest.mark.parametrize("task_name,method", EMO_MODES, ids=[f"{t}-{m}" for t, m in EMO_MODES])
+def test_emocaustics_forecast_holds_for_every_extraction_method(task_name, method, tmp_path):
+    from emocaustics.core import aio
+    from emocaustics.tasks.emocaustics.extract.runner import ExtractConfig, make_item, run_items
+
+    run = {"task": task_name, "method": method}
+    forecast = dry_run_row(tmp_path, {"subset": "sample"}, run)
+    task = get_task(task_name)
+    opts = task.parse_options({"method": method})
+    samples = task.load(task.Dataset.model_validate({"subset": "sample"}), opts).samples
+    cfg = ExtractConfig(task=task_name, method=method)
+    items = []
+    for s in samples:
+        sentences = [u.sentence for u in s.input.utterances]
+        emb = aio.run(RandomEmbedder().embed(sentences))
+        items.append(make_item(s.input.id, sentences, [u.holder for u in s.input.utterances], cfg, emb))
+    rows = aio.run(run_items(Double(), items, tmp_path / "out", task_name))
+    assert all(r["ok"] for r in rows), [r["reason"] for r in rows if not r["ok"]]
+    close(forecast, (sum(r["stats"]["llm_calls"] for r in rows), sum(r["stats"]["prompt_tokens"] for r in rows)))
+
+
+def test_a_local_model_folder_is_counted_with_its_own_tokenizer_and_chat_template(tmp_path):
+    """`vllm:<folder>` (as a cached hub snapshot is): tokenizer.json and the chat template of tokenizer_config.json,
+    counted as transformers renders and tokenizes the chat; an endpoint falls back to the named heuristic."""
+    from transformers import AutoTokenizer
+
+    from emocaustics.models import smoke
+
+    smoke._train_tokenizer(smoke.training_text(), tmp_path)  # a Hugging Face tokenizer folder with a chat template
+    counter = counter_for(f"vllm:{tmp_path}")
+    assert counter.name == f"tokenizer of {tmp_path}, with its chat template"
+    msgs = ({"role": "system", "content": "你是一名专家。"}, {"role": "user", "content": 'Hello, 今天 {"a": 1}'})
+    ids = AutoTokenizer.from_pretrained(tmp_path).apply_chat_template(list(msgs), add_generation_prompt=True)
+    ids = ids["input_ids"] if hasattr(ids, "keys") else ids
+    assert counter.count([msgs]) == [len(ids)] == counter_for("smoke").count([msgs])
+    assert counter_for("openai:gpt-4o@http://localhost:1/v1").name.startswith("approx_tokens heuristic")
