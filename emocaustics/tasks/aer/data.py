@@ -28,6 +28,7 @@ from typing import Any
 
 from emocaustics.core.errors import DataError, UsageError
 from emocaustics.core.task import Defect, Sample
+from emocaustics.core.textfile import read_text, shown
 from emocaustics.tasks.aer.fetch import SPLIT_DIRS, fetch, locate  # noqa: F401 (fetch re-exported: data.fetch)
 
 LETTERS = ("A", "B", "C", "D")
@@ -124,17 +125,18 @@ def parse_gold(raw: Any) -> tuple[tuple[str, ...] | None, str | None]:
     elif isinstance(raw, list) and all(isinstance(p, str) for p in raw):
         parts = [p.strip() for p in raw]
     else:
-        return None, f"not a string of letters: {raw!r}"
+        return None, f"not a string of letters: {shown(raw)}"
     bad = [p for p in parts if p not in LETTERS]
     if bad or not parts:
-        return None, f"letter(s) outside A-D: {', '.join(repr(p) for p in bad) or repr(raw)}"
+        listed = ", ".join(repr(p) for p in bad) or repr(raw)
+        return None, f"letter(s) outside A-D: {listed if len(listed) <= 80 else listed[:80] + '...'}"
     return tuple(sorted(set(parts))), None
 
 
 def _read_lines(path: Path) -> list[tuple[int, Any, str | None]]:
     """(line number, parsed JSON or None, problem) for each non-blank line."""
     out = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for n, line in enumerate(read_text(path, what="JSON-lines file").splitlines(), 1):
         if not line.strip():
             continue
         try:
@@ -163,7 +165,7 @@ def _questions(path: Path, errors: list[DataError], defects: list[Defect]) -> li
         if isinstance(topic, str) and topic.strip().isdigit():
             topic = int(topic)
         if not isinstance(topic, int) or isinstance(topic, bool):
-            errors.append(DataError(f"not an integer: {topic!r}", file=name, record=where, field="topic_id"))
+            errors.append(DataError(f"not an integer: {shown(topic)}", file=name, record=where, field="topic_id"))
             bad = True
         options: dict[str, str] = {}
         for letter in LETTERS:
@@ -216,7 +218,7 @@ def _repeats(questions: list[Question], name: str) -> list[Defect]:
 def _topics(path: Path, errors: list[DataError], defects: list[Defect]) -> dict[int, Topic]:
     name = str(path)
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        raw = json.loads(read_text(path, what="documents file (docs.json)"))
     except json.JSONDecodeError as exc:
         errors.append(DataError(f"not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})", file=name))
         return {}
@@ -290,13 +292,15 @@ def _load_cached(root: str, split: str, stamp: tuple[float, ...]) -> SplitData:
     errors: list[DataError] = []
     defects: list[Defect] = []
     questions = _questions(qpath, errors, defects)
+    if not questions and not errors:
+        errors.append(DataError("no question in the file (an empty split)", file=str(qpath)))
     files = {"questions": str(qpath)}
     if split == "test" and (ref := _reference(base)) is not None:
         questions = _join_reference(ref, questions, errors)
         files["reference"] = str(ref)
     defects += _repeats(questions, str(qpath))
     topics: dict[int, Topic] = {}
-    if (folder / "docs.json").is_file():
+    if (folder / "docs.json").exists():  # a folder in its place is an error, not "no documents"
         topics = _topics(folder / "docs.json", errors, defects)
         files["docs"] = str(folder / "docs.json")
     return SplitData(split, base, questions, topics, defects, errors, files)

@@ -18,6 +18,7 @@ from typing import Any
 
 from emocaustics.core.errors import DataError
 from emocaustics.core.task import Sample
+from emocaustics.core.textfile import decode, read_text, shown
 
 LETTERS = ("A", "B", "C", "D")
 OUTCOMES = ("exact", "partial", "wrong")
@@ -138,11 +139,8 @@ def submission_text(path: Path | str) -> tuple[str, str, Path]:
             if len(names) != 1:
                 raise DataError(f"a submission zip holds one .jsonl file ({SUBMISSION} at its root); this one holds "
                                 f"{len(names)}", file=str(path))
-            return f"{path}:{names[0]}", zf.read(names[0]).decode("utf-8"), path
-    try:
-        return str(path), path.read_text(encoding="utf-8"), path
-    except UnicodeDecodeError:
-        raise DataError("not UTF-8 text (a submission is JSON lines)", file=str(path)) from None
+            return f"{path}:{names[0]}", decode(zf.read(names[0]), f"{path}:{names[0]}"), path
+    return str(path), read_text(path, what="submission file (JSON lines)"), path
 
 
 def read_submission(path: Path | str, split_samples: list[Sample]) -> Submission:
@@ -163,17 +161,24 @@ def read_submission(path: Path | str, split_samples: list[Sample]) -> Submission
         except json.JSONDecodeError as exc:
             errors.append(f"line {n}: not JSON ({exc.msg} at column {exc.colno})")
             continue
-        if not isinstance(obj, dict) or not isinstance(obj.get("id"), str) or "answer" not in obj:
-            errors.append(f'line {n}: expected {{"id": "q-N", "answer": "A,C"}}, got {line.strip()[:80]}')
+        if not isinstance(obj, dict):
+            errors.append(f'line {n}: expected an object {{"id": "q-N", "answer": "A,C"}}, got {shown(obj)}')
+            continue
+        missing = [key for key in ("id", "answer") if key not in obj]
+        if missing or not isinstance(obj["id"], str):
+            key = missing[0] if missing else "id"
+            errors.append(f"line {n}, field {key!r}: " + ("missing" if missing else f"not a string: {shown(obj['id'])}")
+                          + ' (expected {"id": "q-N", "answer": "A,C"})')
             continue
         qid = obj["id"]
         letters = parse_letters(obj["answer"])
         if letters is None:
-            errors.append(f"line {n} ({qid}): answer {obj['answer']!r} is not comma-separated letters A-D")
+            errors.append(f"line {n} ({qid[:40]}), field 'answer': {shown(obj['answer'])} is not "
+                          "comma-separated letters A-D")
         elif qid not in known:
-            errors.append(f"line {n}: id {qid!r} is not a question of this split")
+            errors.append(f"line {n}, field 'id': {shown(qid)} is not a question of this split")
         elif qid in seen:
-            errors.append(f"line {n}: id {qid!r} again (first on line {seen[qid]})")
+            errors.append(f"line {n}, field 'id': {shown(qid)} again (first on line {seen[qid]})")
         else:
             seen[qid] = n
             preds[qid] = letters

@@ -65,7 +65,7 @@ def test_score_errors_name_the_line(tmp_path: Path) -> None:
     root = standard_dataset(tmp_path / "data")
     sub = tmp_path / "s.jsonl"
     sub.write_text('{"id": "q-1", "answer": "A"}\n{"id": "q-99", "answer": "A"}\n')
-    with pytest.raises(DataError, match="line 2: id 'q-99' is not a question of this split"):
+    with pytest.raises(DataError, match="line 2, field 'id': 'q-99' is not a question of this split"):
         _score(["--pred", str(sub), "--split", "sample", "--data", str(root)])
     with pytest.raises(DataError, match="no such submission file"):
         _score(["--pred", str(tmp_path / "none.jsonl"), "--split", "sample", "--data", str(root)])
@@ -116,7 +116,7 @@ def test_a_submission_that_pairs_with_no_question_is_a_usage_error(tmp_path: Pat
     sub = tmp_path / "submission.jsonl"
     sub.write_text(_lines({"id": "q-20", "answer": "B"}, {"id": "q-21", "answer": "A"}))  # the test split's ids
     assert _main(["--pred", str(sub), "--split", "sample", "--data", str(root)]) == 2
-    assert "id 'q-20' is not a question of this split" in capsys.readouterr().err
+    assert "field 'id': 'q-20' is not a question of this split" in capsys.readouterr().err
 
 
 def test_pred_may_be_the_folder_or_the_zip_the_tool_writes(tmp_path: Path,

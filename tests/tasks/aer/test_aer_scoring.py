@@ -71,13 +71,13 @@ def test_read_submission_lists_missing_ids(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("line, needle", [
-    ('{"id": "q-9", "answer": "A"}', "line 2: id 'q-9' is not a question of this split"),
-    ('{"id": "q-2", "answer": "E"}', "line 2 (q-2): answer 'E' is not comma-separated letters A-D"),
+    ('{"id": "q-9", "answer": "A"}', "line 2, field 'id': 'q-9' is not a question of this split"),
+    ('{"id": "q-2", "answer": "E"}', "line 2 (q-2), field 'answer': 'E' is not comma-separated letters A-D"),
     ('{"id": "q-2", "answer": "A;B"}', "line 2 (q-2)"),
     ('{"id": "q-2", "answer": ["A"]}', "line 2 (q-2)"),
-    ('{"id": "q-2"}', "line 2: expected"),
+    ('{"id": "q-2"}', "line 2, field 'answer': missing"),
     ('not json', "line 2: not JSON"),
-    ('{"id": "q-1", "answer": "B"}', "line 2: id 'q-1' again (first on line 1)"),
+    ('{"id": "q-1", "answer": "B"}', "line 2, field 'id': 'q-1' again (first on line 1)"),
 ])
 def test_read_submission_errors_name_the_line(tmp_path: Path, line: str, needle: str) -> None:
     p = tmp_path / "sub.jsonl"
