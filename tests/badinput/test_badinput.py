@@ -70,6 +70,8 @@ def test_bad_input_case(case: Case, tmp_path: Path, monkeypatch, capsys) -> None
         assert _normalised(out, work) == _normalised(out_base, base), f"{case.id}: read differently from the base"
     for text in case.expect.get("stdout", []):
         assert text in out, f"{case.id}: {text!r} not in stdout: {out[-2000:]}"
+    for text in case.expect.get("stderr", []):  # a warning naming the file, the record and the field
+        assert text.replace("{work}", str(work)) in err, f"{case.id}: {text!r} not in stderr: {err[-2000:]}"
 
 
 @pytest.mark.parametrize("task", TASKS)

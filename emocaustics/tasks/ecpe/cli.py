@@ -76,7 +76,8 @@ def find_file(folder: Path, subtask: int, role: str) -> Path | None:
     Subtask_N_*.json; None when there is none; several candidates are an error."""
     if not folder.is_dir():
         raise UsageError(f"{folder}: not a folder")
-    name = choose_name([p.name for p in folder.iterdir() if p.is_file()], subtask, role, str(folder))
+    # folders too: a folder named like the file is an error when read, never silently "no file"
+    name = choose_name([p.name for p in folder.iterdir()], subtask, role, str(folder))
     return folder / name if name else None
 
 
@@ -94,6 +95,17 @@ def choose_name(names: list[str], subtask: int, role: str, where: str) -> str | 
     return found[0] if found else None
 
 
+def _zip_json(zf: zipfile.ZipFile, name: str, label: str) -> Any:
+    from emocaustics.core.errors import DataError
+    from emocaustics.core.textfile import decode
+
+    try:
+        return json.loads(decode(zf.read(name), label))
+    except json.JSONDecodeError as exc:
+        raise DataError(f"not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})", file=label,
+                        record=f"line {exc.lineno}") from None
+
+
 def prediction_files(pred: Path) -> dict[int, tuple[str, Any]]:
     """subtask -> (name, parsed JSON) of the predictions in `pred`: a folder, a zip (its root, where CodaLab looks)
     or one Subtask_N_*.json file. A file that is not JSON stays a `DataError` in place of its records, so that every
@@ -106,8 +118,6 @@ def prediction_files(pred: Path) -> dict[int, tuple[str, Any]]:
             return read()
         except DataError as exc:
             return exc
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            return DataError(f"not JSON: {exc}", file=name)
 
     out: dict[int, tuple[str, Any]] = {}
     if pred.is_file() and zipfile.is_zipfile(pred):
@@ -117,7 +127,7 @@ def prediction_files(pred: Path) -> dict[int, tuple[str, Any]]:
                 name = choose_name(names, st, "pred", str(pred))
                 if name is not None:
                     label = f"{pred}:{name}"
-                    out[st] = (label, parsed(label, lambda n=name: json.loads(zf.read(n).decode("utf-8"))))
+                    out[st] = (label, parsed(label, lambda n=name, label=label: _zip_json(zf, n, label)))
         if not out:
             raise UsageError(f"{pred}: no Subtask_1_*.json or Subtask_2_*.json at the root of the zip (where CodaLab "
                              "reads them)")
@@ -188,6 +198,8 @@ def score_command(args: argparse.Namespace) -> int:
                                         "file, none of them in the gold): nothing to score", file=pred_name)))
         if not fatal:
             scored.append((gold, checked))
+    if len(errors) == 1:  # one problem: the one error line says it all
+        raise UsageError(f"{errors[0]}; nothing scored")
     if errors:
         for line in errors:
             print(line, file=sys.stderr)
@@ -280,7 +292,8 @@ def validate_command(args: argparse.Namespace) -> int:
         print(f"{args.file}: {len(checked.errors)} error(s), {len(checked.warnings)} warning(s)")
     if checked.errors:
         kinds = Counter(p.kind for p in checked.errors)
+        first = checked.errors[0].as_error()  # the error line names the first error's record and field
         raise DataError(f"not a valid submission: {len(checked.errors)} error(s) ("
-                        + ", ".join(f"{k} x{n}" for k, n in kinds.most_common()) + "), each listed above",
-                        file=str(args.file))
+                        + ", ".join(f"{k} x{n}" for k, n in kinds.most_common()) + "), each listed above; the "
+                        f"first: {first.detail}", file=str(args.file), record=first.record, field=first.field)
     return 0

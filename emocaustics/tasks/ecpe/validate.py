@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from emocaustics.core.errors import DataError
+from emocaustics.core.textfile import read_text, shown
 from emocaustics.tasks.ecpe.official import dedup
 from emocaustics.tasks.ecpe.spans import EMOTION_INDEX, EMOTIONS, gold_indices
 
@@ -40,13 +41,16 @@ class Problem:
     pair: int | None = None  # 1-based position in emotion-cause_pairs
     value: Any = None  # the pair as written
     message: str = ""
+    field: str | None = None  # the record's field at fault when it is not a pair (conversation_ID, ...)
 
     def __str__(self) -> str:
         where = [self.file]
         if self.conversation is not None:
             where.append(f"conversation {self.conversation}")
         if self.pair is not None:
-            where.append(f"pair {self.pair} {json.dumps(self.value, ensure_ascii=False)}")
+            where.append(f"pair {self.pair} {_as_written(self.value)}")
+        elif self.field is not None:
+            where.append(f"field {self.field!r}")
         return f"{', '.join(where)}: {self.severity} {self.kind}: {self.message}"
 
     def to_json(self) -> dict[str, Any]:
@@ -55,10 +59,16 @@ class Problem:
 
     def as_error(self, more: str = "") -> DataError:
         """The problem as the one-line error of the command line: file, record (conversation), field (the pair)."""
-        value = f" {json.dumps(self.value, ensure_ascii=False)}" if self.pair is not None else ""
+        value = f" {_as_written(self.value)}" if self.pair is not None else ""
         return DataError(f"{self.kind}: {self.message}{value}{more}", file=self.file,
                          record=None if self.conversation is None else f"conversation {self.conversation}",
-                         field=None if self.pair is None else f"{PAIRS_KEY}[{self.pair}]")
+                         field=self.field if self.pair is None else f"{PAIRS_KEY}[{self.pair}]")
+
+
+def _as_written(value: Any, limit: int = 120) -> str:
+    """A pair as JSON, cut short: an error line never echoes a huge record."""
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
 class SubmissionError(DataError):
@@ -115,52 +125,53 @@ class Checked:
 
 
 def load_json(path: Path) -> Any:
+    """A JSON file (core/textfile: a BOM and CRLF are fine; a folder, a missing file, non-UTF-8 bytes or JSON that
+    does not parse are a DataError naming the file and the line)."""
+    text = read_text(path, what="JSON file")
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise DataError("file not found", file=str(path)) from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        where = f" at line {exc.lineno} column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
-        raise DataError(f"not JSON{where}: {exc}", file=str(path)) from None
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DataError(f"not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})", file=str(path),
+                        record=f"line {exc.lineno}") from None
 
 
 # -- the parts of a pair ------------------------------------------------------------------------------------------
 def _emotion_part(value: Any) -> tuple[int, int]:
     """`"5_surprise"` -> (5, 6)."""
     if not isinstance(value, str):
-        raise _Bad("malformed_pair", f"the emotion part must be a string '<utterance>_<emotion>', not {value!r}")
+        raise _Bad("malformed_pair", f"the emotion part must be a string '<utterance>_<emotion>', not {shown(value)}")
     parts = value.split("_")
     if len(parts) != 2:
-        raise _Bad("malformed_pair", f"the emotion part must be '<utterance>_<emotion>', not {value!r}")
+        raise _Bad("malformed_pair", f"the emotion part must be '<utterance>_<emotion>', not {shown(value)}")
     utt, emotion = parts
     if emotion not in EMOTION_INDEX:
         hint = f" (categories are lower case: did you mean {emotion.lower()!r}?)" if emotion.lower() in EMOTION_INDEX \
             else ""
-        raise _Bad("unknown_emotion", f"{emotion!r} is not one of {', '.join(EMOTIONS)}{hint}")
+        raise _Bad("unknown_emotion", f"{shown(emotion)} is not one of {', '.join(EMOTIONS)}{hint}")
     if _U_RE.fullmatch(utt.strip()):
-        raise _Bad("u_prefix", f"utterance ids are plain numbers: {utt!r} should be {utt.strip()[1:]!r}")
+        raise _Bad("u_prefix", f"utterance ids are plain numbers: {shown(utt)} should be {shown(utt.strip()[1:])}")
     try:
         return int(utt), EMOTION_INDEX[emotion]
     except ValueError:
-        raise _Bad("malformed_pair", f"the emotion utterance {utt!r} is not an integer") from None
+        raise _Bad("malformed_pair", f"the emotion utterance {shown(utt)} is not an integer") from None
 
 
 def _cause_indices(value: Any) -> tuple[int, int, int]:
     """Subtask 1 prediction: `"2_0_3"` -> (2, 0, 3)."""
     if not isinstance(value, str):
-        raise _Bad("malformed_pair", f"the cause must be a string '<utterance>_<start>_<end>', not {value!r}")
+        raise _Bad("malformed_pair", f"the cause must be a string '<utterance>_<start>_<end>', not {shown(value)}")
     text = value.strip()
     if any(c.isalpha() for c in value):
         if _U_RE.fullmatch(text):
-            raise _Bad("u_prefix", f"utterance ids are plain numbers: {text!r} should be {text[1:]!r}")
+            raise _Bad("u_prefix", f"utterance ids are plain numbers: {shown(text)} should be {shown(text[1:])}")
         raise _Bad("cause_text", "the cause must be '<utterance>_<start>_<end>' token indices, not the span's text")
     parts = value.split("_")
     if len(parts) != 3:
-        raise _Bad("malformed_pair", f"the cause must be '<utterance>_<start>_<end>', not {value!r}")
+        raise _Bad("malformed_pair", f"the cause must be '<utterance>_<start>_<end>', not {shown(value)}")
     try:
         cu, start, end = (int(x) for x in parts)
     except ValueError:
-        raise _Bad("malformed_pair", f"the cause {value!r} is not three integers") from None
+        raise _Bad("malformed_pair", f"the cause {shown(value)} is not three integers") from None
     return cu, start, end
 
 
@@ -169,16 +180,16 @@ def _cause_utterance(value: Any) -> int:
     if isinstance(value, int) and not isinstance(value, bool):
         return value
     if not isinstance(value, str):
-        raise _Bad("malformed_pair", f"the cause must be an utterance id, not {value!r}")
+        raise _Bad("malformed_pair", f"the cause must be an utterance id, not {shown(value)}")
     text = value.strip()
     if _U_RE.fullmatch(text):
-        raise _Bad("u_prefix", f"utterance ids are plain numbers: {text!r} should be {text[1:]!r}")
+        raise _Bad("u_prefix", f"utterance ids are plain numbers: {shown(text)} should be {shown(text[1:])}")
     if any(c.isalpha() for c in text):
         raise _Bad("cause_text", "the subtask-2 cause must be the cause utterance's id, not text")
     if not _INT_RE.fullmatch(text):
         # int() would read "1_0_4" as 104 (digit grouping), and so does the official scorer: an error here
         hint = " (that is the subtask-1 format)" if text.count("_") == 2 else ""
-        raise _Bad("malformed_pair", f"the cause {value!r} is not an utterance id{hint}")
+        raise _Bad("malformed_pair", f"the cause {shown(value)} is not an utterance id{hint}")
     return int(text)
 
 
@@ -196,11 +207,11 @@ def _conversations(records: Any, file: str, problems: list[Problem]) -> list[tup
             cid = int(raw)
         except (TypeError, ValueError):
             problems.append(Problem("malformed_conversation", "error", file, f"#{n}", None, None,
-                                    f"record {n} has no integer conversation_ID"))
+                                    f"record {n} has no integer conversation_ID", "conversation_ID"))
             continue
         if cid in seen:
             problems.append(Problem("repeated_conversation", "error", file, raw, None, None,
-                                    f"conversation_ID {raw} appears more than once"))
+                                    f"conversation_ID {raw} appears more than once", "conversation_ID"))
             continue
         seen.add(cid)
         if isinstance(raw, str):
@@ -217,7 +228,7 @@ def _pairs_list(rec: dict[str, Any], raw: Any, file: str, problems: list[Problem
     if isinstance(pairs, list):
         return pairs
     what = "has no" if PAIRS_KEY not in rec else "has a non-list"
-    problems.append(Problem("missing_pairs", "error", file, raw, None, None, f"{what} '{PAIRS_KEY}'"))
+    problems.append(Problem("missing_pairs", "error", file, raw, None, None, f"{what} '{PAIRS_KEY}'", PAIRS_KEY))
     return []
 
 
@@ -240,7 +251,7 @@ def read_gold(records: Any, subtask: int, file: str) -> Gold:
         texts, speakers, emotions, ids_ok = _utterances(rec)
         if not texts:
             problems.append(Problem("malformed_conversation", "error", file, raw, None, None,
-                                    "the gold conversation has no list of utterances with text"))
+                                    "the gold conversation has no list of utterances with text", "conversation"))
             continue
         if not ids_ok:
             problems.append(Problem("utterance_ids", "warning", file, raw, None, None,
