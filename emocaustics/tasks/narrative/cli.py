@@ -101,7 +101,9 @@ def score_paths(pred: Path, gt: Path, weights: str | None = None, taxonomy: str 
     for path, what in ((pred, "--pred"), (gt, "--gt")):
         if not path.exists():
             raise UsageError(f"{what} {path} does not exist")
-    raise UsageError("--pred and --gt must both be files or both be folders")
+    kind = {True: "a folder", False: "a file"}
+    raise UsageError(f"--pred {pred} is {kind[pred.is_dir()]} and --data {gt} is {kind[gt.is_dir()]}: give two files "
+                     "or two folders")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -112,6 +114,10 @@ def run(args: argparse.Namespace) -> int:
     if unpaired:  # on stderr as well, before the score: --json readers see it too
         print(f"emocaustics: warning: {len(unpaired)} prediction file(s) in {args.pred} pair with no ground-truth "
               f"story and were not scored: {', '.join(unpaired)}", file=sys.stderr)
+    duplicates = (result.get("skipped") or {}).get("duplicates") or []
+    if duplicates:  # two files for one story: which one was scored is said, never left to a guess
+        print(f"emocaustics: warning: {len(duplicates)} story(ies) with two files, the *_pred.json one scored (the "
+              f"other ignored): {'; '.join(duplicates)}", file=sys.stderr)
     if args.markdown:
         md = markdown_aggregate(result) if folder else markdown_story(Path(args.gt).stem, result)
         Path(args.markdown).write_text(md, encoding="utf-8")

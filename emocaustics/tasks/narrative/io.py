@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from emocaustics.core.errors import UsageError
+from emocaustics.core.errors import DataError, UsageError
+from emocaustics.core.textfile import read_text
 from emocaustics.tasks.narrative.schema import NarrativeFormatError, Story, parse_story
 
 PRED_SUFFIX = "_pred"
@@ -31,17 +32,15 @@ def story_name(path: Path) -> str:
 
 def decode(path: Path) -> Any:
     """The JSON value of a file; NarrativeFormatError (line and column) when it is not JSON."""
-    try:
-        raw = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise NarrativeFormatError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", file=str(path)) from None
-    except OSError as exc:
-        raise NarrativeFormatError(f"cannot read: {exc.strerror}", file=str(path)) from None
+    try:  # core/textfile: a BOM and CRLF are fine; non-UTF-8 names the line, a folder is refused
+        raw = read_text(path, what="JSON v3 file")
+    except DataError as exc:
+        raise NarrativeFormatError(exc.detail, file=exc.file, record=exc.record) from None
     try:
         return json.loads(raw)
     except json.JSONDecodeError as exc:
         raise NarrativeFormatError(f"not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})",
-                                   file=str(path)) from None
+                                   file=str(path), record=f"line {exc.lineno}") from None
 
 
 def read_story(path: str | Path) -> Story:

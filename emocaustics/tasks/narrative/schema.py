@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from emocaustics.core.errors import DataError
+from emocaustics.core.textfile import shown
 
 ACTION_FIELDS = ("category", "type", "context", "status", "function")
 
@@ -179,7 +180,7 @@ def parse_story(obj: Any, file: str, name: str | None = None) -> Story:
     if "version" not in root:
         raise r.fail("$.version", "not JSON v3: no version (expected \"3.0\")")
     if not _version_ok(root["version"]):
-        raise r.fail("$.version", f"not JSON v3: version is {root['version']!r} (expected \"3.0\")")
+        raise r.fail("$.version", f"not JSON v3: version is {shown(root['version'])} (expected \"3.0\")")
     metadata = r.obj(root.get("metadata"), "$.metadata")
     source = r.obj(root.get("source_info"), "$.source_info")
     text_value = source.get("text_content")

@@ -56,6 +56,8 @@ def score_sample(sample_id: str, pred: Any, target: Any, meta: dict[str, Any], *
         reason = meta.get("gt_error", "no ground truth")
         rows = [{"sample_id": sample_id, "metric": m, "value": None, "status": "unscored", "reason": reason}
                 for m in (*COMPONENTS, "overall")]
+        if meta.get("gt_error"):  # a GT file that cannot be read is a failed story (0, named), as `score narrative`
+            rows[-1] |= {"value": 0.0, "status": "failed", "reason": f"ground truth unreadable: {reason}"}
         return {"rows": rows, "items": [], "issues": [], "result": None}
     if not isinstance(pred, Failure):
         result = score_pair(pred, target, weights, pred_name=f"prediction {sample_id}",

@@ -85,7 +85,9 @@ def test_failures_and_unreadable_files(tmp_path):
     assert rows[("kite_en", "spans")]["status"] == "unscored"
     assert rows[("kite_en", "characters")]["status"] == "failed"
     assert "$.characters" in rows[("kite_en", "characters")]["reason"]
-    assert rows[("broken", "overall")]["status"] == "unscored" and "version" in rows[("broken", "overall")]["reason"]
+    # an unreadable GT file: the story fails (0, named) as `score narrative` counts it; its components are unscored
+    assert rows[("broken", "overall")]["status"] == "failed" and "version" in rows[("broken", "overall")]["reason"]
+    assert rows[("broken", "overall")]["value"] == 0.0 and rows[("broken", "characters")]["status"] == "unscored"
 
 
 def test_stories_subset_and_missing_story():
