@@ -51,8 +51,10 @@ def load_all(configs: list[Any]) -> dict[str, Loaded | UsageError]:
 
 def placement(model: ModelSpec) -> str:
     if model.spec.startswith(REMOTE_PREFIXES):
-        return (f"remote endpoint, {model.concurrency} requests in flight, stops after {model.max_connection_failures} "
-                "connection failures in a row")
+        stall = f"{model.stall_seconds:g} s" if model.stall_seconds else "two client timeouts (>= 30 s)"
+        return (f"remote endpoint, {model.concurrency} requests in flight, declared dead after "
+                f"{model.max_connection_failures} connection failures or {model.max_server_errors} server errors in a "
+                f"row, or no answer for {stall}")
     gpus = f"{model.gpus_per_replica:g} GPU(s) each" if model.gpus_per_replica else "no GPU (CPU engine)"
     tp = f", tensor parallel {int(model.gpus_per_replica)}" if model.gpus_per_replica > 1 else ""
     return f"{model.replicas} replica(s), {gpus}{tp}, placement {model.placement}"

@@ -48,7 +48,9 @@ def model_spec_string(model: ModelSpec) -> str:
         if model.gpus_per_replica > 1:
             query["tp"] = int(model.gpus_per_replica)
     if model.spec.startswith(("openai:", "anthropic:")):
-        query = {"concurrency": model.concurrency, "max_connection_failures": model.max_connection_failures, **query}
+        breaker = {"max_connection_failures": model.max_connection_failures,
+                   "max_server_errors": model.max_server_errors, "stall_seconds": model.stall_seconds}
+        query = {"concurrency": model.concurrency, **{k: v for k, v in breaker.items() if v is not None}, **query}
     if not query:
         return model.spec
     sep = "&" if "?" in model.spec else "?"

@@ -33,8 +33,12 @@ class ModelSpec(_Strict):
     engine: dict[str, Any] = Field(default_factory=dict)  # passed through to the vLLM engine
     concurrency: int = Field(64, ge=1)  # in-flight requests for remote endpoints
     placement: Literal["default", "spread"] = "default"  # spread: replicas on different nodes
-    # remote endpoints: after this many connection failures in a row the job stops, naming the endpoint
+    # Remote endpoints: the job stops (exit 4, naming the endpoint) once it is dead (models/breaker.py): after this
+    # many requests in a row fail to connect or time out, or end in HTTP 5xx (each after the client's retries), or
+    # when nothing came back for `stall_seconds` while requests waited (default: two client timeouts, >= 30 s).
     max_connection_failures: int = Field(5, ge=1)
+    max_server_errors: int = Field(10, ge=1)
+    stall_seconds: float | None = Field(None, gt=0)
 
 
 class ScoringSpec(BaseModel):

@@ -34,6 +34,8 @@ from emocaustics.models.local import run_local
 from emocaustics.models.usage import Usage
 
 log = logging.getLogger(__name__)
+# Completion errors about the answer's content, not about getting one: the caller judges them.
+ANSWER_PROBLEMS = ("invalid JSON", "answer cut", "model refused")
 KEY_VARIABLE = "ANTHROPIC_API_KEY"
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 NO_KEY = "EMPTY"
@@ -103,16 +105,23 @@ class AnthropicChatLLM:
         self.sampling = sampling
         self.usage = Usage()
         self.repaired = 0
+        # Told of every HTTP response, retried ones included (set by the dead-endpoint breaker: models/breaker.py).
+        self.on_response: Callable[[int], None] | None = None
         self._per_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[Any, asyncio.Semaphore]] = (
             weakref.WeakKeyDictionary())
 
     def _client(self) -> tuple[Any, asyncio.Semaphore]:
         loop = asyncio.get_running_loop()
         if loop not in self._per_loop:
-            from anthropic import AsyncAnthropic
+            from anthropic import AsyncAnthropic, DefaultAsyncHttpxClient
+
+            async def answered(response: Any) -> None:  # the SDK retries inside: each response is seen here
+                if self.on_response is not None:
+                    self.on_response(response.status_code)
 
             client = AsyncAnthropic(api_key=api_key_from_env() or NO_KEY, base_url=self.base_url or DEFAULT_BASE_URL,
-                                    timeout=self.timeout, max_retries=self.max_retries)
+                                    timeout=self.timeout, max_retries=self.max_retries,
+                                    http_client=DefaultAsyncHttpxClient(event_hooks={"response": [answered]}))
             self._per_loop[loop] = (client, asyncio.Semaphore(self.concurrency))
         return self._per_loop[loop]
 
@@ -193,7 +202,11 @@ class AnthropicChatLLM:
             raise
         except Exception as exc:  # anything unexpected still fails only this request
             c = Completion(text="", error=f"client error: {type(exc).__name__}: {exc}")
-        if c.error:
+        if c.error and c.error.startswith(ANSWER_PROBLEMS):
+            # An answer came back that is not the JSON asked for: the caller may still read it (AER's text fallback)
+            # or ask again, and reports the sample if it cannot; only failures to get an answer are warned of here.
+            log.debug("%s: answer is not the JSON asked for: %s", self.name, c.error)
+        elif c.error:
             log.warning("%s: request failed: %s", self.name, c.error)
         self.repaired += c.repaired
         return c

@@ -1,17 +1,30 @@
-"""A circuit breaker in front of a remote endpoint: after N connection failures in a row, stop calling it.
+"""A circuit breaker in front of a remote endpoint: once the endpoint is dead, stop calling it.
 
-A dead endpoint otherwise costs every sample the client's full retry schedule (~40 s per dialogue) and a 400-sample
-job grinds for hours. After `limit` consecutive requests that end in a connection error or a timeout (each already
-retried by the client), every further request fails at once with a reason that starts with `ENDPOINT_DOWN` and
-names the endpoint; any answer in between resets the count. The job runner sees that reason in the failure rows
-(in any process, Ray workers included) and stops the job with exit status 4; finished samples are kept and
-`--resume` continues.
+A dead endpoint otherwise costs every sample the client's full retry schedule and a 400-sample job grinds for hours
+(or, for a server that accepts requests and never answers, waits forever without a word). The endpoint is declared
+dead, and every further request fails at once with a reason that starts with `ENDPOINT_DOWN` and names it, when:
+
+- `limit` requests in a row end in a connection error or a timeout (each already retried by the client);
+- `server_errors` requests in a row end in an HTTP 5xx (each already retried by the client): a server that answers
+  500 to everything is as dead as one that refuses connections;
+- nothing at all has come back from it for `stall` seconds while requests were in flight (a hang). "Something" is any
+  HTTP response, retried ones included (the client reports each through `on_response`), so a rate-limited endpoint
+  answering 429 is alive. The default is two client timeouts (at least 30 s): by then every attempt in flight has
+  timed out once and its retry is silent too. The requests still waiting are abandoned with the same reason.
+
+Any other answer resets the counts. While requests wait with no answer, a line every `report_every` seconds says so
+("waiting on ENDPOINT: 4 requests in flight, no answer for 45 s"). The job runner sees the reason in the failure rows
+(in any process, Ray workers included) and stops the job with exit status 4; finished samples are kept and `--resume`
+continues.
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
+import sys
 import threading
+import time
 import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -20,9 +33,29 @@ from emocaustics.models.base import ChatRequest, Completion
 from emocaustics.models.gate import PriorityGate
 
 ENDPOINT_DOWN = "endpoint down"
-DEFAULT_LIMIT = 5
+DEFAULT_LIMIT = 5  # connection failures or timeouts in a row
+DEFAULT_SERVER_ERRORS = 10  # requests in a row that ended in HTTP 5xx after their retries
+STALL_TIMEOUTS = 2.0  # default stall deadline, in client timeouts ...
+STALL_FLOOR = 30.0  # ... and never below this (a short client timeout does not make a short silence fatal)
+REPORT_EVERY = 15.0  # seconds between "waiting on" lines (at most a third of the stall deadline)
 # Completion errors (see openai_chat._reason / anthropic_chat._reason) that mean "nobody answered".
 CONNECTION_ERRORS = ("connection error", "timeout")
+SERVER_ERROR = re.compile(r"HTTP 5\d\d\b")
+
+
+def default_stall(timeout: float) -> float:
+    return max(STALL_TIMEOUTS * timeout, STALL_FLOOR)
+
+
+class _LoopState:
+    """What the breaker keeps per event loop: its gate, the requests in flight there, and the loop's watchdog."""
+
+    def __init__(self, concurrency: int) -> None:
+        # Requests wait here, not inside the client, so that a request queued when the breaker trips is never sent.
+        self.gate = PriorityGate(concurrency)
+        self.running: set[asyncio.Future[Any]] = set()
+        self.abandoned: set[asyncio.Future[Any]] = set()  # cancelled by the watchdog (not by the caller)
+        self.watchdog: asyncio.Task[None] | None = None
 
 
 class BreakerLLM:
@@ -30,50 +63,139 @@ class BreakerLLM:
 
     runs_remotely = False
 
-    def __init__(self, llm: Any, endpoint: str, limit: int = DEFAULT_LIMIT, concurrency: int = 16) -> None:
+    def __init__(self, llm: Any, endpoint: str, limit: int = DEFAULT_LIMIT, concurrency: int = 16, *,
+                 server_errors: int = DEFAULT_SERVER_ERRORS, stall: float | None = None,
+                 report: Callable[[str], None] | None = None) -> None:
         self.llm = llm
         self.endpoint = endpoint
         self.limit = max(1, int(limit))
+        self.server_errors = max(1, int(server_errors))
         self.concurrency = max(1, int(concurrency))
-        self.consecutive = 0
+        self.stall = float(stall) if stall else default_stall(float(getattr(llm, "timeout", 60.0)))
+        self.report_every = min(REPORT_EVERY, self.stall / 3)
+        self.report = report or _print_line
+        self.consecutive = 0  # connection failures in a row
+        self.consecutive_5xx = 0
         self.last_error = ""
         self.tripped = False
+        self.reason = ""
+        self.inflight = 0
+        self.heard = time.monotonic()  # the last answer of any kind (or when requests started waiting)
+        self._reported = (self.heard, 0.0)  # (heard, silence) of the last "waiting on" line
         self._lock = threading.Lock()
-        # Requests wait here, not inside the client, so that a request queued when the breaker trips is never sent.
-        self._gates: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, PriorityGate] = (
-            weakref.WeakKeyDictionary())
+        self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = weakref.WeakKeyDictionary()
+        if hasattr(llm, "on_response"):
+            llm.on_response = self._answered
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.llm, name)
 
     def down_reason(self) -> str:
-        return (f"{ENDPOINT_DOWN}: {self.endpoint} failed {self.consecutive} requests in a row "
-                f"(last: {self.last_error}); stopped calling it")
+        return self.reason or f"{ENDPOINT_DOWN}: {self.endpoint}: stopped calling it"
+
+    def _answered(self, status: int | None = None) -> None:
+        """Any HTTP response from the endpoint (called by the client, retried attempts included)."""
+        self.heard = time.monotonic()
+
+    def _trip(self, reason: str) -> None:
+        with self._lock:
+            if not self.tripped:
+                self.tripped, self.reason = True, f"{ENDPOINT_DOWN}: {self.endpoint} {reason}; stopped calling it"
 
     def _count(self, answers: list[Completion]) -> None:
-        with self._lock:
-            for c in answers:
-                if c.error and c.error.startswith(CONNECTION_ERRORS):
+        for c in answers:
+            error = c.error or ""
+            if error.startswith(ENDPOINT_DOWN):
+                continue
+            with self._lock:
+                if error.startswith(CONNECTION_ERRORS):
                     self.consecutive += 1
-                    self.last_error = c.error
-                    if self.consecutive >= self.limit:
-                        self.tripped = True
-                elif not (c.error and c.error.startswith(ENDPOINT_DOWN)):
-                    self.consecutive = 0
+                    self.last_error = error
+                    n, limit, what, key = self.consecutive, self.limit, "connection failures or timeouts", \
+                        "max_connection_failures"
+                elif SERVER_ERROR.match(error):
+                    self.heard = time.monotonic()
+                    self.consecutive_5xx += 1
+                    self.last_error = error
+                    n, limit, what, key = self.consecutive_5xx, self.server_errors, "server errors (HTTP 5xx)", \
+                        "max_server_errors"
+                else:
+                    self.heard = time.monotonic()
+                    self.consecutive = self.consecutive_5xx = 0
+                    continue
+            if n >= limit:
+                self._trip(f"failed {n} requests in a row with {what}, each after its retries (last: {error}; "
+                           f"the model's {key} sets how many)")
 
-    def _gate(self) -> PriorityGate:
+    def _state(self) -> _LoopState:
         loop = asyncio.get_running_loop()
-        if loop not in self._gates:
-            self._gates[loop] = PriorityGate(self.concurrency)
-        return self._gates[loop]
+        state = self._loops.get(loop)
+        if state is None:
+            state = self._loops[loop] = _LoopState(self.concurrency)
+        return state
 
     async def _one(self, request: ChatRequest) -> Completion:
-        async with self._gate().slot(request.priority):  # the longest dependent chain first (models/gate.py)
+        state = self._state()
+        async with state.gate.slot(request.priority):  # the longest dependent chain first (models/gate.py)
             if self.tripped:
                 return Completion(text="", error=self.down_reason())
-            answer = (await self.llm.generate([request]))[0]
+            with self._lock:
+                if self.inflight == 0:  # silence counts only while someone waits for an answer
+                    self.heard = time.monotonic()
+                self.inflight += 1
+            call = asyncio.ensure_future(self.llm.generate([request]))
+            state.running.add(call)
+            if state.watchdog is None or state.watchdog.done():
+                state.watchdog = asyncio.get_running_loop().create_task(self._watch(state))
+            try:
+                answer = (await call)[0]
+            except asyncio.CancelledError:
+                current = asyncio.current_task()
+                if call not in state.abandoned or (current is not None and current.cancelling()):
+                    raise  # the caller was cancelled, not (only) the request abandoned
+                answer = Completion(text="", error=self.down_reason())
+            finally:
+                state.running.discard(call)
+                state.abandoned.discard(call)
+                with self._lock:
+                    self.inflight -= 1
         self._count([answer])
         return answer
+
+    async def _watch(self, state: _LoopState) -> None:
+        """While this loop has requests in flight: report silence, declare a stall, abandon requests once tripped."""
+        tick = min(1.0, self.report_every / 2)
+        due = time.monotonic() + tick
+        while state.running:
+            await asyncio.sleep(max(0.0, due - time.monotonic()))
+            now = time.monotonic()
+            late, due = now - due, now + tick
+            if late > tick:
+                # This loop was busy with other work (a slow import, CPU-bound code) and could not read answers
+                # meanwhile: that time is not the endpoint's silence.
+                with self._lock:
+                    self.heard = min(now, self.heard + late)
+            if not self.tripped and self.inflight:
+                silent = time.monotonic() - self.heard
+                if silent >= self.stall:
+                    self._trip(f"gave no answer for {silent:.0f} s with {self.inflight} requests in flight "
+                               f"(stall deadline {self.stall:g} s: the model's stall_seconds)")
+                elif silent >= self.report_every:
+                    self._report_waiting(silent)
+            if self.tripped:
+                for call in list(state.running):
+                    state.abandoned.add(call)
+                    call.cancel()
+
+    def _report_waiting(self, silent: float) -> None:
+        with self._lock:
+            heard, last = self._reported
+            if heard == self.heard and silent - last < self.report_every:
+                return
+            self._reported = (self.heard, silent)
+            inflight = self.inflight
+        self.report(f"waiting on {self.endpoint}: {inflight} requests in flight, no answer for {silent:.0f} s "
+                    f"(declared dead after {self.stall:g} s)")
 
     async def generate(self, requests: list[ChatRequest]) -> list[Completion]:
         return list(await asyncio.gather(*(self._one(r) for r in requests)))
@@ -84,6 +206,21 @@ class BreakerLLM:
         from emocaustics.models.local import run_local
 
         return await run_local(self, fn, items)
+
+    async def aclose(self) -> None:
+        """Close the client's connections of this event loop (see `OpenAIChatLLM.aclose`)."""
+        state = self._loops.pop(asyncio.get_running_loop(), None)
+        if state is not None and state.watchdog is not None and not state.watchdog.done():
+            state.watchdog.cancel()
+        close = getattr(self.llm, "aclose", None)
+        if close is not None:
+            await close()
+
+
+def _print_line(line: str) -> None:
+    """A line beside the progress lines (stdout); on a terminal it first clears the live progress line."""
+    prefix = "\r\x1b[K" if sys.stdout.isatty() else ""
+    print(prefix + line, flush=True)
 
 
 def endpoint_down(reasons: list[str]) -> str | None:

@@ -225,6 +225,12 @@ class CachedLLM:
 
         return await run_local(self, fn, items)
 
+    async def aclose(self) -> None:
+        """Close the wrapped model's connections of this event loop, if it holds any (remote endpoints)."""
+        close = getattr(self.llm, "aclose", None)
+        if close is not None:
+            await close()
+
     async def stats(self) -> dict[str, Any]:
         inner = getattr(self.llm, "stats", None)
         out: dict[str, Any] = dict(await inner()) if inner else {}

@@ -12,7 +12,8 @@ The policy, as the SDK's (`openai._base_client`), so that `max_retries` and `tim
   0.5 s doubling per retry up to 8 s, shortened by up to 25 % at random (jitter), so that many clients do not retry
   in step.
 Final failures raise `HTTPFailure` whose `reason` is one line ("HTTP 429: ...", "timeout: ...", "connection error:
-...") that never contains the request's headers, so never the key.
+...") that never contains the request's headers, so never the key. `on_response(status)` is told of every response
+read, retried ones included (the dead-endpoint breaker's sign of life: models/breaker.py).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import email.utils
 import json
 import random
 import time
+from collections.abc import Callable
 from typing import Any
 
 INITIAL_RETRY_DELAY = 0.5
@@ -112,10 +114,11 @@ class JSONPoster:
     """One aiohttp session (one event loop) posting JSON to `base_url`; at most `connections` open connections."""
 
     def __init__(self, base_url: str, headers: dict[str, str], *, timeout: float, max_retries: int,
-                 connections: int) -> None:
+                 connections: int, on_response: Callable[[int], None] | None = None) -> None:
         import aiohttp
 
         self.base_url = base_url.rstrip("/")
+        self.on_response = on_response
         self.timeout = float(timeout)
         self.max_retries = max(0, int(max_retries))
         self._aiohttp = aiohttp
@@ -139,6 +142,8 @@ class JSONPoster:
             try:
                 async with self._session.post(url, data=data, proxy=self._proxy) as resp:
                     raw = await resp.read()
+                    if self.on_response is not None:
+                        self.on_response(resp.status)
                     if resp.status < 400:
                         try:
                             return _loads(raw)

@@ -29,6 +29,9 @@ from emocaustics.models.local import run_local
 from emocaustics.models.usage import Usage
 
 log = logging.getLogger(__name__)
+# Completion errors about the answer's content, not about getting one (asked again `json_retries` times, then the
+# caller judges them).
+ANSWER_PROBLEMS = ("invalid JSON", "answer cut")
 KEY_VARIABLES = ("OPENAI_API_KEY", "EMOCAUSTICS_API_KEY")
 NO_KEY = "EMPTY"  # what local servers (vllm serve) accept when they were started without a key
 
@@ -69,6 +72,8 @@ class OpenAIChatLLM:
         self.json_retries = int(json_retries)
         self.usage = Usage()
         self.repaired = 0
+        # Told of every HTTP response, retried ones included (set by the dead-endpoint breaker: models/breaker.py).
+        self.on_response: Callable[[int], None] | None = None
         # HTTP sessions and semaphores belong to one event loop; tests and CLIs may run several loops in turn.
         self._per_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[Any, PriorityGate]] = (
             weakref.WeakKeyDictionary()
@@ -80,9 +85,14 @@ class OpenAIChatLLM:
             from emocaustics.models.http import JSONPoster
 
             poster = JSONPoster(self.base_url, {"Authorization": f"Bearer {api_key_from_env() or NO_KEY}"},
-                                timeout=self.timeout, max_retries=self.max_retries, connections=self.concurrency)
+                                timeout=self.timeout, max_retries=self.max_retries, connections=self.concurrency,
+                                on_response=self._answered)
             self._per_loop[loop] = (poster, PriorityGate(self.concurrency))
         return self._per_loop[loop]
+
+    def _answered(self, status: int) -> None:
+        if self.on_response is not None:
+            self.on_response(status)
 
     def _body(self, request: ChatRequest, with_schema: bool) -> dict[str, Any]:
         s = request.sampling
@@ -149,7 +159,7 @@ class OpenAIChatLLM:
         try:
             for attempt in range(self.json_retries + 1):
                 c = await self._once(request)
-                if c.error is None or not c.error.startswith(("invalid JSON", "answer cut")):
+                if c.error is None or not c.error.startswith(ANSWER_PROBLEMS):
                     break  # transport failures were already retried by the client
                 if attempt < self.json_retries:
                     log.info("%s: unparseable answer, asking again (%d/%d)", self.name, attempt + 1, self.json_retries)
@@ -157,7 +167,11 @@ class OpenAIChatLLM:
             raise
         except Exception as exc:  # anything unexpected still fails only this request
             c = Completion(text="", error=f"client error: {type(exc).__name__}: {exc}")
-        if c.error:
+        if c.error and c.error.startswith(ANSWER_PROBLEMS):
+            # An answer came back that is not the JSON asked for: the caller may still read it (AER's text fallback)
+            # or ask again, and reports the sample if it cannot; only failures to get an answer are warned of here.
+            log.debug("%s: answer is not the JSON asked for: %s", self.name, c.error)
+        elif c.error:
             log.warning("%s: request failed: %s", self.name, c.error)
         self.repaired += c.repaired
         return c

@@ -2,7 +2,8 @@
 
     smoke[?OPTION=VALUE&...]                     the tiny random model, served by the real vLLM engine
     vllm:PATH_OR_NAME[?replicas=2&tp=1&max_model_len=4096&OPTION=VALUE...]
-    openai:MODEL@BASE_URL[?concurrency=16&timeout=60&max_retries=4&json_mode=auto&max_connection_failures=5]
+    openai:MODEL@BASE_URL[?concurrency=16&timeout=60&max_retries=4&json_mode=auto&max_connection_failures=5
+                          &max_server_errors=10&stall_seconds=120]
 
 For `smoke`/`vllm:` the pool keys are `replicas`, `tp` (tensor_parallel_size), `gpus` (per replica; default: tp when
 the cluster has GPUs, else 0), `cpus` (Ray CPUs reserved per replica, default 0), `placement` (`spread`: replicas on
@@ -29,7 +30,10 @@ ALLOWED = (
 )
 REMOTE_KINDS = ("openai", "anthropic")  # clients of endpoints: no model pool, no Ray
 POOL_KEYS = ("replicas", "tp", "gpus", "cpus", "placement")
-CLIENT_KEYS = ("concurrency", "timeout", "max_retries", "json_mode", "json_retries", "max_connection_failures")
+CLIENT_KEYS = ("concurrency", "timeout", "max_retries", "json_mode", "json_retries", "max_connection_failures",
+               "max_server_errors", "stall_seconds")
+# Client keys of the dead-endpoint breaker (models/breaker.py), not of the client itself.
+BREAKER_KEYS = ("max_connection_failures", "max_server_errors", "stall_seconds")
 # Options only one client takes: Anthropic's `sampling` (send temperature/top_p, or leave them out: anthropic_chat.py).
 KIND_KEYS = {"openai": (), "anthropic": ("sampling",)}
 
@@ -188,10 +192,10 @@ def make_llm(spec: str | LLMSpec, *, cache_dir: Path | str | None = None, **opts
         parsed = parsed.with_options(**opts)
     llm: Any
     if parsed.kind in REMOTE_KINDS:
-        from emocaustics.models.breaker import DEFAULT_LIMIT, BreakerLLM
+        from emocaustics.models.breaker import DEFAULT_LIMIT, DEFAULT_SERVER_ERRORS, BreakerLLM
 
-        client = dict(parsed.client)
-        limit = int(client.pop("max_connection_failures", DEFAULT_LIMIT))
+        client = {k: v for k, v in parsed.client.items() if k not in BREAKER_KEYS}
+        breaker = parsed.client
         if parsed.kind == "openai":
             from emocaustics.models.openai_chat import OpenAIChatLLM
 
@@ -200,8 +204,12 @@ def make_llm(spec: str | LLMSpec, *, cache_dir: Path | str | None = None, **opts
             from emocaustics.models.anthropic_chat import AnthropicChatLLM
 
             llm = AnthropicChatLLM(parsed.model, parsed.base_url, name=parsed.canonical(), **client)
-        # After `max_connection_failures` connection errors in a row, stop calling the endpoint (models/breaker.py).
-        llm = BreakerLLM(llm, endpoint_name(parsed), limit, concurrency=int(client.get("concurrency", 16)))
+        # A dead endpoint (connection failures, 5xx in a row, or silence past the stall deadline) is no longer
+        # called: models/breaker.py. No stall deadline given: two client timeouts, at least 30 s.
+        llm = BreakerLLM(llm, endpoint_name(parsed), int(breaker.get("max_connection_failures", DEFAULT_LIMIT)),
+                         concurrency=int(client.get("concurrency", 16)),
+                         server_errors=int(breaker.get("max_server_errors", DEFAULT_SERVER_ERRORS)),
+                         stall=float(breaker["stall_seconds"]) if breaker.get("stall_seconds") else None)
     else:
         import ray
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +21,8 @@ from typing import Any
 
 from emocaustics.core import aio
 from emocaustics.core.task import Failure, Options, Sample, SolveFailed, Task
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -93,11 +96,21 @@ async def asolve_samples(task: Task, samples: list[Sample], options: Options, ll
             task.write_prediction(out, sample.id, res["prediction"])
         else:
             task.write_failure(out, sample.id, Failure(res["step"], res["reason"]))
+            _warn_failed(task, sample.id, res["step"], res["reason"])
         with (out / "stats.jsonl").open("a", encoding="utf-8") as fh:
             fh.write(json.dumps({"id": sample.id, **res.get("stats", {})}) + "\n")
         return res
 
     return list(await asyncio.gather(*(one(s) for s in samples)))
+
+
+def _warn_failed(task: Task, sample_id: str, step: str, reason: str) -> None:
+    """One line per sample that failed for good. The requests and re-asks before it stay silent (an answer the
+    solver's fallback read is no failure); a dead endpoint is named once, when the job stops (jobs/runner.py)."""
+    from emocaustics.models.breaker import ENDPOINT_DOWN
+
+    if ENDPOINT_DOWN + ": " not in reason:
+        log.warning("%s: sample %s failed at %s: %s", task.name, sample_id, step, reason[:300])
 
 
 def solve_samples(task: Task, samples: list[Sample], options: Options, *, llm_spec: str, out: Path,
@@ -117,4 +130,13 @@ def solve_samples(task: Task, samples: list[Sample], options: Options, *, llm_sp
         get_pool(llm_spec)  # the driver owns the replicas (see the EmoCaustics plan's note on actor lifetimes)
         _pickle_by_value_if_local(type(task))
     llm = make_llm(llm_spec, cache_dir=cache_dir)
-    return aio.run(asolve_samples(task, todo, options, llm, out, concurrency=concurrency))
+
+    async def solve_and_close() -> list[dict[str, Any]]:
+        try:
+            return await asolve_samples(task, todo, options, llm, out, concurrency=concurrency)
+        finally:  # an endpoint's HTTP session belongs to this loop: closed before the loop ends, not left to the GC
+            close = getattr(llm, "aclose", None)
+            if close is not None:
+                await close()
+
+    return aio.run(solve_and_close())

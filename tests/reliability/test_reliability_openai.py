@@ -46,9 +46,10 @@ def test_endpoint_faults_lose_no_dialogue_and_name_each_final_failure(ray_local,
     with RoutedFakeServer(faults, routes=routes) as server:
         spec = (f"openai:fake-model@{server.base_url}?timeout={TIMEOUT}&max_retries={MAX_RETRIES}"
                 f"&json_retries={JSON_RETRIES}&concurrency=32"
-                # A live endpoint with doomed routes: the hang route times out every request of its dialogue, which
-                # must not trip the dead-endpoint breaker for everyone (that is tests/runs/test_dead_endpoint.py).
-                "&max_connection_failures=1000")
+                # A live endpoint with doomed routes: the hang route times out every request of its dialogue and
+                # the 500 route fails every one of its (parallel) requests, which must not trip the dead-endpoint
+                # breaker for everyone (that is tests/runs/test_dead_endpoint.py).
+                "&max_connection_failures=1000&max_server_errors=1000")
         t0 = time.perf_counter()
         summary = run_extract(dialogues, cfg, llm_spec=spec, out=out, concurrency=8)
         seconds = time.perf_counter() - t0

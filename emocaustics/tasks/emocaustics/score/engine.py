@@ -141,6 +141,8 @@ async def ascore(task: str, dialogues: Sequence[Dialogue], predictions: Mapping[
                  on_judge_error: str = "zero", notes: Mapping[int, int] | None = None) -> ScoreResult:
     if task not in TASKS:
         raise ValueError(f"task must be one of {TASKS}, not {task!r}")
+    if compat == "reference":
+        return await _ascore_reference(task, dialogues, predictions, embedder, judge, notes)
     t0 = time.perf_counter()
     emb = resolve_embedder(embedder)
     jdg = resolve_judge(judge) if task == "emotion" else None
@@ -148,7 +150,12 @@ async def ascore(task: str, dialogues: Sequence[Dialogue], predictions: Mapping[
     ok, failed = triage(task, dialogues, predictions)
     table = await similarity_table(collect_pairs(task, ok), emb)
     t_embed = time.perf_counter() - t0
-    items, rows = await score_ok(task, ok, table, jdg, rules, notes)
+    try:
+        items, rows = await score_ok(task, ok, table, jdg, rules, notes)
+    finally:
+        close = getattr(jdg.llm, "aclose", None) if jdg is not None and isinstance(judge, str) else None
+        if close is not None:  # a judge made here from a spec: its HTTP session ends with this loop, not in the GC
+            await close()
     extra = {"compat": compat, "embedder": emb.name, "judge": jdg.name if jdg else "none",
              "on_judge_error": on_judge_error, "texts_requested": table.texts_requested,
              "distinct_texts": table.distinct_texts, "embed_seconds": round(t_embed, 3),
@@ -157,6 +164,22 @@ async def ascore(task: str, dialogues: Sequence[Dialogue], predictions: Mapping[
         extra["judge_stats"] = {"asked": jdg.stats.asked, "retried": jdg.stats.retried,
                                 "failures": jdg.stats.failures, "cache_hits": jdg.stats.cache_hits}
     return build_result(task, items, rows + failed, extra)
+
+
+async def _ascore_reference(task: str, dialogues: Sequence[Dialogue], predictions: Mapping[int, Any],
+                            embedder: Embedder | str, judge: Any, notes: Mapping[int, int] | None) -> ScoreResult:
+    """`--compat reference` (both tasks): the published scripts' path (`refengine`), with the judge's bare LLM."""
+    from emocaustics.tasks.emocaustics.score.refengine import ascore_reference
+
+    made = resolve_judge(judge) if isinstance(judge, str) else None
+    llm = made.llm if made is not None else (judge.llm if isinstance(judge, EventJudge) else judge)
+    try:
+        return await ascore_reference(task, dialogues, predictions, embedder=resolve_embedder(embedder), llm=llm,
+                                      notes=notes)
+    finally:
+        close = getattr(llm, "aclose", None) if made is not None else None
+        if close is not None:  # a judge made here from a spec: its HTTP session ends with this loop
+            await close()
 
 
 def _run(coro: Any) -> ScoreResult:

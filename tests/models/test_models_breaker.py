@@ -1,0 +1,99 @@
+"""The dead-endpoint breaker (models/breaker.py) in front of both remote clients, against the loopback stand-ins of
+the OpenAI- and Anthropic-compatible APIs (tests/fakes):
+
+- a server that accepts requests and never answers is declared dead once nothing came back for `stall_seconds`
+  (far below the client's own timeout); the requests in flight end with the endpoint-down reason, later ones are
+  never sent, and "waiting on ..." lines said what was waited for;
+- a server that answers 5xx to everything is declared dead after `max_server_errors` requests in a row;
+- a rate-limited server answering 429 with retry-after for longer than the stall deadline is alive: every response
+  counts as an answer, the client's retried ones included, and the request succeeds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from emocaustics.models.base import ChatRequest, Sampling
+from emocaustics.models.breaker import BreakerLLM
+from emocaustics.models.spec import make_llm
+from fakes.anthropic_messages import AnthropicFaults, FakeAnthropicServer
+from fakes.openai_chat import FakeOpenAIServer, Faults
+
+KINDS = ["openai", "anthropic"]
+
+
+@pytest.fixture(autouse=True)
+def _key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+
+
+def _server(kind: str, *, hang: bool = False, status: str | None = None, script: list[str] | None = None,
+            retry_after: float = 0.02):
+    if kind == "openai":
+        faults = Faults(rate_hang=1.0 if hang else 0.0, hang_seconds=120,
+                        rate_500=1.0 if status == "500" else 0.0, retry_after_ms=int(retry_after * 1000))
+        return FakeOpenAIServer(faults, script=script)
+    faults = AnthropicFaults(rate_hang=1.0 if hang else 0.0, hang_seconds=120,
+                             rate_529=1.0 if status == "529" else 0.0, retry_after=retry_after)
+    return FakeAnthropicServer(faults, script=script)
+
+
+def _spec(kind: str, server, options: str) -> str:
+    head = f"openai:fake@{server.base_url}" if kind == "openai" else f"anthropic:claude-fake@{server.base_url}"
+    return f"{head}?{options}"
+
+
+def _ask(llm: BreakerLLM, n: int, then: int = 0):
+    """n requests together, then `then` more once those ended."""
+    req = ChatRequest(messages=({"role": "user", "content": "hello"},), sampling=Sampling(max_tokens=8))
+
+    async def go():
+        try:
+            first = await llm.generate([req] * n)
+            return first + (await llm.generate([req] * then) if then else [])
+        finally:
+            await llm.aclose()
+
+    return asyncio.run(go())
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_hanging_endpoint_is_declared_dead_at_its_stall_deadline(kind):
+    with _server(kind, hang=True, script=["ok"]) as server:
+        llm = make_llm(_spec(kind, server, "timeout=60&max_retries=0&concurrency=3&stall_seconds=1.5"))
+        lines: list[str] = []
+        llm.report = lines.append
+        answers = _ask(llm, 4, then=5)
+        seen = len(server.arrivals) if kind == "anthropic" else len(server.seen)
+    errors = [a.error for a in answers]
+    assert errors.count(None) == 1  # the one answered before the server went silent (whichever arrived first)
+    down = [e for e in errors if e is not None]
+    assert all(e.startswith("endpoint down: ") and "gave no answer for" in e and "stall deadline 1.5 s" in e
+               for e in down), errors
+    assert seen == 4  # the first four were sent; nothing after the endpoint was declared dead
+    assert lines and all(line.startswith(f"waiting on {llm.endpoint}: ") and "requests in flight, no answer for "
+                         in line for line in lines), lines
+
+
+@pytest.mark.parametrize("kind,status", [("openai", "500"), ("anthropic", "529")])
+def test_an_endpoint_answering_5xx_to_everything_is_declared_dead(kind, status):
+    with _server(kind, status=status) as server:
+        llm = make_llm(_spec(kind, server, "max_retries=1&concurrency=1&max_server_errors=3"))
+        answers = _ask(llm, 6)
+        sent = len(server.arrivals) if kind == "anthropic" else len(server.seen)
+    errors = [a.error or "" for a in answers]
+    assert all(e.startswith(f"HTTP {status}") for e in errors[:3]), errors
+    assert all(e.startswith("endpoint down: ") and f"HTTP {status}" in e for e in errors[3:]), errors
+    assert sent == 6  # three requests, each tried twice; none after
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_an_endpoint_answering_429_past_the_stall_deadline_is_alive(kind):
+    # Eight 429s with a 0.25 s retry-after: the request waits ~2 s for its answer, longer than the 1 s deadline.
+    with _server(kind, script=["429"] * 8, retry_after=0.25) as server:
+        llm = make_llm(_spec(kind, server, "max_retries=10&concurrency=1&stall_seconds=1"))
+        answers = _ask(llm, 1)
+    assert answers[0].error is None, answers[0].error
+    assert not llm.tripped
