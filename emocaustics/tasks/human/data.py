@@ -25,6 +25,7 @@ from typing import Any
 
 from emocaustics.core.errors import DataError, UsageError
 from emocaustics.core.task import Defect
+from emocaustics.core.textfile import read_text, shown
 
 NAME = "humaneval"
 ENV_VAR = "EMOCAUSTICS_HUMANEVAL_DATA"
@@ -126,14 +127,10 @@ def read_hits(path: str | Path) -> Hits:
         found = sorted(f.name for f in p.glob("*.json"))
         hint = f"name one of its files: {', '.join(found)}" if found else "it holds no .json file"
         raise UsageError(f"{p}: is a folder, not a ratings file; {hint}")
-    try:
-        obj = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UsageError(f"{p}: no such ratings file") from None
-    except OSError as exc:  # unreadable (permissions, a device ...): one line, never a traceback
-        raise UsageError(f"{p}: cannot read the ratings file ({exc.strerror or exc})") from None
-    except UnicodeDecodeError:
-        raise HitsError("not UTF-8 text (normative JSON is UTF-8)", file=str(p)) from None
+    if not p.exists():
+        raise UsageError(f"{p}: no such ratings file")
+    try:  # core/textfile: a BOM and CRLF are fine; non-UTF-8 bytes name their line (normative JSON is UTF-8)
+        obj = json.loads(read_text(p, what="ratings file"))
     except json.JSONDecodeError as exc:
         raise HitsError(f"not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})", file=str(p)) from None
     return parse_hits(obj, file=str(p))
@@ -184,7 +181,8 @@ def parse_metadata(meta: Any, *, file: str = "<memory>") -> Metadata:
             raise HitsError("'positive' and 'qc' must be true or false", file=file, field=where)
         top = _number(attrs["max"])
         if top is None or top <= 0:
-            raise HitsError(f"'max' must be a positive number, got {attrs['max']!r}", file=file, field=f"{where}.max")
+            raise HitsError(f"'max' must be a positive number, got {shown(attrs['max'])}", file=file,
+                            field=f"{where}.max")
         scores.append(ScoreSpec(str(name), attrs["positive"], attrs["qc"], top))
     names = [s.name for s in scores]
     clash = [n for n in names if f"raw_{n}" in names]
@@ -233,12 +231,12 @@ def _parse_record(rec: Any, i: int, meta: Metadata, file: str) -> Assignment:
     for key in ("hit", "assignment", "worker"):
         value = rec[key]
         if isinstance(value, bool) or not isinstance(value, (str, int)) or str(value) == "":
-            raise HitsError(f"must be a non-empty id, got {value!r}", file=file, record=where, field=key)
+            raise HitsError(f"must be a non-empty id, got {shown(value)}", file=file, record=where, field=key)
         ids[key] = str(value)
-    where = f"data[{i}] (assignment {ids['assignment']})"
+    where = f"data[{i}] (assignment {ids['assignment'][:40]})"
     duration = _number(rec["duration in seconds"])
     if duration is None or duration < 0:
-        raise HitsError(f"must be a non-negative number, got {rec['duration in seconds']!r}", file=file,
+        raise HitsError(f"must be a non-negative number, got {shown(rec['duration in seconds'])}", file=file,
                         record=where, field="duration in seconds")
     result = rec["result"]
     if not isinstance(result, list) or not result:
@@ -266,7 +264,7 @@ def _parse_record(rec: Any, i: int, meta: Metadata, file: str) -> Assignment:
             value = score[spec.name]
             num = None if isinstance(value, (bool, str)) else _number(value)
             if num is None:
-                raise HitsError(f"must be a number, got {value!r}", file=file, record=where,
+                raise HitsError(f"must be a number, got {shown(value)}", file=file, record=where,
                                 field=f"{at}.score.{spec.name}")
             if not 0 <= num <= spec.max:
                 raise ScoreOutOfRange(f"{num:g} is outside [0, {spec.max:g}]", file=file, record=where,
