@@ -1,4 +1,5 @@
-"""Emotion-chain rules with injected similarities: the worked example, compat modes, judge handling."""
+"""Emotion-chain rules (spec mode) with injected similarities: the worked example, judge handling. The reference's
+rules are in test_score_reference_compat.py."""
 
 from __future__ import annotations
 
@@ -52,23 +53,6 @@ def test_worked_example_scores_025_not_03125():
     second = [r for r in out.items if r.event_index == 1]
     assert len(second) == 5 and not any(r.event_matched for r in second)
     assert sum(r.contribution for r in out.items) == pytest.approx(0.25)
-
-
-def test_worked_example_reference_mode():
-    # reference: GT emotion 2 is scored on its best reason match (q1, sim 0.5) without the gate: state ok,
-    # source ok -> +2 points; (2+2+1+1)/8 * 1/2 = 0.375. Event e2 stays unmatched (0.1 < 0.3).
-    out = score_dialogue_chains(GT, PRED, table_sim(SIMS), rules=ChainRules(compat="reference"))
-    assert out.score == pytest.approx(0.375)
-
-
-def test_reference_reuses_events_and_uses_low_threshold():
-    sims = dict(SIMS)
-    sims[("e2", "p1")] = 0.35  # below spec's 0.7, above reference's 0.3
-    spec = score_dialogue_chains(GT, PRED, table_sim(sims))
-    ref = score_dialogue_chains(GT, PRED, table_sim(sims), rules=ChainRules(compat="reference"))
-    assert spec.score == pytest.approx(0.25)
-    e2 = [r for r in ref.items if r.event_index == 1]
-    assert all(r.event_matched and r.pred_event_index == 0 for r in e2)  # p1 used twice
 
 
 def test_spec_uses_each_predicted_event_once():
@@ -133,16 +117,6 @@ def test_judge_failure_zero_or_unscored():
     uns = score_dialogue_chains(gt, pred, sim, v, ChainRules(judge=True, on_judge_error="unscored"))
     assert uns.score == pytest.approx(1.0) and uns.judge_failures == 1
     assert [r.unscored for r in uns.items] == [True, False]
-
-
-def test_reference_mode_judge_rescues_low_similarity():
-    gt = {"A": (Event("x", (emo("negative", "r", "B"),)),)}
-    pred = {"A": (Event("px", (emo("negative", "r", "B"),)),)}
-    sim = table_sim({("x", "px"): 0.1})
-    rules = ChainRules(compat="reference", judge=True)
-    assert judge_prefetch(gt, pred, sim, rules) == {("x", "px")}
-    assert score_dialogue_chains(gt, pred, sim, {("x", "px"): True}, rules).score == 1.0
-    assert score_dialogue_chains(gt, pred, sim, {("x", "px"): False}, rules).score == 0.0
 
 
 def test_oracle_is_one():

@@ -11,9 +11,7 @@ Rules, `compat="spec"` (the EmoCaustics README, the default):
 - a holder whose GT has no events scores 1 only if the prediction has no event for that holder;
 - dialogue score = mean over GT holders.
 
-`compat="reference"` follows the published reference code instead of its README: an event matches when cosine
->= 0.3 OR the judge says same; the best predicted event may be reused by several GT events (the code keeps no
-"used" set); state/source are scored on the best reason match without the 0.8 gate.
+`--compat reference` (the published code's own rules, metrics and failures) is another module: `refchains`.
 
 Judge verdicts arrive as a mapping (gt_text, pred_text) -> True / False / None (None = the judge failed even after
 its retry). A needed verdict that is absent is reported in `ChainOutcome.missing`, so the caller can ask the judge
@@ -36,19 +34,16 @@ Verdicts = Mapping[tuple[str, str], bool | None]
 
 @dataclass(frozen=True, slots=True)
 class ChainRules:
-    compat: str = "spec"  # spec | reference
     judge: bool = False  # whether a judge takes part (False = `--judge none`)
     on_judge_error: str = "zero"  # zero | unscored
 
     @property
     def event_threshold(self) -> float:
-        return 0.3 if self.compat == "reference" else 0.7
+        return 0.7
 
     reason_threshold: float = 0.8
 
     def __post_init__(self) -> None:
-        if self.compat not in ("spec", "reference"):
-            raise ValueError(f"compat must be 'spec' or 'reference', not {self.compat!r}")
         if self.on_judge_error not in ("zero", "unscored"):
             raise ValueError(f"on_judge_error must be 'zero' or 'unscored', not {self.on_judge_error!r}")
 
@@ -155,10 +150,7 @@ def _match_events(gt_events: Sequence[Event], pred_events: Sequence[Event], sim:
     used: set[int] = set()
     out: list[_EventMatch] = []
     for gt_ev in gt_events:
-        if rules.compat == "spec":
-            options = [(j, e.event) for j, e in enumerate(pred_events) if j not in used]
-        else:
-            options = [(j, e.event) for j, e in enumerate(pred_events)]
+        options = [(j, e.event) for j, e in enumerate(pred_events) if j not in used]
         best = _best(gt_ev.event, options, sim)
         if best is None:
             out.append(_EventMatch(None, None, None, False, False))
@@ -166,8 +158,7 @@ def _match_events(gt_events: Sequence[Event], pred_events: Sequence[Event], sim:
         j, s = best
         emb_ok = s >= rules.event_threshold
         pred_text = pred_events[j].event
-        if not rules.judge or (rules.compat == "spec" and not emb_ok) or (rules.compat == "reference" and emb_ok):
-            # the judge cannot change the decision here: spec needs both, reference needs either
+        if not rules.judge or not emb_ok:  # the judge cannot change the decision: a match needs both
             out.append(_EventMatch(j, s, "not_asked", emb_ok, False))
         else:
             tag, v = _verdict(gt_ev.event, pred_text, verdicts, missing)
@@ -175,7 +166,7 @@ def _match_events(gt_events: Sequence[Event], pred_events: Sequence[Event], sim:
                 return None
             unscored = tag == "failed" and rules.on_judge_error == "unscored"
             out.append(_EventMatch(j, s, tag, bool(v) and not unscored, unscored))
-        if out[-1].matched and rules.compat == "spec":
+        if out[-1].matched:
             used.add(j)
     return out
 
@@ -197,9 +188,8 @@ def _emotion_items(base: ChainItem, gt_ev: Event, pred_ev: Event | None, share: 
             j, s = best
             p = pred_ev.emotions[j]  # type: ignore[union-attr]
             reason_ok = s >= rules.reason_threshold
-            counts = reason_ok or rules.compat == "reference"
-            st = counts and normalise_label(p.state) == normalise_label(gt_em.state)
-            so = counts and source_ok(gt_em, p)
+            st = reason_ok and normalise_label(p.state) == normalise_label(gt_em.state)
+            so = reason_ok and source_ok(gt_em, p)
             pts = float(st) + float(so)
             row = replace(row, pred_emotion_index=j, pred_state=p.state, pred_reason=p.reason,
                           pred_source=p.source_raw or ",".join(p.source_ids), reason_sim=s, reason_ok=reason_ok,
@@ -255,9 +245,8 @@ def score_dialogue_chains(gt: Chains, pred: Chains, sim: SimFn, verdicts: Verdic
 def judge_prefetch(gt: Chains, pred: Chains, sim: SimFn, rules: ChainRules) -> set[tuple[str, str]]:
     """The judge questions worth asking in one batch before scoring, so that one round usually suffices.
 
-    spec: every same-holder pair at or above the event threshold (a superset of the greedy matcher's questions);
-    reference: each GT event with its most similar predicted event when that one is below the threshold.
-    Identical texts are never asked.
+    Every same-holder pair at or above the event threshold (a superset of the greedy matcher's questions);
+    identical texts are never asked.
     """
     if not rules.judge:
         return set()
@@ -265,13 +254,8 @@ def judge_prefetch(gt: Chains, pred: Chains, sim: SimFn, rules: ChainRules) -> s
     for h, evs in gt.items():
         preds = [(j, p.event) for j, p in enumerate(pred.get(h, ()))]
         for g in evs:
-            if rules.compat == "spec":
-                out.update((g.event, t) for _, t in preds
-                           if g.event.strip() != t.strip() and text_sim(sim, g.event, t) >= rules.event_threshold)
-            elif (best := _best(g.event, preds, sim)) is not None and best[1] < rules.event_threshold:
-                t = preds[best[0]][1]
-                if g.event.strip() != t.strip():
-                    out.add((g.event, t))
+            out.update((g.event, t) for _, t in preds
+                       if g.event.strip() != t.strip() and text_sim(sim, g.event, t) >= rules.event_threshold)
     return out
 
 

@@ -64,8 +64,8 @@ def _add_arguments(p: Any) -> None:
     p.set_defaults(func=run)
 
 
-def _load_predictions(task: str, pred: str,
-                      dialogues: list) -> tuple[dict[int, Any], dict[int, int], list[str], list[str]]:
+def _load_predictions(task: str, pred: str, dialogues: list, compat: str = "spec"
+                      ) -> tuple[dict[int, Any], dict[int, int], list[str], list[str]]:
     """(predictions by dialogue id, notes per dialogue, files matching no name pattern, prediction files of no chosen
     dialogue). Scoring is over the chosen dialogues: one without a prediction is failed (`engine.triage`); a folder
     of which no file pairs with any of them is a usage error."""
@@ -73,9 +73,16 @@ def _load_predictions(task: str, pred: str,
 
     if pred in PREDICTORS:
         return predict(pred, task, dialogues), {}, [], []
-    from emocaustics.tasks.emocaustics.score.predictions import read_chain_predictions, read_sextuple_predictions
+    from emocaustics.tasks.emocaustics.score.predictions import (
+        read_chain_predictions,
+        read_raw_predictions,
+        read_sextuple_predictions,
+    )
 
-    ps = read_sextuple_predictions(pred) if task == "sextuple" else read_chain_predictions(pred)
+    if compat == "reference":  # the reference reads the files its own way
+        ps = read_raw_predictions(pred, task)
+    else:
+        ps = read_sextuple_predictions(pred) if task == "sextuple" else read_chain_predictions(pred)
     wanted = {d.id for d in dialogues}
     if not wanted & set(ps.predictions):
         raise UsageError(f"no prediction file in {pred} matches the chosen dialogues "
@@ -111,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"data defect: {line}", file=sys.stderr)
     if len(defects) > 20:
         print(f"data defects: {len(defects)} in all (see summary.json / --json)", file=sys.stderr)
-    predictions, notes, ignored, unpaired = _load_predictions(args.task, args.pred, dialogues)
+    predictions, notes, ignored, unpaired = _load_predictions(args.task, args.pred, dialogues, args.compat)
     if unpaired:  # named before the score: predictions of dialogues outside the selection are not in it
         print(f"warning: {len(unpaired)} prediction file(s) in {args.pred} pair with no chosen dialogue and were not "
               f"scored: {', '.join(unpaired[:20])}{' ...' if len(unpaired) > 20 else ''}", file=sys.stderr)

@@ -141,10 +141,14 @@ async def ascore(task: str, dialogues: Sequence[Dialogue], predictions: Mapping[
                  on_judge_error: str = "zero", notes: Mapping[int, int] | None = None) -> ScoreResult:
     if task not in TASKS:
         raise ValueError(f"task must be one of {TASKS}, not {task!r}")
+    if compat not in ("spec", "reference"):
+        raise ValueError(f"compat must be 'spec' or 'reference', not {compat!r}")
+    if compat == "reference":
+        return await _ascore_reference(task, dialogues, predictions, embedder, judge, notes)
     t0 = time.perf_counter()
     emb = resolve_embedder(embedder)
     jdg = resolve_judge(judge) if task == "emotion" else None
-    rules = ChainRules(compat=compat, judge=jdg is not None, on_judge_error=on_judge_error)
+    rules = ChainRules(judge=jdg is not None, on_judge_error=on_judge_error)
     ok, failed = triage(task, dialogues, predictions)
     table = await similarity_table(collect_pairs(task, ok), emb)
     t_embed = time.perf_counter() - t0
@@ -162,6 +166,25 @@ async def ascore(task: str, dialogues: Sequence[Dialogue], predictions: Mapping[
         extra["judge_stats"] = {"asked": jdg.stats.asked, "retried": jdg.stats.retried,
                                 "failures": jdg.stats.failures, "cache_hits": jdg.stats.cache_hits}
     return build_result(task, items, rows + failed, extra)
+
+
+async def _ascore_reference(task: str, dialogues: Sequence[Dialogue], predictions: Mapping[int, Any],
+                            embedder: Embedder | str, judge: Any, notes: Mapping[int, int] | None) -> ScoreResult:
+    """`--compat reference` (both tasks): the published scripts' path (`refengine`), with the judge's bare LLM."""
+    from emocaustics.tasks.emocaustics.score.refengine import ascore_reference
+
+    made = resolve_judge(judge) if isinstance(judge, str) else None  # None for "none"
+    if isinstance(judge, str):
+        llm = made.llm if made is not None else None
+    else:
+        llm = judge.llm if isinstance(judge, EventJudge) else judge
+    try:
+        return await ascore_reference(task, dialogues, predictions, embedder=resolve_embedder(embedder), llm=llm,
+                                      notes=notes)
+    finally:
+        close = getattr(llm, "aclose", None) if made is not None else None
+        if close is not None:  # a judge made here from a spec: its HTTP session ends with this loop
+            await close()
 
 
 def _run(coro: Any) -> ScoreResult:

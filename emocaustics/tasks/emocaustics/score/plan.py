@@ -62,7 +62,7 @@ class ScoreStage:
         self.ok = ok
         self.notes = dict(notes)
         self.judge = resolve_judge(judge) if task == "emotion" else None
-        self.rules = ChainRules(compat=compat, judge=self.judge is not None, on_judge_error=on_judge_error)
+        self.rules = ChainRules(judge=self.judge is not None, on_judge_error=on_judge_error)
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
         ids = [int(i) for i in batch["dialogue"]]
@@ -85,6 +85,11 @@ def score_with_ray(task: str, dialogues: Sequence[Dialogue], predictions: Mappin
                    on_judge_error: str = "zero", batch_size: int = 100, embed_actors: int = 1,
                    notes: Mapping[int, int] | None = None) -> ScoreResult:
     """Score through Ray Data. Starts a small local Ray (memory capped) when none is running, and stops only that."""
+    if compat == "reference":  # the reference's path is a sequence of judge rounds: it runs in this process
+        from emocaustics.tasks.emocaustics.score.engine import ascore
+
+        return asyncio.run(ascore(task, dialogues, predictions, embedder=embedder, judge=judge, compat=compat,
+                                  notes=notes))
     import ray
 
     t0 = time.perf_counter()

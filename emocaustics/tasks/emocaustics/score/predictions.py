@@ -157,6 +157,15 @@ def read_chain_predictions(directory: str | Path) -> PredictionSet:
     return _read_predictions(directory, CHAIN_NAME, _parse_chain_file)
 
 
+def read_raw_predictions(directory: str | Path, task: str) -> PredictionSet:
+    """`--compat reference`: each file's JSON as it is (`refengine.RawPrediction`), for the reference's own reading;
+    only a file that is not JSON at all is a failure here."""
+    from emocaustics.tasks.emocaustics.score.refengine import RawPrediction
+
+    return _read_predictions(directory, SEXTUPLE_NAME if task == "sextuple" else CHAIN_NAME,
+                             lambda obj, name: (RawPrediction(obj, name), []))
+
+
 def write_sextuple_predictions(directory: str | Path, dialogue_id: int, records: Sequence[dict[str, Any]] | None = None,
                                *, sentences: Sequence[str] = (), holders: Sequence[str] = (),
                                candidates: SextuplePrediction | None = None) -> Path:

@@ -29,3 +29,37 @@ JUDGE_RETRY_NOTE = '\n注意：只能输出 {"same": 0} 或 {"same": 1}。'
 def judge_messages(gt: str, pred: str, retry: bool = False) -> tuple[dict[str, str], ...]:
     user = JUDGE_USER.format(gt=gt, pred=pred) + (JUDGE_RETRY_NOTE if retry else "")
     return ({"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": user})
+
+
+# --- `--compat reference`: the published scripts' own judge (prompt text and answer format), as data -------------
+# The reference asks in words, without a schema, at temperature 0, and reads the answer as `int(answer.strip())`:
+# 1 is "similar", any other integer is 0, and anything that is not an integer is an error (see `refjudge`).
+# Sextuples (get_quadruples_score.py) and chains (get_emo_score.py) use different system prompts, the same user turn.
+
+REFERENCE_SEXTUPLE_SYSTEM = (
+    "\n你是一个负责对比两个文本的评测器，我会给你两个文本A和B，你需要判断它们语义是否相似，或者在描述一个相似的态度和事件。\n"
+    "如果语义基本一致或高度近似(意思相或者目标相同)，请输出1，否则输出0。只需要输出一个数字0或1，不要输出其他解释。\n"
+)
+
+REFERENCE_CHAIN_SYSTEM = (
+    "\n你是一个负责对比两个文本的评测器。\n"
+    "我会给你两个文本A和B，你需要判断它们语义是否相似，或者在描述一个相似的态度和事件。\n"
+    "如果语义基本一致或高度近似(意思相或者目标相同)，请输出1，否则输出0。只需要输出一个数字0或1，不要输出其他解释。\n"
+    "\n### 注意\n"
+    "- 输出只有一个数字，没有其他内容。\n"
+    "- 如果两个句子相似，则输出数字 1，否则输出数字 0。\n"
+    "\n### 输入示例\n"
+    "\n文本A: 我爱吃苹果 \n"
+    "文本B: 我觉得苹果很好吃\n"
+    "请判断是否相似(0或1):\n"
+    "\n### 输出示例\n"
+    "\n1\n\n"
+)
+
+REFERENCE_USER = "文本A: {a}\n文本B: {b}\n请判断是否相似(0或1):"
+
+
+def reference_judge_messages(task: str, a: str, b: str) -> tuple[dict[str, str], ...]:
+    """The reference's two messages for texts `a` (ground truth) and `b` (prediction), already formatted as text."""
+    system = REFERENCE_SEXTUPLE_SYSTEM if task == "sextuple" else REFERENCE_CHAIN_SYSTEM
+    return ({"role": "system", "content": system}, {"role": "user", "content": REFERENCE_USER.format(a=a, b=b)})
