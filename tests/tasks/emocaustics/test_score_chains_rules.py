@@ -122,3 +122,23 @@ def test_judge_failure_zero_or_unscored():
 def test_oracle_is_one():
     out = score_dialogue_chains(GT, GT, table_sim({}), rules=ChainRules(judge=True))
     assert out.score == 1.0 and not out.missing
+
+
+def test_reason_threshold_is_inclusive():
+    gt = {"A": (Event("x", (emo("negative", "r", "B"),)),)}
+    pred = {"A": (Event("x", (emo("negative", "r2", "B"),)),)}
+    at = score_dialogue_chains(gt, pred, table_sim({("r", "r2"): 0.8}))
+    below = score_dialogue_chains(gt, pred, table_sim({("r", "r2"): 0.79}))
+    assert at.items[0].reason_ok and at.score == 1.0 and below.score == 0.0
+
+
+def test_equal_candidates_the_earliest_counts():
+    # events: p1 and p2 equally similar to x, with equal points -> p1 (the earliest), whose reason is "u";
+    # reasons inside: u1 and u2 equally similar and earning the same -> u1, whose source is the one shown
+    gt = {"A": (Event("x", (emo("negative", "r", "B"),)),)}
+    pred = {"A": (Event("p1", (emo("negative", "u1", "B"), emo("negative", "u2", "B"))),
+                  Event("p2", (emo("negative", "u3", "B"),)))}
+    out = score_dialogue_chains(gt, pred, table_sim({("x", "p1"): 0.9, ("x", "p2"): 0.9, ("r", "u1"): 0.85,
+                                                     ("r", "u2"): 0.85, ("r", "u3"): 0.85}))
+    item = out.items[0]
+    assert (item.pred_event_index, item.pred_emotion_index, item.pred_reason) == (0, 0, "u1") and out.score == 1.0

@@ -86,3 +86,18 @@ def test_dialogue_score_and_length_mismatch():
 def test_pairs_needed_skips_identical_and_empty():
     pred = Sextuple(target="t", aspect="a2", opinion="", sentiment="negative", rationale="r")
     assert pairs_needed([U], [[pred]]) == {("a2", "a")}
+
+
+def test_threshold_is_inclusive_for_opinion_and_rationale_too():
+    pred = Sextuple(target="zz", aspect="a2", opinion="o2", sentiment="positive", rationale="r2")
+    row = score_utterance(U, [pred], table_sim({("a2", "a"): 0.79, ("o2", "o"): 0.8, ("r2", "r"): 0.8}))
+    assert (row.aspect_ok, row.opinion_ok, row.rationale_ok) == (False, True, True) and row.points == 2
+
+
+def test_equal_candidates_the_earliest_counts():
+    # two candidates with the same points and the same summed similarity: the first one is chosen
+    first = Sextuple(target="t1", aspect="a1", opinion="o", sentiment="negative", rationale="r")
+    second = Sextuple(target="t2", aspect="a2", opinion="o", sentiment="negative", rationale="r")
+    row = score_utterance(U, [first, second], table_sim({("a1", "a"): 0.9, ("a2", "a"): 0.9,
+                                                         ("t1", "t"): 0.1, ("t2", "t"): 0.7}))
+    assert row.chosen == 0 and row.target_sim == 0.1 and row.points == 4
