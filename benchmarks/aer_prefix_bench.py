@@ -113,7 +113,7 @@ def prepared(split: str, data: str | None, n: int | None, prompt: str = "zero-sh
 
 
 async def run_affinity(spec: str, task: Any, options: Any, samples: list[Any]) -> dict[str, Any]:
-    from emocaustics.models.spec import make_llm
+    from emocaustics.models.factory import make_llm
 
     pool = make_llm(spec)
     start_s = await pool.start()

@@ -11,6 +11,8 @@ directly). The core -- job specs, the runner, the report -- only ever talks to t
 - `Task.solve`  async (llm, sample, options) -> prediction, or raises `SolveFailed(step, reason)`; runs next to the
                 engine through `ModelPool.run` with `Task.weight` (placement cost) and `Task.affinity` (replica key:
                 samples sharing a prompt prefix share a key).
+- `OwnPlan`     optional: `solve_config`, a task's own plan for a whole config (dependent chains, side inputs);
+                without it the runner uses the default plan (`solve.plan`).
 - `Task.predict` calibration predictors (oracle, baselines): no model.
 - `Task.score`  (samples, predictions | Failure, options, context) -> `Scored`: long rows
                 `sample_id, metric, value, weight, status, reason`, plus corpus-level summary metrics and extra tables.
@@ -23,7 +25,7 @@ import importlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import polars as pl
 from pydantic import BaseModel, ConfigDict
@@ -145,6 +147,8 @@ class Task:
     calibration_methods: ClassVar[tuple[str, ...]] = ()  # built-in predictors: no model
     primary_metric: ClassVar[str] = "score"
     prompts_version: ClassVar[str | None] = None  # hash of the prompt templates, recorded in every run
+    # What each metric means, for the report's legend (metric name, or a prefix ending in ":", -> one sentence).
+    metric_docs: ClassVar[dict[str, str]] = {}
 
     # -- options -------------------------------------------------------------------------------------------------
     def parse_options(self, raw: dict[str, Any]) -> Options:
@@ -196,16 +200,6 @@ class Task:
     async def solve(self, llm: Any, sample: Sample, options: Options) -> Any:
         raise SolveFailed("solver", f"task {self.name!r} has no solver")
 
-    def solve_config(self, samples: list[Sample], options: Options, *, llm_spec: str, out: Path,
-                     ctx: "ScoreContext", cache_dir: Path | None, concurrency: int, prior: Path | None = None) -> None:
-        """Solve every sample without a prediction in `out` (the default plan: `solve` of each sample next to the
-        engine, many in flight, each written as it finishes). A task with dependent multi-call plans may bring its
-        own."""
-        from emocaustics.solve.plan import solve_samples
-
-        solve_samples(self, samples, options, llm_spec=llm_spec, out=out, cache_dir=cache_dir,
-                      concurrency=concurrency)
-
     def progress_counts(self, samples: list[Sample], out: Path) -> tuple[int, int]:
         """For progress lines, polled while solving: how many samples have a prediction or a failure in `out`, and
         how many of those are failures. A task whose predictions are costly to read counts files instead."""
@@ -256,6 +250,13 @@ class Task:
                     pass  # e.g. a sample without input: the real run fails it too, at no cost
 
         aio.run(each())
+
+    def builds_on(self, options: Options, model: str | None,
+                  candidates: list[tuple[str, Options, str | None, str]]) -> str | None:
+        """The label of another config of the job whose predictions this config reuses (e.g. emotion chains built
+        on sextuple windows), chosen among `candidates` (task name, options, model, label); the runner runs that
+        config first and hands its folder to `solve_config` as `prior`. Default: none."""
+        return None
 
     def fingerprint(self, sample: Sample) -> str:
         """A short content hash of what the solver sees of a sample (its input): recorded with the predictions, so
@@ -313,6 +314,18 @@ class Task:
         return found
 
 
+@runtime_checkable
+class OwnPlan(Protocol):
+    """Optional: a task that solves a config with a plan of its own (dependent multi-call chains with side inputs
+    streaming in, as EmoCaustics extraction) instead of the default plan (`solve.plan.solve_samples`: `solve` of each
+    sample next to the engine, many in flight, each written as it finishes). It solves every sample without a
+    prediction in `out`; `prior` is the folder of the config it builds on (`Task.builds_on`)."""
+
+    def solve_config(self, samples: list[Sample], options: Options, *, llm_spec: str, out: Path,
+                     ctx: ScoreContext, cache_dir: Path | None, concurrency: int, prior: Path | None = None) -> None:
+        ...
+
+
 def jsonable(obj: Any) -> Any:
     """Plain JSON data of a sample's input: dataclasses and pydantic models become dicts, tuples lists."""
     import dataclasses
@@ -356,13 +369,31 @@ def task_packages() -> list[str]:
     return sorted(f"emocaustics.tasks.{m.name}" for m in pkgutil.iter_modules(emocaustics.tasks.__path__) if m.ispkg)
 
 
+ENTRY_POINT_GROUP = "emocaustics.tasks"
+
+
 def _discover() -> None:
-    """Import every task package once (each registers its tasks). Task packages keep their heavy imports lazy."""
+    """Import every task package once (each registers its tasks), then the tasks other installed packages declare
+    in the `emocaustics.tasks` entry-point group (`name = "module:TaskClass"` or `"module:instance"`): a benchmark
+    can live in a package of its own. Task packages keep their heavy imports lazy."""
+    from importlib.metadata import entry_points
+
     global _DISCOVERED
     if not _DISCOVERED:
         _DISCOVERED = True
         for name in task_packages():
             importlib.import_module(name)
+        for ep in entry_points(group=ENTRY_POINT_GROUP):
+            try:
+                obj = ep.load()
+            except Exception as exc:  # a broken plug-in is named, never a bare traceback from deep inside import
+                raise UsageError(f"task plug-in {ep.name!r} ({ep.value}, entry point group {ENTRY_POINT_GROUP}): "
+                                 f"cannot load: {type(exc).__name__}: {exc}") from exc
+            task = obj() if isinstance(obj, type) else obj
+            if not isinstance(task, Task):
+                raise UsageError(f"task plug-in {ep.name!r} ({ep.value}): not a Task subclass or instance")
+            if task.name not in _REGISTRY:  # in-tree tasks and explicit registrations win over a same-named plug-in
+                register(task)
 
 
 def register(task: Task) -> Task:

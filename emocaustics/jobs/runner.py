@@ -1,8 +1,8 @@
 """`emocaustics run JOB.yaml`: a whole job (runs and grid, any task) from data to report, resumable.
 
     validate spec -> connect to Ray (once, `core.cluster`) -> for every config:
-      task.load (data defects reported) -> calibration predictor, or task.prepare + task.solve_config against the
-      job's model pool -> task.score (long rows) -> task.finalize (submission files)
+      task.load (data defects reported) -> calibration predictor, or task.prepare + the default plan (`solve.plan`;
+      a task's `OwnPlan` instead) against the job's model pool -> task.score (long rows) -> task.finalize
     -> rows.parquet (long) / scores.parquet (one row per config x sample) / tables/<name>.parquet (a scorer's extra
     tables) / summary.csv / summary.md / report.html
 
@@ -28,13 +28,11 @@ import polars as pl
 
 from emocaustics.core.errors import EndpointDown, NothingToResume, UsageError
 from emocaustics.core.progress import Progress
-from emocaustics.core.task import Failure, Loaded, Options, ScoreContext, Scored, Task
+from emocaustics.core.task import Failure, Loaded, Options, OwnPlan, ScoreContext, Task
 from emocaustics.jobs import rundir
 from emocaustics.jobs.rundir import RUN_FILE
+from emocaustics.jobs.results import score_table, summary_record, with_run, write_extra_tables
 from emocaustics.jobs.spec import JobSpec, ModelSpec, RunSpec, dump_job, output_path
-
-COST_COLUMNS = ("llm_calls", "cache_hits", "prompt_tokens", "generated_tokens")
-
 
 def model_spec_string(model: ModelSpec) -> str:
     """A job's model entry as a model spec string (`emocaustics.models.spec`)."""
@@ -124,10 +122,9 @@ class Config:
 
 def _prior(cfg: Config, configs: list[Config]) -> Path | None:
     """The folder of another config this one builds on (the task decides), if the job has it."""
-    builds_on = getattr(cfg.task, "builds_on", None)
-    if builds_on is None:
+    label = cfg.task.builds_on(cfg.options, cfg.model, [(c.task.name, c.options, c.model, c.label) for c in configs])
+    if label is None:
         return None
-    label = builds_on(cfg.options, cfg.model, [(c.task.name, c.options, c.model, c.label) for c in configs])
     return next((c.pred_dir for c in configs if c.label == label), None)
 
 
@@ -157,9 +154,15 @@ def solve(cfg: Config, job: JobSpec, samples: list, ctx: ScoreContext, cache_dir
 
     count = (lambda: tally(True)) if earlier else (lambda: cfg.task.progress_counts(samples, cfg.pred_dir))
     with watch(progress, count, final=(lambda: tally(False)) if earlier else None):
-        cfg.task.solve_config(samples, cfg.options, llm_spec=model_spec_string(job.models[cfg.model]),
-                              out=cfg.pred_dir, ctx=ctx, cache_dir=cache_dir, concurrency=job.concurrency,
-                              prior=prior)
+        llm_spec = model_spec_string(job.models[cfg.model])
+        if isinstance(cfg.task, OwnPlan):
+            cfg.task.solve_config(samples, cfg.options, llm_spec=llm_spec, out=cfg.pred_dir, ctx=ctx,
+                                  cache_dir=cache_dir, concurrency=job.concurrency, prior=prior)
+        else:
+            from emocaustics.solve.plan import solve_samples
+
+            solve_samples(cfg.task, samples, cfg.options, llm_spec=llm_spec, out=cfg.pred_dir, cache_dir=cache_dir,
+                          concurrency=job.concurrency)
 
 
 def predictions_for(cfg: Config, samples: list) -> dict[str, Any]:
@@ -169,68 +172,6 @@ def predictions_for(cfg: Config, samples: list) -> dict[str, Any]:
     for s in samples:  # a sample with neither a prediction nor a failure row is a failure, never a silent gap
         found.setdefault(s.id, Failure("solve", "no prediction was written for this sample"))
     return found
-
-
-def score_table(cfg: Config, scored: Scored, stats: dict[str, dict[str, Any]]) -> pl.DataFrame:
-    """One row per sample of this config: primary metric as `score`, the others as `c_<metric>`, cost and status."""
-    rows = scored.rows
-    # The per-sample score is the primary metric where the task scores it per sample; a corpus-level primary
-    # (an official F1) lives in configs.json, and its first per-sample metric stands in the per-sample table.
-    primary = cfg.task.primary_metric
-    if rows.height and primary not in set(rows["metric"]):
-        primary = rows["metric"][0]
-    main = rows.filter(pl.col("metric") == primary).select(
-        "sample_id", "weight", pl.col("value").alias("score"), (pl.col("status") == "failed").alias("failed"),
-        "status", "reason")
-    others = rows.filter(pl.col("metric") != primary)
-    if others.height:
-        wide = others.pivot(on="metric", index="sample_id", values="value", aggregate_function="first")
-        wide = wide.rename({c: f"c_{c}" for c in wide.columns if c != "sample_id"})
-        main = main.join(wide, on="sample_id", how="left")
-    info = scored.tables.get("sample_info")
-    if info is not None:
-        main = main.join(info, on="sample_id", how="left")
-    cost = pl.DataFrame(
-        [{"sample_id": k, **{c: int(v.get(c, 0)) for c in COST_COLUMNS}, "seconds": float(v.get("seconds", 0.0))}
-         for k, v in stats.items()],
-        schema={"sample_id": pl.Utf8, **{c: pl.Int64 for c in COST_COLUMNS}, "seconds": pl.Float64})
-    extra = cfg.task.summary_columns(cfg.options)
-    return (
-        main.join(cost, on="sample_id", how="left")
-        .with_columns(
-            pl.lit(cfg.label).alias("run"), pl.lit(cfg.task.name).alias("task"),
-            pl.lit(cfg.options.method).alias("method"), pl.lit(cfg.model, pl.Utf8).alias("model"),
-            pl.lit(cfg.kind).alias("kind"),
-            *[pl.lit(v, pl.Int64 if isinstance(v, int) or v is None else None).alias(k) for k, v in extra.items()],
-            pl.col(*COST_COLUMNS).fill_null(0), pl.col("seconds").fill_null(0.0),
-        )
-    )
-
-
-def _with_run(table: pl.DataFrame, label: str) -> pl.DataFrame:
-    """The config's label as the first column `run` (a column of that name the table had is kept as `table_run`)."""
-    if "run" in table.columns:
-        table = table.rename({"run": "table_run"})
-    return table.select(pl.lit(label).alias("run"), *table.columns)
-
-
-def write_extra_tables(folder: Path, tables: dict[str, list[pl.DataFrame]]) -> list[Path]:
-    """`tables/<name>.parquet` for each extra table a scorer returned (per-emotion F1s, data problems, system
-    z-scores, significance tests, ...), every config's rows with its `run`: none is dropped because the common
-    tables have no column for it."""
-    written = []
-    for name, parts in tables.items():
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"{name}.parquet"
-        pl.concat(parts, how="diagonal_relaxed").write_parquet(path)
-        written.append(path)
-    return written
-
-
-def _summary_record(cfg: Config, scored: Scored, loaded_defects: int) -> dict[str, Any]:
-    return {"run": cfg.label, "task": cfg.task.name, "method": cfg.options.method, "model": cfg.model,
-            "options": cfg.options.model_dump(mode="json"), "summary": scored.summary, "data_defects": loaded_defects,
-            "prompts_version": cfg.task.prompts_version}
 
 
 def _is_remote(job: JobSpec, model: str | None) -> bool:
@@ -387,8 +328,8 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force
             items.append(scored.items.with_columns(pl.lit(cfg.label).alias("run")))
         for name, table in scored.tables.items():
             if name != "sample_info":  # that one is joined into scores.parquet
-                tables.setdefault(name, []).append(_with_run(table, cfg.label))
-        records.append(_summary_record(cfg, scored, len(loaded.defects)))
+                tables.setdefault(name, []).append(with_run(table, cfg.label))
+        records.append(summary_record(cfg, scored, len(loaded.defects)))
         wall[cfg.label] = clock.stop()  # every attempt of this config: a resumed config's time is the sum
         value = scored.summary.get(cfg.task.primary_metric, frames[-1]["score"].mean())
         failed = int(frames[-1]["failed"].sum())

@@ -1,7 +1,7 @@
 """Model hosting and clients: one `LLM` interface over the vLLM engine in Ray actors, the smoke model and
 OpenAI-compatible endpoints; embedders beside it.
 
-- `spec.make_llm(spec, cache_dir=None, **opts)`: `smoke`, `vllm:PATH_OR_NAME?...`, `openai:MODEL@BASE_URL`.
+- `factory.make_llm(spec, cache_dir=None, **opts)`: `smoke`, `vllm:PATH_OR_NAME?...`, `openai:MODEL@BASE_URL`.
 - `pool.ModelPool` / `pool.get_pool(spec)`: replicas of one model as Ray actors (`vllm_actor.VLLMEngineActor`),
   loaded once per process/job; `generate`, `run(fn, items, affinity_key)`, `stats()`.
 - `openai_chat.OpenAIChatLLM`, `cache.ResponseCache` / `cache.CachedLLM`, `smoke.build_smoke_model`,
@@ -16,7 +16,7 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
-    "make_llm": "spec",
+    "make_llm": "factory",
     "parse_llm_spec": "spec",
     "LLMSpec": "spec",
     "ModelPool": "pool",

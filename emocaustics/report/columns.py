@@ -109,7 +109,7 @@ def metric_doc(task_name: str, metric: str) -> tuple[str, str] | None:
     from emocaustics.core.task import get_task
 
     try:
-        docs: dict[str, str] = getattr(get_task(task_name), "metric_docs", {}) or {}
+        docs = get_task(task_name).metric_docs
     except Exception:  # an unregistered task name in an old run folder: the generic line still defines it
         return None
     if metric in docs:

@@ -117,7 +117,8 @@ def solve_samples(task: Task, samples: list[Sample], options: Options, *, llm_sp
                   cache_dir: Path | None, concurrency: int = 256) -> list[dict[str, Any]]:
     """Solve the samples that have no prediction in `out` yet (failed ones are tried again)."""
     from emocaustics.models.pool import _pickle_by_value_if_local
-    from emocaustics.models.spec import REMOTE_KINDS, make_llm, parse_llm_spec
+    from emocaustics.models.factory import make_llm
+    from emocaustics.models.spec import REMOTE_KINDS, parse_llm_spec
 
     out.mkdir(parents=True, exist_ok=True)
     done = {k for k, v in task.read_predictions(out).items() if not isinstance(v, Failure)}

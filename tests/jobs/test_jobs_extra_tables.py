@@ -7,7 +7,7 @@ from pathlib import Path
 
 import polars as pl
 
-from emocaustics.jobs.runner import _with_run, write_extra_tables
+from emocaustics.jobs.results import with_run as _with_run, write_extra_tables
 
 
 def test_every_configs_extra_tables_are_written_with_their_run(tmp_path: Path) -> None:

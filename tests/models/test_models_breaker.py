@@ -17,7 +17,7 @@ import pytest
 
 from emocaustics.models.base import ChatRequest, Sampling
 from emocaustics.models.breaker import BreakerLLM
-from emocaustics.models.spec import make_llm
+from emocaustics.models.factory import make_llm
 from fakes.anthropic_messages import AnthropicFaults, FakeAnthropicServer
 from fakes.openai_chat import FakeOpenAIServer, Faults
 

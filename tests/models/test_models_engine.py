@@ -11,7 +11,7 @@ from emocaustics.models.base import ChatRequest, Sampling
 from emocaustics.models.cache import CachedLLM, ResponseCache
 from emocaustics.models.local import RunFailure
 from emocaustics.models.pool import get_pool
-from emocaustics.models.spec import make_llm
+from emocaustics.models.factory import make_llm
 
 pytestmark = pytest.mark.engine
 

@@ -10,7 +10,7 @@ from fakes.openai_chat import Faults, FakeOpenAIServer
 
 from emocaustics.models.base import ChatRequest, Sampling
 from emocaustics.models.openai_chat import OpenAIChatLLM
-from emocaustics.models.spec import make_llm
+from emocaustics.models.factory import make_llm
 
 SCHEMA = {"type": "object", "properties": {"answer": {"type": "string", "maxLength": 8}}, "required": ["answer"]}
 

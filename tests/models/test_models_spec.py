@@ -165,7 +165,8 @@ def test_cache_writes_are_committed_beside_the_caller_and_never_lost(tmp_path: P
 
 def test_anthropic_specs_parse_and_make_a_client():
     from emocaustics.models.anthropic_chat import AnthropicChatLLM
-    from emocaustics.models.spec import make_llm, parse_llm_spec
+    from emocaustics.models.factory import make_llm
+    from emocaustics.models.spec import parse_llm_spec
 
     spec = parse_llm_spec("anthropic:claude-test@http://127.0.0.1:9?concurrency=4")
     assert (spec.kind, spec.model, spec.base_url, spec.client) == ("anthropic", "claude-test", "http://127.0.0.1:9",

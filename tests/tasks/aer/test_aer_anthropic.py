@@ -179,7 +179,8 @@ def test_prose_answers_from_an_unguided_endpoint_are_read(tmp_path: Path) -> Non
 
 
 def test_spec_takes_sampling_for_anthropic_only() -> None:
-    from emocaustics.models.spec import make_llm, parse_llm_spec
+    from emocaustics.models.factory import make_llm
+    from emocaustics.models.spec import parse_llm_spec
 
     spec = parse_llm_spec("anthropic:claude-x@http://127.0.0.1:9?sampling=omit&json_mode=plain")
     assert spec.client == {"sampling": "omit", "json_mode": "plain"}

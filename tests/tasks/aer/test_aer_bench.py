@@ -70,7 +70,7 @@ def test_prefix_bench_reports_both_placements(tmp_path: Path, monkeypatch: pytes
     qs = [question(n, 1 + n % 2, "A") for n in range(1, 13)]
     root = write_dataset(tmp_path / "data", {"sample": (qs, [topic(t, [doc(i, t, words=300) for i in (1, 2)])
                                                              for t in (1, 2)])})
-    monkeypatch.setattr("emocaustics.models.spec.make_llm", lambda spec: FakePool())
+    monkeypatch.setattr("emocaustics.models.factory.make_llm", lambda spec: FakePool())
     out = tmp_path / "bench.json"
     assert aer_prefix_bench.main(["--data", str(root), "--out", str(out), "--no-ratio"]) == 0
     res = json.loads(out.read_text())

@@ -11,7 +11,7 @@ import logging
 import pytest
 
 from emocaustics.core.task import SolveFailed
-from emocaustics.models.spec import make_llm
+from emocaustics.models.factory import make_llm
 from emocaustics.tasks.aer.solver import ask_samples
 from fakes.anthropic_messages import FakeAnthropicServer
 from fakes.openai_chat import FakeOpenAIServer

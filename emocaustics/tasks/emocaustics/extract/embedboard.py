@@ -102,14 +102,13 @@ def start_board() -> Any:
 def board_embeddings(board: Any, ticket: int) -> Any:
     """The `Embeddings` of a dialogue whose rows come from `board`, for its state machine inside a replica."""
     from emocaustics.tasks.emocaustics.extract import sextuple as sx
-    from emocaustics.tasks.emocaustics.extract.runner import EmbeddingFailed
 
     async def upto(n: int | None) -> np.ndarray:
         try:
             return await board.upto.remote(ticket, n)
         except Exception as exc:  # the feed's failure (RayTaskError wraps it) or the board gone: the dialogue fails
             cause = getattr(exc, "cause", None) or exc
-            raise EmbeddingFailed(str(cause).strip().splitlines()[-1] if str(cause).strip() else
+            raise sx.EmbeddingFailed(str(cause).strip().splitlines()[-1] if str(cause).strip() else
                                   type(cause).__name__) from None
 
     async def whole() -> np.ndarray:

@@ -88,7 +88,8 @@ async def _stream(items: list[dict[str, Any]], cfg: ExtractConfig, *, llm_spec: 
     connected only when the model is hosted in Ray actors (`smoke`, `vllm:`)."""
     import sys
 
-    from emocaustics.models.spec import REMOTE_KINDS, make_llm, parse_llm_spec
+    from emocaustics.models.factory import make_llm
+    from emocaustics.models.spec import REMOTE_KINDS, parse_llm_spec
     from emocaustics.tasks.emocaustics.extract.embedfeed import EmbedFeed
 
     feed = None

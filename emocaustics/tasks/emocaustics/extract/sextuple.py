@@ -49,6 +49,10 @@ class WindowSettings:
     max_log_lines: int = 6
 
 
+class EmbeddingFailed(Exception):
+    """The embedder could not give a dialogue its embeddings (the dialogue fails with this reason)."""
+
+
 class Embeddings:
     """A dialogue's utterance embeddings, fetched the first time a step needs them: `window` consults them only when
     the model's answer names no known event (and then only the rows up to its window's end), so its first calls never

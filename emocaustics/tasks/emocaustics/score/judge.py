@@ -1,7 +1,7 @@
 """The LLM judge of event matching: batched, cached, one retry, failures counted (never hidden).
 
 Any `emocaustics.models.base.LLM` can judge: `openai:MODEL@URL`, `vllm:...`, `smoke` resolve through
-`emocaustics.models.spec.make_llm` (imported lazily: the vLLM path lives in the model-hosting package and plugs in
+`emocaustics.models.factory.make_llm` (imported lazily: the vLLM path lives in the model-hosting package and plugs in
 without changes here). All questions of a scoring round go to the LLM in one `generate` call, so a vLLM engine can
 batch them; answers are cached per (gt, pred) pair for the life of the judge (and on disk when the LLM is built
 with a cache directory).
@@ -90,6 +90,6 @@ def make_judge(spec: str | None, *, cache_dir: Path | None = None) -> EventJudge
     """`none` (or empty) -> no judge (embedding only); anything else is an LLM spec for `make_llm`."""
     if spec is None or spec.strip().lower() in ("", "none"):
         return None
-    from emocaustics.models.spec import make_llm
+    from emocaustics.models.factory import make_llm
 
     return EventJudge(make_llm(spec, cache_dir=cache_dir))

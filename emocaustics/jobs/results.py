@@ -1,0 +1,85 @@
+"""The job's result frames, built per config as it is scored: its per-sample table (scores.parquet), its record in
+configs.json, and the scorers' extra tables (tables/<name>.parquet), each row carrying the config's label as `run`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Protocol
+
+import polars as pl
+
+from emocaustics.core.task import Options, Scored, Task
+
+
+class Config(Protocol):
+    """What these builders read of one expanded run (`jobs.runner.Config`)."""
+
+    task: Task
+    options: Options
+    label: str
+    model: str | None
+    kind: str
+
+COST_COLUMNS = ("llm_calls", "cache_hits", "prompt_tokens", "generated_tokens")
+
+
+def score_table(cfg: Config, scored: Scored, stats: dict[str, dict[str, Any]]) -> pl.DataFrame:
+    """One row per sample of this config: primary metric as `score`, the others as `c_<metric>`, cost and status."""
+    rows = scored.rows
+    # The per-sample score is the primary metric where the task scores it per sample; a corpus-level primary
+    # (an official F1) lives in configs.json, and its first per-sample metric stands in the per-sample table.
+    primary = cfg.task.primary_metric
+    if rows.height and primary not in set(rows["metric"]):
+        primary = rows["metric"][0]
+    main = rows.filter(pl.col("metric") == primary).select(
+        "sample_id", "weight", pl.col("value").alias("score"), (pl.col("status") == "failed").alias("failed"),
+        "status", "reason")
+    others = rows.filter(pl.col("metric") != primary)
+    if others.height:
+        wide = others.pivot(on="metric", index="sample_id", values="value", aggregate_function="first")
+        wide = wide.rename({c: f"c_{c}" for c in wide.columns if c != "sample_id"})
+        main = main.join(wide, on="sample_id", how="left")
+    info = scored.tables.get("sample_info")
+    if info is not None:
+        main = main.join(info, on="sample_id", how="left")
+    cost = pl.DataFrame(
+        [{"sample_id": k, **{c: int(v.get(c, 0)) for c in COST_COLUMNS}, "seconds": float(v.get("seconds", 0.0))}
+         for k, v in stats.items()],
+        schema={"sample_id": pl.Utf8, **{c: pl.Int64 for c in COST_COLUMNS}, "seconds": pl.Float64})
+    extra = cfg.task.summary_columns(cfg.options)
+    return (
+        main.join(cost, on="sample_id", how="left")
+        .with_columns(
+            pl.lit(cfg.label).alias("run"), pl.lit(cfg.task.name).alias("task"),
+            pl.lit(cfg.options.method).alias("method"), pl.lit(cfg.model, pl.Utf8).alias("model"),
+            pl.lit(cfg.kind).alias("kind"),
+            *[pl.lit(v, pl.Int64 if isinstance(v, int) or v is None else None).alias(k) for k, v in extra.items()],
+            pl.col(*COST_COLUMNS).fill_null(0), pl.col("seconds").fill_null(0.0),
+        )
+    )
+
+
+def with_run(table: pl.DataFrame, label: str) -> pl.DataFrame:
+    """The config's label as the first column `run` (a column of that name the table had is kept as `table_run`)."""
+    if "run" in table.columns:
+        table = table.rename({"run": "table_run"})
+    return table.select(pl.lit(label).alias("run"), *table.columns)
+
+
+def write_extra_tables(folder: Path, tables: dict[str, list[pl.DataFrame]]) -> list[Path]:
+    """`tables/<name>.parquet` for each extra table a scorer returned (per-emotion F1s, data problems, system
+    z-scores, significance tests, ...), every config's rows with its `run`: none is dropped because the common
+    tables have no column for it."""
+    written = []
+    for name, parts in tables.items():
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{name}.parquet"
+        pl.concat(parts, how="diagonal_relaxed").write_parquet(path)
+        written.append(path)
+    return written
+
+
+def summary_record(cfg: Config, scored: Scored, loaded_defects: int) -> dict[str, Any]:
+    return {"run": cfg.label, "task": cfg.task.name, "method": cfg.options.method, "model": cfg.model,
+            "options": cfg.options.model_dump(mode="json"), "summary": scored.summary, "data_defects": loaded_defects,
+            "prompts_version": cfg.task.prompts_version}
