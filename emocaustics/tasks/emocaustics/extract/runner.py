@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from emocaustics.tasks.emocaustics.extract import chains as chain_methods
 from emocaustics.tasks.emocaustics.extract import sextuple as sx
+from emocaustics.tasks.emocaustics.extract.sextuple import EmbeddingFailed
 from emocaustics.solve.ask import Asker, StepFailed
 from emocaustics.tasks.emocaustics.extract.output import append_failure, write_prediction
 from emocaustics.tasks.emocaustics.extract.prompts import SYSTEM
@@ -223,10 +224,6 @@ async def run_items(llm: Any, items: list[dict[str, Any]], out: Path, task: str,
     rows = await asyncio.gather(*(one(items[i]) for i in order))
     by_index = dict(zip(order, rows))
     return [by_index[i] for i in range(len(items))]
-
-
-class EmbeddingFailed(Exception):
-    """The embedder could not give a dialogue its embeddings (the dialogue fails with this reason)."""
 
 
 async def _with_embeddings(llm: Any, item: dict[str, Any], feed: Any, in_process: bool) -> dict[str, Any]:
