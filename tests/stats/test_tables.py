@@ -21,9 +21,18 @@ def test_ci_and_pairs_tables():
     ci, pairs = config_stats(df, n_resamples=3000, seed=0)
     assert ci.columns == ["config", "n", "n_missing", "mean", "ci_low", "ci_high"]
     assert ci.get_column("config").to_list() == ["a", "b", "c"]  # input order
+    sd = {c: float(np.std(v, ddof=1)) for c, v in df.group_by("config").agg("value").iter_rows()}
     for row in ci.iter_rows(named=True):
         assert row["n"] == 300 and row["ci_low"] < row["mean"] < row["ci_high"]
+        # the width, not only the order: 95% of a mean of 300 is about 2 * 1.96 * sd / sqrt(300)
+        assert row["ci_high"] - row["ci_low"] == pytest.approx(2 * 1.96 * sd[row["config"]] / np.sqrt(300), rel=0.15)
     got = {(r["config_a"], r["config_b"]): r for r in pairs.iter_rows(named=True)}
+    # paired: the a-b difference varies only by the noise (sd 0.1), so its interval is about 2 * 1.96 * 0.1 /
+    # sqrt(300) = 0.023 wide (unpaired draws would make it about 0.3); a-c differ by nothing: a zero-width interval
+    ab_width = got[("a", "b")]["diff_high"] - got[("a", "b")]["diff_low"]
+    assert ab_width == pytest.approx(2 * 1.96 * 0.1 / np.sqrt(300), rel=0.2)
+    assert got[("a", "c")]["diff_low"] == pytest.approx(0.0, abs=1e-12)
+    assert got[("a", "c")]["diff_high"] == pytest.approx(0.0, abs=1e-12)
     assert list(got) == [("a", "b"), ("a", "c"), ("b", "c")]
     ab, ac = got[("a", "b")], got[("a", "c")]
     assert ab["diff"] == pytest.approx(-0.3, abs=0.03) and ab["significant"] and ab["p_wilcoxon"] < 1e-6
@@ -136,3 +145,17 @@ def test_per_item_from_long_rows_and_describe():
     # common item 2 only: a 0.0 - b 0.5 = -0.5; item 1 scored by a only
     assert lines == [lines[0]] and lines[0].startswith("a - b: -0.5000") and "1 scored in one only" in lines[0]
     assert "not significant" in lines[0]  # one common item: the randomisation p is 1
+
+
+def test_significant_reads_holms_p_not_the_raw_one():
+    from emocaustics.stats.tables import holm_family
+
+    a = [0.0, 1.0, 0.0, 1.0, 0.0, 1.0]
+    b = [x + d for x, d in zip(a, (0.1, 0.2, 0.3, 0.4, 0.5, 0.6))]  # every difference positive
+    _, pairs = config_stats(frame({"a": a, "b": b, "c": list(a)}), n_resamples=200, test="wilcoxon")
+    got = {(r["config_a"], r["config_b"]): r for r in pairs.iter_rows(named=True)}
+    # exact Wilcoxon, 6 positive differences: p = 2 / 2^6 = 0.03125 < 0.05; Holm over 3 pairs: 3 * 0.03125
+    assert got[("a", "b")]["p_wilcoxon"] == 0.03125 and got[("a", "b")]["p_holm"] == pytest.approx(0.09375)
+    assert not any(r["significant"] for r in got.values())
+    fam = holm_family(pairs, [True, True, True], test="wilcoxon")
+    assert fam["p_holm"].to_list() == pytest.approx([0.09375, 1.0, 0.09375]) and not fam["significant"].any()

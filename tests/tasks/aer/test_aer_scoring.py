@@ -34,6 +34,13 @@ def test_supersets_score_zero() -> None:
     assert question_score(["A", "A"], ["A"]) == 1.0  # a repeated letter is the same set
 
 
+def test_fewer_options_with_a_wrong_one_score_zero() -> None:
+    # fewer options than the gold is not enough for half credit: every option must be in the gold
+    assert question_score({"C"}, {"A", "B"}) == 0.0
+    assert question_score({"A", "D"}, {"A", "B", "C"}) == 0.0
+    assert question_score({"A", "C"}, {"A", "B", "C"}) == 0.5
+
+
 def _items() -> list[Item]:
     return [
         Item("q-1", 1, ("A",), ("A",)),            # exact 1.0

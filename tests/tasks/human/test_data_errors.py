@@ -58,7 +58,8 @@ def test_score_outside_range(ratings, value):
 
 def test_bounds_are_inclusive(ratings):
     ratings["data"][0]["result"][0]["score"].update(fun=0, clear=100)
-    D.parse_hits(ratings)
+    hits = D.parse_hits(ratings)
+    assert hits.assignments[0].result[0].scores == {"fun": 0.0, "dull": 30.0, "clear": 100.0}
 
 
 def test_system_not_in_model(ratings):

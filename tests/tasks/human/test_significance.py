@@ -89,3 +89,13 @@ def test_step7_on_the_hand_made_set(ratings):
     p = S.system_significance(r.group_rows("passed"), r.ranked_models)
     # passing worker P: alpha's two conversation z above beta's two -> exact p = 1 / C(4, 2) = 1/6
     assert p[0, 1] == pytest.approx(1 / 6, abs=1e-12) and p[1, 0] == pytest.approx(1.0)
+
+
+def test_shipped_significance_table_uses_only_workers_who_passed_qc(ratings):
+    from emocaustics.tasks.human.outputs import statistics
+
+    sig = statistics(process(parse_hits(ratings))).sig
+    # worker P alone (F and C failed quality control): alpha's two conversation z above beta's -> 1 / C(4, 2);
+    # with every worker the same cell would be about 0.386
+    assert sig.columns == ["", "alpha", "beta"]
+    assert sig.filter(pl.col("") == "alpha")["beta"].item() == pytest.approx(1 / 6, abs=1e-12)

@@ -62,3 +62,12 @@ def test_event_without_gt_action_is_skipped_among_scored_ones():
     r = run([ev("e1", 0, 6, action=FULL), ev("e2", 6, 12, action=act("verbal"))],
             [ev("e1", 0, 6, action=FULL), ev("e2", 6, 12, action={})])
     assert r["score"] == 1.0 and r["skipped_events"] == 1 and r["extra"] == ["e2.category=verbal"]
+
+
+def test_gt_empty_fields_are_not_wanted_for_a_complete_match():
+    r = run([ev("e1", 0, 6, action=act("verbal", "ask", "home", "completed", "crisis"))],
+            [ev("e1", 0, 6, action=act("verbal", "", None, "completed", "crisis"))])
+    # every field the GT has is right: a complete match, not a partial one (type and context are extra)
+    assert r["score"] == 1.0
+    assert (r["metrics"]["complete_match_rate"], r["metrics"]["partial_match_rate"]) == (1.0, 0.0)
+    assert r["missing"] == [] and r["counts"]["total"] == 3

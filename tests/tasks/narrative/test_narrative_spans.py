@@ -135,6 +135,9 @@ def test_out_of_range_prediction_counts_as_no_span():
     r = run([ev("e1", 0, 6), ev("e2", 6, 400), ev("e3", 12, 18)], GT3)
     assert r["metrics"]["boundary_similarity"] == 1.0 and r["metrics"]["mean_iou"] == pytest.approx(2 / 3)
     assert r["missing"] == ["e2"]
+    # the unpaired GT span counts 0 in the score too: (B 1 + IoU (1 + 0 + 1) / 3) / 2
+    assert r["counts"]["gt_spans"] == 3 and r["counts"]["iou_sum"] == 2.0
+    assert r["score"] == pytest.approx(5 / 6)
 
 
 @pytest.mark.parametrize("gt_events", [[ev("e1"), ev("e2", None, 5)], [ev("e1", 50, 60)], []])
