@@ -65,10 +65,10 @@ def _add_arguments(p: Any) -> None:
 
 
 def _load_predictions(task: str, pred: str, dialogues: list, compat: str = "spec"
-                      ) -> tuple[dict[int, Any], dict[int, int], list[str], list[str]]:
-    """(predictions by dialogue id, notes per dialogue, files matching no name pattern, prediction files of no chosen
-    dialogue). Scoring is over the chosen dialogues: one without a prediction is failed (`engine.triage`); a folder
-    of which no file pairs with any of them is a usage error."""
+                      ) -> tuple[dict[int, Any], dict[int, list[str]], list[str], list[str]]:
+    """(predictions by dialogue id, notes per dialogue (non-fatal defects), files matching no name pattern,
+    prediction files of no chosen dialogue). Scoring is over the chosen dialogues: one without a prediction is failed
+    (`engine.triage`); a folder of which no file pairs with any of them is a usage error."""
     from emocaustics.tasks.emocaustics.score.predictors import PREDICTORS, predict
 
     if pred in PREDICTORS:
@@ -88,12 +88,25 @@ def _load_predictions(task: str, pred: str, dialogues: list, compat: str = "spec
         raise UsageError(f"no prediction file in {pred} matches the chosen dialogues "
                          f"(expected names like {'output_chat_N.json' if task == 'sextuple' else 'output_emotions_N.json'})")
     unpaired = [ps.files.get(n, str(n)) for n in sorted(set(ps.predictions) - wanted)]
-    return ps.predictions, {k: len(v) for k, v in ps.notes.items()}, ps.ignored, unpaired
+    return ps.predictions, ps.notes, ps.ignored, unpaired
+
+
+def _say_prediction_defects(chosen: list, notes: dict[int, list[str]]) -> None:
+    """Defects of the chosen dialogues' prediction files that do not stop scoring (a holder's events not a list,
+    odd source ids) are scored as the prediction says; each is named on stderr (file, record, field), so that a
+    score lowered by a damaged file never goes unexplained."""
+    lines = [note for d in chosen for note in notes.get(d.id, [])]
+    for line in lines[:20]:
+        print(f"prediction defect: {line}", file=sys.stderr)
+    if len(lines) > 20:
+        print(f"prediction defects: {len(lines)} in all", file=sys.stderr)
 
 
 def run(args: argparse.Namespace) -> int:
     from emocaustics.tasks.emocaustics.data.subsets import default_subset, parse_ids, resolve
     from emocaustics.models.embedders import parse_embedder_spec
+
+    from emocaustics.tasks.emocaustics.score.predictors import PREDICTORS
 
     parse_embedder_spec(args.embedder)  # a bad spec fails before any data is loaded
     record = _provenance(args)
@@ -119,6 +132,11 @@ def run(args: argparse.Namespace) -> int:
     if len(defects) > 20:
         print(f"data defects: {len(defects)} in all (see summary.json / --json)", file=sys.stderr)
     predictions, notes, ignored, unpaired = _load_predictions(args.task, args.pred, dialogues, args.compat)
+    _say_prediction_defects(dialogues, notes)
+    note_counts = {k: len(v) for k, v in notes.items()}  # the scorer counts them per dialogue
+    if record is None and not args.ignore_provenance and args.pred not in PREDICTORS:
+        print(f"note: {args.pred} has no provenance.json: which data these predictions were made from cannot be "
+              "checked", file=sys.stderr)
     if unpaired:  # named before the score: predictions of dialogues outside the selection are not in it
         print(f"warning: {len(unpaired)} prediction file(s) in {args.pred} pair with no chosen dialogue and were not "
               f"scored: {', '.join(unpaired[:20])}{' ...' if len(unpaired) > 20 else ''}", file=sys.stderr)
@@ -128,14 +146,14 @@ def run(args: argparse.Namespace) -> int:
         from emocaustics.tasks.emocaustics.score.plan import score_with_ray
 
         result = score_with_ray(args.task, dialogues, predictions, embedder=args.embedder, judge=judge,
-                                compat=args.compat, on_judge_error=args.on_judge_error, notes=notes)
+                                compat=args.compat, on_judge_error=args.on_judge_error, notes=note_counts)
     else:
         import asyncio
 
         from emocaustics.tasks.emocaustics.score.engine import ascore
 
         result = asyncio.run(ascore(args.task, dialogues, predictions, embedder=args.embedder, judge=judge,
-                                    compat=args.compat, on_judge_error=args.on_judge_error, notes=notes))
+                                    compat=args.compat, on_judge_error=args.on_judge_error, notes=note_counts))
     result.summary["pred"] = args.pred
     result.summary["data_defects"] = defects
     result.summary["ignored_files"] = ignored
@@ -171,8 +189,4 @@ def _provenance(args: argparse.Namespace) -> dict[str, Any] | None:
         return None
     from emocaustics.core.provenance import read
 
-    record = read(args.pred)
-    if record is None:
-        print(f"note: {args.pred} has no provenance.json: which data these predictions were made from cannot be "
-              "checked", file=sys.stderr)
-    return record
+    return read(args.pred)  # None: said once the predictions are read (a usage error stays the one line)
