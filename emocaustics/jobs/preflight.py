@@ -33,20 +33,33 @@ def cache_dir_for(job: JobSpec, run_dir: Path) -> Path:
 
 
 def load_all(configs: list[Any]) -> dict[str, Loaded | UsageError]:
-    """Each config's loaded samples (or the error that loading raised), by label; equal loads are shared."""
+    """Each config's loaded samples (or the error that loading raised), by label; equal loads are shared. The one
+    place a config's sample selection (`select:`, `SelectSpec.apply`) is applied: everything after (the dry run, the
+    solve, the scores, the provenance, a resume) sees the selected samples only."""
     memo: dict[str, Loaded | UsageError] = {}
     out: dict[str, Loaded | UsageError] = {}
     for cfg in configs:
-        key = f"{cfg.task.name}|{cfg.dataset.model_dump_json()}|{cfg.options.model_dump_json()}"
+        select = getattr(cfg, "select", None)
+        key = (f"{cfg.task.name}|{cfg.dataset.model_dump_json()}|{cfg.options.model_dump_json()}|"
+               f"{select.model_dump_json() if select is not None else ''}")
         if key not in memo:
             try:
-                memo[key] = cfg.task.load(cfg.dataset, cfg.options)
+                memo[key] = _selected(cfg.task.load(cfg.dataset, cfg.options), select, cfg)
             except UsageError as exc:
                 memo[key] = exc
             except (OSError, ValueError, KeyError) as exc:
                 memo[key] = UsageError(f"{type(exc).__name__}: {exc}")
         out[cfg.label] = memo[key]
     return out
+
+
+def _selected(loaded: Loaded, select: Any, cfg: Any) -> Loaded:
+    if select is None:
+        return loaded
+    shown = ", ".join(f"{k}={v}" for k, v in cfg.dataset.model_dump(exclude_defaults=True).items())
+    samples = select.apply(loaded.samples, f"dataset {cfg.task.name}" + (f" ({shown})" if shown else ""))
+    info = {**loaded.info, "loaded_samples": len(loaded.samples), "selected_samples": len(samples)}
+    return Loaded(samples, loaded.defects, info)
 
 
 def placement(model: ModelSpec) -> str:

@@ -43,7 +43,8 @@ NOT_RESULT_ENGINE_KEYS = ("gpu_memory_utilization", "max_num_seqs", "max_num_bat
 def result_fields(job: JobSpec) -> dict[str, Any]:
     """What determines a job's results: dataset, models (what they are, not where they run), the expanded runs with
     their resolved options, scoring, and each task's prompt version."""
-    data = job.model_dump(mode="json", exclude=set(NOT_RESULT_KEYS) | {"runs", "grid"})
+    # `select` is recorded per run, and only where one is set: jobs without it keep the hash they always had.
+    data = job.model_dump(mode="json", exclude=set(NOT_RESULT_KEYS) | {"runs", "grid", "select"})
     data["models"] = {k: {kk: ({ek: ev for ek, ev in vv.items() if ek not in NOT_RESULT_ENGINE_KEYS}
                                 if kk == "engine" else vv)
                            for kk, vv in m.items() if kk not in NOT_RESULT_MODEL_KEYS}
@@ -53,6 +54,8 @@ def result_fields(job: JobSpec) -> dict[str, Any]:
         task, opts = run.resolve()
         runs.append({"label": run.label, "task": task.name, "model": run.model, "options": opts.model_dump(mode="json"),
                      "dataset": job.dataset_for(run)})
+        if (select := job.select_for(run)) is not None:
+            runs[-1]["select"] = select.model_dump(mode="json", exclude_none=True)
         prompts[task.name] = task.prompts_version
     data["runs"] = sorted(runs, key=lambda r: r["label"])
     data["prompts_versions"] = prompts

@@ -118,6 +118,7 @@ class Config:
         self.kind = run_kind(self.task, self.options, run, job)
         self.pred_dir = run_dir / "predictions" / self.label
         self.dataset = self.task.Dataset.model_validate(job.dataset_for(run))
+        self.select = job.select_for(run)  # applied to the loaded samples by `preflight.load_all`
 
 
 def _prior(cfg: Config, configs: list[Config]) -> Path | None:

@@ -19,7 +19,7 @@ from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
                       model_validator)
 
 from emocaustics.core.errors import UsageError
-from emocaustics.core.task import Options, Task, get_task
+from emocaustics.core.task import Options, Sample, Task, get_task
 
 
 class _Strict(BaseModel):
@@ -53,6 +53,36 @@ class ScoringSpec(BaseModel):
         return dict(self.model_extra or {})
 
 
+class SelectSpec(_Strict):
+    """Which loaded samples a config evaluates, for every task alike: the runner applies it right after `Task.load`
+    (`apply`), so the dry run, the solve, the scores, the provenance and a resume all see the same samples. `ids`
+    (strings or ints, matched against the samples' ids) keeps those in load order; `limit` then takes the first N."""
+
+    ids: list[str] | None = None
+    limit: int | None = Field(None, ge=1)
+
+    @field_validator("ids", mode="before")
+    @classmethod
+    def _ids(cls, value: Any) -> Any:
+        if isinstance(value, (str, int)) and not isinstance(value, bool):
+            value = [value]
+        if isinstance(value, list):
+            return [str(v) if isinstance(v, int) and not isinstance(v, bool) else v for v in value]
+        return value
+
+    def apply(self, samples: list[Sample], where: str) -> list[Sample]:
+        """The selected samples; an id the data does not have is a UsageError naming it and `where` (the dataset)."""
+        if self.ids is not None:
+            wanted, have = set(self.ids), {s.id for s in samples}
+            unknown = [i for i in dict.fromkeys(self.ids) if i not in have]
+            if unknown:
+                shown = ", ".join(unknown[:10]) + (f" and {len(unknown) - 10} more" if len(unknown) > 10 else "")
+                raise UsageError(f"select.ids: {where} has no sample {shown} ({len(samples)} samples, e.g. "
+                                 f"{', '.join(s.id for s in samples[:3]) or 'none'})")
+            samples = [s for s in samples if s.id in wanted]
+        return samples if self.limit is None else samples[:self.limit]
+
+
 # Run keys that older job files put beside `task` instead of under `options` (still accepted, moved on load).
 LEGACY_OPTION_KEYS = ("method", "window", "step")
 
@@ -79,6 +109,7 @@ class RunSpec(_Strict):
     options: dict[str, Any] = Field(default_factory=dict)
     dataset: dict[str, Any] | None = None
     name: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")  # the label, when given
+    select: SelectSpec | None = None  # which samples (else the job's `select`, else all)
     # The label the job gave this run (`JobSpec.expand`: it names the options that vary between the job's configs).
     _label: str | None = PrivateAttr(None)
 
@@ -145,6 +176,7 @@ class JobSpec(_Strict):
     cache_dir: str | None = None  # LLM response cache; default $EMOCAUSTICS_CACHE, else <run folder>/cache
     concurrency: int = Field(64, ge=1)  # dialogues in flight per model replica
     ray: RaySpec = Field(default_factory=RaySpec)
+    select: SelectSpec | None = None  # which samples every run evaluates (a run's own `select` wins)
 
     @field_validator("models")
     @classmethod
@@ -184,6 +216,9 @@ class JobSpec(_Strict):
         if any(isinstance(v, dict) for v in self.dataset.values()):  # keyed per task, and this task has none
             return {}
         return self.dataset
+
+    def select_for(self, run: RunSpec) -> SelectSpec | None:
+        return run.select if run.select is not None else self.select
 
     def expand(self) -> list[RunSpec]:
         """Explicit runs, then the grid's cross product, without duplicates, in a stable order. A calibration
@@ -333,6 +368,7 @@ def output_path(path: str | Path) -> Path:
 
 def dump_job(job: JobSpec) -> str:
     """The resolved spec as YAML (written to config.yaml next to the outputs)."""
-    data = job.model_dump(mode="json")
-    data["resolved_runs"] = [run.model_dump(mode="json") | {"label": run.label} for run in job.expand()]
+    data = job.model_dump(mode="json", exclude={"select"} if job.select is None else None)
+    data["resolved_runs"] = [run.model_dump(mode="json", exclude={"select"} if run.select is None else None)
+                             | {"label": run.label} for run in job.expand()]
     return yaml.safe_dump(data, allow_unicode=True, sort_keys=False)
