@@ -12,7 +12,7 @@ import importlib
 import sys
 
 from emocaustics.core.clihelp import DefaultsFormatter
-from emocaustics.core.errors import EXIT_INTERRUPTED, EndpointDown, SamplesFailed, UsageError
+from emocaustics.core.errors import EXIT_CLUSTER_LOST, EXIT_INTERRUPTED, EndpointDown, SamplesFailed, UsageError
 
 CORE_COMMAND_MODULES = ("emocaustics.jobs.cli",)
 
@@ -48,7 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
                                      formatter_class=DefaultsFormatter,
                                      epilog="exit status: 0 done, 2 usage error (nothing run), 3 some samples "
                                             "failed (see --allow-failures), 4 a model endpoint stopped answering "
-                                            "(--resume continues), 130 interrupted")
+                                            "(--resume continues), 5 the Ray cluster was lost (--resume continues), "
+                                            "130 interrupted")
     parser.add_argument("--version", action="version", version=f"emocaustics {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     for name in CORE_COMMAND_MODULES:
@@ -69,11 +70,33 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except (UsageError, EndpointDown, SamplesFailed) as exc:  # exit statuses: emocaustics.core.errors
+        if (lost := _lost_cluster(exc)) is not None and not isinstance(exc, UsageError):
+            return _cluster_lost(lost, exc)
         print(f"emocaustics: error: {exc}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("emocaustics: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except Exception as exc:  # a lost Ray cluster surfaces as whatever Ray call came next: one line, status 5
+        lost = _lost_cluster(exc)
+        if lost is None:
+            raise
+        return _cluster_lost(lost, exc)
+
+
+def _lost_cluster(exc: BaseException) -> str | None:
+    if "emocaustics.core.cluster" not in sys.modules:  # no Ray was used: nothing to lose
+        return None
+    from emocaustics.core.cluster import lost_cluster
+
+    return lost_cluster(exc)
+
+
+def _cluster_lost(reason: str, exc: BaseException) -> int:
+    detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    print(f"emocaustics: error: the Ray cluster was lost: {reason}; the command stopped ({detail}); finished samples "
+          "are kept and `run --resume` continues; exit status 5", file=sys.stderr)
+    return EXIT_CLUSTER_LOST
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 
 
 def quiet_ray_data() -> None:
@@ -23,6 +24,7 @@ def connect(address: str | None = None, *, num_cpus: int | None = None, object_s
     import ray
 
     quiet_ray_data()
+    _watch_for_raylet_death()
     if ray.is_initialized():
         return False
     address = address or os.environ.get("RAY_ADDRESS")
@@ -36,3 +38,52 @@ def connect(address: str | None = None, *, num_cpus: int | None = None, object_s
         ray.init(address="local", num_cpus=num_cpus, object_store_memory=store, include_dashboard=False,
                  namespace=namespace, log_to_driver=False)
     return True
+
+
+# Set when Ray tells this driver that a raylet died (see `_watch_for_raylet_death`): the command then ends with
+# `ClusterLost` (exit status 5) whatever error the loss caused on the way.
+RAYLET_DIED: list[str] = []
+_RAYLET_DIED_TEXT = "Raylet is terminated. Termination is unexpected"
+
+
+def _watch_for_raylet_death() -> None:
+    """Ray's driver prints a dead raylet's last 20 log lines (its published RAYLET_DIED error); print one line instead
+    and remember it. Ray offers no hook for these messages, so its printer is wrapped (a no-op where it is absent)."""
+    from ray._private import worker
+
+    printer = getattr(worker, "print_to_stdstream", None)
+    if printer is None or getattr(printer, "_emocaustics", False):
+        return
+
+    def condensed(data, ignore_prefix):  # type: ignore[no-untyped-def]
+        lines = data.get("lines") or []
+        if data.get("pid") == "raylet" and any(_RAYLET_DIED_TEXT in str(line) for line in lines):
+            if not RAYLET_DIED:
+                RAYLET_DIED.append("a Ray raylet died (killed, out of memory, or crashed); its log: raylet.out in "
+                                   "the Ray session's logs folder")
+                print(f"emocaustics: {RAYLET_DIED[0]}", file=sys.stderr, flush=True)
+            return None
+        return printer(data, ignore_prefix)
+
+    condensed._emocaustics = True  # type: ignore[attr-defined]
+    worker.print_to_stdstream = condensed
+
+
+def lost_cluster(exc: BaseException) -> str | None:
+    """Why the Ray cluster is gone, if this failure comes from its loss: a raylet death Ray announced, or a Ray
+    system error (a node died, the GCS cannot be reached) anywhere in the exception's chain."""
+    if RAYLET_DIED:
+        return RAYLET_DIED[0]
+    if "ray" not in sys.modules:
+        return None
+    from ray import exceptions as rex
+
+    kinds = tuple(k for k in (getattr(rex, n, None) for n in ("RaySystemError", "NodeDiedError", "GcsUnavailable",
+                                                                "RpcError")) if isinstance(k, type))
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, kinds):
+            first = (str(seen).strip().splitlines() or [""])[0]
+            return f"Ray failed: {type(seen).__name__}: {first}"
+        seen = seen.__cause__ or seen.__context__
+    return None

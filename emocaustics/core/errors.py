@@ -8,6 +8,7 @@ Each error is printed as one line by the command line, never as a traceback:
 | 2 | usage error: bad arguments, spec, path, data, or a run folder that is not free (nothing was run) |
 | 3 | the command finished and wrote its outputs, but some samples failed |
 | 4 | a model endpoint stopped answering; finished samples are kept and `--resume` continues |
+| 5 | the Ray cluster was lost (a raylet or the head died); finished samples are kept and `--resume` continues |
 | 130 | interrupted |
 """
 
@@ -17,6 +18,7 @@ EXIT_OK = 0
 EXIT_USAGE = 2
 EXIT_FAILURES = 3
 EXIT_ENDPOINT_DOWN = 4
+EXIT_CLUSTER_LOST = 5
 EXIT_INTERRUPTED = 130
 
 
@@ -61,6 +63,12 @@ class EndpointDown(Exception):
     """A model endpoint failed too many times in a row: the job stops (exit status 4), finished samples are kept."""
 
     exit_code = EXIT_ENDPOINT_DOWN
+
+
+class ClusterLost(Exception):
+    """The Ray cluster under the command went away (its raylet or head died): exit status 5, one line saying so."""
+
+    exit_code = EXIT_CLUSTER_LOST
 
 
 class SamplesFailed(Exception):

@@ -202,7 +202,7 @@ def start_models(job: JobSpec, configs: list[Config], embedder: Any) -> dict[str
     startup: dict[str, Any] = {"models": {}, "embedder": None}
     for name in sorted({c.model for c in configs if c.model and not _is_remote(job, c.model)}):
         t0 = time.perf_counter()
-        asyncio.run(get_pool(model_spec_string(job.models[name])).start())
+        asyncio.run(get_pool(model_spec_string(job.models[name])).start(report=lambda line: print(line, flush=True)))
         startup["models"][name] = round(time.perf_counter() - t0, 2)
         print(f"model {name}: engine(s) started in {startup['models'][name]} s (not part of any config's wall time)",
               flush=True)

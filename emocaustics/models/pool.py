@@ -17,6 +17,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import re
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -26,6 +28,11 @@ from emocaustics.models.local import RunFailure
 from emocaustics.models.usage import Usage
 
 NAMESPACE = "emocaustics"
+START_REPORT_EVERY = 10.0  # seconds between "waiting for engines" lines while replicas start
+
+
+class ReplicaDied(Exception):
+    """A call failed on every try because its replica died; the message names the cause (models/replica_death.py)."""
 MAX_AFFINITY_KEYS = 100_000  # forget the oldest keys beyond this: a key only steers placement
 
 
@@ -72,6 +79,7 @@ class ModelPool:
         self._affinity: dict[str, int] = {}
         self._instances: dict[str, float | None] = {}  # engine instance id -> its start seconds
         self.retried = 0  # calls re-sent after a replica died
+        self._deaths_told: set[tuple[int, Any]] = set()  # (replica, pid) of each death already reported
 
     # -- placement -------------------------------------------------------------------------------------------
     def _make_actor(self, index: int, max_restarts: int, cpus: float) -> Any:
@@ -147,15 +155,31 @@ class ModelPool:
             self._load[i] += weight
             try:
                 return await getattr(self._actors[i], method).remote(*args)
-            except RayActorError:
+            except RayActorError as exc:
                 tried.add(i)
+                reason = self._death(i, exc)
                 if attempt == self.retries:
-                    raise
+                    raise ReplicaDied(f"replica {i} of model {self.name} died: {reason}") from exc
                 self.retried += 1
                 await asyncio.sleep(min(0.5 * 2**attempt, 5.0))  # give Ray time to notice and restart the actor
             finally:
                 self._load[i] -= weight
         raise AssertionError("unreachable")
+
+    def _death(self, i: int, exc: BaseException) -> str:
+        """Why replica `i` died (what it recorded before exiting, else Ray's error), printed once per death."""
+        from emocaustics.models import replica_death
+
+        info = replica_death.recorded(self._actors[i]._actor_id.hex())
+        dead_pid = re.search(r"\bpid: (\d+)", str(exc))
+        if info and dead_pid and int(dead_pid.group(1)) != info.get("pid"):
+            info = None  # left by an earlier death of this replica, not this one
+        reason = replica_death.describe(info, exc)
+        key = (i, info["pid"] if info else reason)
+        if key not in self._deaths_told:
+            self._deaths_told.add(key)
+            print(f"model {self.name}: replica {i} died: {reason}", file=sys.stderr, flush=True)
+        return reason
 
     # -- LLM protocol ----------------------------------------------------------------------------------------
     async def generate(self, requests: list[ChatRequest]) -> list[Completion]:
@@ -214,13 +238,31 @@ class ModelPool:
         return list(await asyncio.gather(*(one(item) for item in items)))
 
     # -- lifecycle and numbers -------------------------------------------------------------------------------
-    async def start(self) -> float:
-        """Start every replica's engine (in parallel); returns the wall seconds it took."""
+    async def start(self, report: Callable[[str], None] | None = None,
+                    every: float = START_REPORT_EVERY) -> float:
+        """Start every replica's engine (in parallel); returns the wall seconds it took.
+
+        An engine takes from half a minute (a tiny model on CPU) to many minutes (a large one): while any is starting,
+        `report` gets a line every `every` seconds saying how many are ready and what is awaited."""
         t0 = time.perf_counter()
-        infos = await asyncio.gather(*(a.start.remote() for a in self._actors))
-        for info in infos:
-            self._instances.setdefault(info["instance"], info["start_seconds"])
+        pending = {asyncio.ensure_future(self._start_one(a)) for a in self._actors}
+        n = len(pending)
+        while pending:
+            done, pending = await asyncio.wait(pending, timeout=every)
+            for task in done:
+                if task.exception() is not None:  # an engine that cannot start fails the start, as before
+                    for other in pending:
+                        other.cancel()
+                    raise task.exception()  # type: ignore[misc]
+            if pending and report is not None:
+                report(f"model {self.name}: {n - len(pending)} of {n} replica engine(s) ready after "
+                       f"{time.perf_counter() - t0:.0f} s; waiting for {len(pending)} (vLLM loads the weights, "
+                       "profiles memory and compiles the model)")
         return time.perf_counter() - t0
+
+    async def _start_one(self, actor: Any) -> None:
+        info = await actor.start.remote()
+        self._instances.setdefault(info["instance"], info["start_seconds"])
 
     async def stats(self) -> dict[str, Any]:
         """Totals over replicas: calls, tokens, cache hits, engine starts, prefix-cache hit rate, retries."""

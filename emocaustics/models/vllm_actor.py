@@ -42,7 +42,10 @@ ENGINE_DEFAULTS: dict[str, Any] = {
     "disable_log_stats": True,
 }
 # On CPU, `gpu_memory_utilization` is a fraction of host RAM and the default 0.92 fails; the KV cache gets a fixed size.
-CPU_DEFAULTS: dict[str, Any] = {"gpu_memory_utilization": 0.3, "kv_cache_memory_bytes": 1 << 30}
+# The worker class: vLLM's CPU worker, whose seeded sampling no longer kills the engine when a prompt is prefilled in
+# chunks (self-consistency's seeded samples always were: models/vllm_cpu_worker.py).
+CPU_DEFAULTS: dict[str, Any] = {"gpu_memory_utilization": 0.3, "kv_cache_memory_bytes": 1 << 30,
+                                "worker_cls": "emocaustics.models.vllm_cpu_worker.SeededCPUWorker"}
 
 
 class EngineLLM:
@@ -77,6 +80,7 @@ class VLLMEngineActor:
         self._inflight = 0
         self._by_priority = False  # the engine runs scheduling_policy="priority": pass each request's priority
         self._gc: Any = None  # collector settings for many calls in flight, held while the engine runs
+        self._reaper: Any = None  # the process that ends the engine's processes when this one ends (models/reaper.py)
 
     async def start(self) -> dict[str, Any]:
         """Start the engine if it is not running; returns this engine's identity and start time."""
@@ -88,12 +92,18 @@ class VLLMEngineActor:
                 from vllm.usage.usage_lib import UsageContext
                 from vllm.v1.engine.async_llm import AsyncLLM
 
+                from emocaustics.models import reaper
+
                 opts = {**ENGINE_DEFAULTS, **(CPU_DEFAULTS if current_platform.is_cpu() else {}), **self.engine_opts}
+                before = set(reaper.children(os.getpid())) if os.path.isdir("/proc") else set()
                 # A replica serves many concurrent requests, as `vllm serve` does: its batch limits per hardware
                 # (max_num_seqs, max_num_batched_tokens) are vLLM's server defaults, not the generic 128 sequences
                 # an engine built without a usage context gets (on an H100 the server allows 1024).
                 self._engine = AsyncLLM.from_engine_args(AsyncEngineArgs(model=self.model, **opts),
                                                          usage_context=UsageContext.OPENAI_API_SERVER)
+                # The engine core does not watch this process: a watcher ends it (and its workers) when we end.
+                self._reaper = (reaper.watch([p for p in reaper.children(os.getpid()) if p not in before])
+                                if os.path.isdir("/proc") else None)
                 self._by_priority = opts.get("scheduling_policy") == "priority"
                 self._tokenizer = self._engine.get_tokenizer()
                 self._max_len = self._engine.model_config.max_model_len
@@ -148,8 +158,9 @@ class VLLMEngineActor:
         except Exception as exc:  # a rejected request (bad schema, engine error) fails alone
             if type(exc).__name__ == "EngineDeadError":
                 # The engine core process is gone and this actor cannot bring it back: end the actor so that Ray
-                # restarts it (max_restarts) and the pool retries every request that was in flight here.
-                os._exit(1)
+                # restarts it (max_restarts) and the pool retries every request that was in flight here. The cause
+                # (its children's traceback, in this process's log files) is left for the pool to report first.
+                self._die(exc)
             return Completion(text="", prompt_tokens=len(ids), error=f"engine error: {type(exc).__name__}: {exc}")
         if final is None or not final.outputs:
             return Completion(text="", prompt_tokens=len(ids), error="engine returned no output")
@@ -170,6 +181,17 @@ class VLLMEngineActor:
             generated_tokens=len(seq.token_ids),
             repaired=repaired,
         )
+
+    def _die(self, exc: BaseException) -> None:
+        import sys
+
+        from emocaustics.models import replica_death
+
+        info = replica_death.engine_death_reason(exc)
+        print(f"[replica {self.name} pid {os.getpid()}] engine died, replica exits: {info['reason']}", file=sys.stderr,
+              flush=True)
+        replica_death.record(info)
+        os._exit(1)
 
     async def generate(self, requests: list[ChatRequest]) -> list[Completion]:
         if self._engine is None:
@@ -215,6 +237,9 @@ class VLLMEngineActor:
         if self._engine is not None:
             self._engine.shutdown()
             self._engine = None
+        if self._reaper is not None:  # the engine is down: the watcher ends whatever of it is left, then itself
+            self._reaper.stdin.close()
+            self._reaper = None
         if self._gc is not None:
             self._gc.__exit__(None, None, None)
             self._gc = None

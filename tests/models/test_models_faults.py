@@ -100,3 +100,61 @@ def test_dead_engine_core_ends_the_actor_and_items_are_retried(ray_local) -> Non
         assert stats["per_replica"][0]["pid"] != actor_pid
     finally:
         pool.shutdown()
+
+
+
+ORPHAN_DRIVER = """
+import asyncio, sys, time
+import psutil
+from emocaustics.core import cluster
+from emocaustics.models.pool import get_pool
+
+cluster.connect(num_cpus=2, object_store_memory=100_000_000)
+import ray
+pool = get_pool("smoke?max_num_seqs=16&kv_cache_memory_bytes=268435456")
+asyncio.run(pool.start())
+actor = psutil.Process(asyncio.run(pool.stats())["per_replica"][0]["pid"])
+cores = [p for p in actor.children(recursive=True) if "EngineCor" in p.name() + " ".join(p.cmdline())]
+print("cores", " ".join(str(p.pid) for p in cores), flush=True)
+ray._private.worker._global_node.all_processes["raylet"][0].process.kill()  # the node's raylet dies,
+actor.kill()  # and the replica with it, as the OOM killer does: no raylet is left to clean up its process group
+psutil.wait_procs([actor], timeout=60)
+print("actor gone", not actor.is_running() or actor.status() == psutil.STATUS_ZOMBIE, flush=True)
+"""
+
+
+def test_engine_core_does_not_outlive_a_dead_raylet(tmp_path) -> None:
+    """A raylet killed with its worker (the replica actor), as the OOM killer does: no raylet is left to kill the
+    worker's process group, and the engine core lived on as an orphan holding the model (2.7 GB seen); models/reaper.py ends it. Runs in a
+    child process with a Ray of its own, whose raylet it kills."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import psutil
+
+    script = tmp_path / "driver.py"
+    script.write_text(ORPHAN_DRIVER)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=400,
+                          cwd=Path(__file__).resolve().parents[2])
+    lines = {ln.split(" ", 1)[0]: ln.split(" ", 1)[1] for ln in done.stdout.splitlines() if ln.startswith("cores ")}
+    assert lines.get("cores"), done.stdout[-2000:] + done.stderr[-3000:]
+    cores = [int(pid) for pid in lines["cores"].split()]
+
+    def living() -> list[int]:
+        alive = []
+        for pid in cores:
+            try:
+                if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                    alive.append(pid)
+            except psutil.NoSuchProcess:
+                pass
+        return alive
+
+    deadline = time.monotonic() + 30
+    while living() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    orphans = living()
+    for pid in orphans:  # never leave them running on a shared machine, even when the test fails
+        psutil.Process(pid).kill()
+    assert not orphans, f"engine core(s) {orphans} outlived the dead raylet and the replica"
