@@ -14,7 +14,7 @@ import sys
 from emocaustics.core.clihelp import DefaultsFormatter
 from emocaustics.core.errors import EXIT_CLUSTER_LOST, EXIT_INTERRUPTED, EndpointDown, SamplesFailed, UsageError
 
-CORE_COMMAND_MODULES = ("emocaustics.jobs.cli",)
+CORE_COMMAND_MODULES = ("emocaustics.jobs.cli", "emocaustics.jobs.eval_cli")
 
 
 def _task_cli_modules() -> list:

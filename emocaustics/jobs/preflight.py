@@ -187,12 +187,17 @@ def check_endpoint(spec: str, timeout: float = 10.0) -> None:
         url = base + ("/models" if base.endswith("/v1") else "/v1/models")
         key = os.environ.get("ANTHROPIC_API_KEY", "").strip()
         headers = {"x-api-key": key, "anthropic-version": "2023-06-01"} if key else {}
+        var = "ANTHROPIC_API_KEY"
     else:
         from emocaustics.models.openai_chat import api_key_from_env
 
         url = (parsed.base_url or "").rstrip("/") + "/models"
         key = api_key_from_env() or ""
         headers = {"Authorization": f"Bearer {key}"} if key else {}
+        var = "OPENAI_API_KEY"
+    # The providers' own APIs never answer without a key (a local server may): say which variable, before asking.
+    if not key and url.startswith(("https://api.openai.com/", "https://api.anthropic.com/")):
+        raise PreflightError(f"endpoint {name}: no API key: set {var}")
     try:
         resp = httpx.get(url, headers=headers, timeout=timeout)
     except httpx.TimeoutException:

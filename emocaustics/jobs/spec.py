@@ -27,7 +27,7 @@ class _Strict(BaseModel):
 
 
 class ModelSpec(_Strict):
-    spec: str  # smoke | vllm:PATH_OR_NAME | openai:MODEL@BASE_URL | anthropic:MODEL[@BASE_URL]
+    spec: str  # smoke | vllm:PATH_OR_NAME | openai:MODEL[@BASE_URL] | anthropic:MODEL[@BASE_URL] | ollama:MODEL
     replicas: int = Field(1, ge=1)
     gpus_per_replica: float = Field(0, ge=0)  # tensor parallel size when > 1
     engine: dict[str, Any] = Field(default_factory=dict)  # passed through to the vLLM engine
@@ -40,13 +40,33 @@ class ModelSpec(_Strict):
     max_server_errors: int = Field(10, ge=1)
     stall_seconds: float | None = Field(None, gt=0)
 
+    @field_validator("spec")
+    @classmethod
+    def _shorthand(cls, spec: str) -> str:  # openai:MODEL, ollama:MODEL ... written out (models/spec.py)
+        from emocaustics.models.spec import expand_shorthand
+
+        try:
+            return expand_shorthand(spec)
+        except UsageError as exc:  # pydantic names the key for a ValueError
+            raise ValueError(str(exc)) from None
+
 
 class ScoringSpec(BaseModel):
     """The job's embedder and judge; any other key is a task's scoring option (passed to its scorer)."""
 
     model_config = ConfigDict(extra="allow", frozen=True)
     embedder: str = "minilm"
-    judge: str = "none"  # none | a model name from `models` | openai:MODEL@BASE_URL
+    judge: str = "none"  # none | a model name from `models` | openai:MODEL@BASE_URL (or a shorthand)
+
+    @field_validator("judge")
+    @classmethod
+    def _judge_shorthand(cls, judge: str) -> str:
+        from emocaustics.models.spec import expand_shorthand
+
+        try:
+            return expand_shorthand(judge) if ":" in judge else judge
+        except UsageError as exc:
+            raise ValueError(str(exc)) from None
 
     @property
     def task_options(self) -> dict[str, Any]:

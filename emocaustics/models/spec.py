@@ -5,6 +5,17 @@
     openai:MODEL@BASE_URL[?concurrency=16&timeout=60&max_retries=4&json_mode=auto&max_connection_failures=5
                           &max_server_errors=10&stall_seconds=120]
 
+Shorthands (`expand_shorthand`, applied where a job or `emocaustics eval` names a model), the SemEval baseline's types:
+`openai:MODEL` (base URL $OPENAI_BASE_URL, else https://api.openai.com/v1; key $OPENAI_API_KEY), `anthropic:MODEL`
+(key $ANTHROPIC_API_KEY), `ollama:MODEL` (Ollama's OpenAI-compatible API at $OLLAMA_HOST, else localhost:11434),
+`vllm:MODEL` (the local engine), `smoke`. `hf:`/`huggingface:` (transformers) is not available yet: a usage error.
+
+For `smoke`/`vllm:` the pool keys are `replicas`, `tp` (tensor_parallel_size), `gpus` (per replica; default: tp when
+the cluster has GPUs, else 0), `cpus` (Ray CPUs reserved per replica, default 0), `placement` (`spread`: replicas on
+different nodes, round robin over the alive nodes that fit a replica; default: Ray's default placement); every other key is a vLLM engine
+argument (`AsyncEngineArgs` field), checked when the engine is made. Values are JSON when they parse as JSON
+(numbers, booleans, objects), else strings.
+
 For `smoke`/`vllm:` the pool keys are `replicas`, `tp` (tensor_parallel_size), `gpus` (per replica; default: tp when
 the cluster has GPUs, else 0), `cpus` (Ray CPUs reserved per replica, default 0), `placement` (`spread`: replicas on
 different nodes, round robin over the alive nodes that fit a replica; default: Ray's default placement); every other key is a vLLM engine
@@ -35,6 +46,36 @@ CLIENT_KEYS = ("concurrency", "timeout", "max_retries", "json_mode", "json_retri
 BREAKER_KEYS = ("max_connection_failures", "max_server_errors", "stall_seconds")
 # Options only one client takes: Anthropic's `sampling` (send temperature/top_p, or leave them out: anthropic_chat.py).
 KIND_KEYS = {"openai": (), "anthropic": ("sampling",)}
+
+
+OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
+OLLAMA_DEFAULT_HOST = "localhost:11434"
+
+
+def expand_shorthand(spec: str) -> str:
+    """A spec with the baseline's shorthands written out (see the module docstring); any other spec is returned as
+    it is. The base URL of `openai:MODEL` and `ollama:MODEL` is read from the environment here, once, so the
+    expanded spec (what the run records and hashes) names the server that answered."""
+    import os
+    from urllib.parse import urlsplit
+
+    head, sep, query = spec.strip().partition("?")
+    kind, _, name = head.partition(":")
+    if kind in ("hf", "huggingface"):
+        raise UsageError(f"model spec {spec!r}: the transformers (huggingface) backend is not available yet; use "
+                         f"'vllm:{name or 'MODEL'}' (the local vLLM engine), 'ollama:MODEL', or "
+                         "'openai:MODEL@URL' (any OpenAI-compatible server: vllm serve, TGI, llama.cpp)")
+    if kind == "openai" and name and "@" not in name:
+        base = os.environ.get("OPENAI_BASE_URL", "").strip() or OPENAI_DEFAULT_URL
+        head = f"openai:{name}@{base.rstrip('/')}"
+    elif kind == "ollama":
+        if not name:
+            raise UsageError(f"model spec {spec!r}: expected 'ollama:MODEL' (e.g. ollama:llama3.1:8b)")
+        host = os.environ.get("OLLAMA_HOST", "").strip() or OLLAMA_DEFAULT_HOST
+        url = urlsplit(host if "://" in host else f"http://{host}")
+        netloc = url.netloc if url.port else f"{url.hostname}:11434"
+        head = f"openai:{name}@{url.scheme}://{netloc}{url.path.rstrip('/')}/v1"
+    return head + sep + query
 
 
 class LLMSpec(BaseModel):

@@ -77,6 +77,7 @@ class AerTask(Task):
     calibration_methods = predictors.PREDICTORS
     primary_metric = "score"
     prompts_version = prompts.PROMPTS_VERSION
+    submission_files = ("submission.jsonl", "submission.zip")  # written by finalize (core.submission)
 
     # -- data ------------------------------------------------------------------------------------------------------
     def context_free(self, options: AerOptions) -> bool:

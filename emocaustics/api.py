@@ -1,0 +1,160 @@
+"""The Python API: `import emocaustics as ec`, then `ec.eval(...)`, `ec.run(...)` and `ec.load_run(...)`.
+
+`eval` and `run` go through the same runner as the command line (`jobs.runner.run_job`: the same run folder, response
+cache, resume, report) and return a `Run`: the run folder read back as Polars frames. They are quiet unless asked
+(`quiet=False` prints the progress lines); a mistake raises `UsageError` (a dead endpoint `EndpointDown`), never exits.
+Failed samples do not raise: they are rows with status `failed` (`Run.failed` counts them).
+
+Calibration methods need no model, so this runs anywhere the task's data is (here: the shipped narrative stories):
+
+>>> import emocaustics as ec
+>>> run = ec.eval("narrative", method="oracle", limit=2, out=str(getfixture("tmp_path") / "run"))
+>>> run.summary.select("run", "samples").row(0)
+('narrative_oracle', 2)
+>>> ec.load_run(run.dir).scores.equals(run.scores)
+True
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from emocaustics.core.errors import UsageError
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from emocaustics.jobs.spec import JobSpec
+    from emocaustics.report.compare import Comparison
+
+
+@dataclass
+class Run:
+    """A finished run folder as data. Frames are None where the run has no such file.
+
+    - `summary`: one row per config (summary.csv: score, interval, failures, cost ...)
+    - `scores`: one row per config x sample (scores.parquet); `rows`: the long score rows (rows.parquet:
+      sample_id, metric, value, weight, status, reason, run, task); `items`: per-item explanations (items.parquet)
+    - `significance`: the paired tests between configs (significance.csv)
+    - `configs`: configs.json (each config's task, method, model, options and corpus-level summary)
+    - `tables`: the scorers' extra tables (tables/<name>.parquet) by name
+    """
+
+    dir: Path
+    summary: pl.DataFrame | None = None
+    scores: pl.DataFrame | None = None
+    rows: pl.DataFrame | None = None
+    items: pl.DataFrame | None = None
+    significance: pl.DataFrame | None = None
+    configs: list[dict[str, Any]] = field(default_factory=list)
+    tables: dict[str, pl.DataFrame] = field(default_factory=dict)
+
+    @property
+    def failed(self) -> int:
+        """Samples that failed, over every config (0 when the run has no scores)."""
+        return 0 if self.scores is None else int(self.scores["failed"].sum())
+
+    def compare(self, *others: Run | str | Path) -> Comparison:
+        """Paired tests between this run's configs and those of `others` on their common samples, Holm-corrected
+        (`report.compare.compare_runs`, as `emocaustics compare A B`)."""
+        from emocaustics.report.compare import compare_runs
+
+        return compare_runs([self.dir, *(o.dir if isinstance(o, Run) else Path(o) for o in others)])
+
+
+def load_run(path: str | Path) -> Run:
+    """Read a run folder (`emocaustics run`/`eval` output) into a `Run`; a folder without scores is a UsageError."""
+    import polars as pl
+
+    folder = Path(path)
+    if not (folder / "scores.parquet").is_file():
+        raise UsageError(f"{folder}: no scores.parquet (is this a finished run folder?)")
+
+    def read(name: str) -> pl.DataFrame | None:
+        p = folder / name
+        if not p.is_file():
+            return None
+        return pl.read_csv(p) if p.suffix == ".csv" else pl.read_parquet(p)
+
+    configs_path = folder / "configs.json"
+    configs = json.loads(configs_path.read_text(encoding="utf-8")) if configs_path.is_file() else []
+    tables = {p.stem: pl.read_parquet(p) for p in sorted((folder / "tables").glob("*.parquet"))}
+    return Run(folder, summary=read("summary.csv"), scores=read("scores.parquet"), rows=read("rows.parquet"),
+               items=read("items.parquet"), significance=read("significance.csv"), configs=configs, tables=tables)
+
+
+@contextlib.contextmanager
+def _quiet(quiet: bool) -> Iterator[None]:
+    """Progress lines and reports of the runner go to a null stream when quiet."""
+    if not quiet:
+        yield
+        return
+    with open(os.devnull, "w", encoding="utf-8") as null, contextlib.redirect_stdout(null), \
+            contextlib.redirect_stderr(null):
+        yield
+
+
+def run(job: str | Path | dict[str, Any] | JobSpec, *, out: str | Path | None = None, resume: bool = False,
+        force: bool = False, ray_address: str | None = None, quiet: bool = True) -> Run:
+    """Run a job (a YAML path, a mapping with the YAML's keys, or a `JobSpec`) as `emocaustics run` does.
+
+    >>> import emocaustics as ec
+    >>> job = {"name": "api-doc", "runs": [{"task": "narrative", "options": {"method": "empty"}}],
+    ...        "select": {"limit": 1}}
+    >>> ec.run(job, out=str(getfixture("tmp_path") / "r")).summary["score"].to_list()
+    [0.0]
+    """
+    from pydantic import ValidationError
+
+    from emocaustics.jobs.runner import run_job
+    from emocaustics.jobs.spec import JobSpec, _format_error, load_job
+
+    job_file = None
+    if isinstance(job, (str, Path)):
+        job_file, spec = job, load_job(job)
+    elif isinstance(job, dict):
+        try:
+            spec = JobSpec.model_validate(job)
+        except ValidationError as exc:
+            raise UsageError(_format_error("job", exc)) from None
+    else:
+        spec = job
+    with _quiet(quiet):
+        run_dir = run_job(spec, out=None if out is None else str(out), resume=resume, force=force,
+                          ray_address=ray_address, job_file=job_file)
+    return load_run(run_dir)
+
+
+def eval(task: str, *, model: str | None = None, method: str | None = None, split: str | None = None,  # noqa: A001
+         limit: int | None = None, ids: list[str | int] | None = None, options: dict[str, Any] | None = None,
+         dataset: dict[str, Any] | None = None, judge: str | None = None, embedder: str | None = None,
+         submission_file: str | Path | None = None, out: str | Path | None = None, resume: bool = False,
+         force: bool = False, ray_address: str | None = None, quiet: bool = True) -> Run:
+    """One task, one method, one model, as `emocaustics eval` (`jobs.oneline.eval_job` builds the job).
+
+    `model`: `openai:MODEL`, `anthropic:MODEL`, `ollama:MODEL`, `vllm:PATH_OR_NAME`, `smoke`, or a full spec
+    (`openai:MODEL@URL?concurrency=8`); none for a calibration method. `options`: the task's options; `dataset`: its
+    dataset options; `split`: the dataset's split (or subset); `ids`/`limit`: which samples. `submission_file`: copy
+    the config's submission (the task's `submission.*` file with that suffix) there.
+
+    >>> import emocaustics as ec
+    >>> ec.eval("narrative", method="nope")
+    Traceback (most recent call last):
+    emocaustics.core.errors.UsageError: --method nope: task narrative has the methods llm, oracle, files, empty
+    """
+    from emocaustics.jobs.oneline import check_submission, copy_submission, eval_job
+
+    spec = eval_job(task, model=model, method=method, split=split, limit=limit, ids=ids, options=options,
+                    dataset=dataset, judge=judge, embedder=embedder)
+    if submission_file is not None:
+        check_submission(spec, Path(submission_file))
+    result = run(spec, out=out, resume=resume, force=force, ray_address=ray_address, quiet=quiet)
+    if submission_file is not None:
+        copy_submission(result.dir, spec, Path(submission_file))
+    return result

@@ -1,0 +1,97 @@
+"""`emocaustics eval TASK --model SPEC`: one evaluation in one line, no job file (`jobs.oneline` builds the job; it
+runs as `emocaustics run` would: same run folder, cache, resume, report and exit statuses)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from emocaustics.core.clihelp import DefaultsFormatter
+
+EXAMPLES = """examples:
+  emocaustics eval aer --model openai:gpt-4o-mini --split dev --limit 10 --submission-file sub.jsonl
+  emocaustics eval aer --model ollama:llama3.1:8b -T context=none -T prompt=cot
+  emocaustics eval ecpe --method oracle --ids 1401,1424
+  emocaustics eval sextuple --model vllm:Qwen/Qwen2.5-7B-Instruct --method window --split paper-100
+
+models: openai:MODEL (base URL $OPENAI_BASE_URL, default https://api.openai.com/v1; key $OPENAI_API_KEY),
+  anthropic:MODEL (key $ANTHROPIC_API_KEY), ollama:MODEL ($OLLAMA_HOST, default localhost:11434), vllm:PATH_OR_NAME
+  (the local engine), smoke (a tiny random model: an engine check), or a full spec openai:MODEL@URL?concurrency=8.
+  `emocaustics tasks` lists each task's methods and options.
+
+exit status: 0 done; 2 usage error (nothing run); 3 some samples failed (unless --allow-failures); 4 a model endpoint
+  stopped answering (--resume continues); 5 the Ray cluster was lost (--resume continues)"""
+
+
+class _Formatter(DefaultsFormatter, argparse.RawDescriptionHelpFormatter):
+    """Defaults shown once, and the examples kept as written."""
+
+
+def _ids(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "eval", help="evaluate one task with one model (or a calibration method) in one line, no job file",
+        description="Run one task with one method and model, as a one-config job: predictions, scores, summary and "
+                    "report land in a run folder, resumable like `emocaustics run`.",
+        formatter_class=_Formatter, epilog=EXAMPLES)
+    p.add_argument("task", help="the task (aer, ecpe, narrative, sextuple, emotion, human; `emocaustics tasks`)")
+    p.add_argument("--model", default=None, help="model spec (see below); none for a calibration method")
+    p.add_argument("--method", default=None, help="the task's method (default: its own, e.g. aer llm)")
+    p.add_argument("--split", default=None, help="the dataset's split or subset (aer: sample|dev|test|train; "
+                                                 "sextuple/emotion: sample|paper-100|long-20|all)")
+    p.add_argument("--limit", type=int, default=None, help="only the first N samples (after --ids)")
+    p.add_argument("--ids", type=_ids, action="extend", default=None,
+                   help="only these sample ids (comma-separated; repeatable)")
+    p.add_argument("-T", dest="options", action="append", metavar="KEY=VALUE", default=None,
+                   help="a task option (value read as YAML: 3, true, [a, b]); repeatable")
+    p.add_argument("-D", dest="dataset", action="append", metavar="KEY=VALUE", default=None,
+                   help="a dataset option (e.g. data=PATH); repeatable")
+    p.add_argument("--judge", default=None, help="the LLM judge of scoring (a model spec; default none)")
+    p.add_argument("--embedder", default=None, help="the scoring embedder (default minilm)")
+    p.add_argument("--submission-file", default=None, metavar="PATH",
+                   help="also copy the task's submission file there (aer: .jsonl or .zip; ecpe: .zip)")
+    p.add_argument("--out", default=None, help="run folder (default: runs/eval-<task>-<method>[-<model>]/<time>)")
+    p.add_argument("--resume", action="store_true", help="continue the run in --out (default: the latest)")
+    p.add_argument("--force", action="store_true", help="start afresh in --out, moving the old run aside")
+    p.add_argument("--dry-run", action="store_true", help="print what would run; start nothing, write nothing")
+    p.add_argument("--allow-failures", action="store_true", help="exit 0 even when some samples failed")
+    p.add_argument("--ray-address", default=None, help="Ray cluster to join (default: a local Ray when needed)")
+    p.set_defaults(func=_eval)
+
+
+def _eval(args: argparse.Namespace) -> int:
+    from emocaustics.api import eval as run_eval
+    from emocaustics.core.errors import EndpointDown, SamplesFailed, UsageError
+    from emocaustics.jobs.oneline import check_submission, eval_job, parse_assignments
+
+    if args.resume and args.force:
+        raise UsageError("--resume and --force exclude each other: continue the run, or move it aside")
+    kwargs: dict[str, Any] = dict(model=args.model, method=args.method, split=args.split, limit=args.limit,
+                                  ids=args.ids, options=parse_assignments(args.options, "-T"),
+                                  dataset=parse_assignments(args.dataset, "-D"), judge=args.judge,
+                                  embedder=args.embedder)
+    if args.dry_run:
+        from emocaustics.jobs.runner import plan_job
+
+        job = eval_job(args.task, **kwargs)
+        if args.submission_file:
+            check_submission(job, Path(args.submission_file))
+        print(plan_job(job, out=args.out, resume=args.resume))
+        return 0
+    try:
+        run = run_eval(args.task, **kwargs, submission_file=args.submission_file, out=args.out, resume=args.resume,
+                       force=args.force, ray_address=args.ray_address, quiet=False)
+    except EndpointDown as exc:  # the runner's hint names a job file; an eval is continued by its own command
+        raise EndpointDown(str(exc).replace("emocaustics run JOB.yaml", "emocaustics eval <the same arguments>")) \
+            from None
+    if args.submission_file:
+        print(f"submission: {Path(args.submission_file).resolve()}")
+    failed = run.failed
+    if failed and not args.allow_failures:
+        raise SamplesFailed(failed, run.scores.height if run.scores is not None else failed,
+                            f"see {run.dir / 'summary.md'}")
+    return 0

@@ -1,0 +1,187 @@
+"""One line for one evaluation: `emocaustics eval TASK --model SPEC ...` and `ec.eval(...)` become a one-config job.
+
+`eval_job` turns the arguments into an ordinary `JobSpec` (one run, its model, its dataset options, the sample
+selection), so an eval goes through `run_job` like any job: the same run folder, response cache, resume, report and
+exit statuses. Every argument is checked against the task before anything runs, and a mistake is a `UsageError`
+naming the argument and what the task accepts.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from emocaustics.core.errors import UsageError
+from emocaustics.core.task import Task, get_task
+from emocaustics.jobs.spec import JobSpec
+
+# The dataset option `--split` sets, first found: `split` (aer, ecpe), else `subset` (the EmoCaustics dialogues).
+SPLIT_FIELDS = ("split", "subset")
+MODEL_HINT = "openai:MODEL, anthropic:MODEL, ollama:MODEL, vllm:PATH_OR_NAME or smoke"
+
+
+def parse_assignments(pairs: list[str] | None, flag: str) -> dict[str, Any]:
+    """`key=value` arguments as a mapping; a value is read as a YAML scalar (`3` an int, `true` a bool, `[1, 2]` a
+    list, anything else a string)."""
+    out: dict[str, Any] = {}
+    for pair in pairs or []:
+        key, eq, raw = pair.partition("=")
+        if not eq or not key.strip():
+            raise UsageError(f"{flag} {pair!r}: expected KEY=VALUE")
+        try:
+            out[key.strip()] = yaml.safe_load(raw) if raw.strip() else ""
+        except yaml.YAMLError:
+            out[key.strip()] = raw
+    return out
+
+
+def _fields(model: Any, skip: tuple[str, ...] = ()) -> list[str]:
+    return [k for k in model.model_fields if k not in skip]
+
+
+def _method(task: Task, method: str | None, options: dict[str, Any], model: str | None) -> str:
+    """--method, else `-T method=`, else the task's default method, else its first model method when a model is
+    given; a method that calls a model without one is an error that names the calibration methods."""
+    methods = task.solver_methods + task.calibration_methods
+    chosen = method or options.pop("method", None)
+    if chosen is None:
+        field = task.Options.model_fields["method"]
+        default = None if field.is_required() else field.get_default()
+        chosen = default if default in methods else (task.solver_methods[0] if model and task.solver_methods else None)
+    if chosen is None:
+        raise UsageError(f"task {task.name}: give --method (one of {', '.join(methods)})")
+    if chosen not in methods:
+        raise UsageError(f"--method {chosen}: task {task.name} has the methods {', '.join(methods)}")
+    if chosen in task.solver_methods and not model:
+        calib = "|".join(task.calibration_methods)
+        raise UsageError(f"method {chosen} of task {task.name} calls a model: give --model SPEC ({MODEL_HINT})"
+                         + (f", or a method that needs none (--method {calib})" if calib else ""))
+    return str(chosen)
+
+
+def model_key(spec: str) -> str:
+    """A short name for the model in labels and folders: `openai:gpt-4o-mini@URL` -> `gpt-4o-mini`."""
+    head = spec.split("?", 1)[0]
+    name = head.split(":", 1)[1] if ":" in head else head
+    name = name.split("@", 1)[0].rstrip("/").rsplit("/", 1)[-1]
+    return re.sub(r"[^A-Za-z0-9_-]+", "-", name).strip("-") or "model"
+
+
+# Options of a remote spec's query that a job sets as model keys (the runner writes those over the spec's own).
+MODEL_KEYS = ("concurrency", "max_connection_failures", "max_server_errors", "stall_seconds")
+
+
+def model_entry(spec: str) -> dict[str, Any]:
+    """A job's `models` entry for a spec: shorthands written out, and the query options that are model keys
+    (`?concurrency=8`) moved to those keys, so that what the user wrote is what runs."""
+    from urllib.parse import parse_qsl, urlencode
+
+    from emocaustics.models.spec import REMOTE_KINDS, expand_shorthand
+
+    try:
+        full = expand_shorthand(spec)
+    except UsageError as exc:
+        raise UsageError(f"--model: {exc}") from None
+    head, _, query = full.partition("?")
+    if head.split(":", 1)[0] not in REMOTE_KINDS or not query:
+        return {"spec": full}
+    pairs = parse_qsl(query, keep_blank_values=True)
+    rest = [(k, v) for k, v in pairs if k not in MODEL_KEYS]
+    return {"spec": head + ("?" + urlencode(rest) if rest else ""), **{k: v for k, v in pairs if k in MODEL_KEYS}}
+
+
+def eval_job(task: str, *, model: str | None = None, method: str | None = None, split: str | None = None,
+             limit: int | None = None, ids: list[str | int] | None = None, options: dict[str, Any] | None = None,
+             dataset: dict[str, Any] | None = None, judge: str | None = None, embedder: str | None = None,
+             name: str | None = None) -> JobSpec:
+    """The one-config job of an eval (see the module docstring). `options` are the task's options (`-T`),
+    `dataset` its dataset options (`-D`), `split` the dataset's split or subset; `ids`/`limit` the selection."""
+    from emocaustics.jobs.spec import _messages  # one wording for spec errors
+
+    t = get_task(task)
+    options, dataset = dict(options or {}), dict(dataset or {})
+    known = _fields(t.Options, ("method",))
+    unknown = [k for k in options if k not in known and k != "method"]
+    if unknown:
+        raise UsageError(f"-T {unknown[0]}: task {task} has no option {unknown[0]!r}; its options: "
+                         f"{', '.join(known) or '(none)'}")
+    data_fields = _fields(t.Dataset)
+    unknown = [k for k in dataset if k not in data_fields]
+    if unknown:
+        raise UsageError(f"-D {unknown[0]}: task {task} has no dataset option {unknown[0]!r}; its dataset options: "
+                         f"{', '.join(data_fields)}")
+    if split is not None:
+        field = next((f for f in SPLIT_FIELDS if f in data_fields), None)
+        if field is None:
+            raise UsageError(f"--split: task {task} has no split; its dataset options: {', '.join(data_fields)} "
+                             "(give them with -D KEY=VALUE)")
+        dataset[field] = split
+    chosen = _method(t, method, options, model)
+    needs_model = chosen in t.solver_methods
+    key = model_key(model) if (model and needs_model) else None
+    select = {k: v for k, v in (("ids", list(ids) if ids else None), ("limit", limit)) if v is not None}
+    raw: dict[str, Any] = {
+        "name": name or re.sub(r"[^A-Za-z0-9_.-]+", "-", "-".join(p for p in ("eval", task, chosen, key) if p)),
+        "dataset": {task: dataset},
+        "models": {key: model_entry(model)} if (key and model) else {},
+        "runs": [{"task": task, "model": key, "options": {"method": chosen, **options}}],
+        "scoring": {k: v for k, v in (("embedder", embedder), ("judge", judge)) if v is not None},
+        **({"select": select} if select else {}),
+    }
+    try:
+        job = JobSpec.model_validate(raw)
+    except ValidationError as exc:
+        text = _messages(exc, "eval")
+        raise UsageError(_flags(text)) from None
+    if key:
+        from emocaustics.models.spec import parse_llm_spec
+
+        parse_llm_spec(job.models[key].spec)  # a malformed spec is named now, not at the pre-flight
+    return job
+
+
+def _flags(text: str) -> str:
+    """Spec error paths in the words of the command line (`-T key`, `-D key`, `--model`, `--limit`)."""
+    text = re.sub(r"eval(: Value error, |: |\.)", "", text)
+    for pattern, flag in ((r"runs\.0\.options\.", "-T "), (r"runs\.0: dataset\.|dataset\.[\w-]+\.", "-D "),
+                          (r"models\.[\w-]+\.spec: (Value error, )?", "--model: "), (r"select\.(\w+)", r"--\1"),
+                          (r"scoring\.(\w+): (Value error, )?", r"--\1: ")):
+        text = re.sub(pattern, flag, text)
+    return text
+
+
+def check_submission(job: JobSpec, target: Path) -> None:
+    """`--submission-file` for a task that writes none (not a `SubmissionWriter`), or with a suffix none of its
+    files has, is refused before running."""
+    from emocaustics.core.submission import SubmissionWriter
+
+    task, _ = job.expand()[0].resolve()
+    if not isinstance(task, SubmissionWriter):
+        raise UsageError(f"--submission-file: task {task.name} writes no submission file")
+    if target.suffix and target.suffix not in {Path(n).suffix for n in task.submission_files}:
+        raise UsageError(f"--submission-file {target}: task {task.name} writes {', '.join(task.submission_files)}; "
+                         "give a path with one of their suffixes")
+
+
+def copy_submission(run_dir: Path, job: JobSpec, target: Path) -> Path:
+    """Copy the config's submission to `target`: the file of the task's `submission_files` with `target`'s suffix
+    (the first, the default, when `target` has none); none or several that fit is a UsageError naming them."""
+    import shutil
+
+    check_submission(job, target)
+    run = job.expand()[0]
+    task, _ = run.resolve()
+    folder = run_dir / "predictions" / run.label
+    written = [folder / n for n in task.submission_files if (folder / n).is_file()]  # type: ignore[attr-defined]
+    match = [p for p in written if p.suffix == target.suffix] if target.suffix else written[:1]
+    if len(match) != 1:
+        names = ", ".join(p.name for p in written) or "nothing"
+        raise UsageError(f"--submission-file {target}: this config of task {run.task} wrote {names}; give a path "
+                         "whose suffix picks one of them")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(match[0], target)
+    return target
