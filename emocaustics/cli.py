@@ -1,8 +1,9 @@
 """`emocaustics` command line: the core's verbs (run, report, compare, tasks) and each task package's own verbs.
 
-A task package's `cli` module may define `register(subparsers)` (top-level verbs, e.g. `extract`, `human`) and
-`register_score(score_subparsers)` (its `emocaustics score <task>` verb). Handlers keep heavy imports (ray, torch,
-vllm) inside, so that `--help` and bad-argument errors stay instant.
+A task package's `cli` module may define `register(subparsers)` (top-level verbs, e.g. `extract`, `human`),
+`register_data(data_subparsers)` (`data` verbs of its own) and `register_score(score_subparsers)` (its `emocaustics
+score <task>` verb; a task without one is scored by the core's `score TASK` over `Task.score`). Handlers keep heavy
+imports (ray, torch, vllm) inside, so that `--help` and bad-argument errors stay instant.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import argparse
 import importlib
 import sys
 
+from emocaustics.core import datacli
 from emocaustics.core.clihelp import DefaultsFormatter
 from emocaustics.core.errors import EXIT_CLUSTER_LOST, EXIT_INTERRUPTED, EndpointDown, SamplesFailed, UsageError
 
@@ -54,14 +56,30 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     for name in CORE_COMMAND_MODULES:
         importlib.import_module(name).register(sub)
+    data_sub = datacli.register(sub)  # `data fetch TASK`, every task's; a task may add its own `data` verbs
     score = sub.add_parser("score", help="score predictions or a submission of one task against its ground truth")
     score_sub = score.add_subparsers(dest="score_task", required=True, metavar="TASK")
     for module in _task_cli_modules():
         if hasattr(module, "register"):
             module.register(sub)
+        if hasattr(module, "register_data"):
+            module.register_data(data_sub)
         if hasattr(module, "register_score"):
             module.register_score(score_sub)
+    _register_generic_scores(score_sub)
     return parser
+
+
+def _register_generic_scores(score_sub: argparse._SubParsersAction) -> None:
+    """`score TASK` over `Task.score` for every task (plug-ins included) without a score verb of its own."""
+    from emocaustics.core.task import task_names
+    from emocaustics.score.cli import register_generic
+
+    try:
+        names = task_names()
+    except UsageError:  # a broken plug-in: named by the command that needs the tasks, not by every --help
+        return
+    register_generic(score_sub, names)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -25,12 +25,16 @@ import importlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 import polars as pl
 from pydantic import BaseModel, ConfigDict
 
+from emocaustics.core.content import approx_tokens, content_hash, jsonable  # noqa: F401 (importable from here too)
 from emocaustics.core.errors import UsageError
+
+if TYPE_CHECKING:  # a task declares its sources; this module never fetches
+    from emocaustics.core.datasource import DataSource
 
 # Long-format score rows: one row per (sample, metric). status: ok | failed (the solver gave up; value 0) |
 # unscored (the metric could not be computed for this sample, e.g. no ground truth; value null, outside means).
@@ -149,6 +153,8 @@ class Task:
     prompts_version: ClassVar[str | None] = None  # hash of the prompt templates, recorded in every run
     # What each metric means, for the report's legend (metric name, or a prefix ending in ":", -> one sentence).
     metric_docs: ClassVar[dict[str, str]] = {}
+    # Where the published data comes from (`core.datasource`): `data fetch TASK` fetches these; `load` locates them.
+    data_sources: ClassVar[tuple["DataSource", ...]] = ()
 
     # -- options -------------------------------------------------------------------------------------------------
     def parse_options(self, raw: dict[str, Any]) -> Options:
@@ -326,35 +332,6 @@ class OwnPlan(Protocol):
         ...
 
 
-def jsonable(obj: Any) -> Any:
-    """Plain JSON data of a sample's input: dataclasses and pydantic models become dicts, tuples lists."""
-    import dataclasses
-
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
-    if isinstance(obj, BaseModel):
-        return jsonable(obj.model_dump(mode="json"))
-    if isinstance(obj, dict):
-        return {str(k): jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [jsonable(v) for v in obj]
-    return obj
-
-
-def content_hash(obj: Any) -> str:
-    import hashlib
-
-    text = json.dumps(jsonable(obj), sort_keys=True, ensure_ascii=False, default=str)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
-
-
-def approx_tokens(obj: Any) -> int:
-    """A rough token count of a text or JSON value: one token per CJK character, one per ~4 other characters."""
-    text = obj if isinstance(obj, str) else json.dumps(jsonable(obj), ensure_ascii=False, default=str)
-    cjk = sum(1 for ch in text if "\u3000" <= ch <= "\u9fff" or "\uac00" <= ch <= "\ud7af")
-    return cjk + (len(text) - cjk) // 4
-
-
 # -- registry ----------------------------------------------------------------------------------------------------
 _REGISTRY: dict[str, Task] = {}
 _DISCOVERED = False
@@ -379,8 +356,7 @@ def _discover() -> None:
     from importlib.metadata import entry_points
 
     global _DISCOVERED
-    if not _DISCOVERED:
-        _DISCOVERED = True
+    if not _DISCOVERED:  # set once all loaded: a broken plug-in is named again by every command that asks
         for name in task_packages():
             importlib.import_module(name)
         for ep in entry_points(group=ENTRY_POINT_GROUP):
@@ -394,6 +370,7 @@ def _discover() -> None:
                 raise UsageError(f"task plug-in {ep.name!r} ({ep.value}): not a Task subclass or instance")
             if task.name not in _REGISTRY:  # in-tree tasks and explicit registrations win over a same-named plug-in
                 register(task)
+        _DISCOVERED = True
 
 
 def register(task: Task) -> Task:

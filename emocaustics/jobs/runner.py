@@ -169,10 +169,9 @@ def solve(cfg: Config, job: JobSpec, samples: list, ctx: ScoreContext, cache_dir
 def predictions_for(cfg: Config, samples: list) -> dict[str, Any]:
     if not cfg.task.needs_model(cfg.options):
         return cfg.task.predict(cfg.options.method, samples, cfg.options)
-    found = cfg.task.read_predictions(cfg.pred_dir)
-    for s in samples:  # a sample with neither a prediction nor a failure row is a failure, never a silent gap
-        found.setdefault(s.id, Failure("solve", "no prediction was written for this sample"))
-    return found
+    from emocaustics.core.predictions import pair  # the rule `score TASK` shares: nothing written is a Failure
+
+    return pair(samples, cfg.task.read_predictions(cfg.pred_dir)).predictions
 
 
 def _is_remote(job: JobSpec, model: str | None) -> bool:

@@ -18,6 +18,7 @@ from emocaustics.core.task import (DatasetOptions, Failure, Loaded, Options, Sam
                                    Task, rows_frame)
 from emocaustics.tasks.aer import predictors, prompts, scoring
 from emocaustics.tasks.aer.data import load_split, to_sample
+from emocaustics.tasks.aer.fetch import SOURCE
 
 DEFAULTS = {"shots": 3, "shots_from": None, "top_k": 8, "chunk_tokens": 160, "temperature": 0.7}
 USED_BY = {"shots": ("prompt", "few-shot"), "shots_from": ("prompt", "few-shot"), "top_k": ("context", "retrieve"),
@@ -77,6 +78,7 @@ class AerTask(Task):
     calibration_methods = predictors.PREDICTORS
     primary_metric = "score"
     prompts_version = prompts.PROMPTS_VERSION
+    data_sources = (SOURCE,)
     submission_files = ("submission.jsonl", "submission.zip")  # written by finalize (core.submission)
 
     # -- data ------------------------------------------------------------------------------------------------------

@@ -13,7 +13,8 @@
         --allow-failures (the official scorer refuses such a file; `ecpe validate` reports it as an error); so is a
         conversation the run that wrote the files failed (no pair in the files, its failure in failures.jsonl beside
         them).
-    emocaustics ecpe fetch [--dest DIR]          download the organisers' data (GPL-3.0, research only)
+    emocaustics ecpe fetch [--dest DIR]          deprecated: `emocaustics data fetch ecpe [--to DIR]` downloads the
+        organisers' data (GPL-3.0, research only)
     emocaustics ecpe validate FILE [--subtask N] [--data GOLD_DIR] [--json]
         check one prediction file: every error and warning, against the gold of --data (default:
         $EMOCAUSTICS_ECAC_DATA, else the fetch cache; with neither, the format only, said on stderr); exit status 2
@@ -57,7 +58,8 @@ def register_score(score_subparsers: Any) -> None:
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser("ecpe", help="SemEval-2024 Task 3 data and submission checks")
     sub = p.add_subparsers(dest="ecpe_command", required=True)
-    f = sub.add_parser("fetch", help="download the organisers' test data and sample submission")
+    f = sub.add_parser("fetch", help="deprecated: `emocaustics data fetch ecpe` (the organisers' test data and "
+                                     "sample submission)")
     f.add_argument("--dest", type=Path, default=None, help="target folder (default: the fetch cache)")
     f.set_defaults(func=fetch_command)
     v = sub.add_parser("validate", help="check a prediction file; exit status 2 when it has an error")
@@ -252,12 +254,10 @@ def run_failures(pred: Path, checked: list[Any]) -> list[int]:
     return sorted(cid for cid in ids if all(c.pairs.get(cid) == [] for c in checked))
 
 
-def fetch_command(args: argparse.Namespace) -> int:
-    from emocaustics.tasks.ecpe import data
+def fetch_command(args: argparse.Namespace) -> int:  # the older verb: `data fetch ecpe` is the one for every task
+    from emocaustics.core.datacli import legacy_fetch
 
-    dest = data.fetch(args.dest)
-    print(f"SemEval-2024 Task 3 data in {dest} (GPL-3.0, research use only; see SOURCE.md and LICENSE there)")
-    return 0
+    return legacy_fetch("ecpe fetch", "ecpe", args.dest)
 
 
 def validate_command(args: argparse.Namespace) -> int:
@@ -281,7 +281,7 @@ def validate_command(args: argparse.Namespace) -> int:
             raise UsageError(f"{gold_dir}: no subtask-{subtask} gold file")
         gold = read_gold(load_json(gold_file), subtask, str(gold_file))
     else:
-        print(f"no gold data (--data, ${data.ENV} or `emocaustics ecpe fetch`): the format only is checked, not "
+        print(f"no gold data (--data, ${data.ENV} or `emocaustics data fetch ecpe`): the format only is checked, not "
               "conversation ids, ranges or labels", file=sys.stderr)
     checked = check_prediction(load_json(args.file), subtask, str(args.file), gold)
     if args.json:

@@ -93,6 +93,7 @@ class EcpeTask(Task):
     primary_metric = official.PRIMARY[1]
     prompts_version = prompts.PROMPTS_VERSION
     submission_files = ("submission.zip", "Subtask_1_pred.json", "Subtask_2_pred.json")  # finalize (core.submission)
+    data_sources = (data.SOURCE,)
     # what the per-conversation metrics mean (the report's legend); the official corpus figures are in the ECPE
     # sections of the report, configs.json and each config's scores.txt
     metric_docs: ClassVar[dict[str, str]] = {

@@ -1,4 +1,5 @@
-"""The EmoCaustics verbs: `extract sextuple|emotion`, `data fetch|stats`, and `score sextuple|emotion`."""
+"""The EmoCaustics verbs: `extract sextuple|emotion`, `data stats`, and `score sextuple|emotion` (its data is fetched by
+the core's `data fetch emocaustics`)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,11 @@ from emocaustics.tasks.emocaustics.score import cli as score_cli
 
 
 def register(subparsers: Any) -> None:
-    data_cli.register(subparsers)
     extract_cli.register(subparsers)
+
+
+def register_data(data_subparsers: Any) -> None:
+    data_cli.register_data(data_subparsers)
 
 
 def register_score(score_subparsers: Any) -> None:

@@ -18,8 +18,10 @@ from typing import Any, ClassVar, Literal
 import polars as pl
 from pydantic import Field, model_validator
 
+from emocaustics.core.datasource import DataSource
 from emocaustics.core.task import (DatasetOptions, Defect, Failure, Loaded, Options, Sample, ScoreContext, Scored,
                                    Task, rows_frame)
+from emocaustics.tasks.emocaustics.data.fetch import SOURCE
 
 DEFAULT_WINDOWS = {"sextuple": (20, 5), "emotion": (30, 10)}
 RAY_ABOVE = 50  # dialogues; below this Ray's start-up costs more than it saves in scoring
@@ -74,6 +76,7 @@ class EmoCausticsTask(Task):
     Options: ClassVar[type[Options]] = EmoOptions
     Dataset: ClassVar[type[DatasetOptions]] = EmoDataset
     calibration_methods: ClassVar[tuple[str, ...]] = ("oracle", "baseline")
+    data_sources: ClassVar[tuple[DataSource, ...]] = (SOURCE,)
     # what each per-dialogue component means (the report's legend); the scorers in score/ define them
     metric_docs: ClassVar[dict[str, str]] = {
         "score": "the dialogue's spec score: sextuples, points / utterances / 4; chains, the weighted share of "

@@ -1,9 +1,9 @@
-"""`emocaustics human ...`: the human-assessment tool's two steps and the data fetch.
+"""`emocaustics human ...`: the human-assessment tool's two steps (and the older name of `data fetch human`).
 
     emocaustics human process HITS.json --out DIR [--ranking a,b,...] [--qc-threshold 0.05]
         (HITS.json is one ratings file: a folder is refused, exit status 2, naming the .json files it holds)
     emocaustics human replicate RUN1_DIR RUN2_DIR --out DIR
-    emocaustics human fetch [--dest DIR]
+    emocaustics human fetch [--dest DIR]   (deprecated: `emocaustics data fetch human [--to DIR]`)
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     r.add_argument("run2", help="output folder of `human process` for run 2")
     r.add_argument("--out", required=True, help="output folder for the correlation tables")
     r.set_defaults(func=cmd_replicate)
-    f = sub.add_parser("fetch", help="download the organisers' repository data/ folder into the cache")
+    f = sub.add_parser("fetch", help="deprecated: `emocaustics data fetch human` (the organisers' data/ folder)")
     f.add_argument("--dest", help="target folder (default $EMOCAUSTICS_CACHE/datasets/humaneval)")
     f.set_defaults(func=cmd_fetch)
 
@@ -94,10 +94,10 @@ def with_pl_print(df: object, title: str) -> None:
         print(df)
 
 
-def cmd_fetch(args: argparse.Namespace) -> int:
-    from emocaustics.tasks.human.data import fetch
+def cmd_fetch(args: argparse.Namespace) -> int:  # the older verb: `data fetch human` is the one for every task
+    from emocaustics.core.datacli import legacy_fetch
 
-    dest = fetch(Path(args.dest) if args.dest else None)
-    print(f"fetched into {dest}; the repository publishes raw MTurk CSV (data/raw_mturk_csv/): see "
-          "datasets/human/README.md for the normative JSON")
-    return 0
+    code = legacy_fetch("human fetch", "human", args.dest)
+    print("the repository publishes raw MTurk CSV (data/raw_mturk_csv/): see datasets/human/README.md for the "
+          "normative JSON")
+    return code

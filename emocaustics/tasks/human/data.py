@@ -1,4 +1,4 @@
-"""Crowd ratings in the human-assessment tool's normative JSON: reading, validating, locating and fetching.
+"""Crowd ratings in the human-assessment tool's normative JSON: reading, validating, and where the data is published.
 
 Format (one file per experiment run): `{"metadata": {"score": {name: {"positive", "qc", "max"}}, "model": [...],
 "qc-model": "qc", "ranking": null | [...], "sorted_scores": null | [...]}, "data": [{"result": [{"model", "score":
@@ -9,20 +9,13 @@ control rating is not an error but a reported `Defect`: its worker may be untest
 
 from __future__ import annotations
 
-import io
 import json
 import math
-import os
-import shutil
-import tarfile
-import tempfile
-import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
+from emocaustics.core.datasource import DataSource
 from emocaustics.core.errors import DataError, UsageError
 from emocaustics.core.task import Defect
 from emocaustics.core.textfile import read_text, shown
@@ -310,30 +303,18 @@ def _number(value: Any) -> float | None:
     return num if math.isfinite(num) else None
 
 
-# -- where the data is ------------------------------------------------------------------------------------------------
-def cache_dir() -> Path:
-    base = os.environ.get("EMOCAUSTICS_CACHE")
-    return (Path(base) if base else Path.home() / ".cache" / "emocaustics") / "datasets" / NAME
+# -- where the data is -------------------------------------------------------------------------------------------------
+SOURCE = DataSource(
+    name=NAME, title="Human assessment of open-domain dialogue systems (ACL 2022)", env_var=ENV_VAR, urls=(URL,),
+    keep={"data/": "", "LICENSE": "LICENSE"}, required=("data/*",), what="ratings file or folder",
+    notes=(f"Repository: https://github.com/{REPO}, folder `data/`, commit {COMMIT}",
+           "License: MIT (LICENSE beside this note)"))
 
 
 def locate(data: str | None = None) -> Path:
-    """The ratings folder (or file): `data` if given, else $EMOCAUSTICS_HUMANEVAL_DATA, else the fetch cache."""
-    if data:
-        p = Path(data).expanduser()
-        if not p.exists():
-            raise UsageError(f"{p}: no such ratings file or folder")
-        return p
-    env = os.environ.get(ENV_VAR)
-    if env:
-        p = Path(env).expanduser()
-        if not p.exists():
-            raise UsageError(f"{ENV_VAR}={env}: no such folder")
-        return p
-    cached = cache_dir()
-    if cached.exists():
-        return cached
-    raise UsageError(f"no human-assessment ratings found: set {ENV_VAR} to a folder of normative hits JSON files "
-                     f"(the team's copy: ../shared/datasets/{NAME}), pass a path, or run the fetch into {cached}")
+    """The ratings folder (or file): `data` if given, else $EMOCAUSTICS_HUMANEVAL_DATA, else the fetch cache (the
+    team's copy: ../shared/datasets/humaneval)."""
+    return SOURCE.locate(data)
 
 
 def hits_path(data: str | None = None, file: str | None = None) -> Path:
@@ -350,58 +331,7 @@ def hits_path(data: str | None = None, file: str | None = None) -> Path:
     raise UsageError(f"{target}: no such ratings file; {hint}")
 
 
-# -- fetching ---------------------------------------------------------------------------------------------------------
-def download(url: str = URL, timeout: float = 60.0) -> bytes:
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as resp:  # noqa: S310 (fixed https URL)
-            return resp.read()
-    except (urllib.error.URLError, TimeoutError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise UsageError(f"cannot download {url}: {reason} (offline? set {ENV_VAR} to a local copy)") from None
-
-
-def unpack(archive: bytes, dest: Path, *, url: str = URL) -> Path:
-    """Extract `<top>/data/**` and the LICENSE of a GitHub tarball into `dest` (replacing it); write SOURCE.md."""
-    try:
-        tar = tarfile.open(fileobj=io.BytesIO(archive), mode="r:*")
-    except tarfile.TarError as exc:
-        raise UsageError(f"downloaded archive from {url} is not a tarball: {exc}") from None
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    with tar, tempfile.TemporaryDirectory(dir=dest.parent) as tmp:
-        staging = Path(tmp) / NAME
-        staging.mkdir()
-        kept = 0
-        for member in tar.getmembers():
-            parts = PurePosixPath(member.name).parts
-            if not member.isfile() or len(parts) < 2 or ".." in parts:
-                continue
-            if len(parts) == 2 and parts[1] == "LICENSE":
-                rel = PurePosixPath("LICENSE")
-            elif len(parts) >= 3 and parts[1] == "data":
-                rel = PurePosixPath(*parts[2:])
-                kept += 1
-            else:
-                continue
-            target = staging / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            src = tar.extractfile(member)
-            assert src is not None
-            target.write_bytes(src.read())
-        if not kept:
-            raise UsageError(f"archive from {url} has no data/ folder")
-        (staging / "SOURCE.md").write_text(
-            f"# Human assessment of open-domain dialogue systems (ACL 2022)\n\n- Source: {url}\n- Repository: "
-            f"https://github.com/{REPO}, folder `data/`, commit {COMMIT}\n- Fetched: "
-            f"{datetime.now(timezone.utc).isoformat(timespec='seconds')}\n- License: MIT (LICENSE beside this note)\n",
-            encoding="utf-8")
-        if dest.exists():
-            shutil.rmtree(dest)
-        shutil.move(str(staging), dest)
-    return dest
-
-
 def fetch(dest: Path | None = None, *, url: str = URL) -> Path:
     """Download the organisers' repository at the pinned commit and unpack its data/ folder into `dest` (default:
     the fetch cache)."""
-    target = Path(dest) if dest is not None else cache_dir()
-    return unpack(download(url), target, url=url)
+    return SOURCE.fetch(dest, urls=(url,))

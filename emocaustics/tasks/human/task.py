@@ -19,8 +19,9 @@ from typing import Any, ClassVar, Literal
 import polars as pl
 from pydantic import Field
 
+from emocaustics.core.datasource import DataSource
 from emocaustics.core.task import DatasetOptions, Loaded, Options, Sample, ScoreContext, Scored, Task, rows_frame
-from emocaustics.tasks.human.data import DEFAULT_FILE, NAME, Hits, hits_path, parse_hits, read_hits
+from emocaustics.tasks.human.data import DEFAULT_FILE, NAME, SOURCE, Hits, hits_path, parse_hits, read_hits
 
 
 class HumanDataset(DatasetOptions):
@@ -51,6 +52,7 @@ class HumanTask(Task):
     Dataset: ClassVar[type[DatasetOptions]] = HumanDataset
     calibration_methods: ClassVar[tuple[str, ...]] = ("process",)
     primary_metric: ClassVar[str] = "qc_passed"
+    data_sources: ClassVar[tuple[DataSource, ...]] = (SOURCE,)
     # what the per-assignment metrics mean (the report's legend); `z:` covers every `z:<system>`
     metric_docs: ClassVar[dict[str, str]] = {
         "qc_passed": "1 when the assignment's worker passed quality control (one-sided Mann-Whitney of the qc "

@@ -154,12 +154,14 @@ def test_locate_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert fetch_mod.locate(explicit) == explicit.resolve()
     assert fetch_mod.locate(None) == env.resolve()
     monkeypatch.delenv(fetch_mod.ENV_VAR)
-    with pytest.raises(UsageError, match="python -m emocaustics.tasks.aer.fetch"):
+    with pytest.raises(UsageError, match="`emocaustics data fetch aer`.*looked in"):
         fetch_mod.locate(None)
     standard_dataset(cache / "datasets" / "aer")
     assert fetch_mod.locate(None) == (cache / "datasets" / "aer").resolve()
-    with pytest.raises(UsageError, match="not an AER data folder"):
+    with pytest.raises(UsageError, match="nowhere: no such AER data folder"):
         fetch_mod.locate(tmp_path / "nowhere")
+    with pytest.raises(UsageError, match="not the AER data folder: no <split>_data/questions.jsonl in it"):
+        fetch_mod.locate(tmp_path)
 
 
 def _tarball(members: dict[str, bytes]) -> bytes:
@@ -205,7 +207,7 @@ def test_fetch_offline_and_bad_archives_are_usage_errors(tmp_path: Path) -> None
         fetch_mod.fetch(tmp_path / "d", url=junk.as_uri())
     empty = tmp_path / "empty.tar.gz"
     empty.write_bytes(_tarball({"repo-abc/README.md": b"x"}))
-    with pytest.raises(UsageError, match="no <split>_data/questions.jsonl"):
+    with pytest.raises(UsageError, match=r"has no \*_data/questions.jsonl"):
         fetch_mod.fetch(tmp_path / "d", url=empty.as_uri())
     assert fetch_mod.URL == ("https://codeload.github.com/sooo66/semeval2026-task12-dataset/tar.gz/"
                              "43ee9e52ecd900f80cdbc8ed360151e069e65964")

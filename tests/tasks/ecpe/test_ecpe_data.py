@@ -40,7 +40,7 @@ def test_unpack_keeps_test_files_sample_submission_and_licence(tmp_path):
     archive = tarball({"data/Subtask_1_test.json": S1, "data/Subtask_2_test.json": S2,
                        "data/Subtask_1_train.json": b"[]", "CodaLab/submission/Subtask_1_pred.json": b"[]",
                        "CodaLab/evaluation/evaluate.py": b"#", "LICENSE": b"GPL", "README.md": b"#"})
-    dest = data.unpack(archive, tmp_path / "ecac")
+    dest = data.SOURCE.unpack(archive, tmp_path / "ecac")
     found = sorted(str(p.relative_to(dest)) for p in dest.rglob("*") if p.is_file())
     assert found == ["LICENSE", "SOURCE.md", "Subtask_1_test.json", "Subtask_2_test.json",
                      "sample_submission/Subtask_1_pred.json"]
@@ -50,17 +50,18 @@ def test_unpack_keeps_test_files_sample_submission_and_licence(tmp_path):
 
 def test_unpack_without_the_test_files_is_an_error(tmp_path):
     with pytest.raises(UsageError, match="no data/Subtask_2_test.json"):
-        data.unpack(tarball({"data/Subtask_1_test.json": S1}), tmp_path / "ecac")
+        data.SOURCE.unpack(tarball({"data/Subtask_1_test.json": S1}), tmp_path / "ecac")
     with pytest.raises(UsageError, match="not a tarball"):
-        data.unpack(b"nope", tmp_path / "ecac")
+        data.SOURCE.unpack(b"nope", tmp_path / "ecac")
 
 
-def test_download_offline_is_a_usage_error(monkeypatch):
+def test_download_offline_is_a_usage_error(monkeypatch, tmp_path):
     def offline(*a, **k):
         raise urllib.error.URLError("no route to host")
-    monkeypatch.setattr(data.urllib.request, "urlopen", offline)
+    monkeypatch.setattr("urllib.request.urlopen", offline)
     with pytest.raises(UsageError, match="cannot download .*no route to host.*EMOCAUSTICS_ECAC_DATA"):
-        data.download()
+        data.fetch(tmp_path / "ecac")
+    assert not (tmp_path / "ecac").exists()
 
 
 def test_locate_order_explicit_env_cache(tmp_path, monkeypatch):
@@ -75,7 +76,7 @@ def test_locate_order_explicit_env_cache(tmp_path, monkeypatch):
     monkeypatch.delenv("EMOCAUSTICS_ECAC_DATA")
     assert data.locate(None) == c / "datasets" / "ecac"
     monkeypatch.setenv("EMOCAUSTICS_CACHE", str(tmp_path / "empty"))
-    with pytest.raises(UsageError, match="emocaustics ecpe fetch.*EMOCAUSTICS_ECAC_DATA"):
+    with pytest.raises(UsageError, match="EMOCAUSTICS_ECAC_DATA.*`emocaustics data fetch ecac`"):
         data.locate(None)
     with pytest.raises(UsageError, match="no Subtask_1_test.json or Subtask_2_test.json"):
         data.locate(str(tmp_path))

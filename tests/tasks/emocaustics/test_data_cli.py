@@ -1,7 +1,8 @@
-"""`emocaustics data stats|fetch`: outputs and one-line error exits; fetch's unpacking on a local archive."""
+"""`emocaustics data stats|fetch emocaustics`: outputs and one-line error exits; fetch's unpacking on a local archive."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import shutil
@@ -12,6 +13,7 @@ import pytest
 
 from emocaustics.cli import main
 from emocaustics.core.errors import UsageError
+from emocaustics.core.task import get_task
 from emocaustics.tasks.emocaustics.data import fetch as fetch_mod
 from emocaustics.tasks.emocaustics.data.load import SAMPLE_ROOT, load_corpus
 
@@ -53,7 +55,7 @@ def test_stats_reports_defects_of_a_broken_folder(tmp_path, capsys):
 
 @pytest.mark.parametrize("argv,msg", [
     (["--subset", "nope"], "unknown subset 'nope'"),
-    (["--data", "/no/such/dir"], "/no/such/dir is not a dataset folder"),
+    (["--data", "/no/such/dir"], "/no/such/dir: no such EmoCaustics dataset folder"),
     (["--subset", "sample", "--ids", "1,abc"], "'abc' is not a dialogue id"),
     (["--subset", "sample", "--ids", "42"], "[42]"),
 ])
@@ -82,7 +84,7 @@ def _github_tarball(with_emo: bool = True) -> bytes:
 
 
 def test_unpack_builds_a_loadable_dataset(tmp_path):
-    dest = fetch_mod.unpack(_github_tarball(), tmp_path / "cache" / "datasets" / "emocaustics")
+    dest = fetch_mod.SOURCE.unpack(_github_tarball(), tmp_path / "cache" / "datasets" / "emocaustics")
     assert sorted(p.name for p in dest.iterdir()) == ["LICENSE", "SOURCE.md", "chat", "emo"]
     assert fetch_mod.COMMIT in (dest / "SOURCE.md").read_text()
     assert len(load_corpus(dest).dialogues) == 8
@@ -90,22 +92,33 @@ def test_unpack_builds_a_loadable_dataset(tmp_path):
 
 def test_unpack_rejects_archives_without_data(tmp_path):
     with pytest.raises(UsageError, match="datasets/emo"):
-        fetch_mod.unpack(_github_tarball(with_emo=False), tmp_path / "x")
+        fetch_mod.SOURCE.unpack(_github_tarball(with_emo=False), tmp_path / "x")
     with pytest.raises(UsageError, match="not a tarball"):
-        fetch_mod.unpack(b"<html>rate limited</html>", tmp_path / "x")
+        fetch_mod.SOURCE.unpack(b"<html>rate limited</html>", tmp_path / "x")
     assert not (tmp_path / "x").exists()
 
 
-def test_fetch_command_uses_the_archive_and_fails_in_one_line(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(fetch_mod, "download", lambda url=fetch_mod.URL, timeout=60.0: _github_tarball())
-    assert main(["data", "fetch", "--dest", str(tmp_path / "got")]) == 0
-    assert (tmp_path / "got" / "emo" / "emo_1.json").is_file()
-    monkeypatch.undo()
+def test_fetch_command_uses_the_archive_and_fails_in_one_line(tmp_path, capsys):
+    archive = tmp_path / "emocaustics.tar.gz"
+    archive.write_bytes(_github_tarball())
+    for name in ("emocaustics", "sextuple"):  # the data source's name, or a task that reads it
+        assert main(["data", "fetch", name, "--to", str(tmp_path / name), "--url", archive.as_uri()]) == 0
+        assert len(load_corpus(tmp_path / name).dialogues) == 8
+        assert f"EMOCAUSTICS_DATA={tmp_path / name}" in capsys.readouterr().out
     # an unreachable local address stands in for "no network": one line, exit 2, nothing written
-    real = fetch_mod.download
-    monkeypatch.setattr(fetch_mod, "download", lambda url=fetch_mod.URL, timeout=60.0: real(
-        "http://127.0.0.1:9/none.tar.gz", timeout=5))
-    assert main(["data", "fetch", "--dest", str(tmp_path / "nope")]) == 2
+    assert main(["data", "fetch", "emocaustics", "--to", str(tmp_path / "nope"),
+                 "--url", "http://127.0.0.1:9/none.tar.gz"]) == 2
     err = capsys.readouterr().err
     assert "cannot download" in err and "EMOCAUSTICS_DATA" in err and err.count("\n") == 1
     assert not (tmp_path / "nope").exists()
+
+
+def test_the_older_fetch_verb_still_works_and_says_what_to_type(tmp_path, capsys, monkeypatch):
+    archive = tmp_path / "emocaustics.tar.gz"
+    archive.write_bytes(_github_tarball())
+    mirror = dataclasses.replace(fetch_mod.SOURCE, urls=(archive.as_uri(),))  # the declared URL, served here
+    monkeypatch.setattr(type(get_task("sextuple")), "data_sources", (mirror,))
+    assert main(["data", "fetch", "--dest", str(tmp_path / "got")]) == 0
+    assert (tmp_path / "got" / "emo" / "emo_1.json").is_file()
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "deprecated" in err and "`emocaustics data fetch emocaustics [--to DIR]`" in err

@@ -173,7 +173,7 @@ def test_unpack_keeps_data_and_license(tmp_path):
                         f"{top}/data/raw_mturk_csv/FreeTopicRound1/batch.csv": b"a,b\n",
                         f"{top}/mturk_process.py": b"code", f"{top}/data/../../evil": b"x"})
     dest = tmp_path / "humaneval"
-    D.unpack(archive, dest)
+    D.SOURCE.unpack(archive, dest)
     assert (dest / "LICENSE").read_bytes() == b"MIT"
     assert (dest / "raw_mturk_csv" / "FreeTopicRound1" / "batch.csv").read_bytes() == b"a,b\n"
     assert not (dest / "mturk_process.py").exists() and not (tmp_path / "evil").exists()
@@ -182,9 +182,9 @@ def test_unpack_keeps_data_and_license(tmp_path):
 
 def test_unpack_rejects_a_tarball_without_data(tmp_path):
     with pytest.raises(UsageError, match="no data/"):
-        D.unpack(_tarball({"top/README.md": b"x"}), tmp_path / "d")
+        D.SOURCE.unpack(_tarball({"top/README.md": b"x"}), tmp_path / "d")
     with pytest.raises(UsageError, match="not a tarball"):
-        D.unpack(b"not a tarball", tmp_path / "d")
+        D.SOURCE.unpack(b"not a tarball", tmp_path / "d")
 
 
 def test_fetch_offline_is_a_usage_error(tmp_path):

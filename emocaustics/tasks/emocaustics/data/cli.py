@@ -1,4 +1,4 @@
-"""`emocaustics data ...`: fetch the published data, and report what a dataset holds."""
+"""`emocaustics data stats`: what an EmoCaustics dataset holds (the core's `data fetch emocaustics` fetches it)."""
 
 from __future__ import annotations
 
@@ -8,15 +8,8 @@ import logging
 import sys
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    data = subparsers.add_parser("data", help="fetch and inspect the EmoCaustics data")
-    sub = data.add_subparsers(dest="data_command", required=True)
-
-    f = sub.add_parser("fetch", help="download the published datasets/ folder into the cache")
-    f.add_argument("--dest", help="folder to write (default: $EMOCAUSTICS_CACHE/datasets/emocaustics)")
-    f.set_defaults(func=_fetch)
-
-    s = sub.add_parser("stats", help="files, dialogues, utterances, labels and defects")
+def register_data(sub: argparse._SubParsersAction) -> None:
+    s = sub.add_parser("stats", help="EmoCaustics: files, dialogues, utterances, labels and defects")
     s.add_argument("--subset", default=None, help="all, paper-100, long-20, sample (default: all of an explicit "
                                                    "--data folder or of --ids, else sample)")
     s.add_argument("--ids", default=None, help="comma-separated dialogue ids, e.g. 1,2,3")
@@ -27,16 +20,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     s.add_argument("--strict", action="store_true", help="any malformed file is an error")
     s.add_argument("--json", action="store_true", help="print JSON")
     s.set_defaults(func=_stats)
-
-
-def _fetch(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from emocaustics.tasks.emocaustics.data.fetch import fetch
-
-    dest = fetch(Path(args.dest) if args.dest else None)
-    print(f"fetched into {dest}; use it with EMOCAUSTICS_DATA={dest} or --data {dest}")
-    return 0
 
 
 def _stats(args: argparse.Namespace) -> int:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any
 
 from emocaustics.core.errors import UsageError
 from emocaustics.tasks.emocaustics.data import pairing as pairing_mod
+from emocaustics.tasks.emocaustics.data.fetch import SOURCE
 from emocaustics.tasks.emocaustics.data.io import parse_bytes, parse_chains, parse_chat_records
 from emocaustics.tasks.emocaustics.data.schema import Chains, Corpus, Defect, Dialogue, Utterance
 
@@ -31,36 +31,9 @@ class DataDefectError(UsageError):
     """`strict=True` and the data has malformed files: one line naming them."""
 
 
-def cache_dir() -> Path:
-    return Path(os.environ.get("EMOCAUSTICS_CACHE") or Path.home() / ".cache" / "emocaustics")
-
-
-def default_fetch_dir() -> Path:
-    return cache_dir() / "datasets" / "emocaustics"
-
-
-def _is_dataset(p: Path) -> bool:
-    return (p / "chat").is_dir() and (p / "emo").is_dir()
-
-
 def data_root(explicit: str | Path | None = None) -> Path:
-    """The dataset folder: `explicit`, else $EMOCAUSTICS_DATA, else the fetch cache. UsageError naming where it looked."""
-    if explicit is not None and str(explicit) != "":
-        p = Path(explicit).expanduser()
-        if not _is_dataset(p):
-            raise UsageError(f"{p} is not a dataset folder (it needs chat/ and emo/ subfolders)")
-        return p
-    env = os.environ.get("EMOCAUSTICS_DATA")
-    if env:
-        p = Path(env).expanduser()
-        if not _is_dataset(p):
-            raise UsageError(f"EMOCAUSTICS_DATA={env} is not a dataset folder (it needs chat/ and emo/ subfolders)")
-        return p
-    p = default_fetch_dir()
-    if _is_dataset(p):
-        return p
-    raise UsageError(f"no dataset found: set EMOCAUSTICS_DATA or pass --data, or run `emocaustics data fetch` "
-                     f"(looked in {p})")
+    """The dataset folder: `explicit`, else $EMOCAUSTICS_DATA, else the fetch cache (`fetch.SOURCE.locate`)."""
+    return SOURCE.locate(explicit)
 
 
 # ------------------------------------------------------------------------------------------------------ file groups
