@@ -15,7 +15,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install demo test bench clean
+.PHONY: install demo test bench mutation clean
 
 install: $(VENV)/.installed
 
@@ -38,5 +38,13 @@ test: install
 bench: install
 	$(PY) -m benchmarks
 
+# Not in CI: mutants of every task's scoring and of stats/ ([tool.mutmut] in pyproject.toml), then the kill rate per
+# module and the surviving mutants. A subset: make mutation MUTANTS='emocaustics.tasks.aer.scoring*'.
+MUTANTS      ?=
+MAX_CHILDREN ?= 2
+mutation: install
+	$(VENV)/bin/mutmut run --max-children $(MAX_CHILDREN) $(MUTANTS)
+	$(PY) tests/mutation_report.py $(MUTANTS)
+
 clean:
-	rm -rf $(VENV) runs .pytest_cache
+	rm -rf $(VENV) runs .pytest_cache mutants
