@@ -1,8 +1,8 @@
 """`make bench`: run every benchmark and write ONE results file, `benchmarks/results/latest.json` (+ `latest.md`).
 
-Every figure in README's performance table is read from `latest.json` and cites its key there
-(`latest.json:BENCH.FIGURE.PATH` = `results[BENCH]["figures"][FIGURE][PATH...]`); tests/benchmarks/test_readme_figures.py
-checks that each figure in the table equals the value at the key it cites.
+Every figure in the performance table (docs/performance.md) is read from `latest.json` and cites its key there
+(`latest.json:BENCH.FIGURE.PATH` = `results[BENCH]["figures"][FIGURE][PATH...]`);
+tests/benchmarks/test_performance_figures.py checks that each figure in the table equals the value at the key it cites.
 
 Each benchmark module exposes `run(quick: bool) -> dict` returning
 `{"name", "figures": {...}, "inputs": {...}, "notes": [...], "floors": {name: {"value", "floor", "ok"}}}`; the

@@ -1,11 +1,12 @@
-"""README's performance table, rendered from `benchmarks/results/latest.json` (the one file `make bench` writes).
+"""The performance table of docs/performance.md, rendered from `benchmarks/results/latest.json` (the one file
+`make bench` writes).
 
 Every number is followed by a footnote (`0.56 s[^sc-sx]`) whose definition below the table names the file and the key
 (`[^sc-sx]: `latest.json:score_bench.sextuple.seconds_in_process.median``, i.e. results[BENCH]["figures"][...]).
-tests/benchmarks/test_readme_figures.py checks README's table against latest.json, whoever wrote it; this module only
-saves copying numbers by hand after a run:
+tests/benchmarks/test_performance_figures.py checks that page's table against latest.json, whoever wrote it; this
+module only saves copying numbers by hand after a run:
 
-    python -m benchmarks.readme_table > /tmp/table.md     # then paste it under README's "## Performance"
+    python -m benchmarks.readme_table > /tmp/table.md     # then paste it under docs/performance.md's title
 """
 
 from __future__ import annotations

@@ -297,6 +297,10 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force
                        scoring=job.scoring.task_options, use_ray=True)
     cache_dir = cache_dir_for(job, run_dir)
     print(f"response cache: {cache_dir / 'responses.sqlite'}", flush=True)
+    from emocaustics.evallog import sink
+    from emocaustics.evallog.writer import EvalLog
+
+    evallog = EvalLog(run_dir, prompts=job.log.prompts)  # every call of every sample: `emocaustics view RUN_DIR`
     startup = start_models(job, configs, embedder)
     (run_dir / "startup.json").write_text(json.dumps(startup, indent=1), encoding="utf-8")
     frames, long_rows, items, wall, defects, records = [], [], [], {}, [], []
@@ -316,9 +320,11 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force
         write_provenance(cfg, job, loaded)
         if cfg.task.needs_model(cfg.options):
             samples = cfg.task.prepare(samples, cfg.options, ctx)
-            solve(cfg, job, samples, ctx, cache_dir, _prior(cfg, configs))
+            with sink.active(evallog.config(cfg.label)):
+                solve(cfg, job, samples, ctx, cache_dir, _prior(cfg, configs))
             _stop_if_endpoint_down(cfg, job, samples, run_dir, job_file)
         predictions = predictions_for(cfg, samples)
+        evallog.config(cfg.label).finish(samples, predictions)
         scored = cfg.task.score(samples, predictions, cfg.options, ctx)
         cfg.task.finalize(cfg.pred_dir, samples, predictions, cfg.options)
         stats = cfg.task.sample_stats(cfg.pred_dir) if cfg.task.needs_model(cfg.options) else {}

@@ -182,6 +182,12 @@ class RaySpec(_Strict):
     namespace: str = "emocaustics"
 
 
+class LogSpec(_Strict):
+    """The run's eval log (evallog/): `prompts: false` keeps each call's counts and timings but no prompt or answer."""
+
+    prompts: bool = True
+
+
 class JobSpec(_Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     description: str = ""
@@ -196,6 +202,7 @@ class JobSpec(_Strict):
     cache_dir: str | None = None  # LLM response cache; default $EMOCAUSTICS_CACHE, else <run folder>/cache
     concurrency: int = Field(64, ge=1)  # dialogues in flight per model replica
     ray: RaySpec = Field(default_factory=RaySpec)
+    log: LogSpec = Field(default_factory=LogSpec)
     select: SelectSpec | None = None  # which samples every run evaluates (a run's own `select` wins)
 
     @field_validator("models")

@@ -1,7 +1,8 @@
-"""README's performance table against the one results file `make bench` writes (no engine, no benchmark run).
+"""The documentation's performance table (docs/performance.md) against the one results file `make bench` writes (no
+engine, no benchmark run).
 
 Every figure in the table's "figure" column is written `VALUE[unit][^ID]`, and the footnote `[^ID]:
-`latest.json:BENCH.FIGURE.PATH`` (in the same section) names its key: `results[BENCH]["figures"][FIGURE][PATH...]`.
+`latest.json:BENCH.FIGURE.PATH`` (on the same page) names its key: `results[BENCH]["figures"][FIGURE][PATH...]`.
 This test resolves each key in `benchmarks/results/latest.json` and checks that the value shown equals the stored one
 at the precision shown. A number in that column without a footnote fails (settings such as "64 replicas" or
 "floor 0.85" excepted), so the table and the file cannot drift apart. Simulated figures must say "simulated" in their
@@ -20,6 +21,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 RESULTS = REPO / "benchmarks" / "results"
+PAGE = REPO / "docs" / "performance.md"  # the figures table lives here, not in the README
 UNIT = r"(?:\s?(?:×|x|%|s|h|min|ms|GiB|MiB|req/s|tok/s|files/s|calls/s))?"
 # Numbers that are settings, not measurements, may stand uncited in the figure column only in these forms:
 # "64 replicas", "256 GPUs", "20 threads", "in 2 processes", "floor 0.85", "floor < 2 ms".
@@ -29,15 +31,16 @@ CITED = re.compile(r"(?P<value>-?\d[\d,]*(?:\.\d+)?)" + UNIT + r"\[\^(?P<id>[\w-
 FOOTNOTE = re.compile(r"^\[\^(?P<id>[\w-]+)\]:\s*`(?P<file>[\w.-]+\.json):(?P<key>[^`\s]+)`", re.M)
 
 
-def performance_section(readme: str) -> str:
-    section = readme.split("\n## Performance", 1)
-    assert len(section) == 2, "README has no '## Performance' section"
+def performance_section(page: str) -> str:
+    """The page's text from its "# Performance" title to its first "## " heading (or its end)."""
+    section = ("\n" + page).split("\n# Performance", 1)
+    assert len(section) == 2, f"{PAGE} has no '# Performance' title"
     return section[1].split("\n## ", 1)[0]
 
 
-def performance_table(readme: str) -> list[list[str]]:
+def performance_table(page: str) -> list[list[str]]:
     """The rows (cells) of the first table under the "## Performance" heading."""
-    lines = performance_section(readme).splitlines()
+    lines = performance_section(page).splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("|"))
     rows = []
     for line in lines[start:]:
@@ -48,9 +51,9 @@ def performance_table(readme: str) -> list[list[str]]:
     return rows
 
 
-def footnotes(readme: str) -> dict[str, tuple[str, str]]:
+def footnotes(page: str) -> dict[str, tuple[str, str]]:
     notes: dict[str, tuple[str, str]] = {}
-    for m in FOOTNOTE.finditer(performance_section(readme)):
+    for m in FOOTNOTE.finditer(performance_section(page)):
         assert m["id"] not in notes, f"footnote [^{m['id']}] defined twice"
         notes[m["id"]] = (m["file"], m["key"])
     return notes
@@ -82,12 +85,12 @@ def shown_equals(shown: str, stored: Any) -> bool:
 
 
 def test_every_figure_in_the_performance_table_equals_the_value_it_cites():
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    table = performance_table(readme)
+    page = PAGE.read_text(encoding="utf-8")
+    table = performance_table(page)
     header = [c.lower() for c in table[0]]
     assert "figure" in header, header
     col = header.index("figure")
-    notes = footnotes(readme)
+    notes = footnotes(page)
     report = json.loads((RESULTS / "latest.json").read_text(encoding="utf-8"))
     checked, wrong = 0, []
     for row in table[2:]:
@@ -95,11 +98,11 @@ def test_every_figure_in_the_performance_table_equals_the_value_it_cites():
         for m in CITED.finditer(cell):
             assert m["id"] in notes, f"{m[0]}: footnote [^{m['id']}] has no `file:key` definition in the section"
             file, key = notes[m["id"]]
-            assert file == "latest.json", f"{m[0]}: every README figure comes from latest.json (one run per table)"
+            assert file == "latest.json", f"{m[0]}: every figure of the page comes from latest.json (one run per table)"
             stored = resolve(report, key)
             checked += 1
             if not shown_equals(m["value"], stored):
-                wrong.append(f"{key}: README {m['value']}, latest.json {stored}")
+                wrong.append(f"{key}: page {m['value']}, latest.json {stored}")
         uncited = re.findall(r"\d", PARAMETER.sub("", CITED.sub("", cell)))
         assert not uncited, f"a number without a citation in the figure column: {CITED.sub('…', cell)!r}"
         if any(notes[m["id"]][1].startswith("scale_bench.") for m in CITED.finditer(cell)):
@@ -110,16 +113,16 @@ def test_every_figure_in_the_performance_table_equals_the_value_it_cites():
 
 def test_every_footnoted_number_in_the_section_equals_its_value():
     """The prose under the table may quote figures too; each one with a footnote is checked the same way."""
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    notes = footnotes(readme)
+    page = PAGE.read_text(encoding="utf-8")
+    notes = footnotes(page)
     report = json.loads((RESULTS / "latest.json").read_text(encoding="utf-8"))
     wrong = []
-    for m in CITED.finditer(performance_section(readme)):
+    for m in CITED.finditer(performance_section(page)):
         assert m["id"] in notes, f"{m[0]}: footnote [^{m['id']}] has no definition"
         file, key = notes[m["id"]]
         assert file == "latest.json", m[0]
         if not shown_equals(m["value"], resolve(report, key)):
-            wrong.append(f"{key}: README {m['value']}, latest.json {resolve(report, key)}")
+            wrong.append(f"{key}: page {m['value']}, latest.json {resolve(report, key)}")
     assert not wrong, wrong
 
 
@@ -137,10 +140,10 @@ def test_no_projection_is_below_its_bound():
 
 def test_cited_benchmarks_ran_in_full_and_recorded_their_load():
     report = json.loads((RESULTS / "latest.json").read_text(encoding="utf-8"))
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    cited = {key.split(".", 1)[0] for _, key in footnotes(readme).values()}
+    page = PAGE.read_text(encoding="utf-8")
+    cited = {key.split(".", 1)[0] for _, key in footnotes(page).values()}
     for bench in sorted(cited):
         run = report["results"][bench].get("run", {})
         assert run.get("when") and run.get("command"), (bench, run)
-        assert not run.get("quick"), f"{bench}: the README cites a --quick run"
+        assert not run.get("quick"), f"{bench}: the page cites a --quick run"
         assert "load_avg_1m" in run, bench

@@ -203,6 +203,13 @@ class AerTask(Task):
 
         return sections(scores)
 
+    def view_sample(self, input: Any, target: Any, prediction: Any,
+                    items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The viewer's sample page (`core.sampleview.SampleView`): options marked gold / chosen, the credit."""
+        from emocaustics.tasks.aer.view import view_sample
+
+        return view_sample(input, target, prediction, items)
+
     def finalize(self, out: Path, samples: list[Sample], predictions: dict[str, Any],
                  options: AerOptions) -> list[Path]:
         """submission.jsonl (+ .zip) for every question, and results.json in the published baseline's shape."""
