@@ -14,6 +14,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
+from emocaustics.evallog.record import note
 from emocaustics.solve.schema import Unparseable, token_budget, validate_answer
 from emocaustics.core.task import SolveFailed
 from emocaustics.models.base import LLM, ChatRequest, Sampling
@@ -105,12 +106,12 @@ class Asker:
                 break
             if attempt:
                 self.stats.retries += len(pending)
-            completions = await self.llm.generate(
-                [self._request(asks[i], attempt, budgets[id(asks[i].schema)]) for i in pending])
+            requests = [self._request(asks[i], attempt, budgets[id(asks[i].schema)]) for i in pending]
+            completions = await self.llm.generate(requests)
             if len(completions) != len(pending):
                 raise StepFailed(asks[pending[0]].step, f"backend returned {len(completions)} answers for {len(pending)} requests")
             still: list[int] = []
-            for i, c in zip(pending, completions):
+            for i, c, request in zip(pending, completions, requests):
                 self.stats.requests += 1
                 if c.cached:  # tokens count what the engine did in this run, so a cached answer adds none
                     self.stats.cache_hits += 1
@@ -118,6 +119,7 @@ class Asker:
                     self.stats.llm_calls += 1
                     self.stats.prompt_tokens += c.prompt_tokens
                     self.stats.generated_tokens += c.generated_tokens
+                note(request, step=asks[i].step, attempt=attempt)  # the eval log's record of this call
                 if c.error is not None:
                     if CONTEXT_RE.search(c.error):
                         raise ContextExceeded(asks[i].step, f"prompt exceeds the model's context: {c.error}")
@@ -129,6 +131,7 @@ class Asker:
                 except Unparseable as exc:
                     self.stats.unparseable += 1
                     reasons[i] = f"unparseable answer: {exc}"
+                    note(request, step=asks[i].step, attempt=attempt, parse_error=str(exc))
                     still.append(i)
             for i in still:
                 if len(self.retry_reasons) < 10:

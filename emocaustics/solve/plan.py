@@ -48,37 +48,46 @@ class CountingLLM:
         return getattr(self.llm, name)
 
 
-async def solve_item(task: Task, options: Options, llm: Any, item: dict[str, Any]) -> dict[str, Any]:
-    """One sample through the task's solver: a result row with the prediction or the failure, and its cost."""
+async def solve_item(task: Task, options: Options, llm: Any, item: dict[str, Any],
+                     log_prompts: bool | None = None) -> dict[str, Any]:
+    """One sample through the task's solver: a result row with the prediction or the failure, and its cost; with
+    `log_prompts` not None, its calls too (`row["log"]`, for the eval log; False: without prompt and answer text)."""
+    from emocaustics.evallog.record import recording, replica_id
+
     sample = Sample.from_json(item)
-    counted = CountingLLM(llm)
     t0 = time.perf_counter()
     row: dict[str, Any] = {"id": sample.id, "ok": False}
-    try:
-        row["prediction"] = await task.solve(counted, sample, options)
-        row["ok"] = True
-    except SolveFailed as exc:
-        row["step"], row["reason"] = exc.step, exc.reason
+    with recording(llm, bool(log_prompts)) as (recorded, rec):
+        counted = CountingLLM(recorded if log_prompts is not None else llm)
+        try:
+            row["prediction"] = await task.solve(counted, sample, options)
+            row["ok"] = True
+        except SolveFailed as exc:
+            row["step"], row["reason"] = exc.step, exc.reason
     row["stats"] = {**counted.stats, "seconds": round(time.perf_counter() - t0, 3)}
+    if log_prompts is not None:
+        row["log"], row["replica"] = rec.to_json(), replica_id()
     return row
 
 
 class _Bound:
     """`solve_item` with its task and options bound: a picklable callable `(llm, item)` for `ModelPool.run`."""
 
-    def __init__(self, task: Task, options: Options) -> None:
-        self.task, self.options = task, options
+    def __init__(self, task: Task, options: Options, log_prompts: bool | None = None) -> None:
+        self.task, self.options, self.log_prompts = task, options, log_prompts
         self.__module__ = type(task).__module__  # so that a task defined in a test file travels by value
 
     async def __call__(self, llm: Any, item: dict[str, Any]) -> dict[str, Any]:
-        return await solve_item(self.task, self.options, llm, item)
+        return await solve_item(self.task, self.options, llm, item, self.log_prompts)
 
 
 async def asolve_samples(task: Task, samples: list[Sample], options: Options, llm: Any, out: Path, *,
                          concurrency: int = 256) -> list[dict[str, Any]]:
+    from emocaustics.evallog import sink
     from emocaustics.models.local import RunFailure, run_item
 
-    fn = _Bound(task, options)
+    log = sink.current()  # the job's eval log of this config, if any (evallog/sink.py)
+    fn = _Bound(task, options, None if log is None else log.prompts)
     sem = asyncio.Semaphore(concurrency)
     run = getattr(llm, "run", None)
 
@@ -92,6 +101,9 @@ async def asolve_samples(task: Task, samples: list[Sample], options: Options, ll
                 res = await run_item(llm, fn, item)
         if isinstance(res, RunFailure):  # the solver itself crashed, or its replica died for good
             res = {"id": sample.id, "ok": False, "step": "runner", "reason": res.reason, "stats": {}}
+        if log is not None:  # before the prediction: a sample with a prediction always has its log line
+            log.emit(sample.id, res)
+        res.pop("log", None)  # written: not held for the whole config
         if res["ok"]:
             task.write_prediction(out, sample.id, res["prediction"])
         else:

@@ -24,6 +24,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from emocaustics.core.task import SolveFailed
+from emocaustics.evallog.record import note
 from emocaustics.models.base import ChatRequest, Completion, Sampling
 from emocaustics.solve.ask import CONTEXT_RE
 from emocaustics.solve.schema import schema_of, token_budget
@@ -156,8 +157,9 @@ async def ask_samples(llm: Any, messages: tuple[dict[str, str], ...], prompt: st
         if len(completions) != len(requests):
             raise SolveFailed(step, f"backend returned {len(completions)} answers for {len(requests)} requests")
         still = []
-        for i, c in zip(pending, completions):
+        for i, c, request in zip(pending, completions, requests):
             raws[i] = c.text
+            note(request, step=step, attempt=attempt)  # the eval log's record of this call
             if c.error is not None and CONTEXT_RE.search(c.error):
                 raise SolveFailed(step, f"prompt exceeds the model's context: {c.error}")
             if c.error is not None and not (c.error.startswith("invalid JSON") and c.text.strip()):
@@ -169,6 +171,7 @@ async def ask_samples(llm: Any, messages: tuple[dict[str, str], ...], prompt: st
                 letters, reasoning, how = read_answer(c if c.error is None else Completion(text=c.text), prompt)
             except Unreadable as exc:
                 reasons[i] = f"unreadable answer: {exc}"
+                note(request, step=step, attempt=attempt, parse_error=str(exc))
                 still.append(i)
                 continue
             results[i] = Attempt(letters, reasoning[:REASONING_MAX_CHARS * 2], c.text, how, "", c.prompt_tokens,

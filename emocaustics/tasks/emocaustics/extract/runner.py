@@ -22,6 +22,8 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from emocaustics.evallog import sink
+from emocaustics.evallog.record import recording, replica_id
 from emocaustics.tasks.emocaustics.extract import chains as chain_methods
 from emocaustics.tasks.emocaustics.extract import sextuple as sx
 from emocaustics.tasks.emocaustics.extract.sextuple import EmbeddingFailed
@@ -152,21 +154,26 @@ async def extract_one(llm: Any, item: dict[str, Any]) -> dict[str, Any]:
         emb = board_embeddings(*item["emb_board"])
     else:
         emb = item.get("emb_source")
-    asker = Asker(llm, system=SYSTEM, affinity=item_affinity(item), retries=cfg.retries, max_tokens_cap=cfg.max_tokens_cap)
+    log_prompts = item.get("log_prompts")  # set when the job keeps an eval log (evallog/sink.py)
     t0 = time.perf_counter()
     row: dict[str, Any] = {"dialogue": d.id, "utterances": len(d), "ok": False, "prediction": None, "step": None,
                            "reason": None}
-    try:
-        if len(d) == 0:
-            raise StepFailed("input", "the dialogue has no utterances")
-        row["prediction"] = await _method(asker, cfg, d, emb, item.get("prior"))
-        row["ok"] = True
-    except StepFailed as exc:
-        row["step"], row["reason"] = exc.step, exc.reason
-    except ValueError as exc:  # e.g. a prior sextuple prediction of the wrong length
-        row["step"], row["reason"] = "input", str(exc)
-    except EmbeddingFailed as exc:
-        row["step"], row["reason"] = "embedding", str(exc)
+    with recording(llm, bool(log_prompts)) as (recorded, rec):
+        asker = Asker(recorded if log_prompts is not None else llm, system=SYSTEM, affinity=item_affinity(item),
+                      retries=cfg.retries, max_tokens_cap=cfg.max_tokens_cap)
+        try:
+            if len(d) == 0:
+                raise StepFailed("input", "the dialogue has no utterances")
+            row["prediction"] = await _method(asker, cfg, d, emb, item.get("prior"))
+            row["ok"] = True
+        except StepFailed as exc:
+            row["step"], row["reason"] = exc.step, exc.reason
+        except ValueError as exc:  # e.g. a prior sextuple prediction of the wrong length
+            row["step"], row["reason"] = "input", str(exc)
+        except EmbeddingFailed as exc:
+            row["step"], row["reason"] = "embedding", str(exc)
+    if log_prompts is not None:
+        row["log"], row["replica"] = rec.to_json(), replica_id()
     row["stats"] = asker.stats.to_json()
     row["retry_reasons"] = asker.retry_reasons
     row["seconds"] = round(time.perf_counter() - t0, 3)
@@ -202,13 +209,19 @@ async def run_items(llm: Any, items: list[dict[str, Any]], out: Path, task: str,
     sees each row as it is written (progress)."""
     sem = asyncio.Semaphore(concurrency)
     in_process = not getattr(llm, "runs_remotely", False)
+    log = sink.current()  # the job's eval log of this config, if any
 
     async def one(item: dict[str, Any]) -> dict[str, Any]:
         if item.get("skip_reason"):
             row = failure_row(item, "input", item["skip_reason"])
         else:
+            if log is not None:
+                item = {**item, "log_prompts": log.prompts}
             async with sem:
                 row = await _with_embeddings(llm, item, embeddings, in_process)
+        if log is not None:  # before the prediction: a dialogue with a prediction always has its log line
+            log.emit(str(row["dialogue"]), row)
+            row.pop("log", None)
         if row["ok"]:
             write_prediction(out, task, row["dialogue"], row.pop("prediction"))
         else:

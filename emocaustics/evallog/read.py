@@ -1,0 +1,190 @@
+"""Reading a run's eval log (`writer.py` wrote it) beside the run's score tables, for the viewer and for tests.
+
+Everything is read lazily per config and kept: the texts table once (every chunk of the run), a config's calls when
+one of its samples is opened. Staged lines of a run still going (or killed) are read too, so an unfinished run can be
+looked at; a sample solved more than once (a resume after a failure) shows its latest attempt.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from emocaustics.evallog.writer import ATTEMPT_SCHEMA, CALL_SCHEMA, SAMPLE_SCHEMA
+
+
+def _read(path: Path, schema: dict[str, Any]) -> pl.DataFrame:
+    return pl.read_parquet(path) if path.exists() else pl.DataFrame(schema=schema)
+
+
+def _loads(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+class RunLog:
+    def __init__(self, run_dir: Path | str) -> None:
+        self.run_dir = Path(run_dir)
+        self.root = self.run_dir / "evallog"
+        if not self.root.is_dir():
+            from emocaustics.core.errors import UsageError
+
+            raise UsageError(f"{self.run_dir}: no evallog/ folder (is this a run folder of `emocaustics run`?)")
+        self._calls: dict[str, pl.DataFrame] = {}
+
+    # -- run-wide tables -----------------------------------------------------------------------------------------
+    @cached_property
+    def texts(self) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for part in sorted((self.root / "texts").glob("part-*.parquet")):
+            frame = pl.read_parquet(part)
+            out.update(zip(frame["hash"].to_list(), frame["text"].to_list()))
+        for staged in self._staged_lines():
+            out.update(staged.get("texts") or {})
+        return out
+
+    def _staged_lines(self, label: str | None = None) -> list[dict[str, Any]]:
+        rows = []
+        for path in sorted((self.root / "staging").glob(f"{label}.jsonl" if label else "*.jsonl")):
+            for line in path.read_text(encoding="utf-8").splitlines():
+                try:
+                    rows.append({**json.loads(line), "_label": path.stem})
+                except json.JSONDecodeError:
+                    continue
+        return rows
+
+    def text(self, refs: list[str] | None) -> str | None:
+        if refs is None:
+            return None
+        return "".join(self.texts.get(h, f"[missing text {h}]") for h in refs)
+
+    @cached_property
+    def scores(self) -> pl.DataFrame | None:
+        path = self.run_dir / "scores.parquet"
+        return pl.read_parquet(path) if path.exists() else None
+
+    @cached_property
+    def items(self) -> pl.DataFrame | None:
+        path = self.run_dir / "items.parquet"
+        return pl.read_parquet(path) if path.exists() else None
+
+    @cached_property
+    def records(self) -> dict[str, dict[str, Any]]:
+        """configs.json by label (a finished run), else each config's provenance (a run still going)."""
+        path = self.run_dir / "configs.json"
+        if path.exists():
+            return {r["run"]: r for r in json.loads(path.read_text(encoding="utf-8"))}
+        out = {}
+        for prov in sorted((self.run_dir / "predictions").glob("*/provenance.json")):
+            rec = json.loads(prov.read_text(encoding="utf-8"))
+            out[prov.parent.name] = {"run": prov.parent.name, "task": rec.get("task"), "model": rec.get("model"),
+                                     "method": (rec.get("options") or {}).get("method")}
+        return out
+
+    def labels(self) -> list[str]:
+        found = {p.stem for sub in ("samples", "attempts") for p in (self.root / sub).glob("*.parquet")}
+        found |= {p.stem for p in (self.root / "staging").glob("*.jsonl")}
+        order = list(self.records)
+        return [lb for lb in order if lb in found] + sorted(found - set(order))
+
+    # -- one config ----------------------------------------------------------------------------------------------
+    def all_attempts(self, label: str) -> pl.DataFrame:
+        """Every solve attempt of every sample (status, reason, replica, cost), oldest first."""
+        frame = _read(self.root / "attempts" / f"{label}.parquet", ATTEMPT_SCHEMA)
+        staged = [{k: (len(r["calls"]) if k == "calls" else r.get(k)) for k in ATTEMPT_SCHEMA}
+                  for r in self._staged_lines(label)]
+        if staged:
+            frame = pl.concat([frame, pl.DataFrame(staged, schema=ATTEMPT_SCHEMA)])
+        return frame.sort("finished")
+
+    def attempts(self, label: str) -> pl.DataFrame:
+        """Each sample's latest solve attempt."""
+        return self.all_attempts(label).unique("sample_id", keep="last", maintain_order=True)
+
+    def calls(self, label: str) -> pl.DataFrame:
+        if label not in self._calls:
+            frame = _read(self.root / "calls" / f"{label}.parquet", CALL_SCHEMA)
+            staged = [self._staged_call(r, c) for r in self._staged_lines(label) for c in r.get("calls") or []]
+            if staged:
+                frame = pl.concat([frame, pl.DataFrame(staged, schema=CALL_SCHEMA)])
+            self._calls[label] = frame
+        return self._calls[label]
+
+    @staticmethod
+    def _staged_call(row: dict[str, Any], c: dict[str, Any]) -> dict[str, Any]:
+        return {**{k: c.get(k) for k in CALL_SCHEMA}, "sample_id": row["sample_id"], "attempt": row["attempt"],
+                "retry": c.get("attempt"), "sampling": json.dumps(c.get("sampling")),
+                "messages": [{"role": r, "text": t} for r, t in c.get("messages") or []] or None}
+
+    def samples(self, label: str) -> pl.DataFrame:
+        return _read(self.root / "samples" / f"{label}.parquet", SAMPLE_SCHEMA)
+
+    def table(self, label: str) -> pl.DataFrame:
+        """One row per sample of the config: id, status, reason, score and metrics (when scored), calls, tokens."""
+        base = self.samples(label).select("sample_id", "status", "reason")
+        att = self.attempts(label).select("sample_id", pl.col("ok").alias("_ok"), pl.col("reason").alias("_reason"),
+                                          "calls", "replica")
+        frame = base.join(att, on="sample_id", how="full", coalesce=True).with_columns(
+            pl.coalesce(pl.col("status"), pl.when(pl.col("_ok")).then(pl.lit("ok")).otherwise(pl.lit("failed")))
+            .alias("status"), pl.coalesce("reason", "_reason").alias("reason")).drop("_ok", "_reason")
+        if self.scores is not None and "run" in self.scores.columns:
+            sc = self.scores.filter(pl.col("run") == label)
+            keep = ["sample_id", "score", *[c for c in sc.columns if c.startswith("c_")],
+                    *[c for c in ("prompt_tokens", "generated_tokens", "seconds") if c in sc.columns]]
+            frame = frame.join(sc.select(keep), on="sample_id", how="left")
+        return frame
+
+    def sample(self, label: str, sample_id: str) -> dict[str, Any]:
+        """One sample of one config: input, gold, prediction, status, its latest attempt's calls (prompts resolved),
+        and the scorer's item decisions."""
+        row = self.samples(label).filter(pl.col("sample_id") == sample_id)
+        rec = row.to_dicts()[0] if row.height else {}
+        att = self.all_attempts(label).filter(pl.col("sample_id") == sample_id).to_dicts()
+        latest = att[-1] if att else {}
+        calls = self.calls(label).filter((pl.col("sample_id") == sample_id)
+                                         & (pl.col("attempt") == (latest.get("attempt") or ""))).sort("seq")
+        out_calls = []
+        for c in calls.to_dicts():
+            out_calls.append({
+                **{k: c[k] for k in ("seq", "step", "retry", "start", "latency", "text", "error", "parse_error",
+                                     "prompt_tokens", "generated_tokens", "cached", "repaired")},
+                "messages": [{"role": m["role"], "content": self.text(m["text"])} for m in c["messages"] or []],
+                "schema": _loads(self.text(c["schema"])), "sampling": _loads(c["sampling"]),
+                "parsed": _loads(c["parsed"])})
+        items = []
+        if self.items is not None and "run" in self.items.columns:
+            # The sample's key: `sample_id`, else the table's first column (a task's own, e.g. a dialogue number).
+            key = "sample_id" if "sample_id" in self.items.columns else self.items.columns[0]
+            items = self.items.filter((pl.col("run") == label) & (pl.col(key).cast(pl.Utf8) == sample_id)).drop(
+                "run").to_dicts()
+        scored = {}
+        if self.scores is not None and "run" in self.scores.columns:
+            got = self.scores.filter((pl.col("run") == label) & (pl.col("sample_id") == sample_id)).to_dicts()
+            scored = {k: v for k, v in got[0].items() if k == "score" or k.startswith("c_")} if got else {}
+        return {
+            "config": label, "sample_id": sample_id, "task": self.records.get(label, {}).get("task"),
+            "input": _loads(self.text([rec["input"]])) if rec.get("input") else None,
+            "target": _loads(self.text([rec["target"]])) if rec.get("target") else None,
+            "prediction": _loads(rec.get("prediction")),
+            "status": rec.get("status") or ("ok" if latest.get("ok") else "failed" if latest else "missing"),
+            "reason": rec.get("reason") or latest.get("reason"), "replica": latest.get("replica"),
+            "stats": _loads(latest.get("stats")), "attempts": len(att), "calls": out_calls, "items": items,
+            "scores": scored, "prompts": latest.get("prompts", True),
+        }
+
+    # -- size ----------------------------------------------------------------------------------------------------
+    def size_report(self) -> dict[str, Any]:
+        """Bytes on disk, and how much prompt text the calls sent against how much is stored."""
+        sent = 0
+        lengths = {h: len(t) for h, t in self.texts.items()}
+        for label in self.labels():
+            for msgs in self.calls(label)["messages"].to_list():
+                for m in msgs or []:
+                    sent += sum(lengths.get(h, 0) for h in m["text"])
+        stored = sum(lengths.values())
+        disk = sum(p.stat().st_size for p in self.root.rglob("*") if p.is_file())
+        return {"bytes_on_disk": disk, "prompt_chars_sent": sent, "text_chars_stored": stored,
+                "dedup_share": round(1 - stored / sent, 4) if sent else None}

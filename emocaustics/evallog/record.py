@@ -1,0 +1,153 @@
+"""Recording one sample's LLM calls where they are made (the driver, or inside a model replica).
+
+A `Recorder` wraps the model handed to a sample's solver: each request and its answer (messages as sent, schema,
+sampling, raw text, parsed JSON, error, tokens, cache hit, start and latency) is kept in call order. A solver that
+reads answers into records tells the recorder what it made of each one (`note`: the step, the re-ask attempt, the
+parse error); it finds the sample's recorder through a context variable, so no solver signature changes, and many
+samples in flight on one event loop each see their own (asyncio copies the context into every task).
+
+Text is split into chunks keyed by a short hash as it is recorded (`chunks`), so that what the calls of a sample share
+(its system prompt, a topic's documents, a dialogue's history: every later prompt repeats the earlier lines) travels
+and is stored once. Chunks end at a blank line (a paragraph: a document, a section) and after a line whose own hash
+ends in two zero bits (content-defined: the same run of lines makes the same chunks wherever it sits in a prompt, on
+average four lines each).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any
+
+_CURRENT: ContextVar["Recorder | None"] = ContextVar("emocaustics_evallog_recorder", default=None)
+SHORT = 200  # a text up to this long is one chunk
+
+
+def text_hash(text: str) -> str:
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=8).hexdigest()
+
+
+def chunks(text: str) -> list[str]:
+    """`text` as consecutive pieces that join back to it (content-defined boundaries after some lines)."""
+    if len(text) <= SHORT or "\n" not in text:
+        return [text]
+    out: list[str] = []
+    start = pos = 0
+    for line in text.splitlines(keepends=True):
+        pos += len(line)
+        if not line.strip() or zlib.crc32(line.encode("utf-8")) & 3 == 0:
+            out.append(text[start:pos])
+            start = pos
+    if start < len(text):
+        out.append(text[start:])
+    return out
+
+
+class Recorder:
+    """The calls of one sample, in order; `prompts=False` keeps counts and timings but no prompt or answer text."""
+
+    def __init__(self, prompts: bool = True) -> None:
+        self.prompts = prompts
+        self.calls: list[dict[str, Any]] = []
+        self.texts: dict[str, str] = {}
+        self._by_request: dict[int, tuple[Any, dict[str, Any]]] = {}  # id(request) -> (request, its last call)
+        self._t0 = time.perf_counter()
+
+    def _ref(self, text: str) -> list[str]:
+        refs = []
+        for piece in chunks(text):
+            h = text_hash(piece)
+            self.texts.setdefault(h, piece)
+            refs.append(h)
+        return refs
+
+    def add(self, request: Any, completion: Any, started: float, latency: float) -> None:
+        call: dict[str, Any] = {
+            "seq": len(self.calls), "start": round(started - self._t0, 4), "latency": round(latency, 4),
+            "sampling": request.sampling.key(), "prompt_tokens": int(completion.prompt_tokens or 0),
+            "generated_tokens": int(completion.generated_tokens or 0), "cached": bool(completion.cached),
+            "repaired": bool(getattr(completion, "repaired", False)), "error": completion.error,
+            "step": None, "attempt": None, "parse_error": None,
+        }
+        if self.prompts:
+            call["messages"] = [[m.get("role", ""), self._ref(str(m.get("content", "")))] for m in request.messages]
+            call["schema"] = (self._ref(json.dumps(request.schema, sort_keys=True, ensure_ascii=False))
+                              if request.schema is not None else None)
+            call["text"] = completion.text
+            call["parsed"] = (json.dumps(completion.parsed, ensure_ascii=False, default=str)
+                              if completion.parsed is not None else None)
+        self.calls.append(call)
+        self._by_request[id(request)] = (request, call)
+
+    def note(self, request: Any, *, step: str | None = None, attempt: int | None = None,
+             parse_error: str | None = None) -> None:
+        found = self._by_request.get(id(request))
+        if found is None or found[0] is not request:
+            return
+        call = found[1]
+        call["step"], call["attempt"], call["parse_error"] = step, attempt, parse_error
+
+    def wrap(self, llm: Any) -> "RecordingLLM":
+        return RecordingLLM(llm, self)
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain JSON (it travels from a replica back to the driver with the sample's result)."""
+        return {"calls": self.calls, "texts": self.texts, "prompts": self.prompts}
+
+
+class RecordingLLM:
+    """The model as one sample's solver sees it: every `generate` is recorded; everything else passes through."""
+
+    def __init__(self, llm: Any, recorder: Recorder) -> None:
+        self.llm, self.recorder = llm, recorder
+
+    async def generate(self, requests: list[Any]) -> list[Any]:
+        t0 = time.perf_counter()
+        completions = await self.llm.generate(requests)
+        latency = time.perf_counter() - t0  # a batch's requests run together: each took the batch's time
+        for request, completion in zip(requests, completions):
+            self.recorder.add(request, completion, t0, latency)
+        return completions
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.llm, name)
+
+
+@contextmanager
+def recording(llm: Any, prompts: bool = True) -> Iterator[tuple[RecordingLLM, Recorder]]:
+    """The model wrapped for one sample, and its recorder made current for `note` while the block runs."""
+    rec = Recorder(prompts)
+    token = _CURRENT.set(rec)
+    try:
+        yield rec.wrap(llm), rec
+    finally:
+        _CURRENT.reset(token)
+
+
+def replica_id() -> str | None:
+    """The Ray actor this code runs in (a model replica), or None in the driver."""
+    import sys
+
+    if "ray" not in sys.modules:
+        return None
+    import ray
+
+    if not ray.is_initialized():
+        return None
+    try:
+        return ray.get_runtime_context().get_actor_id()
+    except Exception:  # no runtime context here: not a replica
+        return None
+
+
+def note(request: Any, *, step: str | None = None, attempt: int | None = None, parse_error: str | None = None) -> None:
+    """What the solver made of the answer to `request` (its step, re-ask attempt, parse error); a no-op when no
+    sample is being recorded."""
+    rec = _CURRENT.get()
+    if rec is not None:
+        rec.note(request, step=step, attempt=attempt, parse_error=parse_error)

@@ -1,0 +1,40 @@
+"""`emocaustics view RUN_DIR [--port N] [--export DIR]`: the eval log of a run in a local web viewer."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from emocaustics.core.clihelp import DefaultsFormatter
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("view", help="open a run's eval log (every sample's calls, gold and prediction) in a local "
+                                    "web viewer on 127.0.0.1", formatter_class=DefaultsFormatter)
+    p.add_argument("run_dir", metavar="RUN_DIR", help="a run folder of `emocaustics run` (it holds evallog/)")
+    p.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: a free one)")
+    p.add_argument("--export", metavar="DIR", help="write the viewer as static files into DIR (open DIR/index.html "
+                                                   "from disk or share the folder) instead of serving it")
+    p.set_defaults(func=_cmd_view)
+
+
+def _cmd_view(args: argparse.Namespace) -> int:
+    from emocaustics.evallog.read import RunLog
+    from emocaustics.view.data import ViewData
+    from emocaustics.view.server import export, make_server
+
+    view = ViewData(RunLog(Path(args.run_dir)))
+    if args.export:
+        page = export(view, Path(args.export))
+        print(f"viewer written: {page.resolve().as_uri()}", flush=True)
+        return 0
+    server = make_server(view, args.port)
+    print(f"viewer: http://127.0.0.1:{server.server_address[1]}/  (Ctrl-C stops it)", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return 0

@@ -1,0 +1,117 @@
+"""The viewer's data, built from a run's eval log (`evallog.read.RunLog`) as small JSON documents:
+
+    index            the run and its configs (task, method, model, samples, failures, mean score)
+    c/<i>            config i's samples: one row each (id, status, score, metrics, calls, tokens, a search text)
+    s/<i>/<j>        sample j of config i: input, gold, prediction, item decisions, the task's sections, transcript
+
+Each document is delivered as a script that hands it to the page (`window.__ev(path, data)`), so the same files work
+served from 127.0.0.1 and opened from disk (`file://` pages may load scripts, not fetch JSON).
+
+A task shows its own sample through `core.sampleview.SampleView` (sections of text, tables and JSON); without it the
+viewer shows input, gold and prediction as JSON. Either way the scorer's item decisions are a table with their
+outcome marked.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+from emocaustics.evallog.read import RunLog
+
+SEARCH_CHARS = 4000  # of each sample's input, gold and prediction kept for the list's text search
+
+
+def _clean(value: Any) -> Any:
+    """JSON-safe: NaN and infinities become null (JSON has neither)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    return value
+
+
+def script(path: str, data: Any) -> str:
+    return f"window.__ev({json.dumps(path)},{json.dumps(_clean(data), ensure_ascii=False, default=str)});\n"
+
+
+def natural(key: str) -> list[Any]:
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", key)]
+
+
+class ViewData:
+    def __init__(self, log: RunLog) -> None:
+        self.log = log
+        self.labels = log.labels()
+        self._tables: dict[int, dict[str, Any]] = {}
+
+    def index(self) -> dict[str, Any]:
+        configs = []
+        for i, label in enumerate(self.labels):
+            rec = self.log.records.get(label, {})
+            table = self.table(i)
+            scores = [r["score"] for r in table["rows"] if isinstance(r.get("score"), (int, float))]
+            configs.append({"i": i, "label": label, "task": rec.get("task"), "method": rec.get("method"),
+                            "model": rec.get("model"), "kind": rec.get("kind"), "samples": len(table["rows"]),
+                            "failed": sum(1 for r in table["rows"] if r["status"] != "ok"),
+                            "score": sum(scores) / len(scores) if scores else None})
+        return {"run": self.log.run_dir.name, "path": str(self.log.run_dir), "configs": configs}
+
+    def table(self, i: int) -> dict[str, Any]:
+        if i not in self._tables:
+            label = self.labels[i]
+            frame = self.log.table(label)
+            inputs = self.log.samples(label)
+            blobs = {}
+            for r in inputs.to_dicts():
+                parts = [self.log.text([r["input"]]) if r["input"] else "",
+                         self.log.text([r["target"]]) if r["target"] else "", r["prediction"] or ""]
+                blobs[r["sample_id"]] = " ".join(p[:SEARCH_CHARS] for p in parts)
+            rows = sorted(frame.to_dicts(), key=lambda r: natural(str(r["sample_id"])))
+            for r in rows:
+                r["search"] = " ".join(filter(None, [str(r["sample_id"]), r.get("reason") or "",
+                                                    blobs.get(r["sample_id"], "")]))
+            metrics = [c for c in frame.columns if c == "score" or c.startswith("c_")
+                       or c in ("calls", "prompt_tokens", "generated_tokens", "seconds")]
+            self._tables[i] = {"i": i, "label": label, "metrics": metrics, "rows": rows,
+                               "task": self.log.records.get(label, {}).get("task")}
+        return self._tables[i]
+
+    def sample(self, i: int, j: int) -> dict[str, Any]:
+        table = self.table(i)
+        sid = str(table["rows"][j]["sample_id"])
+        got = self.log.sample(table["label"], sid)
+        got["j"], got["i"] = j, i
+        got["sections"] = task_sections(got)
+        return got
+
+
+def task_sections(sample: dict[str, Any]) -> list[dict[str, Any]]:
+    """The task's own view of the sample (`SampleView`), or input, gold and prediction as JSON."""
+    from emocaustics.core.errors import UsageError
+    from emocaustics.core.sampleview import SampleView
+    from emocaustics.core.task import get_task
+
+    task = None
+    if sample.get("task"):
+        try:
+            task = get_task(sample["task"])
+        except UsageError:  # a task of a plug-in not installed here: the generic view
+            task = None
+    if isinstance(task, SampleView):
+        try:
+            return task.view_sample(sample["input"], sample["target"], sample["prediction"], sample["items"])
+        except Exception as exc:  # a view bug must not hide the sample: say so, and show the generic view
+            return [{"title": "task view failed", "kind": "text", "text": f"{type(exc).__name__}: {exc}"},
+                    *generic_sections(sample)]
+    return generic_sections(sample)
+
+
+def generic_sections(sample: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{"title": "Input", "kind": "json", "value": sample["input"]},
+            {"title": "Gold", "kind": "json", "value": sample["target"], "side": "gold"},
+            {"title": "Prediction", "kind": "json", "value": sample["prediction"], "side": "prediction"}]

@@ -1,0 +1,96 @@
+"""Serving the viewer on 127.0.0.1 (stdlib `http.server`), and writing it as static files (`--export DIR`).
+
+    /                 static/index.html (the page: plain HTML and JS, no build step)
+    /data/<path>.js   a document of `view.data` (index, c/<i>, s/<i>/<j>), made when first asked and kept
+
+Only the loopback address is bound: the log holds prompts and answers, which are not for the network.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from emocaustics.view.data import ViewData, script
+
+STATIC = Path(__file__).with_name("static")
+_PATH = re.compile(r"^/data/(index|c/(\d+)|s/(\d+)/(\d+))\.js$")
+
+
+class Documents:
+    """The data documents by path, made on first request (a big run opens at once; a sample when it is opened)."""
+
+    def __init__(self, view: ViewData) -> None:
+        self.view = view
+        self._cache: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def get(self, url_path: str) -> str | None:
+        m = _PATH.match(url_path)
+        if m is None:
+            return None
+        path = url_path[len("/data/"):-len(".js")]
+        with self._lock:
+            if path not in self._cache:
+                try:
+                    if m.group(1) == "index":
+                        data: Any = self.view.index()
+                    elif m.group(2) is not None:
+                        data = self.view.table(int(m.group(2)))
+                    else:
+                        data = self.view.sample(int(m.group(3)), int(m.group(4)))
+                except (IndexError, KeyError):
+                    return None
+                self._cache[path] = script(path, data)
+            return self._cache[path]
+
+
+def make_server(view: ViewData, port: int = 0) -> ThreadingHTTPServer:
+    """An HTTP server on 127.0.0.1 (`port` 0: a free one); `serve_forever()` runs it."""
+    docs = Documents(view)
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:  # quiet: the terminal shows the URL only
+            pass
+
+        def _send(self, status: int, body: bytes, kind: str) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Cache-Control", "no-store")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+            path = self.path.split("?", 1)[0]
+            if path in ("/", "/index.html"):
+                self._send(200, (STATIC / "index.html").read_bytes(), "text/html; charset=utf-8")
+            elif path == "/app.js":
+                self._send(200, (STATIC / "app.js").read_bytes(), "text/javascript; charset=utf-8")
+            elif (doc := docs.get(path)) is not None:
+                self._send(200, doc.encode("utf-8"), "text/javascript; charset=utf-8")
+            else:
+                self._send(404, b"not found", "text/plain; charset=utf-8")
+
+    return ThreadingHTTPServer(("127.0.0.1", port), Handler)
+
+
+def export(view: ViewData, out: Path) -> Path:
+    """Every document as a file under `out` with the page: open `out/index.html` from disk, or share the folder."""
+    out.mkdir(parents=True, exist_ok=True)
+    for name in ("index.html", "app.js"):
+        (out / name).write_bytes((STATIC / name).read_bytes())
+    docs = Documents(view)
+    index = view.index()
+    paths = ["index"]
+    for c in index["configs"]:
+        paths.append(f"c/{c['i']}")
+        paths.extend(f"s/{c['i']}/{j}" for j in range(len(view.table(c["i"])["rows"])))
+    for path in paths:
+        target = out / "data" / f"{path}.js"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(docs.get(f"/data/{path}.js") or "", encoding="utf-8")
+    return out / "index.html"
