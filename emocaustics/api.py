@@ -30,6 +30,7 @@ from emocaustics.core.errors import UsageError
 if TYPE_CHECKING:
     import polars as pl
 
+    from emocaustics.evallog.read import RunLog
     from emocaustics.jobs.spec import JobSpec
     from emocaustics.report.compare import Comparison
 
@@ -54,6 +55,14 @@ class Run:
     significance: pl.DataFrame | None = None
     configs: list[dict[str, Any]] = field(default_factory=list)
     tables: dict[str, pl.DataFrame] = field(default_factory=dict)
+
+    @property
+    def log(self) -> RunLog | None:
+        """The run's sample log (evallog/: each sample's input, gold, prediction and LLM calls; `evallog.read.RunLog`:
+        `run.log.samples(label)`, `run.log.calls(label)`), None where the run has none."""
+        from emocaustics.evallog.read import RunLog
+
+        return RunLog(self.dir) if (self.dir / "evallog").is_dir() else None
 
     @property
     def failed(self) -> int:

@@ -52,6 +52,9 @@ def test_eval_through_an_endpoint_and_compare(tmp_path, capsys):
                         submission_file=tmp_path / "sub.zip")
     assert capsys.readouterr() == ("", "")
     assert sorted(model.scores["sample_id"]) == ["q-1", "q-3", "q-5"] and (tmp_path / "sub.zip").is_file()
+    label = model.summary["run"][0]
+    assert sorted(model.log.samples(label)["sample_id"]) == ["q-1", "q-3", "q-5"]  # the sample log
+    assert model.log.calls(label).height == 3
     oracle = ec.eval("aer", method="oracle", dataset={"data": str(data)}, out=tmp_path / "oracle")
     result = oracle.compare(model)
     pair = result.pairs.row(0, named=True)
