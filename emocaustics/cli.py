@@ -16,7 +16,8 @@ from emocaustics.core import datacli
 from emocaustics.core.clihelp import DefaultsFormatter
 from emocaustics.core.errors import EXIT_CLUSTER_LOST, EXIT_INTERRUPTED, EndpointDown, SamplesFailed, UsageError
 
-CORE_COMMAND_MODULES = ("emocaustics.jobs.cli", "emocaustics.jobs.eval_cli", "emocaustics.view.cli")
+CORE_COMMAND_MODULES = ("emocaustics.jobs.cli", "emocaustics.jobs.eval_cli", "emocaustics.jobs.servecli",
+                        "emocaustics.view.cli")
 
 
 def _task_cli_modules() -> list:

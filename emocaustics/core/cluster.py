@@ -37,7 +37,26 @@ def connect(address: str | None = None, *, num_cpus: int | None = None, object_s
         # a live one is joined with our CPU count rejected.
         ray.init(address="local", num_cpus=num_cpus, object_store_memory=store, include_dashboard=False,
                  namespace=namespace, log_to_driver=False)
+        _OWN_RAY.append(True)
     return True
+
+
+_OWN_RAY: list[bool] = []  # set when `connect` started a Ray of this process's own (it ends with the process)
+
+
+def started_own_ray() -> bool:
+    """Whether this process runs a Ray it started itself (`ray.init` without an address: gone when we exit), rather
+    than one joined by address. Model services (models/services.py) need the latter."""
+    import ray
+
+    if _OWN_RAY:
+        return True
+    # a Ray started elsewhere in this process (a test's `ray.init()`): this process runs its node's processes
+    node = getattr(ray._private.worker, "_global_node", None)
+    try:
+        return ray.is_initialized() and node is not None and bool(node.live_processes())
+    except Exception:  # Ray's internals moved: assume a joined cluster, as the address check above passed
+        return False
 
 
 # Set when Ray tells this driver that a raylet died (see `_watch_for_raylet_death`): the command then ends with

@@ -31,7 +31,7 @@ RUN_FILE = "run.json"
 # Keys of a job that do not change its results: names, where outputs and the cache go, how work is spread.
 NOT_RESULT_KEYS = ("name", "description", "output", "cache_dir", "concurrency", "ray")
 NOT_RESULT_MODEL_KEYS = ("replicas", "gpus_per_replica", "concurrency", "placement", "max_connection_failures",
-                         "max_server_errors", "stall_seconds")
+                         "max_server_errors", "stall_seconds", "keep_alive")
 # Engine / client options that change how fast or how robustly answers come, not what they are: a resume after an
 # out-of-memory or a timeout may change them.
 NOT_RESULT_ENGINE_KEYS = ("gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens", "enforce_eager",

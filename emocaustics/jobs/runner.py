@@ -194,14 +194,13 @@ def _resume_line(cfg: Config, samples: list) -> str:
 def start_models(job: JobSpec, configs: list[Config], embedder: Any) -> dict[str, Any]:
     """Start every engine and the embedder before the first config, so that start-up is reported once per model
     and never counted in a config's wall time."""
-    import asyncio
-
-    from emocaustics.models.pool import get_pool
+    from emocaustics.models.services import start_job_model
 
     startup: dict[str, Any] = {"models": {}, "embedder": None}
     for name in sorted({c.model for c in configs if c.model and not _is_remote(job, c.model)}):
-        t0 = time.perf_counter()
-        asyncio.run(get_pool(model_spec_string(job.models[name])).start(report=lambda line: print(line, flush=True)))
+        t0 = time.perf_counter()  # a running model service of the same spec is attached to, not started again
+        start_job_model(model_spec_string(job.models[name]), name, job.models[name].keep_alive,
+                        lambda line: print(line, flush=True))
         startup["models"][name] = round(time.perf_counter() - t0, 2)
         print(f"model {name}: engine(s) started in {startup['models'][name]} s (not part of any config's wall time)",
               flush=True)

@@ -39,6 +39,18 @@ class ModelSpec(_Strict):
     max_connection_failures: int = Field(5, ge=1)
     max_server_errors: int = Field(10, ge=1)
     stall_seconds: float | None = Field(None, gt=0)
+    # Keep this model's replicas running after the job, as a model service that later jobs attach to (models/
+    # services.py): true (idle timeout 1 h), seconds, or a duration ('30m', '2h'); needs a `ray start` cluster.
+    keep_alive: bool | float | str = False
+
+    @field_validator("keep_alive")
+    @classmethod
+    def _keep_alive(cls, value: bool | float | str) -> bool | float | str:
+        from emocaustics.models.services import idle_seconds
+
+        if value is not False:
+            idle_seconds(value)  # a ValueError names the expected forms; pydantic names the key
+        return value
 
     @field_validator("spec")
     @classmethod

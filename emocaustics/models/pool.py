@@ -28,6 +28,9 @@ from emocaustics.models.local import RunFailure
 from emocaustics.models.usage import Usage
 
 NAMESPACE = "emocaustics"
+# A model service (models/services.py) is a keeper actor named SERVICE_PREFIX + the pool's actor prefix, beside its
+# detached replicas: a pool that finds one attaches to those replicas and never stops them.
+SERVICE_PREFIX = "service-"
 START_REPORT_EVERY = 10.0  # seconds between "waiting for engines" lines while replicas start
 
 
@@ -53,6 +56,7 @@ class ModelPool:
         retries: int = 2,
         actor_cls: type | None = None,
         actor_options: dict[str, Any] | None = None,
+        detached: bool = False,
     ) -> None:
         import ray
 
@@ -74,12 +78,31 @@ class ModelPool:
         # options (custom resources, a scheduling strategy) go through `actor_options`.
         self._actor_cls = actor_cls
         self._actor_options = dict(actor_options or {})
-        self._actors = [self._make_actor(i, max_restarts, cpus_per_replica) for i in range(replicas)]
+        self.detached = detached  # replicas outlive this process (a model service: models/services.py)
+        self.attached = self._service_running()
+        if self.attached:  # the same spec and engine options name the same replicas: route to them, start none
+            self._actors = [ray.get_actor(f"{self.actor_prefix}-{i}", namespace=NAMESPACE) for i in range(replicas)]
+        else:
+            self._actors = [self._make_actor(i, max_restarts, cpus_per_replica) for i in range(replicas)]
         self._load = [0] * replicas
         self._affinity: dict[str, int] = {}
         self._instances: dict[str, float | None] = {}  # engine instance id -> its start seconds
         self.retried = 0  # calls re-sent after a replica died
         self._deaths_told: set[tuple[int, Any]] = set()  # (replica, pid) of each death already reported
+
+    def _service_running(self) -> bool:
+        """Whether a model service holds this pool's replicas; attaching counts as a request for its idle clock."""
+        import ray
+
+        try:
+            keeper = ray.get_actor(SERVICE_PREFIX + self.actor_prefix, namespace=NAMESPACE)
+        except ValueError:  # no actor of that name
+            return False
+        state = ray.get(keeper.touch.remote())
+        if state == "stopping":
+            raise RuntimeError(f"model service {self.name} ({self.actor_prefix}) is stopping; run again once it is "
+                               "gone (`emocaustics models` lists the services)")
+        return True
 
     # -- placement -------------------------------------------------------------------------------------------
     def _make_actor(self, index: int, max_restarts: int, cpus: float) -> Any:
@@ -96,6 +119,8 @@ class ModelPool:
             "max_concurrency": 100_000,  # async actor: every dialogue of the job may be in flight
             "num_cpus": cpus,  # the engine core is a process vLLM spawns, outside Ray's accounting either way
         }
+        if self.detached:  # lives on when this driver ends, until its service stops it (models/services.py)
+            opts["lifetime"] = "detached"
         engine_opts = dict(self.engine_opts)
         g = self.gpus_per_replica
         if g == 1:
@@ -106,7 +131,9 @@ class ModelPool:
             from ray.util.placement_group import placement_group
             from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-            pg = placement_group([{"GPU": 1, "CPU": 1}] * g, strategy="STRICT_PACK")
+            pg = placement_group([{"GPU": 1, "CPU": 1}] * g, strategy="STRICT_PACK",
+                                 **({"name": f"{self.actor_prefix}-pg-{index}", "lifetime": "detached"}
+                                    if self.detached else {}))
             ray.get(pg.ready())
             self._placement_groups.append(pg)
             opts["scheduling_strategy"] = PlacementGroupSchedulingStrategy(pg, placement_group_capture_child_tasks=True)
@@ -294,15 +321,16 @@ class ModelPool:
         return list(self._actors)
 
     def shutdown(self) -> None:
-        """Kill the replicas (their engines die with them) and forget this pool in the registry."""
+        """Kill the replicas (their engines die with them) and forget this pool in the registry. A service's replicas
+        (this pool attached to them, or made them for one) are left running: only their service stops them."""
         import ray
 
-        for a in self._actors:
+        for a in [] if self.attached or self.detached else self._actors:
             try:
                 ray.kill(a, no_restart=True)
             except Exception:  # already gone
                 pass
-        for pg in self._placement_groups:
+        for pg in [] if self.detached else self._placement_groups:
             ray.util.remove_placement_group(pg)
         for key, pool in list(_POOLS.items()):
             if pool is self:
@@ -334,10 +362,11 @@ def _pickle_by_value_if_local(fn: Any) -> None:
 _POOLS: dict[str, ModelPool] = {}
 
 
-def get_pool(spec: Any, **overrides: Any) -> ModelPool:
+def get_pool(spec: Any, *, detached: bool = False, **overrides: Any) -> ModelPool:
     """The one pool of this process for a `smoke` / `vllm:` spec (string or LLMSpec); created on first use.
 
     Engine-option overrides are part of the key: the same model with another max_model_len is another pool.
+    `detached`: replicas that outlive this process, for a model service (models/services.py).
     """
     from emocaustics.models.spec import parse_llm_spec, pool_arguments
 
@@ -346,7 +375,7 @@ def get_pool(spec: Any, **overrides: Any) -> ModelPool:
     key = parsed.canonical()
     pool = _POOLS.get(key)
     if pool is None:
-        pool = _POOLS[key] = ModelPool(**pool_arguments(parsed))
+        pool = _POOLS[key] = ModelPool(**pool_arguments(parsed), detached=detached)
     return pool
 
 

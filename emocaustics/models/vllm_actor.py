@@ -71,6 +71,8 @@ class VLLMEngineActor:
         self.instance = uuid.uuid4().hex  # changes when Ray restarts this actor: the pool counts engine starts by it
         self.usage = Usage()
         self.start_seconds: float | None = None
+        self.started_at: float | None = None  # wall-clock time the engine was up (a service lists it)
+        self.last_request = time.time()  # a model service's idle clock reads it (models/services.py)
         self._engine: Any = None
         self._tokenizer: Any = None
         self._max_len: int | None = None
@@ -108,6 +110,7 @@ class VLLMEngineActor:
                 self._tokenizer = self._engine.get_tokenizer()
                 self._max_len = self._engine.model_config.max_model_len
                 self.start_seconds = time.perf_counter() - t0
+                self.started_at = time.time()
                 # this process feeds the engine and runs the dialogues' state machines, hundreds in flight: a
                 # collector walking the engine's and the model's objects every few thousand allocations stalls both
                 self._gc = aio.many_calls()
@@ -197,10 +200,12 @@ class VLLMEngineActor:
         if self._engine is None:
             await self.start()
         self._inflight += len(requests)
+        self.last_request = time.time()
         try:
             answers = list(await asyncio.gather(*(self._one(r) for r in requests)))
         finally:
             self._inflight -= len(requests)
+            self.last_request = time.time()
         self.usage.count(answers)
         return answers
 
@@ -227,7 +232,8 @@ class VLLMEngineActor:
             out["cache_hits"] += cached.usage.cache_hits
             out["cache_misses"] += cached.usage.cache_misses
         out.update(instance=self.instance, pid=os.getpid(), started=self._engine is not None,
-                   start_seconds=self.start_seconds, inflight=self._inflight)
+                   start_seconds=self.start_seconds, inflight=self._inflight, started_at=self.started_at,
+                   last_request=self.last_request)
         return out
 
     async def ping(self) -> str:
