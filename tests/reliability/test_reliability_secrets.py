@@ -57,7 +57,9 @@ def test_api_key_from_the_environment_is_never_written(tmp_path: Path) -> None:
             "name": "secret-check",
             "dataset": {"subset": "sample", "ids": [1, 2]},
             "models": {"api": {"spec": f"openai:fake-model@{server.base_url}?timeout=2&max_retries=2",
-                               "concurrency": 8}},
+                               "concurrency": 8,
+                               # dialogue 2's requests all answer 500 on purpose: a failed sample, not a dead endpoint
+                               "max_server_errors": 1000}},
             "runs": [{"task": "sextuple", "method": "direct", "model": "api"},
                      {"task": "emotion", "method": "direct", "model": "api"}],
             "scoring": {"judge": "api"},
