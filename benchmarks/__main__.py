@@ -39,6 +39,7 @@ BENCHMARKS: list[tuple[str, str, bool]] = [
     ("benchmarks.stats_bench", "statistics under every score table: CIs, paired tests, Holm on 10,000 x 20", False),
     ("benchmarks.ecpe_score_bench", "ECPE official scoring of all 341 conversations", False),
     ("benchmarks.narrative_bench", "narrative component scoring of 10,000 synthetic pairs", False),
+    ("benchmarks.ratelimit_bench", "adaptive concurrency against a stand-in endpoint that rate-limits with 429", False),
     # before the engine benchmarks: they leave both cores loaded for a minute after they end
     ("benchmarks.startup_bench", "time to first request and window/direct runs against the stand-in endpoint", False),
     ("benchmarks.score_bench", "EmoCaustics scoring of the whole dataset from predictions that need embedding", True),

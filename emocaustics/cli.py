@@ -14,7 +14,8 @@ import sys
 
 from emocaustics.core import datacli
 from emocaustics.core.clihelp import DefaultsFormatter
-from emocaustics.core.errors import EXIT_CLUSTER_LOST, EXIT_INTERRUPTED, EndpointDown, SamplesFailed, UsageError
+from emocaustics.core.errors import (EXIT_CLUSTER_LOST, EXIT_INTERRUPTED, BudgetReached, EndpointDown, SamplesFailed,
+                                     UsageError)
 
 CORE_COMMAND_MODULES = ("emocaustics.jobs.cli", "emocaustics.jobs.eval_cli", "emocaustics.jobs.servecli",
                         "emocaustics.view.cli")
@@ -88,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except (UsageError, EndpointDown, SamplesFailed) as exc:  # exit statuses: emocaustics.core.errors
+    except (UsageError, EndpointDown, BudgetReached, SamplesFailed) as exc:  # exit statuses: emocaustics.core.errors
         if (lost := _lost_cluster(exc)) is not None and not isinstance(exc, UsageError):
             return _cluster_lost(lost, exc)
         print(f"emocaustics: error: {exc}", file=sys.stderr)

@@ -9,6 +9,7 @@ Each error is printed as one line by the command line, never as a traceback:
 | 3 | the command finished and wrote its outputs, but some samples failed |
 | 4 | a model endpoint stopped answering; finished samples are kept and `--resume` continues |
 | 5 | the Ray cluster was lost (a raylet or the head died); finished samples are kept and `--resume` continues |
+| 6 | the job's `max_cost_usd` would have been crossed by the next call; finished samples are kept and `--resume` continues |
 | 130 | interrupted |
 """
 
@@ -19,6 +20,7 @@ EXIT_USAGE = 2
 EXIT_FAILURES = 3
 EXIT_ENDPOINT_DOWN = 4
 EXIT_CLUSTER_LOST = 5
+EXIT_BUDGET_REACHED = 6
 EXIT_INTERRUPTED = 130
 
 
@@ -69,6 +71,13 @@ class ClusterLost(Exception):
     """The Ray cluster under the command went away (its raylet or head died): exit status 5, one line saying so."""
 
     exit_code = EXIT_CLUSTER_LOST
+
+
+class BudgetReached(Exception):
+    """The next call could cross the job's `max_cost_usd` (models/budget.py): the job stops before it (exit status
+    6), finished samples are kept and `--resume` continues."""
+
+    exit_code = EXIT_BUDGET_REACHED
 
 
 class SamplesFailed(Exception):

@@ -5,8 +5,8 @@ Both run before Ray starts and before the run folder is touched:
   runner reuses the result, so the pre-flight load is not paid twice.
 - `describe` is the dry run: expanded configs, samples per config, forecast LLM calls and prompt tokens (each
   config's own prompts, built by its solver path with the model and embedder stood in: solve/forecast.py, counted
-  with the model's tokenizer where it is local), generated tokens (the task's rough `estimate`), models with their
-  placement, where outputs and cache go.
+  with the model's tokenizer where it is local), generated tokens (the task's rough `estimate`), dollars at the
+  model's price (jobs/cost.py; "unknown" without one), models with their placement, where outputs and cache go.
 - `preflight` checks, in this order, the datasets, the embedder, every model (an endpoint gets one cheap request, a
   path must exist, a hub name must be cached or reachable) and stops at the first problem with one line that names it.
 """
@@ -110,9 +110,10 @@ def describe(job: JobSpec, configs: list[Any], loaded: dict[str, Loaded | UsageE
             source = f"PROBLEM: {exc}"
         lines.append(f"  {name}: {m.spec} -- {placement(m)}; weights: {source}")
     lines.append(f"scoring: embedder {job.scoring.embedder}, judge {job.scoring.judge}")
-    header = "| config | task | method | model | samples | LLM calls | prompt tokens | generated tokens |"
-    table = ["configs:", header, "|" + "---|" * 8]
+    header = "| config | task | method | model | samples | LLM calls | prompt tokens | generated tokens | cost (USD) |"
+    table = ["configs:", header, "|" + "---|" * 9]
     totals = [0, 0, 0]
+    usd: list[float | None] = []  # each model config's forecast dollars (None: price unknown)
     problems: list[tuple[str, str]] = []
     counters: dict[str, Any] = {}
     for cfg in configs:
@@ -130,16 +131,30 @@ def describe(job: JobSpec, configs: list[Any], loaded: dict[str, Loaded | UsageE
                 problems.append((cfg.label, f"prompts: {exc}"))
                 figures = None
             if figures is None:
-                shown = ["?", "?", "?"]
+                shown = ["?", "?", "?", "?"]
             else:
                 totals = [a + b for a, b in zip(totals, figures)]
-                shown = [f"{v:,}" for v in figures]
+                usd.append(cfg.price.cost(figures[1], figures[2]) if getattr(cfg, "price", None) else None)
+                shown = [f"{v:,}" for v in figures] + ["unknown" if usd[-1] is None else f"${usd[-1]:,.4f}"]
         else:
-            shown = ["0 (calibration)", "0", "0"]
+            shown = ["0 (calibration)", "0", "0", "$0"]
         table.append(f"| {cfg.label} | {cfg.task.name} | {cfg.options.method} | {cfg.model or '-'} | {n} | "
                      + " | ".join(shown) + " |")
     lines += table
-    lines.append(f"total: {totals[0]:,} LLM calls, {totals[1]:,} prompt tokens, {totals[2]:,} generated tokens")
+    known = sum(u for u in usd if u is not None)
+    lines.append(f"total: {totals[0]:,} LLM calls, {totals[1]:,} prompt tokens, {totals[2]:,} generated tokens, "
+                 f"${known:,.4f}" + (f" + unknown ({usd.count(None)} configs' models have no price)"
+                                     if None in usd else "")
+                 + (f" (max_cost_usd {job.max_cost_usd:g})" if job.max_cost_usd is not None else ""))
+    from emocaustics.jobs.cost import check_budget
+    from emocaustics.models.prices import table as price_table
+
+    lines.append(f"prices: USD per 1M tokens, the shipped table of {price_table()['as_of']} or the job's `price:`; "
+                 "dollars forecast at live prices from the token forecast, cache hits not deducted")
+    try:
+        check_budget(job, configs)
+    except UsageError as exc:
+        problems.append(("max_cost_usd", str(exc)))
     if counters:
         lines.append("forecast: LLM calls and prompt tokens are those of the prompts each config's solver builds "
                      "(documents, passages, examples, histories included), counted with:")
@@ -219,6 +234,9 @@ def preflight(job: JobSpec, configs: list[Any], loaded: dict[str, Loaded | Usage
             raise PreflightError(f"config {cfg.label}: dataset: {got}")
         if not got.samples:
             raise PreflightError(f"config {cfg.label}: the dataset selection has no samples")
+    from emocaustics.jobs.cost import check_budget
+
+    check_budget(job, configs)  # max_cost_usd with an unpriced endpoint: before any network check
     try:
         check_embedder(job.scoring.embedder)
     except UsageError as exc:

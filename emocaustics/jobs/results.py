@@ -19,6 +19,7 @@ class Config(Protocol):
     label: str
     model: str | None
     kind: str
+    price: Any  # the model's `models.prices.Price`, None when unknown (or no model)
 
 COST_COLUMNS = ("llm_calls", "cache_hits", "prompt_tokens", "generated_tokens")
 
@@ -42,10 +43,17 @@ def score_table(cfg: Config, scored: Scored, stats: dict[str, dict[str, Any]]) -
     info = scored.tables.get("sample_info")
     if info is not None:
         main = main.join(info, on="sample_id", how="left")
+    from emocaustics.models.prices import sample_cost
+
+    price = getattr(cfg, "price", None)
     cost = pl.DataFrame(
-        [{"sample_id": k, **{c: int(v.get(c, 0)) for c in COST_COLUMNS}, "seconds": float(v.get("seconds", 0.0))}
-         for k, v in stats.items()],
-        schema={"sample_id": pl.Utf8, **{c: pl.Int64 for c in COST_COLUMNS}, "seconds": pl.Float64})
+        [{"sample_id": k, **{c: int(v.get(c, 0)) for c in COST_COLUMNS}, "seconds": float(v.get("seconds", 0.0)),
+          "cost_usd": sample_cost(price, v)} for k, v in stats.items()],
+        schema={"sample_id": pl.Utf8, **{c: pl.Int64 for c in COST_COLUMNS}, "seconds": pl.Float64,
+                "cost_usd": pl.Float64})
+    # A sample with no calls recorded cost nothing; a priced model's calls cost what their tokens say; an unpriced
+    # model's calls cost an unknown amount (null, never 0).
+    no_calls = pl.lit(0.0) if (price is not None or cfg.model is None) else pl.lit(None, pl.Float64)
     extra = cfg.task.summary_columns(cfg.options)
     return (
         main.join(cost, on="sample_id", how="left")
@@ -55,6 +63,7 @@ def score_table(cfg: Config, scored: Scored, stats: dict[str, dict[str, Any]]) -
             pl.lit(cfg.kind).alias("kind"),
             *[pl.lit(v, pl.Int64 if isinstance(v, int) or v is None else None).alias(k) for k, v in extra.items()],
             pl.col(*COST_COLUMNS).fill_null(0), pl.col("seconds").fill_null(0.0),
+            pl.col("cost_usd").fill_null(no_calls),
         )
     )
 
@@ -79,7 +88,16 @@ def write_extra_tables(folder: Path, tables: dict[str, list[pl.DataFrame]]) -> l
     return written
 
 
-def summary_record(cfg: Config, scored: Scored, loaded_defects: int) -> dict[str, Any]:
+def config_cost(table: pl.DataFrame) -> float | None:
+    """A config's dollars from its per-sample table: the sum, or None (unknown) when any sample's cost is."""
+    if "cost_usd" not in table.columns or table["cost_usd"].null_count():
+        return None
+    return round(float(table["cost_usd"].sum()), 6)
+
+
+def summary_record(cfg: Config, scored: Scored, loaded_defects: int,
+                   table: pl.DataFrame | None = None) -> dict[str, Any]:
     return {"run": cfg.label, "task": cfg.task.name, "method": cfg.options.method, "model": cfg.model,
             "options": cfg.options.model_dump(mode="json"), "summary": scored.summary, "data_defects": loaded_defects,
-            "prompts_version": cfg.task.prompts_version}
+            "prompts_version": cfg.task.prompts_version,
+            "cost_usd": config_cost(table) if table is not None else None}

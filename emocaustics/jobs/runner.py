@@ -29,7 +29,7 @@ import polars as pl
 from emocaustics.core.errors import EndpointDown, NothingToResume, UsageError
 from emocaustics.core.progress import Progress
 from emocaustics.core.task import Failure, Loaded, Options, OwnPlan, ScoreContext, Task
-from emocaustics.jobs import rundir
+from emocaustics.jobs import cost, rundir
 from emocaustics.jobs.rundir import RUN_FILE
 from emocaustics.jobs.results import score_table, summary_record, with_run, write_extra_tables
 from emocaustics.jobs.spec import JobSpec, ModelSpec, RunSpec, dump_job, output_path
@@ -47,7 +47,8 @@ def model_spec_string(model: ModelSpec) -> str:
             query["tp"] = int(model.gpus_per_replica)
     if model.spec.startswith(("openai:", "anthropic:")):
         breaker = {"max_connection_failures": model.max_connection_failures,
-                   "max_server_errors": model.max_server_errors, "stall_seconds": model.stall_seconds}
+                   "max_server_errors": model.max_server_errors, "stall_seconds": model.stall_seconds,
+                   "rpm": model.rpm, "tpm": model.tpm}
         query = {"concurrency": model.concurrency, **{k: v for k, v in breaker.items() if v is not None}, **query}
     if not query:
         return model.spec
@@ -119,6 +120,7 @@ class Config:
         self.pred_dir = run_dir / "predictions" / self.label
         self.dataset = self.task.Dataset.model_validate(job.dataset_for(run))
         self.select = job.select_for(run)  # applied to the loaded samples by `preflight.load_all`
+        self.price = cost.model_price(job, self.model)  # None: unknown (jobs/cost.py)
 
 
 def _prior(cfg: Config, configs: list[Config]) -> Path | None:
@@ -228,7 +230,9 @@ def resume_command(job_file: str | Path | None, run_dir: Path) -> str:
 
 def _stop_if_endpoint_down(cfg: Config, job: JobSpec, samples: list, run_dir: Path,
                            job_file: str | Path | None = None) -> None:
-    """A config whose endpoint was given up on (models/breaker.py) stops the job; finished samples stay."""
+    """A config whose endpoint was given up on (models/breaker.py), or whose calls the job's max_cost_usd stopped
+    (jobs/cost.py), stops the job; finished samples stay."""
+    cost.stop_if_budget_reached(cfg, samples, resume_command(job_file, run_dir))
     if not _is_remote(job, cfg.model):
         return
     from emocaustics.models.breaker import endpoint_down
@@ -275,6 +279,7 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force
         for label, got in loaded_by_label.items():
             if isinstance(got, UsageError):
                 raise got
+    cost.start_ledger(job, configs)  # max_cost_usd: every endpoint priced (else a usage error), then spent against
     rundir.start(claimed)
     (run_dir / "config.yaml").write_text(dump_job(job), encoding="utf-8")
     print(f"job {job.name}: {len(configs)} configs -> {run_dir}" + (" (resumed)" if claimed.resumed else ""),
@@ -334,7 +339,7 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force
         for name, table in scored.tables.items():
             if name != "sample_info":  # that one is joined into scores.parquet
                 tables.setdefault(name, []).append(with_run(table, cfg.label))
-        records.append(summary_record(cfg, scored, len(loaded.defects)))
+        records.append(summary_record(cfg, scored, len(loaded.defects), frames[-1]))
         wall[cfg.label] = clock.stop()  # every attempt of this config: a resumed config's time is the sum
         value = scored.summary.get(cfg.task.primary_metric, frames[-1]["score"].mean())
         failed = int(frames[-1]["failed"].sum())

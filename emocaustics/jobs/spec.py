@@ -20,6 +20,7 @@ from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from emocaustics.core.errors import UsageError
 from emocaustics.core.task import Options, Sample, Task, get_task
+from emocaustics.models.prices import PriceOverride
 
 
 class _Strict(BaseModel):
@@ -39,6 +40,9 @@ class ModelSpec(_Strict):
     max_connection_failures: int = Field(5, ge=1)
     max_server_errors: int = Field(10, ge=1)
     stall_seconds: float | None = Field(None, gt=0)
+    price: PriceOverride | None = None  # USD per 1M tokens, over the shipped table's (models/prices.py)
+    rpm: float | None = Field(None, gt=0)  # requests / tokens per minute to an endpoint (models/ratelimit.py)
+    tpm: float | None = Field(None, gt=0)
     # Keep this model's replicas running after the job, as a model service that later jobs attach to (models/
     # services.py): true (idle timeout 1 h), seconds, or a duration ('30m', '2h'); needs a `ray start` cluster.
     keep_alive: bool | float | str = False
@@ -145,7 +149,6 @@ class RunSpec(_Strict):
     # The label the job gave this run (`JobSpec.expand`: it names the options that vary between the job's configs).
     _label: str | None = PrivateAttr(None)
 
-
     @model_validator(mode="before")
     @classmethod
     def _legacy(cls, raw: Any) -> Any:
@@ -216,6 +219,7 @@ class JobSpec(_Strict):
     ray: RaySpec = Field(default_factory=RaySpec)
     log: LogSpec = Field(default_factory=LogSpec)
     select: SelectSpec | None = None  # which samples every run evaluates (a run's own `select` wins)
+    max_cost_usd: float | None = Field(None, gt=0)  # per invocation; stops before crossing it (models/budget.py)
 
     @field_validator("models")
     @classmethod

@@ -106,7 +106,7 @@ class AnthropicChatLLM:
         self.usage = Usage()
         self.repaired = 0
         # Told of every HTTP response, retried ones included (set by the dead-endpoint breaker: models/breaker.py).
-        self.on_response: Callable[[int], None] | None = None
+        self.on_response: Callable[..., None] | None = None  # (status, headers)
         self._per_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[Any, asyncio.Semaphore]] = (
             weakref.WeakKeyDictionary())
 
@@ -117,7 +117,7 @@ class AnthropicChatLLM:
 
             async def answered(response: Any) -> None:  # the SDK retries inside: each response is seen here
                 if self.on_response is not None:
-                    self.on_response(response.status_code)
+                    self.on_response(response.status_code, response.headers)
 
             client = AsyncAnthropic(api_key=api_key_from_env() or NO_KEY, base_url=self.base_url or DEFAULT_BASE_URL,
                                     timeout=self.timeout, max_retries=self.max_retries,

@@ -31,6 +31,7 @@ from typing import Any
 
 from emocaustics.models.base import ChatRequest, Completion
 from emocaustics.models.gate import PriorityGate
+from emocaustics.models.ratelimit import AdaptiveLimiter
 
 ENDPOINT_DOWN = "endpoint down"
 DEFAULT_LIMIT = 5  # connection failures or timeouts in a row
@@ -41,6 +42,10 @@ REPORT_EVERY = 15.0  # seconds between "waiting on" lines (at most a third of th
 # Completion errors (see openai_chat._reason / anthropic_chat._reason) that mean "nobody answered".
 CONNECTION_ERRORS = ("connection error", "timeout")
 SERVER_ERROR = re.compile(r"HTTP 5\d\d\b")
+# "Too many requests": requeued behind the adaptive limit. Overload (503/529) lowers the limit too, but counts as a
+# server error here: an endpoint overloaded for good is dead.
+THROTTLED_ERROR = re.compile(r"HTTP 429\b")
+REQUEUE_LIMIT = 20  # times a throttled request goes back through the adaptive queue before it fails
 
 
 def default_stall(timeout: float) -> float:
@@ -65,7 +70,7 @@ class BreakerLLM:
 
     def __init__(self, llm: Any, endpoint: str, limit: int = DEFAULT_LIMIT, concurrency: int = 16, *,
                  server_errors: int = DEFAULT_SERVER_ERRORS, stall: float | None = None,
-                 report: Callable[[str], None] | None = None) -> None:
+                 report: Callable[[str], None] | None = None, limiter: AdaptiveLimiter | None = None) -> None:
         self.llm = llm
         self.endpoint = endpoint
         self.limit = max(1, int(limit))
@@ -74,6 +79,7 @@ class BreakerLLM:
         self.stall = float(stall) if stall else default_stall(float(getattr(llm, "timeout", 60.0)))
         self.report_every = min(REPORT_EVERY, self.stall / 3)
         self.report = report or _print_line
+        self.limiter = limiter  # adaptive concurrency and rpm/tpm budgets (models/ratelimit.py), applied at the gate
         self.consecutive = 0  # connection failures in a row
         self.consecutive_5xx = 0
         self.last_error = ""
@@ -93,9 +99,11 @@ class BreakerLLM:
     def down_reason(self) -> str:
         return self.reason or f"{ENDPOINT_DOWN}: {self.endpoint}: stopped calling it"
 
-    def _answered(self, status: int | None = None) -> None:
+    def _answered(self, status: int | None = None, headers: Any = None) -> None:
         """Any HTTP response from the endpoint (called by the client, retried attempts included)."""
         self.heard = time.monotonic()
+        if self.limiter is not None:
+            self.limiter.answered(status, headers)
 
     def _trip(self, reason: str) -> None:
         with self._lock:
@@ -132,13 +140,28 @@ class BreakerLLM:
         state = self._loops.get(loop)
         if state is None:
             state = self._loops[loop] = _LoopState(self.concurrency)
+            if self.limiter is not None:
+                self.limiter.attach(state.gate)
         return state
 
     async def _one(self, request: ChatRequest) -> Completion:
+        answer = await self._attempt(request)
+        requeued = 0
+        # Throttled with an adaptive limit in front (the client does not retry a 429 then): back through the queue,
+        # whose concurrency the answer lowered and which waits out the server's Retry-After (models/ratelimit.py).
+        while self.limiter is not None and requeued < REQUEUE_LIMIT and THROTTLED_ERROR.match(answer.error or ""):
+            requeued += 1
+            answer = await self._attempt(request)
+        self._count([answer])
+        return answer
+
+    async def _attempt(self, request: ChatRequest) -> Completion:
         state = self._state()
         async with state.gate.slot(request.priority):  # the longest dependent chain first (models/gate.py)
             if self.tripped:
                 return Completion(text="", error=self.down_reason())
+            if self.limiter is not None:  # the server's pause and the rpm/tpm budgets (not counted as silence)
+                await self.limiter.admit(request)
             with self._lock:
                 if self.inflight == 0:  # silence counts only while someone waits for an answer
                     self.heard = time.monotonic()
@@ -159,7 +182,6 @@ class BreakerLLM:
                 state.abandoned.discard(call)
                 with self._lock:
                     self.inflight -= 1
-        self._count([answer])
         return answer
 
     async def _watch(self, state: _LoopState) -> None:

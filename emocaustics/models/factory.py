@@ -34,12 +34,18 @@ def make_llm(spec: str | LLMSpec, *, cache_dir: Path | str | None = None, **opts
             from emocaustics.models.anthropic_chat import AnthropicChatLLM
 
             llm = AnthropicChatLLM(parsed.model, parsed.base_url, name=parsed.canonical(), **client)
+        llm.retry_throttled = False  # a 429 goes back through the adaptive queue (models/ratelimit.py)
+        from emocaustics.models.budget import guard
+
+        # The job's max_cost_usd, checked as each call leaves the breaker's queue (models/budget.py).
+        llm = guard(llm, endpoint_name(parsed))
         # A dead endpoint (connection failures, 5xx in a row, or silence past the stall deadline) is no longer
         # called: models/breaker.py. No stall deadline given: two client timeouts, at least 30 s.
         llm = BreakerLLM(llm, endpoint_name(parsed), int(breaker.get("max_connection_failures", DEFAULT_LIMIT)),
                          concurrency=int(client.get("concurrency", 16)),
                          server_errors=int(breaker.get("max_server_errors", DEFAULT_SERVER_ERRORS)),
-                         stall=float(breaker["stall_seconds"]) if breaker.get("stall_seconds") else None)
+                         stall=float(breaker["stall_seconds"]) if breaker.get("stall_seconds") else None,
+                         limiter=_limiter(parsed, breaker))
     else:
         from emocaustics.core.cluster import connect
         from emocaustics.models.pool import get_pool
@@ -51,3 +57,12 @@ def make_llm(spec: str | LLMSpec, *, cache_dir: Path | str | None = None, **opts
 
         llm = CachedLLM(llm, ResponseCache(Path(cache_dir) / "responses.sqlite"))
     return llm
+
+
+def _limiter(parsed: LLMSpec, opts: dict[str, Any]) -> Any:
+    """The endpoint's adaptive rate limit (models/ratelimit.py): AIMD under `concurrency`, `rpm`/`tpm` budgets."""
+    from emocaustics.models.ratelimit import limiter_for
+
+    rpm, tpm = opts.get("rpm"), opts.get("tpm")
+    return limiter_for(endpoint_name(parsed), int(opts.get("concurrency", 16)),
+                       rpm=float(rpm) if rpm else None, tpm=float(tpm) if tpm else None)

@@ -24,6 +24,23 @@ class PriorityGate:
         self._waiting: list[tuple[int, int, asyncio.Future[None]]] = []
         self._order = itertools.count()
 
+    def set_limit(self, limit: int) -> None:
+        """A new limit (the adaptive rate limit's: models/ratelimit.py). Lowered, holders beyond it keep their slots
+        and the next releases pay the difference back before anyone is let in; raised, waiters are let in at once."""
+        limit = max(1, int(limit))
+        self._free += limit - self.limit
+        self.limit = limit
+        while self._free > 0 and self._grant():
+            self._free -= 1
+
+    def _grant(self) -> bool:
+        while self._waiting:
+            _, _, fut = heapq.heappop(self._waiting)
+            if not fut.done():  # a cancelled waiter's future is done: skip it
+                fut.set_result(None)
+                return True
+        return False
+
     @property
     def waiting(self) -> int:
         return sum(1 for _, _, f in self._waiting if not f.done())
@@ -42,12 +59,8 @@ class PriorityGate:
             raise
 
     def release(self) -> None:
-        while self._waiting:
-            _, _, fut = heapq.heappop(self._waiting)
-            if not fut.done():  # a cancelled waiter's future is done: skip it
-                fut.set_result(None)
-                return
-        self._free += 1
+        if self._free < 0 or not self._grant():  # below a lowered limit: this slot is not handed on
+            self._free += 1
 
     def slot(self, priority: int = 0) -> "_Slot":
         """`async with gate.slot(priority):` holds one slot for the block."""

@@ -13,7 +13,8 @@ The policy, as the SDK's (`openai._base_client`), so that `max_retries` and `tim
   in step.
 Final failures raise `HTTPFailure` whose `reason` is one line ("HTTP 429: ...", "timeout: ...", "connection error:
 ...") that never contains the request's headers, so never the key. `on_response(status)` is told of every response
-read, retried ones included (the dead-endpoint breaker's sign of life: models/breaker.py).
+read, retried ones included, with its headers (the dead-endpoint breaker's sign of life: models/breaker.py; the
+adaptive rate limit's signal: models/ratelimit.py).
 """
 
 from __future__ import annotations
@@ -58,22 +59,28 @@ class HTTPFailure(Exception):
         self.kind, self.reason, self.status, self.body = kind, reason, status, body
 
 
+def server_wait(headers: Any) -> float | None:
+    """The server's `retry-after-ms` / `retry-after` (seconds or an HTTP date) in seconds, if it gave one."""
+    wait: float | None = None
+    ms = headers.get("retry-after-ms")
+    if ms is not None:
+        try:
+            wait = float(ms) / 1000
+        except ValueError:
+            wait = None
+    if wait is None and (after := headers.get("retry-after")) is not None:
+        try:
+            wait = float(after)
+        except ValueError:
+            when = email.utils.parsedate_tz(after)
+            wait = (email.utils.mktime_tz(when) - time.time()) if when else None
+    return wait
+
+
 def retry_delay(retries_done: int, headers: Any = None) -> float:
     """Seconds to wait before the next attempt: the server's Retry-After (<= 60 s), else backoff with jitter."""
     if headers is not None:
-        wait: float | None = None
-        ms = headers.get("retry-after-ms")
-        if ms is not None:
-            try:
-                wait = float(ms) / 1000
-            except ValueError:
-                wait = None
-        if wait is None and (after := headers.get("retry-after")) is not None:
-            try:
-                wait = float(after)
-            except ValueError:
-                when = email.utils.parsedate_tz(after)
-                wait = (email.utils.mktime_tz(when) - time.time()) if when else None
+        wait = server_wait(headers)
         if wait is not None and 0 < wait <= 60:
             return wait
     return min(INITIAL_RETRY_DELAY * 2 ** min(retries_done, 1000), MAX_RETRY_DELAY) * (1 - 0.25 * random.random())
@@ -114,11 +121,14 @@ class JSONPoster:
     """One aiohttp session (one event loop) posting JSON to `base_url`; at most `connections` open connections."""
 
     def __init__(self, base_url: str, headers: dict[str, str], *, timeout: float, max_retries: int,
-                 connections: int, on_response: Callable[[int], None] | None = None) -> None:
+                 connections: int, on_response: Callable[..., None] | None = None,
+                 retry_throttled: bool = True) -> None:
         import aiohttp
 
         self.base_url = base_url.rstrip("/")
         self.on_response = on_response
+        # False: a 429 is returned at once, for the adaptive rate limit in front to requeue (models/ratelimit.py)
+        self.retry_throttled = retry_throttled
         self.timeout = float(timeout)
         self.max_retries = max(0, int(max_retries))
         self._aiohttp = aiohttp
@@ -143,7 +153,7 @@ class JSONPoster:
                 async with self._session.post(url, data=data, proxy=self._proxy) as resp:
                     raw = await resp.read()
                     if self.on_response is not None:
-                        self.on_response(resp.status)
+                        self.on_response(resp.status, resp.headers)
                     if resp.status < 400:
                         try:
                             return _loads(raw)
@@ -157,7 +167,7 @@ class JSONPoster:
                         parsed = None
                     failure = HTTPFailure("status", f"HTTP {resp.status}: {error_message(parsed, text)[:200]}",
                                           resp.status, parsed)
-                    retry = should_retry(resp.status, headers)
+                    retry = should_retry(resp.status, headers) and (self.retry_throttled or resp.status != 429)
             except (asyncio.TimeoutError, aiohttp.ServerTimeoutError):
                 failure = HTTPFailure("timeout", f"timeout: no answer within {self.timeout:g}s (after retries)")
                 retry = True

@@ -73,7 +73,8 @@ class OpenAIChatLLM:
         self.usage = Usage()
         self.repaired = 0
         # Told of every HTTP response, retried ones included (set by the dead-endpoint breaker: models/breaker.py).
-        self.on_response: Callable[[int], None] | None = None
+        self.on_response: Callable[..., None] | None = None  # (status, headers)
+        self.retry_throttled = True  # False behind an adaptive rate limit, which requeues a 429 (models/breaker.py)
         # HTTP sessions and semaphores belong to one event loop; tests and CLIs may run several loops in turn.
         self._per_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[Any, PriorityGate]] = (
             weakref.WeakKeyDictionary()
@@ -86,13 +87,13 @@ class OpenAIChatLLM:
 
             poster = JSONPoster(self.base_url, {"Authorization": f"Bearer {api_key_from_env() or NO_KEY}"},
                                 timeout=self.timeout, max_retries=self.max_retries, connections=self.concurrency,
-                                on_response=self._answered)
+                                on_response=self._answered, retry_throttled=self.retry_throttled)
             self._per_loop[loop] = (poster, PriorityGate(self.concurrency))
         return self._per_loop[loop]
 
-    def _answered(self, status: int) -> None:
+    def _answered(self, status: int, headers: Any = None) -> None:
         if self.on_response is not None:
-            self.on_response(status)
+            self.on_response(status, headers)
 
     def _body(self, request: ChatRequest, with_schema: bool) -> dict[str, Any]:
         s = request.sampling
@@ -171,7 +172,7 @@ class OpenAIChatLLM:
             # An answer came back that is not the JSON asked for: the caller may still read it (AER's text fallback)
             # or ask again, and reports the sample if it cannot; only failures to get an answer are warned of here.
             log.debug("%s: answer is not the JSON asked for: %s", self.name, c.error)
-        elif c.error:
+        elif c.error and not (c.error.startswith("HTTP 429") and not self.retry_throttled):  # requeued, not failed
             log.warning("%s: request failed: %s", self.name, c.error)
         self.repaired += c.repaired
         return c

@@ -41,9 +41,10 @@ ALLOWED = (
 REMOTE_KINDS = ("openai", "anthropic")  # clients of endpoints: no model pool, no Ray
 POOL_KEYS = ("replicas", "tp", "gpus", "cpus", "placement")
 CLIENT_KEYS = ("concurrency", "timeout", "max_retries", "json_mode", "json_retries", "max_connection_failures",
-               "max_server_errors", "stall_seconds")
-# Client keys of the dead-endpoint breaker (models/breaker.py), not of the client itself.
-BREAKER_KEYS = ("max_connection_failures", "max_server_errors", "stall_seconds")
+               "max_server_errors", "stall_seconds", "rpm", "tpm")
+# Client keys of the dead-endpoint breaker (models/breaker.py) and its rate limit (models/ratelimit.py), not of the
+# client itself.
+BREAKER_KEYS = ("max_connection_failures", "max_server_errors", "stall_seconds", "rpm", "tpm")
 # Options only one client takes: Anthropic's `sampling` (send temperature/top_p, or leave them out: anthropic_chat.py).
 KIND_KEYS = {"openai": (), "anthropic": ("sampling",)}
 

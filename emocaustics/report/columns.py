@@ -16,7 +16,7 @@ import polars as pl
 
 # The main columns, in the order shown; a column absent from the summary (or null in every row) is left out.
 MAIN_COLUMNS = ("run", "task", "method", "model", "K", "S", "samples", "score", "ci", "micro_score", "failures",
-                "judge_failures", "llm_calls", "tokens", "wall_s")
+                "judge_failures", "llm_calls", "tokens", "cost_usd", "wall_s")
 
 COLUMN_DOCS: dict[str, str] = {
     "run": "the config's label: task, method, model, then each option that varies between the job's configs of "
@@ -42,6 +42,8 @@ COLUMN_DOCS: dict[str, str] = {
     "cache_hits": "LLM requests answered by the response cache (no model call)",
     "tokens": "prompt plus generated tokens of those requests",
     "generated_tokens": "tokens the model generated",
+    "cost_usd": "US dollars of those requests at the model's price per 1M tokens (the shipped table, dated, or the "
+                "job's `price:`); empty where the model has no known price (unknown, not free)",
     "wall_s": "wall-clock seconds the runner spent on the config (load, solve, score; summed over resumed "
               "parts); engine and embedder start-up are not in it (reported once per model)",
     "note": "what the row is, in words",
@@ -84,6 +86,9 @@ def main_table(summary: pl.DataFrame, drop_same_micro: bool = False) -> pl.DataF
     from emocaustics.report.axes import axis_columns
 
     df = with_ci(summary)
+    if "cost_usd" in df.columns:  # shown as text: dollars to 4 places, "unknown" where the price is (never 0)
+        df = df.with_columns(pl.col("cost_usd").map_elements(lambda v: f"{v:.4f}", return_dtype=pl.Utf8)
+                             .fill_null("unknown"))
     cols = present(df, MAIN_COLUMNS)
     if drop_same_micro and same_as_score(df):
         cols.remove("micro_score")

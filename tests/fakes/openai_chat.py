@@ -40,6 +40,9 @@ class Faults:
     retry_after_ms: int = 20  # sent with 429 and 500 (`retry-after-ms`, as OpenAI does) so tests stay fast
     hang_seconds: float = 30.0
     latency: float = 0.0  # seconds every answer takes (lets concurrency build up)
+    # A provider's rate limit: above this many requests in any 1 s window, 429 with the wait until the window has
+    # room (`retry-after-ms`, and `Retry-After` in whole seconds); rejected requests do not count. 0: no limit.
+    max_rps: float = 0.0
     seed: int = 0
 
 
@@ -85,6 +88,7 @@ class FakeOpenAIServer:
         self.bodies: list[dict[str, Any]] = []
         self.inflight = 0
         self.max_inflight = 0
+        self.accepted: list[float] = []  # monotonic times of the requests the rate limit let through
         self._rng = random.Random(self.faults.seed)
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -127,6 +131,17 @@ class FakeOpenAIServer:
             return Counter(self.seen)
 
     # -- behaviour ------------------------------------------------------------------------------------------
+    def _over_limit(self) -> float | None:
+        """None: the request is within `max_rps` (and counted); else seconds until the window has room."""
+        now = time.monotonic()
+        with self._lock:
+            recent = [t for t in self.accepted[-int(self.faults.max_rps) - 1:] if now - t < 1.0]
+            if len(recent) >= self.faults.max_rps:
+                self.seen.append("429-limit")
+                return recent[0] + 1.0 - now
+            self.accepted.append(now)
+            return None
+
     def _choose(self) -> str:
         with self._lock:
             if self.script:
@@ -197,8 +212,14 @@ class _Handler(BaseHTTPRequestHandler):
         if not fake.supports_json_schema and body.get("response_format"):
             self._send(400, {"error": {"message": "response_format json_schema is not supported by this endpoint"}})
             return
-        behaviour = fake._choose()
         f = fake.faults
+        if f.max_rps:
+            wait = fake._over_limit()
+            if wait is not None:
+                self._send(429, {"error": {"message": "rate limit reached for requests", "type": "requests"}},
+                           {"retry-after-ms": str(max(1, int(wait * 1000))), "Retry-After": str(max(1, round(wait)))})
+                return
+        behaviour = fake._choose()
         if f.latency:
             time.sleep(f.latency)
         retry = {"retry-after-ms": str(f.retry_after_ms), "Retry-After": str(max(1, f.retry_after_ms // 1000))}

@@ -1,0 +1,78 @@
+"""A job's dollars: each model's price (models/prices.py, with the job's `price:` overrides), the pre-flight check of
+`max_cost_usd`, the process-wide ledger a run spends against (models/budget.py), and the stop when it is reached."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from emocaustics.core.errors import BudgetReached, UsageError
+from emocaustics.jobs.spec import JobSpec
+from emocaustics.models.prices import Price, price_for
+
+REMOTE_PREFIXES = ("openai:", "anthropic:")
+
+
+def model_price(job: JobSpec, name: str | None) -> Price | None:
+    """The price of the job's model `name` (None: no model, or unknown)."""
+    if name is None or name not in job.models:
+        return None
+    m = job.models[name]
+    return price_for(m.spec, m.price)
+
+
+def _endpoints(job: JobSpec, configs: list[Any]) -> list[tuple[str, str, Price | None]]:
+    """(where, spec, price) of every endpoint the configs or the judge call."""
+    out = []
+    names = sorted({c.model for c in configs if c.model} | ({job.scoring.judge} & set(job.models)))
+    for n in names:
+        if job.models[n].spec.startswith(REMOTE_PREFIXES):
+            out.append((f"models.{n}", job.models[n].spec, model_price(job, n)))
+    judge = job.scoring.judge
+    if judge not in job.models and judge.startswith(REMOTE_PREFIXES):
+        out.append(("scoring.judge", judge, price_for(judge)))
+    return out
+
+
+def check_budget(job: JobSpec, configs: list[Any]) -> None:
+    """`max_cost_usd` needs a price for every endpoint the job calls: a usage error names the first without one."""
+    if job.max_cost_usd is None:
+        return
+    from emocaustics.models.prices import table
+
+    for where, spec, price in _endpoints(job, configs):
+        if price is None:
+            raise UsageError(f"{where}: max_cost_usd is set but {spec.split('?')[0]} has no known price (the shipped "
+                             f"table of {table()['as_of']} does not list it): give its `price: {{input: USD, output: "
+                             "USD}}` per 1M tokens")
+
+
+def start_ledger(job: JobSpec, configs: list[Any]) -> None:
+    """The run's ledger (models/budget.py): the limit, and the price of each endpoint by its endpoint name (after
+    `check_budget`: a limit with an unpriced endpoint is a usage error)."""
+    from emocaustics.models import budget
+
+    check_budget(job, configs)
+    from emocaustics.models.spec import endpoint_name, parse_llm_spec
+
+    prices = {endpoint_name(parse_llm_spec(spec)): p for _, spec, p in _endpoints(job, configs) if p is not None}
+    budget.activate(job.max_cost_usd, prices)
+
+
+def stop_if_budget_reached(cfg: Any, samples: list, resume_command: str) -> None:
+    """A config whose calls were stopped by the budget stops the job (exit 6); finished samples stay."""
+    from emocaustics.core.task import Failure
+    from emocaustics.models.budget import budget_reached
+
+    if cfg.model is None:
+        return
+    found = cfg.task.read_predictions(cfg.pred_dir)
+    reached = budget_reached([str(v) for v in found.values() if isinstance(v, Failure)])
+    if reached:
+        kept = sum(1 for s in samples if s.id in found and not isinstance(found[s.id], Failure))
+        raise BudgetReached(f"model {cfg.model!r}: {reached}; config {cfg.label}: {kept} of {len(samples)} samples "
+                            f"finished and kept; to continue (a new budget for the rest): {resume_command}")
+
+
+def dollars(price: Price | None, prompt_tokens: int, generated_tokens: int) -> str:
+    """A forecast or a total in dollars, or "unknown"."""
+    return "unknown" if price is None else f"${price.cost(prompt_tokens, generated_tokens):,.4f}"

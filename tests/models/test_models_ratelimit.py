@@ -1,0 +1,102 @@
+"""Rate limits that adapt (issue 32, models/ratelimit.py): a 429 halves a model's concurrency (floor 1), successes
+raise it back, the server's Retry-After pauses new requests, and `rpm` keeps a job under a provider's limit. Against
+the OpenAI stand-in with a rate limit (tests/fakes/openai_chat.py `max_rps`: 429 with Retry-After above N requests
+in any second), a real HTTP server."""
+
+from __future__ import annotations
+
+import asyncio
+
+from fakes.openai_chat import FakeOpenAIServer, Faults
+
+from emocaustics.models.base import ChatRequest
+from emocaustics.models.factory import make_llm
+from emocaustics.models.gate import PriorityGate
+from emocaustics.models.ratelimit import GROW_AFTER, AdaptiveLimiter, parse_duration, server_pause
+
+
+def _requests(n: int) -> list[ChatRequest]:
+    return [ChatRequest(messages=({"role": "user", "content": f"question {i}"},)) for i in range(n)]
+
+
+def test_aimd_halves_once_per_window_and_grows_back():
+    lim = AdaptiveLimiter(16)
+    lim.answered(429)
+    assert lim.limit == 8
+    for _ in range(7):  # answers of requests that were in flight at the cut: no second cut
+        lim.answered(429)
+    assert lim.limit == 8 and lim.cuts == 1
+    for _ in range(9):  # the window has passed: the next 429 cuts again
+        lim.answered(429)
+    assert lim.limit == 4 and lim.cuts == 2
+    for _ in range(100):
+        lim.answered(429)
+    assert lim.limit >= 1 and lim.lowest >= 1
+    low = lim.limit
+    for _ in range(GROW_AFTER - 1):
+        lim.answered(200)
+    assert lim.limit == low
+    lim.answered(200)  # a window of successes: one more
+    assert lim.limit == low + 1
+    for _ in range(10_000):
+        lim.answered(200)
+    assert lim.limit == 16  # never above the ceiling
+
+
+def test_server_hints_pause_new_requests():
+    assert server_pause(429, {"retry-after-ms": "250"}) == 0.25
+    assert server_pause(429, {"retry-after": "2"}) == 2.0
+    assert server_pause(200, {"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "1m2.5s"}) == 62.5
+    assert server_pause(200, {"x-ratelimit-remaining-requests": "3", "x-ratelimit-reset-requests": "1s"}) is None
+    assert parse_duration("20ms") == 0.02
+
+
+def test_a_lowered_gate_lets_nobody_in_until_holders_drop_below_it():
+    async def go() -> list[str]:
+        gate, log = PriorityGate(4), []
+        for _ in range(4):
+            await gate.acquire()
+        gate.set_limit(2)
+        waiter = asyncio.ensure_future(gate.acquire())
+        await asyncio.sleep(0)
+        gate.release()
+        gate.release()  # 2 holders left: at the limit, still nobody in
+        await asyncio.sleep(0)
+        log.append(f"after 2 releases: {waiter.done()}")
+        gate.release()
+        await asyncio.sleep(0)
+        log.append(f"after 3 releases: {waiter.done()}")
+        gate.set_limit(8)
+        return log
+
+    assert asyncio.run(go()) == ["after 2 releases: False", "after 3 releases: True"]
+
+
+def _run(url: str, n: int, **opts) -> tuple[list, object]:
+    llm = make_llm(f"openai:fake@{url}", **opts)
+
+    async def go() -> list:
+        try:
+            return await llm.generate(_requests(n))
+        finally:
+            await llm.aclose()
+
+    return asyncio.run(go()), llm.limiter
+
+
+def test_concurrency_falls_under_a_rate_limit_and_every_call_succeeds():
+    with FakeOpenAIServer(Faults(max_rps=20, latency=0.05)) as server:
+        answers, limiter = _run(server.base_url, 120, concurrency=32, max_retries=6)
+        assert [a.error for a in answers if a.error] == []
+        assert limiter.cuts >= 1 and limiter.lowest < 32  # the 429s lowered the model's concurrency
+        assert server.counts["ok"] == 120
+        rejected = server.counts["429-limit"]
+        # Without adaptation every one of the 32 in flight hits the limit again on each retry: many more 429s.
+        assert rejected < 120, rejected
+
+
+def test_an_rpm_budget_under_the_providers_limit_gets_no_429():
+    with FakeOpenAIServer(Faults(max_rps=20)) as server:
+        answers, _ = _run(server.base_url, 40, concurrency=32, rpm=900)  # 15 a second, spread over each second
+        assert [a.error for a in answers if a.error] == []
+        assert server.counts["429-limit"] == 0 and server.counts["ok"] == 40
