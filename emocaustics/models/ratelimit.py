@@ -7,7 +7,8 @@
 - **AIMD concurrency.** The model's concurrency starts at its `concurrency` (the ceiling). An answer that says "too
   many" (HTTP 429, or 503/529 "overloaded") halves it (floor 1) -- once per window: the answers of requests already in
   flight when it was cut do not cut it again --, and each window of successes in a row (as many as the current limit,
-  at least `GROW_AFTER`) raises it by one, back up to the ceiling. The breaker's queue (models/breaker.py) applies
+  at least `GROW_AFTER`; `PROBE_SLOWER` times as many to reach the limit the last cut was made from) raises it by
+  one, back up to the ceiling. The breaker's queue (models/breaker.py) applies
   the limit to the requests it lets in, and sends a request that got a 429 back through it (the client does not
   retry a 429 then) after the pause below.
 - **Server hints.** `Retry-After` / `retry-after-ms` on such an answer, and `x-ratelimit-remaining-requests: 0` (or
@@ -34,6 +35,7 @@ MAX_PAUSE = 60.0  # seconds; a longer hint is not trusted (as the client's own r
 # Successes in a row that raise the limit by one: at least this many, else a window of the limit. Growth after a
 # single success (limit 1) finds the provider's limit again at once and is rejected for it.
 GROW_AFTER = 20
+PROBE_SLOWER = 4  # ... and this many times as many to reach the limit that was last cut (where the 429s came)
 
 
 def request_tokens(request: ChatRequest) -> int:
@@ -118,6 +120,7 @@ class AdaptiveLimiter:
         self._successes = 0
         self._since_cut = self.ceiling  # answers since the last cut (a new cut needs a window of them)
         self._window = 0
+        self._cut_from = self.ceiling + 1  # the limit the last cut was made from
         self._lock = threading.Lock()
         # the queues (one per event loop) whose limit follows this one's, with their loops
         self._gates: weakref.WeakKeyDictionary[PriorityGate, asyncio.AbstractEventLoop] = weakref.WeakKeyDictionary()
@@ -153,13 +156,14 @@ class AdaptiveLimiter:
                 self._successes = 0
                 if self._since_cut >= self._window:  # requests sent before the last cut do not cut again
                     self.cuts += 1
-                    self._window, self._since_cut = self.limit, 0
+                    self._window, self._since_cut, self._cut_from = self.limit, 0, self.limit
                     new = max(1, self.limit // 2)
                 else:
                     return
             elif status < 400:
                 self._successes += 1
-                if self._successes < max(self.limit, GROW_AFTER) or self.limit >= self.ceiling:
+                need = max(self.limit, GROW_AFTER) * (PROBE_SLOWER if self.limit + 1 >= self._cut_from else 1)
+                if self._successes < need or self.limit >= self.ceiling:
                     return
                 self._successes = 0
                 new = self.limit + 1

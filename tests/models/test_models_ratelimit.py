@@ -12,7 +12,8 @@ from fakes.openai_chat import FakeOpenAIServer, Faults
 from emocaustics.models.base import ChatRequest
 from emocaustics.models.factory import make_llm
 from emocaustics.models.gate import PriorityGate
-from emocaustics.models.ratelimit import GROW_AFTER, AdaptiveLimiter, parse_duration, server_pause
+from emocaustics.models.ratelimit import (GROW_AFTER, PROBE_SLOWER, AdaptiveLimiter, parse_duration,
+                                          server_pause)
 
 
 def _requests(n: int) -> list[ChatRequest]:
@@ -26,21 +27,33 @@ def test_aimd_halves_once_per_window_and_grows_back():
     for _ in range(7):  # answers of requests that were in flight at the cut: no second cut
         lim.answered(429)
     assert lim.limit == 8 and lim.cuts == 1
-    for _ in range(9):  # the window has passed: the next 429 cuts again
-        lim.answered(429)
+    for _ in range(GROW_AFTER - 1):
+        lim.answered(200)
+    assert lim.limit == 8
+    lim.answered(200)  # a window of successes: one more
+    assert lim.limit == 9
+    lim.answered(429)  # the window since the cut has passed: the next 429 cuts again
     assert lim.limit == 4 and lim.cuts == 2
     for _ in range(100):
         lim.answered(429)
-    assert lim.limit >= 1 and lim.lowest >= 1
-    low = lim.limit
-    for _ in range(GROW_AFTER - 1):
-        lim.answered(200)
-    assert lim.limit == low
-    lim.answered(200)  # a window of successes: one more
-    assert lim.limit == low + 1
+    assert lim.limit == 1 == lim.lowest  # floor 1
     for _ in range(10_000):
         lim.answered(200)
     assert lim.limit == 16  # never above the ceiling
+
+
+def test_growth_probes_the_limit_that_was_cut_slower():
+    lim = AdaptiveLimiter(4)
+    lim.answered(429)
+    assert lim.limit == 2
+    for _ in range(GROW_AFTER):
+        lim.answered(200)
+    assert lim.limit == 3
+    for _ in range(GROW_AFTER * PROBE_SLOWER - 1):  # 4 is where the 429s came from
+        lim.answered(200)
+    assert lim.limit == 3
+    lim.answered(200)
+    assert lim.limit == 4
 
 
 def test_server_hints_pause_new_requests():
