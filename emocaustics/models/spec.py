@@ -15,12 +15,6 @@ the cluster has GPUs, else 0), `cpus` (Ray CPUs reserved per replica, default 0)
 different nodes, round robin over the alive nodes that fit a replica; default: Ray's default placement); every other key is a vLLM engine
 argument (`AsyncEngineArgs` field), checked when the engine is made. Values are JSON when they parse as JSON
 (numbers, booleans, objects), else strings.
-
-For `smoke`/`vllm:` the pool keys are `replicas`, `tp` (tensor_parallel_size), `gpus` (per replica; default: tp when
-the cluster has GPUs, else 0), `cpus` (Ray CPUs reserved per replica, default 0), `placement` (`spread`: replicas on
-different nodes, round robin over the alive nodes that fit a replica; default: Ray's default placement); every other key is a vLLM engine
-argument (`AsyncEngineArgs` field), checked when the engine is made. Values are JSON when they parse as JSON
-(numbers, booleans, objects), else strings.
 """
 
 from __future__ import annotations

@@ -78,8 +78,8 @@ class AerTask(Task):
     calibration_methods = predictors.PREDICTORS
     primary_metric = "score"
     prompts_version = prompts.PROMPTS_VERSION
-    data_sources = (SOURCE,)
     submission_files = ("submission.jsonl", "submission.zip")  # written by finalize (core.submission)
+    data_sources = (SOURCE,)
 
     # -- data ------------------------------------------------------------------------------------------------------
     def context_free(self, options: AerOptions) -> bool:
