@@ -157,9 +157,12 @@ class RunLog:
         items = []
         if self.items is not None and "run" in self.items.columns:
             # The sample's key: `sample_id`, else the table's first column (a task's own, e.g. a dialogue number).
-            key = "sample_id" if "sample_id" in self.items.columns else self.items.columns[0]
-            items = self.items.filter((pl.col("run") == label) & (pl.col(key).cast(pl.Utf8) == sample_id)).drop(
-                "run").to_dicts()
+            # Only this config's rows, without the columns other tasks' items brought into the shared table.
+            mine = self.items.filter(pl.col("run") == label).drop("run")
+            mine = mine.select([c for c in mine.columns if mine.get_column(c).null_count() < mine.height])
+            key = "sample_id" if "sample_id" in mine.columns else (mine.columns[0] if mine.columns else None)
+            if key is not None:
+                items = mine.filter(pl.col(key).cast(pl.Utf8) == sample_id).to_dicts()
         scored = {}
         if self.scores is not None and "run" in self.scores.columns:
             got = self.scores.filter((pl.col("run") == label) & (pl.col("sample_id") == sample_id)).to_dicts()

@@ -137,6 +137,13 @@ class EcpeTask(Task):
         assert isinstance(options, EcpeOptions)
         return predictors.predict(method, samples, options.subtasks, options.baseline_emotion)
 
+    def view_sample(self, input: Any, target: Any, prediction: Any,
+                    items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The viewer's sample page (`core.sampleview.SampleView`): the conversation, predicted and gold pairs, cause spans."""
+        from emocaustics.tasks.ecpe.view import view_sample
+
+        return view_sample(input, target, prediction, items)
+
     def score(self, samples: list[Sample], predictions: dict[str, Any], options: Options,
               ctx: ScoreContext) -> Scored:
         assert isinstance(options, EcpeOptions)

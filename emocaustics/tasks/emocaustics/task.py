@@ -286,6 +286,13 @@ class EmoCausticsTask(Task):
         return stats
 
     # -- scoring -------------------------------------------------------------------------------------------------
+    def view_sample(self, input: Any, target: Any, prediction: Any,
+                    items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The viewer's sample page (`core.sampleview.SampleView`): sextuples per utterance, events and chain matches."""
+        from emocaustics.tasks.emocaustics.view import view_sample
+
+        return view_sample(input, target, prediction, items)
+
     def score(self, samples: list[Sample], predictions: dict[str, Any], options: Options,
               ctx: ScoreContext) -> Scored:
         dialogues = [s.input for s in samples]

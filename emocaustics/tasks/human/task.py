@@ -105,6 +105,8 @@ class HumanTask(Task):
         conv = result.conversations
         systems = set(result.metadata.models)
         rows: list[dict[str, Any]] = []
+        decisions: list[dict[str, Any]] = []  # each assignment's QC decision: the viewer's item rows
+        threshold = getattr(options, "qc_threshold", None)
         for (assignment,), part in conv.group_by("assignment", maintain_order=True):
             worker = part.get_column("worker")[0]
             q = qc[worker]
@@ -117,6 +119,11 @@ class HumanTask(Task):
                 by_model.setdefault(m, []).append(z)
             sys_z = [z for m, zl in by_model.items() if m in systems for z in zl]
             qc_z = by_model.get(result.metadata.qc_model, [])
+            decisions.append({"sample_id": assignment, "worker": worker, "passed": bool(q["passed"]),
+                              "qc_p": None if math.isnan(p) else p, "qc_threshold": threshold,
+                              "qc_model": result.metadata.qc_model, "reason": q["reason"] or None,
+                              "z_systems": sum(sys_z) / len(sys_z) if sys_z else None,
+                              "z_qc": sum(qc_z) / len(qc_z) if qc_z else None})
             for metric, values, why in (("z_systems", sys_z, "no competing system rated"),
                                         ("z_qc", qc_z, "no qc conversation in this assignment")):
                 rows.append({"sample_id": assignment, "metric": metric,
@@ -143,7 +150,15 @@ class HumanTask(Task):
         tables = {"system_scores": z_table, "system_raw_scores": raw_table, "passrate": result.passrate,
                   "duration": result.duration, "sig_test": stats.sig, "corr_between_scores": stats.corr_scores,
                   "quality_control": result.qc, "sample_info": info}
-        return Scored(rows_frame(rows), summary, tables)
+        items = pl.DataFrame(decisions, infer_schema_length=None) if decisions else None
+        return Scored(rows_frame(rows), summary, tables, items)
+
+    def view_sample(self, input: Any, target: Any, prediction: Any,
+                    items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The viewer's sample page (`core.sampleview.SampleView`): the HIT's ratings and its QC outcome."""
+        from emocaustics.tasks.human.view import view_sample
+
+        return view_sample(input, target, prediction, items)
 
     def finalize(self, out: Path, samples: list[Sample], predictions: dict[str, Any], options: Options) -> list[Path]:
         from emocaustics.tasks.human.outputs import write_process

@@ -140,6 +140,13 @@ class NarrativeTask(Task):
             return Failure("files", str(exc))
 
     # -- scoring -------------------------------------------------------------------------------------------------
+    def view_sample(self, input: Any, target: Any, prediction: Any,
+                    items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The viewer's sample page (`core.sampleview.SampleView`): the story, its spans, component matches."""
+        from emocaustics.tasks.narrative.view import view_sample
+
+        return view_sample(input, target, prediction, items)
+
     def score(self, samples: list[Sample], predictions: dict[str, Any], options: Options,
               ctx: ScoreContext) -> Scored:
         """Per story `scoring.score_sample`; more than `narrative_ray_above` stories (a job scoring option, default
