@@ -189,9 +189,9 @@ def render(run_dir: Path, scores: pl.DataFrame, wall: dict[str, float] | None = 
     sig_path = run_dir / "significance.csv"
     if sig_path.exists():
         parts += significance_sections(pl.read_csv(sig_path))
-    fails = failures(scores)
-    parts.append(f"<h2>Failures ({fails.height})</h2>")
-    parts.append(table(fails) if fails.height else "<p>None.</p>")
+    from emocaustics.report.viewlinks import viewer_section
+
+    parts += viewer_section(run_dir, failures(scores))  # each config and failure linked into the sample viewer
     parts.append("</body></html>")
     return "\n".join(parts)
 
