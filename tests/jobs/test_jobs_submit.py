@@ -1,4 +1,4 @@
-"""`jobs/submit.sh` against a real `ray start` head, as the README's cluster example runs it (no `--out`): the job
+"""`jobs/submit.sh` against a real `ray start` head, as docs/clusters.md's example runs it (no `--out`): the job
 gets its data folder from the submitter's environment (the head's has none), and its results land under the folder
 it was submitted from, at the absolute path the job prints, not in Ray's temporary copy of the project.
 

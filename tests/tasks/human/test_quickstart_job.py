@@ -116,7 +116,7 @@ def test_quickstart_job_on_published_round1(tmp_path, humaneval_root):
     run_dir = run_quickstart(data, tmp_path)
     summary, pairs, page = check_run(run_dir, expected)
     assert summary["samples"].to_list() == [304, 304, 304]
-    assert expected["human_process_qc_threshold=0.05"] == pytest.approx(215 / 304)  # the README's round-1 figure
+    assert expected["human_process_qc_threshold=0.05"] == pytest.approx(215 / 304)  # docs/tasks/human.md's round 1
     # the paper's system ranking from passing workers leads the default config's section
     default = page[page.index("<h2>Human assessment: human_process_qc_threshold=0.05</h2>"):]
     assert default.index("biencoder") < default.index("lan_model")
