@@ -30,7 +30,7 @@ from emocaustics.models.pool import NAMESPACE, SERVICE_PREFIX, ModelPool, get_po
 
 DEFAULT_IDLE_TIMEOUT = 3600.0  # `keep_alive: true` and `serve` without --idle-timeout
 NO_CLUSTER = ("model services need a Ray cluster that outlives this command: start one with `ray start --head` "
-              "(see README, 'Model services') and pass its address (--ray-address or RAY_ADDRESS, e.g. "
+              "(see docs/clusters.md, 'Model services') and pass its address (--ray-address or RAY_ADDRESS, e.g. "
               "RAY_ADDRESS=127.0.0.1:6379); this command's own local Ray would end with it, and the service with it")
 _UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
