@@ -216,7 +216,9 @@ async def run_items(llm: Any, items: list[dict[str, Any]], out: Path, task: str,
             row = failure_row(item, "input", item["skip_reason"])
         else:
             if log is not None:
-                item = {**item, "log_prompts": log.prompts}
+                # Set on the item itself, never on a copy: the embedding feed knows an item by its identity (its
+                # board ticket is id(item)), and a copy's dialogue would wait for rows that never come.
+                item["log_prompts"] = log.prompts
             async with sem:
                 row = await _with_embeddings(llm, item, embeddings, in_process)
         if log is not None:  # before the prediction: a dialogue with a prediction always has its log line
