@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import polars as pl
@@ -207,5 +208,9 @@ def test_a_dead_endpoint_stops_with_the_eval_resume_hint_and_resume_continues(tm
         err = capsys.readouterr().err
         assert f"emocaustics eval <the same arguments> --resume --out {run}" in err and "JOB.yaml" not in err
         assert main([*args, "--resume"]) == 0
-        assert "resume: aer_llm_m_context=none: 0 of 3 samples done (skipped); 3 to run" in capsys.readouterr().out
+        # How many samples finished before the breaker tripped depends on timing (requests are in flight at once);
+        # what matters is that the resume line counts them and runs the rest.
+        resumed = re.search(r"resume: aer_llm_m_context=none: (\d) of 3 samples done \(skipped\); (\d) to run",
+                            capsys.readouterr().out)
+        assert resumed and int(resumed[1]) < 3 and int(resumed[1]) + int(resumed[2]) == 3
     assert pl.read_parquet(run / "scores.parquet")["failed"].sum() == 0
