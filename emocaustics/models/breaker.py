@@ -45,7 +45,7 @@ SERVER_ERROR = re.compile(r"HTTP 5\d\d\b")
 # "Too many requests": requeued behind the adaptive limit. Overload (503/529) lowers the limit too, but counts as a
 # server error here: an endpoint overloaded for good is dead.
 THROTTLED_ERROR = re.compile(r"HTTP 429\b")
-REQUEUE_LIMIT = 20  # times a throttled request goes back through the adaptive queue before it fails
+REQUEUE_LIMIT = 20  # default `max_throttled`: times a request answered 429 goes back through the adaptive queue
 
 
 def default_stall(timeout: float) -> float:
@@ -70,7 +70,8 @@ class BreakerLLM:
 
     def __init__(self, llm: Any, endpoint: str, limit: int = DEFAULT_LIMIT, concurrency: int = 16, *,
                  server_errors: int = DEFAULT_SERVER_ERRORS, stall: float | None = None,
-                 report: Callable[[str], None] | None = None, limiter: AdaptiveLimiter | None = None) -> None:
+                 report: Callable[[str], None] | None = None, limiter: AdaptiveLimiter | None = None,
+                 max_throttled: int = REQUEUE_LIMIT) -> None:
         self.llm = llm
         self.endpoint = endpoint
         self.limit = max(1, int(limit))
@@ -79,6 +80,7 @@ class BreakerLLM:
         self.stall = float(stall) if stall else default_stall(float(getattr(llm, "timeout", 60.0)))
         self.report_every = min(REPORT_EVERY, self.stall / 3)
         self.report = report or _print_line
+        self.max_throttled = max(0, int(max_throttled))  # requeues of one request answered 429
         self.limiter = limiter  # adaptive concurrency and rpm/tpm budgets (models/ratelimit.py), applied at the gate
         self.consecutive = 0  # connection failures in a row
         self.consecutive_5xx = 0
@@ -149,7 +151,7 @@ class BreakerLLM:
         requeued = 0
         # Throttled with an adaptive limit in front (the client does not retry a 429 then): back through the queue,
         # whose concurrency the answer lowered and which waits out the server's Retry-After (models/ratelimit.py).
-        while self.limiter is not None and requeued < REQUEUE_LIMIT and THROTTLED_ERROR.match(answer.error or ""):
+        while self.limiter is not None and requeued < self.max_throttled and THROTTLED_ERROR.match(answer.error or ""):
             requeued += 1
             answer = await self._attempt(request)
         self._count([answer])

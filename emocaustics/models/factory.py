@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from emocaustics.models.spec import BREAKER_KEYS, REMOTE_KINDS, LLMSpec, endpoint_name, parse_llm_spec
+from emocaustics.models.spec import BATCH_KEYS, BREAKER_KEYS, REMOTE_KINDS, LLMSpec, endpoint_name, parse_llm_spec
 
 
 def make_llm(spec: str | LLMSpec, *, cache_dir: Path | str | None = None, **opts: Any) -> Any:
@@ -15,6 +15,8 @@ def make_llm(spec: str | LLMSpec, *, cache_dir: Path | str | None = None, **opts
 
     smoke/vllm: the process's shared `ModelPool` (Ray is started locally if it is not running yet).
     openai: an `OpenAIChatLLM`. With `cache_dir`, calls go through `<cache_dir>/responses.sqlite`.
+    openai/anthropic with `batch=true`: a `BatchLLM` in front of the live path (models/batch.py); its batch ids are
+    kept in `<cache_dir>/batches.jsonl` (without a cache_dir they are not kept: a killed run's batches are lost).
     Every returned object has `name`, `generate`, `run(fn, items, affinity_key=None)` and `stats()`.
     """
     parsed = parse_llm_spec(spec) if isinstance(spec, str) else spec
@@ -22,9 +24,9 @@ def make_llm(spec: str | LLMSpec, *, cache_dir: Path | str | None = None, **opts
         parsed = parsed.with_options(**opts)
     llm: Any
     if parsed.kind in REMOTE_KINDS:
-        from emocaustics.models.breaker import DEFAULT_LIMIT, DEFAULT_SERVER_ERRORS, BreakerLLM
+        from emocaustics.models.breaker import DEFAULT_LIMIT, DEFAULT_SERVER_ERRORS, REQUEUE_LIMIT, BreakerLLM
 
-        client = {k: v for k, v in parsed.client.items() if k not in BREAKER_KEYS}
+        client = {k: v for k, v in parsed.client.items() if k not in BREAKER_KEYS + BATCH_KEYS}
         breaker = parsed.client
         if parsed.kind == "openai":
             from emocaustics.models.openai_chat import OpenAIChatLLM
@@ -35,6 +37,7 @@ def make_llm(spec: str | LLMSpec, *, cache_dir: Path | str | None = None, **opts
 
             llm = AnthropicChatLLM(parsed.model, parsed.base_url, name=parsed.canonical(), **client)
         llm.retry_throttled = False  # a 429 goes back through the adaptive queue (models/ratelimit.py)
+        client_llm = llm
         from emocaustics.models.budget import guard
 
         # The job's max_cost_usd, checked as each call leaves the breaker's queue (models/budget.py).
@@ -45,7 +48,10 @@ def make_llm(spec: str | LLMSpec, *, cache_dir: Path | str | None = None, **opts
                          concurrency=int(client.get("concurrency", 16)),
                          server_errors=int(breaker.get("max_server_errors", DEFAULT_SERVER_ERRORS)),
                          stall=float(breaker["stall_seconds"]) if breaker.get("stall_seconds") else None,
-                         limiter=_limiter(parsed, breaker))
+                         limiter=_limiter(parsed, breaker),
+                         max_throttled=int(breaker.get("max_throttled", REQUEUE_LIMIT)))
+        if _true(breaker.get("batch")):
+            return _batched(llm, client_llm, parsed, cache_dir)
     else:
         from emocaustics.core.cluster import connect
         from emocaustics.models.pool import get_pool
@@ -66,3 +72,35 @@ def _limiter(parsed: LLMSpec, opts: dict[str, Any]) -> Any:
     rpm, tpm = opts.get("rpm"), opts.get("tpm")
     return limiter_for(endpoint_name(parsed), int(opts.get("concurrency", 16)),
                        rpm=float(rpm) if rpm else None, tpm=float(tpm) if tpm else None)
+
+
+def _true(value: Any) -> bool:
+    return value is True or str(value).lower() in ("1", "true", "yes")
+
+
+def _batched(live: Any, client: Any, parsed: LLMSpec, cache_dir: Path | str | None) -> Any:
+    """`batch=true`: the provider's batch API in front of the live path, the response cache in front of both (the
+    batch writes its answers into that cache as each batch ends, also those no request of this run waits for)."""
+    from emocaustics.models import batch as b
+    from emocaustics.models.batch_api import batch_api_for
+    from emocaustics.models.budget import active
+
+    opts = parsed.client
+    name = endpoint_name(parsed)
+    ledger = active()
+    price = ledger.prices.get(name) if ledger is not None and ledger.limit_usd is not None else None
+    cache = store = None
+    if cache_dir is not None:
+        from emocaustics.models.cache import ResponseCache
+
+        cache, store = ResponseCache(Path(cache_dir) / "responses.sqlite"), b.BatchStore(cache_dir)
+    llm: Any = b.BatchLLM(live, batch_api_for(client), endpoint=name, store=store, cache=cache,
+                          batch_size=int(opts["batch_size"]) if opts.get("batch_size") else None,
+                          quiet=float(opts.get("batch_quiet", b.QUIET)), max_wait=float(opts.get("batch_max_wait",
+                                                                                             b.MAX_WAIT)),
+                          poll=float(opts.get("batch_poll", b.POLL)), ledger=ledger if price else None, price=price)
+    if cache is not None:
+        from emocaustics.models.cache import CachedLLM
+
+        llm = CachedLLM(llm, cache)
+    return llm

@@ -3,7 +3,7 @@
     smoke[?OPTION=VALUE&...]                     the tiny random model, served by the real vLLM engine
     vllm:PATH_OR_NAME[?replicas=2&tp=1&max_model_len=4096&OPTION=VALUE...]
     openai:MODEL@BASE_URL[?concurrency=16&timeout=60&max_retries=4&json_mode=auto&max_connection_failures=5
-                          &max_server_errors=10&stall_seconds=120]
+                          &max_server_errors=10&stall_seconds=120&max_throttled=20&batch=true]
 
 Shorthands (`expand_shorthand`, applied where a job or `emocaustics eval` names a model), the SemEval baseline's types:
 `openai:MODEL` (base URL $OPENAI_BASE_URL, else https://api.openai.com/v1; key $OPENAI_API_KEY), `anthropic:MODEL`
@@ -35,10 +35,15 @@ ALLOWED = (
 REMOTE_KINDS = ("openai", "anthropic")  # clients of endpoints: no model pool, no Ray
 POOL_KEYS = ("replicas", "tp", "gpus", "cpus", "placement")
 CLIENT_KEYS = ("concurrency", "timeout", "max_retries", "json_mode", "json_retries", "max_connection_failures",
-               "max_server_errors", "stall_seconds", "rpm", "tpm")
+               "max_server_errors", "stall_seconds", "max_throttled", "rpm", "tpm", "batch", "batch_size",
+               "batch_poll", "batch_quiet", "batch_max_wait")
+# Client keys of batch mode (models/batch.py): `batch=true` sends independent calls through the provider's batch API;
+# `batch_size` caps a batch's requests (default and ceiling: the provider's limit), `batch_poll` is the seconds between
+# status reads (30), `batch_quiet` / `batch_max_wait` when a partial batch is sent (2 s without new requests, 60 s).
+BATCH_KEYS = ("batch", "batch_size", "batch_poll", "batch_quiet", "batch_max_wait")
 # Client keys of the dead-endpoint breaker (models/breaker.py) and its rate limit (models/ratelimit.py), not of the
 # client itself.
-BREAKER_KEYS = ("max_connection_failures", "max_server_errors", "stall_seconds", "rpm", "tpm")
+BREAKER_KEYS = ("max_connection_failures", "max_server_errors", "stall_seconds", "max_throttled", "rpm", "tpm")
 # Options only one client takes: Anthropic's `sampling` (send temperature/top_p, or leave them out: anthropic_chat.py).
 KIND_KEYS = {"openai": (), "anthropic": ("sampling",)}
 

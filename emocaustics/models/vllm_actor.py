@@ -82,6 +82,7 @@ class VLLMEngineActor:
         self._inflight = 0
         self._by_priority = False  # the engine runs scheduling_policy="priority": pass each request's priority
         self._gc: Any = None  # collector settings for many calls in flight, held while the engine runs
+        self._engine_pids: list[int] = []  # the processes the engine started (its core, its workers)
         self._reaper: Any = None  # the process that ends the engine's processes when this one ends (models/reaper.py)
 
     async def start(self) -> dict[str, Any]:
@@ -104,8 +105,8 @@ class VLLMEngineActor:
                 self._engine = AsyncLLM.from_engine_args(AsyncEngineArgs(model=self.model, **opts),
                                                          usage_context=UsageContext.OPENAI_API_SERVER)
                 # The engine core does not watch this process: a watcher ends it (and its workers) when we end.
-                self._reaper = (reaper.watch([p for p in reaper.children(os.getpid()) if p not in before])
-                                if os.path.isdir("/proc") else None)
+                self._engine_pids = [p for p in reaper.children(os.getpid()) if p not in before]
+                self._reaper = reaper.watch(self._engine_pids) if os.path.isdir("/proc") else None
                 self._by_priority = opts.get("scheduling_policy") == "priority"
                 self._tokenizer = self._engine.get_tokenizer()
                 self._max_len = self._engine.model_config.max_model_len
@@ -115,7 +116,8 @@ class VLLMEngineActor:
                 # collector walking the engine's and the model's objects every few thousand allocations stalls both
                 self._gc = aio.many_calls()
                 self._gc.__enter__()
-        return {"instance": self.instance, "pid": os.getpid(), "start_seconds": self.start_seconds}
+        return {"instance": self.instance, "pid": os.getpid(), "start_seconds": self.start_seconds,
+                "engine_pids": list(self._engine_pids)}
 
     def _prompt_ids(self, request: ChatRequest) -> list[int]:
         text = self._tokenizer.apply_chat_template(
@@ -233,7 +235,7 @@ class VLLMEngineActor:
             out["cache_misses"] += cached.usage.cache_misses
         out.update(instance=self.instance, pid=os.getpid(), started=self._engine is not None,
                    start_seconds=self.start_seconds, inflight=self._inflight, started_at=self.started_at,
-                   last_request=self.last_request)
+                   last_request=self.last_request, engine_pids=list(self._engine_pids))
         return out
 
     async def ping(self) -> str:

@@ -113,3 +113,11 @@ def test_an_rpm_budget_under_the_providers_limit_gets_no_429():
         answers, _ = _run(server.base_url, 40, concurrency=32, rpm=900)  # 15 a second, spread over each second
         assert [a.error for a in answers if a.error] == []
         assert server.counts["429-limit"] == 0 and server.counts["ok"] == 40
+
+
+def test_a_request_answered_429_for_good_fails_after_max_throttled_requeues():
+    # Every request is throttled: the client returns the 429 at once and the queue sends it again, max_throttled times.
+    with FakeOpenAIServer(Faults(rate_429=1.0, retry_after_ms=5)) as server:
+        answers, _ = _run(server.base_url, 2, concurrency=4, max_throttled=3)
+        assert [a.error[:8] for a in answers] == ["HTTP 429", "HTTP 429"]
+        assert server.counts["429"] == 2 * (3 + 1), server.counts

@@ -45,10 +45,11 @@ def test_endpoint_faults_lose_no_dialogue_and_name_each_final_failure(ray_local,
     cfg = ExtractConfig(task="sextuple", method="direct", retries=STEP_RETRIES)
     with RoutedFakeServer(faults, routes=routes) as server:
         spec = (f"openai:fake-model@{server.base_url}?timeout={TIMEOUT}&max_retries={MAX_RETRIES}"
-                f"&json_retries={JSON_RETRIES}&concurrency=32"
+                f"&json_retries={JSON_RETRIES}&concurrency=32&max_throttled={MAX_RETRIES}"
                 # A live endpoint with doomed routes: the hang route times out every request of its dialogue and
                 # the 500 route fails every one of its (parallel) requests, which must not trip the dead-endpoint
-                # breaker for everyone (that is tests/runs/test_dead_endpoint.py).
+                # breaker for everyone (that is tests/runs/test_dead_endpoint.py). A 429 is requeued by the adaptive
+                # limit, not retried by the client: max_throttled bounds it like max_retries bounds the rest.
                 "&max_connection_failures=1000&max_server_errors=1000")
         t0 = time.perf_counter()
         summary = run_extract(dialogues, cfg, llm_spec=spec, out=out, concurrency=8)
