@@ -175,19 +175,9 @@ class AnthropicChatLLM:
                 resp = await self._create(client, request)
             except anthropic.AnthropicError as exc:
                 return Completion(text="", error=_reason(exc, self.timeout))
-        text = "".join(getattr(b, "text", "") for b in (resp.content or []) if getattr(b, "type", "") == "text")
-        usage = resp.usage
-        parsed, repaired, error = parse_answer(text, request.schema)
-        if resp.stop_reason == "max_tokens" and (error or not text):
-            error = f"answer cut at max_tokens={request.sampling.max_tokens}; {error or 'empty answer'}"
-        elif resp.stop_reason == "refusal" and error:
-            error = f"model refused; {error}"
-        c = Completion(text=text, parsed=parsed, error=error, repaired=repaired,
-                       prompt_tokens=(usage.input_tokens + (usage.cache_read_input_tokens or 0)
-                                      + (usage.cache_creation_input_tokens or 0)) if usage else 0,
-                       generated_tokens=usage.output_tokens if usage else 0)
-        if usage and usage.cache_read_input_tokens:
-            self.usage.cached_prompt_tokens += int(usage.cache_read_input_tokens)
+        c = completion_from(resp, request)
+        if resp.usage and resp.usage.cache_read_input_tokens:
+            self.usage.cached_prompt_tokens += int(resp.usage.cache_read_input_tokens)
         return c
 
     async def _one(self, request: ChatRequest) -> Completion:
@@ -231,6 +221,21 @@ class AnthropicChatLLM:
 
     async def stats(self) -> dict[str, Any]:
         return {**self.usage.as_dict(), "repaired": self.repaired, "engine_starts": 0, "prefix_cache_hit_rate": None}
+
+
+def completion_from(resp: Any, request: ChatRequest) -> Completion:
+    """The Completion of a Messages API message (a live answer, or a batch result's `result.message`)."""
+    text = "".join(getattr(b, "text", "") for b in (resp.content or []) if getattr(b, "type", "") == "text")
+    usage = resp.usage
+    parsed, repaired, error = parse_answer(text, request.schema)
+    if resp.stop_reason == "max_tokens" and (error or not text):
+        error = f"answer cut at max_tokens={request.sampling.max_tokens}; {error or 'empty answer'}"
+    elif resp.stop_reason == "refusal" and error:
+        error = f"model refused; {error}"
+    return Completion(text=text, parsed=parsed, error=error, repaired=repaired,
+                      prompt_tokens=(usage.input_tokens + (usage.cache_read_input_tokens or 0)
+                                     + (usage.cache_creation_input_tokens or 0)) if usage else 0,
+                      generated_tokens=usage.output_tokens if usage else 0)
 
 
 def _reason(exc: Exception, timeout: float) -> str:

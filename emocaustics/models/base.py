@@ -33,6 +33,10 @@ class ChatRequest:
     # of calls of this dialogue that must wait for this one in sequence, so that long sequential chains are not queued
     # behind independent calls (critical path first). Not part of the answer, nor of the response-cache key.
     priority: int = 0
+    # True: the caller waits on this answer before it can build its next request (a window chain's step, a merge of a
+    # chain's answers, a re-ask of a bad answer). A model with `batch: true` (models/batch.py) sends such requests
+    # live; the others (independent calls: the default) go through the provider's batch API. Not part of the cache key.
+    live: bool = False
 
 
 @dataclass(slots=True)
@@ -44,6 +48,7 @@ class Completion:
     generated_tokens: int = 0
     cached: bool = False
     repaired: bool = False  # json-repair had to fix the text
+    batched: bool = False  # answered through a provider's batch API (billed at the batch price: models/prices.py)
 
     @property
     def ok(self) -> bool:

@@ -133,28 +133,7 @@ class OpenAIChatLLM:
                     data = await poster.post("chat/completions", self._body(request, False))
                 except HTTPFailure as exc2:
                     return Completion(text="", error=exc2.reason)
-        try:
-            choices = data.get("choices") or []
-            choice = choices[0] if choices else None
-            text = ((choice.get("message") or {}).get("content") or "") if choice is not None else ""
-            finish = choice.get("finish_reason") if choice is not None else None
-            usage = data.get("usage") or {}
-        except (ValueError, AttributeError, TypeError) as exc:
-            return Completion(text="", error=f"invalid response body: {type(exc).__name__}: {str(exc)[:200]}")
-        parsed, repaired, error = parse_answer(text, request.schema)
-        if finish == "length" and (error or repaired):
-            # Cut at max_tokens: json-repair would close the brackets of a half answer and call it valid. A cut
-            # answer is never counted: it is asked again (json_retries) and else reported as this failure.
-            error = f"answer cut at max_tokens={request.sampling.max_tokens}; {error or 'incomplete JSON'}"
-            parsed, repaired = None, False
-        return Completion(
-            text=text,
-            parsed=parsed,
-            error=error,
-            prompt_tokens=int(usage.get("prompt_tokens") or 0),
-            generated_tokens=int(usage.get("completion_tokens") or 0),
-            repaired=repaired,
-        )
+        return completion_from(data, request)
 
     async def _one(self, request: ChatRequest) -> Completion:
         try:
@@ -203,3 +182,29 @@ class OpenAIChatLLM:
 def _mentions_response_format(reason: str) -> bool:
     text = reason.lower()
     return "response_format" in text or "json_schema" in text
+
+
+def completion_from(data: Any, request: ChatRequest) -> Completion:
+    """The Completion of a chat.completion body (a live answer, or a batch output line's `response.body`)."""
+    try:
+        choices = data.get("choices") or []
+        choice = choices[0] if choices else None
+        text = ((choice.get("message") or {}).get("content") or "") if choice is not None else ""
+        finish = choice.get("finish_reason") if choice is not None else None
+        usage = data.get("usage") or {}
+    except (ValueError, AttributeError, TypeError) as exc:
+        return Completion(text="", error=f"invalid response body: {type(exc).__name__}: {str(exc)[:200]}")
+    parsed, repaired, error = parse_answer(text, request.schema)
+    if finish == "length" and (error or repaired):
+        # Cut at max_tokens: json-repair would close the brackets of a half answer and call it valid. A cut
+        # answer is never counted: it is asked again (json_retries) and else reported as this failure.
+        error = f"answer cut at max_tokens={request.sampling.max_tokens}; {error or 'incomplete JSON'}"
+        parsed, repaired = None, False
+    return Completion(
+        text=text,
+        parsed=parsed,
+        error=error,
+        prompt_tokens=int(usage.get("prompt_tokens") or 0),
+        generated_tokens=int(usage.get("completion_tokens") or 0),
+        repaired=repaired,
+    )

@@ -102,4 +102,6 @@ def sample_cost(price: Price | None, stats: dict[str, Any]) -> float | None:
     if price is None:
         return 0.0 if prompt == 0 and generated == 0 else None
     cached = int(stats.get("cached_prompt_tokens", 0) or 0)
-    return price.cost(prompt, generated, cached)
+    # Tokens of calls answered through a batch API (models/batch.py) are part of the totals, billed at batch prices.
+    bp, bg = int(stats.get("batch_prompt_tokens", 0) or 0), int(stats.get("batch_generated_tokens", 0) or 0)
+    return price.cost(prompt - bp, generated - bg, min(cached, prompt - bp)) + price.cost(bp, bg, batch=True)

@@ -65,6 +65,9 @@ class Ask(Generic[M]):
     # go first so that the engine's prefix cache serves them.
     prefix: tuple[dict[str, str], ...] | None = None
     sampling: Sampling | None = None  # None: greedy on the first attempt, seeded sampling on retries
+    # A step of a dependent chain (a window whose answer the next window's prompt shows, a merge of a chain's
+    # answers): sent live under `batch: true` (ChatRequest.live); re-asks are always live.
+    live: bool = False
 
 
 @dataclass(slots=True)
@@ -91,7 +94,8 @@ class Asker:
         prefix = ask.prefix if ask.prefix is not None else (
             ({"role": "system", "content": self.system},) if self.system else ())
         return ChatRequest(messages=(*prefix, {"role": "user", "content": ask.user}), schema=ask.schema,
-                           sampling=sampling, affinity=self.affinity, priority=ask.priority)
+                           sampling=sampling, affinity=self.affinity, priority=ask.priority,
+                           live=ask.live or attempt > 0)
 
     async def ask_many(self, asks: list[Ask[M]]) -> list[M]:
         results: list[M | None] = [None] * len(asks)

@@ -42,6 +42,12 @@ class CountingLLM:
                 self.stats["llm_calls"] += 1
                 self.stats["prompt_tokens"] += int(getattr(c, "prompt_tokens", 0) or 0)
                 self.stats["generated_tokens"] += int(getattr(c, "generated_tokens", 0) or 0)
+                if getattr(c, "batched", False):  # answered through a batch API: billed at its price (prices.py)
+                    for key in ("batch_calls", "batch_prompt_tokens", "batch_generated_tokens"):
+                        self.stats.setdefault(key, 0)
+                    self.stats["batch_calls"] += 1
+                    self.stats["batch_prompt_tokens"] += int(getattr(c, "prompt_tokens", 0) or 0)
+                    self.stats["batch_generated_tokens"] += int(getattr(c, "generated_tokens", 0) or 0)
         return completions
 
     def __getattr__(self, name: str) -> Any:

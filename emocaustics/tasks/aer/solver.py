@@ -151,7 +151,8 @@ async def ask_samples(llm: Any, messages: tuple[dict[str, str], ...], prompt: st
         if not pending:
             break
         requests = [ChatRequest(messages=messages, schema=schema if use_schema else None,
-                                sampling=_sampling(budget, temp, seed + i, attempt), affinity=affinity)
+                                sampling=_sampling(budget, temp, seed + i, attempt), affinity=affinity,
+                                live=attempt > 0)  # a re-ask: live under `batch: true`
                     for i in pending]
         completions = await llm.generate(requests)
         if len(completions) != len(requests):

@@ -163,7 +163,7 @@ async def annotate(llm: Any, text: str, *, title: str | None = None, window_sent
                                  window=numbered, max_events=MAX_EVENTS)
         answer = await asker.ask(Ask(step=f"window {k + 1}/{len(plan)} (sentences {first}-{last})", user=user,
                                      model=WindowAnswer, schema=answer_schema(tax, first, last),
-                                     priority=-(len(plan) - 1 - k)))
+                                     priority=-(len(plan) - 1 - k), live=len(plan) > 1))
         for c in answer.characters:
             state.add_character(c)
         for e in answer.events:

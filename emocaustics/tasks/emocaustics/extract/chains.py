@@ -95,7 +95,7 @@ async def window(asker: Asker, d: DialogueInput, sextuples: list[dict], *, k: in
         step = f"chain window {w.index} (utterances {w.new_start}-{w.end - 1})"
         # after this call: the later windows, then the merge
         answer = await asker.ask(Ask(step, user, ChainWindowAnswer, chain_window_schema(hs, known, len(w.new)),
-                                     priority=-(len(ws) - w.index)))
+                                     priority=-(len(ws) - w.index), live=True))
         for item in answer.emotions:
             chains.setdefault(item.holder, {}).setdefault(item.event.strip() or P.UNKNOWN, []).append(
                 Emo(item.state, item.reason, [item.source_id]))
@@ -129,7 +129,8 @@ async def merge(asker: Asker, chains: ChainState) -> ChainState:
             for a, b in runs_to_merge(emos):
                 reasons = "\n".join(f"{n + 1}. {e.reason}" for n, e in enumerate(emos[a:b]))
                 asks.append(Ask(f"chain merge {h}/{ev} emotions {a}-{b - 1}", P.CHAIN_MERGE.substitute(
-                    holder=h, event=ev, state=emos[a].state, reasons=reasons), MergeAnswer, merge_schema()))
+                    holder=h, event=ev, state=emos[a].state, reasons=reasons), MergeAnswer, merge_schema(),
+                    live=True))
                 jobs.append((h, ev, a, b))
     answers = await asker.ask_many(asks) if asks else []
     merged: ChainState = {h: {ev: list(emos) for ev, emos in events.items()} for h, events in chains.items()}

@@ -149,7 +149,8 @@ async def pass1_window(asker: Asker, d: DialogueInput, w: Window, bucket: EventB
         bucket=bucket.render(cfg.max_events, cfg.max_log_lines), window=d.lines(w.shown),
         new_ids="、".join(str(i) for i in w.new))
     step = f"pass1 window {w.index} (utterances {w.new_start}-{w.end - 1})"
-    answer = await asker.ask(Ask(step, user, Pass1Answer, pass1_schema(len(w.new), [e.id for e in shown]), priority))
+    answer = await asker.ask(Ask(step, user, Pass1Answer, pass1_schema(len(w.new), [e.id for e in shown]), priority,
+                                 live=True))
     for j, item in zip(w.new, answer.items):
         # rows up to the window's end are all `decide` reads (j and the events' earlier members): a long dialogue's
         # first windows need not wait for its later rows
@@ -177,7 +178,7 @@ def _pass2_asks(d: DialogueInput, w: Window, events_text: str, names: dict[int, 
             events=events_text, history=d.lines(range(w.start, j + 1)), index=j, holder=d.holders[j],
             event=names.get(j, P.UNKNOWN) if known else P.UNKNOWN,
             target=targets.get(j, P.UNKNOWN) if known else P.UNKNOWN, sentence=d.sentences[j])
-        asks.append(Ask(f"pass2 utterance {j}", user, SextupleAnswer, schema, priority))
+        asks.append(Ask(f"pass2 utterance {j}", user, SextupleAnswer, schema, priority, live=True))
     return asks
 
 

@@ -1,0 +1,372 @@
+"""`batch: true` on an `openai:` / `anthropic:` model: independent calls go through the provider's batch API (half
+price), the rest live.
+
+    request (ChatRequest.live False) -> collected while the run is in flight; a chunk is sent when it is full (the
+    provider's limits: models/batch_api.py, or the model's `batch_size`) or when no request came for `batch_quiet`
+    seconds (`batch_max_wait` after its first request at the latest) -> persisted -> polled every `batch_poll`
+    seconds, with a progress line -> each request's answer matched by custom_id (the request's cache key), whatever
+    order the provider's output has.
+    request with `live=True` (a chain's next step waits on it; a re-ask) -> the live path at once.
+
+- **Resumable.** Before a chunk is sent its requests are written to `batches/<id>.jsonl` beside the response cache
+  (the run's cache folder), and once the provider has the batch its id goes into `batches.jsonl` there. A killed job's
+  rerun (or `--resume`) finds its pending batches there: a request whose key is in one waits for that batch instead of
+  being sent again. A batch's answers go into the response cache as soon as it ends (those nobody waits for too), so
+  a rerun pays for nothing twice. (A kill between the provider's answer to "create" and the line in batches.jsonl
+  loses that batch's id: the requests are then sent again.)
+- **Failures.** A failed line (an HTTP error, an answer that is not the JSON asked for), a request the batch expired
+  or cancelled before answering, a batch that failed validation or could not be created, and a batch whose status
+  could not be read `POLL_FAILURES` times in a row are all asked again live, through the live path (rate limit,
+  dead-endpoint breaker and budget included); what fails there is that request's Completion with `error`, as live.
+- **Cost.** Batched answers are marked `Completion.batched` and billed at the batch price (`Price.cost(batch=True)`);
+  with a `max_cost_usd`, each batched request reserves its worst case at the batch price before the chunk is sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+import uuid
+import weakref
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from emocaustics.models.base import ChatRequest, Completion, Sampling
+from emocaustics.models.cache import request_key
+from emocaustics.models.usage import Usage
+
+log = logging.getLogger(__name__)
+QUIET = 2.0  # seconds without a new request before a partial chunk is sent
+MAX_WAIT = 60.0  # ... and at the latest this long after its first request
+POLL = 30.0  # seconds between status reads
+REPORT_EVERY = 60.0  # a progress line at least this often while a batch runs (and at every change of status)
+POLL_FAILURES = 10  # status reads failing in a row before the batch's requests are asked live
+STORE = "batches.jsonl"
+ANSWER_PROBLEMS = ("invalid JSON", "answer cut", "model refused")
+
+
+class BatchStore:
+    """`batches.jsonl` (one event a line: submitted / finished) and the requests of each batch in `batches/`."""
+
+    def __init__(self, folder: Path | str) -> None:
+        self.folder = Path(folder)
+        self.path = self.folder / STORE
+
+    def _append(self, row: dict[str, Any]) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+    def write_requests(self, local: str, items: list[tuple[str, ChatRequest]]) -> None:
+        folder = self.folder / "batches"
+        folder.mkdir(parents=True, exist_ok=True)
+        with (folder / f"{local}.jsonl").open("w", encoding="utf-8") as fh:
+            for key, r in items:
+                fh.write(json.dumps({"key": key, "messages": list(r.messages), "schema": r.schema,
+                                     "sampling": r.sampling.key()}, ensure_ascii=False) + "\n")
+
+    def submitted(self, endpoint: str, batch_id: str, local: str, n: int) -> None:
+        self._append({"event": "submitted", "endpoint": endpoint, "batch_id": batch_id, "requests": local, "n": n,
+                      "at": time.time()})
+
+    def finished(self, endpoint: str, batch_id: str, status: str) -> None:
+        self._append({"event": "finished", "endpoint": endpoint, "batch_id": batch_id, "status": status,
+                      "at": time.time()})
+
+    def pending(self, endpoint: str) -> dict[str, dict[str, ChatRequest]]:
+        """Batches of `endpoint` submitted and not finished: batch id -> {key: request}."""
+        if not self.path.exists():
+            return {}
+        open_: dict[str, str] = {}
+        for raw in self.path.read_text(encoding="utf-8").splitlines():
+            try:
+                row = json.loads(raw)
+            except ValueError:
+                continue  # a line cut by a kill
+            if row.get("endpoint") != endpoint:
+                continue
+            if row.get("event") == "submitted":
+                open_[row["batch_id"]] = row["requests"]
+            elif row.get("event") == "finished":
+                open_.pop(row["batch_id"], None)
+        out: dict[str, dict[str, ChatRequest]] = {}
+        for batch_id, local in open_.items():
+            path = self.folder / "batches" / f"{local}.jsonl"
+            if not path.exists():
+                continue
+            reqs = {}
+            for raw in path.read_text(encoding="utf-8").splitlines():
+                if raw.strip():
+                    d = json.loads(raw)
+                    reqs[d["key"]] = ChatRequest(messages=tuple(d["messages"]), schema=d["schema"],
+                                                 sampling=Sampling(**d["sampling"]))
+            out[batch_id] = reqs
+        return out
+
+
+@dataclass
+class _Entry:
+    key: str
+    request: ChatRequest
+    future: asyncio.Future[Completion]
+    line: bytes = b""
+
+
+@dataclass
+class _LoopState:
+    """Per event loop: the requests waiting for answers, the chunk being collected, the batches being followed."""
+
+    waiting: dict[str, _Entry] = field(default_factory=dict)
+    queue: list[_Entry] = field(default_factory=list)
+    queue_bytes: int = 0
+    first: float = 0.0
+    last: float = 0.0
+    flusher: asyncio.Task[None] | None = None
+    tasks: set[asyncio.Task[None]] = field(default_factory=set)
+    resumed: dict[str, str] = field(default_factory=dict)  # key -> id of a pending batch of an earlier run
+    pending: dict[str, dict[str, ChatRequest]] = field(default_factory=dict)  # batch id -> its requests
+    followed: set[str] = field(default_factory=set)
+
+
+class BatchLLM:
+    """Wraps the live path of a remote model (breaker -> budget -> client) with the provider's batch API."""
+
+    runs_remotely = False
+
+    def __init__(self, live: Any, api: Any, *, endpoint: str, store: BatchStore | None = None, cache: Any = None,
+                 batch_size: int | None = None, quiet: float = QUIET, max_wait: float = MAX_WAIT,
+                 poll: float = POLL, report: Callable[[str], None] | None = None, ledger: Any = None,
+                 price: Any = None) -> None:
+        self.live, self.api, self.endpoint, self.store, self.cache = live, api, endpoint, store, cache
+        self.cache_id: str = getattr(live, "cache_id", live.name)
+        self.name = live.name
+        self.max_requests = min(int(batch_size or api.max_requests), api.max_requests)
+        self.quiet, self.max_wait, self.poll = float(quiet), float(max_wait), float(poll)
+        if report is None:
+            from emocaustics.models.breaker import _print_line as report
+        self.report = report
+        self.ledger, self.price = ledger, price  # the job's max_cost_usd (models/budget.py), when set and priced
+        self.usage = Usage()  # the calls answered through batches
+        self.counts = {"batches": 0, "batches_resumed": 0, "batched_calls": 0, "batch_live_retries": 0}
+        self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = weakref.WeakKeyDictionary()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.live, name)
+
+    # -- the caller's side ------------------------------------------------------------------------------------
+    async def generate(self, requests: list[ChatRequest]) -> list[Completion]:
+        state = self._state()
+        waits = [self._live_one(r) if r.live else self._enqueue(state, r) for r in requests]
+        return list(await asyncio.gather(*waits))
+
+    async def _live_one(self, request: ChatRequest) -> Completion:
+        return (await self.live.generate([request]))[0]
+
+    def _state(self) -> _LoopState:
+        loop = asyncio.get_running_loop()
+        state = self._loops.get(loop)
+        if state is None:
+            state = self._loops[loop] = _LoopState()
+            if self.store is not None:  # an earlier run's (or loop's) batches still running at the provider
+                state.pending = self.store.pending(self.endpoint)
+                state.resumed = {k: b for b, reqs in state.pending.items() for k in reqs}
+        return state
+
+    def _enqueue(self, state: _LoopState, request: ChatRequest) -> asyncio.Future[Completion]:
+        key = request_key(self.cache_id, request)
+        if key in state.waiting:  # the same request already waits (answers are keyed as the cache keys them)
+            return state.waiting[key].future
+        entry = _Entry(key, request, asyncio.get_running_loop().create_future())
+        state.waiting[key] = entry
+        batch_id = state.resumed.get(key)
+        if batch_id is not None:  # sent by an earlier run: wait for that batch
+            if batch_id not in state.followed:
+                state.followed.add(batch_id)
+                self.counts["batches_resumed"] += 1
+                self.report(f"batch {batch_id} ({self.endpoint}): resumed from {STORE} "
+                            f"({len(state.pending[batch_id])} requests)")
+                self._spawn(state, self._follow(state, batch_id, state.pending[batch_id], {}))
+            return entry.future
+        entry.line = self.api.line(key, request)
+        if state.queue and state.queue_bytes + len(entry.line) > self.api.max_bytes:
+            self._flush(state)
+        now = time.monotonic()
+        if not state.queue:
+            state.first = now
+        state.queue.append(entry)
+        state.queue_bytes += len(entry.line)
+        state.last = now
+        if len(state.queue) >= self.max_requests:
+            self._flush(state)
+        elif state.flusher is None or state.flusher.done():
+            state.flusher = asyncio.get_running_loop().create_task(self._flush_when_quiet(state))
+        return entry.future
+
+    def _spawn(self, state: _LoopState, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        state.tasks.add(task)
+        task.add_done_callback(state.tasks.discard)
+
+    async def _flush_when_quiet(self, state: _LoopState) -> None:
+        while state.queue:
+            due = min(state.last + self.quiet, state.first + self.max_wait)
+            now = time.monotonic()
+            if now >= due:
+                self._flush(state)
+                return
+            await asyncio.sleep(due - now)
+
+    def _flush(self, state: _LoopState) -> None:
+        chunk, state.queue, state.queue_bytes = state.queue, [], 0
+        if chunk:
+            self._spawn(state, self._submit(state, chunk))
+
+    # -- one batch ----------------------------------------------------------------------------------------------
+    async def _submit(self, state: _LoopState, chunk: list[_Entry]) -> None:
+        holds: dict[str, float] = {}
+        if self.ledger is not None and self.price is not None:
+            from emocaustics.models.budget import reserve_tokens
+
+            kept = []
+            for e in chunk:
+                hold = self.price.cost(reserve_tokens(e.request), int(e.request.sampling.max_tokens or 0), batch=True)
+                if self.ledger.reserve(hold):
+                    holds[e.key] = hold
+                    kept.append(e)
+                else:
+                    self._resolve(state, e.key, Completion(text="", error=self.ledger.reason()))
+            chunk = kept
+            if not chunk:
+                return
+        local = uuid.uuid4().hex
+        try:
+            if self.store is not None:
+                self.store.write_requests(local, [(e.key, e.request) for e in chunk])
+            batch_id = await self.api.submit([e.line for e in chunk], note=self.endpoint)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self.report(f"batch of {len(chunk)} requests to {self.endpoint} could not be created "
+                        f"({type(exc).__name__}: {str(exc)[:200]}); asking them live")
+            self._release(holds)
+            await self._ask_live(state, [e.key for e in chunk], {e.key: e.request for e in chunk})
+            return
+        if self.store is not None:
+            self.store.submitted(self.endpoint, batch_id, local, len(chunk))
+        self.counts["batches"] += 1
+        self.report(f"batch {batch_id} ({self.endpoint}): {len(chunk)} requests submitted")
+        await self._follow(state, batch_id, {e.key: e.request for e in chunk}, holds)
+
+    async def _follow(self, state: _LoopState, batch_id: str, requests: dict[str, ChatRequest],
+                      holds: dict[str, float]) -> None:
+        """Poll until the batch ends, then answer its requests (failed ones live)."""
+        t0, seen, said, failures = time.monotonic(), None, 0.0, 0
+        status = "unknown"
+        while True:
+            try:
+                st = await self.api.state(batch_id)
+                failures = 0
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                failures += 1
+                if failures >= POLL_FAILURES:
+                    self.report(f"batch {batch_id} ({self.endpoint}): status unreadable {failures} times "
+                                f"({type(exc).__name__}: {str(exc)[:160]}); asking its requests live")
+                    break
+                await asyncio.sleep(self.poll)
+                continue
+            status = st.status
+            now = time.monotonic()
+            if (st.status, st.done, st.failed) != seen or now - said >= REPORT_EVERY:
+                seen, said = (st.status, st.done, st.failed), now
+                self.report(f"batch {batch_id} ({self.endpoint}): {st.status}, {st.done + st.failed}/{st.total} "
+                            f"done" + (f", {st.failed} failed" if st.failed else "") + f", {now - t0:.0f} s")
+            if st.ended:
+                break
+            await asyncio.sleep(self.poll)
+        results = {}
+        if status != "unknown":
+            try:
+                results = await self.api.results(batch_id)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                self.report(f"batch {batch_id} ({self.endpoint}): results unreadable ({type(exc).__name__}: "
+                            f"{str(exc)[:160]}); asking its requests live")
+        answered: list[tuple[str, Completion]] = []
+        retry: list[str] = []
+        for key, request in requests.items():
+            res = results.get(key)
+            c = self.api.completion(res, request) if res is not None and res.answer is not None else None
+            if c is not None and (c.error is None or not c.error.startswith(ANSWER_PROBLEMS)):
+                c.batched = True
+                answered.append((key, c))
+            else:
+                retry.append(key)
+        if self.cache is not None:  # every answer, also those no request of this run waits for
+            self.cache.put_many(self.cache_id, answered)
+        self.usage.count([c for _, c in answered])
+        self.counts["batched_calls"] += len(answered)
+        if self.ledger is not None and self.price is not None:
+            for key, c in answered:
+                self.ledger.settle(holds.pop(key, 0.0), self.price.cost(c.prompt_tokens, c.generated_tokens,
+                                                                        batch=True))
+            self._release(holds)
+        if self.store is not None and status != "unknown":
+            self.store.finished(self.endpoint, batch_id, status)
+        for key, c in answered:
+            self._resolve(state, key, c)
+        waiting = [k for k in retry if k in state.waiting]
+        if retry:
+            self.report(f"batch {batch_id} ({self.endpoint}): {len(answered)} answered, {len(retry)} without an "
+                        f"answer ({status}); asking the {len(waiting)} still wanted live")
+        await self._ask_live(state, waiting, requests)
+
+    async def _ask_live(self, state: _LoopState, keys: list[str], requests: dict[str, ChatRequest]) -> None:
+        keys = [k for k in keys if k in state.waiting]
+        self.counts["batch_live_retries"] += len(keys)
+        if not keys:
+            return
+        # The waiting entry's own request (same key: same messages, schema and sampling) is the one asked.
+        answers = await self.live.generate([state.waiting[k].request for k in keys])
+        for key, c in zip(keys, answers):
+            self._resolve(state, key, c)
+
+    def _resolve(self, state: _LoopState, key: str, answer: Completion) -> None:
+        entry = state.waiting.pop(key, None)
+        state.resumed.pop(key, None)
+        if entry is not None and not entry.future.done():
+            entry.future.set_result(answer)
+
+    def _release(self, holds: dict[str, float]) -> None:
+        if self.ledger is not None:
+            for hold in holds.values():
+                self.ledger.settle(hold, 0.0)
+        holds.clear()
+
+    # -- the rest of the LLM object ------------------------------------------------------------------------------
+    async def run(self, fn: Any, items: list[Any], affinity_key: Any = None, *, weight_key: Any = None) -> list[Any]:
+        from emocaustics.models.local import run_local
+
+        return await run_local(self, fn, items)
+
+    async def aclose(self) -> None:
+        state = self._loops.pop(asyncio.get_running_loop(), None)
+        if state is not None:
+            for task in [*state.tasks, *([state.flusher] if state.flusher else [])]:
+                task.cancel()
+        await self.api.aclose()
+        close = getattr(self.live, "aclose", None)
+        if close is not None:
+            await close()
+
+    async def stats(self) -> dict[str, Any]:
+        inner = getattr(self.live, "stats", None)
+        out: dict[str, Any] = dict(await inner()) if inner else {}
+        for key, value in self.usage.as_dict().items():
+            out[key] = out.get(key, 0) + value
+        return {**out, **self.counts}
