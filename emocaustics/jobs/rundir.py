@@ -31,13 +31,15 @@ RUN_FILE = "run.json"
 # Keys of a job that do not change its results: names, where outputs and the cache go, how work is spread.
 NOT_RESULT_KEYS = ("name", "description", "output", "cache_dir", "concurrency", "ray", "max_cost_usd")
 NOT_RESULT_MODEL_KEYS = ("replicas", "gpus_per_replica", "concurrency", "placement", "max_connection_failures",
-                         "max_server_errors", "stall_seconds", "price", "rpm", "tpm", "keep_alive")
+                         "max_server_errors", "stall_seconds", "price", "rpm", "tpm", "keep_alive",
+                         "batch")
 # Engine / client options that change how fast or how robustly answers come, not what they are: a resume after an
 # out-of-memory or a timeout may change them.
 NOT_RESULT_ENGINE_KEYS = ("gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens", "enforce_eager",
                           "swap_space", "cpu_offload_gb", "kv_cache_memory_bytes", "enable_prefix_caching",
                           "scheduling_policy", "timeout", "max_retries", "concurrency", "max_connection_failures",
-                          "max_server_errors", "stall_seconds", "rpm", "tpm")
+                          "max_server_errors", "stall_seconds", "rpm", "tpm", "batch", "batch_size", "batch_poll",
+                          "batch_quiet", "batch_max_wait")
 
 
 def result_fields(job: JobSpec) -> dict[str, Any]:

@@ -48,7 +48,7 @@ def model_spec_string(model: ModelSpec) -> str:
     if model.spec.startswith(("openai:", "anthropic:")):
         breaker = {"max_connection_failures": model.max_connection_failures,
                    "max_server_errors": model.max_server_errors, "stall_seconds": model.stall_seconds,
-                   "rpm": model.rpm, "tpm": model.tpm}
+                   "rpm": model.rpm, "tpm": model.tpm, "batch": True if model.batch else None}
         query = {"concurrency": model.concurrency, **{k: v for k, v in breaker.items() if v is not None}, **query}
     if not query:
         return model.spec
@@ -158,14 +158,18 @@ def solve(cfg: Config, job: JobSpec, samples: list, ctx: ScoreContext, cache_dir
     count = (lambda: tally(True)) if earlier else (lambda: cfg.task.progress_counts(samples, cfg.pred_dir))
     with watch(progress, count, final=(lambda: tally(False)) if earlier else None):
         llm_spec = model_spec_string(job.models[cfg.model])
+        # batch: every sample in flight at once, so that their independent calls share batches (the live calls
+        # are still bounded by the model's own `concurrency`)
+        batched = job.models[cfg.model].batch or "batch=true" in llm_spec
+        concurrency = max(job.concurrency, len(samples)) if batched else job.concurrency
         if isinstance(cfg.task, OwnPlan):
             cfg.task.solve_config(samples, cfg.options, llm_spec=llm_spec, out=cfg.pred_dir, ctx=ctx,
-                                  cache_dir=cache_dir, concurrency=job.concurrency, prior=prior)
+                                  cache_dir=cache_dir, concurrency=concurrency, prior=prior)
         else:
             from emocaustics.solve.plan import solve_samples
 
             solve_samples(cfg.task, samples, cfg.options, llm_spec=llm_spec, out=cfg.pred_dir, cache_dir=cache_dir,
-                          concurrency=job.concurrency)
+                          concurrency=concurrency)
 
 
 def predictions_for(cfg: Config, samples: list) -> dict[str, Any]:

@@ -241,3 +241,17 @@ def test_budget_reserves_at_the_batch_price(tmp_path: Path) -> None:
     assert ledger.reserved == pytest.approx(0.0)
     assert ledger.spent == pytest.approx(sum(price.cost(c.prompt_tokens, c.generated_tokens, batch=True)
                                              for c in out if c.ok))
+
+
+def test_job_model_entry_batch_wires_the_spec_string() -> None:
+    from pydantic import ValidationError
+
+    from emocaustics.jobs.runner import model_spec_string
+    from emocaustics.jobs.spec import ModelSpec
+    from emocaustics.models.spec import parse_llm_spec
+
+    spec = model_spec_string(ModelSpec(spec="openai:gpt-4o-mini@http://127.0.0.1:1/v1", batch=True))
+    assert parse_llm_spec(spec).client["batch"] is True
+    assert "batch" not in model_spec_string(ModelSpec(spec="openai:gpt-4o-mini@http://127.0.0.1:1/v1"))
+    with pytest.raises(ValidationError, match="batch: true needs an openai: or anthropic: model"):
+        ModelSpec(spec="smoke", batch=True)
