@@ -78,10 +78,10 @@ def model_source(spec: str, *, network: bool) -> str:
     from emocaustics.models import hub
 
     head = spec.split("?", 1)[0]
-    if head == "smoke":
+    if head in ("smoke", "hf:smoke"):
         return "built locally (tiny random model)"
-    if head.startswith("vllm:"):
-        name = head[5:]
+    if head.startswith(("vllm:", "hf:")):
+        name = head.partition(":")[2]
         if Path(name).expanduser().exists():
             return f"local path {name}"
         if hub.looks_like_hub_name(name):
@@ -134,8 +134,11 @@ def describe(job: JobSpec, configs: list[Any], loaded: dict[str, Loaded | UsageE
                 shown = ["?", "?", "?", "?"]
             else:
                 totals = [a + b for a, b in zip(totals, figures)]
-                usd.append(cfg.price.cost(figures[1], figures[2]) if getattr(cfg, "price", None) else None)
-                shown = [f"{v:,}" for v in figures] + ["unknown" if usd[-1] is None else f"${usd[-1]:,.4f}"]
+                batch = job.models[cfg.model].batch
+                usd.append(_dollars(getattr(cfg, "price", None), figures, batch))
+                shown = [f"{v:,}" for v in figures[:3]] + ["unknown" if usd[-1] is None else f"${usd[-1]:,.4f}"]
+                if batch:  # batch: true -- which calls go through the batch API, which stay live (models/batch.py)
+                    shown[0] += f" ({figures[0] - figures[3]:,} batch, {figures[3]:,} live)"
         else:
             shown = ["0 (calibration)", "0", "0", "$0"]
         table.append(f"| {cfg.label} | {cfg.task.name} | {cfg.options.method} | {cfg.model or '-'} | {n} | "
@@ -150,7 +153,8 @@ def describe(job: JobSpec, configs: list[Any], loaded: dict[str, Loaded | UsageE
     from emocaustics.models.prices import table as price_table
 
     lines.append(f"prices: USD per 1M tokens, the shipped table of {price_table()['as_of']} or the job's `price:`; "
-                 "dollars forecast at live prices from the token forecast, cache hits not deducted")
+                 "dollars forecast from the token forecast at live prices (a `batch: true` model's batch calls at "
+                 "its batch prices), cache hits not deducted")
     try:
         check_budget(job, configs)
     except UsageError as exc:
@@ -173,8 +177,22 @@ def describe(job: JobSpec, configs: list[Any], loaded: dict[str, Loaded | UsageE
     return "\n".join(lines)
 
 
+def _dollars(price: Any, figures: list[int], batch: bool) -> float | None:
+    """A config's forecast dollars; with `batch`, the calls not marked live at the batch price (generated tokens
+    shared out by calls)."""
+    if price is None:
+        return None
+    calls, prompt, generated, live_calls, live_prompt = figures
+    if not batch or not calls:
+        return price.cost(prompt, generated)
+    live_generated = generated * live_calls // calls
+    return price.cost(live_prompt, live_generated) + price.cost(prompt - live_prompt, generated - live_generated,
+                                                                batch=True)
+
+
 def _forecast(cfg: Any, configs: list[Any], got: Loaded, job: JobSpec, counters: dict[str, Any]) -> list[int]:
-    """[LLM calls, prompt tokens, generated tokens] of one config (solve/forecast.py); one counter per model."""
+    """[LLM calls, prompt tokens, generated tokens, live calls, live prompt tokens] of one config
+    (solve/forecast.py); one counter per model."""
     from emocaustics.solve.forecast import counter_for, forecast
 
     if cfg.model not in counters:
@@ -184,7 +202,7 @@ def _forecast(cfg: Any, configs: list[Any], got: Loaded, job: JobSpec, counters:
         if builds_on is not None else None
     prior = label is not None and any(c.label == label for c in configs)
     f = forecast(cfg.task, got.samples, cfg.options, counters[cfg.model], prior=prior)
-    return [f.llm_calls, f.prompt_tokens, f.generated_tokens]
+    return [f.llm_calls, f.prompt_tokens, f.generated_tokens, f.live_calls, f.live_prompt_tokens]
 
 
 def check_endpoint(spec: str, timeout: float = 10.0) -> None:

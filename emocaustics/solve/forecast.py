@@ -189,6 +189,8 @@ class RecordingLLM:
     name: str = "forecast"
     calls: int = 0
     prompt_tokens: int = 0
+    live_calls: int = 0  # requests marked `live` (dependent chains): live even under `batch: true`
+    live_prompt_tokens: int = 0
 
     async def generate(self, requests: list[ChatRequest]) -> list[Completion]:
         sizes = self.counter.count([r.messages for r in requests])
@@ -196,6 +198,9 @@ class RecordingLLM:
         for r, n in zip(requests, sizes):
             self.calls += 1
             self.prompt_tokens += n
+            if r.live:
+                self.live_calls += 1
+                self.live_prompt_tokens += n
             variant = hashlib.blake2b(r.messages[-1]["content"].encode("utf-8"), digest_size=1).digest()[0] % VARIANTS
             text = _answer(json.dumps(r.schema or {"type": "string", "maxLength": 16}, sort_keys=True), variant)
             out.append(Completion(text=text, parsed=json.loads(text), prompt_tokens=n))
@@ -229,6 +234,8 @@ class Forecast:
     prompt_tokens: int
     generated_tokens: int
     counter: str
+    live_calls: int = 0  # of llm_calls, those a `batch: true` model still sends live (models/batch.py)
+    live_prompt_tokens: int = 0
 
 
 def forecast(task: Any, samples: list[Any], options: Any, counter: TokenCounter, *, prior: bool = False) -> Forecast:
@@ -237,4 +244,4 @@ def forecast(task: Any, samples: list[Any], options: Any, counter: TokenCounter,
     llm = RecordingLLM(counter)
     task.dry_solve(samples, options, llm, StandInEmbedder(), prior=prior)
     generated = int(task.estimate(samples, options).get("generated_tokens", 0))
-    return Forecast(llm.calls, llm.prompt_tokens, generated, counter.name)
+    return Forecast(llm.calls, llm.prompt_tokens, generated, counter.name, llm.live_calls, llm.live_prompt_tokens)
