@@ -5,7 +5,7 @@ Every figure in the performance table (docs/performance.md) is read from `latest
 tests/benchmarks/test_performance_figures.py checks that each figure in the table equals the value at the key it cites.
 
 Each benchmark module exposes `run(quick: bool) -> dict` returning
-`{"name", "figures": {...}, "inputs": {...}, "notes": [...], "floors": {name: {"value", "floor", "ok"}}}`; the
+`{"name", "figures": {...}, "inputs": {...}, "notes": [...], "floors": {name: {"value", "floor" (or "ceiling"), "ok"}}}`; the
 benchmarks owned by a task keep their own entry points (aer_prefix_bench: `main(argv)` writing a JSON file).
 Beside its figures, every result in latest.json records when it ran, its wall seconds, the command that reruns it
 and the 1-minute load average before and after (the machine is shared).
@@ -116,6 +116,10 @@ def to_markdown(report: dict) -> str:
             shown = f"{value:.4g}" if isinstance(value, float) else json.dumps(value, ensure_ascii=False, default=str)
             lines.append(f"{head} | {key} | {shown[:300]} |")
         for key, floor in res.get("floors", {}).items():
+            if "ceiling" in floor:  # a figure that must stay at most this
+                verdict = "ok" if floor["ok"] else "ABOVE CEILING"
+                lines.append(f"{head} | ceiling: {key} | {floor['value']:.4g} vs {floor['ceiling']} ({verdict}) |")
+                continue
             verdict = "ok" if floor["ok"] else "BELOW FLOOR"
             lines.append(f"{head} | floor: {key} | {floor['value']:.4g} vs {floor['floor']} ({verdict}) |")
     return "\n".join(lines) + "\n"

@@ -51,7 +51,8 @@ def _measure(n: int, adapt: bool) -> dict:
     return {"requests": n, "failed": failed, "answered_per_s": round(ok / wall, 2),
             "held_of_allowed": round(ok / wall / MAX_RPS, 3), "rejected_share": round(rejected / (ok + rejected), 3),
             "rejected": rejected, "wall_s": round(wall, 2), "lowest_concurrency": llm.limiter.lowest,
-            "cuts": llm.limiter.cuts}
+            "cuts": llm.limiter.cuts,
+            "learned_rps": round(llm.limiter.learned.rate, 2) if llm.limiter.learned is not None else None}
 
 
 def run(quick: bool = False) -> dict:
@@ -62,6 +63,8 @@ def run(quick: bool = False) -> dict:
             "notes": ["issue 32's targets: at least 90 % of the allowed rate held, at most 5 % of calls rejected"],
             "floors": {"held_of_allowed": {"value": adaptive["held_of_allowed"], "floor": 0.9,
                                            "ok": adaptive["held_of_allowed"] >= 0.9},
+                       "rejected_at_most": {"value": adaptive["rejected_share"], "ceiling": 0.05,
+                                            "ok": adaptive["rejected_share"] <= 0.05},
                        "no_failures": {"value": adaptive["failed"], "floor": 0, "ok": adaptive["failed"] == 0}}}
 
 

@@ -8,7 +8,11 @@
   many" (HTTP 429, or 503/529 "overloaded") halves it (floor 1) -- once per window: the answers of requests already in
   flight when it was cut do not cut it again --, and each window of successes in a row (as many as the current limit,
   at least `GROW_AFTER`; `PROBE_SLOWER` times as many to reach the limit the last cut was made from) raises it by
-  one, back up to the ceiling. The breaker's queue (models/breaker.py) applies
+  one, back up to the ceiling.
+- **A learned rate.** Concurrency alone cannot hold a per-second limit when answers are fast (at 50 ms an answer, a
+  single slot sends 20 requests a second). So a cut also sets a request rate: the successes of the last `RATE_WINDOW`
+  seconds (what the server just let through) times `RATE_MARGIN`, a token bucket like `rpm`; each window of successes
+  raises it by `RATE_PROBE` (probing for headroom), the next cut sets it from what got through again. The breaker's queue (models/breaker.py) applies
   the limit to the requests it lets in, and sends a request that got a 429 back through it (the client does not
   retry a 429 then) after the pause below.
 - **Server hints.** `Retry-After` / `retry-after-ms` on such an answer, and `x-ratelimit-remaining-requests: 0` (or
@@ -25,6 +29,7 @@ import re
 import threading
 import time
 import weakref
+from collections import deque
 from typing import Any
 
 from emocaustics.models.base import ChatRequest
@@ -36,6 +41,9 @@ MAX_PAUSE = 60.0  # seconds; a longer hint is not trusted (as the client's own r
 # single success (limit 1) finds the provider's limit again at once and is rejected for it.
 GROW_AFTER = 20
 PROBE_SLOWER = 4  # ... and this many times as many to reach the limit that was last cut (where the 429s came)
+RATE_WINDOW = 1.0  # seconds of successes a cut measures the server's rate over
+RATE_MARGIN = 0.95  # the learned rate: that measure times this
+RATE_PROBE = 1.02  # each window of successes raises the learned rate by this factor
 
 
 def request_tokens(request: ChatRequest) -> int:
@@ -49,10 +57,15 @@ class TokenBucket:
     """`per_minute` units a minute, refilled continuously, holding at most a tenth of a second's worth (at least 1)."""
 
     def __init__(self, per_minute: float) -> None:
-        self.rate = per_minute / 60.0
-        self.capacity = max(1.0, self.rate / 10)
+        self.level = 0.0
+        self.set_rate(per_minute)
         self.level = self.capacity
         self.stamp = time.monotonic()
+
+    def set_rate(self, per_minute: float) -> None:
+        self.rate = per_minute / 60.0
+        self.capacity = max(1.0, self.rate / 10)
+        self.level = min(self.level, self.capacity)
 
     def _refill(self) -> None:
         now = time.monotonic()
@@ -121,6 +134,8 @@ class AdaptiveLimiter:
         self._since_cut = self.ceiling  # answers since the last cut (a new cut needs a window of them)
         self._window = 0
         self._cut_from = self.ceiling + 1  # the limit the last cut was made from
+        self.learned: TokenBucket | None = None  # the rate the server let through, from the last cut (see above)
+        self._ok_times: deque[float] = deque()  # when the successes of the last RATE_WINDOW seconds came
         self._lock = threading.Lock()
         # the queues (one per event loop) whose limit follows this one's, with their loops
         self._gates: weakref.WeakKeyDictionary[PriorityGate, asyncio.AbstractEventLoop] = weakref.WeakKeyDictionary()
@@ -152,18 +167,33 @@ class AdaptiveLimiter:
             if pause is not None and 0 < pause <= MAX_PAUSE:
                 self.paused_until = max(self.paused_until, time.monotonic() + pause)
             self._since_cut += 1
+            now = time.monotonic()
+            while self._ok_times and now - self._ok_times[0] > RATE_WINDOW:
+                self._ok_times.popleft()
             if status in THROTTLED:
                 self._successes = 0
                 if self._since_cut >= self._window:  # requests sent before the last cut do not cut again
                     self.cuts += 1
                     self._window, self._since_cut, self._cut_from = self.limit, 0, self.limit
+                    let_through = len(self._ok_times) / RATE_WINDOW * 60 * RATE_MARGIN  # per minute
+                    if let_through >= 1:
+                        if self.learned is None:
+                            self.learned = TokenBucket(let_through)
+                        else:
+                            self.learned.set_rate(let_through)
                     new = max(1, self.limit // 2)
                 else:
                     return
             elif status < 400:
+                self._ok_times.append(now)
                 self._successes += 1
                 need = max(self.limit, GROW_AFTER) * (PROBE_SLOWER if self.limit + 1 >= self._cut_from else 1)
-                if self._successes < need or self.limit >= self.ceiling:
+                if self._successes < need:
+                    return
+                if self.learned is not None:  # probe for headroom above the learned rate
+                    self.learned.set_rate(self.learned.rate * 60 * RATE_PROBE)
+                if self.limit >= self.ceiling:
+                    self._successes = 0
                     return
                 self._successes = 0
                 new = self.limit + 1
@@ -176,8 +206,12 @@ class AdaptiveLimiter:
         while True:
             with self._lock:
                 wait = self.paused_until - time.monotonic()
+                if wait <= 0 and self.learned is not None:
+                    wait = self.learned.wait_for(1)
                 if wait <= 0:
                     wait = self.requests.wait_for(1) if self.requests is not None else 0.0
+                    if wait > 0 and self.learned is not None:
+                        self.learned.level += 1  # give the learned slot back: it waits for the rpm budget
                     if wait <= 0 and self.tokens is not None:
                         wait = self.tokens.wait_for(request_tokens(request))
                         if wait > 0 and self.requests is not None:

@@ -12,8 +12,8 @@ from fakes.openai_chat import FakeOpenAIServer, Faults
 from emocaustics.models.base import ChatRequest
 from emocaustics.models.factory import make_llm
 from emocaustics.models.gate import PriorityGate
-from emocaustics.models.ratelimit import (GROW_AFTER, PROBE_SLOWER, AdaptiveLimiter, parse_duration,
-                                          server_pause)
+from emocaustics.models.ratelimit import (GROW_AFTER, PROBE_SLOWER, RATE_MARGIN, RATE_PROBE, AdaptiveLimiter,
+                                          parse_duration, server_pause)
 
 
 def _requests(n: int) -> list[ChatRequest]:
@@ -54,6 +54,18 @@ def test_growth_probes_the_limit_that_was_cut_slower():
     assert lim.limit == 3
     lim.answered(200)
     assert lim.limit == 4
+
+
+def test_a_cut_learns_the_rate_the_server_let_through_and_probes_above_it():
+    lim = AdaptiveLimiter(32)
+    assert lim.learned is None  # no rate limit until the server says so
+    for _ in range(10):  # ten successes within the last second ...
+        lim.answered(200)
+    lim.answered(429)  # ... then "too many": 10 a second got through
+    assert lim.learned is not None and abs(lim.learned.rate - 10 * RATE_MARGIN) < 1e-9
+    for _ in range(GROW_AFTER):  # a window of successes (the limit, 16, is under GROW_AFTER): probe a little higher
+        lim.answered(200)
+    assert abs(lim.learned.rate - 10 * RATE_MARGIN * RATE_PROBE) < 1e-9
 
 
 def test_server_hints_pause_new_requests():
