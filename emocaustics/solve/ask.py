@@ -45,6 +45,9 @@ class Stats:
     generated_tokens: int = 0
     unparseable: int = 0  # answers that did not parse (each was retried or became a failure)
     retries: int = 0
+    batch_calls: int = 0  # of llm_calls, those answered through a batch API (their tokens at the batch price)
+    batch_prompt_tokens: int = 0
+    batch_generated_tokens: int = 0
 
     def add(self, other: "Stats") -> None:
         for f in fields(self):
@@ -123,6 +126,10 @@ class Asker:
                     self.stats.llm_calls += 1
                     self.stats.prompt_tokens += c.prompt_tokens
                     self.stats.generated_tokens += c.generated_tokens
+                    if getattr(c, "batched", False):  # models/batch.py: billed at the batch price (prices.py)
+                        self.stats.batch_calls += 1
+                        self.stats.batch_prompt_tokens += c.prompt_tokens
+                        self.stats.batch_generated_tokens += c.generated_tokens
                 note(request, step=asks[i].step, attempt=attempt)  # the eval log's record of this call
                 if c.error is not None:
                     if CONTEXT_RE.search(c.error):

@@ -255,3 +255,30 @@ def test_job_model_entry_batch_wires_the_spec_string() -> None:
     assert "batch" not in model_spec_string(ModelSpec(spec="openai:gpt-4o-mini@http://127.0.0.1:1/v1"))
     with pytest.raises(ValidationError, match="batch: true needs an openai: or anthropic: model"):
         ModelSpec(spec="smoke", batch=True)
+
+
+def test_asker_counts_batched_answers_for_their_price() -> None:
+    """EmoCaustics / ECPE / narrative steps count through `Asker`: batched answers are recorded for the batch price."""
+    from pydantic import BaseModel
+
+    from emocaustics.models.base import Completion
+    from emocaustics.models.prices import Price, sample_cost
+    from emocaustics.solve.ask import Ask, Asker
+
+    class Answer(BaseModel):
+        answer: str
+
+    class Stub:
+        name = "stub"
+
+        async def generate(self, requests: list[ChatRequest]) -> list[Completion]:
+            assert [r.live for r in requests] == [False, True]  # a chain's step stays live
+            return [Completion(text='{"answer": "x"}', parsed={"answer": "x"}, prompt_tokens=100,
+                               generated_tokens=10, batched=not r.live) for r in requests]
+
+    asker = Asker(Stub())
+    asyncio.run(asker.ask_many([Ask("one", "u1", Answer, SCHEMA), Ask("two", "u2", Answer, SCHEMA, live=True)]))
+    stats = asker.stats.to_json()
+    assert (stats["llm_calls"], stats["batch_calls"], stats["batch_prompt_tokens"]) == (2, 1, 100)
+    price = Price(input=1.0, output=1.0)
+    assert sample_cost(price, stats) == pytest.approx(price.cost(100, 10) + price.cost(100, 10) / 2)
