@@ -21,7 +21,7 @@ from emocaustics.jobs.spec import JobSpec
 
 # The dataset option `--split` sets, first found: `split` (aer, ecpe), else `subset` (the EmoCaustics dialogues).
 SPLIT_FIELDS = ("split", "subset")
-MODEL_HINT = "openai:MODEL, anthropic:MODEL, ollama:MODEL, vllm:PATH_OR_NAME or smoke"
+MODEL_HINT = "openai:MODEL, anthropic:MODEL, ollama:MODEL, vllm:PATH_OR_NAME, hf:PATH_OR_NAME or smoke"
 
 
 def parse_assignments(pairs: list[str] | None, flag: str) -> dict[str, Any]:

@@ -59,7 +59,7 @@ def model_spec_string(model: ModelSpec) -> str:
 def run_kind(task: Task, opts: Options, run: RunSpec, job: JobSpec) -> str:
     if not task.needs_model(opts):
         return "calibration"
-    return "engine-check" if job.models[run.model].spec.split("?")[0] == "smoke" else "model"
+    return "engine-check" if job.models[run.model].spec.split("?")[0] in ("smoke", "hf:smoke") else "model"
 
 
 def resolve_run_dir(job: JobSpec, out: str | None, resume: bool) -> Path:

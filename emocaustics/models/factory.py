@@ -13,7 +13,8 @@ from emocaustics.models.spec import BATCH_KEYS, BREAKER_KEYS, REMOTE_KINDS, LLMS
 def make_llm(spec: str | LLMSpec, *, cache_dir: Path | str | None = None, **opts: Any) -> Any:
     """An LLM for the spec, usable from asyncio code in the driver; `opts` override the spec's options.
 
-    smoke/vllm: the process's shared `ModelPool` (Ray is started locally if it is not running yet).
+    smoke/vllm/hf: the process's shared `ModelPool` (Ray is started locally if it is not running yet); `hf:` replicas
+    are transformers models (models/hf_actor.py), the others vLLM engines.
     openai: an `OpenAIChatLLM`. With `cache_dir`, calls go through `<cache_dir>/responses.sqlite`.
     openai/anthropic with `batch=true`: a `BatchLLM` in front of the live path (models/batch.py); its batch ids are
     kept in `<cache_dir>/batches.jsonl` (without a cache_dir they are not kept: a killed run's batches are lost).

@@ -2,19 +2,22 @@
 
     smoke[?OPTION=VALUE&...]                     the tiny random model, served by the real vLLM engine
     vllm:PATH_OR_NAME[?replicas=2&tp=1&max_model_len=4096&OPTION=VALUE...]
+    hf:PATH_OR_NAME[?replicas=2&batch_size=8&device=auto&dtype=auto...]   transformers (alias huggingface:)
     openai:MODEL@BASE_URL[?concurrency=16&timeout=60&max_retries=4&json_mode=auto&max_connection_failures=5
                           &max_server_errors=10&stall_seconds=120&max_throttled=20&batch=true]
 
 Shorthands (`expand_shorthand`, applied where a job or `emocaustics eval` names a model), the SemEval baseline's types:
 `openai:MODEL` (base URL $OPENAI_BASE_URL, else https://api.openai.com/v1; key $OPENAI_API_KEY), `anthropic:MODEL`
 (key $ANTHROPIC_API_KEY), `ollama:MODEL` (Ollama's OpenAI-compatible API at $OLLAMA_HOST, else localhost:11434),
-`vllm:MODEL` (the local engine), `smoke`. `hf:`/`huggingface:` (transformers) is not available yet: a usage error.
+`vllm:MODEL` (the local engine), `smoke`, `huggingface:MODEL` (= `hf:MODEL`: transformers in Ray actors, no vLLM;
+`hf:smoke` is the smoke model's folder).
 
 For `smoke`/`vllm:` the pool keys are `replicas`, `tp` (tensor_parallel_size), `gpus` (per replica; default: tp when
 the cluster has GPUs, else 0), `cpus` (Ray CPUs reserved per replica, default 0), `placement` (`spread`: replicas on
 different nodes, round robin over the alive nodes that fit a replica; default: Ray's default placement); every other key is a vLLM engine
 argument (`AsyncEngineArgs` field), checked when the engine is made. Values are JSON when they parse as JSON
-(numbers, booleans, objects), else strings.
+(numbers, booleans, objects), else strings. `hf:` takes the pool keys but `tp` (at most one GPU per replica) and the
+options `models.hf_generate.HF_KEYS` (batch_size, batch_wait, device, dtype, trust_remote_code, attn_implementation).
 """
 
 from __future__ import annotations
@@ -26,9 +29,11 @@ from urllib.parse import parse_qsl, urlencode
 from pydantic import BaseModel, ConfigDict, Field
 
 from emocaustics.core.errors import UsageError
+from emocaustics.models.hf_generate import HF_KEYS
 
 ALLOWED = (
-    "'smoke[?OPTION=VALUE...]', 'vllm:PATH_OR_NAME[?replicas=N&tp=N&OPTION=VALUE...]' or "
+    "'smoke[?OPTION=VALUE...]', 'vllm:PATH_OR_NAME[?replicas=N&tp=N&OPTION=VALUE...]', "
+    "'hf:PATH_OR_NAME[?replicas=N&batch_size=N&device=auto|cpu|cuda&dtype=auto|float32|bfloat16]' or "
     "'openai:MODEL@BASE_URL[?concurrency=N&timeout=SECONDS&max_retries=N&json_mode=auto|schema|plain]' or "
     "'anthropic:MODEL[@BASE_URL][?concurrency=N&timeout=SECONDS&max_retries=N&json_mode=...&sampling=auto|send|omit]'"
 )
@@ -62,10 +67,11 @@ def expand_shorthand(spec: str) -> str:
     head, sep, query = spec.strip().partition("?")
     kind, _, name = head.partition(":")
     if kind in ("hf", "huggingface"):
-        raise UsageError(f"model spec {spec!r}: the transformers (huggingface) backend is not available yet; use "
-                         f"'vllm:{name or 'MODEL'}' (the local vLLM engine), 'ollama:MODEL', or "
-                         "'openai:MODEL@URL' (any OpenAI-compatible server: vllm serve, TGI, llama.cpp)")
-    if kind == "openai" and name and "@" not in name:
+        if not name:
+            raise UsageError(f"model spec {spec!r}: expected 'hf:MODEL_OR_PATH' (a Hugging Face hub name or a local "
+                             "model folder; hf:smoke is the smoke model)")
+        head = f"hf:{name}"
+    elif kind == "openai" and name and "@" not in name:
         base = os.environ.get("OPENAI_BASE_URL", "").strip() or OPENAI_DEFAULT_URL
         head = f"openai:{name}@{base.rstrip('/')}"
     elif kind == "ollama":
@@ -81,7 +87,7 @@ def expand_shorthand(spec: str) -> str:
 class LLMSpec(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    kind: Literal["smoke", "vllm", "openai", "anthropic"]
+    kind: Literal["smoke", "vllm", "hf", "openai", "anthropic"]
     model: str = ""
     base_url: str | None = None
     replicas: int = Field(1, ge=1)
@@ -91,7 +97,7 @@ class LLMSpec(BaseModel):
     # "spread": replicas round robin over the alive nodes that fit one (strict node affinity: see ModelPool);
     # "default": Ray's default, which keeps zero-resource actors (CPU engines) on the driver's node.
     placement: Literal["default", "spread"] = "default"
-    engine: dict[str, Any] = Field(default_factory=dict)  # vLLM engine arguments
+    engine: dict[str, Any] = Field(default_factory=dict)  # vLLM engine arguments (hf: its HF_KEYS options)
     client: dict[str, Any] = Field(default_factory=dict)  # OpenAI client options
 
     def canonical(self) -> str:
@@ -103,7 +109,7 @@ class LLMSpec(BaseModel):
             head = f"anthropic:{self.model}" + (f"@{self.base_url}" if self.base_url else "")
             query = dict(sorted(self.client.items()))
         else:
-            head = "smoke" if self.kind == "smoke" else f"vllm:{self.model}"
+            head = "smoke" if self.kind == "smoke" else f"{self.kind}:{self.model}"
             query = {k: getattr(self, k) for k in POOL_KEYS if getattr(self, k) != LLMSpec.model_fields[k].default}
             query.update(sorted(self.engine.items()))
         if not query:
@@ -131,6 +137,11 @@ def _assign(data: dict[str, Any], opts: dict[str, Any], spec: str) -> None:
                 raise UsageError(f"model spec {spec!r}: unknown option {key!r} ({data['kind']} options: "
                                  f"{', '.join(allowed)})")
             data["client"] = {**data["client"], key: value}
+        elif data["kind"] == "hf" and (key not in POOL_KEYS + HF_KEYS or key == "tp" and value != 1
+                                       or key == "gpus" and isinstance(value, (int, float)) and value > 1):
+            raise UsageError(f"model spec {spec!r}: " + (f"unknown option {key!r} (hf options: "
+                             f"{', '.join(k for k in POOL_KEYS + HF_KEYS if k != 'tp')})" if key not in POOL_KEYS
+                             else "hf: replicas use at most one GPU each (no tensor parallel; vllm: has it)"))
         elif key in POOL_KEYS:
             data[key] = value
         else:
@@ -151,6 +162,8 @@ def parse_llm_spec(spec: str) -> LLMSpec:
         data: dict[str, Any] = {"kind": "smoke"}
     elif head.startswith("vllm:") and head[5:]:
         data = {"kind": "vllm", "model": head[5:]}
+    elif head.startswith(("hf:", "huggingface:")) and head.partition(":")[2]:
+        data = {"kind": "hf", "model": head.partition(":")[2]}
     elif head.startswith("openai:"):
         model, at, base_url = head[7:].partition("@")
         if not (model and at and base_url.startswith(("http://", "https://"))):
@@ -188,6 +201,8 @@ def pool_arguments(spec: LLMSpec) -> dict[str, Any]:
     """Keyword arguments of `ModelPool` for a smoke/vllm spec (builds the smoke model when needed)."""
     if spec.kind in REMOTE_KINDS:
         raise ValueError(f"{spec.kind} specs have no model pool")
+    if spec.kind == "hf":
+        return _hf_pool_arguments(spec)
     check_engine_options(spec)
     engine = dict(spec.engine)
     if spec.tp > 1:
@@ -211,6 +226,24 @@ def pool_arguments(spec: LLMSpec) -> dict[str, Any]:
         "cpus_per_replica": spec.cpus,
         "actor_options": {"scheduling_strategy": "SPREAD"} if spec.placement == "spread" else None,
     }
+
+
+def _hf_pool_arguments(spec: LLMSpec) -> dict[str, Any]:
+    """`ModelPool` arguments of an `hf:` spec: replicas are `hf_actor.HFModelActor`s; `hf:smoke` loads the smoke
+    model's folder (built when needed), and its folder name is part of the response-cache id, as for `smoke`."""
+    from emocaustics.models.hf_actor import HFModelActor
+
+    output_spec = spec.model_copy(update={"replicas": 1, "gpus": None, "cpus": 0.0, "placement": "default"})
+    model, cache_id = spec.model, output_spec.canonical()
+    if spec.model == "smoke":
+        from emocaustics.models.smoke import build_smoke_model
+
+        path = build_smoke_model()
+        model, cache_id = str(path), cache_id.replace("hf:smoke", f"hf:smoke:{path.name}", 1)
+    return {"model": model, "name": spec.canonical(), "cache_id": cache_id, "replicas": spec.replicas,
+            "engine_opts": dict(spec.engine), "gpus_per_replica": spec.gpus, "cpus_per_replica": spec.cpus,
+            "actor_cls": HFModelActor,
+            "actor_options": {"scheduling_strategy": "SPREAD"} if spec.placement == "spread" else None}
 
 
 def endpoint_name(spec: LLMSpec) -> str:
