@@ -48,8 +48,10 @@ def model_spec_string(model: ModelSpec) -> str:
     if model.spec.startswith(("openai:", "anthropic:")):
         breaker = {"max_connection_failures": model.max_connection_failures,
                    "max_server_errors": model.max_server_errors, "stall_seconds": model.stall_seconds,
-                   "rpm": model.rpm, "tpm": model.tpm, "batch": True if model.batch else None}
+                   "rpm": model.rpm, "tpm": model.tpm}
         query = {"concurrency": model.concurrency, **{k: v for k, v in breaker.items() if v is not None}, **query}
+    if model.batch:  # a local engine's spec refuses it (models/spec.py): batch APIs are the providers'
+        query["batch"] = True
     if not query:
         return model.spec
     sep = "&" if "?" in model.spec else "?"

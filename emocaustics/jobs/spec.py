@@ -43,9 +43,7 @@ class ModelSpec(_Strict):
     price: PriceOverride | None = None  # USD per 1M tokens, over the shipped table's (models/prices.py)
     rpm: float | None = Field(None, gt=0)  # requests / tokens per minute to an endpoint (models/ratelimit.py)
     tpm: float | None = Field(None, gt=0)
-    # openai:/anthropic: only: independent calls through the provider's batch API at its batch price, dependent chains
-    # live (models/batch.py); batch ids kept beside the response cache, so a killed job's --resume follows them.
-    batch: bool = False
+    batch: bool = False  # openai:/anthropic: independent calls through the provider's batch API (models/batch.py)
     # Keep this model's replicas running after the job, as a model service that later jobs attach to (models/
     # services.py): true (idle timeout 1 h), seconds, or a duration ('30m', '2h'); needs a `ray start` cluster.
     keep_alive: bool | float | str = False
@@ -58,12 +56,6 @@ class ModelSpec(_Strict):
         if value is not False:
             idle_seconds(value)  # a ValueError names the expected forms; pydantic names the key
         return value
-
-    @model_validator(mode="after")
-    def _batch_remote(self) -> "ModelSpec":
-        if self.batch and not self.spec.startswith(("openai:", "anthropic:")):
-            raise ValueError(f"batch: true needs an openai: or anthropic: model (batch APIs), not {self.spec!r}")
-        return self
 
     @field_validator("spec")
     @classmethod

@@ -264,7 +264,7 @@ class BatchLLM:
                       holds: dict[str, float]) -> None:
         """Poll until the batch ends, then answer its requests (failed ones live)."""
         t0, seen, said, failures = time.monotonic(), None, 0.0, 0
-        status = "unknown"
+        status, ended = "unknown", False
         while True:
             try:
                 st = await self.api.state(batch_id)
@@ -286,10 +286,11 @@ class BatchLLM:
                 self.report(f"batch {batch_id} ({self.endpoint}): {st.status}, {st.done + st.failed}/{st.total} "
                             f"done" + (f", {st.failed} failed" if st.failed else "") + f", {now - t0:.0f} s")
             if st.ended:
+                ended = True
                 break
             await asyncio.sleep(self.poll)
         results = {}
-        if status != "unknown":
+        if ended:
             try:
                 results = await self.api.results(batch_id)
             except asyncio.CancelledError:
@@ -316,7 +317,7 @@ class BatchLLM:
                 self.ledger.settle(holds.pop(key, 0.0), self.price.cost(c.prompt_tokens, c.generated_tokens,
                                                                         batch=True))
             self._release(holds)
-        if self.store is not None and status != "unknown":
+        if self.store is not None and ended:  # else it stays pending: a rerun follows it again
             self.store.finished(self.endpoint, batch_id, status)
         for key, c in answered:
             self._resolve(state, key, c)

@@ -142,6 +142,9 @@ def _assign(data: dict[str, Any], opts: dict[str, Any], spec: str) -> None:
             raise UsageError(f"model spec {spec!r}: " + (f"unknown option {key!r} (hf options: "
                              f"{', '.join(k for k in POOL_KEYS + HF_KEYS if k != 'tp')})" if key not in POOL_KEYS
                              else "hf: replicas use at most one GPU each (no tensor parallel; vllm: has it)"))
+        elif key in BATCH_KEYS:
+            raise UsageError(f"model spec {spec!r}: {key} needs an openai: or anthropic: model (the providers' batch "
+                             "APIs)")
         elif key in POOL_KEYS:
             data[key] = value
         else:
