@@ -131,8 +131,9 @@ class RunLog:
             pl.coalesce(pl.col("status"), pl.when(pl.col("_ok")).then(pl.lit("ok")).otherwise(pl.lit("failed")))
             .alias("status"), pl.coalesce("reason", "_reason").alias("reason")).drop("_ok", "_reason")
         if self.scores is not None and "run" in self.scores.columns:
-            sc = self.scores.filter(pl.col("run") == label)
-            keep = ["sample_id", "score", *[c for c in sc.columns if c.startswith("c_")],
+            sc = self.scores.filter(pl.col("run") == label)  # one table for the run: other tasks' metrics are null
+            keep = ["sample_id", "score", *[c for c in sc.columns if c.startswith("c_")
+                                            and sc.get_column(c).null_count() < sc.height],
                     *[c for c in ("prompt_tokens", "generated_tokens", "seconds") if c in sc.columns]]
             frame = frame.join(sc.select(keep), on="sample_id", how="left")
         return frame
@@ -166,7 +167,8 @@ class RunLog:
         scored = {}
         if self.scores is not None and "run" in self.scores.columns:
             got = self.scores.filter((pl.col("run") == label) & (pl.col("sample_id") == sample_id)).to_dicts()
-            scored = {k: v for k, v in got[0].items() if k == "score" or k.startswith("c_")} if got else {}
+            scored = {k: v for k, v in got[0].items()
+                      if k == "score" or (k.startswith("c_") and v is not None)} if got else {}
         return {
             "config": label, "sample_id": sample_id, "task": self.records.get(label, {}).get("task"),
             "input": _loads(self.text([rec["input"]])) if rec.get("input") else None,

@@ -6,6 +6,7 @@ test's tmp dir and runs/test-artifacts/."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import threading
 import time
@@ -53,12 +54,24 @@ def _goto(b: Browser, hash_: str) -> None:
     _ready(b, hash_)
 
 
+READY = "(document.body || {dataset: {}}).dataset.ready"  # no body yet while a link's page is loading
+
+
 def _ready(b: Browser, hash_: str) -> None:
     deadline = time.monotonic() + 20
-    while b.eval("document.body.dataset.ready") != hash_:
-        assert b.eval("document.body.dataset.ready") != "error", b.eval("document.getElementById('main').innerText")
+    while b.eval(READY) != hash_:
+        assert b.eval(READY) != "error", b.eval("document.getElementById('main').innerText")
         assert time.monotonic() < deadline, f"page never showed {hash_}"
         time.sleep(0.05)
+
+
+def shoot(b: Browser, name: str) -> None:
+    """A screenshot of the page as `<name>.png` in the folder $EMOCAUSTICS_SCREENSHOTS names (made if missing); no
+    screenshot when it is unset (e.g. EMOCAUSTICS_SCREENSHOTS=/tmp/view-shots for a session note)."""
+    folder = os.environ.get("EMOCAUSTICS_SCREENSHOTS")
+    if folder:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        b.screenshot(Path(folder) / f"{name}.png")
 
 
 def _do(b: Browser, statements: str) -> None:
@@ -100,6 +113,7 @@ def _walk(b: Browser, labels: list[str], shots: Path) -> None:
     assert b.eval("Array.from(document.querySelectorAll('table.task-table tr.miss')).map(r => r.cells[0].innerText)"
                   ) == ["A"]  # gold, not chosen
     b.screenshot(shots / "view-aer-sample.png")
+    shoot(b, "aer-sample")
     other = labels.index("aer_llm_api_context=none")
     _do(b, f"const s = document.getElementById('compare'); s.value = '{other}'; "
            "s.dispatchEvent(new Event('change'))")
