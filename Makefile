@@ -15,7 +15,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install demo test bench mutation clean
+.PHONY: install demo test soak bench mutation clean
 
 install: $(VENV)/.installed
 
@@ -34,6 +34,11 @@ demo: install
 
 test: install
 	$(PY) -m pytest -q -ra --durations=15
+
+# Not in `make test` (pyproject's addopts deselect the marker): the chaos soak, every task on a head and a worker
+# started with `ray start` here, replicas killed and the worker lost mid-job (docs/reliability.md). Prints its figures.
+soak: install
+	$(PY) -m pytest -q -ra -s -m soak tests/reliability/test_soak.py
 
 bench: install
 	$(PY) -m benchmarks
