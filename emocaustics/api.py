@@ -1,9 +1,11 @@
-"""The Python API: `import emocaustics as ec`, then `ec.eval(...)`, `ec.run(...)` and `ec.load_run(...)`.
+"""The Python API: `import emocaustics as ec`, then `ec.eval(...)`, `ec.run(...)`, `ec.score(...)` and
+`ec.load_run(...)`.
 
 `eval` and `run` go through the same runner as the command line (`jobs.runner.run_job`: the same run folder, response
 cache, resume, report) and return a `Run`: the run folder read back as Polars frames. They are quiet unless asked
 (`quiet=False` prints the progress lines); a mistake raises `UsageError` (a dead endpoint `EndpointDown`), never exits.
-Failed samples do not raise: they are rows with status `failed` (`Run.failed` counts them).
+Failed samples do not raise: they are rows with status `failed` (`Run.failed` counts them). `score` scores predictions
+against gold without a model or a run, and returns a `Scores` (`score.generic.Scores`: Polars frames).
 
 Calibration methods need no model, so this runs anywhere the task's data is (here: the shipped narrative stories):
 
@@ -33,6 +35,7 @@ if TYPE_CHECKING:
     from emocaustics.evallog.read import RunLog
     from emocaustics.jobs.spec import JobSpec
     from emocaustics.report.compare import Comparison
+    from emocaustics.score.generic import Scores
 
 
 @dataclass
@@ -147,8 +150,8 @@ def eval(task: str, *, model: str | None = None, method: str | None = None, spli
          force: bool = False, ray_address: str | None = None, quiet: bool = True) -> Run:
     """One task, one method, one model, as `emocaustics eval` (`jobs.oneline.eval_job` builds the job).
 
-    `model`: `openai:MODEL`, `anthropic:MODEL`, `ollama:MODEL`, `vllm:PATH_OR_NAME`, `smoke`, or a full spec
-    (`openai:MODEL@URL?concurrency=8`); none for a calibration method. `options`: the task's options; `dataset`: its
+    `model`: `openai:MODEL`, `anthropic:MODEL`, `ollama:MODEL`, `vllm:PATH_OR_NAME`, `hf:PATH_OR_NAME` (transformers),
+    `smoke`, or a full spec (`openai:MODEL@URL?concurrency=8`); none for a calibration method. `options`: the task's options; `dataset`: its
     dataset options; `split`: the dataset's split (or subset); `ids`/`limit`: which samples. `submission_file`: copy
     the config's submission (the task's `submission.*` file with that suffix) there.
 
@@ -167,3 +170,65 @@ def eval(task: str, *, model: str | None = None, method: str | None = None, spli
     if submission_file is not None:
         copy_submission(result.dir, spec, Path(submission_file))
     return result
+
+
+def score(task: str, predictions: str | Path | Run | dict[str, Any], *, data: str | Path | None = None,
+          dataset: dict[str, Any] | None = None, options: dict[str, Any] | None = None,
+          ignore_provenance: bool = False) -> Scores:
+    """Score predictions against the task's gold with its own scorer, without a model: `emocaustics score TASK`'s
+    generic path (`score.generic.score_predictions`), returned as a `Scores` of Polars frames (`scores` per sample,
+    the long `rows`, `failures`, `items`, `tables`) with the primary metric's `value` and the corpus `summary`.
+
+    `predictions`: a folder holding predictions.jsonl (a run's `predictions/<config>`: the dataset and options it
+    was made for come from its provenance.json), a run folder or `Run` with one config of this task, or a mapping
+    sample id -> prediction (the values predictions.jsonl holds; a sample without one is a failure). `data` /
+    `dataset`: the dataset's folder and options; `options`: the task's options (`method` included).
+
+    An empty annotation for one of two stories of the shipped narrative sample; the other has none (a failure):
+
+    >>> import emocaustics as ec
+    >>> empty = {"version": "3.0", "characters": [], "narrative_events": []}
+    >>> s = ec.score("narrative", {"ferry_en": empty}, dataset={"stories": ["ferry_en", "clockmaker_en"]})
+    >>> s.primary_metric, s.value, s.samples, s.failures.rows()
+    ('overall', 0.0, 2, [('clockmaker_en', 'solve: no prediction was written for this sample')])
+    >>> s.scores.select("sample_id", "score", "failed").rows()
+    [('clockmaker_en', 0.0, True), ('ferry_en', 0.0, False)]
+    """
+    import tempfile
+
+    from emocaustics.core.task import get_task
+    from emocaustics.score.generic import score_predictions
+
+    extra = dict(dataset or {}) | ({"data": str(data)} if data is not None else {})
+    if isinstance(predictions, dict):
+        t = get_task(task)
+        with tempfile.TemporaryDirectory(prefix="ec-score-") as tmp:
+            for sid, value in predictions.items():  # the task's own reader turns them into what its scorer takes
+                t.write_prediction(Path(tmp), str(sid), value)
+            (Path(tmp) / "predictions.jsonl").touch()
+            return score_predictions(task, Path(tmp), dataset=extra, options=options, ignore_provenance=True,
+                                     where="predictions")
+    folder = _predictions_folder(task, predictions.dir if isinstance(predictions, Run) else Path(predictions))
+    return score_predictions(task, folder, dataset=extra, options=options, ignore_provenance=ignore_provenance)
+
+
+def _predictions_folder(task: str, path: Path) -> Path:
+    """`path` itself, or the one predictions folder of `task`'s config in the run folder `path`."""
+    if path.is_file() and path.name == "predictions.jsonl":
+        return path.parent
+    if (path / "predictions.jsonl").is_file() or (path / "failures.jsonl").is_file():
+        return path
+    if not (path / "predictions").is_dir():
+        raise UsageError(f"{path}: neither a predictions folder (predictions.jsonl) nor a run folder (predictions/)")
+    configs = json.loads((path / "configs.json").read_text(encoding="utf-8")) if (path / "configs.json").is_file() \
+        else []
+    labels = [c["run"] for c in configs if c.get("task") == task] or \
+        [p.name for p in sorted((path / "predictions").iterdir()) if p.is_dir()]
+    if len(labels) != 1:
+        raise UsageError(f"{path}: {len(labels)} configs of task {task} ({', '.join(labels) or 'none'}); give the "
+                         "folder predictions/<config> of the one to score")
+    folder = path / "predictions" / labels[0]
+    if not (folder / "predictions.jsonl").is_file() and not (folder / "failures.jsonl").is_file():
+        raise UsageError(f"{folder}: no predictions.jsonl (a calibration method predicts when it is scored: run it "
+                         "again instead)")
+    return folder

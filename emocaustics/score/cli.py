@@ -60,18 +60,6 @@ def _pairs(items: list[str], flag: str) -> dict[str, Any]:
     return out
 
 
-def _validated(what: str, flag: str, build: Any, raw: dict[str, Any]) -> Any:
-    from pydantic import ValidationError
-
-    try:
-        return build(raw)
-    except ValidationError as exc:
-        errors = "; ".join(f"{'.'.join(map(str, e['loc'])) or '(options)'}: {e['msg']}" for e in exc.errors())
-        raise UsageError(f"{what} ({flag}): {errors}") from None
-    except ValueError as exc:
-        raise UsageError(f"{what} ({flag}): {exc}") from None
-
-
 def _pred_dir(path: str) -> Path:
     p = Path(path)
     if p.is_file() and p.name == "predictions.jsonl":
@@ -85,64 +73,30 @@ def _pred_dir(path: str) -> Path:
 
 
 def score_command(args: argparse.Namespace) -> int:
-    from emocaustics.core import provenance
-    from emocaustics.core.predictions import pair
-    from emocaustics.core.task import ScoreContext, get_task
+    from emocaustics.score.generic import score_predictions
 
-    task = get_task(args.score_task)
-    folder = _pred_dir(args.pred)
-    record = None if args.ignore_provenance else provenance.read(folder)
-    raw_dataset = dict((record or {}).get("dataset") or {}) | _pairs(args.dataset, "-D")
+    dataset = _pairs(args.dataset, "-D")
     if args.data is not None:
-        raw_dataset["data"] = args.data
-    dataset = _validated(f"dataset options of task {task.name!r}", "--data/-D", task.Dataset.model_validate,
-                         raw_dataset)
-    methods = task.solver_methods + task.calibration_methods
-    raw_options = dict((record or {}).get("options") or ({"method": methods[0]} if methods else {}))
-    options = _validated(f"options of task {task.name!r}", "-T", task.parse_options,
-                         raw_options | _pairs(args.options, "-T"))
-    loaded = task.load(dataset, options)
-    samples = loaded.samples
-    if record is not None:  # the samples the predictions were made for (the run's selection), checked by content
-        made = {str(k) for k in record["samples"]}
-        chosen = [s for s in samples if s.id in made]
-        if chosen and len(chosen) < len(samples):
-            print(f"scoring the {len(chosen)} of {len(samples)} samples the predictions were made for "
-                  f"({folder / provenance.FILE})", file=sys.stderr)
-            samples = chosen
-        provenance.check(record, task.name, {s.id: task.fingerprint(s) for s in samples}, f"--pred {args.pred}")
-    paired = pair(samples, task.read_predictions(folder))
-    if len(samples) == len(paired.missing):
-        shown = ", ".join(paired.unpaired[:5]) + (" ..." if len(paired.unpaired) > 5 else "")
-        raise UsageError(f"--pred {args.pred}: no prediction pairs with any of the {len(samples)} samples "
-                         f"(ids found: {shown or 'none'}); is this the right task and data?")
-    if paired.unpaired:
-        print(f"warning: {len(paired.unpaired)} prediction(s) in {args.pred} pair with no sample and were not "
-              f"scored: {', '.join(paired.unpaired[:20])}{' ...' if len(paired.unpaired) > 20 else ''}",
-              file=sys.stderr)
-    scored = task.score(samples, {k: v for k, v in paired.predictions.items() if k not in paired.unpaired},
-                        options, ScoreContext())
-    reasons = {sid: str(paired.predictions[sid]) for sid in paired.failed}
-    for row in scored.rows.filter(scored.rows["status"] == "failed").iter_rows(named=True):
-        reasons.setdefault(row["sample_id"], row["reason"] or "scored as failed")
-    failed = sorted(reasons)
-    value = scored.summary.get(task.primary_metric)
-    if value is None and scored.rows.height:
-        value = scored.rows.filter(scored.rows["metric"] == task.primary_metric)["value"].mean()
-    summary = {"task": task.name, "pred": str(args.pred), "samples": len(samples), "primary_metric":
-               task.primary_metric, "value": value, "summary": scored.summary, "failed": len(failed),
-               "failures": [{"id": sid, "reason": reasons[sid]} for sid in failed], "unpaired": paired.unpaired}
+        dataset["data"] = args.data
+    result = score_predictions(args.score_task, _pred_dir(args.pred), dataset=dataset,
+                               options=_pairs(args.options, "-T"), ignore_provenance=args.ignore_provenance,
+                               where=f"--pred {args.pred}", warn=lambda line: print(line, file=sys.stderr))
+    failures = result.failures.rename({"sample_id": "id"}).to_dicts()
+    summary = {"task": result.task, "pred": str(args.pred), "samples": result.samples, "primary_metric":
+               result.primary_metric, "value": result.value, "summary": result.summary, "failed": result.failed,
+               "failures": failures, "unpaired": result.unpaired}
     if args.json:
         print(json.dumps(summary, ensure_ascii=False, indent=1, default=str))
     else:
+        value = result.value
         shown_value = "n/a" if value is None else f"{float(value):.4f}"
-        print(f"{task.name}: {task.primary_metric} {shown_value} over {len(samples)} samples, {len(failed)} "
+        print(f"{result.task}: {result.primary_metric} {shown_value} over {result.samples} samples, {result.failed} "
               f"failed ({args.pred})")
-        others = {k: v for k, v in scored.summary.items() if k != task.primary_metric}
+        others = {k: v for k, v in result.summary.items() if k != result.primary_metric}
         if others:
             print("  " + ", ".join(f"{k} {v:.4f}" if isinstance(v, float) else f"{k} {v}" for k, v in others.items()))
-        for f in summary["failures"][:10]:
+        for f in failures[:10]:
             print(f"  sample {f['id']}: {f['reason']}")
-    if failed and not args.allow_failures:
-        raise SamplesFailed(len(failed), len(samples), f"--pred {args.pred}")
+    if result.failed and not args.allow_failures:
+        raise SamplesFailed(result.failed, result.samples, f"--pred {args.pred}")
     return 0

@@ -107,3 +107,31 @@ def test_the_docstring_examples_run(tmp_path, monkeypatch):
     for test in tests:
         runner.run(test)
     assert runner.summarize(verbose=False).failed == 0
+
+
+def test_score_gives_a_runs_scores_from_its_predictions_or_from_a_mapping(tmp_path):
+    data = standard_dataset(tmp_path / "aer")
+    with FakeOpenAIServer() as server:
+        run = ec.eval("aer", model=f"openai:fake@{server.base_url}", options={"context": "none"},
+                      ids=["q-1", "q-2", "q-3"], dataset={"data": str(data)}, out=tmp_path / "run")
+    label = run.summary["run"][0]
+    per_sample = run.scores.select("sample_id", "score").sort("sample_id")
+    folder = run.dir / "predictions" / label
+    for source in (run, run.dir, folder, folder / "predictions.jsonl"):
+        s = ec.score("aer", source)  # the dataset and selection come from the folder's provenance.json
+        assert isinstance(s, ec.Scores) and (s.task, s.samples, s.failed, s.unpaired) == ("aer", 3, 0, [])
+        assert s.scores.select("sample_id", "score").sort("sample_id").equals(per_sample)
+        assert s.value == pytest.approx(run.summary["score"][0]) and s.primary_metric in s.summary
+        assert set(s.rows.columns) >= {"sample_id", "metric", "value", "weight", "status", "reason"}
+    # the same answers as a mapping, one left out: that sample is a failure, the others score as in the run
+    answers = dict(json.loads(line).values() for line in (folder / "predictions.jsonl").read_text().splitlines())
+    del answers["q-3"]
+    s = ec.score("aer", answers, data=data)
+    got = dict(s.scores.select("sample_id", "score").rows())
+    assert {k: got[k] for k in ("q-1", "q-2")} == dict(per_sample.filter(pl.col("sample_id") != "q-3").rows())
+    assert "q-3" in s.failures["sample_id"].to_list() and got["q-3"] == 0.0
+    with pytest.raises(UsageError, match="no prediction pairs with any of the"):
+        ec.score("aer", {"nope": "A"}, data=data)
+    oracle = ec.eval("aer", method="oracle", limit=2, dataset={"data": str(data)}, out=tmp_path / "oracle")
+    with pytest.raises(UsageError, match=r"no predictions.jsonl \(a calibration method"):
+        ec.score("aer", oracle)
