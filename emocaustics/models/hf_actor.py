@@ -3,7 +3,7 @@
 It is a replica like `vllm_actor.VLLMEngineActor` (which it extends), so the same `ModelPool` places, retries and
 restarts it, `run_one` runs a dialogue's state machine beside the model, and `stats` reports the same counters.
 transformers has no continuous batching: the actor queues the requests of all concurrent calls and answers them in
-padded `generate` calls of up to `batch_size` requests (`hf_generate.HFGenerator`), in a worker thread so that new
+padded `generate` calls of up to `max_batch` requests (`hf_generate.HFGenerator`), in a worker thread so that new
 requests keep arriving while one batch runs. Requests with other sampling settings (temperature, top_p, seed) go into
 other batches. GPU when the replica has one (the pool reserves one per replica when the cluster has GPUs), else CPU.
 """
@@ -65,11 +65,11 @@ class HFModelActor(VLLMEngineActor):
         return answers
 
     def _take(self) -> list[tuple[ChatRequest, asyncio.Future[Completion]]]:
-        """The next batch: the oldest waiting request and the next ones with its sampling settings, up to batch_size;
+        """The next batch: the oldest waiting request and the next ones with its sampling settings, up to max_batch;
         requests whose caller is gone (cancelled) are dropped."""
         from emocaustics.models.hf_generate import sampling_key
 
-        size = int(self._engine.options.batch_size)
+        size = int(self._engine.options.max_batch)
         key = sampling_key(self._queue[0][0])
         batch, rest = [], deque()
         while self._queue:

@@ -20,14 +20,14 @@ from emocaustics.models.jsonout import parse_answer
 
 # Options of an `hf:` spec besides the pool keys (models/spec.py): requests per `generate` call, seconds a batch waits
 # for more concurrent requests, where and in which precision the weights live, and two `from_pretrained` arguments.
-HF_KEYS = ("batch_size", "batch_wait", "device", "dtype", "trust_remote_code", "attn_implementation")
-DEFAULT_BATCH_SIZE = 8
+HF_KEYS = ("max_batch", "batch_wait", "device", "dtype", "trust_remote_code", "attn_implementation")
+DEFAULT_MAX_BATCH = 8
 MAX_GRAMMARS = 256  # compiled schemas kept per replica (a task uses a handful)
 
 
 @dataclass(frozen=True, slots=True)
 class HFOptions:
-    batch_size: int = DEFAULT_BATCH_SIZE
+    max_batch: int = DEFAULT_MAX_BATCH
     batch_wait: float = 0.01
     device: str = "auto"  # auto: cuda when torch sees a GPU, else cpu
     dtype: str = "auto"  # auto: the checkpoint's dtype on a GPU, float32 on the CPU
@@ -40,8 +40,8 @@ class HFOptions:
         if unknown:
             raise ValueError(f"unknown hf option(s) {', '.join(unknown)}; allowed: {', '.join(HF_KEYS)}")
         out = cls(**opts)
-        if int(out.batch_size) < 1 or float(out.batch_wait) < 0:
-            raise ValueError("hf options: batch_size must be >= 1 and batch_wait >= 0")
+        if int(out.max_batch) < 1 or float(out.batch_wait) < 0:
+            raise ValueError("hf options: max_batch must be >= 1 and batch_wait >= 0")
         return out
 
 

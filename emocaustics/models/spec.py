@@ -2,7 +2,7 @@
 
     smoke[?OPTION=VALUE&...]                     the tiny random model, served by the real vLLM engine
     vllm:PATH_OR_NAME[?replicas=2&tp=1&max_model_len=4096&OPTION=VALUE...]
-    hf:PATH_OR_NAME[?replicas=2&batch_size=8&device=auto&dtype=auto...]   transformers (alias huggingface:)
+    hf:PATH_OR_NAME[?replicas=2&max_batch=8&device=auto&dtype=auto...]   transformers (alias huggingface:)
     openai:MODEL@BASE_URL[?concurrency=16&timeout=60&max_retries=4&json_mode=auto&max_connection_failures=5
                           &max_server_errors=10&stall_seconds=120&max_throttled=20&batch=true]
 
@@ -17,7 +17,7 @@ the cluster has GPUs, else 0), `cpus` (Ray CPUs reserved per replica, default 0)
 different nodes, round robin over the alive nodes that fit a replica; default: Ray's default placement); every other key is a vLLM engine
 argument (`AsyncEngineArgs` field), checked when the engine is made. Values are JSON when they parse as JSON
 (numbers, booleans, objects), else strings. `hf:` takes the pool keys but `tp` (at most one GPU per replica) and the
-options `models.hf_generate.HF_KEYS` (batch_size, batch_wait, device, dtype, trust_remote_code, attn_implementation).
+options `models.hf_generate.HF_KEYS` (max_batch, batch_wait, device, dtype, trust_remote_code, attn_implementation).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from emocaustics.models.hf_generate import HF_KEYS
 
 ALLOWED = (
     "'smoke[?OPTION=VALUE...]', 'vllm:PATH_OR_NAME[?replicas=N&tp=N&OPTION=VALUE...]', "
-    "'hf:PATH_OR_NAME[?replicas=N&batch_size=N&device=auto|cpu|cuda&dtype=auto|float32|bfloat16]' or "
+    "'hf:PATH_OR_NAME[?replicas=N&max_batch=N&device=auto|cpu|cuda&dtype=auto|float32|bfloat16]' or "
     "'openai:MODEL@BASE_URL[?concurrency=N&timeout=SECONDS&max_retries=N&json_mode=auto|schema|plain]' or "
     "'anthropic:MODEL[@BASE_URL][?concurrency=N&timeout=SECONDS&max_retries=N&json_mode=...&sampling=auto|send|omit]'"
 )
@@ -137,7 +137,7 @@ def _assign(data: dict[str, Any], opts: dict[str, Any], spec: str) -> None:
                 raise UsageError(f"model spec {spec!r}: unknown option {key!r} ({data['kind']} options: "
                                  f"{', '.join(allowed)})")
             data["client"] = {**data["client"], key: value}
-        elif data["kind"] == "hf" and (key not in POOL_KEYS + HF_KEYS or key == "tp" and value != 1
+        elif data["kind"] == "hf" and (key not in POOL_KEYS + HF_KEYS + BATCH_KEYS or key == "tp" and value != 1
                                        or key == "gpus" and isinstance(value, (int, float)) and value > 1):
             raise UsageError(f"model spec {spec!r}: " + (f"unknown option {key!r} (hf options: "
                              f"{', '.join(k for k in POOL_KEYS + HF_KEYS if k != 'tp')})" if key not in POOL_KEYS

@@ -5,6 +5,8 @@
 - every `emocaustics ...` command in a fenced code block of the docs or the README parses with the real parser, a
   `run` example's job file loads, and an `eval` example builds its one-config job (task, method, options, model spec
   checked) — nothing is started;
+- and runs: `run`/`eval` examples as a dry run (exit 0, nothing started: no GPU needed), the others for real where
+  they are offline and read-only, and those that need a cluster or a user's files are listed (NOT_RUN) with why;
 - every page the README links to exists, and the README stays a front door (at most ~10 KB).
 """
 
@@ -64,7 +66,7 @@ def test_the_site_builds_strict_without_a_warning(tmp_path):
     assert proc.returncode == 0 and not warnings, "\n".join(warnings) or proc.stderr[-3000:]
     assert (tmp_path / "site" / "index.html").is_file()
     api = (tmp_path / "site" / "api" / "index.html").read_text(encoding="utf-8")
-    for name in ("eval", "run", "load_run"):  # the reference is generated from emocaustics/api.py
+    for name in ("eval", "run", "score", "load_run"):  # the reference is generated from emocaustics/api.py
         assert f'id="emocaustics.api.{name}"' in api, name
 
 
@@ -92,6 +94,47 @@ def test_every_cli_example_in_the_docs_parses(where, argv):
         eval_job(args.task, model=args.model, method=args.method, split=args.split, limit=args.limit,
                  ids=args.ids, options=parse_assignments(args.options, "-T"),
                  dataset=parse_assignments(args.dataset, "-D"), judge=args.judge, embedder=args.embedder)
+
+
+# Examples that are parsed (above) but not run, by command: why. Every other example runs: `run` and `eval` as a dry
+# run (nothing started or written; a dry run names missing data instead of failing, and needs no GPU), the rest for
+# real (offline and read-only). A new command in the docs is run, or listed here with its reason.
+NOT_RUN = {
+    "serve": "starts model services on a running `ray start` cluster",
+    "models": "lists or stops the model services of a running Ray cluster",
+    "report": "reads a run folder the example names as a placeholder (runs/quickstart/<timestamp>)",
+    "compare": "reads run folders the example names as placeholders",
+    "score aer": "scores a user's predictions or submission (a placeholder path, sub.jsonl)",
+    "score ecpe": "scores a user's submission (sub.zip)",
+    "ecpe validate": "checks a user's submission (sub.zip)",
+    "extract": "runs the smoke model on the vLLM engine (tests/tasks/emocaustics run extraction on it)",
+    "score sextuple": "reads the `preds` folder the extract example before it writes",
+    "human": "reads the published HIT files (not shipped) and the folders of the example before it",
+}
+
+
+def _not_run(argv: list[str]) -> str | None:
+    return next((why for key, why in NOT_RUN.items() if argv[:len(key.split())] == key.split()), None)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("where,argv", examples(), ids=[w for w, _ in examples()])
+def test_every_cli_example_in_the_docs_runs(where, argv, monkeypatch, capsys, request):
+    from emocaustics.cli import main
+
+    why = _not_run(argv)
+    if why is not None:
+        pytest.skip(f"not run: {why}")
+    if argv[:2] == ["data", "stats"]:
+        request.getfixturevalue("published_root")  # skips, saying so, without the published EmoCaustics data
+    monkeypatch.chdir(REPO)  # the examples' paths (jobs/..., datasets/...) are the repository's
+    if argv[0] in ("run", "eval") and "--dry-run" not in argv:
+        argv = [*argv, "--dry-run"]
+    status = main(argv)
+    out, err = capsys.readouterr()
+    assert status == 0, f"{where}: exit {status}\n{err[-2000:]}"
+    if "--dry-run" in argv:
+        assert "dry run: nothing was started or written" in out, out[-2000:]
 
 
 def test_every_page_the_readme_links_to_exists():

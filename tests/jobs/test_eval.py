@@ -188,7 +188,7 @@ def test_shorthands_expand_and_full_specs_stay():
         assert expand_shorthand("openai:gpt-4o-mini?concurrency=4") == "openai:gpt-4o-mini@http://box:8000/v1?concurrency=4"
         assert expand_shorthand("ollama:qwen2.5:7b") == "openai:qwen2.5:7b@http://0.0.0.0:11434/v1"
         for spec in ("openai:m@http://x/v1", "anthropic:claude", "vllm:Qwen/Q", "smoke", "smoke?max_model_len=4096",
-                     "hf:gpt2", "hf:smoke?batch_size=2"):
+                     "hf:gpt2", "hf:smoke?max_batch=2"):
             assert expand_shorthand(spec) == spec
         assert expand_shorthand("huggingface:Qwen/Q?device=cpu") == "hf:Qwen/Q?device=cpu"
         with pytest.raises(UsageError, match="expected 'hf:MODEL_OR_PATH'"):

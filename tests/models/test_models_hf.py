@@ -3,7 +3,7 @@
 Specs parse, expand and name their errors without loading anything; `make_llm("hf:smoke")` answers plain text and
 schema-constrained JSON (xgrammar masks the tokens the schema does not allow: the answer parses and validates even
 though the model's weights are random), collects concurrent requests into padded `generate` calls of at most
-`batch_size`, keeps requests with other sampling settings apart, and counts tokens; `emocaustics eval` on `hf:smoke`
+`max_batch`, keeps requests with other sampling settings apart, and counts tokens; `emocaustics eval` on `hf:smoke`
 writes a run folder with scores. All tests share one replica (one `hf:smoke` pool per session, ~10 s to load).
 """
 
@@ -34,19 +34,21 @@ def _ask(content: str, *, schema: dict | None = None, max_tokens: int = 16, temp
 
 
 def test_hf_specs_parse_expand_and_name_their_errors():
-    assert expand_shorthand("huggingface:Qwen/Qwen2.5-0.5B-Instruct?batch_size=4") == \
-        "hf:Qwen/Qwen2.5-0.5B-Instruct?batch_size=4"
+    assert expand_shorthand("huggingface:Qwen/Qwen2.5-0.5B-Instruct?max_batch=4") == \
+        "hf:Qwen/Qwen2.5-0.5B-Instruct?max_batch=4"
     assert expand_shorthand("hf:/models/q") == "hf:/models/q"
-    spec = parse_llm_spec("huggingface:Qwen/Q?replicas=2&batch_size=4&dtype=bfloat16&gpus=1")
+    spec = parse_llm_spec("huggingface:Qwen/Q?replicas=2&max_batch=4&dtype=bfloat16&gpus=1")
     assert (spec.kind, spec.model, spec.replicas, spec.gpus) == ("hf", "Qwen/Q", 2, 1)
-    assert spec.engine == {"batch_size": 4, "dtype": "bfloat16"}
-    assert spec.canonical() == "hf:Qwen/Q?replicas=2&gpus=1&batch_size=4&dtype=bfloat16"
+    assert spec.engine == {"max_batch": 4, "dtype": "bfloat16"}
+    assert spec.canonical() == "hf:Qwen/Q?replicas=2&gpus=1&dtype=bfloat16&max_batch=4"
     assert parse_llm_spec(spec.canonical()) == spec
     with pytest.raises(UsageError, match="expected 'hf:MODEL_OR_PATH'"):
         expand_shorthand("hf:")
     with pytest.raises(UsageError, match=r"unknown option 'max_model_len' \(hf options: replicas, gpus, cpus, "
-                                         r"placement, batch_size"):
+                                         r"placement, max_batch"):
         parse_llm_spec("hf:x/y?max_model_len=4096")
+    with pytest.raises(UsageError, match="batch_size needs an openai: or anthropic: model"):  # provider batch APIs
+        parse_llm_spec("hf:x/y?batch_size=4")
     for bad in ("hf:x/y?tp=2", "hf:x/y?gpus=2"):
         with pytest.raises(UsageError, match="at most one GPU each"):
             parse_llm_spec(bad)
@@ -56,12 +58,12 @@ def test_hf_smoke_pool_arguments_load_the_smoke_folder_with_the_transformers_act
     from emocaustics.models.hf_actor import HFModelActor
     from emocaustics.models.smoke import build_smoke_model
 
-    args = pool_arguments(parse_llm_spec("hf:smoke?batch_size=2&replicas=2"))
+    args = pool_arguments(parse_llm_spec("hf:smoke?max_batch=2&replicas=2"))
     folder = build_smoke_model()
     assert args["actor_cls"] is HFModelActor and args["model"] == str(folder) and args["replicas"] == 2
     # the folder (its hash) is part of the response-cache id; placement is not
-    assert args["cache_id"] == f"hf:smoke:{folder.name}?batch_size=2"
-    assert args["engine_opts"] == {"batch_size": 2}
+    assert args["cache_id"] == f"hf:smoke:{folder.name}?max_batch=2"
+    assert args["engine_opts"] == {"max_batch": 2}
 
 
 @pytest.fixture(scope="module")
@@ -102,10 +104,10 @@ def test_plain_text_and_schema_constrained_json_with_token_counts(hf_llm):
 
 
 @pytest.mark.slow
-def test_concurrent_requests_share_batches_of_at_most_batch_size_by_sampling(hf_llm):
+def test_concurrent_requests_share_batches_of_at_most_max_batch_by_sampling(hf_llm):
     async def go():
         before = await _replica_stats(hf_llm)
-        # two concurrent calls, 10 greedy requests in all: batch_size 8 -> two generate calls, not ten
+        # two concurrent calls, 10 greedy requests in all: max_batch 8 -> two generate calls, not ten
         greedy = await asyncio.gather(hf_llm.generate([_ask(f"q{i}", max_tokens=4) for i in range(5)]),
                                       hf_llm.generate([_ask(f"r{i}", max_tokens=4) for i in range(5)]))
         middle = await _replica_stats(hf_llm)
