@@ -1,0 +1,344 @@
+"""The eval log of a whole-dataset window run (issue 27): its size, what recording and writing it costs, and how fast
+`emocaustics view` opens it.
+
+The records are made, not invented: every dialogue of the EmoCaustics dataset (subset `all`, 400 dialogues, from
+$EMOCAUSTICS_DATA or ../shared/datasets/emocaustics) goes through the sextuple `window` state machine the way a job
+runs it in the driver (`extract.runner.run_items` under the job's eval-log sink), against the dry run's stand-ins
+(`solve.forecast.RecordingLLM`: a schema-valid answer of typical size at once; `StandInEmbedder`: pseudo-random
+vectors). So each call's messages are the prompts a run builds (windows, the event bucket, histories), about 30,000
+calls. No model, no network, no Ray.
+
+- size: `RunLog.size_report()` of the written log: bytes on disk (total and per call), prompt characters the calls
+  sent against the characters stored (the share deduplicated: text many calls share is stored once).
+- writer: seconds to `emit` every sample (one staging line each, secrets redacted: one secret in the environment, as
+  a run with an API key) and `finish` the config (compaction to Parquet and the samples table with input and gold),
+  per 1,000 calls. Recording: the seconds spent inside `Recorder`'s methods (`add`: each call's text chunked and
+  hashed as it is made; `note`, `to_json`) during the run, the faster of two runs; the walls of the same in-process
+  run with and without the sink are reported too (their difference is within the shared machine's noise).
+- share of a run: recording + writing over the wall of the in-process run without the log (an upper bound: its model
+  answers at once, so that wall is the driver's own work only), and over the wall of startup_bench's whole-dataset window run against the stand-in
+  endpoint (read from latest.json: the run the issue names).
+- viewer, on that log (no score tables: scoring is not part of this benchmark): server response times of the run
+  index, the config's sample list and single samples (the first one cold: it reads the config's calls and the run's
+  texts), and in headless Chromium the time from navigation (or the hash change) to the rendered page.
+
+    python -m benchmarks --only evallog_bench      (or: python -m benchmarks.evallog_bench [--quick])
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+LABEL = "sextuple_window_api"
+SECRET = "sk-bench-not-a-real-key-0123456789abcdef"
+REPEATS = 2  # in-process runs with and without the log, alternating
+SAMPLES_OPENED = 20  # single samples opened after the first (server and browser)
+CEILING_SAMPLE_S = 1.0  # issue 27: the viewer opens any sample in under a second
+CEILING_SHARE = 0.05  # issue 27: logging costs at most 5 % of the run's wall time
+
+
+class Timed:
+    """Seconds spent inside the recorder's methods while a run goes (the real code, wrapped)."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+
+    def __enter__(self) -> "Timed":
+        from emocaustics.evallog.record import Recorder
+
+        self.saved = {name: getattr(Recorder, name) for name in ("add", "note", "to_json")}
+        for name, fn in self.saved.items():
+            setattr(Recorder, name, self._wrap(fn))
+        return self
+
+    def _wrap(self, fn: Any) -> Any:
+        def timed(*args: Any, **kw: Any) -> Any:
+            t0 = time.perf_counter()
+            try:
+                return fn(*args, **kw)
+            finally:
+                self.seconds += time.perf_counter() - t0
+        return timed
+
+    def __exit__(self, *exc: Any) -> None:
+        from emocaustics.evallog.record import Recorder
+
+        for name, fn in self.saved.items():
+            setattr(Recorder, name, fn)
+
+
+class Capture:
+    """The job's eval-log sink as `run_items` sees it, keeping each finished dialogue's row (with its log)."""
+
+    prompts = True
+
+    def __init__(self) -> None:
+        self.rows: list[tuple[str, dict[str, Any]]] = []
+
+    def emit(self, sample_id: str, result: dict[str, Any]) -> None:
+        self.rows.append((sample_id, dict(result)))  # run_items pops log and prediction from its own dict after
+
+
+def _dataset() -> None:
+    if not os.environ.get("EMOCAUSTICS_DATA"):
+        shared = REPO.parent / "shared" / "datasets" / "emocaustics"
+        if (shared / "chat").is_dir():
+            os.environ["EMOCAUSTICS_DATA"] = str(shared)
+
+
+def make_items(dialogues: list[Any]) -> list[dict[str, Any]]:
+    from emocaustics.solve.forecast import StandInEmbedder
+    from emocaustics.tasks.emocaustics.extract.runner import ExtractConfig, make_item
+
+    cfg, emb = ExtractConfig(task="sextuple", method="window"), StandInEmbedder()
+    items = []
+    for d in dialogues:
+        sentences, holders = [u.sentence for u in d.utterances], [u.holder for u in d.utterances]
+        vecs = asyncio.run(emb.embed(sentences)) if sentences else None
+        items.append(make_item(d.id, sentences, holders, cfg, vecs))
+    return items
+
+
+def solve(items: list[dict[str, Any]], out: Path, sink_: Capture | None) -> tuple[float, int]:
+    """One in-process run of every item (fresh copies): wall seconds and the stand-in's calls."""
+    from emocaustics.evallog import sink
+    from emocaustics.solve.forecast import RecordingLLM, counter_for
+    from emocaustics.tasks.emocaustics.extract.runner import run_items
+
+    llm = RecordingLLM(counter_for(None))
+    fresh = [dict(it) for it in items]
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    with sink.active(sink_):
+        rows = asyncio.run(run_items(llm, fresh, out, "sextuple"))
+    wall = time.perf_counter() - t0
+    bad = [r for r in rows if not r["ok"]]
+    assert not bad, f"{len(bad)} dialogues failed, e.g. {bad[0]['step']}: {bad[0]['reason']}"
+    return wall, llm.calls
+
+
+def write_log(run_dir: Path, rows: list[tuple[str, dict[str, Any]]], samples: list[Any]) -> dict[str, float]:
+    from emocaustics.evallog.writer import EvalLog
+
+    t0 = time.perf_counter()
+    log = EvalLog(run_dir, secrets=[SECRET])
+    cfg = log.config(LABEL)
+    for sid, row in rows:
+        cfg.emit(sid, row)
+    t1 = time.perf_counter()
+    cfg.finish(samples, {sid: row["prediction"] for sid, row in rows})
+    t2 = time.perf_counter()
+    return {"emit_s": t1 - t0, "finish_s": t2 - t1, "total_s": t2 - t0}
+
+
+def _get(url: str) -> float:
+    t0 = time.perf_counter()
+    with urllib.request.urlopen(url, timeout=60) as resp:
+        resp.read()
+        assert resp.status == 200, url
+    return time.perf_counter() - t0
+
+
+def _serve(run_dir: Path) -> tuple[Any, str]:
+    from emocaustics.evallog.read import RunLog
+    from emocaustics.view.data import ViewData
+    from emocaustics.view.server import make_server
+
+    httpd = make_server(ViewData(RunLog(run_dir)))
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return httpd, f"http://127.0.0.1:{httpd.server_address[1]}"
+
+
+def _picks(n: int, count: int) -> list[int]:
+    step = max(1, n // (count + 1))
+    return [min(n - 1, step * (k + 1)) for k in range(count)]
+
+
+def server_timings(run_dir: Path, n: int) -> dict[str, Any]:
+    """A fresh viewer process's answers: index, the sample list, the first sample (cold), then others."""
+    httpd, base = _serve(run_dir)
+    try:
+        index = _get(f"{base}/data/index.js")  # builds the config's table too (counts, failures)
+        listing = _get(f"{base}/data/c/0.js")
+        first = _get(f"{base}/data/s/0/0.js")
+        others = [_get(f"{base}/data/s/0/{j}.js") for j in _picks(n, SAMPLES_OPENED)]
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    return {"index_s": round(index, 3), "sample_list_s": round(listing, 3), "first_sample_s": round(first, 3),
+            "sample_median_s": round(statistics.median(others), 3), "sample_max_s": round(max(others), 3),
+            "samples_opened": len(others) + 1}
+
+
+def _chromium() -> str | None:
+    proc = subprocess.run([str(REPO / "scripts" / "ensure-chromium.sh")], capture_output=True, text=True, timeout=900)
+    return proc.stdout.strip().splitlines()[-1] if proc.returncode == 0 and proc.stdout.strip() else None
+
+
+def browser_timings(run_dir: Path, n: int, binary: str) -> dict[str, Any]:
+    """Navigation (or hash change) to the page the viewer marks ready, in headless Chromium against a fresh server."""
+    sys.path.insert(0, str(REPO / "tests"))
+    from fakes.browser import Browser
+
+    ready = "(document.body || {dataset: {}}).dataset.ready"
+
+    def wait(b: Any, want: str, t0: float) -> float:
+        while (got := b.eval(ready)) != want:
+            assert got != "error", b.eval("document.getElementById('main').innerText")
+            assert time.perf_counter() - t0 < 60, f"never showed {want}"
+            time.sleep(0.005)
+        return time.perf_counter() - t0
+
+    def goto(b: Any, hash_: str) -> float:
+        t0 = time.perf_counter()
+        b.eval(f"location.hash = {hash_!r}")
+        return wait(b, hash_, t0)
+
+    httpd, base = _serve(run_dir)
+    with tempfile.TemporaryDirectory(prefix="evallog-bench-") as tmp:
+        b = Browser(binary, Path(tmp) / "profile")
+        try:
+            for domain in ("Page.enable", "Runtime.enable"):
+                b.call(domain)
+            t0 = time.perf_counter()
+            b.call("Page.navigate", url=f"{base}/")
+            index = wait(b, "#/", t0)
+            listing = goto(b, "#/c/0")
+            rows = b.eval("document.querySelectorAll('#samples tr.sample').length")
+            first = goto(b, "#/s/0/0")
+            others, calls_shown = [], []
+            for j in _picks(n, SAMPLES_OPENED):
+                others.append(goto(b, f"#/s/0/{j}"))
+                calls_shown.append(b.eval("document.querySelectorAll('section.call').length"))
+        finally:
+            b.close()
+            httpd.shutdown()
+            httpd.server_close()
+    assert rows == n, f"the sample list shows {rows} rows of {n}"
+    return {"index_s": round(index, 3), "sample_list_s": round(listing, 3), "sample_list_rows": rows,
+            "first_sample_s": round(first, 3), "sample_median_s": round(statistics.median(others), 3),
+            "sample_max_s": round(max(others), 3), "samples_opened": len(others) + 1,
+            "per_sample": [{"seconds": round(t, 3), "calls_shown": c} for t, c in zip(others, calls_shown)]}
+
+
+def _startup_wall() -> tuple[float | None, str | None]:
+    """startup_bench's whole-dataset window run (against the stand-in endpoint) as latest.json holds it."""
+    try:
+        res = json.loads((REPO / "benchmarks" / "results" / "latest.json").read_text(encoding="utf-8"))
+        got = res["results"]["startup_bench"]
+        return got["figures"]["all:sextuple/window"]["wall_s"], got["run"]["when"]
+    except (OSError, KeyError, ValueError):
+        return None, None
+
+
+def run(quick: bool = False) -> dict[str, Any]:
+    _dataset()
+    from emocaustics.core.task import get_task
+    from emocaustics.evallog.read import RunLog
+    from emocaustics.tasks.emocaustics.data.subsets import resolve
+
+    dialogues, _ = resolve("all", None)
+    if quick:
+        dialogues = dialogues[:20]
+    task = get_task("sextuple")
+    samples = task.load(task.Dataset(subset="all", ids=[d.id for d in dialogues]), task.Options(method="window")).samples
+    items = make_items(dialogues)
+    figures: dict[str, Any] = {"dialogues": len(dialogues)}
+    with tempfile.TemporaryDirectory(prefix="evallog-bench-") as tmp:
+        root = Path(tmp)
+        plain, logged, recording, rows = [], [], [], []
+        for rep in range(1 if quick else REPEATS):
+            wall, calls = solve(items, root / f"plain{rep}", None)
+            plain.append(wall)
+            cap = Capture()
+            with Timed() as timed:
+                wall, _ = solve(items, root / f"logged{rep}", cap)
+            logged.append(wall)
+            recording.append(timed.seconds)
+            rows = cap.rows
+        recorded = sum(len(r["log"]["calls"]) for _, r in rows)
+        assert recorded == calls, f"{recorded} calls recorded of {calls} asked"
+        run_dir = root / "run"
+        write = write_log(run_dir, rows, samples)
+        size = RunLog(run_dir).size_report()
+        figures["calls"] = calls
+        figures["size"] = {"bytes_on_disk": size["bytes_on_disk"], "mib_on_disk": round(size["bytes_on_disk"] / 2**20, 2),
+                           "bytes_per_call": round(size["bytes_on_disk"] / calls, 1),
+                           "prompt_chars_sent": size["prompt_chars_sent"], "text_chars_stored": size["text_chars_stored"],
+                           "dedup_share": size["dedup_share"]}
+        record_s = min(recording)
+        cost = record_s + write["total_s"]
+        startup_wall, startup_when = _startup_wall()
+        figures["writer"] = {
+            "emit_s": round(write["emit_s"], 3), "finish_s": round(write["finish_s"], 3),
+            "write_s": round(write["total_s"], 3), "write_s_per_1000_calls": round(1000 * write["total_s"] / calls, 4),
+            "run_without_log_s": round(min(plain), 3), "run_with_recording_s": round(min(logged), 3),
+            "runs_without_log_s": [round(x, 3) for x in plain], "runs_with_recording_s": [round(x, 3) for x in logged],
+            "record_s": round(record_s, 3), "record_s_per_1000_calls": round(1000 * record_s / calls, 4),
+            "record_and_write_s": round(cost, 3),
+            "share_of_in_process_run": round(cost / min(plain), 4),
+            "startup_bench_window_wall_s": startup_wall, "startup_bench_when": startup_when,
+            "share_of_startup_bench_run": round(cost / startup_wall, 4) if startup_wall else None}
+        figures["viewer_server"] = server_timings(run_dir, len(samples))
+        binary = _chromium()
+        figures["viewer_browser"] = browser_timings(run_dir, len(samples), binary) if binary else None
+    notes = ["records from the real window state machine against the dry run's stand-in answers and embeddings "
+             "(no model): prompt sizes are a run's, answers are of typical size for their schema",
+             "viewer timings without score tables (scores.parquet, items.parquet): this benchmark does not score",
+             "2 shared CPU cores: timings move with the load average (recorded in run.load_avg_1m)"]
+    if figures["viewer_browser"] is None:
+        notes.append("no Chromium here (scripts/ensure-chromium.sh failed): browser timings not measured")
+    floors: dict[str, Any] = {}
+    page = (figures["viewer_browser"] or {}).get("sample_max_s")
+    if page is not None:
+        floors["sample_page_max_s"] = {"value": page, "ceiling": CEILING_SAMPLE_S, "ok": page <= CEILING_SAMPLE_S}
+    share = figures["writer"]["share_of_startup_bench_run"]
+    if share is not None:
+        floors["log_share_of_run"] = {"value": share, "ceiling": CEILING_SHARE, "ok": share <= CEILING_SHARE}
+    return {"name": "evallog_bench", "figures": figures, "notes": notes, "floors": floors,
+            "inputs": {"subset": "all", "quick": quick, "method": "sextuple/window", "repeats": REPEATS,
+                       "samples_opened": SAMPLES_OPENED}}
+
+
+def to_markdown(res: dict[str, Any]) -> str:
+    f = res["figures"]
+    s, w, v, b = f["size"], f["writer"], f["viewer_server"], f["viewer_browser"] or {}
+    lines = ["| figure | value |", "| --- | --- |",
+             f"| dialogues / calls | {f['dialogues']} / {f['calls']} |",
+             f"| log on disk | {s['mib_on_disk']} MiB ({s['bytes_per_call']} bytes per call) |",
+             f"| prompt text deduplicated | {s['dedup_share']} ({s['prompt_chars_sent']} chars sent, "
+             f"{s['text_chars_stored']} stored) |",
+             f"| write (emit + finish) | {w['write_s']} s ({w['write_s_per_1000_calls']} s per 1,000 calls) |",
+             f"| recording | {w['record_s']} s ({w['record_s_per_1000_calls']} s per 1,000 calls) |",
+             f"| share of the in-process run / of startup_bench's run | {w['share_of_in_process_run']} / "
+             f"{w['share_of_startup_bench_run']} |",
+             f"| server: index / list / first sample / sample median, max | {v['index_s']} / {v['sample_list_s']} / "
+             f"{v['first_sample_s']} / {v['sample_median_s']}, {v['sample_max_s']} s |",
+             f"| browser: index / list / first sample / sample median, max | {b.get('index_s')} / "
+             f"{b.get('sample_list_s')} / {b.get('first_sample_s')} / {b.get('sample_median_s')}, "
+             f"{b.get('sample_max_s')} s |"]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    quick = "--quick" in (argv if argv is not None else sys.argv[1:])
+    res = run(quick=quick)
+    print(json.dumps(res, ensure_ascii=False, indent=1))
+    print(to_markdown(res))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
