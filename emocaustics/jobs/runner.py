@@ -29,7 +29,7 @@ import polars as pl
 from emocaustics.core.errors import EndpointDown, NothingToResume, UsageError
 from emocaustics.core.progress import Progress
 from emocaustics.core.task import Failure, Loaded, Options, OwnPlan, ScoreContext, Task
-from emocaustics.jobs import cost, rundir
+from emocaustics.jobs import batchfirst, cost, rundir
 from emocaustics.jobs.rundir import RUN_FILE
 from emocaustics.jobs.results import score_table, summary_record, with_run, write_extra_tables
 from emocaustics.jobs.spec import JobSpec, ModelSpec, RunSpec, dump_job, output_path
@@ -162,7 +162,7 @@ def solve(cfg: Config, job: JobSpec, samples: list, ctx: ScoreContext, cache_dir
         llm_spec = model_spec_string(job.models[cfg.model])
         # batch: every sample in flight at once, so that their independent calls share batches (the live calls
         # are still bounded by the model's own `concurrency`)
-        batched = job.models[cfg.model].batch or "batch=true" in llm_spec
+        batched = batchfirst.is_batched(job, cfg.model, llm_spec)
         concurrency = max(job.concurrency, len(samples)) if batched else job.concurrency
         if isinstance(cfg.task, OwnPlan):
             cfg.task.solve_config(samples, cfg.options, llm_spec=llm_spec, out=cfg.pred_dir, ctx=ctx,
@@ -316,6 +316,12 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force
     frames, long_rows, items, wall, defects, records = [], [], [], {}, [], []
     tables: dict[str, list[pl.DataFrame]] = {}  # the scorers' extra tables by name, every config's
     seen_tasks: set[str] = set()
+    together = batchfirst.solve_together(job, configs, loaded_by_label, ctx, cache_dir,  # type: ignore[arg-type]
+                                         lambda c: model_spec_string(job.models[c.model]),
+                                         lambda c: _prior(c, configs) is not None, evallog.config)
+    for cfg in configs:
+        if cfg.label in together:  # solved above, with the other batch configs: stop now if their endpoint died
+            _stop_if_endpoint_down(cfg, job, together[cfg.label], run_dir, job_file)
     for cfg in configs:
         clock = rundir.WallClock(claimed, cfg.label)
         got = loaded_by_label[cfg.label]
@@ -328,7 +334,9 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force
             print(_resume_line(cfg, samples), flush=True)
         cfg.pred_dir.mkdir(parents=True, exist_ok=True)
         write_provenance(cfg, job, loaded)
-        if cfg.task.needs_model(cfg.options):
+        if cfg.label in together:
+            samples = together[cfg.label]
+        elif cfg.task.needs_model(cfg.options):
             samples = cfg.task.prepare(samples, cfg.options, ctx)
             with sink.active(evallog.config(cfg.label)):
                 solve(cfg, job, samples, ctx, cache_dir, _prior(cfg, configs))

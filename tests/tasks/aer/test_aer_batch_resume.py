@@ -3,12 +3,12 @@
 `emocaustics run JOB.yaml --out DIR` of AER with `batch: true` on an OpenAI and an Anthropic model (4 configs) runs as
 a child process against the batch API stand-ins (tests/fakes/openai_batch.py, tests/fakes/anthropic_batch.py: OpenAI's
 Batch API and Anthropic's Message Batches, which cannot be reached from here), served from threads of the test process
-so that they outlive the child. The stand-ins keep their batches `in_progress`; once the first config's requests sit
-in a batch the provider accepted (and `batches.jsonl` beside the response cache names it), the child is SIGKILLed.
-(The job solves its configs one after another, so the first config's batch is the only one then.) Then the stand-ins
-let batches complete at once, and `emocaustics run JOB.yaml --resume --out DIR` follows the killed run's batch instead
-of sending its requests again, and sends the other configs' requests once each: every request in exactly one batch,
-no live call, and tables identical to an undisturbed live run's (cost aside: the batch price is half the live one).
+so that they outlive the child. The stand-ins keep their batches `in_progress`; the job's batch configs are solved
+together (jobs/batchfirst.py), so every config's requests go into one batch per model (two), and once both sit with
+the providers (and `batches.jsonl` beside the response cache names them) the child is SIGKILLed. Then the stand-ins
+let batches complete at once, and `emocaustics run JOB.yaml --resume --out DIR` follows the killed run's batches
+instead of sending their requests again: every request in exactly one batch, no live call, and tables identical to an
+undisturbed live run's (cost aside: the batch price is half the live one).
 No engine, no Ray.
 """
 
@@ -87,17 +87,19 @@ def test_a_batch_job_killed_mid_batch_resumes_its_batches_and_submits_nothing_tw
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline and child.proc.poll() is None:
                 rows = _submitted(cache)
-                if sum(r["n"] for r in rows) == N and len(rows) == oa.creates + an.creates:
+                if sum(r["n"] for r in rows) == requests and len(rows) == oa.creates + an.creates:
                     break
                 time.sleep(0.05)
             assert child.proc.poll() is None, f"the run ended before the kill: {child.output()[1][-2000:]}"
-            assert sum(r["n"] for r in _submitted(cache)) == N, child.output()[1][-2000:]
+            # the four configs share one batch per model: the grid waits for one turnaround, not four
+            assert sum(r["n"] for r in _submitted(cache)) == requests, child.output()[1][-2000:]
+            assert oa.creates == an.creates == 1
             time.sleep(0.3)  # a few status polls of the in-progress batch
             child.kill_driver()
         finally:
             cleanup(child)
         killed = [r["batch_id"] for r in _submitted(cache)]
-        assert oa.creates + an.creates == len(killed) >= 1
+        assert oa.creates + an.creates == len(killed) == 2
         assert set(killed) <= set(oa.batches) | set(an.batches)
         assert all(b.final is None for b in oa.batches.values())  # killed while the batch was still running
         assert all(b.results is None for b in an.batches.values())
