@@ -8,6 +8,8 @@ Failures: actors are created with `max_restarts`, so Ray brings a crashed replic
 first call). Calls in flight on the crashed actor fail with `RayActorError`; the pool retries them (up to `retries`
 times, preferring another replica), and only then reports them as failed Completions / `RunFailure`s. Ray's own
 `max_task_retries` is not used because it cannot prefer a healthy replica and would hide the failure count.
+A model service stopped and served again under a job (new actors under the same names) is waited for, bounded, and
+re-attached to (models/comeback.py); if it does not come back, the calls fail with `ServiceGone`, naming what to do.
 
 The pool itself satisfies the `LLM` protocol (`name`, `generate`) and adds `run`, `stats`, `start`, `shutdown`.
 """
@@ -37,6 +39,7 @@ START_REPORT_EVERY = 10.0  # seconds between "waiting for engines" lines while r
 class ReplicaDied(Exception):
     """A call failed on every try because its replica died; the message names the cause (models/replica_death.py)."""
 MAX_AFFINITY_KEYS = 100_000  # forget the oldest keys beyond this: a key only steers placement
+MAX_COMEBACKS = 3  # re-attachments of one call to a restarted service's replica (models/comeback.py)
 
 
 class ModelPool:
@@ -89,6 +92,8 @@ class ModelPool:
         self._instances: dict[str, float | None] = {}  # engine instance id -> its start seconds
         self.retried = 0  # calls re-sent after a replica died
         self._deaths_told: set[tuple[int, Any]] = set()  # (replica, pid) of each death already reported
+        self.service_wait: float | None = None  # seconds to wait for a stopped service (None: models/comeback.py)
+        self._comebacks: dict[tuple[str, str], Any] = {}  # those waits, one per dead replica actor
 
     def _service_running(self) -> bool:
         """Whether a model service holds this pool's replicas; attaching counts as a request for its idle clock."""
@@ -177,21 +182,41 @@ class ModelPool:
         from ray.exceptions import RayActorError
 
         tried: set[int] = set()
-        for attempt in range(self.retries + 1):
+        attempt = comebacks = 0
+        while True:
             i = self._pick(affinity, tried)
             self._load[i] += weight
             try:
                 return await getattr(self._actors[i], method).remote(*args)
             except RayActorError as exc:
-                tried.add(i)
                 reason = self._death(i, exc)
+                if comebacks < MAX_COMEBACKS and await self._service_back(i):  # a restarted service: not a failed try
+                    comebacks += 1
+                    self.retried += 1
+                    continue
+                tried.add(i)
                 if attempt == self.retries:
                     raise ReplicaDied(f"replica {i} of model {self.name} died: {reason}") from exc
                 self.retried += 1
                 await asyncio.sleep(min(0.5 * 2**attempt, 5.0))  # give Ray time to notice and restart the actor
+                attempt += 1
             finally:
                 self._load[i] -= weight
-        raise AssertionError("unreachable")
+
+    async def _service_back(self, i: int) -> bool:
+        """A service's replica `i` died: wait (bounded) for the service to put a new actor under its name, and route to
+        that one (models/comeback.py). False for a job's own replicas, and when Ray restarts the same actor."""
+        if not (self.attached or self.detached):
+            return False
+        from emocaustics.models import comeback
+
+        actor = await comeback.wait_for_replica(
+            self._comebacks, model=self.name, service=self.actor_prefix, name=f"{self.actor_prefix}-{i}",
+            namespace=NAMESPACE, dead=self._actors[i], seconds=comeback.wait_seconds(self.service_wait))
+        if actor is None:
+            return False
+        self._actors[i] = actor
+        return True
 
     def _death(self, i: int, exc: BaseException) -> str:
         """Why replica `i` died (what it recorded before exiting, else Ray's error), printed once per death."""

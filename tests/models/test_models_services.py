@@ -5,6 +5,7 @@ tested in tests/jobs/test_jobs_services.py."""
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 import uuid
 
@@ -123,3 +124,97 @@ def test_keep_alive_is_checked_in_the_job_spec_and_left_out_of_the_job_hash() ->
     plain = JobSpec.model_validate({**base, "models": {"m": {"spec": "smoke"}}})
     kept = JobSpec.model_validate({**base, "models": {"m": {"spec": "smoke", "keep_alive": "30m"}}})
     assert job_hash(plain) == job_hash(kept)
+
+
+class SlowActor(CountingActor):
+    """CountingActor whose answers take 3 s, so that a test can stop the service while calls are in flight."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.inflight = 0
+
+    async def generate(self, requests):
+        self.inflight += len(requests)
+        try:
+            await asyncio.sleep(3.0)
+            return await super().generate(requests)
+        finally:
+            self.inflight -= len(requests)
+
+    async def stats(self):
+        return {**(await super().stats()), "inflight": self.inflight}
+
+
+def _slow_service(name: str) -> ModelPool:
+    pool = ModelPool("m", name=name, replicas=1, actor_cls=SlowActor, gpus_per_replica=0, detached=True)
+    serve_pool(pool, "slow", idle_timeout=None, report=lambda line: None)
+    return pool
+
+
+def _generate_in_thread(pool: ModelPool, requests: list[ChatRequest]) -> tuple[threading.Thread, dict]:
+    out: dict = {}
+
+    def go() -> None:
+        t0 = time.monotonic()
+        out["answers"] = asyncio.run(pool.generate(requests))
+        out["seconds"] = time.monotonic() - t0
+
+    thread = threading.Thread(target=go, daemon=True)
+    thread.start()
+    return thread, out
+
+
+def _wait_inflight(pool: ModelPool) -> None:
+    import ray
+
+    deadline = time.monotonic() + 30
+    while ray.get(pool.actors[0].stats.remote())["inflight"] == 0:
+        assert time.monotonic() < deadline, "the job's calls never reached the service"
+        time.sleep(0.05)
+
+
+def test_a_job_survives_its_service_being_stopped_and_served_again_mid_call(ray_local) -> None:
+    name = f"restart-{uuid.uuid4().hex[:6]}"
+    first = _slow_service(name)
+    job = ModelPool("m", name=name, replicas=1, actor_cls=SlowActor, gpus_per_replica=0)
+    assert job.attached
+    job.service_wait = 60.0
+    try:
+        thread, out = _generate_in_thread(job, [_request(f"d{n}") for n in range(4)])
+        _wait_inflight(first)  # the job's 4 calls are in the old replica
+        stop_services([first.actor_prefix])
+        assert _wait_gone(first.actor_prefix)
+        time.sleep(2.0)
+        assert thread.is_alive(), "the job gave up while its service was down"
+        second = _slow_service(name)  # `emocaustics serve` again: new actors under the same names
+        assert second.actors[0]._actor_id != first.actors[0]._actor_id
+        thread.join(60)
+        assert not thread.is_alive()
+        import ray
+
+        new_instance = ray.get(second.actors[0].stats.remote())["instance"]
+        assert [c.error for c in out["answers"]] == [None] * 4  # no call lost
+        assert {c.text for c in out["answers"]} == {new_instance}  # every one answered by the restarted service
+        assert job.actors[0]._actor_id == second.actors[0]._actor_id and job.retried >= 4
+    finally:
+        if any(s["id"] == first.actor_prefix for s in list_services()):
+            stop_services([first.actor_prefix])
+    assert _wait_gone(first.actor_prefix)
+
+
+def test_a_service_that_does_not_come_back_fails_the_calls_with_a_named_error_once(ray_local) -> None:
+    name = f"gone-{uuid.uuid4().hex[:6]}"
+    first = _slow_service(name)
+    job = ModelPool("m", name=name, replicas=1, actor_cls=SlowActor, gpus_per_replica=0)
+    job.service_wait = 2.0
+    thread, out = _generate_in_thread(job, [_request("d1"), _request("d2")])
+    _wait_inflight(first)
+    stop_services([first.actor_prefix])
+    thread.join(60)
+    assert not thread.is_alive()
+    errors = {c.error for c in out["answers"]}
+    assert len(errors) == 1 and "ServiceGone" in errors.pop()
+    assert "did not come back within 2 s" in out["answers"][0].error and "--resume" in out["answers"][0].error
+    later, again = _generate_in_thread(job, [_request("d3")])  # the wait ran out once: no second wait
+    later.join(30)
+    assert "ServiceGone" in again["answers"][0].error and again["seconds"] < 1.5
