@@ -50,6 +50,7 @@ BENCHMARKS: list[tuple[str, str, bool]] = [
     ("benchmarks.reference_bench", "our pipeline vs the reference's way of driving the same OpenAI server", True),
     ("benchmarks.scale_bench", "SIMULATED GPU engine: scaling, projections with bounds, orchestration overhead", True),
     ("benchmarks.ecpe_job_bench", "the ECPE quickstart job end to end on the smoke engine", False),
+    ("benchmarks.warm_bench", "the quickstart job as new processes: cold vs attached to a served (warm) model", True),
 ]
 SHORT = [m.rsplit(".", 1)[1] for m, _, _ in BENCHMARKS]
 

@@ -373,6 +373,12 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force
     report = write_report(run_dir, scores, wall)
     claimed.record["failed_samples"] = int(scores["failed"].sum())
     claimed.record["samples"] = scores.height
+    from emocaustics.models.pool import registered_pools
+
+    # Unix time of the first request sent to a local model (how soon a job against warm models gets to work)
+    startup["first_llm_call_at"] = min((p.first_call_at for p in registered_pools().values() if p.first_call_at),
+                                       default=None)
+    (run_dir / "startup.json").write_text(json.dumps(startup, indent=1), encoding="utf-8")
     claimed.record["startup"] = startup
     rundir.finish(claimed)
     print(f"summary: {run_dir / 'summary.md'}\nreport:  {report}", flush=True)

@@ -94,6 +94,7 @@ class ModelPool:
         self._deaths_told: set[tuple[int, Any]] = set()  # (replica, pid) of each death already reported
         self.service_wait: float | None = None  # seconds to wait for a stopped service (None: models/comeback.py)
         self._comebacks: dict[tuple[str, str], Any] = {}  # those waits, one per dead replica actor
+        self.first_call_at: float | None = None  # epoch of this pool's first request (the run's startup.json)
 
     def _service_running(self) -> bool:
         """Whether a model service holds this pool's replicas; attaching counts as a request for its idle clock."""
@@ -181,6 +182,7 @@ class ModelPool:
         """Call `method` on a replica; on actor death retry elsewhere. Raises the last error when retries run out."""
         from ray.exceptions import RayActorError
 
+        self.first_call_at = self.first_call_at or time.time()
         tried: set[int] = set()
         attempt = comebacks = 0
         while True:

@@ -86,3 +86,63 @@ def test_kept_model_is_listed_attached_by_later_jobs_and_serve_and_stopped(tmp_p
     finally:
         cluster.close()
 
+
+
+RESTART_JOB = """name: restarted
+dataset: {subset: sample}
+models:
+  smoke: %s
+runs:
+  - {task: sextuple, method: window, model: smoke}
+scoring: {embedder: minilm, judge: none}
+concurrency: 1
+"""
+
+
+def _predicted(run_dir: Path) -> int:
+    return len(list((run_dir / "predictions").glob("sextuple_*smoke*/output_*_[0-9]*.json")))
+
+
+def test_a_job_survives_its_service_being_stopped_and_served_again(tmp_path):
+    """`models stop` + `serve` of the service a running job is attached to (a new engine under the same names, while
+    the job has samples in flight and to go): the job waits, re-attaches and ends with every sample scored once, no
+    failure from the restart, exit 0."""
+    import polars as pl
+
+    cluster = _cluster.LocalCluster()
+    child = None
+    try:
+        cluster.start_head(num_cpus=2)
+        address = f"127.0.0.1:{cluster.gcs_port}"
+        (tmp_path / "models.yaml").write_text("models:\n  smoke: %s\n" % (MODEL % ""), encoding="utf-8")
+        (tmp_path / "job.yaml").write_text(RESTART_JOB % (MODEL % ""), encoding="utf-8")
+        _cli("serve", str(tmp_path / "models.yaml"), "--ray-address", address)
+        run_dir = tmp_path / "run"
+        log = (tmp_path / "job.out").open("wb")
+        child = subprocess.Popen([EMOCAUSTICS, "run", str(tmp_path / "job.yaml"), "--ray-address", address, "--out",
+                                  str(run_dir), "--allow-failures"], stdout=log, stderr=subprocess.STDOUT,
+                                 env=_cluster.client_env(), cwd=REPO)
+        deadline = time.monotonic() + 300
+        while _predicted(run_dir) == 0:  # the job is attached and has finished its first dialogue
+            assert child.poll() is None and time.monotonic() < deadline, (tmp_path / "job.out").read_text()[-3000:]
+            time.sleep(0.2)
+        _cli("models", "stop", "smoke", "--ray-address", address)
+        done_at_stop = _predicted(run_dir)
+        assert child.poll() is None and done_at_stop < 8, "the job ended before its service stopped: lengthen it"
+        time.sleep(3)
+        assert child.poll() is None, "the job gave up while its service was down"
+        _cli("serve", str(tmp_path / "models.yaml"), "--ray-address", address)  # a new engine, the same names
+        rc = child.wait(timeout=600)
+        out = (tmp_path / "job.out").read_text(errors="replace")
+        assert rc == 0, out[-5000:]
+        assert "is gone (stopped or restarting)" in out and "is back; re-attached" in out, out[-5000:]
+        scores = pl.read_parquet(run_dir / "scores.parquet").filter(pl.col("run").str.contains("smoke"))
+        assert scores.height == 8 and scores["sample_id"].n_unique() == 8  # every dialogue once: none lost
+        reasons = [str(r) for r in scores.filter(pl.col("failed"))["reason"].to_list()]
+        assert not [r for r in reasons if "replica" in r or "Service" in r], reasons  # the restart failed none
+        print(f"{done_at_stop} of 8 dialogues done when the service stopped; {len(reasons)} failed (random model)")
+    finally:
+        if child is not None and child.poll() is None:
+            child.kill()
+            child.wait(30)
+        cluster.close()

@@ -196,6 +196,7 @@ def test_a_job_survives_its_service_being_stopped_and_served_again_mid_call(ray_
         assert [c.error for c in out["answers"]] == [None] * 4  # no call lost
         assert {c.text for c in out["answers"]} == {new_instance}  # every one answered by the restarted service
         assert job.actors[0]._actor_id == second.actors[0]._actor_id and job.retried >= 4
+        assert job.first_call_at is not None and job.first_call_at < time.time()  # startup.json's first_llm_call_at
     finally:
         if any(s["id"] == first.actor_prefix for s in list_services()):
             stop_services([first.actor_prefix])
