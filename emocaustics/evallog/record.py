@@ -6,11 +6,14 @@ reads answers into records tells the recorder what it made of each one (`note`: 
 parse error); it finds the sample's recorder through a context variable, so no solver signature changes, and many
 samples in flight on one event loop each see their own (asyncio copies the context into every task).
 
-Text is split into chunks keyed by a short hash as it is recorded (`chunks`), so that what the calls of a sample share
+Text is split into chunks keyed by a short hash as it is recorded (`Chunker`), so that what the calls of a sample share
 (its system prompt, a topic's documents, a dialogue's history: every later prompt repeats the earlier lines) travels
 and is stored once. Chunks end at a blank line (a paragraph: a document, a section) and after a line whose own hash
 ends in two zero bits (content-defined: the same run of lines makes the same chunks wherever it sits in a prompt, on
-average four lines each).
+average four lines each). A sample's prompts repeat most of their text, and a run sends about 3,000 characters per
+call, so the chunker of a sample does not look at text it has chunked before: a paragraph seen before is a dictionary
+hit, and a paragraph that extends one seen before (a history one line longer) is chunked from the start of that
+one's last chunk only. Either way the chunks are the ones chunking the whole text would make.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import json
 import time
 import zlib
 from collections.abc import Iterator
+from itertools import accumulate, compress
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
@@ -32,20 +36,67 @@ def text_hash(text: str) -> str:
     return hashlib.blake2b(text.encode("utf-8"), digest_size=8).hexdigest()
 
 
+class Chunker:
+    """Chunks of one sample's texts by their hashes (`texts`); memory of what it chunked, for the next call's text."""
+
+    RECENT = 4  # paragraphs a new one may extend (the history of the call before, a few others in between)
+
+    def __init__(self) -> None:
+        self.texts: dict[str, str] = {}  # hash -> chunk
+        self._hashes: dict[str, str] = {}  # chunk -> hash
+        self._bounds: dict[str, bool] = {}  # line -> a chunk ends after it
+        self._paras: dict[str, list[str]] = {}  # paragraph (with its blank-line end) -> its chunks' hashes
+        self._recent: list[tuple[str, list[str], int]] = []  # (paragraph without its end, hashes, last chunk start)
+
+    def _hash(self, piece: str) -> str:
+        h = self._hashes.get(piece)
+        if h is None:
+            h = self._hashes[piece] = text_hash(piece)
+            self.texts[h] = piece
+        return h
+
+    def _split(self, para: str) -> list[str]:
+        """A paragraph (no blank line inside) cut after each line whose hash ends in two zero bits."""
+        lines = para.split("\n")
+        flags = list(map(self._bounds.get, lines))
+        if None in flags:
+            for i, flag in enumerate(flags):
+                if flag is None:
+                    flags[i] = self._bounds[lines[i]] = zlib.crc32(lines[i].encode("utf-8")) & 3 == 0
+        cuts = list(compress(accumulate(map((1).__add__, map(len, lines))), flags))  # after each line's newline
+        while cuts and cuts[-1] >= len(para):
+            cuts.pop()
+        return [para[a:b] for a, b in zip([0, *cuts], [*cuts, len(para)])]
+
+    def refs(self, text: str) -> list[str]:
+        """`text` as the hashes of consecutive chunks (`texts` has each chunk)."""
+        if len(text) <= SHORT or "\n" not in text:
+            return [self._hash(text)]
+        out: list[str] = []
+        parts = text.split("\n\n")
+        last = len(parts) - 1
+        for i, part in enumerate(parts):
+            para = part + "\n\n" if i < last else part
+            if not para:
+                continue
+            got = self._paras.get(para)
+            if got is None:
+                for prev, prev_refs, start in self._recent:  # a longer version of a recent paragraph
+                    if len(part) > len(prev) and start <= len(prev) and part.startswith(prev):
+                        got = prev_refs[:-1] + [self._hash(p) for p in self._split(para[start:])]
+                        break
+                else:
+                    got = [self._hash(p) for p in self._split(para)]
+                self._paras[para] = got
+                self._recent = [(part, got, len(para) - len(self.texts[got[-1]])), *self._recent[:self.RECENT - 1]]
+            out.extend(got)
+        return out
+
+
 def chunks(text: str) -> list[str]:
     """`text` as consecutive pieces that join back to it (content-defined boundaries after some lines)."""
-    if len(text) <= SHORT or "\n" not in text:
-        return [text]
-    out: list[str] = []
-    start = pos = 0
-    for line in text.splitlines(keepends=True):
-        pos += len(line)
-        if not line.strip() or zlib.crc32(line.encode("utf-8")) & 3 == 0:
-            out.append(text[start:pos])
-            start = pos
-    if start < len(text):
-        out.append(text[start:])
-    return out
+    ch = Chunker()
+    return [ch.texts[h] for h in ch.refs(text)]
 
 
 class Recorder:
@@ -54,17 +105,21 @@ class Recorder:
     def __init__(self, prompts: bool = True) -> None:
         self.prompts = prompts
         self.calls: list[dict[str, Any]] = []
-        self.texts: dict[str, str] = {}
+        self.chunker = Chunker()
+        self.texts = self.chunker.texts
+        self._schemas: dict[int, tuple[Any, list[str]]] = {}  # id(schema) -> (schema, its hashes): many calls share one
         self._by_request: dict[int, tuple[Any, dict[str, Any]]] = {}  # id(request) -> (request, its last call)
         self._t0 = time.perf_counter()
 
     def _ref(self, text: str) -> list[str]:
-        refs = []
-        for piece in chunks(text):
-            h = text_hash(piece)
-            self.texts.setdefault(h, piece)
-            refs.append(h)
-        return refs
+        return self.chunker.refs(text)
+
+    def _schema(self, schema: Any) -> list[str]:
+        got = self._schemas.get(id(schema))
+        if got is None or got[0] is not schema:
+            text = json.dumps(schema, sort_keys=True, ensure_ascii=False)
+            got = self._schemas[id(schema)] = (schema, self._ref(text))
+        return got[1]
 
     def add(self, request: Any, completion: Any, started: float, latency: float) -> None:
         call: dict[str, Any] = {
@@ -76,8 +131,7 @@ class Recorder:
         }
         if self.prompts:
             call["messages"] = [[m.get("role", ""), self._ref(str(m.get("content", "")))] for m in request.messages]
-            call["schema"] = (self._ref(json.dumps(request.schema, sort_keys=True, ensure_ascii=False))
-                              if request.schema is not None else None)
+            call["schema"] = self._schema(request.schema) if request.schema is not None else None
             call["text"] = completion.text
             call["parsed"] = (json.dumps(completion.parsed, ensure_ascii=False, default=str)
                               if completion.parsed is not None else None)
