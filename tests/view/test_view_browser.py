@@ -151,3 +151,49 @@ def test_export_opens_from_file(run_dir: Path, browser: Browser, tmp_path: Path)
     errors = browser.load(page.as_uri())
     _walk(browser, view.labels, tmp_path)
     assert errors == []
+
+
+def test_a_long_transcript_opens_collapsed_and_each_call_on_a_click(browser: Browser, tmp_path: Path) -> None:
+    """A sample of 60 calls (a window dialogue makes 200): the page lists every call's header at once and builds a
+    call's prompt and answer when it is opened; "open all" opens every one. A sample of a few calls shows them open."""
+    from emocaustics.evallog.record import Recorder
+    from emocaustics.evallog.writer import EvalLog
+    from emocaustics.models.base import ChatRequest, Completion
+
+    def result(calls: int) -> dict:
+        rec = Recorder()
+        for n in range(calls):
+            rec.add(ChatRequest(messages=({"role": "system", "content": "the system prompt"},
+                                          {"role": "user", "content": f"question number {n}"})),
+                    Completion(text=f'{{"answer": "reply {n}"}}', parsed={"answer": f"reply {n}"}), 0.0, 0.01)
+        return {"ok": True, "log": rec.to_json()}
+
+    cfg = EvalLog(tmp_path).config("cfg")
+    cfg.emit("long", result(60))
+    cfg.emit("short", result(3))
+    view = ViewData(RunLog(tmp_path))
+    httpd = make_server(view)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        assert browser.load(f"http://127.0.0.1:{httpd.server_address[1]}/") == []
+        _ready(browser, "#/")
+        j = [str(r["sample_id"]) for r in view.table(0)["rows"]].index("long")
+        _goto(browser, f"#/s/0/{j}")
+        assert _text(browser, "section.call h3").splitlines() == [f"call {n + 1}" for n in range(60)]
+        assert browser.eval("document.querySelectorAll('section.call pre.msg').length") == 0
+        browser.eval("document.querySelectorAll('section.call summary')[41].click()")
+        deadline = time.monotonic() + 10
+        while "question number 41" not in _text(browser, "pre.msg"):
+            assert time.monotonic() < deadline, "call 42 never showed its prompt"
+            time.sleep(0.05)
+        assert '"reply 41"' in _text(browser, "pre.answer") and "question number 40" not in _text(browser, "pre.msg")
+        browser.eval("document.querySelector('button.open-calls').click()")
+        while browser.eval("document.querySelectorAll('section.call pre.answer').length") < 60:
+            assert time.monotonic() < deadline, "open all did not open every call"
+            time.sleep(0.05)
+        assert "question number 0" in _text(browser, "pre.msg") and "question number 59" in _text(browser, "pre.msg")
+        _goto(browser, f"#/s/0/{1 - j}")
+        assert _text(browser, "pre.answer").splitlines() == [f'{{"answer": "reply {n}"}}' for n in range(3)]
+    finally:
+        httpd.shutdown()
+        httpd.server_close()

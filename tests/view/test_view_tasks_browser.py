@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 from pathlib import Path
 
 import polars as pl
@@ -230,6 +231,17 @@ def _click(b: Browser, i: int, sample_id: str) -> None:
            ".click()")
     _ready(b, f"#/s/{i}/{b.eval('location.hash').split('/')[-1]}")
     assert _text(b, "#sample-id") == sample_id
+    _open_calls(b)
+
+
+def _open_calls(b: Browser) -> None:
+    """Open every call of a long transcript (it shows each call's header until opened): "open all"."""
+    b.eval("document.querySelectorAll('button.open-calls').forEach(x => x.click())")
+    deadline = time.monotonic() + 20
+    while not b.eval("Array.from(document.querySelectorAll('section.call .call-body'))"
+                     ".every(d => d.childElementCount > 0)"):
+        assert time.monotonic() < deadline, "the calls never opened"
+        time.sleep(0.05)
 
 
 def _compare(b: Browser, view: ViewData, other: str) -> list[str]:
@@ -238,6 +250,7 @@ def _compare(b: Browser, view: ViewData, other: str) -> list[str]:
     here = b.eval("location.hash")
     _do(b, f"const s = document.getElementById('compare'); s.value = '{k}'; s.dispatchEvent(new Event('change'))")
     _ready(b, f"{here}/{k}")
+    _open_calls(b)
     return b.eval("Array.from(document.querySelectorAll('.sample-view')).map(v => v.dataset.config + '\\n' + "
                   "v.innerText)")
 

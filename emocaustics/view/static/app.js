@@ -160,22 +160,44 @@ function renderItems(items) {
     items.map((it) => el("tr", { class: markOf(it) }, cols.map((c) => el("td", {}, fmt(it[c])))))));
 }
 
-function renderCall(c) {
+// A transcript of up to OPEN_ALL calls shows every call; a longer one (a window dialogue makes 200) shows each call's
+// header, and its prompt and answer once opened (built then: the page opens at once however long the transcript).
+const OPEN_ALL = 12;
+
+function callBody(c) {
+  return [
+    c.messages.map((m) => el("div", {}, el("div", { class: "role" }, m.role), el("pre", { class: "msg" }, m.content))),
+    c.schema ? el("details", {}, el("summary", {}, "schema"), el("pre", {}, pretty(c.schema))) : null,
+    el("div", { class: "role" }, "answer"), el("pre", { class: "answer" }, c.text === null ? "(not logged)" : c.text),
+    c.parsed !== null && c.parsed !== undefined ? el("details", {}, el("summary", {}, "parsed"),
+      el("pre", {}, pretty(c.parsed))) : null];
+}
+
+function renderCall(c, open) {
   const failed = c.error || c.parse_error;
   const meta = [c.step && "step " + c.step, c.retry ? "re-ask " + c.retry : null,
     c.prompt_tokens + " prompt / " + c.generated_tokens + " generated tokens",
     c.latency !== null ? c.latency.toFixed(3) + " s" : null, c.cached ? "cache hit" : null,
     c.repaired ? "repaired JSON" : null, c.sampling ? "sampling " + JSON.stringify(c.sampling) : null]
     .filter(Boolean).join(" · ");
+  const body = el("div", { class: "call-body" });
+  const fill = () => { if (!body.firstChild) body.append(...callBody(c).flat().filter(Boolean)); };
+  if (open) fill();
   return el("section", { class: "call" + (failed ? " failed" : "") },
-    el("h3", {}, "call " + (c.seq + 1)), el("div", { class: "meta" }, meta),
-    c.messages.map((m) => el("div", {}, el("div", { class: "role" }, m.role), el("pre", { class: "msg" }, m.content))),
-    c.schema ? el("details", {}, el("summary", {}, "schema"), el("pre", {}, pretty(c.schema))) : null,
-    el("div", { class: "role" }, "answer"), el("pre", { class: "answer" }, c.text === null ? "(not logged)" : c.text),
-    c.parsed !== null && c.parsed !== undefined ? el("details", {}, el("summary", {}, "parsed"),
-      el("pre", {}, pretty(c.parsed))) : null,
+    el("details", { open: open ? "open" : null, ontoggle: (e) => { if (e.target.open) fill(); } },
+      el("summary", {}, el("h3", {}, "call " + (c.seq + 1)), " ", el("span", { class: "meta" }, meta)), body),
     c.parse_error ? el("div", { class: "error parse-error" }, "parse error: " + c.parse_error) : null,
     c.error ? el("div", { class: "error call-error" }, "error: " + c.error) : null);
+}
+
+function renderCalls(calls) {
+  const all = calls.length <= OPEN_ALL;
+  const nodes = calls.map((c) => renderCall(c, all));
+  if (all) return nodes;
+  const toggle = (open) => () => nodes.forEach((n) => { n.querySelector("details").open = open; });
+  return [el("div", { class: "meta" }, calls.length + " calls, each opens on a click · ",
+    el("button", { class: "open-calls", onclick: toggle(true) }, "open all"), " ",
+    el("button", { class: "close-calls", onclick: toggle(false) }, "close all")), ...nodes];
 }
 
 function renderSample(s) {
@@ -191,7 +213,7 @@ function renderSample(s) {
       renderSection(x)))),
     renderItems(s.items),
     section("Transcript (" + s.calls.length + " calls)", s.prompts === false ?
-      el("div", { class: "meta" }, "prompt logging was off for this run") : null, ...s.calls.map(renderCall)));
+      el("div", { class: "meta" }, "prompt logging was off for this run") : null, ...renderCalls(s.calls)));
 }
 
 async function viewSample(i, j, k) {
