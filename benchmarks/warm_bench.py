@@ -15,6 +15,7 @@ Issue 31's targets, recorded as ceilings: warm first call <= 2 s; warm wall <= 0
 The head: tests/fakes/local_cluster.py (own ports, own --temp-dir; only its own processes are ended).
 
     python -m benchmarks.warm_bench        # or `python -m benchmarks --only warm_bench`; --quick runs the same job
+    WARM_BENCH_PYSPY=/tmp/warm.txt python -m benchmarks.warm_bench   # + a third (warm) run under py-spy, not timed
 """
 
 from __future__ import annotations
@@ -90,6 +91,16 @@ def _run_job(out: Path, address: str, env: dict[str, str], log: Path) -> dict[st
     return figures
 
 
+def _profile(flame: Path, out: Path, address: str, env: dict[str, str]) -> None:
+    """`py-spy record` of one more warm run: where the time before the first LLM call goes (raw collapsed stacks)."""
+    pyspy = str(Path(sys.executable).parent / "py-spy")
+    subprocess.run([pyspy, "record", "--format", "raw", "--rate", "50", "--subprocesses", "-o", str(flame), "--",
+                    EMOCAUSTICS, "run", str(JOB), "--ray-address", address, "--out", str(out), "--allow-failures"],
+                   env=env, cwd=REPO, capture_output=True, timeout=1800, check=True)
+    first = json.loads((out / "startup.json").read_text(encoding="utf-8")).get("first_llm_call_at")
+    print(f"profiled warm run: {flame}; first_llm_call_at {first}", flush=True)
+
+
 def run(quick: bool = False) -> dict:
     lc = _local_cluster()
     cluster = lc.LocalCluster()
@@ -110,6 +121,8 @@ def run(quick: bool = False) -> dict:
             figures["serve_s"] = served["wall_s"]  # not part of either run
             figures["warm"] = _run_job(logs / "warm", address, env, logs / "warm.log")
             figures["load_1m_after"] = round(os.getloadavg()[0], 2)
+            if os.environ.get("WARM_BENCH_PYSPY"):  # a third run, warm, under py-spy (not part of the figures)
+                _profile(Path(os.environ["WARM_BENCH_PYSPY"]), logs / "profiled", address, env)
             _timed_run(["models", "stop", "--all", "--ray-address", address], env, logs / "stop.log")
         finally:
             cluster.close()
