@@ -36,9 +36,10 @@ test: install
 	$(PY) -m pytest -q -ra --durations=15
 
 # Not in `make test` (pyproject's addopts deselect the marker): the chaos soak, every task on a head and a worker
-# started with `ray start` here, replicas killed and the worker lost mid-job (docs/reliability.md). Prints its figures.
+# started with `ray start` here, replicas killed and the worker lost mid-job (docs/reliability.md), prints its figures;
+# and replicas placed on two nodes (tests/jobs/test_jobs_cluster.py).
 soak: install
-	$(PY) -m pytest -q -ra -s -m soak tests/reliability/test_soak.py
+	$(PY) -m pytest -q -ra -s -m soak tests/reliability/test_soak.py tests/jobs/test_jobs_cluster.py
 
 bench: install
 	$(PY) -m benchmarks

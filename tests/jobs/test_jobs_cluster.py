@@ -73,6 +73,9 @@ def test_ray_job_submit_on_a_started_head(cluster, tmp_path):
     assert "[solve sextuple_direct_smoke] 2/2" in log  # progress lines reach `ray job` logs
 
 
+# Behind the soak marker (`make soak`, with the chaos soak of tests/reliability/test_soak.py, which also runs a head and
+# a worker): two `ray start` nodes and an engine on each cost three minutes of the 35-minute suite on 2 cores.
+@pytest.mark.soak
 def test_two_nodes_replicas_on_both(cluster, tmp_path):
     cluster.start_head(num_cpus=1, resources={"node_a": 1})
     cluster.add_worker(num_cpus=1, resources={"node_b": 1})
