@@ -24,12 +24,8 @@ class Config(Protocol):
 COST_COLUMNS = ("llm_calls", "cache_hits", "prompt_tokens", "generated_tokens")
 
 
-def score_table(cfg: Config, scored: Scored, stats: dict[str, dict[str, Any]]) -> pl.DataFrame:
-    """One row per sample of this config: primary metric as `score`, the others as `c_<metric>`, cost and status."""
-    rows = scored.rows
-    # The per-sample score is the primary metric where the task scores it per sample; a corpus-level primary
-    # (an official F1) lives in configs.json, and its first per-sample metric stands in the per-sample table.
-    primary = cfg.task.primary_metric
+def per_sample(rows: pl.DataFrame, primary: str) -> pl.DataFrame:
+    """One row per sample from a scorer's long rows: the primary metric as `score`, the others as `c_<metric>`."""
     if rows.height and primary not in set(rows["metric"]):
         primary = rows["metric"][0]
     main = rows.filter(pl.col("metric") == primary).select(
@@ -40,6 +36,15 @@ def score_table(cfg: Config, scored: Scored, stats: dict[str, dict[str, Any]]) -
         wide = others.pivot(on="metric", index="sample_id", values="value", aggregate_function="first")
         wide = wide.rename({c: f"c_{c}" for c in wide.columns if c != "sample_id"})
         main = main.join(wide, on="sample_id", how="left")
+    return main
+
+
+def score_table(cfg: Config, scored: Scored, stats: dict[str, dict[str, Any]]) -> pl.DataFrame:
+    """One row per sample of this config: primary metric as `score`, the others as `c_<metric>`, cost and status."""
+    rows = scored.rows
+    # The per-sample score is the primary metric where the task scores it per sample; a corpus-level primary
+    # (an official F1) lives in configs.json, and its first per-sample metric stands in the per-sample table.
+    main = per_sample(rows, cfg.task.primary_metric)
     info = scored.tables.get("sample_info")
     if info is not None:
         main = main.join(info, on="sample_id", how="left")

@@ -59,21 +59,6 @@ def _validated(what: str, flag: str, build: Any, raw: dict[str, Any]) -> Any:
         raise UsageError(f"{what} ({flag}): {exc}") from None
 
 
-def per_sample(rows: pl.DataFrame, primary: str) -> pl.DataFrame:
-    """One row per sample, as a run's scores.parquet without its cost columns (jobs.results.score_table)."""
-    if rows.height and primary not in set(rows["metric"]):
-        primary = rows["metric"][0]
-    main = rows.filter(pl.col("metric") == primary).select(
-        "sample_id", "weight", pl.col("value").alias("score"), (pl.col("status") == "failed").alias("failed"),
-        "status", "reason")
-    others = rows.filter(pl.col("metric") != primary)
-    if others.height:
-        wide = others.pivot(on="metric", index="sample_id", values="value", aggregate_function="first")
-        main = main.join(wide.rename({c: f"c_{c}" for c in wide.columns if c != "sample_id"}), on="sample_id",
-                         how="left")
-    return main
-
-
 def score_predictions(task_name: str, folder: Path, *, dataset: dict[str, Any] | None = None,
                       options: dict[str, Any] | None = None, ignore_provenance: bool = False,
                       where: str | None = None, warn: Callable[[str], None] = lambda line: None) -> Scores:
@@ -82,6 +67,7 @@ def score_predictions(task_name: str, folder: Path, *, dataset: dict[str, Any] |
     from emocaustics.core import provenance
     from emocaustics.core.predictions import pair
     from emocaustics.core.task import ScoreContext, get_task
+    from emocaustics.jobs.results import per_sample
 
     task = get_task(task_name)
     where = where or str(folder)
