@@ -94,13 +94,15 @@ models:
   smoke: %s
 runs:
   - {task: sextuple, method: window, model: smoke}
+  - {task: emotion, method: window, model: smoke}
+  - {task: sextuple, method: direct, model: smoke}
 scoring: {embedder: minilm, judge: none}
 concurrency: 1
 """
 
 
 def _predicted(run_dir: Path) -> int:
-    return len(list((run_dir / "predictions").glob("sextuple_*smoke*/output_*_[0-9]*.json")))
+    return len(list((run_dir / "predictions").glob("*smoke*/output_*_[0-9]*.json")))
 
 
 def test_a_job_survives_its_service_being_stopped_and_served_again(tmp_path):
@@ -123,12 +125,12 @@ def test_a_job_survives_its_service_being_stopped_and_served_again(tmp_path):
                                   str(run_dir), "--allow-failures"], stdout=log, stderr=subprocess.STDOUT,
                                  env=_cluster.client_env(), cwd=REPO)
         deadline = time.monotonic() + 300
-        while _predicted(run_dir) == 0:  # the job is attached and has finished its first dialogue
+        while "attached to the running model service" not in (tmp_path / "job.out").read_text(errors="replace"):
             assert child.poll() is None and time.monotonic() < deadline, (tmp_path / "job.out").read_text()[-3000:]
             time.sleep(0.2)
-        _cli("models", "stop", "smoke", "--ray-address", address)
+        _cli("models", "stop", "smoke", "--ray-address", address)  # seconds, while the job's first config runs
         done_at_stop = _predicted(run_dir)
-        assert child.poll() is None and done_at_stop < 8, "the job ended before its service stopped: lengthen it"
+        assert child.poll() is None and done_at_stop < 24, "the job ended before its service stopped: lengthen it"
         time.sleep(3)
         assert child.poll() is None, "the job gave up while its service was down"
         _cli("serve", str(tmp_path / "models.yaml"), "--ray-address", address)  # a new engine, the same names
@@ -137,10 +139,11 @@ def test_a_job_survives_its_service_being_stopped_and_served_again(tmp_path):
         assert rc == 0, out[-5000:]
         assert "is gone (stopped or restarting)" in out and "is back; re-attached" in out, out[-5000:]
         scores = pl.read_parquet(run_dir / "scores.parquet").filter(pl.col("run").str.contains("smoke"))
-        assert scores.height == 8 and scores["sample_id"].n_unique() == 8  # every dialogue once: none lost
+        per_config = scores.group_by("run").agg(pl.col("sample_id").n_unique())["sample_id"].to_list()
+        assert scores.height == 24 and per_config == [8, 8, 8]  # every dialogue of every config once: none lost
         reasons = [str(r) for r in scores.filter(pl.col("failed"))["reason"].to_list()]
         assert not [r for r in reasons if "replica" in r or "Service" in r], reasons  # the restart failed none
-        print(f"{done_at_stop} of 8 dialogues done when the service stopped; {len(reasons)} failed (random model)")
+        print(f"{done_at_stop} of 24 dialogues done when the service stopped; {len(reasons)} failed (random model)")
     finally:
         if child is not None and child.poll() is None:
             child.kill()
