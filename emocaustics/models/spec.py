@@ -22,7 +22,9 @@ options `models.hf_generate.HF_KEYS` (max_batch, batch_wait, device, dtype, trus
 
 from __future__ import annotations
 
+import functools
 import json
+from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import parse_qsl, urlencode
 
@@ -188,14 +190,46 @@ def parse_llm_spec(spec: str) -> LLMSpec:
         raise UsageError(f"model spec {spec!r}: {problems}") from None
 
 
-def check_engine_options(spec: LLMSpec) -> None:
-    """Unknown vLLM engine arguments are a usage error naming them (needs vllm importable)."""
+@functools.lru_cache(maxsize=1)
+def engine_option_names() -> frozenset[str]:
+    """The fields of vLLM's `AsyncEngineArgs`, read from its source file: importing vLLM to list them costs a job's
+    driver about 10 s (more under load), which a job attaching to a running service would otherwise pay before its
+    first call. Falls back to the import where the source cannot be read (tests/models/test_models_spec.py checks that
+    both give the same names)."""
+    import ast
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec("vllm")  # finds the package without running it
+        source = Path(list(found.submodule_search_locations or [])[0]) / "engine" / "arg_utils.py"  # type: ignore[union-attr]
+        classes = {n.name: n for n in ast.parse(source.read_text(encoding="utf-8")).body if isinstance(n, ast.ClassDef)}
+
+        def fields(name: str) -> set[str]:
+            out: set[str] = set()
+            for base in classes[name].bases:  # a dataclass inherits its bases' fields
+                if isinstance(base, ast.Name) and base.id in classes:
+                    out |= fields(base.id)
+            for stmt in classes[name].body:
+                if (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)
+                        and "ClassVar" not in ast.unparse(stmt.annotation)):
+                    out.add(stmt.target.id)
+            return out
+
+        names = fields("AsyncEngineArgs")
+        if names:
+            return frozenset(names)
+    except (AttributeError, IndexError, KeyError, OSError, SyntaxError, TypeError):
+        pass
     import dataclasses
 
     from vllm.engine.arg_utils import AsyncEngineArgs
 
-    known = {f.name for f in dataclasses.fields(AsyncEngineArgs)}
-    unknown = sorted(set(spec.engine) - known)
+    return frozenset(f.name for f in dataclasses.fields(AsyncEngineArgs))
+
+
+def check_engine_options(spec: LLMSpec) -> None:
+    """Unknown vLLM engine arguments are a usage error naming them (needs vllm installed)."""
+    unknown = sorted(set(spec.engine) - engine_option_names())
     if unknown:
         raise UsageError(f"model spec {spec.canonical()!r}: unknown vLLM engine option(s) {', '.join(unknown)}")
 

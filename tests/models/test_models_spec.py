@@ -52,6 +52,17 @@ def test_unknown_engine_option_is_named() -> None:
 
     with pytest.raises(UsageError, match="max_model_lenn"):
         check_engine_options(parse_llm_spec("vllm:m?max_model_lenn=10"))
+    check_engine_options(parse_llm_spec("vllm:m?max_model_len=10&kv_cache_memory_bytes=268435456&enforce_eager=true"))
+
+
+def test_engine_option_names_read_from_the_source_are_the_dataclass_fields() -> None:
+    import dataclasses
+
+    from vllm.engine.arg_utils import AsyncEngineArgs
+
+    from emocaustics.models.spec import engine_option_names
+
+    assert engine_option_names() == {f.name for f in dataclasses.fields(AsyncEngineArgs)}
 
 
 def test_smoke_model_is_deterministic_and_cached(tmp_path: Path) -> None:
