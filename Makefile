@@ -37,9 +37,11 @@ test: install
 
 # Not in `make test` (pyproject's addopts deselect the marker): the chaos soak, every task on a head and a worker
 # started with `ray start` here, replicas killed and the worker lost mid-job (docs/reliability.md), prints its figures;
-# and replicas placed on two nodes (tests/jobs/test_jobs_cluster.py).
+# and replicas placed on two nodes (tests/jobs/test_jobs_cluster.py), a job outliving its service's restart
+# (tests/jobs/test_jobs_services.py).
 soak: install
-	$(PY) -m pytest -q -ra -s -m soak tests/reliability/test_soak.py tests/jobs/test_jobs_cluster.py
+	$(PY) -m pytest -q -ra -s -m soak tests/reliability/test_soak.py tests/jobs/test_jobs_cluster.py \
+		tests/jobs/test_jobs_services.py
 
 bench: install
 	$(PY) -m benchmarks

@@ -105,6 +105,9 @@ def _predicted(run_dir: Path) -> int:
     return len(list((run_dir / "predictions").glob("*smoke*/output_*_[0-9]*.json")))
 
 
+# Behind the soak marker (`make soak`): two engine starts on a `ray start` head, four minutes of the 35-minute suite on
+# 2 cores; the re-attach itself is tested without the engine in tests/models/test_models_services.py.
+@pytest.mark.soak
 def test_a_job_survives_its_service_being_stopped_and_served_again(tmp_path):
     """`models stop` + `serve` of the service a running job is attached to (a new engine under the same names, while
     the job has samples in flight and to go): the job waits, re-attaches and ends with every sample scored once, no
