@@ -28,8 +28,20 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
+import orjson
+
 _CURRENT: ContextVar["Recorder | None"] = ContextVar("emocaustics_evallog_recorder", default=None)
 SHORT = 200  # a text up to this long is one chunk
+
+
+def dumps(value: Any, default: Any = str, sort_keys: bool = False) -> str:
+    """JSON text of `value` (UTF-8, not ASCII-escaped) by orjson, 5-10 times faster than `json.dumps`; the stdlib's
+    encoder for what orjson refuses (an integer beyond 64 bits)."""
+    opts = orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY | (orjson.OPT_SORT_KEYS if sort_keys else 0)
+    try:
+        return orjson.dumps(value, default=default, option=opts).decode("utf-8")
+    except TypeError:
+        return json.dumps(value, ensure_ascii=False, default=default, sort_keys=sort_keys)
 
 
 def text_hash(text: str) -> str:
@@ -133,8 +145,7 @@ class Recorder:
             call["messages"] = [[m.get("role", ""), self._ref(str(m.get("content", "")))] for m in request.messages]
             call["schema"] = self._schema(request.schema) if request.schema is not None else None
             call["text"] = completion.text
-            call["parsed"] = (json.dumps(completion.parsed, ensure_ascii=False, default=str)
-                              if completion.parsed is not None else None)
+            call["parsed"] = dumps(completion.parsed) if completion.parsed is not None else None
         self.calls.append(call)
         self._by_request[id(request)] = (request, call)
 
