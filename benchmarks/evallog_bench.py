@@ -96,7 +96,10 @@ class Capture:
         self.rows: list[tuple[str, dict[str, Any]]] = []
 
     def emit(self, sample_id: str, result: dict[str, Any]) -> None:
-        self.rows.append((sample_id, dict(result)))  # run_items pops log and prediction from its own dict after
+        row = dict(result)  # run_items pops log and prediction from its own dict after
+        if hasattr(row.get("log"), "to_json"):  # a finished recorder (record.Finished): chunked here, on the loop
+            row["log"] = row["log"].to_json()
+        self.rows.append((sample_id, row))
 
 
 def _dataset() -> None:

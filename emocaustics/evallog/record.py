@@ -121,6 +121,7 @@ class Recorder:
         self.texts = self.chunker.texts
         self._schemas: dict[int, tuple[Any, list[str]]] = {}  # id(schema) -> (schema, its hashes): many calls share one
         self._by_request: dict[int, tuple[Any, dict[str, Any]]] = {}  # id(request) -> (request, its last call)
+        self._chunked = 0  # calls before this one have their messages as text hashes (the rest: as sent)
         self._t0 = time.perf_counter()
 
     def _ref(self, text: str) -> list[str]:
@@ -141,8 +142,8 @@ class Recorder:
             "repaired": bool(getattr(completion, "repaired", False)), "error": completion.error,
             "step": None, "attempt": None, "parse_error": None,
         }
-        if self.prompts:
-            call["messages"] = [[m.get("role", ""), self._ref(str(m.get("content", "")))] for m in request.messages]
+        if self.prompts:  # the messages' text as sent (no copy): `to_json` chunks it
+            call["messages"] = [[m.get("role", ""), str(m.get("content", ""))] for m in request.messages]
             call["schema"] = self._schema(request.schema) if request.schema is not None else None
             call["text"] = completion.text
             call["parsed"] = dumps(completion.parsed) if completion.parsed is not None else None
@@ -161,8 +162,33 @@ class Recorder:
         return RecordingLLM(llm, self)
 
     def to_json(self) -> dict[str, Any]:
-        """Plain JSON (it travels from a replica back to the driver with the sample's result)."""
+        """Plain JSON (it travels from a replica back to the driver with the sample's result): each call's messages
+        as the hashes of their chunks (chunked here, in call order, so the same chunks as when each call was made)."""
+        for call in self.calls[self._chunked:]:
+            msgs = call.get("messages")
+            if msgs:
+                call["messages"] = [[role, self._ref(text)] for role, text in msgs]
+        self._chunked = len(self.calls)
         return {"calls": self.calls, "texts": self.texts, "prompts": self.prompts}
+
+    def finished(self) -> "Any":
+        """The sample's log as its result row carries it: in a replica, plain JSON (it travels to the driver); in the
+        driver, a `Finished` that the eval log's writer turns into JSON in its own thread, off the event loop."""
+        return self.to_json() if replica_id() is not None else Finished(self)
+
+
+class Finished:
+    """A finished sample's recorder, chunked and encoded when the eval log's writer asks for `to_json()`; pickled
+    (a row that crosses processes after all) as that plain JSON."""
+
+    def __init__(self, recorder: Recorder) -> None:
+        self.recorder = recorder
+
+    def to_json(self) -> dict[str, Any]:
+        return self.recorder.to_json()
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (dict, (self.to_json(),))
 
 
 class RecordingLLM:

@@ -8,6 +8,7 @@ variable, so a plan needs no extra parameter and code run outside a job (a noteb
 from __future__ import annotations
 
 from collections.abc import Iterator
+from concurrent.futures import Future
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Protocol
@@ -16,7 +17,9 @@ from typing import Any, Protocol
 class Sink(Protocol):
     prompts: bool  # False: keep counts and timings, no prompt or answer text
 
-    def emit(self, sample_id: str, result: dict[str, Any]) -> None: ...
+    def emit(self, sample_id: str, result: dict[str, Any]) -> "Future[None] | None":
+        """Stage a finished sample; a future when the line is written in the writer's thread (the caller awaits it
+        before writing the sample's prediction), None when it is written already."""
 
 
 _SINK: ContextVar[Sink | None] = ContextVar("emocaustics_evallog_sink", default=None)

@@ -165,15 +165,21 @@ class EvalLog:
             if len(rows) < BATCH:
                 return
             self._pending[label] = []
-            if self._worker is None:
-                self._worker = ThreadPoolExecutor(1, thread_name_prefix="evallog")
-            self._built.setdefault(label, []).append(self._worker.submit(_tables, rows))
+            self._built.setdefault(label, []).append(self._submit(_tables, rows))
+
+    def _submit(self, fn: Any, *args: Any) -> "Future[Any]":
+        """`fn(*args)` in the log's one thread (in the order submitted)."""
+        if self._worker is None:
+            self._worker = ThreadPoolExecutor(1, thread_name_prefix="evallog")
+        return self._worker.submit(fn, *args)
 
     def _compact(self, label: str) -> None:
         """Staged lines of `label` into its Parquet tables (merged with what is there), then the staging file goes."""
         staged = self.root / "staging" / f"{label}.jsonl"
         if not staged.exists():
             return
+        if self._worker is not None:  # the samples emitted before this are staged
+            self._submit(lambda: None).result()
         with self._lock:
             rows = self._pending.pop(label, None)
             built = self._built.pop(label, [])
@@ -209,15 +215,27 @@ class ConfigLog:
         self.path = log.root / "staging" / f"{label}.jsonl"
         self._lock = threading.Lock()
 
-    def emit(self, sample_id: str, result: dict[str, Any]) -> None:
-        """One finished sample: `result` has ok, step, reason, stats, replica and `log` (a `Recorder.to_json()`)."""
+    def emit(self, sample_id: str, result: dict[str, Any]) -> "Future[None] | None":
+        """One finished sample: `result` has ok, step, reason, stats, replica and `log` (a `Recorder.to_json()`, or a
+        `record.Finished` whose text is chunked here). A finished recorder is chunked, encoded and staged in the
+        log's thread, off the caller's event loop: the future is done once its line is written (a sample's
+        prediction waits for it, so that a killed run's predicted samples all have their lines)."""
+        got = {k: result.get(k) for k in ("ok", "step", "reason", "replica", "stats", "log")}
+        if not hasattr(got["log"], "to_json"):
+            self._write(str(sample_id), got, time.time())
+            return None
+        return self.log._submit(self._write, str(sample_id), got, time.time())
+
+    def _write(self, sample_id: str, result: dict[str, Any], finished: float) -> None:
         rec = result.get("log") or {}
+        if hasattr(rec, "to_json"):
+            rec = rec.to_json()
         calls = rec.get("calls") or []
         texts = rec.get("texts") or {}
         if not self.prompts:  # whatever a replica recorded, no prompt or answer text is kept
             calls = [{k: v for k, v in c.items() if k not in ("messages", "schema", "text", "parsed")} for c in calls]
             texts = {}
-        row = {"sample_id": str(sample_id), "attempt": self.log.attempt, "finished": time.time(),
+        row = {"sample_id": sample_id, "attempt": self.log.attempt, "finished": finished,
                "ok": bool(result.get("ok")), "step": result.get("step"), "reason": result.get("reason"),
                "replica": result.get("replica"), "calls": calls, "stats": _json(result.get("stats") or {}),
                "prompts": self.prompts, "texts": self.log._new_texts(texts)}

@@ -72,7 +72,7 @@ async def solve_item(task: Task, options: Options, llm: Any, item: dict[str, Any
             row["step"], row["reason"] = exc.step, exc.reason
     row["stats"] = {**counted.stats, "seconds": round(time.perf_counter() - t0, 3)}
     if log_prompts is not None:
-        row["log"], row["replica"] = rec.to_json(), replica_id()
+        row["log"], row["replica"] = rec.finished(), replica_id()
     return row
 
 
@@ -108,7 +108,9 @@ async def asolve_samples(task: Task, samples: list[Sample], options: Options, ll
         if isinstance(res, RunFailure):  # the solver itself crashed, or its replica died for good
             res = {"id": sample.id, "ok": False, "step": "runner", "reason": res.reason, "stats": {}}
         if log is not None:  # before the prediction: a sample with a prediction always has its log line
-            log.emit(sample.id, res)
+            written = log.emit(sample.id, res)
+            if written is not None:  # the writer's thread chunks and stages it: the prediction waits for its line
+                await asyncio.wrap_future(written)
         res.pop("log", None)  # written: not held for the whole config
         if res["ok"]:
             task.write_prediction(out, sample.id, res["prediction"])

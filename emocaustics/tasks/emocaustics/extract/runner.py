@@ -173,7 +173,7 @@ async def extract_one(llm: Any, item: dict[str, Any]) -> dict[str, Any]:
         except EmbeddingFailed as exc:
             row["step"], row["reason"] = "embedding", str(exc)
     if log_prompts is not None:
-        row["log"], row["replica"] = rec.to_json(), replica_id()
+        row["log"], row["replica"] = rec.finished(), replica_id()
     row["stats"] = asker.stats.to_json()
     row["retry_reasons"] = asker.retry_reasons
     row["seconds"] = round(time.perf_counter() - t0, 3)
@@ -222,8 +222,10 @@ async def run_items(llm: Any, items: list[dict[str, Any]], out: Path, task: str,
             async with sem:
                 row = await _with_embeddings(llm, item, embeddings, in_process)
         if log is not None:  # before the prediction: a dialogue with a prediction always has its log line
-            log.emit(str(row["dialogue"]), row)
+            written = log.emit(str(row["dialogue"]), row)
             row.pop("log", None)
+            if written is not None:  # the writer's thread chunks and stages it: the prediction waits for its line
+                await asyncio.wrap_future(written)
         if row["ok"]:
             write_prediction(out, task, row["dialogue"], row.pop("prediction"))
         else:
