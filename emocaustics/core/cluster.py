@@ -65,6 +65,33 @@ RAYLET_DIED: list[str] = []
 _RAYLET_DIED_TEXT = "Raylet is terminated. Termination is unexpected"
 
 
+OTHER_RAYLET_DIED: list[int] = []  # said once: another node's raylet died
+
+
+def _own_raylet_alive() -> bool:
+    """Does the raylet this driver talks to still accept connections on its Unix socket? (Ray's message does not say
+    which node's raylet died; on one machine every node has the same address.) False where it cannot tell."""
+    import socket
+
+    try:
+        from ray._private import worker
+
+        path = worker.global_worker.node.raylet_socket_name
+    except Exception:  # noqa: BLE001 - no connected driver, or Ray's internals moved: cannot tell
+        return False
+    if not isinstance(path, str) or not path.startswith("/"):
+        return False
+    probe = socket.socket(socket.AF_UNIX)
+    probe.settimeout(1.0)
+    try:
+        probe.connect(path)
+        return True
+    except OSError:
+        return False
+    finally:
+        probe.close()
+
+
 def _watch_for_raylet_death() -> None:
     """Ray's driver prints a dead raylet's last 20 log lines (its published RAYLET_DIED error); print one line instead
     and remember it. Ray offers no hook for these messages, so its printer is wrapped (a no-op where it is absent)."""
@@ -77,6 +104,12 @@ def _watch_for_raylet_death() -> None:
     def condensed(data, ignore_prefix):  # type: ignore[no-untyped-def]
         lines = data.get("lines") or []
         if data.get("pid") == "raylet" and any(_RAYLET_DIED_TEXT in str(line) for line in lines):
+            if _own_raylet_alive():  # another node's raylet: Ray moves the work to the nodes left, the command goes on
+                if not OTHER_RAYLET_DIED:
+                    OTHER_RAYLET_DIED.append(1)
+                    print("emocaustics: a Ray raylet on another node died (killed, out of memory, or crashed); the "
+                          "command goes on with the nodes left", file=sys.stderr, flush=True)
+                return None
             if not RAYLET_DIED:
                 RAYLET_DIED.append("a Ray raylet died (killed, out of memory, or crashed); its log: raylet.out in "
                                    "the Ray session's logs folder")

@@ -52,3 +52,21 @@ def test_a_dead_raylet_ends_the_command_with_status_5_and_one_line(tmp_path: Pat
     assert sum("raylet died" in line for line in out.splitlines()) >= 1
     assert "the Ray cluster was lost" in done.stderr and "exit status 5" in done.stderr
     assert "Traceback" not in out, out[-3000:]
+
+
+def test_another_nodes_raylet_death_is_one_line_and_no_lost_cluster(ray_local, monkeypatch, capsys) -> None:
+    """On a cluster of several nodes (the chaos soak stops a worker's raylet), Ray's message does not say whose raylet
+    died: while the driver's own raylet still answers on its socket, the command goes on (no exit 5 later)."""
+    from ray._private import worker
+
+    from emocaustics.core import cluster
+
+    assert cluster._own_raylet_alive()  # this session's Ray: its raylet answers
+    monkeypatch.setattr(cluster, "RAYLET_DIED", [])
+    monkeypatch.setattr(cluster, "OTHER_RAYLET_DIED", [])
+    cluster._watch_for_raylet_death()
+    died = {"pid": "raylet", "lines": ["[...] Raylet is terminated. Termination is unexpected. ..."], "ip": "x"}
+    worker.print_to_stdstream(died, None)
+    worker.print_to_stdstream(died, None)
+    assert cluster.RAYLET_DIED == [] and cluster.lost_cluster(RuntimeError("a later error")) is None
+    assert capsys.readouterr().err.count("raylet on another node died") == 1
