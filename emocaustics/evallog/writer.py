@@ -132,6 +132,7 @@ class EvalLog:
         self._worker: ThreadPoolExecutor | None = None
         for part in sorted((self.root / "texts").glob("part-*.parquet")):
             self.known.update(pl.read_parquet(part, columns=["hash"])["hash"].to_list())
+        self._written = set(self.known)  # the chunks in texts/ (`known`: and those staged, not yet compacted)
         for staged in sorted((self.root / "staging").glob("*.jsonl")):  # a killed attempt's samples: kept
             self._compact(staged.stem)
 
@@ -154,6 +155,13 @@ class EvalLog:
         frame = pl.DataFrame({"hash": list(rows), "text": [self.redact(t) for t in rows.values()]},
                              schema={"hash": pl.Utf8, "text": pl.Utf8})
         _atomic_parquet(frame, self.root / "texts" / f"part-{n:05d}.parquet")
+        self._written.update(rows)
+
+    def _flush_texts(self, texts: dict[str, str]) -> None:
+        """Staged chunks into a texts part (those not there yet)."""
+        with self._lock:
+            self._write_texts({h: t for h, t in texts.items() if h not in self._written})
+            self.known.update(texts)
 
     # -- compaction ----------------------------------------------------------------------------------------------
     def _stage(self, label: str, row: dict[str, Any]) -> None:
@@ -165,7 +173,14 @@ class EvalLog:
             if len(rows) < BATCH:
                 return
             self._pending[label] = []
-            self._built.setdefault(label, []).append(self._submit(_tables, rows))
+            self._built.setdefault(label, []).append(self._submit(self._build, rows))
+
+    def _build(self, rows: list[dict[str, Any]]) -> tuple[pl.DataFrame, list[dict[str, Any]], dict[str, str]]:
+        """The rows' tables, their chunks written already (a texts part per batch: the config's end writes its
+        last rows' only)."""
+        calls, attempts, texts = _tables(rows)
+        self._flush_texts(texts)
+        return calls, attempts, {}
 
     def _submit(self, fn: Any, *args: Any) -> "Future[Any]":
         """`fn(*args)` in the log's one thread (in the order submitted)."""
@@ -194,12 +209,7 @@ class EvalLog:
         calls = pl.concat([p[0] for p in parts]) if len(parts) > 1 else parts[0][0]
         attempts = [a for p in parts for a in p[1]]
         texts = {h: t for p in parts for h, t in p[2].items()}
-        with self._lock:
-            on_disk = set()
-            for part in sorted((self.root / "texts").glob("part-*.parquet")):
-                on_disk.update(pl.read_parquet(part, columns=["hash"])["hash"].to_list())
-            self._write_texts({h: t for h, t in texts.items() if h not in on_disk})
-            self.known.update(texts)
+        self._flush_texts(texts)
         _merge(self.root / "calls" / f"{label}.parquet", calls, ["sample_id", "attempt", "seq"])
         _merge(self.root / "attempts" / f"{label}.parquet", pl.DataFrame(attempts, schema=ATTEMPT_SCHEMA),
                ["sample_id", "attempt"])
