@@ -238,8 +238,8 @@ class ConfigLog:
 
     def _write(self, sample_id: str, result: dict[str, Any], finished: float) -> None:
         rec = result.get("log") or {}
-        if hasattr(rec, "to_json"):
-            rec = rec.to_json()
+        if hasattr(rec, "to_json"):  # in the log's thread: pausing after each call lets the event loop run
+            rec = rec.to_json(time.sleep)
         calls = rec.get("calls") or []
         texts = rec.get("texts") or {}
         if not self.prompts:  # whatever a replica recorded, no prompt or answer text is kept
