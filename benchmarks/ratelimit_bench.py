@@ -1,8 +1,8 @@
 """Adaptive concurrency against a rate-limiting endpoint (issue 32): the OpenAI stand-in of tests/fakes/openai_chat.py
 answers 429 with Retry-After above `max_rps` requests in any second; our client starts at `concurrency` 32 and adapts
 (models/ratelimit.py). Figures: the share of the allowed rate held (answered requests per second over the run / the
-limit) and the share of HTTP attempts rejected, with the adaptation and, for contrast, with a limiter that never
-adapts (the same requeue of 429s, no cut, no pause).
+limit) and the share of HTTP attempts rejected, with the adaptation (the run with the median share held of 3, all three
+listed) and, for contrast, with a limiter that never adapts (the same requeue of 429s, no cut, no pause).
 
     python -m benchmarks --only ratelimit_bench
 """
@@ -57,7 +57,11 @@ def _measure(n: int, adapt: bool) -> dict:
 
 def run(quick: bool = False) -> dict:
     n = 120 if quick else 600
-    adaptive, fixed = _measure(n, True), _measure(n, False)
+    # one run of 600 requests swings by several points (when the cuts fall): the median of 3, all three kept
+    runs = sorted((_measure(n, True) for _ in range(1 if quick else 3)), key=lambda r: r["held_of_allowed"])
+    adaptive = dict(runs[len(runs) // 2])
+    adaptive["runs"] = [{"held_of_allowed": r["held_of_allowed"], "rejected_share": r["rejected_share"]} for r in runs]
+    fixed = _measure(n, False)
     return {"name": "ratelimit_bench", "figures": {"adaptive": adaptive, "fixed": fixed},
             "inputs": {"max_rps": MAX_RPS, "latency_s": LATENCY, "concurrency": 32, "requests": n},
             "notes": ["issue 32's targets: at least 90 % of the allowed rate held, at most 5 % of calls rejected"],

@@ -10,8 +10,9 @@
   at least `GROW_AFTER`; `PROBE_SLOWER` times as many to reach the limit the last cut was made from) raises it by
   one, back up to the ceiling.
 - **A learned rate.** Concurrency alone cannot hold a per-second limit when answers are fast (at 50 ms an answer, a
-  single slot sends 20 requests a second). So a cut also sets a request rate: the successes of the last `RATE_WINDOW`
-  seconds (what the server just let through) times `RATE_MARGIN`, a token bucket like `rpm`; each window of successes
+  single slot sends 20 requests a second). So a cut whose answer says a rate limit was reached (a
+  `x-ratelimit-remaining-*` / `anthropic-ratelimit-*-remaining` header at 0) also sets a request rate: the successes of the last `RATE_WINDOW`
+  seconds (what the server just let through) times `RATE_MARGIN`, a token bucket like `rpm`; each second of successes
   raises it by `RATE_PROBE` (probing for headroom), the next cut sets it from what got through again. The breaker's queue (models/breaker.py) applies
   the limit to the requests it lets in, and sends a request that got a 429 back through it (the client does not
   retry a 429 then) after the pause below.
@@ -43,7 +44,7 @@ GROW_AFTER = 20
 PROBE_SLOWER = 4  # ... and this many times as many to reach the limit that was last cut (where the 429s came)
 RATE_WINDOW = 1.0  # seconds of successes a cut measures the server's rate over
 RATE_MARGIN = 0.95  # the learned rate: that measure times this
-RATE_PROBE = 1.02  # each window of successes raises the learned rate by this factor
+RATE_PROBE = 1.05  # each RATE_WINDOW seconds of successes without such a cut raise the learned rate by this factor
 
 
 def request_tokens(request: ChatRequest) -> int:
@@ -118,6 +119,21 @@ def server_pause(status: int, headers: Any) -> float | None:
     return None
 
 
+# Headers with which a provider says a 429 hit its request or token limit (OpenAI, Anthropic).
+LIMIT_REMAINING = ("x-ratelimit-remaining-requests", "x-ratelimit-remaining-tokens",
+                   "anthropic-ratelimit-requests-remaining", "anthropic-ratelimit-tokens-remaining",
+                   "anthropic-ratelimit-input-tokens-remaining", "anthropic-ratelimit-output-tokens-remaining")
+
+
+def says_rate_limit(headers: Any) -> bool:
+    """Does the answer say a rate limit was reached (a `*-remaining` header at 0)? Only then is a rate learned: a 429
+    for another reason (a quota, a fault) tells nothing of the rate, and learning from it would ratchet the rate down
+    with every cut (an AER job against a stand-in with random 429s ran 4x slower)."""
+    if headers is None:
+        return False
+    return any((headers.get(name) or "").strip() == "0" for name in LIMIT_REMAINING)
+
+
 class AdaptiveLimiter:
     """The concurrency limit (AIMD), the rpm/tpm buckets and the pause of one endpoint (see the module docstring)."""
 
@@ -136,6 +152,8 @@ class AdaptiveLimiter:
         self._cut_from = self.ceiling + 1  # the limit the last cut was made from
         self.learned: TokenBucket | None = None  # the rate the server let through, from the last cut (see above)
         self._ok_times: deque[float] = deque()  # when the successes of the last RATE_WINDOW seconds came
+        self._first_ok: float | None = None
+        self._probed = 0.0  # when the learned rate was last set or raised
         self._lock = threading.Lock()
         # the queues (one per event loop) whose limit follows this one's, with their loops
         self._gates: weakref.WeakKeyDictionary[PriorityGate, asyncio.AbstractEventLoop] = weakref.WeakKeyDictionary()
@@ -175,23 +193,29 @@ class AdaptiveLimiter:
                 if self._since_cut >= self._window:  # requests sent before the last cut do not cut again
                     self.cuts += 1
                     self._window, self._since_cut, self._cut_from = self.limit, 0, self.limit
-                    let_through = len(self._ok_times) / RATE_WINDOW * 60 * RATE_MARGIN  # per minute
-                    if let_through >= 1:
+                    # over the last RATE_WINDOW seconds, or since the first success if that is more recent
+                    span = min(RATE_WINDOW, now - self._first_ok) if self._first_ok is not None else RATE_WINDOW
+                    let_through = len(self._ok_times) / max(span, 0.1) * 60 * RATE_MARGIN  # per minute
+                    if let_through >= 1 and says_rate_limit(headers):
                         if self.learned is None:
                             self.learned = TokenBucket(let_through)
                         else:
                             self.learned.set_rate(let_through)
+                        self._probed = now
                     new = max(1, self.limit // 2)
                 else:
                     return
             elif status < 400:
+                if self._first_ok is None:
+                    self._first_ok = now
                 self._ok_times.append(now)
+                if self.learned is not None and now - self._probed >= RATE_WINDOW:  # probe for headroom above it
+                    self._probed = now
+                    self.learned.set_rate(self.learned.rate * 60 * RATE_PROBE)
                 self._successes += 1
                 need = max(self.limit, GROW_AFTER) * (PROBE_SLOWER if self.limit + 1 >= self._cut_from else 1)
                 if self._successes < need:
                     return
-                if self.learned is not None:  # probe for headroom above the learned rate
-                    self.learned.set_rate(self.learned.rate * 60 * RATE_PROBE)
                 if self.limit >= self.ceiling:
                     self._successes = 0
                     return

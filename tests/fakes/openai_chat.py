@@ -217,7 +217,10 @@ class _Handler(BaseHTTPRequestHandler):
             wait = fake._over_limit()
             if wait is not None:
                 self._send(429, {"error": {"message": "rate limit reached for requests", "type": "requests"}},
-                           {"retry-after-ms": str(max(1, int(wait * 1000))), "Retry-After": str(max(1, round(wait)))})
+                           {"retry-after-ms": str(max(1, int(wait * 1000))), "Retry-After": str(max(1, round(wait))),
+                            # as OpenAI's own rate-limit answers: the limit, nothing left, when it resets
+                            "x-ratelimit-limit-requests": str(int(f.max_rps)), "x-ratelimit-remaining-requests": "0",
+                            "x-ratelimit-reset-requests": f"{max(1, int(wait * 1000))}ms"})
                 return
         behaviour = fake._choose()
         if f.latency:

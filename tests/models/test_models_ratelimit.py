@@ -56,15 +56,31 @@ def test_growth_probes_the_limit_that_was_cut_slower():
     assert lim.limit == 4
 
 
-def test_a_cut_learns_the_rate_the_server_let_through_and_probes_above_it():
+def test_a_cut_learns_the_rate_the_server_let_through_and_probes_above_it(monkeypatch):
+    from emocaustics.models import ratelimit
+
+    clock = [0.0]
+    monkeypatch.setattr(ratelimit.time, "monotonic", lambda: clock[0])
+
+    def ten_a_second(lim: AdaptiveLimiter) -> None:  # ten successes over the last second
+        for i in range(10):
+            clock[0] = 100.0 + i / 10
+            lim.answered(200)
+        clock[0] = 101.0
+
     lim = AdaptiveLimiter(32)
     assert lim.learned is None  # no rate limit until the server says so
-    for _ in range(10):  # ten successes within the last second ...
-        lim.answered(200)
-    lim.answered(429)  # ... then "too many": 10 a second got through
+    ten_a_second(lim)
+    lim.answered(429)  # a 429 that does not say a rate limit was reached (a fault, a quota): no rate learned
+    assert lim.learned is None and lim.limit == 16
+    lim = AdaptiveLimiter(32)
+    ten_a_second(lim)
+    lim.answered(429, {"x-ratelimit-remaining-requests": "0"})  # "too many": 10 a second got through
     assert lim.learned is not None and abs(lim.learned.rate - 10 * RATE_MARGIN) < 1e-9
-    for _ in range(GROW_AFTER):  # a window of successes (the limit, 16, is under GROW_AFTER): probe a little higher
-        lim.answered(200)
+    lim.answered(200)  # a success within the second: the rate stays
+    assert abs(lim.learned.rate - 10 * RATE_MARGIN) < 1e-9
+    clock[0] = 102.0
+    lim.answered(200)  # a second of successes since: probe a little higher
     assert abs(lim.learned.rate - 10 * RATE_MARGIN * RATE_PROBE) < 1e-9
 
 
