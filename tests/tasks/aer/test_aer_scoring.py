@@ -115,3 +115,179 @@ def test_results_document_has_the_baseline_shape() -> None:
     assert {"id", "golden", "prediction", "raw_output"} <= set(first)
     assert first == {"id": "q-1", "golden": "A", "prediction": "A", "raw_output": "raw one", "score": 1.0}
     assert doc["predictions"][4]["raw_output"] == "no prediction" and doc["predictions"][4]["prediction"] == ""
+
+
+# -- exact figures and messages (issue 29: each test pins the number or text a mutant would change) --------------------
+def test_a_proper_subset_is_half_credit_an_equal_set_full_credit() -> None:
+    # gold {A, B, C}: {A, B} is a proper subset (0.5); {A, B, C} equal (1.0); {A, B, C} | {D} a superset (0)
+    assert [question_score(p, "ABC") for p in ("AB", "ABC", "ABCD", "D", "")] == [0.5, 1.0, 0.0, 0.0, 0.0]
+    assert [Item("q", 1, ("A", "B"), p).outcome for p in (("A", "B"), ("A",), ("C",), None)] == \
+        ["exact", "partial", "wrong", "wrong"]
+
+
+def test_summary_of_no_question_is_all_zero() -> None:
+    # n = 0: every rate is 0.0 (not 0 / 0), every count 0, no breakdown
+    assert summarize([], split=None) == {
+        "task": "aer", "split": None, "score": 0.0, "exact_match_rate": 0.0, "partial_match_rate": 0.0,
+        "wrong_rate": 0.0, "total": 0, "exact_match": 0, "partial_match": 0, "wrong": 0, "unanswered": 0,
+        "missing": [], "by_gold_size": {}, "by_topic": {}}
+
+
+def test_summary_whole_document_on_a_worked_example() -> None:
+    s = summarize(_items(), split="dev", missing=["q-9"])
+    # overall: (1 + 0.5 + 0.5 + 0 + 0) / 5 = 0.4; 1 exact, 2 partial, 2 wrong; one unanswered (q-5)
+    assert {k: v for k, v in s.items() if not k.startswith("by_")} == {
+        "task": "aer", "split": "dev", "score": 0.4, "exact_match_rate": 0.2, "partial_match_rate": 0.4,
+        "wrong_rate": 0.4, "total": 5, "exact_match": 1, "partial_match": 2, "wrong": 2, "unanswered": 1,
+        "missing": ["q-9"]}  # the given list wins over the unanswered ids
+    assert list(s)[2] == "score"  # score first after task and split
+    # gold size 1: q-1 (1), q-4 (0), q-5 (0) -> 1/3 exact, 2/3 wrong; size 2: q-2 partial; size 3: q-3 partial
+    assert s["by_gold_size"] == {
+        "1": {"score": 1 / 3, "exact_match_rate": 1 / 3, "partial_match_rate": 0.0, "wrong_rate": 2 / 3, "total": 3,
+              "exact_match": 1, "partial_match": 0, "wrong": 2},
+        "2": {"score": 0.5, "exact_match_rate": 0.0, "partial_match_rate": 1.0, "wrong_rate": 0.0, "total": 1,
+              "exact_match": 0, "partial_match": 1, "wrong": 0},
+        "3": {"score": 0.5, "exact_match_rate": 0.0, "partial_match_rate": 1.0, "wrong_rate": 0.0, "total": 1,
+              "exact_match": 0, "partial_match": 1, "wrong": 0}}
+    # topic 1: q-1 (1) + q-2 (0.5) -> 0.75; topic 2: q-3 (0.5), q-4 (0), q-5 (0) -> 0.5 / 3
+    assert s["by_topic"]["1"] == {"score": 0.75, "exact_match_rate": 0.5, "partial_match_rate": 0.5, "wrong_rate": 0.0,
+                                  "total": 2, "exact_match": 1, "partial_match": 1, "wrong": 0}
+    assert s["by_topic"]["2"] == {"score": 0.5 / 3, "exact_match_rate": 0.0, "partial_match_rate": 1 / 3,
+                                  "wrong_rate": 2 / 3, "total": 3, "exact_match": 0, "partial_match": 1, "wrong": 2}
+    assert list(s["by_topic"]) == ["1", "2"] and list(s["by_gold_size"]) == ["1", "2", "3"]
+    assert summarize(_items(), missing=[])["missing"] == []  # an empty given list is kept, not replaced
+    assert summarize(_items())["split"] is None
+
+
+def test_breakdowns_are_sorted_by_number() -> None:
+    items = [Item("q-1", 10, ("A", "B"), ("A", "B")), Item("q-2", 2, ("A",), ("B",))]
+    s = summarize(items)
+    # keys sorted as numbers (2 before 10), not as text
+    assert list(s["by_topic"]) == ["2", "10"] and list(s["by_gold_size"]) == ["1", "2"]
+    assert (s["by_topic"]["10"]["score"], s["by_topic"]["2"]["score"]) == (1.0, 0.0)
+
+
+def _msg(err: pytest.ExceptionInfo[DataError]) -> str:
+    return str(err.value)
+
+
+def test_submission_text_from_a_folder_a_nested_folder_and_a_zip(tmp_path: Path) -> None:
+    from emocaustics.tasks.aer.scoring import submission_text
+    (tmp_path / "run" / "cfg" / "predictions").mkdir(parents=True)
+    nested = tmp_path / "run" / "cfg" / "predictions" / "submission.jsonl"
+    nested.write_bytes(b'\xef\xbb\xbf{"id": "q-1", "answer": "A"}\r\n')  # a BOM and CRLF: decoded away
+    assert submission_text(tmp_path / "run") == (str(nested), '{"id": "q-1", "answer": "A"}\n', nested)
+    top = tmp_path / "run" / "submission.jsonl"
+    top.write_text("top\n")  # the folder's own file wins over the one below it
+    assert submission_text(tmp_path / "run") == (str(top), "top\n", top)
+    z = tmp_path / "sub.zip"
+    with zipfile.ZipFile(z, "w") as zf:
+        zf.writestr("README.txt", "not this")
+        zf.writestr("inner/answers.jsonl", '{"id": "q-1"}\r\n')
+    assert submission_text(z) == (f"{z}:inner/answers.jsonl", '{"id": "q-1"}\n', z)
+
+
+def test_submission_text_errors_say_what_to_pass(tmp_path: Path) -> None:
+    from emocaustics.tasks.aer.scoring import submission_text
+    with pytest.raises(DataError) as err:
+        submission_text(tmp_path)
+    assert _msg(err) == (f"{tmp_path}: no submission.jsonl in this folder (nor below it): pass --pred the submission "
+                         "file, its zip, or the predictions folder of a finished AER config")
+    for i in range(2):
+        (tmp_path / f"c{i}").mkdir()
+        (tmp_path / f"c{i}" / "submission.jsonl").write_text("x")
+    with pytest.raises(DataError) as err:
+        submission_text(tmp_path)
+    assert _msg(err) == f"{tmp_path}: 2 submission.jsonl files below this folder (c0, c1): pass --pred one of them"
+    for i in range(2, 11):  # 11 files: the first 10 (sorted) listed, then " ..."
+        (tmp_path / f"c{i:02d}").mkdir()
+        (tmp_path / f"c{i:02d}" / "submission.jsonl").write_text("x")
+    with pytest.raises(DataError) as err:
+        submission_text(tmp_path)
+    listed = ", ".join(["c0", "c02", "c03", "c04", "c05", "c06", "c07", "c08", "c09", "c1"])
+    assert _msg(err) == f"{tmp_path}: 11 submission.jsonl files below this folder ({listed} ...): pass --pred one of them"
+    with pytest.raises(DataError) as err:
+        submission_text(tmp_path / "absent.jsonl")
+    assert _msg(err) == f"{tmp_path / 'absent.jsonl'}: no such submission file or folder"
+    for names in ((), ("a.jsonl", "b.jsonl")):
+        z = tmp_path / f"z{len(names)}.zip"
+        with zipfile.ZipFile(z, "w") as zf:
+            zf.writestr("notes.txt", "x")
+            for n in names:
+                zf.writestr(n, "x")
+        with pytest.raises(DataError) as err:
+            submission_text(z)
+        assert _msg(err) == (f"{z}: a submission zip holds one .jsonl file (submission.jsonl at its root); this one "
+                             f"holds {len(names)}")
+    z = tmp_path / "bad.zip"
+    with zipfile.ZipFile(z, "w") as zf:
+        zf.writestr("submission.jsonl", b"\n\xff")
+    with pytest.raises(DataError) as err:
+        submission_text(z)
+    assert _msg(err).startswith(f"{z}:submission.jsonl, record line 2: not UTF-8 text: byte 0xff")
+
+
+def _read_error(tmp_path: Path, text: str, n: int = 3) -> str:
+    p = tmp_path / "s.jsonl"
+    p.write_text(text)
+    with pytest.raises(DataError) as err:
+        read_submission(p, _samples(n))
+    return _msg(err)
+
+
+def test_read_submission_exact_messages(tmp_path: Path) -> None:
+    p = tmp_path / "s.jsonl"
+    expected = '; '.join([
+        "line 1: not JSON (Expecting value at column 1)",
+        'line 2: expected an object {"id": "q-N", "answer": "A,C"}, got [1, 2]',
+        "line 3, field 'id': missing" + ' (expected {"id": "q-N", "answer": "A,C"})',
+        "line 4, field 'answer': missing" + ' (expected {"id": "q-N", "answer": "A,C"})',
+        "line 5, field 'id': not a string: 7" + ' (expected {"id": "q-N", "answer": "A,C"})',
+        "line 6 (" + "q-" + "x" * 38 + "), field 'answer': 'Z' is not comma-separated letters A-D",  # id cut at 40
+        "line 7, field 'id': 'q-8' is not a question of this split",
+        "line 9, field 'id': 'q-1' again (first on line 8)"])
+    lines = ["nope", "[1, 2]", '{"answer": "A"}', '{"id": "q-1"}', '{"id": 7, "answer": "A"}',
+             '{"id": "q-' + "x" * 50 + '", "answer": "Z"}', '{"id": "q-8", "answer": "A"}',
+             '{"id": "q-1", "answer": "A"}', '{"id": "q-1", "answer": "B"}']
+    assert _read_error(tmp_path, "\n".join(lines)) == f"{p}: {expected}"
+    # 10 errors are all listed, with no tail; 12 errors: the first 10, then "(and 2 more)"
+    ten = _read_error(tmp_path, "x\n" * 10)
+    assert ten.count("not JSON") == 10 and not ten.endswith("more)")
+    twelve = _read_error(tmp_path, "x\n" * 12)
+    assert twelve.count("not JSON") == 10 and twelve.endswith("line 10: not JSON (Expecting value at column 1) "
+                                                               "(and 2 more)")
+    assert _read_error(tmp_path, "\n \n") == f"{p}: the submission has no answer (an empty file): nothing to score"
+
+
+def test_read_submission_keeps_the_source_and_the_split_order_of_missing_ids(tmp_path: Path) -> None:
+    p = tmp_path / "s.jsonl"
+    p.write_text('{"id": "q-2", "answer": "D,B,B"}\n')
+    sub = read_submission(p, _samples(4))
+    assert sub.predictions == {"q-2": ("B", "D")} and sub.missing == ["q-1", "q-3", "q-4"] and sub.source == p
+
+
+def test_parse_letters() -> None:
+    from emocaustics.tasks.aer.scoring import parse_letters
+    assert parse_letters(" B , A,B ") == ("A", "B")
+    assert parse_letters("  ") == () and parse_letters(None) is None and parse_letters("A,,B") is None
+
+
+def test_ids_in_numeric_order_then_others(tmp_path: Path) -> None:
+    # q-01 and q-1 are both 1: the id breaks the tie ("q-01" < "q-1"); ids without a number go last
+    preds = {"q-x": ["A"], "q-1": ["B"], "q-01": ["C"], "q-2": ["D"]}
+    path, zpath = write_submission(tmp_path / "deep" / "sub.jsonl", preds)
+    assert path.read_text() == ('{"id": "q-01", "answer": "C"}\n{"id": "q-1", "answer": "B"}\n'
+                                '{"id": "q-2", "answer": "D"}\n{"id": "q-x", "answer": "A"}\n')
+    assert zpath == tmp_path / "deep" / "sub.zip"
+    with zipfile.ZipFile(zpath) as zf:
+        info = zf.getinfo("submission.jsonl")
+        assert info.compress_type == zipfile.ZIP_DEFLATED and zf.read(info).decode() == path.read_text()
+    empty, _ = write_submission(tmp_path / "e.jsonl", {})
+    assert empty.read_text() == ""
+    doc = results_document({}, {}, [Item("q-x", 1, ("A", "C"), ("C", "A")), Item("q-10", 1, ("B",), None),
+                                    Item("q-9", 1, ("A",), None, "timeout")], {})
+    assert doc["predictions"] == [
+        {"id": "q-9", "golden": "A", "prediction": "", "raw_output": "timeout", "score": 0.0},
+        {"id": "q-10", "golden": "B", "prediction": "", "raw_output": "", "score": 0.0},
+        {"id": "q-x", "golden": "A,C", "prediction": "C,A", "raw_output": "", "score": 1.0}]
+    assert doc["config"] == {} and doc["results"] == {}
