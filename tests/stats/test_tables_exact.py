@@ -1,0 +1,215 @@
+"""`config_stats`, `holm_family` and `describe_pairs` on small worked examples with exact expected numbers: every
+interval, p and verdict is recomputed here from numpy's draws (the same draws for every config and pair: a pair's
+interval is the quantiles of its differences' resampled means), from the sign flips of the documented stream, from
+scipy's Wilcoxon and from Holm's rule written out by hand (issue 29, mutation testing)."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+from scipy import stats as sps
+
+from emocaustics.stats import config_stats, describe_pairs, holm_family
+from emocaustics.stats.tables import config_matrix, per_item
+
+A = [3.0, 1.0, 4.0, 1.0, 5.0, 9.0, 2.0]
+B = [2.0, 1.0, 1.0, 2.0, 3.0, 5.0, 1.0]
+C = [3.0, 2.0, 4.0, 0.0, 5.0, 8.0, 2.0]
+N, RES, SEED = 7, 60, 5
+
+
+def frame(values: dict[str, list[float | None]]) -> pl.DataFrame:
+    rows = [{"config": c, "item": f"i{k}", "value": v} for c, vs in values.items() for k, v in enumerate(vs)]
+    return pl.DataFrame(rows, schema={"config": pl.Utf8, "item": pl.Utf8, "value": pl.Float64})
+
+
+def boot_means(x: np.ndarray, draws: np.ndarray, scored: np.ndarray | None = None) -> np.ndarray:
+    """Mean of the drawn items a row scores, per resample (NaN when it drew none)."""
+    out = []
+    for row in draws:
+        picked = [v for v in row if scored is None or scored[v]]
+        out.append(np.mean(x[picked]) if picked else np.nan)
+    return np.array(out)
+
+
+def flip_p(d: np.ndarray, signs: np.ndarray) -> float:
+    stat = np.abs(signs @ d / d.size)
+    return (1 + int((stat >= abs(d.mean()) - 1e-9 * np.abs(d).mean()).sum())) / (signs.shape[0] + 1)
+
+
+def holm_by_hand(p: list[float]) -> list[float]:
+    order = sorted(range(len(p)), key=lambda i: p[i])
+    out, running = [0.0] * len(p), 0.0
+    for rank, i in enumerate(order):
+        running = max(running, p[i] * (len(p) - rank))
+        out[i] = min(1.0, running)
+    return out
+
+
+def test_worked_example_every_number():
+    vals = {"a": np.array(A), "b": np.array(B), "c": np.array(C)}
+    ci, pairs = config_stats(frame({"a": A, "b": B, "c": C}), n_resamples=RES, seed=SEED, level=0.9)
+    draws = np.random.default_rng(SEED).integers(0, N, size=(RES, N), dtype=np.int64)
+    for row in ci.iter_rows(named=True):
+        x = vals[row["config"]]
+        bm = boot_means(x, draws)
+        assert (row["n"], row["n_missing"]) == (7, 0)
+        assert row["mean"] == pytest.approx(x.mean(), abs=1e-12)
+        assert row["ci_low"] == pytest.approx(np.quantile(bm, 0.05), abs=1e-12)
+        assert row["ci_high"] == pytest.approx(np.quantile(bm, 0.95), abs=1e-12)
+    signs = (np.random.default_rng(np.random.SeedSequence(SEED).spawn(1)[0])
+             .integers(0, 2, size=(RES, N), dtype=np.int8).astype(np.float64) * 2.0 - 1.0)
+    got = {(r["config_a"], r["config_b"]): r for r in pairs.iter_rows(named=True)}
+    assert list(got) == [("a", "b"), ("a", "c"), ("b", "c")]
+    p_rand = []
+    for (a, b), r in got.items():
+        d = vals[a] - vals[b]
+        bd = boot_means(d, draws)  # the same draws for both configs: paired
+        assert (r["n_common"], r["n_only_a"], r["n_only_b"]) == (7, 0, 0)
+        assert r["diff"] == pytest.approx(d.mean(), abs=1e-12)
+        assert r["diff_low"] == pytest.approx(np.quantile(bd, 0.05), abs=1e-12)
+        assert r["diff_high"] == pytest.approx(np.quantile(bd, 0.95), abs=1e-12)
+        tol = 1e-12 * max(1.0, abs(d.mean()))
+        extreme = int((np.abs(bd - d.mean()) >= abs(d.mean()) - tol).sum())
+        assert r["p_bootstrap"] == pytest.approx((1 + extreme) / (RES + 1), abs=1e-15)
+        assert r["p_randomisation"] == pytest.approx(flip_p(d, signs), abs=1e-15)
+        assert r["p_wilcoxon"] == pytest.approx(float(sps.wilcoxon(d).pvalue), abs=1e-15)
+        p_rand.append(r["p_randomisation"])
+    # Holm over the three randomisation p-values, and significant = p_holm < 0.05
+    for r, want in zip(got.values(), holm_by_hand(p_rand)):
+        assert r["p_holm"] == pytest.approx(want, abs=1e-15)
+        assert r["significant"] == (want < 0.05)
+
+
+def test_pairs_over_common_items_use_the_shared_draws():
+    # c misses item 0 and b misses item 6: the pair b-c averages the drawn items both scored
+    c = [None] + C[1:]
+    b = B[:6] + [None]
+    ci, pairs = config_stats(frame({"a": A, "b": b, "c": c}), n_resamples=RES, seed=SEED)
+    draws = np.random.default_rng(SEED).integers(0, N, size=(RES, N), dtype=np.int64)
+    present = {"a": np.ones(N, bool), "b": np.arange(N) != 6, "c": np.arange(N) != 0}
+    vals = {"a": np.array(A), "b": np.array(B), "c": np.array(C)}
+    for row in ci.iter_rows(named=True):
+        k = row["config"]
+        bm = boot_means(vals[k], draws, present[k])
+        assert row["n"] == present[k].sum() and row["n_missing"] == N - present[k].sum()
+        assert row["ci_low"] == pytest.approx(np.nanquantile(bm, 0.025), abs=1e-12)
+        assert row["ci_high"] == pytest.approx(np.nanquantile(bm, 0.975), abs=1e-12)
+    for r in pairs.iter_rows(named=True):
+        a, b_ = r["config_a"], r["config_b"]
+        both = present[a] & present[b_]
+        bd = boot_means(vals[a] - vals[b_], draws, both)
+        assert r["n_common"] == both.sum()
+        assert (r["n_only_a"], r["n_only_b"]) == ((present[a] & ~present[b_]).sum(), (present[b_] & ~present[a]).sum())
+        assert r["diff"] == pytest.approx((vals[a] - vals[b_])[both].mean(), abs=1e-12)
+        assert r["diff_low"] == pytest.approx(np.nanquantile(bd, 0.025), abs=1e-12)
+        assert r["diff_high"] == pytest.approx(np.nanquantile(bd, 0.975), abs=1e-12)
+
+
+def test_significant_is_holm_p_strictly_below_alpha():
+    # one pair, six positive differences: exact Wilcoxon p = 2 / 2^6 = 0.03125 = Holm's p (a family of one)
+    df = frame({"a": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0], "b": [0.0] * 6})
+    at = config_stats(df, n_resamples=50, test="wilcoxon", alpha=0.03125).pairs.row(0, named=True)
+    assert at["p_holm"] == 0.03125 and not at["significant"]  # p == alpha: not below it
+    above = config_stats(df, n_resamples=50, test="wilcoxon", alpha=0.0313).pairs.row(0, named=True)
+    assert above["significant"]
+    default = config_stats(df, n_resamples=50, test="wilcoxon").pairs.row(0, named=True)
+    assert default["significant"]  # default alpha 0.05
+    # three configs: Holm triples the smallest raw p (0.09375 >= 0.05): not significant although the raw p is
+    three = config_stats(frame({"a": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0], "b": [0.0] * 6, "c": [7.0] * 6}),
+                         n_resamples=50, test="wilcoxon").pairs
+    ab = three.row(0, named=True)
+    assert ab["p_wilcoxon"] == 0.03125 and ab["p_holm"] == pytest.approx(0.09375) and not ab["significant"]
+
+
+def test_only_named_pairs_and_errors():
+    df = frame({"a": A, "b": B, "c": C})
+    _, pairs = config_stats(df, n_resamples=30, only=[("c", "a")])
+    assert pairs.select("config_a", "config_b").rows() == [("c", "a")]
+    assert pairs.row(0, named=True)["diff"] == pytest.approx(np.mean(np.array(C) - np.array(A)), abs=1e-12)
+    with pytest.raises(ValueError) as err:
+        config_stats(df, only=[("a", "zz"), ("yy", "zz")])
+    assert str(err.value) == "config_stats: `only` names config(s) without items: ['yy', 'zz']"
+    with pytest.raises(ValueError) as err:
+        config_stats(df, test="t")
+    assert str(err.value) == "test must be one of ('randomisation', 'bootstrap', 'wilcoxon'), got 't'"
+
+
+def test_config_matrix_errors_name_the_problem():
+    with pytest.raises(ValueError) as err:
+        config_matrix(pl.DataFrame({"config": ["a"], "value": [1.0]}))
+    assert str(err.value) == "config_stats: per_item lacks column(s) ['item']; has ['config', 'value']"
+    with pytest.raises(ValueError) as err:
+        config_matrix(pl.DataFrame({"config": ["a", None], "item": ["x", "y"], "value": [1.0, 2.0]}))
+    assert str(err.value) == "config_stats: 1 row(s) with a null config"
+    with pytest.raises(ValueError) as err:
+        config_matrix(pl.DataFrame({"config": ["a", "a"], "item": [None, None], "value": [1.0, 2.0]}))
+    assert str(err.value) == "config_stats: 2 row(s) with a null item"
+    dup = pl.DataFrame({"config": ["a", "a", "a", "b"], "item": ["x", "x", "x", "x"], "value": [1.0, 2.0, 3.0, 4.0]})
+    with pytest.raises(ValueError) as err:
+        config_matrix(dup)
+    assert str(err.value) == "config_stats: 1 (config, item) pair(s) repeated, e.g. config 'a' item 'x' x3"
+    configs, items, values, n_missing = config_matrix(frame({"b": [1.0, None], "a": [None, None, 4.0]}))
+    assert (configs, items) == (["b", "a"], ["i0", "i1", "i2"])
+    np.testing.assert_array_equal(values, [[1.0, np.nan, np.nan], [np.nan, np.nan, 4.0]])
+    assert n_missing.tolist() == [1, 2]
+
+
+def test_holm_family_exact():
+    pairs = pl.DataFrame({"config_a": ["a", "a", "b", "a"], "config_b": ["b", "c", "c", "oracle"],
+                          "p_randomisation": [0.01, 0.04, 0.03, 0.02], "p_wilcoxon": [0.5, None, 0.01, 0.05]})
+    fam = holm_family(pairs, np.array([1, 1, 1, 0]))  # 0/1 flags are flags, not row numbers
+    # family of three: 0.01 x3 = 0.03, 0.03 x2 = 0.06, 0.04 x1 -> running max 0.06; the oracle pair: null p_holm,
+    # its raw 0.02 < 0.05 is its verdict
+    assert fam["family"].to_list() == ["configs", "configs", "configs", "calibration"]
+    assert fam["p_holm"].to_list()[:3] == pytest.approx([0.03, 0.06, 0.06]) and fam["p_holm"][3] is None
+    assert fam["significant"].to_list() == [True, False, False, True]
+    assert fam.columns == pairs.columns + ["family", "p_holm", "significant"]
+    assert fam.schema["significant"] == pl.Boolean and fam.schema["family"] == pl.Utf8
+    # Holm's p equal to alpha is not below it; a null raw p outside the family is no evidence; names are settable
+    w = holm_family(pairs, [False, True, True, False], test="wilcoxon", alpha=0.02, family="f", outside="o")
+    assert w["p_holm"].to_list() == [None, None, pytest.approx(0.01), None]  # the null p is left out of m
+    assert w["family"].to_list() == ["o", "f", "f", "o"] and w["significant"].to_list() == [False, False, True, False]
+    at = holm_family(pairs, [True, False, False, False], alpha=0.01)
+    assert at["p_holm"][0] == pytest.approx(0.01) and not at["significant"][0]  # 0.01 is not below 0.01
+    outside_at = holm_family(pairs, [False, False, False, False], alpha=0.02)
+    assert outside_at["significant"].to_list() == [True, False, False, False]  # raw 0.02 is not below 0.02
+    with pytest.raises(ValueError) as err:
+        holm_family(pairs, [True, False])
+    assert str(err.value) == "holm_family: 2 family flags for 4 pairs"
+    with pytest.raises(ValueError) as err:
+        holm_family(pairs, [True] * 4, test="t")
+    assert str(err.value) == "test must be one of ('randomisation', 'bootstrap', 'wilcoxon'), got 't'"
+
+
+def test_describe_pairs_lines():
+    pairs = pl.DataFrame({
+        "config_a": ["a", "a", "b"], "config_b": ["b", "c", "c"], "n_common": [10, 0, 4],
+        "n_only_a": [2, 0, 0], "n_only_b": [1, 0, 0], "diff": [0.25, None, -0.125],
+        "diff_low": [0.1, None, -0.5], "diff_high": [0.4, None, 0.25], "p_holm": [0.012, None, 0.5],
+        "p_randomisation": [0.004, None, 0.25], "p_bootstrap": [0.002, None, 0.3], "p_wilcoxon": [0.01, None, 0.6],
+        "significant": [True, False, False]})
+    assert describe_pairs(pairs, digits=2) == [
+        "a - b: +0.25 [+0.10, +0.40] on 10 items (3 scored in one only, excluded); p_holm 0.012 (randomisation "
+        "0.004, bootstrap 0.002, Wilcoxon 0.01): significant at 0.05",
+        "a vs c: no common items",
+        "b - c: -0.12 [-0.50, +0.25] on 4 items; p_holm 0.5 (randomisation 0.25, bootstrap 0.3, Wilcoxon "
+        "0.6): not significant at 0.05"]
+    assert describe_pairs(pairs, alpha=0.01)[2] == (
+        "b - c: -0.1250 [-0.5000, +0.2500] on 4 items; p_holm 0.5 (randomisation 0.25, bootstrap 0.3, Wilcoxon "
+        "0.6): not significant at 0.01")
+    nan_diff = pairs.with_columns(pl.Series("diff", [0.25, float("nan"), -0.125]), pl.Series("n_common", [10, 3, 4]))
+    assert describe_pairs(nan_diff)[1] == "a vs c: no common items"
+
+
+def test_per_item_exact_and_error():
+    rows = pl.DataFrame({"run": ["r1", "r2"], "sample_id": [1, 2], "metric": ["f1", "f1"], "value": [1, None]})
+    got = per_item(rows, "f1")
+    assert got.schema == {"config": pl.Utf8, "item": pl.Utf8, "value": pl.Float64}
+    assert got.rows() == [("r1", "1", 1.0), ("r2", "2", None)]
+    other = per_item(rows.rename({"run": "model", "sample_id": "id"}), "f1", config="model", item="id")
+    assert other.rows() == got.rows()
+    with pytest.raises(ValueError) as err:
+        per_item(rows.drop("metric"), "f1")
+    assert str(err.value) == "per_item: rows lack column(s) ['metric']"
