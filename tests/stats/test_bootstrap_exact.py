@@ -6,6 +6,7 @@ as a wrong number (issue 29, mutation testing)."""
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -116,21 +117,28 @@ def test_percentile_interval_worked_example():
         assert str(err.value) == f"level must be in (0, 1), got {level}"
 
 
-def test_table_worked_example_against_the_draws():
+def test_table_worked_example_against_the_draws(monkeypatch):
     # configs a, b, c over 5 items; c misses item 4, b misses item 0
-    values = np.array([[1.0, 2.0, 3.0, 4.0, 10.0], [0.0, 1.0, 1.0, 5.0, 2.0], [2.0, 2.0, 0.0, 1.0, 0.0]])
-    present = np.array([[True] * 5, [False, True, True, True, True], [True, True, True, True, False]])
-    pairs = [(0, 1), (0, 2), (1, 2)]
+    # and d scores item 2 only: about a third of the resamples draw none of its items (NaN there)
+    values = np.array([[1.0, 2.0, 3.0, 4.0, 10.0], [0.0, 1.0, 1.0, 5.0, 2.0], [2.0, 2.0, 0.0, 1.0, 0.0],
+                       [9.0, 9.0, 7.0, 9.0, 9.0]])
+    present = np.array([[True] * 5, [False, True, True, True, True], [True, True, True, True, False],
+                        [False, False, True, False, False]])
+    pairs = [(0, 1), (0, 2), (1, 2), (2, 3), (3, 0)]
     d = draws(5, 30, 4)
-    rows, diffs = B.bootstrap_table(values, present, pairs, n_resamples=30, seed=4)
+    monkeypatch.setattr(B, "CHUNK_CELLS", 10)  # 2 resamples per chunk: 15 chunks fill the table in order
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a resample without a row's items is NaN there, silently
+        rows, diffs = B.bootstrap_table(values, present, pairs, n_resamples=30, seed=4)
 
     def mean_over(weights_row: np.ndarray, vals: np.ndarray, mask: np.ndarray) -> float:
         picked = [v for v in weights_row if mask[v]]
         return float(np.mean(vals[picked])) if picked else float("nan")
 
     for r in range(30):
-        for k in range(3):
+        for k in range(4):
             assert rows[k, r] == pytest.approx(mean_over(d[r], values[k], present[k]), abs=1e-12, nan_ok=True)
         for p, (a, b) in enumerate(pairs):
             want = mean_over(d[r], values[a] - values[b], present[a] & present[b])
             assert diffs[p, r] == pytest.approx(want, abs=1e-12, nan_ok=True)
+    assert 0 < int(np.isnan(rows[3]).sum()) < 30
