@@ -31,3 +31,25 @@ def test_a_bad_setting_is_a_named_error(monkeypatch, raw):
     monkeypatch.setenv(ENV, raw)
     with pytest.raises(ValueError, match=ENV):
         stats_threads()
+
+
+def test_the_setting_is_read_whole_and_the_message_is_exact(monkeypatch):
+    monkeypatch.delenv(ENV, raising=False)
+    assert stats_threads() == 1  # unset: one thread
+    monkeypatch.setenv(ENV, "1")
+    assert stats_threads() == 1
+    monkeypatch.setenv(ENV, "3")
+    assert stats_threads() == 3
+    for raw in ("0", "x"):
+        monkeypatch.setenv(ENV, raw)
+        with pytest.raises(ValueError) as err:
+            stats_threads()
+        assert str(err.value) == f"EMOCAUSTICS_STATS_THREADS={raw!r}: expected a whole number of threads (>= 1)"
+
+
+def test_an_explicit_limit_wins_over_the_setting(monkeypatch):
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    monkeypatch.setenv(ENV, "1")
+    with blas_threads(2):
+        blas = [p for p in threadpoolctl.threadpool_info() if p["user_api"] == "blas"]
+        assert blas and all(p["num_threads"] == 2 for p in blas)
