@@ -275,10 +275,13 @@ def test_parse_letters() -> None:
 def test_ids_in_numeric_order_then_others(tmp_path: Path) -> None:
     # q-01 and q-1 are both 1: the id breaks the tie ("q-01" < "q-1"); ids without a number go last
     preds = {"q-x": ["A"], "q-1": ["B"], "q-01": ["C"], "q-2": ["D"]}
-    path, zpath = write_submission(tmp_path / "deep" / "sub.jsonl", preds)
+    path, zpath = write_submission(tmp_path / "deep" / "er" / "sub.jsonl", preds)  # both folders made
     assert path.read_text() == ('{"id": "q-01", "answer": "C"}\n{"id": "q-1", "answer": "B"}\n'
                                 '{"id": "q-2", "answer": "D"}\n{"id": "q-x", "answer": "A"}\n')
-    assert zpath == tmp_path / "deep" / "sub.zip"
+    assert zpath == tmp_path / "deep" / "er" / "sub.zip"
+    # the number after the LAST dash counts (t-9-q-10 is 10, after t-1-q-2); an id without a dash goes last
+    other, _ = write_submission(tmp_path / "o.jsonl", {"plain": ["A"], "t-1-q-10": ["B"], "t-9-q-2": ["C"]})
+    assert [json.loads(x)["id"] for x in other.read_text().splitlines()] == ["t-9-q-2", "t-1-q-10", "plain"]
     with zipfile.ZipFile(zpath) as zf:
         info = zf.getinfo("submission.jsonl")
         assert info.compress_type == zipfile.ZIP_DEFLATED and zf.read(info).decode() == path.read_text()
