@@ -10,12 +10,16 @@
   at least `GROW_AFTER`; `PROBE_SLOWER` times as many to reach the limit the last cut was made from) raises it by
   one, back up to the ceiling.
 - **A learned rate.** Concurrency alone cannot hold a per-second limit when answers are fast (at 50 ms an answer, a
-  single slot sends 20 requests a second). So a cut whose answer says a rate limit was reached (a
-  `x-ratelimit-remaining-*` / `anthropic-ratelimit-*-remaining` header at 0) also sets a request rate: the successes of the last `RATE_WINDOW`
-  seconds (what the server just let through) times `RATE_MARGIN`, a token bucket like `rpm`; each second of successes
-  raises it by `RATE_PROBE` (probing for headroom), the next cut sets it from what got through again. The breaker's queue (models/breaker.py) applies
-  the limit to the requests it lets in, and sends a request that got a 429 back through it (the client does not
-  retry a 429 then) after the pause below.
+  single slot sends 20 requests a second). So a 429 that says a rate limit was reached (a `x-ratelimit-remaining-*` /
+  `anthropic-ratelimit-*-remaining` header at 0) sets a request rate instead of halving concurrency (halving it at each
+  such answer starved the requests: ratelimit_bench held 0.72 of the allowed rate): the successes of the last
+  `RATE_WINDOW` seconds (what the server just let through) times `RATE_MARGIN`, a token bucket like `rpm`; before
+  successes have come for that long, what got through over their span plus the server's wait (the highest of the
+  burst's answers). Each second of successes raises the rate: by `RATE_PROBE` up to what got through at the last such
+  answer, then by `RATE_PROBE_NEAR` while within `RATE_NEAR` above it (where the limit probably is), by `RATE_PROBE`
+  again past that, and by `RATE_PROBE_FIRST` above a first-window guess. The breaker's queue (models/breaker.py)
+  applies the limit to the requests it lets in, and sends a request that got a 429 back through it (the client does
+  not retry a 429 then) after the pause below.
 - **Server hints.** `Retry-After` / `retry-after-ms` on such an answer, and `x-ratelimit-remaining-requests: 0` (or
   Anthropic's `anthropic-ratelimit-requests-remaining: 0`) with its reset time, pause new requests to the model until
   then; the request that got the answer is retried by the client after the same wait (models/http.py).
@@ -45,6 +49,12 @@ PROBE_SLOWER = 4  # ... and this many times as many to reach the limit that was 
 RATE_WINDOW = 1.0  # seconds of successes a cut measures the server's rate over
 RATE_MARGIN = 0.95  # the learned rate: that measure times this
 RATE_PROBE = 1.05  # each RATE_WINDOW seconds of successes without such a cut raise the learned rate by this factor
+# ... but only this much while it is within RATE_NEAR of the rate the last cut measured (either side): the limit is
+# probably there, and probing past it at 5 % a second was rejected for it every few seconds (ratelimit_bench: 5.8 % of
+# calls); above that band without a cut the limit was elsewhere, and probing is fast again
+RATE_NEAR = 0.97
+RATE_PROBE_FIRST = 1.25  # above a rate guessed in the first second, before any full second was measured
+RATE_PROBE_NEAR = 1.005
 
 
 def request_tokens(request: ChatRequest) -> int:
@@ -145,6 +155,7 @@ class AdaptiveLimiter:
         self.tokens = TokenBucket(tpm) if tpm else None
         self.paused_until = 0.0
         self.cuts = 0  # times the limit was halved
+        self.rate_cuts = 0  # times a rate-limit answer set the learned rate
         self.lowest = self.ceiling
         self._successes = 0
         self._since_cut = self.ceiling  # answers since the last cut (a new cut needs a window of them)
@@ -154,6 +165,7 @@ class AdaptiveLimiter:
         self._ok_times: deque[float] = deque()  # when the successes of the last RATE_WINDOW seconds came
         self._first_ok: float | None = None
         self._probed = 0.0  # when the learned rate was last set or raised
+        self._cut_rate = 0.0  # per minute: what got through when the last rate-limit cut came (before the margin)
         self._lock = threading.Lock()
         # the queues (one per event loop) whose limit follows this one's, with their loops
         self._gates: weakref.WeakKeyDictionary[PriorityGate, asyncio.AbstractEventLoop] = weakref.WeakKeyDictionary()
@@ -190,18 +202,15 @@ class AdaptiveLimiter:
                 self._ok_times.popleft()
             if status in THROTTLED:
                 self._successes = 0
+                if says_rate_limit(headers):
+                    # a rate limit: the learned rate answers it, not concurrency (halving concurrency at each such
+                    # answer starved the requests: at 1 slot and 50 ms an answer, 20 a second at most; bench 0.72)
+                    self._learn_rate(now, pause)
+                    return
                 if self._since_cut >= self._window:  # requests sent before the last cut do not cut again
+                    self._window, self._since_cut = self.limit, 0
                     self.cuts += 1
-                    self._window, self._since_cut, self._cut_from = self.limit, 0, self.limit
-                    # over the last RATE_WINDOW seconds, or since the first success if that is more recent
-                    span = min(RATE_WINDOW, now - self._first_ok) if self._first_ok is not None else RATE_WINDOW
-                    let_through = len(self._ok_times) / max(span, 0.1) * 60 * RATE_MARGIN  # per minute
-                    if let_through >= 1 and says_rate_limit(headers):
-                        if self.learned is None:
-                            self.learned = TokenBucket(let_through)
-                        else:
-                            self.learned.set_rate(let_through)
-                        self._probed = now
+                    self._cut_from = self.limit
                     new = max(1, self.limit // 2)
                 else:
                     return
@@ -211,7 +220,15 @@ class AdaptiveLimiter:
                 self._ok_times.append(now)
                 if self.learned is not None and now - self._probed >= RATE_WINDOW:  # probe for headroom above it
                     self._probed = now
-                    self.learned.set_rate(self.learned.rate * 60 * RATE_PROBE)
+                    rate = self.learned.rate * 60
+                    band = (self._cut_rate, self._cut_rate / RATE_NEAR)  # past it: the limit is not there
+                    if not self._cut_rate:  # a first-window guess (its burst's answers may still have been coming)
+                        rate *= RATE_PROBE_FIRST
+                    elif rate < band[0]:  # fast, but not past the band's floor in one step
+                        rate = min(rate * RATE_PROBE, band[0])
+                    else:
+                        rate *= RATE_PROBE_NEAR if rate <= band[1] else RATE_PROBE
+                    self.learned.set_rate(rate)
                 self._successes += 1
                 need = max(self.limit, GROW_AFTER) * (PROBE_SLOWER if self.limit + 1 >= self._cut_from else 1)
                 if self._successes < need:
@@ -224,6 +241,34 @@ class AdaptiveLimiter:
             else:
                 return
         self._apply(new)
+
+    def _learn_rate(self, now: float, pause: float | None) -> None:
+        """A rate-limit answer: set the learned rate from what got through (under the lock)."""
+        if self._first_ok is None:
+            return  # nothing got through yet: the server's pause is all there is to go by
+        got = len(self._ok_times)
+        span = now - self._first_ok
+        if span >= RATE_WINDOW:
+            if self._since_cut < self._window:  # answers of requests sent before the last measure
+                return
+            self._window, self._since_cut = self.limit, 0
+            rate = got / RATE_WINDOW * 60  # per minute
+            self._cut_rate = rate
+        else:
+            # The first window: what got through since the first success, over that span and the wait the server
+            # asks for (the window it counts in). The answers of the first burst come in any order, so the highest
+            # of their measures is kept.
+            rate = got / max(0.1, span + pause if pause is not None else RATE_WINDOW) * 60
+            if self.learned is not None and rate * RATE_MARGIN <= self.learned.rate * 60:
+                return
+        if rate * RATE_MARGIN < 1:
+            return
+        self.rate_cuts += 1
+        self._probed = now
+        if self.learned is None:
+            self.learned = TokenBucket(rate * RATE_MARGIN)
+        else:
+            self.learned.set_rate(rate * RATE_MARGIN)
 
     async def admit(self, request: ChatRequest) -> None:
         """Wait for the server's pause to pass and for the request's share of the rpm/tpm budgets."""
