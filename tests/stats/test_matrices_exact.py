@@ -54,3 +54,13 @@ def test_matrix_from_pairs_null_is_nan():
     got = X.matrix_from_pairs(pairs, ["a", "b", "c"])
     assert np.isnan(got[0, 1]) and np.isnan(got[1, 0]) and got[1, 2] == got[2, 1] == 0.3
     assert got[0, 2] == 1.0 and got[0, 0] == 1.0
+
+
+def test_mannwhitney_one_value_on_a_side():
+    # one value above all three others: U = 3 of 3, exact P(U >= 3) = 1 / C(4, 1) = 0.25
+    assert MW.mannwhitney_p([5.0], [1.0, 2.0, 3.0], "greater") == pytest.approx(0.25)
+    assert MW.mannwhitney_p([1.0, 2.0, 3.0], [5.0], "less") == pytest.approx(0.25)
+
+
+def test_correlate_missing_value_in_y():
+    assert math.isnan(C.correlate([1.0, 2.0, 3.0], [1, None, 3]))

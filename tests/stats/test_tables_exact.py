@@ -213,3 +213,39 @@ def test_per_item_exact_and_error():
     with pytest.raises(ValueError) as err:
         per_item(rows.drop("metric"), "f1")
     assert str(err.value) == "per_item: rows lack column(s) ['metric']"
+
+
+def test_one_item_configs_and_an_empty_input():
+    # one item: every resample draws it, so the interval is the value itself (a config with one scored item and
+    # one missing item too); the mean is that value, not NaN and not halved
+    one = pl.DataFrame({"config": ["a", "b", "b"], "item": ["i0", "i0", "i1"], "value": [2.0, None, 3.0]})
+    ci, pairs = config_stats(one, n_resamples=10)
+    assert ci.select("n", "n_missing", "mean", "ci_low", "ci_high").rows() == [(1, 0, 2.0, 2.0, 2.0),
+                                                                           (1, 1, 3.0, 3.0, 3.0)]
+    assert pairs.row(0, named=True)["n_common"] == 0 and not pairs.row(0, named=True)["significant"]
+    single = config_stats(frame({"a": [2.0], "b": [5.0]}), n_resamples=10)
+    assert single.ci.select("mean", "ci_low", "ci_high").rows() == [(2.0, 2.0, 2.0), (5.0, 5.0, 5.0)]
+    r = single.pairs.row(0, named=True)
+    assert (r["diff"], r["diff_low"], r["diff_high"], r["p_randomisation"]) == (-3.0, -3.0, -3.0, 1.0)
+    empty = pl.DataFrame({"config": [], "item": [], "value": []},
+                         schema={"config": pl.Utf8, "item": pl.Utf8, "value": pl.Float64})
+    ci, pairs = config_stats(empty, n_resamples=10)
+    assert ci.height == 0 and pairs.height == 0 and list(ci.schema.values())[3] == pl.Float64
+    assert pairs.columns[-2:] == ["p_holm", "significant"]
+
+
+def test_holm_family_a_null_p_outside_the_family_is_not_significant():
+    pairs = pl.DataFrame({"config_a": ["a", "a"], "config_b": ["b", "oracle"], "p_randomisation": [0.01, None]},
+                         schema={"config_a": pl.Utf8, "config_b": pl.Utf8, "p_randomisation": pl.Float64})
+    fam = holm_family(pairs, [True, False])
+    assert fam["significant"].to_list() == [True, False] and fam["p_holm"].to_list() == [0.01, None]
+
+
+def test_describe_pairs_a_missing_difference_reads_as_no_common_items():
+    pairs = pl.DataFrame({"config_a": ["a"], "config_b": ["b"], "n_common": [2], "n_only_a": [0], "n_only_b": [0],
+                          "diff": [None], "diff_low": [None], "diff_high": [None], "p_holm": [None],
+                          "p_randomisation": [None], "p_bootstrap": [None], "p_wilcoxon": [None],
+                          "significant": [False]},
+                         schema_overrides={k: pl.Float64 for k in ("diff", "diff_low", "diff_high", "p_holm",
+                                                                   "p_randomisation", "p_bootstrap", "p_wilcoxon")})
+    assert describe_pairs(pairs) == ["a vs b: no common items"]
