@@ -127,6 +127,11 @@ class Recorder:
     def _ref(self, text: str) -> list[str]:
         return self.chunker.refs(text)
 
+    def __getstate__(self) -> dict[str, Any]:
+        """What the eval log's writer process needs (`writer.ConfigLog.emit`): the calls as recorded and the chunker
+        as it is (its memory included, so `to_json` there makes the chunks it would make here); not the requests."""
+        return {**self.__dict__, "_schemas": {}, "_by_request": {}}
+
     def _schema(self, schema: Any) -> list[str]:
         got = self._schemas.get(id(schema))
         if got is None or got[0] is not schema:

@@ -18,8 +18,8 @@ class Sink(Protocol):
     prompts: bool  # False: keep counts and timings, no prompt or answer text
 
     def emit(self, sample_id: str, result: dict[str, Any]) -> "Future[None] | None":
-        """Stage a finished sample; a future when the line is written in the writer's thread (the caller awaits it
-        before writing the sample's prediction), None when it is written already."""
+        """Stage a finished sample; a future when the line is written by the writer's process or thread (the caller
+        awaits it before writing the sample's prediction), None when it is written already."""
 
 
 _SINK: ContextVar[Sink | None] = ContextVar("emocaustics_evallog_sink", default=None)
@@ -34,5 +34,10 @@ def active(sink: Sink | None) -> Iterator[None]:
     token = _SINK.set(sink)
     try:
         yield
+    except BaseException as exc:  # the run stops here: a sink that holds a process ends it (`writer.ConfigLog.abort`)
+        abort = getattr(sink, "abort", None)
+        if abort is not None and not isinstance(exc, GeneratorExit):
+            abort()
+        raise
     finally:
         _SINK.reset(token)

@@ -13,6 +13,11 @@ sample's latest). Compaction is idempotent (rows are unique by key), so a crash 
 that staged a config's lines also keeps them in memory (as the Python rows it encoded), so compacting at the config's
 end builds the tables from those rows instead of reading the staging file back; only a killed attempt's staging
 files are read (by the next run, at its start).
+All of that work (chunking each finished recorder, encoding and staging its line, building the tables) runs in a child
+process (`process.ChildWriter`, started at a run's first sample, stopped when its last open config is finished, or
+by `close`): in a thread of the driver it held the GIL against the event loop that drives the calls. The driver only
+pickles each finished sample's raw calls; its prediction still waits for the child's answer that the line is written.
+A child that fails or dies fails the run with an `EvalLogError` naming the run folder and the config.
 Secrets (values of the environment's key/token/password variables) are replaced before anything is written, and a
 job with `log: {prompts: false}` keeps no prompt, answer or sample input (calls keep counts and timings; gold and
 prediction stay, as in the run's other files).
@@ -25,38 +30,24 @@ import os
 import re
 import threading
 import time
+import weakref
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import orjson
 import polars as pl
-import pyarrow as pa
 
-from emocaustics.evallog.record import dumps, text_hash
+from emocaustics.evallog.process import ChildWriter
+from emocaustics.evallog.record import Finished, dumps, text_hash
+from emocaustics.evallog.tables import ATTEMPT_SCHEMA, CALL_SCHEMA, SAMPLE_SCHEMA, _json, _tables
+
+__all__ = ["ATTEMPT_SCHEMA", "CALL_SCHEMA", "SAMPLE_SCHEMA", "EvalLog", "ConfigLog", "secrets_from_env"]
 
 BATCH = 50  # a config's staged rows whose tables are built together in the background (of a 400-sample config: 8)
 ZSTD_LEVEL = 3  # zstd's default: level 9 made a 30,000-call log 9 % smaller and took 4 times as long (1.5 s, not 0.4)
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH", re.IGNORECASE)
 REDACTED = "[redacted]"
-CALL_SCHEMA: dict[str, Any] = {
-    "sample_id": pl.Utf8, "attempt": pl.Utf8, "seq": pl.Int64, "step": pl.Utf8, "retry": pl.Int64,
-    "start": pl.Float64, "latency": pl.Float64, "messages": pl.List(pl.Struct({"role": pl.Utf8,
-                                                                                 "text": pl.List(pl.Utf8)})),
-    "schema": pl.List(pl.Utf8), "sampling": pl.Utf8, "text": pl.Utf8, "parsed": pl.Utf8, "error": pl.Utf8,
-    "parse_error": pl.Utf8, "prompt_tokens": pl.Int64, "generated_tokens": pl.Int64, "cached": pl.Boolean,
-    "repaired": pl.Boolean,
-}
-ATTEMPT_SCHEMA: dict[str, Any] = {
-    "sample_id": pl.Utf8, "attempt": pl.Utf8, "finished": pl.Float64, "ok": pl.Boolean, "step": pl.Utf8,
-    "reason": pl.Utf8, "replica": pl.Utf8, "calls": pl.Int64, "stats": pl.Utf8, "prompts": pl.Boolean,
-}
-SAMPLE_SCHEMA: dict[str, Any] = {
-    "sample_id": pl.Utf8, "input": pl.Utf8, "target": pl.Utf8, "prediction": pl.Utf8, "status": pl.Utf8,
-    "reason": pl.Utf8,
-}
-
-
 def secrets_from_env(environ: dict[str, str] | None = None) -> list[str]:
     """Values of variables whose names say they hold a secret (8 characters or more: shorter ones are not keys)."""
     env = os.environ if environ is None else environ
@@ -75,10 +66,6 @@ class Redactor:
             if form in text:
                 text = text.replace(form, REDACTED)
         return text
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=str, sort_keys=True)
 
 
 _FIELDS: dict[type, tuple[str, ...]] = {}  # a dataclass's field names
@@ -110,20 +97,23 @@ def _json_plain(value: Any) -> str:
         return _json(jsonable(value))
 
 
-# calls' columns taken as they are from a staged call (the call's own `attempt` is the re-ask: column `retry`)
-_CALL_FIELDS = [(k, "attempt" if k == "retry" else k) for k in CALL_SCHEMA
-                if k not in ("sample_id", "attempt", "messages", "sampling", "schema")]
-
-
 class EvalLog:
     """One run's eval log folder; `config(label)` gives the writer of one config."""
 
-    def __init__(self, run_dir: Path, *, prompts: bool = True, secrets: list[str] | None = None) -> None:
+    def __init__(self, run_dir: Path, *, prompts: bool = True, secrets: list[str] | None = None,
+                 process: bool = True, _state: dict[str, Any] | None = None) -> None:
         self.root = Path(run_dir) / "evallog"
-        self.prompts = prompts
-        self.redact = Redactor(secrets_from_env() if secrets is None else secrets)
+        self.prompts, self.process = prompts, process  # process=False: the work in a thread of this process
+        self.secrets = secrets_from_env() if secrets is None else secrets
+        self.redact = Redactor(self.secrets)
         self.attempt = f"{time.time():.6f}-{os.getpid()}"  # this process's attempt at the run
         self._lock = threading.Lock()
+        self._child: ChildWriter | None = None
+        self._open: set[str] = set()  # configs with samples sent to the child and not finished
+        if _state is not None:  # the child's copy of the parent's log (`_serve_log`): nothing to scan or compact
+            self.attempt, self.known, self._written = _state["attempt"], _state["known"], _state["written"]
+            self._pending, self._built, self._worker = {}, {}, None
+            return
         for sub in ("staging", "calls", "attempts", "samples", "texts"):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
         self.known: set[str] = set()
@@ -138,6 +128,28 @@ class EvalLog:
 
     def config(self, label: str) -> "ConfigLog":
         return ConfigLog(self, label)
+
+    def _send(self, label: str, message: tuple, what: str, opens: bool = True) -> "Future[Any]":
+        if self._child is None:
+            state = {"root": str(self.root.parent), "prompts": self.prompts, "secrets": self.secrets,
+                     "attempt": self.attempt, "known": self.known, "written": self._written}
+            self._child = ChildWriter(_serve_log, state, f"eval log of run {self.root.parent}")
+            self._finalizer = weakref.finalize(self, self._child.stop)  # a log dropped unclosed: no orphan child
+        if opens:
+            self._open.add(label)
+        return self._child.submit(message, f"config {label}, {what}")
+
+    def close(self) -> None:
+        """Stop the writer process once the lines sent are written (the log's state comes back to this process);
+        a later sample starts a new one. Also on an error that stops the run (`sink.active`)."""
+        child, self._child = self._child, None
+        self._open.clear()
+        if child is None:
+            return
+        self._finalizer.detach()
+        state = child.stop()
+        if state is not None:
+            self.known, self._written = state["known"], state["written"]
 
     # -- texts ---------------------------------------------------------------------------------------------------
     def _new_texts(self, texts: dict[str, str]) -> dict[str, str]:
@@ -230,7 +242,13 @@ class ConfigLog:
         `record.Finished` whose text is chunked here). A finished recorder is chunked, encoded and staged in the
         log's thread, off the caller's event loop: the future is done once its line is written (a sample's
         prediction waits for it, so that a killed run's predicted samples all have their lines)."""
-        got = {k: result.get(k) for k in ("ok", "step", "reason", "replica", "stats", "log")}
+        got = {k: result.get(k) for k in ("ok", "step", "reason", "replica", "log")}
+        got["stats"] = _json(result.get("stats") or {})
+        if self.log.process:  # the child chunks a finished recorder: it gets the raw calls (`Recorder.__getstate__`)
+            if isinstance(got["log"], Finished):
+                got["log"] = got["log"].recorder
+            return self.log._send(self.label, ("emit", self.label, str(sample_id), got, time.time()),
+                                  f"sample {sample_id}")
         if not hasattr(got["log"], "to_json"):
             self._write(str(sample_id), got, time.time())
             return None
@@ -247,7 +265,7 @@ class ConfigLog:
             texts = {}
         row = {"sample_id": sample_id, "attempt": self.log.attempt, "finished": finished,
                "ok": bool(result.get("ok")), "step": result.get("step"), "reason": result.get("reason"),
-               "replica": result.get("replica"), "calls": calls, "stats": _json(result.get("stats") or {}),
+               "replica": result.get("replica"), "calls": calls, "stats": result["stats"],
                "prompts": self.prompts, "texts": self.log._new_texts(texts)}
         raw = dumps(row)
         line = self.log.redact(raw)
@@ -260,7 +278,6 @@ class ConfigLog:
         predictions' side of the log; calibration configs have only this)."""
         from emocaustics.core.task import Failure
 
-        self.log._compact(self.label)
         texts: dict[str, str] = {}
         rows = []
         for s in samples:
@@ -279,6 +296,20 @@ class ConfigLog:
                          "prediction": None if failed or s.id not in predictions
                          else self.log.redact(_json_plain(pred)),
                          "reason": self.log.redact(str(pred)) if failed else None})
+        self.log._open.discard(self.label)
+        if self.log._child is None:
+            self._finish(rows, texts)
+            return
+        self.log._send(self.label, ("finish", self.label, rows, texts), "its finish", opens=False).result()
+        if not self.log._open:  # no other config has samples in the child: it ends with the run's last config
+            self.log.close()
+
+    def abort(self) -> None:
+        """The run stopped with an error (`sink.active`): the writer process ends (the lines sent are written)."""
+        self.log.close()
+
+    def _finish(self, rows: list[dict[str, Any]], texts: dict[str, str]) -> None:
+        self.log._compact(self.label)
         with self.log._lock:
             fresh = {h: t for h, t in texts.items() if h not in self.log.known}
             self.log._write_texts(fresh)
@@ -286,60 +317,23 @@ class ConfigLog:
         _atomic_parquet(pl.DataFrame(rows, schema=SAMPLE_SCHEMA), self.log.root / "samples" / f"{self.label}.parquet")
 
 
-def _tables(rows: list[dict[str, Any]]) -> tuple[pl.DataFrame, list[dict[str, Any]], dict[str, str]]:
-    """Staged rows -> the calls table, the attempts' rows and the chunks they carry. List columns (messages, schema)
-    are built from flat values and offsets with pyarrow: polars makes a Series of every Python list it is given (30,000
-    calls' 90,000 lists took 2 s)."""
-    cols: dict[str, list[Any]] = {k: [] for k in CALL_SCHEMA if k not in ("messages", "schema")}
-    msg_off, roles, ref_off, refs = [0], [], [0], []  # calls -> messages -> text hashes, flat
-    msg_null, schema_off, schema_refs, schema_null = [], [0], [], []
-    sampling: dict[Any, str] = {}
-    attempts, texts = [], {}
-    for row in rows:
-        texts.update(row.get("texts") or {})
-        row_calls = row.get("calls") or []
-        attempts.append({**{k: row.get(k) for k in ATTEMPT_SCHEMA}, "calls": len(row_calls)})
-        n = len(row_calls)
-        cols["sample_id"] += [row["sample_id"]] * n
-        cols["attempt"] += [row["attempt"]] * n
-        for key, src in _CALL_FIELDS:
-            cols[key] += [c.get(src) for c in row_calls]
-        for c in row_calls:
-            msgs = c.get("messages")
-            msg_null.append(msgs is None)
-            for r, t in msgs or ():
-                roles.append(r)
-                refs.extend(t)
-                ref_off.append(len(refs))
-            msg_off.append(len(roles))
-            sch = c.get("schema")
-            schema_null.append(sch is None)
-            schema_refs.extend(sch or ())
-            schema_off.append(len(schema_refs))
-            s = c.get("sampling")
-            key = tuple(s.items()) if isinstance(s, dict) else repr(s)
-            if key not in sampling:
-                sampling[key] = _json(s)
-            cols["sampling"].append(sampling[key])
-    frame = pl.DataFrame(cols, schema={k: v for k, v in CALL_SCHEMA.items() if k in cols})
-    text_lists = _arrow_lists(ref_off, refs, None)
-    struct = pa.StructArray.from_arrays([_arrow(roles, pl.String), text_lists], names=["role", "text"])
-    messages = pa.LargeListArray.from_arrays(_arrow(msg_off, pl.Int64), struct, mask=_arrow(msg_null, pl.Boolean))
-    frame = frame.with_columns(pl.Series("messages", pl.from_arrow(messages)).cast(CALL_SCHEMA["messages"]),
-                               pl.Series("schema", pl.from_arrow(_arrow_lists(schema_off, schema_refs, schema_null)))
-                               .cast(CALL_SCHEMA["schema"]))
-    return frame.select(list(CALL_SCHEMA)), attempts, texts
+def _serve_log(state: dict[str, Any]) -> Any:
+    """The child's handler (`process._serve`): the parent's log as it was when the child started, then each message
+    (a sample to stage, a config to finish, stop) in order."""
+    log = EvalLog(Path(state["root"]), prompts=state["prompts"], secrets=state["secrets"], _state=state)
 
-
-def _arrow(values: list[Any], dtype: Any) -> Any:
-    """A flat Arrow array made by polars (pyarrow's own `pa.array` imports pandas, 0.3 s, the first time)."""
-    got = pl.Series(values, dtype=dtype).to_arrow()
-    return got.cast(pa.large_string()) if dtype == pl.String else got
-
-
-def _arrow_lists(offsets: list[int], values: list[str], nulls: list[bool] | None) -> Any:
-    return pa.LargeListArray.from_arrays(_arrow(offsets, pl.Int64), _arrow(values, pl.String),
-                                         mask=None if nulls is None else _arrow(nulls, pl.Boolean))
+    def handle(message: tuple) -> Any:
+        if message[0] == "emit":
+            label, sample_id, result, finished = message[1:]
+            if hasattr(result["log"], "to_json"):  # its recorder, sent raw: chunked here, in call order
+                result["log"] = result["log"].to_json()
+            return log.config(label)._write(sample_id, result, finished)
+        if message[0] == "finish":
+            return log.config(message[1])._finish(*message[2:])
+        if log._worker is not None:  # stop: the batches' tables being built (their texts parts) come first
+            log._submit(lambda: None).result()
+        return {"known": log.known, "written": log._written}
+    return handle
 
 
 def _merge(path: Path, new: pl.DataFrame, key: list[str]) -> None:

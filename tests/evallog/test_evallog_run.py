@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 from pathlib import Path
 
 import polars as pl
@@ -111,13 +112,15 @@ def test_a_killed_run_keeps_its_staged_samples(tmp_path: Path) -> None:
 
     first = EvalLog(tmp_path)
     cfg = first.config("cfg")
-    cfg.emit("a", result("question a", True))
-    cfg.emit("b", result("question b", False))
+    cfg.emit("a", result("question a", True)).result(60)  # written once the writer process says so
+    cfg.emit("b", result("question b", False)).result(60)
     assert (tmp_path / "evallog" / "staging" / "cfg.jsonl").exists()
     assert RunLog(tmp_path).sample("cfg", "b")["status"] == "failed"  # readable while staged
+    os.kill(first._child.pid, signal.SIGKILL)  # type: ignore[union-attr]  # the run is killed (its writer too)
     second = EvalLog(tmp_path)  # the resumed run: what was staged is compacted first
     assert not (tmp_path / "evallog" / "staging" / "cfg.jsonl").exists()
-    second.config("cfg").emit("b", result("question b", True))
+    second.config("cfg").emit("b", result("question b", True)).result(60)
+    second.close()
     log = RunLog(tmp_path)
     assert log.sample("cfg", "a")["calls"][0]["messages"][1]["content"] == "question a"
     b = log.sample("cfg", "b")

@@ -168,9 +168,11 @@ def test_a_long_transcript_opens_collapsed_and_each_call_on_a_click(browser: Bro
                     Completion(text=f'{{"answer": "reply {n}"}}', parsed={"answer": f"reply {n}"}), 0.0, 0.01)
         return {"ok": True, "log": rec.to_json()}
 
-    cfg = EvalLog(tmp_path).config("cfg")
-    cfg.emit("long", result(60))
-    cfg.emit("short", result(3))
+    log = EvalLog(tmp_path)
+    cfg = log.config("cfg")
+    cfg.emit("long", result(60)).result(60)
+    cfg.emit("short", result(3)).result(60)
+    log.close()
     view = ViewData(RunLog(tmp_path))
     httpd = make_server(view)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()

@@ -1,0 +1,166 @@
+"""The eval log's writer process (`evallog.process`): the files it writes are byte for byte those the writer thread
+wrote on the same samples (chunks, staging lines, Parquet tables, texts parts; secrets redacted; prompt logging off);
+a child that fails or dies fails the sample waiting for it with an error naming the run folder and the config, never
+a hang; and the child is gone once the run's last config is finished, once the run stops with an error, and once a
+log is dropped unclosed."""
+
+from __future__ import annotations
+
+import gc
+import os
+import signal
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from emocaustics.core.task import Failure
+from emocaustics.evallog import sink, writer
+from emocaustics.evallog.process import EvalLogError
+from emocaustics.evallog.record import Recorder
+from emocaustics.evallog.writer import EvalLog
+from emocaustics.models.base import ChatRequest, Completion, Sampling
+
+SECRET = "sk-test-PROCESS-0f3c9e1d7a2b5c84-never-logged"
+SCHEMA = {"type": "object", "properties": {"answer": {"type": "string"}, "events": {"type": "array"}}}
+SYSTEM = "\n\n".join(f"Rule {r}: " + "\n".join(f"the rule's line {r}.{j}" for j in range(6)) for r in range(5))
+SAMPLES = 57  # more than writer.BATCH: the first 50 samples' tables are built while the rest are staged
+
+
+def _result(i: int, raw: bool) -> dict:
+    """Sample i: calls whose user prompt is the dialogue's history one line longer each time (chunked from the
+    last chunk of the call before), the shared system prompt, a schema object, a re-ask; the secret in sample 3's
+    prompts; a failure every 7th; `raw`: the log as a replica sends it (already JSON)."""
+    rec = Recorder()
+    rec._t0 = 0.0
+    history = [f"speaker {k % 2}: line {k} of dialogue {i % 9}" + (f" key {SECRET}" if i == 3 and k == 2 else "")
+               for k in range(12)]
+    for k in range(2 + i % 5):
+        user = "Dialogue so far:\n" + "\n".join(history[:k + 4]) + f"\n\nWhat happens in line {k}?"
+        req = ChatRequest(messages=({"role": "system", "content": SYSTEM}, {"role": "user", "content": user}),
+                          schema=SCHEMA, sampling=Sampling(max_tokens=64 + k))
+        rec.add(req, Completion(text=f'{{"answer": "reply {i}.{k}"}}', parsed={"answer": f"reply {i}.{k}"},
+                                prompt_tokens=100 + k, generated_tokens=7), float(k), 0.25)
+        rec.note(req, step="window" if k else "events", attempt=k % 2, parse_error="bad" if k == 3 else None)
+    ok = i % 7 != 0
+    return {"ok": ok, "step": None if ok else "window", "reason": None if ok else f"no answer {i}",
+            "replica": "actor-1" if raw else None, "stats": {"calls": len(rec.calls), "i": i},
+            "log": rec.to_json() if raw else rec.finished()}
+
+
+def _write(root: Path, process: bool, prompts: bool, raw: bool,
+           monkeypatch: pytest.MonkeyPatch) -> dict[str, bytes]:
+    """Every sample emitted (the staging file read once all are written), then the config finished: the files."""
+    monkeypatch.setattr(writer, "time", SimpleNamespace(time=lambda: 1700000000.5, sleep=time.sleep))
+    log = EvalLog(root, prompts=prompts, secrets=[SECRET], process=process)
+    log.attempt = "attempt-1"
+    cfg = log.config("cfg")
+    futures = [cfg.emit(str(i), _result(i, raw)) for i in range(SAMPLES)]
+    for fut in futures:
+        if fut is not None:
+            fut.result(60)
+    files = {"staging": (root / "evallog" / "staging" / "cfg.jsonl").read_bytes()}
+    samples = [SimpleNamespace(id=str(i), input={"dialogue": i, "note": SECRET}, target=[i, "gold"])
+               for i in range(SAMPLES + 2)]  # two samples never solved: status missing
+    predictions = {str(i): Failure("window", f"no answer {i}") if i % 7 == 0 else {"events": [i]}
+                   for i in range(SAMPLES)}
+    cfg.finish(samples, predictions)
+    log.close()
+    for path in sorted((root / "evallog").rglob("*")):
+        if path.is_file():
+            files[str(path.relative_to(root))] = path.read_bytes()
+    return files
+
+
+@pytest.mark.parametrize("prompts", [True, False])
+@pytest.mark.parametrize("raw", [False, True], ids=["in-driver", "from-replica"])
+def test_the_process_writes_the_files_the_thread_wrote(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                       prompts: bool, raw: bool) -> None:
+    """Samples recorded in the driver (a finished recorder: the thread chunked it, now the child does) or in a
+    replica (the log as JSON; the thread path wrote it at once, in the caller)."""
+    thread = _write(tmp_path / "thread", False, prompts, raw, monkeypatch)
+    child = _write(tmp_path / "child", True, prompts, raw, monkeypatch)
+    assert sorted(child) == sorted(thread)
+    # texts: the first 50 samples' chunks (written while the rest were staged; the last 7 bring none: their dialogues
+    # and the system prompt were seen), then the samples' inputs and gold; without prompts, the gold only
+    parts = ["evallog/texts/part-00000.parquet", "evallog/texts/part-00001.parquet"][:2 if prompts else 1]
+    assert sorted(child) == sorted(["staging", "evallog/calls/cfg.parquet", "evallog/attempts/cfg.parquet",
+                                    "evallog/samples/cfg.parquet", *parts])
+    assert [k for k in child if child[k] != thread[k]] == []
+    assert child["staging"].count(b"\n") == SAMPLES
+    assert all(SECRET.encode() not in blob and SECRET[8:].encode() not in blob for blob in child.values())
+    assert (b"the rule's line 4.5" in child["staging"]) is prompts
+
+
+def _one(i: int = 1) -> dict:
+    return _result(i, raw=False)
+
+
+def _gone(pid: int) -> bool:
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_a_child_that_dies_fails_the_waiting_sample_naming_run_and_config(tmp_path: Path) -> None:
+    log = EvalLog(tmp_path, secrets=[])
+    cfg = log.config("sextuple_window_api")
+    cfg.emit("1", _one()).result(60)
+    pid = log._child.pid  # type: ignore[union-attr]
+    os.kill(pid, signal.SIGKILL)
+    t0 = time.monotonic()
+    with pytest.raises(EvalLogError) as err:
+        cfg.emit("2", _one(2)).result(30)
+    assert time.monotonic() - t0 < 30
+    assert str(err.value) == (f"eval log of run {tmp_path}: the writer process (pid {pid}) ended with exit code -9, "
+                              f"before config sextuple_window_api, sample 2 was written")
+    with pytest.raises(EvalLogError, match="config sextuple_window_api, its finish"):
+        cfg.finish([SimpleNamespace(id="1", input={}, target=[])], {"1": {"events": []}})
+    log.close()
+    assert _gone(pid)
+    # the line of sample 1 was written before the kill: a resumed run compacts it
+    resumed = EvalLog(tmp_path)
+    assert not (tmp_path / "evallog" / "staging" / "sextuple_window_api.jsonl").exists()
+    assert (tmp_path / "evallog" / "attempts" / "sextuple_window_api.parquet").exists()
+    resumed.close()
+
+
+def test_an_error_in_the_child_names_the_sample_and_the_child_goes_on(tmp_path: Path) -> None:
+    log = EvalLog(tmp_path, secrets=[])
+    cfg = log.config("cfg")
+    bad = {"ok": True, "log": {"calls": [], "texts": ["not a mapping"]}}
+    with pytest.raises(EvalLogError) as err:
+        cfg.emit("bad", bad).result(60)
+    message = str(err.value)
+    assert message.startswith(f"eval log of run {tmp_path}: writing config cfg, sample bad failed in the writer "
+                              f"process (pid {log._child.pid}):\nTraceback")  # type: ignore[union-attr]
+    assert message.rstrip().endswith("AttributeError: 'list' object has no attribute 'items'")
+    cfg.emit("good", _one()).result(60)
+    pid = log._child.pid  # type: ignore[union-attr]
+    cfg.finish([SimpleNamespace(id="good", input={}, target=[])], {"good": {"events": []}})
+    assert log._child is None and _gone(pid)  # the last open config finished: the child ended
+
+
+def test_no_child_outlives_an_error_or_a_dropped_log(tmp_path: Path) -> None:
+    log = EvalLog(tmp_path / "a", secrets=[])
+    cfg = log.config("cfg")
+    with pytest.raises(ValueError, match="the solver broke"):
+        with sink.active(cfg):
+            cfg.emit("1", _one()).result(60)
+            pid = log._child.pid  # type: ignore[union-attr]
+            raise ValueError("the solver broke")
+    assert log._child is None and _gone(pid)
+    assert (tmp_path / "a" / "evallog" / "staging" / "cfg.jsonl").read_text().count("\n") == 1  # kept for a resume
+
+    dropped = EvalLog(tmp_path / "b", secrets=[])
+    dropped.config("cfg").emit("1", _one()).result(60)
+    pid = dropped._child.pid  # type: ignore[union-attr]
+    del dropped
+    gc.collect()
+    assert _gone(pid)
