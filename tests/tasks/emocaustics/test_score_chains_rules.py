@@ -142,3 +142,30 @@ def test_equal_candidates_the_earliest_counts():
                                                      ("r", "u2"): 0.85, ("r", "u3"): 0.85}))
     item = out.items[0]
     assert (item.pred_event_index, item.pred_emotion_index, item.pred_reason) == (0, 0, "u1") and out.score == 1.0
+
+
+# ---- exact tags and boundaries (mutation survivors of _verdict and judge_prefetch, issue 29)
+
+def test_judge_tags_identical_yes_and_pending_leave_no_rows():
+    gt = {"A": (Event("x", (emo("negative", "r", "B"),)),)}
+    rules = ChainRules(judge=True)
+    # identical texts (after trimming) are the same event without asking: tag "identical"
+    same = score_dialogue_chains(gt, {"A": (Event(" x ", (emo("negative", "r", "B"),)),)}, table_sim({}), {}, rules)
+    assert same.items[0].judge == "identical" and same.missing == set() and same.score == 1.0
+    pred = {"A": (Event("px", (emo("negative", "r", "B"),)),)}
+    sim = table_sim({("x", "px"): 0.75})
+    yes = score_dialogue_chains(gt, pred, sim, {("x", "px"): True}, rules)
+    assert yes.items[0].judge == "yes" and yes.items[0].event_matched
+    # a missing verdict: the holder is left for the next round, with no rows and no score
+    pending = score_dialogue_chains(gt, pred, sim, {}, rules)
+    assert pending.items == [] and pending.holder_scores == {} and pending.score is None
+    assert pending.judge_failures == 0
+
+
+def test_prefetch_at_the_threshold_and_holders_without_prediction():
+    gt = {"A": (Event("x", ()),), "B": (Event("y", ()),)}
+    pred = {"A": (Event("at", ()), Event("below", ()), Event("x", ()))}
+    sim = table_sim({("x", "at"): 0.7, ("x", "below"): 0.69})
+    # 0.7 is asked (>= the event threshold), 0.69 is not, identical "x" never; B has no predicted events
+    assert judge_prefetch(gt, pred, sim, ChainRules(judge=True)) == {("x", "at")}
+    assert judge_prefetch(gt, pred, sim, ChainRules(judge=False)) == set()

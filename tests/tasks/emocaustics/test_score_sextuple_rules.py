@@ -101,3 +101,11 @@ def test_equal_candidates_the_earliest_counts():
     row = score_utterance(U, [first, second], table_sim({("a1", "a"): 0.9, ("a2", "a"): 0.9,
                                                          ("t1", "t"): 0.1, ("t2", "t"): 0.7}))
     assert row.chosen == 0 and row.target_sim == 0.1 and row.points == 4
+
+
+def test_length_mismatch_carries_both_counts_and_says_them():
+    utts = [U, Utterance(index=1, sentence="s2", holder="2", gt=None)]
+    with pytest.raises(LengthMismatch) as exc:
+        score_dialogue_sextuples(utts, [[GT], [], []], table_sim({}))
+    assert (exc.value.gt_len, exc.value.pred_len) == (2, 3)
+    assert str(exc.value) == "prediction has 3 utterances, ground truth has 2"
