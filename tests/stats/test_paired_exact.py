@@ -136,3 +136,37 @@ def test_holm_ties_and_a_single_p():
     np.testing.assert_allclose(P.holm(np.array([0.2, 0.01, 0.01])), [0.2, 0.03, 0.03], atol=1e-15)
     assert P.holm(np.array([0.3]))[0] == 0.3
     assert P.holm(np.array([])).shape == (0,)
+
+
+def test_randomisation_tolerance_is_relative_to_the_differences():
+    # d = 1000, 1e-7: the mixed-sign flips fall 1e-7 short of |mean(d)|, within 1e-9 x mean|d| = 5e-7 (rounding of
+    # the corrected sums, by design): every flip counts, p = 1
+    big = np.array([[1000.0, 1e-7], [0.0, 0.0]])
+    assert P.randomisation_table(big, np.ones((2, 2), bool), [(0, 1)], n_permutations=40, seed=1)[0] == 1.0
+    # d = 1e-3, 1e-10: the mixed flips fall 1e-10 short, beyond 1e-9 x 5e-4 = 5e-13: only the same-sign flips count
+    small = np.array([[1e-3, 1e-10], [0.0, 0.0]])
+    signs = np.random.default_rng(1).integers(0, 2, size=(40, 2), dtype=np.int8).astype(np.float64) * 2.0 - 1.0
+    same = int((signs[:, 0] == signs[:, 1]).sum())
+    got = P.randomisation_table(small, np.ones((2, 2), bool), [(0, 1)], n_permutations=40, seed=1)[0]
+    assert 0 < same < 40 and got == pytest.approx((1 + same) / 41, abs=1e-15)
+
+
+def test_randomisation_reads_presence_flags_given_as_numbers():
+    values = np.array([[1.0, 2.0, 5.0, 3.0, 2.5], [0.0, 2.5, 1.0, 1.0, 1.0]])
+    present = np.array([[1, 1, 1, 0, 1], [1, 0, 1, 1, 1]])  # 0/1 flags, not item numbers
+    got = P.randomisation_table(values, present, [(0, 1)], n_permutations=30, seed=11)
+    want = P.randomisation_table(values, present.astype(bool), [(0, 1)], n_permutations=30, seed=11)
+    both = np.array([True, False, True, False, True])
+    signs = np.random.default_rng(11).integers(0, 2, size=(30, 5), dtype=np.int8).astype(np.float64) * 2.0 - 1.0
+    assert got[0] == want[0] == pytest.approx(_flip_p((values[0] - values[1])[both], list(signs[:, both])))
+
+
+def test_randomisation_pair_without_common_items_is_nan_silently():
+    import warnings
+
+    values = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    present = np.array([[True, True, False], [False, False, True]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = P.randomisation_table(values, present, [(0, 1)], n_permutations=10, seed=0)
+    assert math.isnan(got[0])

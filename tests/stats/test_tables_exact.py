@@ -5,6 +5,8 @@ scipy's Wilcoxon and from Holm's rule written out by hand (issue 29, mutation te
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import polars as pl
 import pytest
@@ -249,3 +251,38 @@ def test_describe_pairs_a_missing_difference_reads_as_no_common_items():
                          schema_overrides={k: pl.Float64 for k in ("diff", "diff_low", "diff_high", "p_holm",
                                                                    "p_randomisation", "p_bootstrap", "p_wilcoxon")})
     assert describe_pairs(pairs) == ["a vs b: no common items"]
+
+
+def test_empty_tables_keep_their_schema_and_one_config_has_no_pairs():
+    from emocaustics.stats.tables import CI_SCHEMA, PAIRS_SCHEMA
+
+    empty = pl.DataFrame({"config": [], "item": [], "value": []},
+                         schema={"config": pl.Utf8, "item": pl.Utf8, "value": pl.Float64})
+    ci, pairs = config_stats(empty, n_resamples=10)
+    assert dict(ci.schema) == CI_SCHEMA and dict(pairs.schema) == PAIRS_SCHEMA
+    ci, pairs = config_stats(frame({"a": [1.0, 3.0]}), n_resamples=10)
+    # two items 1 and 3: resample means 1, 2 or 3; the 95 % interval of 10 of them lies in [1, 3]
+    row = ci.row(0, named=True)
+    assert (row["n"], row["mean"]) == (2, 2.0) and 1.0 <= row["ci_low"] <= row["ci_high"] <= 3.0
+    assert pairs.height == 0 and dict(pairs.schema) == PAIRS_SCHEMA
+
+
+def test_a_pair_without_common_items_does_not_stop_the_next_pairs():
+    ci, pairs = config_stats(frame({"a": [1.0, None, 2.0], "b": [None, 2.0, None], "c": [3.0, 4.0, 6.0]}),
+                             n_resamples=20)
+    got = {(r["config_a"], r["config_b"]): r for r in pairs.iter_rows(named=True)}
+    assert got[("a", "b")]["n_common"] == 0 and math.isnan(got[("a", "b")]["diff"])
+    assert got[("a", "c")]["diff"] == pytest.approx(-3.0) and got[("b", "c")]["diff"] == pytest.approx(-2.0)
+    assert got[("b", "c")]["diff_low"] == got[("b", "c")]["diff_high"] == pytest.approx(-2.0)
+    assert got[("a", "c")]["p_wilcoxon"] == pytest.approx(float(sps.wilcoxon([-2.0, -4.0]).pvalue))
+
+
+def test_two_repeated_pairs_are_counted_and_one_is_named():
+    import re
+
+    dup = pl.DataFrame({"config": ["a", "a", "b", "b", "b"], "item": ["x", "x", "y", "y", "y"],
+                        "value": [1.0, 2.0, 3.0, 4.0, 5.0]})
+    with pytest.raises(ValueError) as err:
+        config_matrix(dup)
+    assert re.fullmatch(r"config_stats: 2 \(config, item\) pair\(s\) repeated, e\.g\. config "
+                        r"('a' item 'x' x2|'b' item 'y' x3)", str(err.value))
