@@ -214,3 +214,203 @@ def test_sextuple_score_file_and_means_with_a_judge():
     assert no_judge["scheme1_avg_target_similarity"] == 0.8 and no_judge["scheme2_avg_target_similarity"] is None
     assert no_judge["scheme2_avg_sentiment_correct"] is None
     assert rs.file_means([], judged=True) == dict.fromkeys(rs.COLUMNS, 0.0)  # a file with no line: 0.0
+
+
+# ------------------------------------------------------------------------------------------------------ refchains
+
+from emocaustics.tasks.emocaustics.data.schema import Emotion, Event  # noqa: E402
+from emocaustics.tasks.emocaustics.score import refchains as rc  # noqa: E402
+
+
+def test_chain_embed_text_and_json_text():
+    assert [rc.embed_text(v, "w") for v in ("", "x", " ")] == [" ", "x", " "]
+    for value, kind in ((None, "NoneType None"), (5, "int 5"), (["a"], "list ['a']")):
+        with pytest.raises(ReferenceCrash) as exc:
+            rc.embed_text(value, "holder 1 event 0, prediction 2")
+        assert str(exc.value) == f"holder 1 event 0, prediction 2: {kind} is not text; the embeddings API refuses it"
+    assert [rc.json_text(v) for v in ("x", 2, 2.0, None, ["中"], "")] == ["x", "2", "2.0", "null", '["中"]', ""]
+
+
+def test_chain_holder_events_event_list_and_emotions_read_as_the_reference():
+    pred = {"1": {"events": [{"event": "a"}]}, "2": {"other": 1}, "3": [1]}
+    assert rc.holder_events(pred, "1") == [{"event": "a"}]
+    assert rc.holder_events(pred, "2") == [] and rc.holder_events(pred, "9") == []
+    crashes = [
+        (lambda: rc.holder_events([], "1"), "prediction: top level is list; the reference calls .get on it"),
+        (lambda: rc.holder_events(pred, "3"), "holder 3: list where {'events': [...]} is expected"),
+        (lambda: rc.event_list("abc", "1"), "holder 1 events: str where a list is expected; the reference raises"),
+        (lambda: rc.event_list([{"event": "a"}, {"x": 1}], "1"),
+         "holder 1 events, item 1: no 'event' to read; the reference raises"),
+        (lambda: rc.event_list([5], "1"), "holder 1 events, item 0: no 'event' to read; the reference raises"),
+        (lambda: rc.pred_emotions_of({"emotions": "abc"}, "w"),
+         "w emotions: str where a list is expected; the reference raises"),
+        (lambda: rc.pred_emotions_of({"emotions": [{"state": "s"}]}, "w"),
+         "w emotions, item 0: no 'reason' to read; the reference raises"),
+        (lambda: rc.pred_emotions_of({"emotions": [{}, {}]}, "w"),
+         "w emotions, item 0: no 'reason' to read; the reference raises"),
+    ]
+    for call, message in crashes:
+        with pytest.raises(ReferenceCrash) as exc:
+            call()
+        assert str(exc.value) == message
+    for empty in ([], None, "", {}):
+        assert rc.event_list(empty, "1") == []
+    assert rc.event_list([{"event": "a"}], "1") == [{"event": "a"}]
+    assert rc.pred_emotions_of({"emotions": {"reason": "r"}}, "w") == [{"reason": "r"}]  # one object: a list of it
+    for empty in ([{}], [], "", None):
+        assert rc.pred_emotions_of({"emotions": empty} if empty is not None else {}, "w") == []
+    assert rc.pred_emotions_of({"emotions": [{"reason": "r"}, {"reason": "s"}]}, "w") == [{"reason": "r"},
+                                                                                        {"reason": "s"}]
+
+
+def test_chain_gt_source_ids_read_with_int():
+    assert rc.gt_source_ids(Emotion("s", "r", (), "2，3"), "w") == {2, 3}  # the full-width comma too
+    assert rc.gt_source_ids(Emotion("s", "r", ("4", "5"), ""), "w") == {4, 5}  # no raw text: the parsed ids
+    assert rc.gt_source_ids(Emotion("s", "r", ("9",), " 1,2 "), "w") == {1, 2}  # the raw text wins; int() trims
+    with pytest.raises(ReferenceCrash) as exc:
+        rc.gt_source_ids(Emotion("s", "r", (), "self"), "holder 1 event 0 emotion 0")
+    assert str(exc.value) == ("holder 1 event 0 emotion 0: ground-truth source_id 'self' is not a list of integers; "
+                              "the reference's int() raises here")
+
+
+def test_chain_percentages_round_to_two_places():
+    out = rc.RefChainOutcome(totals={"state_score": 2.0, "source_id_score": 1.25, "reason_llm_score": 0.0,
+                                     "reason_embed_score": 1.225}, possible=3.0)
+    # 2/3 -> 66.67, 1.25/3 -> 41.67, 1.225/3 -> 40.83
+    assert out.percentages() == {"total_state_score_percentage": 66.67, "total_source_id_score_percentage": 41.67,
+                                 "total_reason_llm_score_percentage": 0.0,
+                                 "total_reason_embed_score_percentage": 40.83}
+    assert rc.RefChainOutcome().percentages() == dict.fromkeys(rc.COLUMNS, 0.0)
+    assert rc.RefChainOutcome().totals == dict.fromkeys(rc.SCORES, 0.0)
+
+
+# holder 1: two events (1/2 each); E0 has two emotions (1/4 each), E1 none. Holder 2: no events (adds nothing).
+# holder 3: one event with one emotion (weight 1).
+CH_GT = {
+    "1": (Event("E0", (Emotion("joy", "R0", (), "1"), Emotion("sad", "R1", (), "2，3"))), Event("E1", ())),
+    "2": (),
+    "3": (Event("E3", (Emotion("fear", "R3", ("4",), ""),)),),
+}
+CH_PRED = {
+    "1": {"events": [{"event": "p0", "emotions": [{"state": "joy", "reason": "r0", "source_id": 1},
+                                                  {"state": "Sad", "reason": "r1", "source_id": [2]}]},
+                     {"event": "p1", "emotions": []}]},
+    "2": {"events": []},
+    "3": {"events": [{"event": "E3", "emotions": [{"state": "fear", "reason": "r3", "source_id": 4.0}]}]},
+}
+CH_SIMS = {("E0", "p0"): 0.3, ("E0", "p1"): 0.2, ("E1", "p0"): 0.1, ("E1", "p1"): 0.29,
+           ("R0", "r0"): 0.9, ("R0", "r1"): 0.5, ("R1", "r0"): 0.4, ("R1", "r1"): 0.6,
+           ("E3", "E3"): 1.0, ("R3", "r3"): 0.5}
+CH_ANSWERS = {("E0", "p0"): Answer("0"), ("R0", "r0"): Answer("1"), ("R1", "r1"): Answer("1"),
+              ("E1", "p1"): Answer("0"), ("E3", "E3"): Answer("1"), ("R3", "r3"): Answer("0")}
+
+
+def test_chain_reference_walk_with_a_judge():
+    out = rc.score_dialogue(CH_GT, CH_PRED, key_sim(CH_SIMS), CH_ANSWERS)
+    # E0 takes p0 at cosine 0.3 (not below 0.3, so it matches although the judge says 0).
+    #   R0 -> r0 (0.9): judge 1, state equal, 1 in {1}: state, source, judge 1, embed 0.9, each x 1/4
+    #   R1 -> r1 (0.6 > 0.4): judge 1, "Sad" != "sad", [2] unhashable -> source 0; judge 1, embed 0.6, x 1/4
+    # E1 takes p1 (0.29 > 0.1): 0.29 and judge 0 are both below 0.3 -> unmatched; no emotions: only 1/2 possible
+    # holder 3: identical event, judge 1; R3 -> r3 (0.5) judge 0: state 1, 4.0 in {4}, judge 0, embed 0 (judge 0)
+    # totals: state 1/4 + 1 = 1.25, source 1.25, judge 1/4 + 1/4 = 0.5, embed 0.9/4 + 0.6/4 = 0.375; possible 2
+    assert out.totals == {"state_score": 1.25, "source_id_score": 1.25, "reason_llm_score": 0.5,
+                          "reason_embed_score": 0.375}
+    assert out.possible == 2.0 and out.missing == set()
+    assert out.percentages() == {"total_state_score_percentage": 62.5, "total_source_id_score_percentage": 62.5,
+                                 "total_reason_llm_score_percentage": 25.0,
+                                 "total_reason_embed_score_percentage": 18.75}
+    r0, r1, e1, r3 = out.items
+    assert r0 == rc.RefChainItem("1", 0, "E0", "p0", 0.3, 0, True, 0, "joy", "R0", "1", 0, "joy", "r0", "1", 0.9, 1,
+                                 1, 1, 1, 0.9, 0.25)
+    assert r1 == rc.RefChainItem("1", 0, "E0", "p0", 0.3, 0, True, 1, "sad", "R1", "2，3", 1, "Sad", "r1", "[2]", 0.6,
+                                 1, 0, 0, 1, 0.6, 0.25)
+    assert e1 == rc.RefChainItem("1", 1, "E1", "p1", 0.29, 0, False)
+    assert r3 == rc.RefChainItem("3", 0, "E3", "E3", 1.0, 1, True, 0, "fear", "R3", "4", 0, "fear", "r3", "4.0", 0.5,
+                                 0, 1, 1, 0, 0.0, 1.0)
+
+
+def test_chain_reference_walk_without_a_judge():
+    out = rc.score_dialogue(CH_GT, CH_PRED, key_sim(CH_SIMS), None)
+    # the same matches (E0 at 0.3 matches on its cosine alone); judge and embed never count
+    assert out.totals == {"state_score": 1.25, "source_id_score": 1.25, "reason_llm_score": 0.0,
+                          "reason_embed_score": 0.0}
+    assert out.possible == 2.0
+    assert [(i.event_judge, i.reason_judge, i.reason_sim) for i in out.items] == [
+        (None, None, 0.9), (None, None, 0.6), (None, None, None), (None, None, 0.5)]
+
+
+def test_chain_reference_unmatched_event_scores_nothing_but_counts():
+    gt = {"1": (Event("E", (Emotion("joy", "R", (), "1"),)),)}
+    pred = {"1": {"events": [{"event": "p", "emotions": [{"state": "joy", "reason": "R", "source_id": 1}]}]}}
+    # cosine 0.29 and judge 0: unmatched; the emotion row keeps its weight but adds nothing; possible 1
+    out = rc.score_dialogue(gt, pred, key_sim({("E", "p"): 0.29, ("R", "R"): 1.0}), {("E", "p"): Answer("0")})
+    assert out.totals == dict.fromkeys(rc.SCORES, 0.0) and out.possible == 1.0
+    assert out.items == [rc.RefChainItem("1", 0, "E", "p", 0.29, 0, False, 0, "joy", "R", "1", weight=1.0)]
+    # the judge's 1 matches it at any positive cosine
+    yes = rc.score_dialogue(gt, pred, key_sim({("E", "p"): 0.01, ("R", "R"): 1.0}),
+                            {("E", "p"): Answer("1"), ("R", "R"): Answer("1")})
+    assert yes.totals == dict.fromkeys(rc.SCORES, 1.0) and yes.possible == 1.0
+
+
+def test_chain_reference_first_of_equal_cosines_and_none_above_zero():
+    gt = {"1": (Event("E", (Emotion("joy", "R", (), "1"),)),)}
+    pred = {"1": {"events": [{"event": "a", "emotions": [{"state": "x", "reason": "u", "source_id": 1}]},
+                             {"event": "b", "emotions": [{"state": "joy", "reason": "R", "source_id": 1}]}]}}
+    tie = rc.score_dialogue(gt, pred, key_sim({("E", "a"): 0.5, ("E", "b"): 0.5, ("R", "u"): 0.9}), None)
+    assert tie.items[0].pred_event == "a" and tie.totals["state_score"] == 0.0 and tie.totals["source_id_score"] == 1
+    later = rc.score_dialogue(gt, pred, key_sim({("E", "a"): 0.5, ("E", "b"): 0.6, ("R", "R"): 1.0}), None)
+    assert later.items[0].pred_event == "b" and later.totals["state_score"] == 1.0
+    none = rc.score_dialogue(gt, pred, key_sim({("E", "a"): 0.0, ("E", "b"): -0.1}), {})
+    assert none.items[0].pred_event is None and none.items[0].event_sim is None and none.missing == set()
+    assert none.possible == 1.0 and none.totals["source_id_score"] == 0.0
+
+
+def test_chain_reference_pending_answers_stop_the_walk():
+    sim = key_sim(CH_SIMS)
+    first = rc.score_dialogue(CH_GT, CH_PRED, sim, {})
+    assert first.missing == {("E0", "p0")} and first.items == [] and first.possible == 0.0
+    second = rc.score_dialogue(CH_GT, CH_PRED, sim, {("E0", "p0"): Answer("0")})
+    assert second.missing == {("R0", "r0")} and second.items == [] and second.totals == dict.fromkeys(rc.SCORES, 0.0)
+
+
+def test_chain_reference_crashes_name_the_place():
+    gt = {"1": (Event("E", (Emotion("joy", "R", (), "self"),)),)}
+    pred = {"1": {"events": [{"event": "E", "emotions": [{"state": "joy", "reason": "r", "source_id": 1}]}]}}
+    sim = key_sim({("E", "E"): 1.0, ("R", "r"): 0.5})
+    answers = {("E", "E"): Answer("1"), ("R", "r"): Answer("1")}
+    with pytest.raises(ReferenceCrash) as exc:
+        rc.score_dialogue(gt, pred, sim, answers)
+    assert str(exc.value) == ("holder 1 event 0 emotion 0: ground-truth source_id 'self' is not a list of integers; "
+                              "the reference's int() raises here")
+    no_state = {"1": {"events": [{"event": "E", "emotions": [{"reason": "r", "source_id": 1}]}]}}
+    with pytest.raises(ReferenceCrash) as exc:
+        rc.score_dialogue(gt, no_state, sim, answers)
+    assert str(exc.value) == "holder 1 event 0 emotion 0: predicted emotion 0 has no 'state'; the reference raises"
+    with pytest.raises(ReferenceCrash) as exc:  # a holder without events still reads its prediction
+        rc.score_dialogue({"2": ()}, [], sim, None)
+    assert str(exc.value) == "prediction: top level is list; the reference calls .get on it"
+    bad = {("E", "E"): Answer("yes"), ("R", "r"): Answer("1")}
+    with pytest.raises(ReferenceCrash) as exc:
+        rc.score_dialogue(gt, pred, sim, bad)
+    assert str(exc.value) == "holder 1 event 0: judge answer 'yes' is not an integer; the reference's int() raises here"
+
+
+def test_chain_reference_missing_source_id_scores_zero():
+    gt = {"1": (Event("E", (Emotion("joy", "R", (), "1"),)),)}
+    pred = {"1": {"events": [{"event": "E", "emotions": [{"state": "joy", "reason": "R"}]}]}}
+    out = rc.score_dialogue(gt, pred, key_sim({("E", "E"): 1.0, ("R", "R"): 1.0}), None)
+    assert out.totals["source_id_score"] == 0.0 and out.totals["state_score"] == 1.0
+    assert out.items[0].pred_source == ""  # shown as "" when absent
+
+
+def test_chain_reference_needed_pairs():
+    assert rc.needed_pairs(CH_GT, CH_PRED) == {
+        ("E0", "p0"), ("E0", "p1"), ("E1", "p0"), ("E1", "p1"),
+        ("R0", "r0"), ("R0", "r1"), ("R1", "r0"), ("R1", "r1"), ("E3", "E3"), ("R3", "r3")}
+    gt = {"1": (Event("E", (Emotion("s", "", (), "1"),)), Event(None, ()), Event("F", ())),  # type: ignore[arg-type]
+          "2": (Event("G", ()),), "4": (Event("H", ()),), "5": ()}
+    pred = {"1": {"events": [{"event": "a", "emotions": "bad"}, {"event": "b", "emotions": [{"reason": "x"}]}]},
+            "2": [1], "4": {"events": [{"event": 5}]}, "5": {"events": [{"event": "z"}]}}
+    # holder 1: the unreadable emotion list is skipped, the empty reason is " ", the unreadable GT event skipped;
+    # holders 2 and 4: unreadable, left out; holder 5 has no GT events
+    assert rc.needed_pairs(gt, pred) == {("E", "a"), ("E", "b"), (" ", "x"), ("F", "a"), ("F", "b")}
