@@ -142,3 +142,16 @@ def test_table_worked_example_against_the_draws(monkeypatch):
             want = mean_over(d[r], values[a] - values[b], present[a] & present[b])
             assert diffs[p, r] == pytest.approx(want, abs=1e-12, nan_ok=True)
     assert 0 < int(np.isnan(rows[3]).sum()) < 30
+
+def test_ci_per_row_and_unsigned_scores_in_the_table():
+    x = np.array([[1.0, 2.0, 6.0], [4.0, 4.0, 7.0]])
+    mean, low, high = B.bootstrap_ci(x, n_resamples=30, seed=2)
+    assert mean.tolist() == [3.0, 5.0] and low.shape == high.shape == (2,)
+    # scores stored as small unsigned integers: differences are taken as numbers (no wrap-around at 0)
+    values = np.array([[1, 5, 2, 2], [3, 1, 4, 4]], dtype=np.uint8)
+    present = np.array([[True, True, True, False], [True, False, True, True]])
+    rows_u, diffs_u = B.bootstrap_table(values, present, [(0, 1)], n_resamples=20, seed=1, sparse_share=0.0)
+    rows_f, diffs_f = B.bootstrap_table(values.astype(float), present, [(0, 1)], n_resamples=20, seed=1,
+                                        sparse_share=0.0)
+    np.testing.assert_array_equal(diffs_u, diffs_f)
+    assert np.nanmin(diffs_u) >= -2.0  # common items 0 and 2: differences -2 and -2

@@ -64,3 +64,57 @@ def test_mannwhitney_one_value_on_a_side():
 
 def test_correlate_missing_value_in_y():
     assert math.isnan(C.correlate([1.0, 2.0, 3.0], [1, None, 3]))
+
+
+@pytest.fixture
+def saved_figures(monkeypatch):
+    """The figures `plot_significance` saves, caught at `Figure.savefig` (the function closes them after)."""
+    from matplotlib.figure import Figure
+
+    figs = []
+    original = Figure.savefig
+
+    def record(self, *args, **kwargs):
+        figs.append(self)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", record)
+    return figs
+
+
+def test_heat_map_content(saved_figures, tmp_path):
+    p = np.array([[1.0, 0.01, 0.5], [0.99, 1.0, np.nan], [0.05, 0.07, 1.0]])
+    X.plot_significance(p, ["a", "b", "c"], None, annotate=True, title="T")
+    fig = saved_figures[0]
+    ax, bar = fig.axes
+    image = ax.images[0]
+    assert fig.get_size_inches().tolist() == [4.0, 3.0]  # 3 labels: the 3-inch floor, plus 1 for the colour bar
+    # masked: p > 0.1, NaN and the diagonal; p = 0.05 and 0.07 and 0.01 stay
+    assert image.get_array().mask.tolist() == [[True, False, True], [True, True, True], [False, False, True]]
+    assert (image.norm.vmin, image.norm.vcenter, image.norm.vmax) == (0.0, 0.05, 0.1)
+    assert image.cmap.name == "significance" and image.cmap.get_bad().tolist() == [1.0, 1.0, 1.0, 1.0]
+    np.testing.assert_allclose(image.cmap(0.0), [0.0, 0xA1 / 255, 0.0, 1.0])  # LOW_COLOUR #00A100
+    np.testing.assert_allclose(image.cmap(1.0), [0.8, 0.8, 0.0, 1.0])  # HIGH_COLOUR #cccc00
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["a", "b", "c"]
+    assert [t.get_rotation() for t in ax.get_xticklabels()] == [90.0] * 3
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["a", "b", "c"]
+    assert ax.get_xticks(minor=True).tolist() == ax.get_yticks(minor=True).tolist() == [-0.5, 0.5, 1.5, 2.5]
+    assert [(t.get_text(), t.get_color()) for t in ax.texts] == [
+        ("0.01", "white"), ("0.5", "#222"), ("0.99", "#222"), ("n/a", "#222"), ("0.05", "white"), ("0.07", "#222")]
+    assert ax.get_title() == "T"
+    assert bar.get_yticks().tolist() == [0.0, 0.05, 0.1]
+
+
+def test_heat_map_size_grows_with_labels_and_options(saved_figures, tmp_path):
+    p = np.full((6, 6), 0.2)
+    p[0, 1] = 0.02
+    out = X.plot_significance(p, list("abcdef"), tmp_path / "sub" / "m.png", threshold=0.3, center=0.1, above="red")
+    assert out == tmp_path / "sub" / "m.png" and out.exists()
+    fig = saved_figures[0]
+    ax = fig.axes[0]
+    image = ax.images[0]
+    np.testing.assert_allclose(fig.get_size_inches(), [0.45 * 6 + 1.5 + 1.0, 0.45 * 6 + 1.5])
+    assert (image.norm.vmin, image.norm.vcenter, image.norm.vmax) == (0.0, 0.1, 0.3)
+    assert image.cmap.get_bad().tolist() == [1.0, 0.0, 0.0, 1.0]
+    assert not image.get_array().mask[0, 1] and not image.get_array().mask[2, 3] and image.get_array().mask[4, 4]
+    assert len(ax.texts) == 0 and ax.get_title() == ""  # no annotation, no title by default
