@@ -170,3 +170,12 @@ def test_randomisation_pair_without_common_items_is_nan_silently():
         warnings.simplefilter("error")
         got = P.randomisation_table(values, present, [(0, 1)], n_permutations=10, seed=0)
     assert math.isnan(got[0])
+
+
+def test_randomisation_unsigned_scores_are_differenced_as_numbers():
+    values = np.array([[1, 5, 2, 2, 0], [3, 1, 4, 4, 2]], dtype=np.uint8)
+    present = np.ones((2, 5), dtype=bool)
+    got = P.randomisation_table(values, present, [(0, 1)], n_permutations=30, seed=11)
+    signs = np.random.default_rng(11).integers(0, 2, size=(30, 5), dtype=np.int8).astype(np.float64) * 2.0 - 1.0
+    d = values[0].astype(float) - values[1].astype(float)  # -2, 4, -2, -2, -2 (not 254, ...)
+    assert got[0] == pytest.approx(_flip_p(d, list(signs)), abs=1e-15)
