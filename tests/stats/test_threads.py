@@ -53,3 +53,16 @@ def test_an_explicit_limit_wins_over_the_setting(monkeypatch):
     with blas_threads(2):
         blas = [p for p in threadpoolctl.threadpool_info() if p["user_api"] == "blas"]
         assert blas and all(p["num_threads"] == 2 for p in blas)
+
+
+def test_without_threadpoolctl_the_block_runs_unlimited(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "threadpoolctl", None)  # `from threadpoolctl import ...` raises ImportError
+    ran = []
+    with blas_threads(1):
+        ran.append(True)
+    assert ran == [True]
+    values = np.arange(12.0).reshape(2, 6)
+    np.testing.assert_allclose(bootstrap_means(values, n_resamples=5, seed=1)[1] - 6.0,
+                               bootstrap_means(values, n_resamples=5, seed=1)[0], atol=1e-12)
