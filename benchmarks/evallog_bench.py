@@ -12,13 +12,14 @@ calls. No model, no network, no Ray.
   sent against the characters stored (the share deduplicated: text many calls share is stored once).
 - writer: seconds to `emit` every sample (one staging line each, secrets redacted: one secret in the environment, as
   a run with an API key) and `finish` the config (compaction to Parquet and the samples table with input and gold),
-  per 1,000 calls. Recording: the seconds spent inside `Recorder`'s methods (`add`: each call's text chunked and
+  per 1,000 calls: the work itself, done here in the writer's thread (a job's log does it in its child process). Recording: the seconds spent inside `Recorder`'s methods (`add`: each call's text chunked and
   hashed as it is made; `note`, `to_json`) during the run, the faster of two runs; the walls of the same in-process
   run with and without the sink are reported too (their difference is within the shared machine's noise).
 - share of a run (issue 27's figure): the same whole-dataset window run against a stand-in endpoint with startup_bench's
   latency and slots (0.2 s per call, 256 in service; in process, the stand-in's answers after that wait), with the
-  job's eval log (each sample emitted as it finishes, the config finished at the end: Parquet written) and without,
-  three pairs, alternating, on the event loop and collector settings of a job's driver (`core.aio.run`); the share is
+  job's eval log (each sample emitted as it finishes and its prediction waiting for its line, the config finished at
+  the end: Parquet written; the writing in the log's child process) and without, five pairs, alternating (after each
+  pair, the same run with the writing in a thread of the driver, the design before the child: `thread_share`), on the event loop and collector settings of a job's driver (`core.aio.run`); the share is
   the median of the pairs' (with - without) / without, each pair run back to back so that the shared machine's load
   moves both alike. Also the CPU seconds of recording +
   writing over the wall of the in-process run without the log (its model answers at once, so that wall is the
@@ -50,7 +51,7 @@ REPO = Path(__file__).resolve().parents[1]
 LABEL = "sextuple_window_api"
 SECRET = "sk-bench-not-a-real-key-0123456789abcdef"
 REPEATS = 2  # in-process runs with and without the log, alternating
-PAIRS = 3  # runs against the endpoint stand-in without and with the log, alternating: the share is the pairs' median
+PAIRS = 5  # runs against the endpoint stand-in without and with the log, alternating: the share is the pairs' median
 LATENCY_S, SLOTS = 0.2, 256  # startup_bench's stand-in endpoint: seconds per call, calls in service at once
 SAMPLES_OPENED = 20  # single samples opened after the first (server and browser)
 CEILING_SAMPLE_S = 1.0  # issue 27: the viewer opens any sample in under a second
@@ -158,9 +159,10 @@ class Endpoint:
         return getattr(self.llm, name)
 
 
-def endpoint_run(items: list[dict[str, Any]], out: Path, samples: list[Any] | None) -> float:
+def endpoint_run(items: list[dict[str, Any]], out: Path, samples: list[Any] | None, process: bool = True) -> float:
     """Wall seconds of one run against `Endpoint`; with `samples`, with the job's eval log (emit as samples finish,
-    finish at the end, as jobs/runner.py does)."""
+    each prediction waiting for its line, finish at the end, as jobs/runner.py does), written by its child process
+    or, `process=False`, by a thread of this process (the design before the child: its cost, measured beside)."""
     from emocaustics.core import aio
     from emocaustics.evallog import sink
     from emocaustics.evallog.writer import EvalLog
@@ -171,20 +173,22 @@ def endpoint_run(items: list[dict[str, Any]], out: Path, samples: list[Any] | No
     fresh = [dict(it) for it in items]
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    log = EvalLog(out / "run", secrets=[SECRET]).config(LABEL) if samples is not None else None
+    evallog = EvalLog(out / "run", secrets=[SECRET], process=process) if samples is not None else None
+    log = evallog.config(LABEL) if evallog is not None else None
     predictions: dict[str, Any] = {}
 
     class Tee:  # the config's log as run_items sees it; keeps each prediction for `finish` (the job reads them back)
         prompts = True
 
-        def emit(self, sample_id: str, result: dict[str, Any]) -> None:
+        def emit(self, sample_id: str, result: dict[str, Any]) -> Any:
             predictions[sample_id] = result.get("prediction")
-            log.emit(sample_id, result)  # type: ignore[union-attr]
+            return log.emit(sample_id, result)  # type: ignore[union-attr]  # run_items awaits it
 
     with sink.active(Tee() if log is not None else None):  # the event loop and collector settings of a job's driver
         rows = aio.run(run_items(llm, fresh, out / "pred", "sextuple"))
     if log is not None:
         log.finish(samples, predictions)
+        evallog.close()  # type: ignore[union-attr]  # the child ended at finish already: a no-op then
     wall = time.perf_counter() - t0
     assert all(r["ok"] for r in rows)
     return wall
@@ -194,7 +198,7 @@ def write_log(run_dir: Path, rows: list[tuple[str, dict[str, Any]]], samples: li
     from emocaustics.evallog.writer import EvalLog
 
     t0 = time.perf_counter()
-    log = EvalLog(run_dir, secrets=[SECRET])
+    log = EvalLog(run_dir, secrets=[SECRET], process=False)  # the work itself, as the child does it, timed here
     cfg = log.config(LABEL)
     for sid, row in rows:
         cfg.emit(sid, row)
@@ -352,18 +356,23 @@ def run(quick: bool = False) -> dict[str, Any]:
             "share_of_in_process_run": round(cost / min(plain), 4),
             "startup_bench_window_wall_s": startup_wall, "startup_bench_when": startup_when,
             "share_of_startup_bench_run": round(cost / startup_wall, 4) if startup_wall else None}
-        plain_e, logged_e = [], []
+        plain_e, logged_e, thread_e = [], [], []
         for rep in range(1 if quick else PAIRS):
             plain_e.append(endpoint_run(items, root / f"endpoint-plain{rep}", None))
             logged_e.append(endpoint_run(items, root / f"endpoint-logged{rep}", samples))
+            thread_e.append(endpoint_run(items, root / f"endpoint-thread{rep}", samples, process=False))
         shares = [(b - a) / a for a, b in zip(plain_e, logged_e)]
+        thread_shares = [(b - a) / a for a, b in zip(plain_e, thread_e)]
         figures["endpoint_run"] = {
             "latency_s": LATENCY_S, "slots": SLOTS, "without_log_s": [round(x, 3) for x in plain_e],
             "with_log_s": [round(x, 3) for x in logged_e], "pair_shares": [round(x, 4) for x in shares],
             "without_log_median_s": round(statistics.median(plain_e), 3),
             "with_log_median_s": round(statistics.median(logged_e), 3),
             "overhead_s": round(statistics.median(logged_e) - statistics.median(plain_e), 3),
-            "share": round(statistics.median(shares), 4)}
+            "share": round(statistics.median(shares), 4),
+            "with_thread_log_s": [round(x, 3) for x in thread_e], "thread_pair_shares": [round(x, 4) for x in thread_shares],
+            "with_thread_log_median_s": round(statistics.median(thread_e), 3),
+            "thread_share": round(statistics.median(thread_shares), 4)}
         figures["viewer_server"] = server_timings(run_dir, len(samples))
         binary = _chromium()
         figures["viewer_browser"] = browser_timings(run_dir, len(samples), binary) if binary else None

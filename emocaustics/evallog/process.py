@@ -4,21 +4,31 @@ The driver's event loop only pickles each message (a finished sample's raw calls
 it; a sender thread writes the bytes to the pipe (the write releases the GIL) and a receiver thread settles each
 message's future with the child's answer, in order. The child ends when the parent stops it, when the pipe closes
 (the parent died), or when it is killed; a child that dies fails every message still waiting with a named error
-(`EvalLogError`), so nothing waits for it forever. Started with the spawn context, like the embedder's process
-(`extract.embedfeed.EmbedderProcess`): a fork of a driver holding threads, Ray or an event loop is not safe.
+(`EvalLogError`), so nothing waits for it forever. A fresh interpreter (`python -m emocaustics.evallog.process`, like
+the vLLM reaper, `models.reaper`), not a fork (a driver holding threads, Ray or an event loop) and not multiprocessing's
+spawn: that imports the parent's main script again in the child, which fails for a script without a
+`__name__ == "__main__"` guard (a notebook's or a user's script calling `emocaustics.api`). The child's end of a socket
+pair is its only link: the parent's death reads as end-of-file there.
 """
 
 from __future__ import annotations
 
+import os
 import pickle
 import queue
+import socket
+import subprocess
+import sys
 import threading
 import traceback
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
+from multiprocessing.connection import Connection
+from pathlib import Path
 from typing import Any
 
+NICE = 10  # below the driver, so that on a busy machine its loop goes first (150 dialogues: 0 and 10 measured alike)
 STOP_WAIT_S = 120.0  # a stop waits this long for the child's backlog (its lines) before the child is killed
 
 
@@ -31,18 +41,19 @@ class ChildWriter:
     answer (its state), the child gone. `where` and `what` name the run and the config in every error."""
 
     def __init__(self, factory: Callable[[Any], Callable[[tuple], Any]], state: Any, where: str) -> None:
-        import multiprocessing as mp
-
         self.where = where
-        ctx = mp.get_context("spawn")
-        self._conn, child = ctx.Pipe()
-        self._proc = ctx.Process(target=_serve, args=(child, factory), daemon=True, name="emocaustics-evallog")
+        mine, child = socket.socketpair()
+        env = dict(os.environ)  # the package importable in the child as it is here (a checkout on sys.path too)
+        env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[2]),
+                                             *filter(None, [env.get("PYTHONPATH")])])
         try:
-            self._proc.start()
+            self._proc = subprocess.Popen([sys.executable, "-m", __name__, str(child.fileno())],
+                                          pass_fds=[child.fileno()], stdin=subprocess.DEVNULL, stdout=2, env=env)
         except Exception as exc:
             raise EvalLogError(f"{where}: the writer process did not start: {type(exc).__name__}: {exc}") from exc
         finally:
             child.close()  # the parent keeps no copy of the child's end: the child's death reads as end-of-file
+        self._conn = Connection(mine.detach())
         self.pid = self._proc.pid
         self._lock = threading.Lock()
         self._waiting: deque[tuple[Future[Any], str]] = deque()  # in the order sent: the child answers in order
@@ -51,7 +62,7 @@ class ChildWriter:
         self._stopped = False
         threading.Thread(target=self._send_loop, name="evallog-send", daemon=True).start()
         threading.Thread(target=self._receive_loop, name="evallog-receive", daemon=True).start()
-        self.submit(("start", state), "its start")
+        self.submit(("start", factory, state), "its start")
 
     def submit(self, message: tuple, what: str) -> "Future[Any]":
         fut: Future[Any] = Future()
@@ -97,11 +108,14 @@ class ChildWriter:
 
     def _died(self) -> None:
         """Every message still waiting fails, naming what it was; later ones fail at once."""
-        self._proc.join(2)
+        try:
+            code = self._proc.wait(2)
+        except subprocess.TimeoutExpired:  # its end of the pipe broke, the process not (yet) gone
+            code = None
         with self._lock:
             if self._error is None:
                 self._error = EvalLogError(f"{self.where}: the writer process (pid {self.pid}) ended with exit "
-                                           f"code {self._proc.exitcode}")
+                                           f"code {code}")
             waiting, self._waiting = list(self._waiting), deque()
             self._out.put(None)
         for fut, what in waiting:
@@ -119,27 +133,30 @@ class ChildWriter:
         except Exception:  # died, failed or too slow: nothing to hand back
             state = None
         self._out.put(None)
-        self._proc.join(5)
-        if self._proc.is_alive():
+        if state is None:  # it failed or is stuck: ended now
             self._proc.kill()
-            self._proc.join(5)
-        self._conn.close()
+        # the child exits by itself after its answer: reaped in the background, so that the run does not wait for its
+        # interpreter's teardown (killed if it has not ended in a few seconds)
+        threading.Thread(target=self._reap, name="evallog-reap", daemon=True).start()
         return state
 
-    def alive(self) -> bool:
-        return self._proc.is_alive()
+    def _reap(self) -> None:
+        try:
+            self._proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()
+        self._conn.close()
 
 
-def _serve(conn: Any, factory: Callable[[Any], Callable[[tuple], Any]]) -> None:
-    """The child: build the handler from the first message, then answer each message in order until "stop" or the
-    pipe's end. A Ctrl-C to the job does not end it: the parent stops it once the lines sent are written."""
-    import os
+def _serve(conn: Connection) -> None:
+    """The child: build the handler from the first message (a factory, pickled by name, and the log's state), then
+    answer each message in order until "stop" or the pipe's end. A Ctrl-C to the job does not end it: the parent
+    stops it once the lines sent are written."""
     import signal
-    import sys
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    os.dup2(2, 1)  # anything the libraries print goes to standard error
-    sys.stdout = sys.stderr
+    os.nice(NICE)
     handler: Callable[[tuple], Any] | None = None
     while True:
         try:
@@ -148,7 +165,7 @@ def _serve(conn: Any, factory: Callable[[Any], Callable[[tuple], Any]]) -> None:
             return
         try:
             if message[0] == "start":
-                handler, reply = factory(message[1]), None
+                handler, reply = message[1](message[2]), None
             else:
                 assert handler is not None, "no start message"
                 reply = handler(message)
@@ -157,3 +174,7 @@ def _serve(conn: Any, factory: Callable[[Any], Callable[[tuple], Any]]) -> None:
             conn.send(("error", traceback.format_exc(limit=8)))
         if message[0] == "stop":
             return
+
+
+if __name__ == "__main__":
+    _serve(Connection(int(sys.argv[1])))

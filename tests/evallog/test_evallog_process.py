@@ -164,3 +164,27 @@ def test_no_child_outlives_an_error_or_a_dropped_log(tmp_path: Path) -> None:
     del dropped
     gc.collect()
     assert _gone(pid)
+
+
+def test_a_script_without_a_main_guard_keeps_a_log(tmp_path: Path) -> None:
+    """The child is a fresh interpreter, not multiprocessing's spawn (which runs the parent's main script again in the
+    child: a script with no `__name__ == "__main__"` guard, as a notebook's, failed there)."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "script.py"
+    script.write_text(
+        "import sys\n"
+        "from types import SimpleNamespace\n"
+        "from emocaustics.evallog.writer import EvalLog\n"
+        f"log = EvalLog({str(tmp_path)!r}, secrets=[])\n"
+        "cfg = log.config('cfg')\n"
+        "cfg.emit('1', {'ok': True, 'log': {'calls': [], 'texts': {}}}).result(60)\n"
+        "cfg.finish([SimpleNamespace(id='1', input={'q': 1}, target=['A'])], {'1': {'answer': ['A']}})\n"
+        "print('child gone' if log._child is None else 'child left')\n", encoding="utf-8")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "child gone\n"
+    import polars as pl
+
+    assert pl.read_parquet(tmp_path / "evallog" / "attempts" / "cfg.parquet")["sample_id"].to_list() == ["1"]
