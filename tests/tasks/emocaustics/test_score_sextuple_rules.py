@@ -109,3 +109,50 @@ def test_length_mismatch_carries_both_counts_and_says_them():
         score_dialogue_sextuples(utts, [[GT], [], []], table_sim({}))
     assert (exc.value.gt_len, exc.value.pred_len) == (2, 3)
     assert str(exc.value) == "prediction has 3 utterances, ground truth has 2"
+
+
+# ---- every field of a scored row, per rule (mutation survivors of score_utterance and friends, issue 29)
+
+def test_rows_carry_the_utterance_and_each_rule_its_fields():
+    u = Utterance(index=5, sentence="句子", holder="3", gt=GT)
+    none = score_utterance(u, [], table_sim({}))
+    assert (none.index, none.holder, none.sentence, none.gt, none.gt_empty, none.n_candidates) == (5, "3", "句子", GT,
+                                                                                                   False, 0)
+    assert (none.chosen, none.pred, none.rule, none.points) == (None, Sextuple(), "no_candidate", 0)
+    assert (none.sentiment_ok, none.aspect_ok, none.opinion_ok, none.rationale_ok) == (False, False, False, False)
+    assert (none.target_sim, none.aspect_sim, none.opinion_sim, none.rationale_sim) == (0.0, 0.0, 0.0, 0.0)
+    empty_u = Utterance(index=6, sentence="嗯", holder="4", gt=None)
+    full = score_utterance(empty_u, [Sextuple(sentiment="neutral")], table_sim({}))
+    assert (full.index, full.holder, full.sentence, full.gt, full.gt_empty) == (6, "4", "嗯", Sextuple(), True)
+    assert (full.chosen, full.pred, full.rule, full.points, full.n_candidates) == (None, Sextuple(),
+                                                                                   "empty_gt_empty_pred", 4, 1)
+    assert (full.sentiment_ok, full.aspect_ok, full.opinion_ok, full.rationale_ok) == (True, True, True, True)
+    assert (full.target_sim, full.aspect_sim, full.opinion_sim, full.rationale_sim) == (None, None, None, None)
+    # the first non-empty candidate (index 1, after one with only a sentiment) is shown as the wrong prediction
+    wrong = score_utterance(empty_u, [Sextuple(sentiment="neutral"), Sextuple(opinion="y"), Sextuple(aspect="z")],
+                            table_sim({}))
+    assert (wrong.chosen, wrong.pred, wrong.rule, wrong.points) == (1, Sextuple(opinion="y"),
+                                                                    "empty_gt_nonempty_pred", 0)
+    assert (wrong.sentiment_ok, wrong.aspect_ok, wrong.opinion_ok, wrong.rationale_ok) == (False,) * 4
+
+
+def test_a_given_threshold_reaches_every_field():
+    pred = Sextuple(target="t", aspect="a2", opinion="o2", sentiment="positive", rationale="r2")
+    sim = table_sim({("a2", "a"): 0.6, ("o2", "o"): 0.5, ("r2", "r"): 0.49})
+    # threshold 0.5: aspect 0.6 and opinion 0.5 score, rationale 0.49 does not; sentiment wrong -> 2 points
+    row = score_utterance(U, [pred], sim, threshold=0.5)
+    assert (row.aspect_ok, row.opinion_ok, row.rationale_ok, row.points) == (True, True, False, 2)
+    rows = score_dialogue_sextuples([U], [[pred]], sim, threshold=0.5)
+    assert [r.points for r in rows] == [2] and dialogue_points(rows) == 2 / 4
+    assert score_dialogue_sextuples([U], [[pred]], sim)[0].points == 0  # the default 0.8: none
+
+
+def test_dialogue_points_of_no_utterances_is_zero():
+    assert dialogue_points([]) == 0.0
+
+
+def test_pairs_needed_goes_on_after_an_empty_ground_truth():
+    utts = [Utterance(index=0, sentence="s", holder="1", gt=None), U]
+    pred = Sextuple(target="t2", aspect="a", opinion="o", sentiment="negative", rationale="r")
+    # the first utterance has nothing to compare; the second asks only its differing target
+    assert pairs_needed(utts, [[Sextuple(aspect="x")], [pred]]) == {("t2", "t")}
