@@ -169,3 +169,116 @@ def test_prefetch_at_the_threshold_and_holders_without_prediction():
     # 0.7 is asked (>= the event threshold), 0.69 is not, identical "x" never; B has no predicted events
     assert judge_prefetch(gt, pred, sim, ChainRules(judge=True)) == {("x", "at")}
     assert judge_prefetch(gt, pred, sim, ChainRules(judge=False)) == set()
+
+
+# ---- exact rows, weights and helpers (mutation survivors of chains.py, issue 29)
+
+from emocaustics.tasks.emocaustics.score.chains import (  # noqa: E402
+    ChainItem,
+    ChainOutcome,
+    event_pairs,
+    reason_pairs,
+    source_ok,
+)
+
+
+def test_on_judge_error_must_be_zero_or_unscored():
+    with pytest.raises(ValueError) as exc:
+        ChainRules(on_judge_error="skip")
+    assert str(exc.value) == "on_judge_error must be 'zero' or 'unscored', not 'skip'"
+    assert ChainRules().event_threshold == 0.7 and ChainRules().reason_threshold == 0.8
+
+
+def test_outcome_score_is_the_mean_of_scored_holders():
+    assert ChainOutcome(holder_scores={"A": 1.0, "B": 0.25, "C": None}).score == 0.625  # (1 + 0.25) / 2
+    assert ChainOutcome(holder_scores={"A": None}).score is None and ChainOutcome().score is None
+
+
+def test_source_ok_ids_or_free_text():
+    # ids on both sides: the predicted ones must be among the GT's (blank ids ignored)
+    assert source_ok(Emotion("s", "r", ("1", "2")), Emotion("s", "r", (" 2 ", "")))
+    assert not source_ok(Emotion("s", "r", ("1",)), Emotion("s", "r", ("1", "3")))
+    # no parseable id on one side: the trimmed raw texts must be equal, and not empty
+    assert source_ok(Emotion("s", "r", (), "牛牛"), Emotion("s", "r", (), " 牛牛 "))
+    assert not source_ok(Emotion("s", "r", (), "牛牛"), Emotion("s", "r", (), "羊羊"))
+    assert not source_ok(Emotion("s", "r", (), " "), Emotion("s", "r", (), " "))
+    assert not source_ok(Emotion("s", "r", (" ",), "x"), Emotion("s", "r", ("1",), "y"))
+
+
+def test_rows_weights_and_contributions_by_hand():
+    # holder A: GT events x (two emotions) and y (none); px matches x at 0.9; y finds only py at 0.5 (< 0.7).
+    # x's emotions (weight 1/2 / 2 = 1/4 each): r1 -> u1 (0.85, state ok, source ok) 2 points;
+    # r2 -> u2 (0.9, state wrong, source ok) 1 point. x = 3/4 of its points, y = 0 -> holder (0.75 + 0) / 2 = 0.375
+    # holder B has no GT events and none predicted -> 1. Dialogue: (0.375 + 1) / 2 = 0.6875
+    gt = {"A": (Event("x", (emo("joy", "r1", "1"), emo("sad", "r2", "2"))), Event("y", ())), "B": ()}
+    pred = {"A": (Event("px", (emo("joy", "u1", "1"), emo("fear", "u2", "2"))), Event("py", ()))}
+    sims = {("x", "px"): 0.9, ("y", "py"): 0.5, ("y", "px"): 0.2, ("x", "py"): 0.1, ("r1", "u1"): 0.85,
+            ("r2", "u2"): 0.9, ("r1", "u2"): 0.1, ("r2", "u1"): 0.2}
+    out = score_dialogue_chains(gt, pred, table_sim(sims))
+    assert out.holder_scores == {"A": 0.375, "B": 1.0} and out.score == 0.6875 and out.judge_failures == 0
+    e1, e2, ev, hb = out.items
+    base = dict(holder="A", event_index=0, gt_event="x", pred_event_index=0, pred_event="px", event_sim=0.9,
+                judge="not_asked", event_matched=True, kind="emotion", max_points=2.0, weight=0.25)
+    assert e1 == ChainItem(**base, emotion_index=0, gt_state="joy", gt_reason="r1", gt_source="1",
+                           pred_emotion_index=0, pred_state="joy", pred_reason="u1", pred_source="1", reason_sim=0.85,
+                           reason_ok=True, state_ok=True, source_ok=True, points=2.0, contribution=0.25)
+    assert e2 == ChainItem(**base, emotion_index=1, gt_state="sad", gt_reason="r2", gt_source="2",
+                           pred_emotion_index=1, pred_state="fear", pred_reason="u2", pred_source="2", reason_sim=0.9,
+                           reason_ok=True, state_ok=False, source_ok=True, points=1.0, contribution=0.125)
+    assert ev == ChainItem(holder="A", kind="event", event_index=1, gt_event="y", pred_event_index=1, pred_event="py",
+                           event_sim=0.5, judge="not_asked", event_matched=False, points=0.0, max_points=1.0,
+                           weight=0.5, contribution=0.0)
+    assert hb == ChainItem(holder="B", kind="holder", points=1.0, max_points=1.0, weight=1.0, contribution=1.0)
+
+
+def test_matched_event_without_emotions_and_parsed_sources_shown():
+    gt = {"A": (Event("x", ()), Event("z", (Emotion("joy", "r", ("1", "2"), ""),)))}
+    pred = {"A": (Event("x", ()), Event("z", (Emotion("joy", "r", ("2",), ""),)))}
+    out = score_dialogue_chains(gt, pred, table_sim({}))
+    ev, em = out.items
+    assert (ev.kind, ev.points, ev.max_points, ev.weight, ev.contribution) == ("event", 1.0, 1.0, 0.5, 0.5)
+    assert (em.gt_source, em.pred_source, em.points, em.contribution) == ("1,2", "2", 2.0, 0.5)
+    assert out.score == 1.0
+
+
+def test_an_unmatched_best_event_stays_free_for_later_ones():
+    # x's best, px at 0.5, does not match, so px is still there for y (0.9)
+    gt = {"A": (Event("x", ()), Event("y", ()))}
+    pred = {"A": (Event("px", ()),)}
+    out = score_dialogue_chains(gt, pred, table_sim({("x", "px"): 0.5, ("y", "px"): 0.9}))
+    assert [(r.pred_event_index, r.event_matched) for r in out.items] == [(0, False), (0, True)]
+    assert out.score == 0.5
+
+
+def test_reason_ties_go_to_the_identical_text_then_to_more_points():
+    gt = {"A": (Event("x", (emo("joy", "r", "1"),)),)}
+    # u and r both at cosine 1.0: the identical text r wins although u comes first (and would earn as much)
+    pred = {"A": (Event("x", (emo("joy", "u", "1"), emo("joy", "r", "1"))),)}
+    out = score_dialogue_chains(gt, pred, table_sim({("r", "u"): 1.0}))
+    assert out.items[0].pred_emotion_index == 1
+    # u1 and u2 tie at 0.9; u2 earns 2 points (u1: 1), so u2 counts although it comes later
+    pred2 = {"A": (Event("x", (emo("sad", "u1", "1"), emo("joy", "u2", "1"))),)}
+    out2 = score_dialogue_chains(gt, pred2, table_sim({("r", "u1"): 0.9, ("r", "u2"): 0.9}))
+    assert out2.items[0].pred_emotion_index == 1 and out2.score == 1.0
+
+
+def test_unscored_events_leave_the_denominator_and_a_fully_unscored_holder_has_no_score():
+    gt = {"A": (Event("x", (emo("joy", "r", "1"),)),), "B": (Event("y", ()),)}
+    pred = {"A": (Event("px", (emo("joy", "r", "1"),)),), "B": (Event("py", ()),)}
+    sim = table_sim({("x", "px"): 0.9, ("y", "py"): 0.9})
+    v = {("x", "px"): None, ("y", "py"): True}
+    out = score_dialogue_chains(gt, pred, sim, v, ChainRules(judge=True, on_judge_error="unscored"))
+    assert out.holder_scores == {"A": None, "B": 1.0} and out.score == 1.0 and out.judge_failures == 1
+    a = out.items[0]
+    assert (a.judge, a.unscored, a.event_matched, a.weight, a.contribution) == ("failed", True, False, 0.0, 0.0)
+    zero = score_dialogue_chains(gt, pred, sim, v, ChainRules(judge=True))
+    assert zero.holder_scores == {"A": 0.0, "B": 1.0} and zero.score == 0.5
+    assert (zero.items[0].judge, zero.items[0].unscored) == ("failed", False)
+
+
+def test_event_and_reason_pairs_are_same_holder_products():
+    gt = {"A": (Event("x", (emo("s", "r1", "1"),)), Event("y", (emo("s", "r2", "1"),))), "B": (Event("z", ()),)}
+    pred = {"A": (Event("px", (emo("s", "u1", "1"), emo("s", "u2", "1"))), Event("py", ())),
+            "C": (Event("pc", (emo("s", "uc", "1"),)),)}
+    assert event_pairs(gt, pred) == {("x", "px"), ("x", "py"), ("y", "px"), ("y", "py")}
+    assert reason_pairs(gt, pred) == {("r1", "u1"), ("r1", "u2"), ("r2", "u1"), ("r2", "u2")}
