@@ -208,3 +208,48 @@ def test_a_punctuation_only_span_is_not_found():
     assert gold_indices("?!", "a b c") == (0, 0, False)
     assert locate_span("?!", "a b c") == (0, 3, False)
     assert locate_span(" b c. ", "a b c") == (1, 3, True)
+
+
+# -- proportional matching: which gold span a prediction takes -----------------------------------------------------
+# With one prediction the choice often leaves the totals unchanged (the unmatched span adds its length anyway), so
+# each case adds a second prediction that can only reach one of the spans: the totals then tell which span the first
+# one took. Rows are (overlap, gold length, predicted length, gold spans); all pairs in group (1, 1), emotion anger.
+def _anger(gold_spans, pred_spans):
+    return O.proportional_counts([(1, 1, s, e, 1) for s, e in gold_spans],
+                                 [(1, 1, s, e, 1) for s, e in pred_spans])[1]
+
+
+def test_the_best_ratio_wins_not_the_largest_product():
+    # gold A [0,4), B [2,4); prediction [2,4): A 2/4, B 2/2 -> B (overlap 2, gold 2); [0,1) reaches A only (1 of 4)
+    # overlap 2 + 1 = 3, gold 2 + 4 = 6, predicted 2 + 1 = 3 (had [2,4) taken A: gold 4 + 4 + B unmatched 2 = 10)
+    assert _anger([(0, 4), (2, 4)], [(2, 4), (0, 1)]) == [3, 6, 3, 2]
+
+
+def test_equal_ratio_and_overlap_the_first_gold_wins():
+    # gold A [0,2), B [3,5); prediction [1,4) overlaps each by 1 (1/2) -> A; [4,5) reaches B only (1 of 2)
+    # overlap 1 + 1, gold 2 + 2, no span unmatched (had [1,4) taken B: A unmatched adds 2 -> gold 6)
+    assert _anger([(0, 2), (3, 5)], [(1, 4), (4, 5)]) == [2, 4, 4, 2]
+
+
+def test_a_lower_ratio_with_more_overlap_does_not_win():
+    # gold A [0,2), B [2,8); prediction [0,6): A 2/2 = 1 (overlap 2), B 4/6 (overlap 4) -> A
+    # overlap 2, gold 2 + B unmatched 6 = 8, predicted 6 (had B won: overlap 4)
+    assert _anger([(0, 2), (2, 8)], [(0, 6)]) == [2, 8, 6, 2]
+
+
+def test_spans_before_the_match_are_skipped_not_the_end_of_the_search():
+    # gold: joy [0,5) (another emotion), anger [0,1) (no overlap with [3,5)), anger [3,6): prediction [3,5) -> the third
+    t = O.proportional_counts([(1, 1, 0, 5, 4), (1, 1, 0, 1, 1), (1, 1, 3, 6, 1)], [(1, 1, 3, 5, 1)])
+    # anger: overlap 2, gold 3 (matched) + 1 (unmatched [0,1)) = 4, predicted 2, 2 spans; joy: unmatched 5, 1 span
+    assert t[1] == [2, 4, 2, 2] and t[4] == [0, 5, 0, 1]
+
+
+def test_no_gold_pair_gives_nan_weights_without_a_numpy_warning():
+    import math
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # 0 / 0 weights are meant: no "invalid value" warning may leak
+        s = O.matrix_figures(O.zeros(7, 7))
+        p = O.proportional_figures(O.zeros(7, 4))
+    assert all(math.isnan(w) for w in s.weight + p.weight)
+    assert math.isnan(s.weighted[0]) and math.isnan(p.weighted[2]) and s.micro == (0.0, 0.0, 0.0)
