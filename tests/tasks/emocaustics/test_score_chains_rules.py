@@ -260,6 +260,10 @@ def test_reason_ties_go_to_the_identical_text_then_to_more_points():
     pred2 = {"A": (Event("x", (emo("sad", "u1", "1"), emo("joy", "u2", "1"))),)}
     out2 = score_dialogue_chains(gt, pred2, table_sim({("r", "u1"): 0.9, ("r", "u2"): 0.9}))
     assert out2.items[0].pred_emotion_index == 1 and out2.score == 1.0
+    # the points are state + source: v1 (state ok, source "2" wrong) earns 1, v2 (both ok) 2 -> v2
+    pred3 = {"A": (Event("x", (emo("joy", "v1", "2"), emo("joy", "v2", "1"))),)}
+    out3 = score_dialogue_chains(gt, pred3, table_sim({("r", "v1"): 0.9, ("r", "v2"): 0.9}))
+    assert out3.items[0].pred_emotion_index == 1 and out3.items[0].points == 2.0
 
 
 def test_unscored_events_leave_the_denominator_and_a_fully_unscored_holder_has_no_score():
