@@ -253,3 +253,24 @@ def test_no_gold_pair_gives_nan_weights_without_a_numpy_warning():
         p = O.proportional_figures(O.zeros(7, 4))
     assert all(math.isnan(w) for w in s.weight + p.weight)
     assert math.isnan(s.weighted[0]) and math.isnan(p.weighted[2]) and s.micro == (0.0, 0.0, 0.0)
+
+
+# -- score_records names the files in what it reports ---------------------------------------------------------------
+def test_problems_and_errors_name_the_gold_and_prediction_files(build):
+    import pytest
+
+    from emocaustics.tasks.ecpe.scoring import score_records
+    from emocaustics.tasks.ecpe.validate import SubmissionError
+    gold = [build.gold(1, build.texts, build.emotions, [["2_sadness", "1_I lost my job"]])]
+    pred = [build.pred(1, [["9_sadness", "1_0_4"]])]
+    tail = ', conversation 1, pair 1 ["9_sadness", "1_0_4"]: warning utterance_out_of_range: emotion utterance 9 is ' \
+           'not in 1..3'
+    assert [str(p) for p in score_records(1, gold, pred).problems] == ["prediction" + tail]
+    assert [str(p) for p in score_records(1, gold, pred, pred_file="p.json").problems] == ["p.json" + tail]
+    bad = [{"conversation_ID": 1}]
+    why = (", record conversation 1, field 'conversation': malformed_conversation: the gold conversation has no list "
+           "of utterances with text")
+    for kwargs, name in (({}, "gold"), ({"gold_file": "g.json"}, "g.json")):
+        with pytest.raises(SubmissionError) as err:
+            score_records(2, bad, [], **kwargs)
+        assert str(err.value) == name + why
