@@ -93,6 +93,13 @@ def test_reference_judge_asks_each_question_once_per_task():
     assert set(judge.cache) == {("sextuple", ("A", "a")), ("sextuple", ("B", "b")), ("chain", ("A", "a"))}
 
 
+def test_reference_judge_refuses_a_short_answer_list():
+    # an LLM that answers fewer requests than asked breaks its contract: stop rather than cache a partial round
+    judge = ReferenceJudge(ListLLM([Completion("1")]))
+    with pytest.raises(ValueError):
+        asyncio.run(judge.answers("chain", [("A", "a"), ("B", "b")]))
+
+
 # ---------------------------------------------------------------------------------------------------- refsextuple
 
 from emocaustics.tasks.emocaustics.data.schema import Sextuple, Utterance  # noqa: E402
