@@ -199,7 +199,14 @@ def test_submission_text_errors_say_what_to_pass(tmp_path: Path) -> None:
     with pytest.raises(DataError) as err:
         submission_text(tmp_path)
     assert _msg(err) == f"{tmp_path}: 2 submission.jsonl files below this folder (c0, c1): pass --pred one of them"
-    for i in range(2, 11):  # 11 files: the first 10 (sorted) listed, then " ..."
+    for i in range(2, 10):  # exactly 10 files: all listed, no " ..."
+        (tmp_path / f"c{i:02d}").mkdir()
+        (tmp_path / f"c{i:02d}" / "submission.jsonl").write_text("x")
+    with pytest.raises(DataError) as err:
+        submission_text(tmp_path)
+    listed = ", ".join(["c0", "c02", "c03", "c04", "c05", "c06", "c07", "c08", "c09", "c1"])
+    assert _msg(err) == f"{tmp_path}: 10 submission.jsonl files below this folder ({listed}): pass --pred one of them"
+    for i in range(10, 11):  # 11 files: the first 10 (sorted) listed, then " ..."
         (tmp_path / f"c{i:02d}").mkdir()
         (tmp_path / f"c{i:02d}" / "submission.jsonl").write_text("x")
     with pytest.raises(DataError) as err:
@@ -225,6 +232,15 @@ def test_submission_text_errors_say_what_to_pass(tmp_path: Path) -> None:
     with pytest.raises(DataError) as err:
         submission_text(z)
     assert _msg(err).startswith(f"{z}:submission.jsonl, record line 2: not UTF-8 text: byte 0xff")
+
+
+@pytest.mark.skipif(not Path("/proc/self/mem").is_file(), reason="needs Linux's /proc/self/mem")
+def test_an_unreadable_submission_file_says_what_was_expected() -> None:
+    # /proc/self/mem is a regular file that read() refuses (EIO) even for root: the OSError branch of read_text
+    from emocaustics.tasks.aer.scoring import submission_text
+    with pytest.raises(DataError) as err:
+        submission_text("/proc/self/mem")
+    assert _msg(err) == "/proc/self/mem: cannot read the submission file (JSON lines) (Input/output error)"
 
 
 def _read_error(tmp_path: Path, text: str, n: int = 3) -> str:
