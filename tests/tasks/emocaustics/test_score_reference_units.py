@@ -161,7 +161,8 @@ def test_sextuple_needed_pairs_every_candidate_in_order():
         ("T", " "), ("A", " "), (" ", "o2"), ("R", " ")]
     with pytest.raises(ReferenceCrash) as exc:
         rs.needed_pairs([GT_REC], [[EMPTY_CAND, {**EMPTY_CAND, "rationale": 3}]], "f")
-    assert str(exc.value) == "f, record 0, candidate 1, field rationale: int 3 is not text; the embeddings API refuses it"
+    assert str(exc.value) == ("f, record 0, candidate 1, field rationale: int 3 is not text; the embeddings API "
+                              "refuses it")
     with pytest.raises(ReferenceCrash) as exc:
         rs.needed_pairs([{**GT_REC, "Aspect": 1.5}], [[EMPTY_CAND]], "f")
     assert str(exc.value) == ("f, record 0, candidate 0, ground truth Aspect: float 1.5 is not text; the embeddings "
@@ -421,3 +422,24 @@ def test_chain_reference_needed_pairs():
     # holder 1: the unreadable emotion list is skipped, the empty reason is " ", the unreadable GT event skipped;
     # holders 2 and 4: unreadable, left out; holder 5 has no GT events
     assert rc.needed_pairs(gt, pred) == {("E", "a"), ("E", "b"), (" ", "x"), ("F", "a"), ("F", "b")}
+
+
+def test_sextuple_score_file_crashes_name_the_file_record_and_candidate():
+    gt = [GT_REC, GT_REC]
+    pred = [{"final_model_response": {"target": "t"}}, {"final_model_response": [{}, {"aspect": 7}]}]
+    for file, shown in ((("f.json",), "f.json"), ((), "prediction")):  # the default name is "prediction"
+        with pytest.raises(ReferenceCrash) as exc:
+            rs.score_file(gt, pred, key_sim({}), None, *file)
+        assert str(exc.value) == (f"{shown}, record 1, candidate 1, field aspect: int 7 is not text; the embeddings "
+                                  "API refuses it")
+    with pytest.raises(ReferenceCrash) as exc:
+        rs.score_file(gt, {"x": 1}, key_sim({}), None, "f.json")
+    assert str(exc.value) == "f.json: top level is dict; the reference indexes it as a list"
+
+
+def test_sextuple_judged_lines_keep_the_candidate_count():
+    pred = [{"final_model_response": [{"target": "T"}, {"target": "t"}, {}]}]
+    answers = {q: Answer("1") for q in (("T", "T"), ("A", ""), ("", ""), ("R", ""))}
+    lines = rs.score_file([GT_REC], pred, key_sim({("T", "T"): 1.0}), answers, "f")
+    assert [(ln.n_candidates, ln.chosen, ln.judged) for ln in lines] == [
+        (3, 0, {"target": 1, "aspect": 1, "opinion": 1, "rationale": 1})]
