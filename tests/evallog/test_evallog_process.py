@@ -188,3 +188,33 @@ def test_a_script_without_a_main_guard_keeps_a_log(tmp_path: Path) -> None:
     import polars as pl
 
     assert pl.read_parquet(tmp_path / "evallog" / "attempts" / "cfg.parquet")["sample_id"].to_list() == ["1"]
+
+
+def test_a_run_whose_writer_dies_stops_with_the_named_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           capsys) -> None:
+    """`emocaustics run` (the AER job against the HTTP stand-in): the writer process is killed at the third sample;
+    the run stops with the error naming the run folder and config instead of waiting, and leaves no child."""
+    from evallog.aer_job import dataset, run_job, server
+
+    monkeypatch.setenv("EMOCAUSTICS_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-key")
+    emit, pids = writer.ConfigLog.emit, []
+
+    def killing_emit(self, sample_id, result):  # type: ignore[no-untyped-def]
+        if self.log._child is not None:
+            pids.append(self.log._child.pid)
+            if len(pids) == 2:
+                os.kill(pids[-1], signal.SIGKILL)
+        return emit(self, sample_id, result)
+
+    monkeypatch.setattr(writer.ConfigLog, "emit", killing_emit)
+    dataset(tmp_path / "data")
+    t0 = time.monotonic()
+    with server() as srv:
+        with pytest.raises(EvalLogError) as err:
+            run_job(tmp_path, srv)
+    assert time.monotonic() - t0 < 120
+    assert str(err.value).startswith(f"eval log of run {tmp_path / 'run'}: the writer process (pid {pids[1]}) "
+                                     f"ended with exit code -9, before config aer_llm_api, sample q-")
+    assert _gone(pids[1])
+    capsys.readouterr()
