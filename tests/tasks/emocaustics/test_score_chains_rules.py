@@ -286,3 +286,11 @@ def test_event_and_reason_pairs_are_same_holder_products():
             "C": (Event("pc", (emo("s", "uc", "1"),)),)}
     assert event_pairs(gt, pred) == {("x", "px"), ("x", "py"), ("y", "px"), ("y", "py")}
     assert reason_pairs(gt, pred) == {("r1", "u1"), ("r1", "u2"), ("r2", "u1"), ("r2", "u2")}
+
+
+def test_an_event_with_no_candidate_is_scored_and_unmatched():
+    out = score_dialogue_chains({"A": (Event("x", ()),)}, {}, table_sim({}), rules=ChainRules(judge=True))
+    row = out.items[0]
+    assert (row.unscored, row.event_matched, row.pred_event_index, row.event_sim, row.judge) == (False, False, None,
+                                                                                                None, None)
+    assert (row.weight, row.points) == (1.0, 0.0) and out.holder_scores == {"A": 0.0}
