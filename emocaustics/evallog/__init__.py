@@ -4,5 +4,6 @@
             model, sees every request and answer, and travels back with the sample's result as plain JSON.
 - `writer`  runs in the driver: appends each finished sample to a staging file (resume-safe), then compacts a
             finished config into Parquet with text shared by many calls stored once (`texts`, keyed by hash).
+- `process` the writer's child process: the chunking, encoding and Parquet building, off the driver's GIL.
 - `read`    loads a run's log for the viewer (`emocaustics.view`).
 """

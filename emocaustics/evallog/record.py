@@ -181,7 +181,8 @@ class Recorder:
 
     def finished(self) -> "Any":
         """The sample's log as its result row carries it: in a replica, plain JSON (it travels to the driver); in the
-        driver, a `Finished` that the eval log's writer turns into JSON in its own thread, off the event loop."""
+        driver, a `Finished` that the eval log's writer turns into JSON in its child process (its raw calls
+        pickled: `__getstate__`), off the event loop."""
         return self.to_json() if replica_id() is not None else Finished(self)
 
 

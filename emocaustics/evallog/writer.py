@@ -239,9 +239,9 @@ class ConfigLog:
 
     def emit(self, sample_id: str, result: dict[str, Any]) -> "Future[None] | None":
         """One finished sample: `result` has ok, step, reason, stats, replica and `log` (a `Recorder.to_json()`, or a
-        `record.Finished` whose text is chunked here). A finished recorder is chunked, encoded and staged in the
-        log's thread, off the caller's event loop: the future is done once its line is written (a sample's
-        prediction waits for it, so that a killed run's predicted samples all have their lines)."""
+        `record.Finished` whose text is chunked by the writer). The log's child process (or, `process=False`, its
+        thread) chunks, encodes and stages it, off the caller's event loop: the future is done once its line is
+        written (a sample's prediction waits for it, so that a killed run's predicted samples all have their lines)."""
         got = {k: result.get(k) for k in ("ok", "step", "reason", "replica", "log")}
         got["stats"] = _json(result.get("stats") or {})
         if self.log.process:  # the child chunks a finished recorder: it gets the raw calls (`Recorder.__getstate__`)
