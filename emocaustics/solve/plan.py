@@ -109,7 +109,7 @@ async def asolve_samples(task: Task, samples: list[Sample], options: Options, ll
             res = {"id": sample.id, "ok": False, "step": "runner", "reason": res.reason, "stats": {}}
         if log is not None:  # before the prediction: a sample with a prediction always has its log line
             written = log.emit(sample.id, res)
-            if written is not None:  # the writer's thread chunks and stages it: the prediction waits for its line
+            if written is not None:  # the log's writer process chunks and stages it: the prediction waits for its line
                 await asyncio.wrap_future(written)
         res.pop("log", None)  # written: not held for the whole config
         if res["ok"]:

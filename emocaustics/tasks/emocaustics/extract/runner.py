@@ -224,7 +224,7 @@ async def run_items(llm: Any, items: list[dict[str, Any]], out: Path, task: str,
         if log is not None:  # before the prediction: a dialogue with a prediction always has its log line
             written = log.emit(str(row["dialogue"]), row)
             row.pop("log", None)
-            if written is not None:  # the writer's thread chunks and stages it: the prediction waits for its line
+            if written is not None:  # the log's writer process chunks and stages it: the prediction waits for its line
                 await asyncio.wrap_future(written)
         if row["ok"]:
             write_prediction(out, task, row["dialogue"], row.pop("prediction"))
