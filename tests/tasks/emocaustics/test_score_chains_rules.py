@@ -294,3 +294,10 @@ def test_an_event_with_no_candidate_is_scored_and_unmatched():
     assert (row.unscored, row.event_matched, row.pred_event_index, row.event_sim, row.judge) == (False, False, None,
                                                                                                 None, None)
     assert (row.weight, row.points) == (1.0, 0.0) and out.holder_scores == {"A": 0.0}
+
+
+def test_event_threshold_is_inclusive():
+    gt = {"A": (Event("x", ()),)}
+    pred = {"A": (Event("px", ()),)}
+    assert score_dialogue_chains(gt, pred, table_sim({("x", "px"): 0.7})).score == 1.0
+    assert score_dialogue_chains(gt, pred, table_sim({("x", "px"): 0.69})).score == 0.0
