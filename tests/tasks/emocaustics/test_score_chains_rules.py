@@ -301,3 +301,12 @@ def test_event_threshold_is_inclusive():
     pred = {"A": (Event("px", ()),)}
     assert score_dialogue_chains(gt, pred, table_sim({("x", "px"): 0.7})).score == 1.0
     assert score_dialogue_chains(gt, pred, table_sim({("x", "px"): 0.69})).score == 0.0
+
+
+def test_every_gt_event_gets_a_row_after_the_candidates_run_out():
+    # px goes to x; y and z find nothing left: three rows, one matched -> 1/3
+    gt = {"A": (Event("x", ()), Event("y", ()), Event("z", ()))}
+    out = score_dialogue_chains(gt, {"A": (Event("px", ()),)}, table_sim({("x", "px"): 0.9}))
+    assert [(r.gt_event, r.event_matched, r.weight) for r in out.items] == [("x", True, 1 / 3), ("y", False, 1 / 3),
+                                                                           ("z", False, 1 / 3)]
+    assert out.score == pytest.approx(1 / 3)
