@@ -46,12 +46,15 @@ soak: install
 bench: install
 	$(PY) -m benchmarks
 
-# Not in CI: mutants of every task's scoring and of stats/ ([tool.mutmut] in pyproject.toml), then the kill rate per
-# module and the surviving mutants. A subset: make mutation MUTANTS='emocaustics.tasks.aer.scoring*'.
+# Not in CI: mutants of every task's scoring and of stats/ ([tool.mutmut] in pyproject.toml); then every mutant that
+# mutmut's fork runner reported as `timeout` is rechecked in-process without fork (a forked child can hang on a lock
+# taken at fork time, which mutmut counts as a kill; tests/mutation_recheck.py); then the kill rate per module and the
+# surviving mutants. A subset: make mutation MUTANTS='emocaustics.tasks.aer.scoring*'.
 MUTANTS      ?=
 MAX_CHILDREN ?= 2
 mutation: install
 	$(VENV)/bin/mutmut run --max-children $(MAX_CHILDREN) $(MUTANTS)
+	$(PY) tests/mutation_recheck.py $(MUTANTS)
 	$(PY) tests/mutation_report.py $(MUTANTS)
 
 clean:
