@@ -1,11 +1,11 @@
 """The kill rate per module of the last `mutmut run` (`make mutation`), and the mutants that survived.
 
 Reads `mutmut results --all true` (run from the repository root, where `mutants/` lies). A mutant counts as killed
-when a test failed on it or it timed out (a true timeout once `tests/mutation_recheck.py`
-has rechecked mutmut's fork-runner timeouts, as `make mutation` does); `no tests` (no test covers the mutated line) counts as survived, since no
-test would see the change; mutants not checked yet are left out and counted apart. Optional arguments: mutant-name
-globs, as given to `mutmut run`, to report on those only. Writes `mutants/report.md` (the table and the survivors,
-for triage: kill each with a test, or list it as equivalent with the reason).
+when a test failed on it or it timed out (a true timeout once `tests/mutation_recheck.py` has rechecked mutmut's
+fork-runner timeouts, as `make mutation` does); `no tests` (no test covers the mutated line) counts as survived,
+since no test would see the change; mutants not checked yet are left out and counted apart. Optional arguments:
+mutant-name globs, as given to `mutmut run`, to report on those only. Writes `mutants/report.md` (the table and the
+survivors, for triage: kill each with a test, or list it as equivalent with the reason).
 """
 
 from __future__ import annotations
