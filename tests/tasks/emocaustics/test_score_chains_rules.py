@@ -155,7 +155,7 @@ def test_judge_tags_identical_yes_and_pending_leave_no_rows():
     pred = {"A": (Event("px", (emo("negative", "r", "B"),)),)}
     sim = table_sim({("x", "px"): 0.75})
     yes = score_dialogue_chains(gt, pred, sim, {("x", "px"): True}, rules)
-    assert yes.items[0].judge == "yes" and yes.items[0].event_matched
+    assert yes.items[0].judge == "yes" and yes.items[0].event_matched and yes.items[0].event_sim == 0.75
     # a missing verdict: the holder is left for the next round, with no rows and no score
     pending = score_dialogue_chains(gt, pred, sim, {}, rules)
     assert pending.items == [] and pending.holder_scores == {} and pending.score is None
