@@ -443,3 +443,29 @@ def test_sextuple_judged_lines_keep_the_candidate_count():
     lines = rs.score_file([GT_REC], pred, key_sim({("T", "T"): 1.0}), answers, "f")
     assert [(ln.n_candidates, ln.chosen, ln.judged) for ln in lines] == [
         (3, 0, {"target": 1, "aspect": 1, "opinion": 1, "rationale": 1})]
+
+
+def test_chain_reference_walk_crash_messages_name_event_emotion_and_prediction():
+    sim = key_sim({("E", "E"): 1.0, ("R", "r"): 0.5})
+    ok_ev = {"event": "E", "emotions": [{"state": "joy", "reason": "r", "source_id": 1}]}
+    gt = {"1": (Event("E", (Emotion("joy", "R", (), "1"),)),)}
+    cases = [
+        (gt, {"1": {"events": [{"event": 5}]}}, None,
+         "holder 1 event 0, prediction 0: int 5 is not text; the embeddings API refuses it"),
+        ({"1": (Event(None, ()),)}, {"1": {"events": [ok_ev]}}, None,  # type: ignore[arg-type]
+         "holder 1 event 0, ground truth: NoneType None is not text; the embeddings API refuses it"),
+        (gt, {"1": {"events": [{"event": "E", "emotions": [{"reason": 3}]}]}}, None,
+         "holder 1 event 0 emotion 0, prediction 0: int 3 is not text; the embeddings API refuses it"),
+        (gt, {"1": {"events": [ok_ev]}}, {("E", "E"): Answer("1"), ("R", "r"): Answer("x")},
+         "holder 1 event 0 emotion 0: judge answer 'x' is not an integer; the reference's int() raises here"),
+        (gt, {"1": {"events": "abc"}}, None, "holder 1 events: str where a list is expected; the reference raises"),
+    ]
+    for g, p, answers, message in cases:
+        with pytest.raises(ReferenceCrash) as exc:
+            rc.score_dialogue(g, p, sim, answers)
+        assert str(exc.value) == message
+
+
+def test_chain_reference_needed_pairs_go_on_after_an_unreadable_holder():
+    gt = {"2": (Event("G", ()),), "1": (Event("E", ()),)}
+    assert rc.needed_pairs(gt, {"2": [1], "1": {"events": [{"event": "a"}]}}) == {("E", "a")}
