@@ -233,11 +233,11 @@ def test_rows_weights_and_contributions_by_hand():
 
 def test_matched_event_without_emotions_and_parsed_sources_shown():
     gt = {"A": (Event("x", ()), Event("z", (Emotion("joy", "r", ("1", "2"), ""),)))}
-    pred = {"A": (Event("x", ()), Event("z", (Emotion("joy", "r", ("2",), ""),)))}
+    pred = {"A": (Event("x", ()), Event("z", (Emotion("joy", "r", ("2", "1"), ""),)))}
     out = score_dialogue_chains(gt, pred, table_sim({}))
     ev, em = out.items
     assert (ev.kind, ev.points, ev.max_points, ev.weight, ev.contribution) == ("event", 1.0, 1.0, 0.5, 0.5)
-    assert (em.gt_source, em.pred_source, em.points, em.contribution) == ("1,2", "2", 2.0, 0.5)
+    assert (em.gt_source, em.pred_source, em.points, em.contribution) == ("1,2", "2,1", 2.0, 0.5)
     assert out.score == 1.0
 
 
