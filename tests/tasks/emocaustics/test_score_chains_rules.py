@@ -310,3 +310,14 @@ def test_every_gt_event_gets_a_row_after_the_candidates_run_out():
     assert [(r.gt_event, r.event_matched, r.weight) for r in out.items] == [("x", True, 1 / 3), ("y", False, 1 / 3),
                                                                            ("z", False, 1 / 3)]
     assert out.score == pytest.approx(1 / 3)
+
+
+def test_holders_after_an_empty_or_pending_holder_are_still_scored():
+    y = (Event("y", ()),)
+    # a first holder without GT events does not stop the walk
+    assert score_dialogue_chains({"B": (), "A": y}, {"A": y}, table_sim({})).holder_scores == {"B": 1.0, "A": 1.0}
+    # a first holder waiting for a verdict is left for the next round; the next holder is scored now
+    gt = {"A": (Event("x", ()),), "B": y}
+    out = score_dialogue_chains(gt, {"A": (Event("px", ()),), "B": y}, table_sim({("x", "px"): 0.9}), {},
+                                ChainRules(judge=True))
+    assert out.missing == {("x", "px")} and out.holder_scores == {"B": 1.0}
