@@ -11,6 +11,7 @@ from emocaustics.tasks.emocaustics.score.sextuple import (
     pairs_needed,
     score_dialogue_sextuples,
     score_utterance,
+    text_sim,
 )
 
 
@@ -156,3 +157,18 @@ def test_pairs_needed_goes_on_after_an_empty_ground_truth():
     pred = Sextuple(target="t2", aspect="a", opinion="o", sentiment="negative", rationale="r")
     # the first utterance has nothing to compare; the second asks only its differing target
     assert pairs_needed(utts, [[Sextuple(aspect="x")], [pred]]) == {("t2", "t")}
+
+
+def test_text_sim_empty_and_identical_texts_never_reach_the_embedder():
+    half = lambda a, b: 0.5  # noqa: E731 - whatever the embedder would say
+    # both empty (after trimming): identical, 1.0; one empty: 0.0; identical after trimming: exactly 1.0
+    assert [text_sim(half, a, b) for a, b in (("", ""), (" ", ""), ("a", ""), ("", "a"), ("a", " a "), ("a", "b"))] == [
+        1.0, 1.0, 0.0, 0.0, 1.0, 0.5]
+
+
+def test_best_candidate_row_reports_its_four_similarities():
+    pred = Sextuple(target="t2", aspect="a2", opinion="o2", sentiment="negative", rationale="r2")
+    sims = {("t2", "t"): 0.3, ("a2", "a"): 0.81, ("o2", "o"): 0.6, ("r2", "r"): 0.9}
+    row = score_utterance(U, [pred], table_sim(sims))
+    assert (row.target_sim, row.aspect_sim, row.opinion_sim, row.rationale_sim) == (0.3, 0.81, 0.6, 0.9)
+    assert row.points == 3  # sentiment, aspect 0.81, rationale 0.9
