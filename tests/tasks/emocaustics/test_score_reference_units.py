@@ -459,6 +459,8 @@ def test_chain_reference_walk_crash_messages_name_event_emotion_and_prediction()
         (gt, {"1": {"events": [ok_ev]}}, {("E", "E"): Answer("1"), ("R", "r"): Answer("x")},
          "holder 1 event 0 emotion 0: judge answer 'x' is not an integer; the reference's int() raises here"),
         (gt, {"1": {"events": "abc"}}, None, "holder 1 events: str where a list is expected; the reference raises"),
+        (gt, {"1": {"events": [{"event": "E", "emotions": "abc"}]}}, None,
+         "holder 1 event 0 emotion 0 emotions: str where a list is expected; the reference raises"),
     ]
     for g, p, answers, message in cases:
         with pytest.raises(ReferenceCrash) as exc:
@@ -469,3 +471,10 @@ def test_chain_reference_walk_crash_messages_name_event_emotion_and_prediction()
 def test_chain_reference_needed_pairs_go_on_after_an_unreadable_holder():
     gt = {"2": (Event("G", ()),), "1": (Event("E", ()),)}
     assert rc.needed_pairs(gt, {"2": [1], "1": {"events": [{"event": "a"}]}}) == {("E", "a")}
+
+
+def test_chain_reference_rows_show_parsed_gt_ids_comma_joined():
+    gt = {"1": (Event("E", (Emotion("joy", "R", ("2", "3"), ""),)),)}
+    pred = {"1": {"events": [{"event": "E", "emotions": [{"state": "joy", "reason": "R", "source_id": 3}]}]}}
+    out = rc.score_dialogue(gt, pred, key_sim({("E", "E"): 1.0, ("R", "R"): 1.0}), None)
+    assert out.items[0].gt_source == "2,3" and out.totals["source_id_score"] == 1.0  # 3 in {2, 3}
