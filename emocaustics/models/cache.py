@@ -13,6 +13,7 @@ the thread runs beside the event loop. Pending answers are served to `get_many` 
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import hashlib
 import json
@@ -226,10 +227,14 @@ class CachedLLM:
         return await run_local(self, fn, items)
 
     async def aclose(self) -> None:
-        """Close the wrapped model's connections of this event loop, if it holds any (remote endpoints)."""
+        """Close the wrapped model's connections of this event loop, if it holds any (remote endpoints), and commit
+        the answers put so far: another cache object on the same file (the next LLM made on the run folder, another
+        process) reads them from disk, and the writer thread may not have committed them yet (a batch test read a
+        miss under CI load)."""
         close = getattr(self.llm, "aclose", None)
         if close is not None:
             await close()
+        await asyncio.to_thread(self.cache.flush)
 
     async def stats(self) -> dict[str, Any]:
         inner = getattr(self.llm, "stats", None)

@@ -29,6 +29,8 @@ from fakes.openai_batch import FakeOpenAIBatchServer
 
 SCHEMA = {"type": "object", "properties": {"answer": {"type": "string", "maxLength": 40}}, "required": ["answer"]}
 FAST = "batch=true&batch_poll=0.02&batch_quiet=0.05"
+# the kill tests need every request in the one batch: under CI load they came more than 0.05 s apart
+ONE_BATCH = "batch=true&batch_poll=0.02&batch_quiet=0.5"
 
 
 def _requests(n: int, tag: str = "q") -> list[ChatRequest]:
@@ -106,7 +108,7 @@ def test_anthropic_batch_answers_as_live(tmp_path: Path) -> None:
 def test_kill_during_batch_resumes_it_and_creates_nothing_twice(tmp_path: Path) -> None:
     reqs = _requests(5)
     with FakeOpenAIBatchServer(process_seconds=0.6) as server:
-        spec = f"openai:fake-chat@{server.base_url}?json_mode=schema&{FAST}"
+        spec = f"openai:fake-chat@{server.base_url}?json_mode=schema&{ONE_BATCH}"
 
         async def killed() -> None:
             llm = make_llm(spec, cache_dir=tmp_path)
@@ -134,7 +136,7 @@ def test_kill_during_batch_resumes_it_and_creates_nothing_twice(tmp_path: Path) 
 def test_resumed_batch_answers_requests_nobody_asks_again_into_the_cache(tmp_path: Path) -> None:
     reqs = _requests(4)
     with FakeAnthropicBatchServer(process_seconds=0.4) as server:
-        spec = f"anthropic:claude-fake@{server.base_url}?json_mode=schema&{FAST}"
+        spec = f"anthropic:claude-fake@{server.base_url}?json_mode=schema&{ONE_BATCH}"
 
         async def killed() -> None:
             llm = make_llm(spec, cache_dir=tmp_path)
@@ -281,3 +283,34 @@ def test_asker_counts_batched_answers_for_their_price() -> None:
     assert (stats["llm_calls"], stats["batch_calls"], stats["batch_prompt_tokens"]) == (2, 1, 100)
     price = Price(input=1.0, output=1.0)
     assert sample_cost(price, stats) == pytest.approx(price.cost(100, 10) + price.cost(100, 10) / 2)
+
+
+def test_closing_a_cached_llm_commits_its_answers_for_the_next_one_on_the_same_folder(tmp_path: Path) -> None:
+    """What a closed LLM answered is on disk: the next LLM made on the run folder opens its own cache object and reads
+    the file (under CI load the writer thread had not committed a finished batch's answers yet, and a resumed run
+    missed them)."""
+    import threading
+
+    from emocaustics.models.base import Completion
+    from emocaustics.models.cache import CachedLLM, ResponseCache, request_key
+
+    class Answers:
+        name = "fake"
+
+        async def generate(self, requests: list[ChatRequest]) -> list[Completion]:
+            return [Completion(text="yes") for _ in requests]
+
+    first = ResponseCache(tmp_path / "responses.sqlite")
+    idle = threading.Thread(target=lambda: None)
+    idle.start()
+    idle.join()
+    first._writer = idle  # a writer thread that has not got round to committing yet
+    llm = CachedLLM(Answers(), first)
+    keys = [request_key("fake", r) for r in _requests(3)]
+    first.put_many("fake", [(k, Completion(text="yes")) for k in keys])
+    second = ResponseCache(tmp_path / "responses.sqlite")
+    assert second.get_many(keys) == {}  # not committed: another cache object cannot see them
+    asyncio.run(llm.aclose())
+    assert sorted(second.get_many(keys)) == sorted(keys)
+    first.close()
+    second.close()
