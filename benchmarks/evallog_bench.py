@@ -21,7 +21,9 @@ calls. No model, no network, no Ray.
   the end: Parquet written; the writing in the log's child process) and without, five pairs, alternating (after each
   pair, the same run with the writing in a thread of the driver, the design before the child: `thread_share`), on the event loop and collector settings of a job's driver (`core.aio.run`); the share is
   the median of the pairs' (with - without) / without, each pair run back to back so that the shared machine's load
-  moves both alike. Also the CPU seconds of recording +
+  moves both alike. Beside it, the driver's own CPU seconds per run (`time.process_time`, all its threads; far
+  steadier under load than wall): the log's added driver CPU over the wall without it (`driver_cpu_share`), what the
+  run would lose if all of it stood on the critical path. Also the CPU seconds of recording +
   writing over the wall of the in-process run without the log (its model answers at once, so that wall is the
   driver's own work only) and over the wall of startup_bench's whole-dataset window run (from latest.json): upper
   bounds, as if none of that work overlapped the waits for the endpoint.
@@ -159,8 +161,9 @@ class Endpoint:
         return getattr(self.llm, name)
 
 
-def endpoint_run(items: list[dict[str, Any]], out: Path, samples: list[Any] | None, process: bool = True) -> float:
-    """Wall seconds of one run against `Endpoint`; with `samples`, with the job's eval log (emit as samples finish,
+def endpoint_run(items: list[dict[str, Any]], out: Path, samples: list[Any] | None,
+                 process: bool = True) -> tuple[float, float]:
+    """Wall seconds and the driver's own CPU seconds (this process, all its threads) of one run against `Endpoint`; with `samples`, with the job's eval log (emit as samples finish,
     each prediction waiting for its line, finish at the end, as jobs/runner.py does), written by its child process
     or, `process=False`, by a thread of this process (the design before the child: its cost, measured beside)."""
     from emocaustics.core import aio
@@ -172,7 +175,7 @@ def endpoint_run(items: list[dict[str, Any]], out: Path, samples: list[Any] | No
     llm = Endpoint(RecordingLLM(counter_for(None)))
     fresh = [dict(it) for it in items]
     out.mkdir(parents=True, exist_ok=True)
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     evallog = EvalLog(out / "run", secrets=[SECRET], process=process) if samples is not None else None
     log = evallog.config(LABEL) if evallog is not None else None
     predictions: dict[str, Any] = {}
@@ -189,9 +192,9 @@ def endpoint_run(items: list[dict[str, Any]], out: Path, samples: list[Any] | No
     if log is not None:
         log.finish(samples, predictions)
         evallog.close()  # type: ignore[union-attr]  # the child ended at finish already: a no-op then
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
     assert all(r["ok"] for r in rows)
-    return wall
+    return wall, cpu
 
 
 def write_log(run_dir: Path, rows: list[tuple[str, dict[str, Any]]], samples: list[Any]) -> dict[str, float]:
@@ -357,10 +360,14 @@ def run(quick: bool = False) -> dict[str, Any]:
             "startup_bench_window_wall_s": startup_wall, "startup_bench_when": startup_when,
             "share_of_startup_bench_run": round(cost / startup_wall, 4) if startup_wall else None}
         plain_e, logged_e, thread_e = [], [], []
+        plain_c, logged_c, thread_c = [], [], []  # the driver's CPU seconds: moves far less with the load than wall
         for rep in range(1 if quick else PAIRS):
-            plain_e.append(endpoint_run(items, root / f"endpoint-plain{rep}", None))
-            logged_e.append(endpoint_run(items, root / f"endpoint-logged{rep}", samples))
-            thread_e.append(endpoint_run(items, root / f"endpoint-thread{rep}", samples, process=False))
+            for walls, cpus, run_dir_e, with_samples, process in (
+                    (plain_e, plain_c, "plain", None, True), (logged_e, logged_c, "logged", samples, True),
+                    (thread_e, thread_c, "thread", samples, False)):
+                wall, cpu = endpoint_run(items, root / f"endpoint-{run_dir_e}{rep}", with_samples, process=process)
+                walls.append(wall)
+                cpus.append(cpu)
         shares = [(b - a) / a for a, b in zip(plain_e, logged_e)]
         thread_shares = [(b - a) / a for a, b in zip(plain_e, thread_e)]
         figures["endpoint_run"] = {
@@ -372,7 +379,15 @@ def run(quick: bool = False) -> dict[str, Any]:
             "share": round(statistics.median(shares), 4),
             "with_thread_log_s": [round(x, 3) for x in thread_e], "thread_pair_shares": [round(x, 4) for x in thread_shares],
             "with_thread_log_median_s": round(statistics.median(thread_e), 3),
-            "thread_share": round(statistics.median(thread_shares), 4)}
+            "thread_share": round(statistics.median(thread_shares), 4),
+            "driver_cpu_without_log_s": [round(x, 3) for x in plain_c], "driver_cpu_with_log_s": [round(x, 3) for x in logged_c],
+            "driver_cpu_with_thread_log_s": [round(x, 3) for x in thread_c],
+            # the log's cost on the driver (the child's work runs on another core) over the run's wall: what the run
+            # would lose if every added CPU second of the driver stood on its critical path
+            "driver_cpu_share": round((statistics.median(logged_c) - statistics.median(plain_c))
+                                      / statistics.median(plain_e), 4),
+            "driver_cpu_thread_share": round((statistics.median(thread_c) - statistics.median(plain_c))
+                                             / statistics.median(plain_e), 4)}
         figures["viewer_server"] = server_timings(run_dir, len(samples))
         binary = _chromium()
         figures["viewer_browser"] = browser_timings(run_dir, len(samples), binary) if binary else None
@@ -408,6 +423,8 @@ def to_markdown(res: dict[str, Any]) -> str:
              f"| run against the endpoint stand-in without / with the log (share) | "
              f"{f['endpoint_run']['without_log_median_s']} / {f['endpoint_run']['with_log_median_s']} s, medians "
              f"({f['endpoint_run']['share']}) |",
+             f"| driver CPU added by the log, over the run's wall: child writer / thread writer | "
+             f"{f['endpoint_run']['driver_cpu_share']} / {f['endpoint_run']['driver_cpu_thread_share']} |",
              f"| server: index / list / first sample / sample median, max | {v['index_s']} / {v['sample_list_s']} / "
              f"{v['first_sample_s']} / {v['sample_median_s']}, {v['sample_max_s']} s |",
              f"| browser: index / list / first sample / sample median, max | {b.get('index_s')} / "

@@ -149,7 +149,7 @@ class Recorder:
         }
         if self.prompts:  # the messages' text as sent (no copy): `to_json` chunks it
             call["messages"] = [[m.get("role", ""), str(m.get("content", ""))] for m in request.messages]
-            call["schema"] = self._schema(request.schema) if request.schema is not None else None
+            call["schema"] = request.schema  # the object: encoded and chunked by `to_json`, off the event loop
             call["text"] = completion.text
             call["parsed"] = dumps(completion.parsed) if completion.parsed is not None else None
         self.calls.append(call)
@@ -171,6 +171,8 @@ class Recorder:
         as the hashes of their chunks (chunked here, in call order, so the same chunks as when each call was made).
         `pause(0)` after each call: a background thread lets the event loop's thread take the GIL at once."""
         for call in self.calls[self._chunked:]:
+            if call.get("schema") is not None:  # as the request held it (`add`); a window's schema is built per call
+                call["schema"] = self._schema(call["schema"])
             msgs = call.get("messages")
             if msgs:
                 call["messages"] = [[role, self._ref(text)] for role, text in msgs]
