@@ -147,3 +147,25 @@ def test_of_the_dialogues_that_ask_the_longest_is_embedded_first() -> None:
 
         asyncio.run(go())
     assert [r["n_inputs"] for r in server.requests] == [9, 7, 4]
+
+
+def test_a_copy_of_an_item_gets_the_original_items_embeddings() -> None:
+    """The runner ships copies (`{**item, "emb_source": ...}`, a log flag set on one of them): the feed knows an item
+    by the key it set on it, which a copy keeps. Keyed by `id(item)`, `get` on a copy raised KeyError (and through the
+    board a copy's dialogue waited forever: a job with the eval log on once hung so)."""
+    cfg = ExtractConfig(task="sextuple", method="rag")
+    with FakeEmbeddingsServer() as server:
+        async def go() -> tuple[list[int], int]:
+            items = _items(cfg, 5, dialogues=2)
+            feed = EmbedFeed(f"openai:fake-embed@{server.base_url}", items)
+            feed.start()
+            try:
+                copy = {**items[1], "log_prompts": True}
+                got = await feed.get(copy)
+                mine = await feed.get(items[1])
+            finally:
+                await feed.close()
+            return [feed.ticket(it) for it in items], int(np.array_equal(got, mine)) * len(got)
+
+        tickets, rows = asyncio.run(go())
+    assert sorted(tickets) == [0, 1] and rows == 5

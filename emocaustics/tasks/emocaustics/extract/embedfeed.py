@@ -25,6 +25,10 @@ from typing import Any
 import numpy as np
 
 
+# The key of an item in the feed (and its ticket on the board), set on the item when the feed is made: a copy of the
+# item (`{**item, ...}`, as the runner ships it) keeps it. Keyed by `id(item)` before, a copied item's dialogue waited
+# forever for rows filed under the original's id.
+KEY = "feed_key"
 CHUNK = 32  # texts in a dialogue's first encode (then doubling): its first utterances are usable early
 # Encoder batch for utterances on a CPU: a batch computes every text at its longest text's length, and utterances run
 # from a few tokens to the 256-token cap. minilm on the 854 utterances of paper-100's first 50 dialogues, 2 cores:
@@ -58,8 +62,10 @@ class EmbedFeed:
         # rows while short dialogues were embedded ahead of it.
         self._order = sorted((it for it in items if it.get("needs_emb") and not it.get("skip_reason")),
                              key=lambda it: -len(it["sentences"]))
+        for n, it in enumerate(self._order):
+            it[KEY] = n
         self._futures: dict[int, asyncio.Future[np.ndarray]] = {}
-        self._asked: list[int] = []  # item ids asked for: served before the rest, longest first
+        self._asked: list[int] = []  # item keys asked for: served before the rest, longest first
         self._parts: dict[int, list[np.ndarray]] = {}  # rows embedded so far, chunk by chunk
         self._progress = asyncio.Condition()
         self._worker: asyncio.Task[None] | None = None
@@ -70,24 +76,24 @@ class EmbedFeed:
     def start(self) -> None:
         loop = asyncio.get_running_loop()
         for it in self._order:
-            self._futures[id(it)] = loop.create_future()
+            self._futures[self.ticket(it)] = loop.create_future()
         self._worker = asyncio.ensure_future(self._work())
 
     async def get(self, item: dict[str, Any]) -> np.ndarray:
-        fut = self._futures[id(item)]
+        fut = self._futures[self.ticket(item)]
         if not fut.done():
-            self._asked.append(id(item))
+            self._asked.append(self.ticket(item))
             self._ask.set()
         return await asyncio.shield(fut)
 
     async def upto(self, item: dict[str, Any], n: int) -> np.ndarray:
         """At least the first n rows of the item's embeddings (all of them once done): `rag` asks utterance i as soon
         as utterances 0..i are embedded, instead of waiting for the whole dialogue."""
-        fut = self._futures[id(item)]
+        fut = self._futures[self.ticket(item)]
         if not fut.done():
-            self._asked.append(id(item))
+            self._asked.append(self.ticket(item))
             self._ask.set()
-        parts = self._parts.setdefault(id(item), [])
+        parts = self._parts.setdefault(self.ticket(item), [])
         async with self._progress:
             await self._progress.wait_for(lambda: fut.done() or sum(len(p) for p in parts) >= n)
         if fut.done():
@@ -96,10 +102,10 @@ class EmbedFeed:
 
     def attach_board(self, board: Any) -> None:
         """Post every chunk to `board` from now on, and what is already embedded at once; each item's ticket is
-        `id(item)` (`ticket(item)`)."""
+        its feed key (`ticket(item)`)."""
         self.board = board
         for it in self._order:
-            key = id(it)
+            key = self.ticket(it)
             start = 0
             for part in self._parts.get(key, []):
                 board.post.remote(key, start, part)
@@ -110,7 +116,7 @@ class EmbedFeed:
 
     @staticmethod
     def ticket(item: dict[str, Any]) -> int:
-        return id(item)
+        return int(item[KEY])
 
     def _post_end(self, key: int, fut: asyncio.Future[np.ndarray]) -> None:
         if fut.cancelled():
@@ -144,13 +150,13 @@ class EmbedFeed:
     def _next(self) -> dict[str, Any] | None:
         asked = {key for key in self._asked if key in self._futures and not self._futures[key].done()}
         if asked:  # dialogues that wait come first, the longest of them first (`_order`); the rest stay asked
-            first = next(it for it in self._order if id(it) in asked)
-            self._asked = [key for key in asked if key != id(first)]
+            first = next(it for it in self._order if self.ticket(it) in asked)
+            self._asked = [key for key in asked if key != self.ticket(first)]
             return first
         self._asked = []
         if self.background:
             return None  # on demand only
-        return next((it for it in self._order if not self._futures[id(it)].done()), None)
+        return next((it for it in self._order if not self._futures[self.ticket(it)].done()), None)
 
     async def _work(self) -> None:
         import time
@@ -172,10 +178,10 @@ class EmbedFeed:
                 self._ask.clear()
                 await self._ask.wait()  # the next dialogue that asks
                 continue
-            fut = self._futures[id(item)]
+            fut = self._futures[self.ticket(item)]
             t0 = time.perf_counter()
             texts = list(item["sentences"])
-            parts = self._parts.setdefault(id(item), [])
+            parts = self._parts.setdefault(self.ticket(item), [])
             try:
                 start, size = 0, CHUNK
                 while start < len(texts):  # chunks of 32, 64, 128...: early rows soon, the rest in big batches
@@ -187,7 +193,7 @@ class EmbedFeed:
                         vecs = await self.embedder.embed(chunk)
                     parts.append(np.asarray(vecs, dtype=np.float32).reshape(len(chunk), -1))
                     if self.board is not None:
-                        self.board.post.remote(id(item), first, parts[-1])
+                        self.board.post.remote(self.ticket(item), first, parts[-1])
                     async with self._progress:
                         self._progress.notify_all()
                 vecs = np.concatenate(parts) if parts else np.zeros((0, 0), dtype=np.float32)
@@ -198,7 +204,7 @@ class EmbedFeed:
                 self.texts += len(texts)
                 fut.set_result(vecs)
             if self.board is not None:
-                self._post_end(id(item), fut)
+                self._post_end(self.ticket(item), fut)
             async with self._progress:
                 self._progress.notify_all()
 
