@@ -209,7 +209,7 @@ class AnthropicChatLLM:
     async def run(
         self, fn: Callable[[Any, Any], Awaitable[Any]], items: list[Any],
         affinity_key: Callable[[Any], str] | None = None,
-        *, weight_key: Callable[[Any], int] | None = None,
+        *, weight_key: Callable[[Any], int] | None = None, chain_key: Callable[[Any], int] | None = None,
     ) -> list[Any]:
         """`fn(self, item)` for every item in this process (no actor, so affinity and weight do not apply)."""
         return await run_local(self, fn, items)

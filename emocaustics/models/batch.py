@@ -350,7 +350,8 @@ class BatchLLM:
         holds.clear()
 
     # -- the rest of the LLM object ------------------------------------------------------------------------------
-    async def run(self, fn: Any, items: list[Any], affinity_key: Any = None, *, weight_key: Any = None) -> list[Any]:
+    async def run(self, fn: Any, items: list[Any], affinity_key: Any = None, *, weight_key: Any = None,
+                  chain_key: Any = None) -> list[Any]:
         from emocaustics.models.local import run_local
 
         return await run_local(self, fn, items)

@@ -226,7 +226,8 @@ class BreakerLLM:
 
     async def run(self, fn: Callable[[Any, Any], Awaitable[Any]], items: list[Any],
                   affinity_key: Callable[[Any], str] | None = None, *,
-                  weight_key: Callable[[Any], int] | None = None) -> list[Any]:
+                  weight_key: Callable[[Any], int] | None = None,
+                  chain_key: Callable[[Any], int] | None = None) -> list[Any]:
         from emocaustics.models.local import run_local
 
         return await run_local(self, fn, items)

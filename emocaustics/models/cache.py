@@ -216,12 +216,13 @@ class CachedLLM:
 
     async def run(
         self, fn: Callable[[Any, Any], Awaitable[Any]], items: list[Any], affinity_key: Callable[[Any], str] | None = None,
-        *, weight_key: Callable[[Any], int] | None = None,
+        *, weight_key: Callable[[Any], int] | None = None, chain_key: Callable[[Any], int] | None = None,
     ) -> list[Any]:
         """`fn(llm, item)` for every item, with this cache in front of the model (inside the model's actor if it has one)."""
         inner_run = getattr(self.llm, "run", None)
         if inner_run is not None and getattr(self.llm, "runs_remotely", False):
-            return await inner_run(fn, items, affinity_key, cache_path=self.cache.path, weight_key=weight_key)
+            return await inner_run(fn, items, affinity_key, cache_path=self.cache.path, weight_key=weight_key,
+                                    chain_key=chain_key)
         from emocaustics.models.local import run_local
 
         return await run_local(self, fn, items)

@@ -163,7 +163,7 @@ class OpenAIChatLLM:
 
     async def run(
         self, fn: Callable[[Any, Any], Awaitable[Any]], items: list[Any], affinity_key: Callable[[Any], str] | None = None,
-        *, weight_key: Callable[[Any], int] | None = None,
+        *, weight_key: Callable[[Any], int] | None = None, chain_key: Callable[[Any], int] | None = None,
     ) -> list[Any]:
         """`fn(self, item)` for every item in this process (an endpoint needs no actor to sit next to; no placement,
         so affinity and weight do not apply)."""

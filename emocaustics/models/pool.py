@@ -1,8 +1,9 @@
 """A pool of Ray actors hosting replicas of one model, and the process-wide registry that loads a model once per job.
 
-Placement: each request or item goes to the replica with the fewest requests in flight, except that everything with
+Placement (models/placement.py): each request or item goes to the least-loaded replica, except that everything with
 the same affinity key (a dialogue id) sticks to the replica it first went to, so that the dialogue's shared prompt
-prefixes hit that replica's prefix cache.
+prefixes hit that replica's prefix cache. Runs that are chains of dependent answers are placed longest first, and a
+replica's load counts its longest chain's duration, so long chains keep lightly loaded replicas.
 
 Failures: actors are created with `max_restarts`, so Ray brings a crashed replica back (its engine restarts on the
 first call). Calls in flight on the crashed actor fail with `RayActorError`; the pool retries them (up to `retries`
@@ -27,6 +28,7 @@ from typing import Any
 
 from emocaustics.models.base import ChatRequest, Completion
 from emocaustics.models.local import RunFailure
+from emocaustics.models.placement import CHAIN_COST, Placement
 from emocaustics.models.usage import Usage
 
 NAMESPACE = "emocaustics"
@@ -38,7 +40,6 @@ START_REPORT_EVERY = 10.0  # seconds between "waiting for engines" lines while r
 
 class ReplicaDied(Exception):
     """A call failed on every try because its replica died; the message names the cause (models/replica_death.py)."""
-MAX_AFFINITY_KEYS = 100_000  # forget the oldest keys beyond this: a key only steers placement
 MAX_COMEBACKS = 3  # re-attachments of one call to a restarted service's replica (models/comeback.py)
 
 
@@ -60,6 +61,7 @@ class ModelPool:
         actor_cls: type | None = None,
         actor_options: dict[str, Any] | None = None,
         detached: bool = False,
+        chain_cost: float = CHAIN_COST,
     ) -> None:
         import ray
 
@@ -87,8 +89,8 @@ class ModelPool:
             self._actors = [ray.get_actor(f"{self.actor_prefix}-{i}", namespace=NAMESPACE) for i in range(replicas)]
         else:
             self._actors = [self._make_actor(i, max_restarts, cpus_per_replica) for i in range(replicas)]
-        self._load = [0] * replicas
-        self._affinity: dict[str, int] = {}
+        self._place = Placement(replicas, chain_cost)  # load and affinity per replica
+        self._load = self._place.work
         self._instances: dict[str, float | None] = {}  # engine instance id -> its start seconds
         self.retried = 0  # calls re-sent after a replica died
         self._deaths_told: set[tuple[int, Any]] = set()  # (replica, pid) of each death already reported
@@ -166,28 +168,18 @@ class ModelPool:
         return NodeAffinitySchedulingStrategy(node_id=nodes[index % len(nodes)], soft=False)
 
     def _pick(self, affinity: str | None, avoid: set[int] = frozenset()) -> int:  # type: ignore[assignment]
-        if affinity is not None:
-            i = self._affinity.get(affinity)
-            if i is not None and i not in avoid:
-                return i
-        candidates = [i for i in range(len(self._actors)) if i not in avoid] or list(range(len(self._actors)))
-        i = min(candidates, key=lambda j: self._load[j])
-        if affinity is not None:
-            if len(self._affinity) >= MAX_AFFINITY_KEYS:
-                self._affinity.pop(next(iter(self._affinity)))
-            self._affinity[affinity] = i
-        return i
+        return self._place.pick(affinity, avoid)
 
-    async def _call(self, affinity: str | None, weight: int, method: str, *args: Any) -> Any:
-        """Call `method` on a replica; on actor death retry elsewhere. Raises the last error when retries run out."""
+    async def _call(self, affinity: str | None, weight: int, method: str, *args: Any, chain: int = 0) -> Any:
+        """Call `method` on a replica; on actor death retry elsewhere. Raises the last error when retries run out.
+        `chain`: the run's answers that wait for each other in sequence (models/placement.py)."""
         from ray.exceptions import RayActorError
 
         self.first_call_at = self.first_call_at or time.time()
         tried: set[int] = set()
         attempt = comebacks = 0
         while True:
-            i = self._pick(affinity, tried)
-            self._load[i] += weight
+            i, token = await self._place.place(affinity, weight, chain, tried)
             try:
                 return await getattr(self._actors[i], method).remote(*args)
             except RayActorError as exc:
@@ -203,7 +195,7 @@ class ModelPool:
                 await asyncio.sleep(min(0.5 * 2**attempt, 5.0))  # give Ray time to notice and restart the actor
                 attempt += 1
             finally:
-                self._load[i] -= weight
+                self._place.release(i, weight, token)
 
     async def _service_back(self, i: int) -> bool:
         """A service's replica `i` died: wait (bounded) for the service to put a new actor under its name, and route to
@@ -268,12 +260,14 @@ class ModelPool:
         *,
         cache_path: Any = None,
         weight_key: Callable[[Any], int] | None = None,
+        chain_key: Callable[[Any], int] | None = None,
     ) -> list[Any]:
         """`await fn(llm, item)` for every item inside a replica (the least loaded, or the item's affinity replica).
 
         Results come back in item order; an item whose function raised, or whose replica died more than `retries`
         times, is a `RunFailure` with the reason. `fn` and items must be picklable (cloudpickle). `weight_key` gives
-        an item's expected cost (e.g. its size in answers) so that "least loaded" balances work, not item counts.
+        an item's expected cost (e.g. its size in answers) so that "least loaded" balances work, not item counts;
+        `chain_key` its answers that wait for each other (long chains are placed first, on lightly loaded replicas).
         """
         import ray
 
@@ -285,7 +279,8 @@ class ModelPool:
             key = str(affinity_key(item)) if affinity_key is not None else None
             try:
                 weight = max(1, int(weight_key(item))) if weight_key is not None else 1
-                return await self._call(key, weight, "run_one", fn_ref, item, path)
+                chain = int(chain_key(item)) if chain_key is not None else 0
+                return await self._call(key, weight, "run_one", fn_ref, item, path, chain=chain)
             except Exception as exc:
                 return RunFailure(f"model replica failed: {type(exc).__name__}: {exc}")
 

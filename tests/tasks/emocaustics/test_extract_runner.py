@@ -122,6 +122,24 @@ def test_item_weight_follows_the_answers_a_method_generates():
     assert own > w(100, task="sextuple", method="window")
 
 
+def test_item_chain_counts_the_answers_that_wait_for_each_other():
+    """Placement's chain: window's pass 1 answers every utterance in sequence, then one round of pass 2; the chain
+    method adds one per chain window and the merge, and skips the sextuple pass with a prior run; direct and rag answer
+    side by side."""
+    from emocaustics.tasks.emocaustics.extract.runner import item_chain
+
+    def c(n, prior=None, **cfg):
+        item = make_item(1, [f"第{i}句" for i in range(n)], ["A"] * n, ExtractConfig(**cfg))
+        return item_chain({**item, "prior": prior})
+
+    assert c(8, task="sextuple", method="window", window=4, step=2) == 8 + 1
+    assert c(285, task="sextuple", method="window") == c(285, task="sextuple", method="window", window=10) == 285 + 1
+    assert c(285, task="emotion", method="window") == (285 + 1) + 29 + 1  # its own sextuple run, 29 windows, merge
+    assert c(285, task="emotion", method="window", prior=[{}] * 285) == 29 + 1
+    assert c(285, task="sextuple", method="direct") == c(285, task="sextuple", method="rag") == 1
+    assert c(285, task="emotion", method="direct") == 1
+
+
 def test_the_longest_dialogue_starts_first_and_rows_keep_the_items_order(tmp_path):
     """With more dialogues than `concurrency`, a long dialogue (the run's critical path) must not queue behind short
     ones: dialogues start longest first; the rows come back in the items' order."""
