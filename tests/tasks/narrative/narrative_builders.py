@@ -45,3 +45,16 @@ def story(d: dict[str, Any], name: str = "t") -> Story:
 
 # A text of six Chinese sentences of three characters each: sentence k covers [3k, 3k + 3).
 SIX = "甲一。乙二。丙三。丁四。戊五。己六。"
+
+
+def close(got: Any, want: Any) -> bool:
+    """Nested dicts / lists equal, floats to pytest.approx (which compares flat mappings only)."""
+    import pytest
+
+    if isinstance(want, dict):
+        return isinstance(got, dict) and got.keys() == want.keys() and all(close(got[k], want[k]) for k in want)
+    if isinstance(want, (list, tuple)):
+        return isinstance(got, (list, tuple)) and len(got) == len(want) and all(map(close, got, want))
+    if isinstance(want, float):
+        return isinstance(got, (int, float)) and not isinstance(got, bool) and got == pytest.approx(want)
+    return type(got) is type(want) and got == want
