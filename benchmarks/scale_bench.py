@@ -432,10 +432,13 @@ def run(quick: bool = False, copies: int | None = None, replicas: list[int] | No
         "scorer on a sample (minilm embedder, the simulated engine as LLM judge).",
         f"Single-replica baseline on every {base_every}th dialogue by length (same mix; one replica is saturated by it).",
         PROJECTION_NOTE,
-        "Placement: the pool balances by cost (runner.item_weight: the answers a method generates for the dialogue) "
-        "with affinity per (dialogue, config); all items are "
-        "in flight at once (longest first per config) while the replicas hold their clocks, so placement is the pool's "
-        "greedy least-loaded choice.",
+        "Placement (models/placement.py): the pool gathers the runs that arrive together and places them longest "
+        "chain first (runner.item_chain: the answers that wait for each other) on the least-loaded replica, where a "
+        "replica's load is its work (runner.item_weight: answers plus the prompt text a prefix cache cannot serve) "
+        "plus its longest chain's duration beyond that chain's work, so long chains keep lightly loaded replicas. "
+        "Affinity per (dialogue, config), except that an emotion window run shares its own sextuple window run's "
+        "replica with the sextuple window run of the same dialogue (same prompts). All items are in flight at once "
+        "while the replicas hold their clocks.",
         f"Replicas run vLLM's scheduling_policy={POLICY!r} (the pipeline's engine default): each call carries minus the "
         "number of calls of its dialogue that wait for it in sequence, so a long window chain's next call is not queued "
         "behind hundreds of independent calls. SCALE_BENCH_POLICY=fcfs reruns it first-come-first-served.",

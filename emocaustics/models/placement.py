@@ -14,8 +14,8 @@ The rule here:
    produces one unit of a chain. So the replica of a long chain looks full to least-loaded placement and gets only the
    work that the others cannot take before that chain ends, and the chain keeps a short per-call latency. Several
    chains share a replica cheaply (each adds only its work): a chain's calls are few at a time, run side by side.
-2. Runs that arrive together are placed longest chain first (`place` gathers what arrives within a few turns of the
-   event loop), so the longest chains take the emptiest replicas before short runs fill them.
+2. Runs that arrive together (`place` gathers what arrives within a few turns of the event loop) are placed longest
+   chain first, so the longest chains take the emptiest replicas before other runs fill them.
 3. Within a replica the engine's priority (minus the calls that still follow in the chain; solve/ask.py) then serves
    the chain's calls before independent ones.
 A request that gives no chain (`chain` 0: `generate`, or `run` without a chain_key) is placed at once, as before.
@@ -30,9 +30,10 @@ from collections.abc import Collection
 
 MAX_AFFINITY_KEYS = 100_000  # forget the oldest keys beyond this: a key only steers placement
 # Work units per unit of chain. Calibrated on the simulated Qwen2.5-72B on 4x H100 (benchmarks/sim_engine.py) with the
-# runner's units (item_weight, item_chain: answers of about one utterance): one saturated replica completes ~14 units of
-# work per simulated second, and the longest chains of the paper grid take ~1.4 s per unit alone: 14 x 1.4 = ~20.
-CHAIN_COST = 20.0
+# runner's units (item_weight, item_chain): the paper grid's 274,000 units of work take 64 saturated replicas ~246 s
+# (~17 units per replica-second), and its longest chains take ~1.42 s per unit alone: 17 x 1.42 = ~25. (At 64 simulated
+# replicas chain_cost 20 / 25 gave makespans of 502 / 501 s; issue 31.)
+CHAIN_COST = 25.0
 GATHER_TURNS = 3  # the gathering of a batch ends after this many event-loop turns bring no new run ...
 GATHER_SECONDS = 0.05  # ... or after this long
 
@@ -47,7 +48,7 @@ class Placement:
         self._extra = [0.0] * replicas  # the longest chain's duration beyond its work, per replica
         self._held: list[dict[int, float]] = [{} for _ in range(replicas)]  # token -> that run's extra
         self._tokens = itertools.count(1)
-        self._pending: list[tuple[int, int, int, str | None, int, int, asyncio.Future]] = []
+        self._pending: list[tuple[int, str | None, int, int, asyncio.Future]] = []  # (arrival, key, weight, chain, _)
         self._gathering: asyncio.Future | None = None
 
     def load(self, i: int) -> float:
@@ -91,15 +92,13 @@ class Placement:
     async def place(self, affinity: str | None, weight: int, chain: int = 0,
                     avoid: Collection[int] = frozenset()) -> tuple[int, int]:
         """(replica, token) for a run. The first placement of a run with a chain (>= 1) waits until the runs arriving
-        with it are known, and they are placed longest chain first (then heaviest, then in arrival order): runs that
-        answer side by side (chain 1) wait too, or they would fill the replicas before the long chains are placed."""
+        with it are known; then they are placed longest chain first, and runs that answer side by side (chain 1) in
+        arrival order after them. Those wait too: placed at once, they would fill the replicas first."""
         if chain < 1 or avoid or (affinity is not None and affinity in self.affinity):
             i = self.pick(affinity, avoid)
             return i, self.hold(i, weight, chain)
         fut = asyncio.get_running_loop().create_future()
-        # chains longest first, then heaviest; runs that answer side by side (chain 1) after them in arrival order
-        order = (-chain, -weight) if chain > 1 else (-1, 0)
-        self._pending.append((*order, next(self._tokens), affinity, weight, chain, fut))
+        self._pending.append((next(self._tokens), affinity, weight, chain, fut))
         if self._gathering is None:
             self._gathering = asyncio.ensure_future(self._place_gathered())
         try:
@@ -115,8 +114,13 @@ class Placement:
         while quiet < GATHER_TURNS and time.monotonic() - t0 < GATHER_SECONDS:
             await asyncio.sleep(0)
             quiet, seen = (0, len(self._pending)) if len(self._pending) != seen else (quiet + 1, seen)
-        batch, self._pending, self._gathering = sorted(self._pending, key=lambda p: p[:3]), [], None
-        for _, _, _, affinity, weight, chain, fut in batch:
+        batch, self._pending, self._gathering = self._pending, [], None
+        # Chains longest first; runs that answer side by side (chain 1) after them in arrival order, which mixes their
+        # kinds on every replica so that errors in their weights average out (sorted by weight too, runs of one kind
+        # went together: 528 s against 505 s at 64 simulated replicas; placing only the chains that alone outlast an
+        # average replica's share first stacked the next longest on the same replicas: 539 s).
+        batch.sort(key=lambda p: (-p[3], -p[2], p[0]) if p[3] > 1 else (-1, 0, p[0]))
+        for _, affinity, weight, chain, fut in batch:
             if fut.cancelled():
                 continue
             i = self.pick(affinity)

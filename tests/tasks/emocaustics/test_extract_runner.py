@@ -113,13 +113,28 @@ def test_item_weight_follows_the_answers_a_method_generates():
         item = make_item(1, [f"第{i}句" for i in range(n)], [str(i % holders) for i in range(n)], ExtractConfig(**cfg))
         return item_weight({**item, "prior": prior})
 
-    assert w(100, task="sextuple", method="rag") == w(100, task="sextuple", method="direct") == 100
-    assert w(100, task="sextuple", method="window") == 2 * w(100, task="sextuple", method="direct")
+    # 100 short utterances (390 characters): the prompt text adds little
+    assert w(100, task="sextuple", method="direct") == 100
+    assert w(100, task="sextuple", method="rag") == 100 + round(24 * 390 / 1200)  # K=20 + top 3 + itself per call: 108
+    assert w(100, task="sextuple", method="window") == 2 * 100 + round(2 * 20 * 390 / 5 / 1200)  # 203
     assert w(280, task="emotion", method="direct") == w(20, task="emotion", method="direct") == 6
     assert w(280, task="emotion", method="direct", holders=4) == 12
     own = w(100, task="emotion", method="window")
     assert w(100, task="emotion", method="window", prior=[{}] * 100) < own
     assert own > w(100, task="sextuple", method="window")
+
+
+def test_item_weight_counts_the_prompt_text_a_prefix_cache_cannot_serve():
+    """165 utterances of 120 characters: rag's prompts (retrieved lines first) and window's windows are new text to the
+    prefix cache, 1200 characters to an answer; direct's calls share the dialogue as their prefix."""
+    from emocaustics.tasks.emocaustics.extract.runner import item_weight
+
+    def w(**cfg):
+        return item_weight(make_item(1, ["好" * 120] * 165, ["A"] * 165, ExtractConfig(**cfg)))
+
+    assert w(task="sextuple", method="direct") == 165
+    assert w(task="sextuple", method="rag") == 165 + 24 * 165 * 120 // 1200 == 561
+    assert w(task="sextuple", method="window") == 2 * 165 + 2 * 20 * 165 * 120 // 5 // 1200 == 462
 
 
 def test_item_chain_counts_the_answers_that_wait_for_each_other():

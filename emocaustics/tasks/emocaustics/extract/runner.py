@@ -33,6 +33,10 @@ from emocaustics.tasks.emocaustics.extract.prompts import SYSTEM
 from emocaustics.tasks.emocaustics.extract.windows import windows
 
 DEFAULT_WINDOWS = {"sextuple": (20, 5), "emotion": (30, 10)}
+# Prompt characters that cost a replica about as much as generating one answer of an utterance (item_weight). A coarse
+# calibration on the simulated Qwen2.5-72B on 4x H100 (benchmarks/sim_engine.py): alone on a replica, a 165-utterance
+# dialogue's rag / window runs cost 2.6x / 3.1x its direct run; 1200 weighs them 3.3x / 2.8x (issue 31).
+PROMPT_CHARS_PER_ANSWER = 1200
 
 
 class ExtractConfig(BaseModel):
@@ -112,18 +116,28 @@ def item_affinity(item: dict[str, Any]) -> str:
 
 
 def item_weight(item: dict[str, Any]) -> int:
-    """Expected cost of a dialogue-run for load balancing, in answers of about one utterance's size (the generated
-    tokens dominate a replica's time). Utterances alone overrate a long dialogue's chain `direct` run (one bounded
-    answer per holder) and underrate `window` (pass 1 answers every utterance too); in a mixed grid that unbalanced
-    the replicas (busiest at 1.10x the mean in the 10x scale benchmark)."""
-    n = len(item["sentences"])
+    """Expected cost of a dialogue-run for load balancing, in answers of about one utterance's size: the answers it
+    generates, plus the prompt text that no earlier prompt of the run shares (a prefix cache cannot serve it) at
+    PROMPT_CHARS_PER_ANSWER. Utterances alone overrate a long dialogue's chain `direct` run (one bounded answer per
+    holder) and underrate `window` (pass 1 answers every utterance too); in a mixed grid that unbalanced the replicas
+    (busiest at 1.10x the mean in the 10x scale benchmark). Answers alone underrate `rag` and `window` on dialogues of
+    long utterances: every rag prompt starts with its retrieved lines and every window shows K new-to-the-cache
+    utterances; alone on a simulated replica a rag run of 165 utterances of ~117 characters cost 2.6x its `direct` run,
+    one of 52 utterances of ~16 characters 1.0x (issue 31)."""
+    n, chars = len(item["sentences"]), sum(len(s) for s in item["sentences"])
     cfg = ExtractConfig.model_validate(item["config"])
+    ws = cfg.window_settings()
+    window_prompts = 2 * ws.k * chars / ws.s  # each window's text, shown once in pass 1 and once in pass 2
     if cfg.task == "sextuple":
-        return 2 * n if cfg.method == "window" else n
+        if cfg.method == "direct":
+            return n  # the dialogue is the shared prefix of every call
+        if cfg.method == "rag":
+            return n + round((cfg.k + cfg.top_k + 1) * chars / PROMPT_CHARS_PER_ANSWER)
+        return 2 * n + round(window_prompts / PROMPT_CHARS_PER_ANSWER)
     holders = len(set(item["holders"]))
     if cfg.method == "direct":
         return 3 * holders  # at most 3 events x 4 emotions per holder
-    own_sextuples = 2 * n if item.get("prior") is None else 0
+    own_sextuples = 2 * n + round(window_prompts / PROMPT_CHARS_PER_ANSWER) if item.get("prior") is None else 0
     return own_sextuples + 3 * len(windows(n, cfg.k, cfg.s)) + holders  # chain windows, then the merges
 
 
