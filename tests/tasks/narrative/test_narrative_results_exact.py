@@ -1,8 +1,8 @@
-"""Whole component results by exact value (issue 29): characters, events, the GT-missing helpers and the
+"""Whole component results by exact value (issue 29): characters, events, actions, the GT-missing helpers and the
 counts -> score functions, each on a worked example, so that a renamed key, a lost reason or a changed count is seen."""
 
 import pytest
-from tasks.narrative.narrative_builders import act, ch, close, doc, ev, story
+from tasks.narrative.narrative_builders import SIX, act, ch, close, doc, ev, story
 
 from emocaustics.tasks.narrative import actions, alignment, characters
 from emocaustics.tasks.narrative.alignment import align_events, evaluate_events
@@ -102,3 +102,63 @@ def test_scores_from_counts_read_absent_counts_as_zero():
     # tp 1, fn 1 (fp absent) -> P 1, R 1/2, F1 2/3; tp 1, fp 1 (fn absent) -> the same 2/3
     assert characters.score_from_counts({"tp": 1, "fn": 1}) == pytest.approx(2 / 3)
     assert characters.score_from_counts({"tp": 1, "fp": 1}) == pytest.approx(2 / 3)
+
+
+def test_actions_whole_result():
+    gt = [ev("e1", 0, 6, action=act("physical", "give", "home", "completed", "climax")),
+          ev("e2", 6, 12, action=act("verbal", "", None, "attempted", "crisis")),
+          ev("e3", 12, 18, action=None), ev("e4", agents=["Q"], action=act("mental"))]
+    pred = [ev("p1", 0, 6, action=act("physical", "take", "office", "failed", None)),
+            ev("p2", 6, 12, action=act("verbal", "ask", "market", "attempted", "crisis")),
+            ev("p3", 12, 18, action=act("mental", "think")), ev("p4", agents=["Z"], action=act("social"))]
+    # e1 (p1): category right, type/context/status wrong, function missing: 1 of 5 -> partial.
+    # e2 (p2): type and context empty in GT -> extra; category, status, function right: 3 of 3 -> complete.
+    # e3: no GT action layer -> skipped, p3's fields extra (under the GT event's name). e4: not aligned -> category
+    # missing: 0 of 1, neither. p4 (extra event): its field listed. Fields right 1+3+0 = 4 of 5+3+1 = 9.
+    # Per field: category 2 of 3; type 0 of 1; context 0 of 1; status 1 of 2; function 1 of 2 (e1's missing).
+    # GT-empty fields in scored events: type 2 (e2 extra, e4 both), context 2, status 1, function 1 = 6.
+    r = actions.evaluate_actions(story(doc(SIX, [], pred)), story(doc(SIX, [], gt)))
+    assert close(r, {
+        "component": "actions", "score": 4 / 9, "gt_incomplete": True,
+        "reason": "1 GT event(s) without an action layer skipped; 6 GT field(s) empty in scored events",
+        "skipped_events": 1,
+        "metrics": {"field_accuracy": 4 / 9, "complete_match_rate": 1 / 3, "partial_match_rate": 1 / 3,
+                    "category_accuracy": 2 / 3, "type_accuracy": 0.0, "context_accuracy": 0.0,
+                    "status_accuracy": 0.5, "function_accuracy": 0.5},
+        "counts": {"correct": 4, "total": 9, "events_scored": 3, "complete": 1},
+        "extra": ["e2.type=ask", "e2.context=market", "e3.category=mental", "e3.type=think", "p4.category=social"],
+        "missing": ["e1.type", "e1.context", "e1.status", "e1.function", "e4.category"],
+        "details": {"events": [{"event": "e1", "aligned": True, "category": "correct", "type": "wrong",
+                                "context": "wrong", "status": "wrong", "function": "missing"},
+                               {"event": "e2", "aligned": True, "category": "correct", "status": "correct",
+                                "function": "correct"},
+                               {"event": "e4", "aligned": False, "category": "missing"}],
+                    "fields": {"category": {"correct": 2, "compared": 2, "missing": 1, "extra": 0, "both_empty": 0},
+                               "type": {"correct": 0, "compared": 1, "missing": 0, "extra": 1, "both_empty": 1},
+                               "context": {"correct": 0, "compared": 1, "missing": 0, "extra": 1, "both_empty": 1},
+                               "status": {"correct": 1, "compared": 2, "missing": 0, "extra": 0, "both_empty": 1},
+                               "function": {"correct": 1, "compared": 1, "missing": 1, "extra": 0,
+                                            "both_empty": 1}}},
+        "event_ok": {"0": False, "1": True, "3": False}})
+
+
+def test_actions_unscored_whole_result():
+    r = actions.evaluate_actions(story(doc("x" * 40, [], [ev("p1", 0, 6, action=act("verbal"))])),
+                                 story(doc("x" * 40, [], [ev("e1", 0, 6, action={})])))
+    assert r == {"component": "actions", "score": None, "gt_incomplete": True,
+                 "reason": "no ground-truth event has an action-layer field", "skipped_events": 1,
+                 "metrics": {m: None for m in actions.METRICS}, "counts": {}, "extra": ["e1.category=verbal"],
+                 "missing": [], "details": [], "event_ok": {}}
+
+
+def test_actions_align_with_the_given_resolver_and_the_gt_text():
+    full = act("physical", "give", "home", "completed", "climax")
+    pred = story(doc(None, [], [ev("p1", agents=["Tom"], action=full)]))
+    gt = story(doc(None, [], [ev("e1", agents=["Tom Hale"], action=full)]))
+    # neither story lists characters: only the resolver passed in knows Tom is Tom Hale, so the events align (5 of 5)
+    resolve = characters.Resolver(story(doc(characters=[ch("Tom Hale", ["Tom"])])).characters, [])
+    assert actions.evaluate_actions(pred, gt, resolve=resolve)["score"] == 1.0
+    assert actions.evaluate_actions(pred, gt)["score"] == 0.0
+    # the prediction has no text: spans are placed in the GT's, so p1 = e1 by span
+    p = story(doc(None, [], [ev("p1", 0, 6, action=full)]))
+    assert actions.evaluate_actions(p, story(doc("x" * 40, [], [ev("e1", 0, 6, action=full)])))["score"] == 1.0
