@@ -102,3 +102,115 @@ def test_pair_scores_from_counts_read_absent_counts_as_zero(module, key):
     # accuracy 0 of 2 (correct absent): mean(1, 0) = 1/2; correct 0 of nothing: not measured -> mean(1) = 1
     assert module.score_from_counts({"tp": 1, f"{key}_total": 2}) == 0.5
     assert module.score_from_counts({"tp": 1, f"{key}_correct": 0}) == 1.0
+
+
+def rels_of(pred_events, gt_events, **kw):
+    return evaluate_relationships(story(doc(SIX, [], pred_events)), story(doc(SIX, [], gt_events)), **kw)
+
+
+def test_pair_relationships_keeps_every_event_s_pairs():
+    from emocaustics.tasks.narrative.alignment import align_events
+    from emocaustics.tasks.narrative.characters import Resolver
+    from emocaustics.tasks.narrative.relationships import RelPairing, pair_relationships
+
+    gt = story(doc(SIX, [], [ev("e1", 0, 6, rels=[rel("A", "B"), rel("A", "C")]),
+                             ev("e2", agents=["Q"], rels=[rel("Q", "R")]),
+                             ev("e3", 12, 18, rels=[rel("B", "C"), rel("C", "D")]),
+                             ev("e4", agents=["W"]), ev("e5", agents=["U"])]))
+    pred = story(doc(SIX, [], [ev("p1", 0, 6, rels=[rel("A", "B")]), ev("p3", 12, 18, rels=[rel("B", "C")]),
+                               ev("p4", agents=["W"], rels=[rel("W", "V")]),
+                               ev("p5", agents=["U"], rels=[rel("U", "T")])]))
+    # p1-e1, p3-e3 by span; p4-e4, p5-e5 by participants; e2 unaligned. e1 and e3 each leave one GT pair
+    # (missed in an aligned event: 2), e2's pair is missed outright; e4 and e5 have no GT pairs: skipped, and the
+    # predicted pairs there are extra
+    resolve = Resolver(gt.characters, pred.characters)
+    rp = pair_relationships(pred, gt, align_events(pred, gt, SIX, resolve), resolve)
+    assert rp == RelPairing(matched=[((0, 0), (0, 0)), ((1, 0), (2, 0))], false_pos=[],
+                            missed=[(0, 1), (1, 0), (2, 1)], missed_in_aligned=2, extra=[(2, 0), (3, 0)],
+                            skipped_events=[3, 4], skipped_relationships=[], events_with_gt=3)
+
+
+def test_relationship_event_verdicts_one_cause_each():
+    # a level-2 error alone (listed first), a false positive alone, a missed pair alone: each makes the event wrong
+    r = rels_of([ev("e1", 0, 6, rels=[rel("A", "C", "family", "spouses"), rel("A", "B", "family", "siblings")])],
+                [ev("e1", 0, 6, rels=[rel("A", "C", "family", "siblings"), rel("A", "B", "family", "siblings")])])
+    # tp 2: F1 1; level1 2/2; level2 1/2 -> (1 + 1 + 1/2) / 3 = 5/6
+    assert r["event_ok"] == {"0": False} and r["score"] == pytest.approx(5 / 6)
+    r = rels_of([ev("e1", 0, 6, rels=[rel("A", "B", "family"), rel("C", "D", "family")])],
+                [ev("e1", 0, 6, rels=[rel("A", "B", "family")])])
+    assert r["event_ok"] == {"0": False}
+    r = rels_of([ev("e1", 0, 6, rels=[rel("A", "B", "family")])],
+                [ev("e1", 0, 6, rels=[rel("A", "B", "family"), rel("A", "C", "family")])])
+    assert r["event_ok"] == {"0": False}
+    # a predicted level left empty where the GT has one: "missing", and the event is wrong
+    r = rels_of([ev("e1", 0, 6, rels=[rel("A", "B", "family")])],
+                [ev("e1", 0, 6, rels=[rel("A", "B", "family", "siblings")])])
+    assert r["details"]["matched"] == [{"pair": "e1: A -> B", "level1": "correct", "level2": "missing"}]
+    assert r["event_ok"] == {"0": False}
+    r = rels_of([ev("e1", 0, 6, rels=[rel("A", "B", "family", "siblings")])],
+                [ev("e1", 0, 6, rels=[rel("A", "B", "family", "siblings")])])
+    assert r["event_ok"] == {"0": True} and r["gt_incomplete"] is False and r["reason"] is None
+
+
+@pytest.mark.parametrize("gt_events, pred_events", [
+    # an event without GT relationships
+    ([ev("e1", 0, 6, rels=[rel("A", "B", "f", "s")]), ev("e2", 6, 12)],
+     [ev("e1", 0, 6, rels=[rel("A", "B", "f", "s")]), ev("e2", 6, 12)]),
+    # a GT relationship without target
+    ([ev("e1", 0, 6, rels=[rel("A", "B", "f", "s"), rel("A", None, "f")])],
+     [ev("e1", 0, 6, rels=[rel("A", "B", "f", "s")])]),
+    # a predicted event absent from GT, with a pair
+    ([ev("e1", 0, 6, rels=[rel("A", "B", "f", "s")])],
+     [ev("e1", 0, 6, rels=[rel("A", "B", "f", "s")]), ev("p2", agents=["Z"], rels=[rel("Z", "Y")])]),
+    # level 1 empty in GT, predicted
+    ([ev("e1", 0, 6, rels=[rel("A", "B", None, "s")])], [ev("e1", 0, 6, rels=[rel("A", "B", "f", "s")])]),
+    # level 2 empty in GT, predicted
+    ([ev("e1", 0, 6, rels=[rel("A", "B", "f", None)])], [ev("e1", 0, 6, rels=[rel("A", "B", "f", "x")])]),
+])
+def test_relationships_gt_incomplete_for_each_cause_alone(gt_events, pred_events):
+    assert rels_of(pred_events, gt_events)["gt_incomplete"] is True
+
+
+def test_relationships_and_sentiment_align_with_the_given_resolver_and_the_gt_text():
+    from emocaustics.tasks.narrative.characters import Resolver
+
+    resolve = Resolver(story(doc(characters=[{"name": "Tom Hale", "alias": ["Tom"]}])).characters, [])
+    pred = story(doc(None, [], [ev("p1", agents=["Tom"], rels=[rel("Tom", "B", "family", sentiment=["joy"])])]))
+    gt = story(doc(None, [], [ev("e1", agents=["Tom Hale"], rels=[rel("Tom Hale", "B", "family",
+                                                                       sentiment=["joy"])])]))
+    # only the resolver passed in knows Tom is Tom Hale: events align and the pair matches (1), else missed (0)
+    assert evaluate_relationships(pred, gt, resolve=resolve)["score"] == 1.0
+    assert evaluate_relationships(pred, gt)["score"] == 0.0
+    assert evaluate_sentiment(pred, gt, resolve=resolve)["score"] == 1.0
+    assert evaluate_sentiment(pred, gt)["score"] == 0.0
+    # the prediction has no text: spans placed in the GT's (p1 = e1 by span)
+    p = story(doc(None, [], [ev("p1", 0, 6, rels=[rel("A", "B", "family", sentiment=["joy"])])]))
+    g = story(doc(SIX, [], [ev("e1", 0, 6, rels=[rel("A", "B", "family", sentiment=["joy"])])]))
+    assert evaluate_relationships(p, g)["score"] == 1.0 and evaluate_sentiment(p, g)["score"] == 1.0
+
+
+def sent_of(pred_rels, gt_rels, gt_more=()):
+    return evaluate_sentiment(story(doc(SIX, [], [ev("e1", 0, 6, rels=pred_rels)])),
+                              story(doc(SIX, [], [ev("e1", 0, 6, rels=gt_rels), *gt_more])))
+
+
+def test_sentiment_clean_story_is_complete_and_counts_skipped_events():
+    r = sent_of([rel("A", "B", sentiment=["joy"])], [rel("A", "B", sentiment=["joy"])], [ev("e2", 6, 12)])
+    assert r == {"component": "sentiment", "score": 1.0, "gt_incomplete": False, "reason": None, "skipped_events": 1,
+                 "metrics": {"label_precision": 1.0, "label_recall": 1.0, "label_f1": 1.0, "polarity_accuracy": 1.0,
+                             "labelled_gt_pairs": 1},
+                 "counts": {"tp": 1, "fp": 0, "fn": 0, "polarity_correct": 1, "polarity_total": 1},
+                 "extra": [], "missing": [],
+                 "details": [{"pair": "e1: A -> B", "gt": ["joy"], "pred": ["joy"], "gt_polarity": "positive",
+                              "pred_polarity": "positive", "correct": True}],
+                 "event_ok": {"0": True}}
+
+
+def test_sentiment_unlabelled_gt_pair_alone_makes_it_incomplete():
+    r = sent_of([rel("A", "B", sentiment=["joy"])], [rel("A", "B", sentiment=["joy"]), rel("A", "C")])
+    assert r["gt_incomplete"] is True and r["reason"] == "1 GT relationship(s) without sentiment"
+
+
+def test_sentiment_other_label_same_polarity_is_not_right():
+    r = sent_of([rel("A", "B", sentiment=["fear"])], [rel("A", "B", sentiment=["anger"])])
+    assert r["details"][0]["correct"] is False and r["event_ok"] == {"0": False}

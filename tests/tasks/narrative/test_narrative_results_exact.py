@@ -162,3 +162,16 @@ def test_actions_align_with_the_given_resolver_and_the_gt_text():
     # the prediction has no text: spans are placed in the GT's, so p1 = e1 by span
     p = story(doc(None, [], [ev("p1", 0, 6, action=full)]))
     assert actions.evaluate_actions(p, story(doc("x" * 40, [], [ev("e1", 0, 6, action=full)])))["score"] == 1.0
+
+
+def test_events_mean_span_iou_and_no_reason_without_extra():
+    # IoU [0,10)-[0,20) = 1/2 and [20,40)-[20,40) = 1: mean 3/4; nothing extra: complete, no reason
+    p, g = story(doc("x" * 40, [], [ev("p1", 0, 20), ev("p2", 20, 40)])), \
+        story(doc("x" * 40, [], [ev("g1", 0, 10), ev("g2", 20, 40)]))
+    r = evaluate_events(p, g, align_events(p, g, "x" * 40))
+    assert r["metrics"]["mean_span_iou"] == 0.75 and r["reason"] is None and r["gt_incomplete"] is False
+
+
+def test_iou_of_touching_short_and_empty_ranges():
+    assert alignment.iou((0, 2), (1, 3)) == pytest.approx(1 / 3)  # 1 shared of 3
+    assert alignment.iou((0, 3), (3, 6)) == 0.0 and alignment.iou((2, 2), (2, 2)) == 0.0
