@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from emocaustics.core import aio
+from emocaustics.core.inflight import Slot, run_in_flight
 from emocaustics.core.task import Failure, Options, Sample, SolveFailed, Task
 
 log = logging.getLogger(__name__)
@@ -94,17 +95,16 @@ async def asolve_samples(task: Task, samples: list[Sample], options: Options, ll
 
     log = sink.current()  # the job's eval log of this config, if any (evallog/sink.py)
     fn = _Bound(task, options, None if log is None else log.prompts)
-    sem = asyncio.Semaphore(concurrency)
     run = getattr(llm, "run", None)
 
-    async def one(sample: Sample) -> dict[str, Any]:
+    async def one(sample: Sample, slot: Slot) -> dict[str, Any]:
         item = sample.to_json()
-        async with sem:
-            if run is not None:
-                res = (await run(fn, [item], lambda it: task.affinity(Sample.from_json(it), options),
-                                 weight_key=lambda it: task.weight(Sample.from_json(it), options)))[0]
-            else:
-                res = await run_item(llm, fn, item)
+        if run is not None:
+            res = (await run(fn, [item], lambda it: task.affinity(Sample.from_json(it), options),
+                             weight_key=lambda it: task.weight(Sample.from_json(it), options)))[0]
+        else:
+            res = await run_item(llm, fn, item)
+        await slot.release()  # solved: the log line and the files need no bound
         if isinstance(res, RunFailure):  # the solver itself crashed, or its replica died for good
             res = {"id": sample.id, "ok": False, "step": "runner", "reason": res.reason, "stats": {}}
         if log is not None:  # before the prediction: a sample with a prediction always has its log line
@@ -121,7 +121,7 @@ async def asolve_samples(task: Task, samples: list[Sample], options: Options, ll
             fh.write(json.dumps({"id": sample.id, **res.get("stats", {})}) + "\n")
         return res
 
-    return list(await asyncio.gather(*(one(s) for s in samples)))
+    return await run_in_flight(samples, one, limit=concurrency)
 
 
 def _warn_failed(task: Task, sample_id: str, step: str, reason: str) -> None:

@@ -167,3 +167,29 @@ def test_the_longest_dialogue_starts_first_and_rows_keep_the_items_order(tmp_pat
     started = [int(re.search(r"样本(\d)号", r.messages[-1]["content"]).group(1)) for r in llm.requests]
     assert started == [2] * 6 + [3] * 4 + [1] * 2
     assert [r["dialogue"] for r in rows] == [1, 2, 3] and all(r["ok"] for r in rows)
+
+
+def test_utterances_in_flight_are_bounded_when_dialogues_run_in_this_process(tmp_path, monkeypatch):
+    """In this process a dialogue holds its answers until it ends, so ten times the data must not mean ten copies of
+    the longest dialogues at once: at most `concurrency x UTTERANCES_PER_SLOT` utterances in flight (here 2 x 5 = 10).
+    Lengths 6, 5, 4, 3: 6 runs alone (6 + 5 = 11 > 10), then 5 + 4 = 9, then 3: the peak is 9 (11 by count alone)."""
+    from emocaustics.tasks.emocaustics.extract import runner
+
+    monkeypatch.setattr(runner, "UTTERANCES_PER_SLOT", 5)
+    cfg = ExtractConfig(task="sextuple", method="direct")
+    lengths = {1: 3, 2: 6, 3: 4, 4: 5}
+    items = [make_item(d, [f"样本{d}号第{i}句" for i in range(n)], ["1"] * n, cfg) for d, n in lengths.items()]
+    running: set[int] = set()
+    peak = [0]
+
+    class Watching(SchemaLLM):
+        async def generate(self, requests):
+            for r in requests:
+                running.add(int(re.search(r"样本(\d)号", r.messages[-1]["content"]).group(1)))
+            peak[0] = max(peak[0], sum(lengths[d] for d in running))
+            await asyncio.sleep(0.01)
+            return await super().generate(requests)
+
+    rows = asyncio.run(run_items(Watching(), items, tmp_path, "sextuple", concurrency=2,
+                                 on_row=lambda row: running.discard(row["dialogue"])))
+    assert all(r["ok"] for r in rows) and peak[0] == 9

@@ -22,6 +22,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from emocaustics.core.inflight import Slot, run_in_flight
 from emocaustics.evallog import sink
 from emocaustics.evallog.record import recording, replica_id
 from emocaustics.tasks.emocaustics.extract import chains as chain_methods
@@ -33,6 +34,10 @@ from emocaustics.tasks.emocaustics.extract.prompts import SYSTEM
 from emocaustics.tasks.emocaustics.extract.windows import windows
 
 DEFAULT_WINDOWS = {"sextuple": (20, 5), "emotion": (30, 10)}
+# Utterances in flight per dialogue slot when dialogues run in this process (an endpoint): the whole dataset's 256
+# longest dialogues hold 21,949 utterances (86 each), so a run of the dataset itself is never held back, and ten times
+# the data holds about as much as the dataset (before: 2.3 times as much, 51,060)
+UTTERANCES_PER_SLOT = 96
 # Prompt characters that cost a replica about as much as generating one answer of an utterance (item_weight). A coarse
 # calibration on the simulated Qwen2.5-72B on 4x H100 (benchmarks/sim_engine.py): alone on a replica, a 165-utterance
 # dialogue's rag / window runs cost 2.6x / 3.1x its direct run; 1200 weighs them 3.3x / 2.8x (issue 31).
@@ -241,20 +246,17 @@ async def run_items(llm: Any, items: list[dict[str, Any]], out: Path, task: str,
     none (`needs_emb`): awaited before the item is shipped to a replica, or handed to the state machine as a lazy
     source when it runs in this process, so that each dialogue starts as soon as its own inputs are ready. `on_row`
     sees each row as it is written (progress)."""
-    sem = asyncio.Semaphore(concurrency)
     in_process = not getattr(llm, "runs_remotely", False)
     log = sink.current()  # the job's eval log of this config, if any
 
-    async def one(item: dict[str, Any]) -> dict[str, Any]:
+    async def one(item: dict[str, Any], slot: Slot) -> dict[str, Any]:
         if item.get("skip_reason"):
             row = failure_row(item, "input", item["skip_reason"])
         else:
             if log is not None:
-                # Set on the item itself, never on a copy: the embedding feed knows an item by its identity (its
-                # board ticket is id(item)), and a copy's dialogue would wait for rows that never come.
                 item["log_prompts"] = log.prompts
-            async with sem:
-                row = await _with_embeddings(llm, item, embeddings, in_process)
+            row = await _with_embeddings(llm, item, embeddings, in_process)
+        await slot.release()  # solved: the log line and the files need no bound
         if log is not None:  # before the prediction: a dialogue with a prediction always has its log line
             written = log.emit(str(row["dialogue"]), row)
             row.pop("log", None)
@@ -271,8 +273,14 @@ async def run_items(llm: Any, items: list[dict[str, Any]], out: Path, task: str,
 
     # Started longest dialogue first (the longest chain of dependent calls sets the run's length; with more
     # dialogues than `concurrency` a long one must not wait behind short ones); rows come back in the items' order.
+    # Dialogues run in this process hold their answers until they end: their utterances in flight are bounded too
+    # (core/inflight.py), so that ten times the data does not put ten copies of the longest dialogues in memory at once.
+    # Not when the caller asked for every item in flight (a batch API collects them all into one batch).
     order = sorted(range(len(items)), key=lambda i: -len(items[i].get("sentences") or ()))
-    rows = await asyncio.gather(*(one(items[i]) for i in order))
+    bounded = in_process and concurrency < len(items)
+    rows = await run_in_flight((items[i] for i in order), one, limit=concurrency,
+                               weight=lambda it: max(1, len(it.get("sentences") or ())),
+                               budget=concurrency * UTTERANCES_PER_SLOT if bounded else None)
     by_index = dict(zip(order, rows))
     return [by_index[i] for i in range(len(items))]
 
