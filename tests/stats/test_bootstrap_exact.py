@@ -155,3 +155,22 @@ def test_ci_per_row_and_unsigned_scores_in_the_table():
                                         sparse_share=0.0)
     np.testing.assert_array_equal(diffs_u, diffs_f)
     assert np.nanmin(diffs_u) >= -2.0  # common items 0 and 2: differences -2 and -2
+
+
+def test_masked_means_resample_without_the_items_is_nan_silently():
+    # one row scoring item 0 of 2: a resample's mean is 1.0 when it draws item 0 (1 x 1 / 1 or 2 x 1 / 2) and 0 / 0 =
+    # NaN when it draws item 1 twice; that NaN is expected, so no RuntimeWarning
+    d = draws(2, 20, 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = B.bootstrap_masked_means(np.array([[1.0, 2.0]]), np.array([[True, False]]), n_resamples=20, seed=0)
+    drew = (d == 0).any(axis=1)
+    assert 0 < int((~drew).sum()) < 20
+    assert (got[0, drew] == 1.0).all() and np.isnan(got[0, ~drew]).all()
+
+
+def test_percentile_interval_one_row_with_nan():
+    # a 1-D row with NaN resamples (the last axis is the resamples): the quantiles of 1, 3 at level 0.5, i.e. 25 %
+    # and 75 % -> 1 + 0.25 x 2 = 1.5 and 1 + 0.75 x 2 = 2.5
+    low, high = B.percentile_interval(np.array([1.0, np.nan, 3.0]), 0.5)
+    assert (float(low), float(high)) == (1.5, 2.5)

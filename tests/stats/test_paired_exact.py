@@ -179,3 +179,29 @@ def test_randomisation_unsigned_scores_are_differenced_as_numbers():
     signs = np.random.default_rng(11).integers(0, 2, size=(30, 5), dtype=np.int8).astype(np.float64) * 2.0 - 1.0
     d = values[0].astype(float) - values[1].astype(float)  # -2, 4, -2, -2, -2 (not 254, ...)
     assert got[0] == pytest.approx(_flip_p(d, list(signs)), abs=1e-15)
+
+
+def test_randomisation_last_chunk_is_cut_to_the_remaining_permutations(monkeypatch):
+    # 3 items, room for 6 cells: 2 permutations per chunk, so 5 permutations are chunks of 2, 2 and 1 (not 2, 2, 2)
+    monkeypatch.setattr(P, "CHUNK_CELLS", 6)
+    values = np.array([[1.0, 7.0, 2.0], [0.0, 3.0, 9.0], [4.0, 1.0, 3.0]])
+    present = np.array([[True, True, True], [False, True, True], [True, True, True]])
+    rng = np.random.default_rng(8)
+    signs = np.concatenate([rng.integers(0, 2, size=(r, 3), dtype=np.int8) for r in (2, 2, 1)]) * 2.0 - 1.0
+    got = P.randomisation_table(values, present, [(0, 1), (0, 2)], n_permutations=5, seed=8)
+    # (0, 1) share items 1 and 2: d = 4, -7, mean -1.5; (0, 2) share all: d = -3, 6, -1, mean 2/3
+    assert got[0] == pytest.approx(_flip_p(np.array([4.0, -7.0]), list(signs[:, 1:])), abs=1e-15)
+    assert got[1] == pytest.approx(_flip_p(np.array([-3.0, 6.0, -1.0]), list(signs)), abs=1e-15)
+    # one common item (row 0 scores item 0 only): every flip ties, 5 hits of 5 permutations: p = 6 / 6
+    one = np.array([[True, False, False], [True, True, True]])
+    assert P.randomisation_table(values[:2], one, [(0, 1)], n_permutations=5, seed=8)[0] == 1.0
+
+
+def test_randomisation_flip_exactly_one_tolerance_below_still_counts():
+    # d = 1999999999, 1: |mean(d)| = 1e9, tol = 1e-9 x mean|d| = 1.0 exactly, so the bar is 1e9 - 1 = 999999999.
+    # The mixed flips give |1999999999 - 1| / 2 = 999999999, on the bar (all exact in float64): they count, like the
+    # same-sign flips (1e9), so every flip counts and p = (1 + 30) / (30 + 1) = 1
+    values = np.array([[1999999999.0, 1.0], [0.0, 0.0]])
+    signs = np.random.default_rng(0).integers(0, 2, size=(30, 2), dtype=np.int8)
+    assert 0 < int((signs[:, 0] != signs[:, 1]).sum()) < 30  # the stream does draw mixed flips
+    assert P.randomisation_table(values, np.ones((2, 2), bool), [(0, 1)], n_permutations=30, seed=0)[0] == 1.0

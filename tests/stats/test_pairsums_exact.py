@@ -56,3 +56,14 @@ def test_weighted_sums_match_direct_sums(share):
     num2, den2 = S.pair_sums(plan, w, sums, weights=False)
     assert den2 is None
     np.testing.assert_allclose(num2, num, atol=1e-12)
+
+
+def test_plan_reads_presence_flags_given_as_numbers():
+    # 0/1 presence (as approximate_randomisation_p's ones would be without a dtype) is read as bool: config 0 misses
+    # item 2 only (~1 on an int would be -2, "missing" everywhere). Common items of (0, 1): 3 - 1 - 0 + 0 = 2;
+    # weights 1, 2, 4: config 0 scores 1 + 2 = 3 of them, config 1 all 7
+    values = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    plan = S.plan_pairs(values, np.array([[1, 1, 0], [1, 1, 1]]), [(0, 1)])
+    assert [m.tolist() for m in plan.missing] == [[2], []] and plan.n_common().tolist() == [2]
+    assert plan.x.tolist() == [[1.0, 2.0, 0.0], [4.0, 5.0, 6.0]]
+    assert S.row_weights(plan, np.array([[1.0, 2.0, 4.0]])).tolist() == [[3.0, 7.0]]
