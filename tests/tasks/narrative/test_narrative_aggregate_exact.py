@@ -78,7 +78,7 @@ def test_aggregate_by_value():
 
 
 def test_markdown_aggregate_whole():
-    agg = aggregate(FILES, "characters=3", {"unpaired_gt": ["c", "f"], "duplicates": ["g"],
+    agg = aggregate(FILES, "characters=3", {"unpaired_gt": ["c", "f"], "duplicates": ["g", "h"],
                                             "unpaired_pred": ["x_pred", "y"]})
     # 157/360 = 0.43611, 1153/2100 = 0.54905, 5/12 = 0.41667, 3/7 = 0.42857, 41/60 = 0.68333; c is failed, so the
     # unpaired-GT line names f only
@@ -124,7 +124,7 @@ Precision, recall and F1 per component (micro: counts pooled over the stories; a
 
 unpaired_gt: f
 
-duplicates: g
+duplicates: g, h
 """
 
 

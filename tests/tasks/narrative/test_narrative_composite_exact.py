@@ -114,3 +114,34 @@ def test_failed_result_keeps_weights_taxonomy_and_unscored_components():
 def test_failed_result_of_a_gt_with_nothing_to_score_is_none():
     r = failed_result(story(doc(SIX, [], [])), "prediction unusable")
     assert r["overall_score"] is None and r["component_scores"] == {c: None for c in COMPONENTS}
+
+
+def test_parse_weights_error_messages_in_full():
+    with pytest.raises(UsageError, match=r"^unknown component 'nope' in weights; components: characters, events, "
+                                         r"relationships, sentiment, actions, spans$"):
+        parse_weights("nope=1")
+    with pytest.raises(UsageError, match=r"^weight for 'spans' must not be negative$"):
+        parse_weights("spans=-1")
+
+
+def test_score_pair_names_the_unreadable_side_and_passes_n_t_and_taxonomy_on():
+    assert score_pair("x", doc())["error"] == "prediction, field '$': expected an object, found a string"
+    assert score_pair(doc(), "x")["error"] == "ground truth, field '$': expected an object, found a string"
+    # n_t: default 2 -> B 1/3, 3 -> 2/3 (the NEAR pair above)
+    spans_b = lambda r: r["detailed_results"]["spans"]["metrics"]["boundary_similarity"]  # noqa: E731
+    assert spans_b(score_pair(*NEAR)) == pytest.approx(1 / 3)
+    assert spans_b(score_pair(*NEAR, n_t=3)) == pytest.approx(2 / 3)
+    tax = Taxonomy(relationships={}, sentiments={"joy": "negative", "fear": "negative"}, categories={}, archetypes=())
+    pred = doc(SIX, [], [ev("e1", 0, 6, rels=[rel("A", "B", sentiment=["fear"])])])
+    gt = doc(SIX, [], [ev("e1", 0, 6, rels=[rel("A", "B", sentiment=["joy"])])])
+    assert score_pair(pred, gt, taxonomy=tax)["component_scores"]["sentiment"] == 0.5
+
+
+def test_failed_result_zeroes_a_floor_above_zero():
+    # one GT event over the whole text: no GT boundary, so the empty prediction's B is 1 and its spans floor
+    # (1 + IoU 0) / 2 = 0.5; events 0: floor overall 0.25 -- a failed story still counts 0 everywhere
+    r = failed_result(story(doc(SIX, [], [ev("e1", 0, 18)])), "no prediction file")
+    assert r["overall_score"] == 0.0
+    assert r["component_scores"] == {"characters": None, "events": 0.0, "relationships": None, "sentiment": None,
+                                     "actions": None, "spans": 0.0}
+    assert set(r) == {"overall_score", "component_scores", "detailed_results", "summary", "failed"}

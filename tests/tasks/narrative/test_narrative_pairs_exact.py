@@ -52,7 +52,7 @@ def test_sentiment_whole_result():
                                rel("B", "C", sentiment=None), rel("C", "A", sentiment=["annoyance"])]),
           ev("e2", 6, 12, rels=[rel("B", "A", sentiment=["fear"])])]
     pred = [ev("e1", 0, 6, rels=[rel("A", "B", sentiment=["joy", "fear"]), rel("A", "C", sentiment=None),
-                                 rel("B", "C", sentiment=["love"]), rel("C", "A", sentiment=["annoyance"])]),
+                                 rel("B", "C", sentiment=["love", "hope"]), rel("C", "A", sentiment=["annoyance"])]),
             ev("e2", 6, 12, rels=[])]
     # A->B: tp 1 (joy), fp 1 (fear), fn 1 (trust); polarity positive vs mixed: wrong.
     # A->C: predicted empty: fn 1, polarity missing. B->C: GT unlabelled, predicted love: extra.
@@ -66,7 +66,7 @@ def test_sentiment_whole_result():
         "metrics": {"label_precision": 2 / 3, "label_recall": 0.4, "label_f1": 0.5, "polarity_accuracy": 0.0,
                     "labelled_gt_pairs": 4},
         "counts": {"tp": 2, "fp": 1, "fn": 3, "polarity_correct": 0, "polarity_total": 2},
-        "extra": ["e1: B -> C: love"], "missing": ["e2: B -> A"],
+        "extra": ["e1: B -> C: love, hope"], "missing": ["e2: B -> A"],
         "details": [{"pair": "e1: A -> B", "gt": ["joy", "trust"], "pred": ["joy", "fear"], "gt_polarity": "positive",
                      "pred_polarity": "mixed", "correct": False},
                     {"pair": "e1: A -> C", "gt": ["anger"], "pred": [], "gt_polarity": "negative",
@@ -195,8 +195,10 @@ def sent_of(pred_rels, gt_rels, gt_more=()):
 
 
 def test_sentiment_clean_story_is_complete_and_counts_skipped_events():
-    r = sent_of([rel("A", "B", sentiment=["joy"])], [rel("A", "B", sentiment=["joy"])], [ev("e2", 6, 12)])
-    assert r == {"component": "sentiment", "score": 1.0, "gt_incomplete": False, "reason": None, "skipped_events": 1,
+    # e2 has no relationship, e3 a labelled one without target (not usable): both skipped
+    r = sent_of([rel("A", "B", sentiment=["joy"])], [rel("A", "B", sentiment=["joy"])],
+                [ev("e2", 6, 12), ev("e3", 12, 18, rels=[rel("A", None, sentiment=["joy"])])])
+    assert r == {"component": "sentiment", "score": 1.0, "gt_incomplete": False, "reason": None, "skipped_events": 2,
                  "metrics": {"label_precision": 1.0, "label_recall": 1.0, "label_f1": 1.0, "polarity_accuracy": 1.0,
                              "labelled_gt_pairs": 1},
                  "counts": {"tp": 1, "fp": 0, "fn": 0, "polarity_correct": 1, "polarity_total": 1},

@@ -175,3 +175,41 @@ def test_events_mean_span_iou_and_no_reason_without_extra():
 def test_iou_of_touching_short_and_empty_ranges():
     assert alignment.iou((0, 2), (1, 3)) == pytest.approx(1 / 3)  # 1 shared of 3
     assert alignment.iou((0, 3), (3, 6)) == 0.0 and alignment.iou((2, 2), (2, 2)) == 0.0
+
+
+def test_events_weight_rounded_to_four_places_and_unnamed_events_by_index():
+    # IoU [0,10)-[5,35) = 5 / 35 = 1/7 = 0.142857...; the GT event without id is named by its index
+    p, g = story(doc("x" * 40, [], [ev("p1", 0, 10)])), story(doc("x" * 40, [], [ev("g1", 5, 35), ev(None, 36, 40)]))
+    r = evaluate_events(p, g, align_events(p, g, "x" * 40))
+    assert r["details"] == [{"pred": "p1", "gt": "g1", "weight": 0.1429, "basis": "span"}] and r["missing"] == ["#1"]
+
+
+def test_pair_weight_without_shared_participants_is_fallback_zero():
+    p, g = story(doc(None, [], [ev("p1", agents=["A"])])), story(doc(None, [], [ev("g1", agents=["B"])]))
+    resolve = characters.Resolver([], [])
+    assert alignment.pair_weight(p.events[0], g.events[0], None, resolve) == (0.0, "fallback")
+
+
+def test_ties_follow_story_position_when_counts_differ():
+    # 2 predicted and 4 GT events, all alike: p1 is half-way through the prediction, so it takes g3 (half-way
+    # through the GT), not g2
+    p = story(doc(None, [], [ev("p1", agents=["A"]), ev("p2", agents=["A"])]))
+    g = story(doc(None, [], [ev(f"g{k}", agents=["A"]) for k in range(1, 5)]))
+    assert align_events(p, g, None).pairs == [(0, 0, 0.5, "fallback"), (1, 2, 0.5, "fallback")]
+
+
+def test_tally_counts_every_repeat_and_defaults_to_wrong():
+    t = Tally()
+    for outcome in (Outcome.MISSING, Outcome.MISSING, Outcome.BOTH_EMPTY, Outcome.BOTH_EMPTY, Outcome.COMPARED):
+        t.add(outcome)
+    assert t.to_json() == {"correct": 0, "compared": 1, "missing": 2, "extra": 0, "both_empty": 2}
+
+
+def test_actions_reason_names_only_what_happened():
+    full = act("physical", "give", "home", "completed", "climax")
+    r = actions.evaluate_actions(story(doc(SIX, [], [ev("e1", 0, 6, action=full)])),
+                                 story(doc(SIX, [], [ev("e1", 0, 6, action=full), ev("e2", 6, 12)])))
+    assert r["reason"] == "1 GT event(s) without an action layer skipped"
+    r = actions.evaluate_actions(story(doc(SIX, [], [ev("e1", 0, 6, action=act("verbal"))])),
+                                 story(doc(SIX, [], [ev("e1", 0, 6, action=act("verbal"))])))
+    assert r["reason"] == "4 GT field(s) empty in scored events"  # type, context, status, function
