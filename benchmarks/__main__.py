@@ -41,6 +41,7 @@ BENCHMARKS: list[tuple[str, str, bool]] = [
     ("benchmarks.narrative_bench", "narrative component scoring of 10,000 synthetic pairs", False),
     ("benchmarks.ratelimit_bench", "adaptive concurrency against a stand-in endpoint that rate-limits with 429", False),
     ("benchmarks.evallog_bench", "eval log of a whole-dataset window run: size, writer overhead, viewer timings", True),
+    ("benchmarks.memory_bench", "the driver's peak memory at 1x and 10x the dataset (in-process window run)", False),
     # before the engine benchmarks: they leave both cores loaded for a minute after they end
     ("benchmarks.startup_bench", "time to first request and window/direct runs against the stand-in endpoint", False),
     ("benchmarks.score_bench", "EmoCaustics scoring of the whole dataset from predictions that need embedding", True),

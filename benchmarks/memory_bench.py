@@ -1,0 +1,120 @@
+"""The driver's peak memory as the data grows (issue 26): the whole dataset and ten times it through one solving run.
+
+Each size runs in a fresh process (`--child COPIES`), so its peak resident set (`ru_maxrss`) is its own. The run is the
+sextuple `window` method through the real runner (`extract.runner.run_items`, the path a job takes for a model behind
+an endpoint, where every dialogue's state machine lives in the driver: the worst case for the driver's memory) against
+the dry run's stand-in model (`solve.forecast.RecordingLLM`, a schema-valid answer at once: no network, no model) with
+stand-in embeddings. Ten times the data = every dialogue ten times under new ids, holder names and its own copies of
+the sentence strings, as a bigger dataset's items would be.
+
+Reported per size: resident MiB after imports, after the corpus is loaded, after the items are built, the peak, the
+wall seconds and the stand-in's calls; and the growth of the peak and of the peak minus the loaded corpus (the run's
+own memory) from 1x to 10x. The corpus loader reads the dataset whole (its 400 dialogues with their annotations), and
+that is not copied ten times here: a ten-times-larger corpus would add its own size on top.
+
+    python -m benchmarks --only memory_bench        (or: python -m benchmarks.memory_bench [--quick])
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+COPIES = (1, 10)
+CEILING_GROWTH = 1.25  # issue 26: the driver's peak at 10x the data at most 1.25 times its peak at 1x
+ID_STRIDE = 1_000_000
+
+
+def _rss_mib() -> float:
+    with open("/proc/self/status", encoding="ascii") as fh:
+        for line in fh:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def child(copies: int, limit: int | None) -> dict[str, Any]:
+    from benchmarks.evallog_bench import _dataset, make_items
+
+    _dataset()
+    from emocaustics.core import aio
+    from emocaustics.solve.forecast import RecordingLLM, counter_for
+    from emocaustics.tasks.emocaustics.data.subsets import resolve
+    from emocaustics.tasks.emocaustics.extract.runner import run_items
+
+    imports = _rss_mib()
+    dialogues, _ = resolve("all", None)
+    dialogues = dialogues[:limit] if limit else dialogues
+    corpus = _rss_mib()
+    base = make_items(dialogues)
+    items = [{**it, "id": it["id"] + k * ID_STRIDE, "sentences": [(s + " ")[:-1] for s in it["sentences"]],
+              "holders": [f"{h}{k}" if k else h for h in it["holders"]]} for k in range(copies) for it in base]
+    del base
+    built = _rss_mib()
+    llm = RecordingLLM(counter_for(None))
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="memory-bench-") as tmp:
+        rows = aio.run(run_items(llm, items, Path(tmp), "sextuple"))  # the runner's default concurrency (256)
+    wall = time.perf_counter() - t0
+    assert all(r["ok"] for r in rows), [r for r in rows if not r["ok"]][:1]
+    return {"copies": copies, "dialogue_runs": len(rows), "calls": llm.calls, "rss_after_imports_mib": round(imports, 1),
+            "rss_after_corpus_mib": round(corpus, 1), "rss_after_items_mib": round(built, 1),
+            "peak_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1), "wall_s": round(wall, 2)}
+
+
+def run(quick: bool = False) -> dict[str, Any]:
+    limit = 40 if quick else None
+    sizes = {}
+    for copies in COPIES:
+        cmd = [sys.executable, "-m", "benchmarks.memory_bench", "--child", str(copies)] + (["--quick"] if quick else [])
+        out = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=1800,
+                             env={**os.environ, "PYTHONHASHSEED": "0"})
+        if out.returncode != 0:
+            raise RuntimeError(f"memory_bench child {copies}x failed: {out.stderr[-2000:]}")
+        sizes[f"{copies}x"] = json.loads(out.stdout.strip().splitlines()[-1])
+    one, ten = sizes["1x"], sizes["10x"]
+    growth = ten["peak_mib"] / one["peak_mib"]
+    own = (ten["peak_mib"] - ten["rss_after_corpus_mib"]) / (one["peak_mib"] - one["rss_after_corpus_mib"])
+    figures = {"sizes": sizes, "peak_growth_10x": round(growth, 3), "run_memory_growth_10x": round(own, 3)}
+    return {"name": "memory_bench", "figures": figures,
+            "floors": {"peak_growth_10x": {"value": round(growth, 3), "ceiling": CEILING_GROWTH,
+                                           "ok": growth <= CEILING_GROWTH}},
+            "notes": ["the in-process (endpoint) path: every dialogue's state machine lives in the driver",
+                      "the corpus (the dataset read whole by the loader) is loaded once in both sizes; a ten-times "
+                      "larger corpus adds its own size on top (rss_after_corpus - rss_after_imports at 1x)"],
+            "inputs": {"subset": "all", "quick": quick, "method": "sextuple/window", "copies": list(COPIES)}}
+
+
+def to_markdown(res: dict[str, Any]) -> str:
+    f = res["figures"]
+    lines = ["| size | dialogue runs | calls | RSS after imports / corpus / items (MiB) | peak (MiB) | wall (s) |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for name, s in f["sizes"].items():
+        lines.append(f"| {name} | {s['dialogue_runs']} | {s['calls']} | {s['rss_after_imports_mib']} / "
+                     f"{s['rss_after_corpus_mib']} / {s['rss_after_items_mib']} | {s['peak_mib']} | {s['wall_s']} |")
+    lines.append(f"\npeak at 10x over 1x: {f['peak_growth_10x']}; the run's own memory (peak minus the loaded corpus): "
+                 f"{f['run_memory_growth_10x']}")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = argv if argv is not None else sys.argv[1:]
+    if "--child" in args:
+        print(json.dumps(child(int(args[args.index("--child") + 1]), 40 if "--quick" in args else None)))
+        return 0
+    res = run(quick="--quick" in args)
+    print(json.dumps(res, ensure_ascii=False, indent=1))
+    print(to_markdown(res))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
