@@ -213,3 +213,44 @@ def test_actions_reason_names_only_what_happened():
     r = actions.evaluate_actions(story(doc(SIX, [], [ev("e1", 0, 6, action=act("verbal"))])),
                                  story(doc(SIX, [], [ev("e1", 0, 6, action=act("verbal"))])))
     assert r["reason"] == "4 GT field(s) empty in scored events"  # type, context, status, function
+
+
+# Spans for the two exact-tie stories below (text "x" * 40): X = [0, 4), Y = [2, 4), H = [0, 2) and two far spans.
+# IoU(X, X) = 1, IoU(X, H) = 2/4 = 0.5, IoU(Y, X) = 2/4 = 0.5, IoU(Y, H) = 0 (they only touch); the far spans meet
+# nothing. So "X-X alone" (total 1) ties exactly with "X-H plus Y-X" (0.5 + 0.5 = 1, exact in binary floats) and only
+# the tie-break TIE_BREAK * closeness decides, closeness = 1 - |i/n - j/m| over the positive pairs only.
+_SPANS_P = {"X": (0, 4), "F": (10, 12), "Y": (2, 4)}
+_SPANS_G = {"X": (0, 4), "F": (20, 22), "H": (0, 2)}
+
+
+def _tie(pred_order, gt_order):
+    p = story(doc(events=[ev(f"p{k}", *_SPANS_P[c]) for k, c in enumerate(pred_order)]))
+    g = story(doc(events=[ev(f"g{k}", *_SPANS_G[c]) for k, c in enumerate(gt_order)]))
+    a = align_events(p, g, "x" * 40)
+    return a.pairs, a.extra, a.missed
+
+
+def test_exact_tie_one_close_pair_beats_two_far_pairs():
+    # pred X F Y, GT X F H (n = m = 3). One pair p0-g0: closeness 1 - |0 - 0| = 1. Two pairs p0-g2, p2-g0: closeness
+    # (1 - 2/3) + (1 - 2/3) = 2/3 < 1, so the single pair wins. (Counting 1 extra per pair, 2 - d, would give
+    # 2 against 2 * 4/3 = 8/3 and take the two far pairs: the closeness counts position only, not the pair count.)
+    assert _tie("XFY", "XFH") == ([(0, 0, 1.0, "span")], [1, 2], [1, 2])
+
+
+def test_exact_tie_break_ignores_the_zero_pairs_that_fill_the_assignment():
+    # pred F X Y, GT X F H. One pair p1-g0: closeness 1 - |1/3 - 0| = 2/3. Two pairs p1-g2, p2-g0: (1 - |1/3 - 2/3|)
+    # + (1 - |2/3 - 0|) = 2/3 + 1/3 = 1 > 2/3: the two pairs win. The weight-0 pairs the solver adds to fill the
+    # square must not count: with them, p1-g0 + p0-g1 + p2-g2 = 2/3 + 2/3 + 1 = 7/3 would beat p1-g2 + p2-g0 + p0-g1
+    # = 2/3 + 1/3 + 2/3 = 5/3 and leave one pair where two fit.
+    assert _tie("FXY", "XFH") == ([(1, 2, 0.5, "span"), (2, 0, 0.5, "span")], [0], [1])
+
+
+def test_one_name_match_ties_two_alias_matches_and_the_solver_keeps_two_pairs():
+    # pred 0 "Zed" (alias Ann), pred 1 "Ann" (alias Bo); GT 0 "Ann", GT 1 "Bo". Weights: pred1-GT0 name = name 2,
+    # pred0-GT0 alias 1, pred1-GT1 alias 1, pred0-GT1 0. {pred1-GT0} = 2 ties {pred0-GT0, pred1-GT1} = 1 + 1 = 2
+    # exactly; scipy's solver returns the two alias pairs for this order (for the mirrored order, Ann/Bo listed first,
+    # it returns the single name pair: the tie is decided by list order). A name weight of 3 (3 > 2) would always
+    # take the single name pair.
+    pred = story(doc(characters=[ch("Zed", ["Ann"]), ch("Ann", ["Bo"])])).characters
+    gt = story(doc(characters=[ch("Ann"), ch("Bo")])).characters
+    assert characters.match_characters(pred, gt) == [(0, 0), (1, 1)]
