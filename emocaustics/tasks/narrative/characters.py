@@ -1,8 +1,12 @@
 """Character evaluation and the name resolver the other evaluators use.
 
 Matching: a predicted and a GT character match when their normalised name-or-alias sets intersect (`norm`: case,
-full-/half-width, whitespace). Matching is one-to-one by Hungarian assignment, preferring name = name (weight 2) over
-name = alias (weight 1), so that two predicted characters cannot both claim one GT character.
+full-/half-width, whitespace). Matching is one-to-one by Hungarian assignment (two predicted characters cannot both
+claim one GT character): as many pairs as possible, then, among assignments with that many, as many name = name pairs
+as possible; both lists are put in one canonical order first, so that the pairs (and the scores) do not depend on the
+order either list is in. (Weighting a name pair 2 and an alias pair 1 instead left exact ties, e.g. one name pair
+against two alias pairs, to the solver, which settles them by list order: the same cast scored 1 or 2 true positives
+depending on the order of the characters.)
 
 Scores: precision, recall, F1 over characters (a GT cast list that is present is taken as complete, so an
 unmatched predicted character is a false positive and is listed under `extra`); archetype accuracy over matched
@@ -32,18 +36,27 @@ def label_of(c: Character) -> str:
     return c.name or (c.aliases[0] if c.aliases else "?")
 
 
+def _canonical(c: Character) -> tuple[str, list[str]]:
+    return norm(c.name), sorted(names_of(c))
+
+
 def match_characters(pred: list[Character], gt: list[Character]) -> list[tuple[int, int]]:
-    """One-to-one (pred index, gt index) pairs whose names or aliases intersect, maximising name-to-name matches."""
+    """One-to-one (pred index, gt index) pairs whose names or aliases intersect: the most pairs, then the most
+    name-to-name pairs among those (module docstring); sorted by pred index."""
     if not pred or not gt:
         return []
+    p_order = sorted(range(len(pred)), key=lambda i: _canonical(pred[i]))
+    g_order = sorted(range(len(gt)), key=lambda j: _canonical(gt[j]))
+    pair = min(len(pred), len(gt)) + 1.0  # one more pair outweighs every name match an assignment can hold
     w = np.zeros((len(pred), len(gt)))
-    for i, p in enumerate(pred):
-        pn = names_of(p)
-        for j, g in enumerate(gt):
+    for a, i in enumerate(p_order):
+        p, pn = pred[i], names_of(pred[i])
+        for b, j in enumerate(g_order):
+            g = gt[j]
             if pn & names_of(g):
-                w[i, j] = 2.0 if p.name and g.name and same(p.name, g.name) else 1.0
+                w[a, b] = pair + (1.0 if p.name and g.name and same(p.name, g.name) else 0.0)
     rows, cols = linear_sum_assignment(w, maximize=True)
-    return [(int(i), int(j)) for i, j in zip(rows, cols) if w[i, j] > 0]
+    return sorted((p_order[a], g_order[b]) for a, b in zip(rows, cols) if w[a, b] > 0)
 
 
 class Resolver:

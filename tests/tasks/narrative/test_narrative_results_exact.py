@@ -245,12 +245,23 @@ def test_exact_tie_break_ignores_the_zero_pairs_that_fill_the_assignment():
     assert _tie("FXY", "XFH") == ([(1, 2, 0.5, "span"), (2, 0, 0.5, "span")], [0], [1])
 
 
-def test_one_name_match_ties_two_alias_matches_and_the_solver_keeps_two_pairs():
-    # pred 0 "Zed" (alias Ann), pred 1 "Ann" (alias Bo); GT 0 "Ann", GT 1 "Bo". Weights: pred1-GT0 name = name 2,
-    # pred0-GT0 alias 1, pred1-GT1 alias 1, pred0-GT1 0. {pred1-GT0} = 2 ties {pred0-GT0, pred1-GT1} = 1 + 1 = 2
-    # exactly; scipy's solver returns the two alias pairs for this order (for the mirrored order, Ann/Bo listed first,
-    # it returns the single name pair: the tie is decided by list order). A name weight of 3 (3 > 2) would always
-    # take the single name pair.
+def test_two_alias_pairs_beat_one_name_pair_in_either_order():
+    # pred 0 "Zed" (alias Ann), pred 1 "Ann" (alias Bo); GT 0 "Ann", GT 1 "Bo". Possible: {pred1-GT0} (1 pair, a name
+    # pair) or {pred0-GT0, pred1-GT1} (2 pairs, both by alias). The most pairs win: 2 (each pair is worth
+    # min(2, 2) + 1 = 3, a name match 1 more: 3 + 3 = 6 > 3 + 1 = 4). With a name pair weighted 2 and an alias pair 1
+    # the two were an exact tie (2 = 1 + 1) that scipy settled by list order: the reversed lists got the single pair.
     pred = story(doc(characters=[ch("Zed", ["Ann"]), ch("Ann", ["Bo"])])).characters
     gt = story(doc(characters=[ch("Ann"), ch("Bo")])).characters
     assert characters.match_characters(pred, gt) == [(0, 0), (1, 1)]
+    assert characters.match_characters(pred[::-1], gt[::-1]) == [(0, 0), (1, 1)]  # the same pairs, indices mirrored
+    assert characters.match_characters(pred[::-1], gt) == [(0, 1), (1, 0)]
+
+
+def test_among_equally_many_pairs_name_pairs_win_and_list_order_does_not_matter():
+    # pred "Ann" (alias Bo), "Bo" (alias Ann); GT "Ann", "Bo": both assignments have 2 pairs; straight = 2 name pairs
+    # (3 + 1 + 3 + 1 = 8), crossed = 2 alias pairs (3 + 3 = 6): the straight one, in every order of either list.
+    pred = story(doc(characters=[ch("Ann", ["Bo"]), ch("Bo", ["Ann"])])).characters
+    gt = story(doc(characters=[ch("Ann"), ch("Bo")])).characters
+    for p, g in ((pred, gt), (pred[::-1], gt), (pred, gt[::-1]), (pred[::-1], gt[::-1])):
+        got = {(p[i].name, g[j].name) for i, j in characters.match_characters(p, g)}
+        assert got == {("Ann", "Ann"), ("Bo", "Bo")}
