@@ -33,6 +33,7 @@ from emocaustics.jobs import batchfirst, cost, rundir
 from emocaustics.jobs.rundir import RUN_FILE
 from emocaustics.jobs.results import score_table, summary_record, with_run, write_extra_tables
 from emocaustics.jobs.spec import JobSpec, ModelSpec, RunSpec, dump_job, output_path
+from emocaustics.jobs.startup import start_models
 
 def model_spec_string(model: ModelSpec) -> str:
     """A job's model entry as a model spec string (`emocaustics.models.spec`)."""
@@ -139,6 +140,14 @@ def _order(configs: list[Config]) -> list[Config]:
     return sorted(configs, key=lambda c: c.pred_dir not in needed)
 
 
+def _run_order(configs: list[Config]) -> list[Config]:
+    """The order configs run in: those others build on first (as `_order`), then those that ask a model before the
+    calibration ones, so that a job against a warm model reaches its first LLM call at once (the calibration rows'
+    scoring would wait for the embedder's load first; warm_bench). The tables keep the job's order."""
+    needed = {p for c in configs if (p := _prior(c, configs)) is not None}
+    return sorted(configs, key=lambda c: (c.pred_dir not in needed, not c.task.needs_model(c.options)))
+
+
 def solve(cfg: Config, job: JobSpec, samples: list, ctx: ScoreContext, cache_dir: Path, prior: Path | None) -> None:
     progress = Progress(f"solve {cfg.label}", len(samples))
     found = cfg.task.read_predictions(cfg.pred_dir) if cfg.pred_dir.exists() else {}
@@ -197,30 +206,6 @@ def _resume_line(cfg: Config, samples: list) -> str:
     todo = len(samples) - done
     return (f"resume: {cfg.label}: {done} of {len(samples)} samples done (skipped); {todo} to run"
             + (f" ({failed} of them failed before and are tried again)" if failed else ""))
-
-
-def start_models(job: JobSpec, configs: list[Config], embedder: Any) -> dict[str, Any]:
-    """Start every engine and the embedder before the first config, so that start-up is reported once per model
-    and never counted in a config's wall time."""
-    from emocaustics.models.services import start_job_model
-
-    startup: dict[str, Any] = {"models": {}, "embedder": None}
-    for name in sorted({c.model for c in configs if c.model and not _is_remote(job, c.model)}):
-        t0 = time.perf_counter()  # a running model service of the same spec is attached to, not started again
-        start_job_model(model_spec_string(job.models[name]), name, job.models[name].keep_alive,
-                        lambda line: print(line, flush=True))
-        startup["models"][name] = round(time.perf_counter() - t0, 2)
-        print(f"model {name}: engine(s) started in {startup['models'][name]} s (not part of any config's wall time)",
-              flush=True)
-    load = getattr(embedder, "_load", None)
-    # Loaded up front beside the engines; jobs without a local engine (calibration, endpoints) load it when scoring
-    # first needs it, so that a dead endpoint is found without waiting for an embedder.
-    if load is not None and startup["models"]:
-        t0 = time.perf_counter()
-        load()
-        startup["embedder"] = round(time.perf_counter() - t0, 2)
-        print(f"embedder {job.scoring.embedder}: loaded in {startup['embedder']} s", flush=True)
-    return startup
 
 
 def resume_command(job_file: str | Path | None, run_dir: Path) -> str:
@@ -311,7 +296,8 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force
     from emocaustics.evallog.writer import EvalLog
 
     evallog = EvalLog(run_dir, prompts=job.log.prompts)  # every call of every sample: `emocaustics view RUN_DIR`
-    startup = start_models(job, configs, embedder)
+    local = sorted({c.model for c in configs if c.model and not _is_remote(job, c.model)})
+    startup = start_models(job, local, lambda name: model_spec_string(job.models[name]), embedder)
     (run_dir / "startup.json").write_text(json.dumps(startup, indent=1), encoding="utf-8")
     frames, long_rows, items, wall, defects, records = [], [], [], {}, [], []
     tables: dict[str, list[pl.DataFrame]] = {}  # the scorers' extra tables by name, every config's
@@ -323,12 +309,14 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force
         if cfg.label in together:  # solved above, with the other batch configs: stop now if their endpoint died
             _stop_if_endpoint_down(cfg, job, together[cfg.label], run_dir, job_file)
     for cfg in configs:
-        clock = rundir.WallClock(claimed, cfg.label)
-        got = loaded_by_label[cfg.label]
-        loaded: Loaded = got  # type: ignore[assignment]  # errors were raised above
+        loaded_cfg: Loaded = loaded_by_label[cfg.label]  # type: ignore[assignment]  # errors were raised above
         if cfg.task.name not in seen_tasks:  # one list for the job; each defect says which task's loader found it
             seen_tasks.add(cfg.task.name)
-            defects.extend({"task": cfg.task.name, **d.to_json()} for d in loaded.defects)
+            defects.extend({"task": cfg.task.name, **d.to_json()} for d in loaded_cfg.defects)
+    outputs: dict[str, tuple[Any, ...]] = {}  # label -> what its config adds to the job's tables
+    for cfg in _run_order(configs):
+        clock = rundir.WallClock(claimed, cfg.label)
+        loaded: Loaded = loaded_by_label[cfg.label]  # type: ignore[assignment]
         samples = loaded.samples
         if claimed.resumed:
             print(_resume_line(cfg, samples), flush=True)
@@ -346,20 +334,25 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force
         scored = cfg.task.score(samples, predictions, cfg.options, ctx)
         cfg.task.finalize(cfg.pred_dir, samples, predictions, cfg.options)
         stats = cfg.task.sample_stats(cfg.pred_dir) if cfg.task.needs_model(cfg.options) else {}
-        frames.append(score_table(cfg, scored, stats))
+        frame = score_table(cfg, scored, stats)
+        outputs[cfg.label] = (frame, scored, summary_record(cfg, scored, len(loaded.defects), frame))
+        wall[cfg.label] = clock.stop()  # every attempt of this config: a resumed config's time is the sum
+        value = scored.summary.get(cfg.task.primary_metric, frame["score"].mean())
+        failed = int(frame["failed"].sum())
+        print(f"[score {cfg.label}] {cfg.task.primary_metric} "
+              f"{value if value is None else round(float(value), 4)}, {failed} failures, {wall[cfg.label]} s",
+              flush=True)
+    wall = {cfg.label: wall[cfg.label] for cfg in configs}
+    for cfg in configs:  # the job's tables in the job's order of configs, whatever order they ran in
+        frame, scored, record = outputs[cfg.label]
+        frames.append(frame)
         long_rows.append(scored.rows.with_columns(pl.lit(cfg.label).alias("run"), pl.lit(cfg.task.name).alias("task")))
         if scored.items is not None:
             items.append(scored.items.with_columns(pl.lit(cfg.label).alias("run")))
         for name, table in scored.tables.items():
             if name != "sample_info":  # that one is joined into scores.parquet
                 tables.setdefault(name, []).append(with_run(table, cfg.label))
-        records.append(summary_record(cfg, scored, len(loaded.defects), frames[-1]))
-        wall[cfg.label] = clock.stop()  # every attempt of this config: a resumed config's time is the sum
-        value = scored.summary.get(cfg.task.primary_metric, frames[-1]["score"].mean())
-        failed = int(frames[-1]["failed"].sum())
-        print(f"[score {cfg.label}] {cfg.task.primary_metric} "
-              f"{value if value is None else round(float(value), 4)}, {failed} failures, {wall[cfg.label]} s",
-              flush=True)
+        records.append(record)
     scores = pl.concat(frames, how="diagonal_relaxed")
     pl.concat(long_rows, how="vertical_relaxed").write_parquet(run_dir / "rows.parquet")
     if items:

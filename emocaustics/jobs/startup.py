@@ -1,0 +1,52 @@
+"""A job's start-up: its local engines started (or attached to), its embedder loaded beside them.
+
+Start-up is reported once per model (`startup.json`) and never counted in a config's wall time.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Callable
+
+from emocaustics.jobs.spec import JobSpec
+
+
+def start_models(job: JobSpec, local: list[str], spec_of: Callable[[str], str], embedder: Any) -> dict[str, Any]:
+    """Start (or attach to) the engines of the job's local models `local` before the first config; the embedder
+    loads in the background meanwhile."""
+    from emocaustics.models.services import start_job_model
+
+    startup: dict[str, Any] = {"models": {}, "embedder": None}
+    load = getattr(embedder, "_load", None)
+    # Loaded beside the engines' start and the first configs' calls, not before them: against a warm (attached) model
+    # the embedder's 4-5 s of imports were most of the time to the first LLM call (warm_bench). Jobs without a local
+    # engine (calibration, endpoints) load it when scoring first needs it, so that a dead endpoint is found without
+    # waiting for an embedder. Scoring that comes first waits for this load (the embedder's lock), never loads twice.
+    if load is not None and local:
+        _load_in_background(load, job.scoring.embedder, startup)
+    for name in local:
+        t0 = time.perf_counter()  # a running model service of the same spec is attached to, not started again
+        start_job_model(spec_of(name), name, job.models[name].keep_alive, lambda line: print(line, flush=True))
+        startup["models"][name] = round(time.perf_counter() - t0, 2)
+        print(f"model {name}: engine(s) started in {startup['models'][name]} s (not part of any config's wall time)",
+              flush=True)
+    return startup
+
+
+def _load_in_background(load: Callable[[], Any], name: str, startup: dict[str, Any]) -> None:
+    """`load()` in a daemon thread; its seconds go to `startup["embedder"]`. A failure is left to the first use, which
+    loads again under the embedder's lock and raises there, in the config that needs it."""
+
+    def run() -> None:
+        t0 = time.perf_counter()
+        try:
+            load()
+        except Exception as exc:  # noqa: BLE001 - reported by the first use
+            print(f"embedder {name}: background load failed ({type(exc).__name__}); scoring will try again",
+                  flush=True)
+            return
+        startup["embedder"] = round(time.perf_counter() - t0, 2)
+        print(f"embedder {name}: loaded in {startup['embedder']} s", flush=True)
+
+    threading.Thread(target=run, name="embedder-load", daemon=True).start()
