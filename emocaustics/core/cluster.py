@@ -4,18 +4,52 @@ progress lines replace them (they flood `ray job logs` and a terminal alike)."""
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.util
 import logging
 import os
 import sys
+from typing import Any
 
 
-def quiet_ray_data() -> None:
+def _quiet_now() -> None:
     import ray.data
 
     ctx = ray.data.DataContext.get_current()
     ctx.enable_progress_bars = False
     ctx.print_on_execution_start = False
     logging.getLogger("ray.data").setLevel(logging.WARNING)
+
+
+class _QuietOnImport(importlib.abc.MetaPathFinder):
+    """Quiets Ray Data right after `ray.data` is first imported (its import sets its own logging up, so the level
+    must be set after it). Importing Ray Data costs about half a second (pandas, pyarrow): a job that never scores
+    through it must not pay that before its first LLM call (warm_bench)."""
+
+    def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
+        if name != "ray.data":
+            return None
+        if self in sys.meta_path:  # one shot; the other finders locate the module
+            sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.loader is None:
+            return spec
+        load = spec.loader.exec_module
+
+        def exec_module(module: Any) -> None:
+            load(module)
+            _quiet_now()
+
+        spec.loader.exec_module = exec_module  # type: ignore[method-assign]
+        return spec
+
+
+def quiet_ray_data() -> None:
+    """Ray Data without its banners and progress bars: now if it is imported, else as soon as it is."""
+    if "ray.data" in sys.modules:
+        _quiet_now()
+    elif not any(isinstance(f, _QuietOnImport) for f in sys.meta_path):
+        sys.meta_path.insert(0, _QuietOnImport())
 
 
 def connect(address: str | None = None, *, num_cpus: int | None = None, object_store_memory: int | None = None,

@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
 
 from emocaustics.tasks.narrative.characters import Resolver
 from emocaustics.tasks.narrative.gtmissing import component_result, ratio, same, unscored
@@ -90,6 +89,8 @@ def align_events(pred: Story, gt: Story, text: str | None, resolve: Resolver | N
                 w[i, j], basis[i, j] = pair_weight(p, g, length, resolve)
         # ties (e.g. two events with the same participants and no spans) go to the pair closer in story order
         closeness = 1 - np.abs(np.arange(n)[:, None] / n - np.arange(m)[None, :] / m)
+        # imported here: scipy.optimize takes 0.3 s, and every command imports this module (task discovery)
+        from scipy.optimize import linear_sum_assignment
         rows, cols = linear_sum_assignment(w + TIE_BREAK * closeness * (w > 0), maximize=True)
         out.pairs = [(int(i), int(j), float(w[i, j]), basis[i, j]) for i, j in zip(rows, cols) if w[i, j] > 0]
     got_p = {p for p, _, _, _ in out.pairs}

@@ -19,7 +19,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
 
 from emocaustics.tasks.narrative.gtmissing import (Outcome, Tally, classify, component_result, mean_of, norm, prf,
                                                    same, unscored)
@@ -55,6 +54,8 @@ def match_characters(pred: list[Character], gt: list[Character]) -> list[tuple[i
             g = gt[j]
             if pn & names_of(g):
                 w[a, b] = pair + (1.0 if p.name and g.name and same(p.name, g.name) else 0.0)
+    # imported here: scipy.optimize takes 0.3 s, and every command imports this module (task discovery)
+    from scipy.optimize import linear_sum_assignment
     rows, cols = linear_sum_assignment(w, maximize=True)
     return sorted((p_order[a], g_order[b]) for a, b in zip(rows, cols) if w[a, b] > 0)
 

@@ -28,7 +28,6 @@ import re
 from typing import Any
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
 
 from emocaustics.tasks.narrative.alignment import Alignment, align_events, event_label, iou
 from emocaustics.tasks.narrative.gtmissing import component_result, mean_of, ratio, unscored
@@ -149,6 +148,8 @@ def optimal_iou_pairs(pred: list[tuple[int, int]], gt: list[tuple[int, int]]) ->
     if not pred or not gt:
         return []
     w = np.array([[iou(p, g) for g in gt] for p in pred])
+    # imported here: scipy.optimize takes 0.3 s, and every command imports this module (task discovery)
+    from scipy.optimize import linear_sum_assignment
     rows, cols = linear_sum_assignment(w, maximize=True)
     return [(int(i), int(j), float(w[i, j])) for i, j in zip(rows, cols) if w[i, j] > 0]
 
