@@ -155,17 +155,18 @@ def _keeper(prefix: str) -> Any:
         return None
 
 
-def serve_model(spec: str, label: str, idle_timeout: float | None,
-                report: Callable[[str], None] = print) -> dict[str, Any]:
+def serve_model(spec: str, label: str, idle_timeout: float | None, report: Callable[[str], None] = print,
+                starting: Callable[[], None] | None = None) -> dict[str, Any]:
     """Start (or find running) the service for `spec` and wait until its engines are up; returns its `info()`.
+    `starting()` is called first when engines start here (none running to attach to).
 
     Needs a connected cluster that outlives this process (`require_lasting_cluster`)."""
     require_lasting_cluster()
-    return serve_pool(get_pool(spec, detached=True), label, idle_timeout, report)
+    return serve_pool(get_pool(spec, detached=True), label, idle_timeout, report, starting)
 
 
-def serve_pool(pool: ModelPool, label: str, idle_timeout: float | None,
-               report: Callable[[str], None] = print) -> dict[str, Any]:
+def serve_pool(pool: ModelPool, label: str, idle_timeout: float | None, report: Callable[[str], None] = print,
+               starting: Callable[[], None] | None = None) -> dict[str, Any]:
     """`serve_model` for a pool made with `detached=True` (or attached to a running service)."""
     import ray
 
@@ -178,21 +179,27 @@ def serve_pool(pool: ModelPool, label: str, idle_timeout: float | None,
             name=SERVICE_PREFIX + pool.actor_prefix, namespace=NAMESPACE, lifetime="detached", get_if_exists=True,
             num_cpus=0, max_concurrency=1000).remote(label, pool.name, pool.actor_prefix, len(pool.actors),
                                                      idle_timeout)
+    if not pool.attached and starting is not None:
+        starting()
     asyncio.run(pool.start(report=report))
     ray.get([keeper.ready.remote(), keeper.begin.remote()])
     return ray.get(keeper.info.remote())
 
 
-def start_job_model(spec: str, label: str, keep_alive: Any, report: Callable[[str], None] = print) -> ModelPool:
+def start_job_model(spec: str, label: str, keep_alive: Any, report: Callable[[str], None] = print,
+                    starting: Callable[[], None] | None = None) -> ModelPool:
     """A job's model: its own replicas (stopped when the job ends), or a service's — the running one for this spec
-    (attached), or a new one when the job says `keep_alive` (it stays up after the job, until idle or stopped)."""
+    (attached), or a new one when the job says `keep_alive` (it stays up after the job, until idle or stopped).
+    `starting()` is called before engines start here (never when attaching: jobs/startup.py)."""
     if keep_alive not in (None, False):
-        serve_model(spec, label, idle_seconds(keep_alive), report)
+        serve_model(spec, label, idle_seconds(keep_alive), report, starting)
         return get_pool(spec, detached=True)
     pool = get_pool(spec)
     if pool.attached:
         report(f"model {label}: attached to the running model service {pool.actor_prefix} (it stays up after "
                "this job)")
+    elif starting is not None:
+        starting()
     asyncio.run(pool.start(report=report))
     return pool
 

@@ -64,12 +64,16 @@ def test_a_second_pool_attaches_by_name_shares_the_replicas_and_never_stops_them
 
     name = f"svc-{uuid.uuid4().hex[:6]}"
     served = ModelPool("m", name=name, replicas=2, actor_cls=CountingActor, gpus_per_replica=0, detached=True)
-    info = serve_pool(served, "mine", idle_timeout=None, report=lambda line: None)
+    starting: list[str] = []  # told before engines start here, never on an attach (the job's embedder waits on it)
+    info = serve_pool(served, "mine", idle_timeout=None, report=lambda line: None,
+                      starting=lambda: starting.append("served"))
     try:
         assert info["state"] == "ready" and info["replicas_up"] == 2 and info["id"] == served.actor_prefix
         # another driver (or job) asking for the same spec: a new pool object, same names
         job = ModelPool("m", name=name, replicas=2, actor_cls=CountingActor, gpus_per_replica=0)
         assert job.attached and not served.attached
+        serve_pool(job, "mine", idle_timeout=None, report=lambda line: None, starting=lambda: starting.append("job"))
+        assert starting == ["served"]
         assert [a._actor_id for a in job.actors] == [a._actor_id for a in served.actors]
         answers = asyncio.run(job.generate([_request("d1", 3), _request("d1", 3), _request("d2", 1)]))
         d1 = {c.text for c in answers[:2]}
