@@ -9,10 +9,11 @@ directly). The core -- job specs, the runner, the report -- only ever talks to t
                 calibration predictor. `Task.Dataset` likewise for where samples come from.
 - `Task.load`   (dataset options, run options) -> `Loaded` (samples + data defects, reported, never dropped).
 - `Task.solve`  async (llm, sample, options) -> prediction, or raises `SolveFailed(step, reason)`; runs next to the
-                engine through `ModelPool.run` with `Task.weight` (placement cost) and `Task.affinity` (replica key:
-                samples sharing a prompt prefix share a key).
-- `OwnPlan`     optional: `solve_config`, a task's own plan for a whole config (dependent chains, side inputs);
-                without it the runner uses the default plan (`solve.plan`).
+                engine through `ModelPool.run` with `Task.weight` (placement cost), `Task.chain` (its dependent calls)
+                and `Task.affinity` (replica key: samples sharing a prompt prefix share a key). `solve_with` is the
+                same with the sample's `Side` inputs (embeddings of its `side_texts`, streaming in while it runs);
+                a config may build on another's predictions (`builds_on`, `read_prior`, `solver_view`). One plan
+                runs every task (`solve.plan`).
 - `Task.predict` calibration predictors (oracle, baselines): no model.
 - `Task.score`  (samples, predictions | Failure, options, context) -> `Scored`: long rows
                 `sample_id, metric, value, weight, status, reason`, plus corpus-level summary metrics and extra tables.
@@ -23,9 +24,9 @@ from __future__ import annotations
 
 import importlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import polars as pl
 from pydantic import BaseModel, ConfigDict
@@ -91,6 +92,16 @@ class Defect:
 
 
 @dataclass
+class Side:
+    """What a sample's solver gets beside the sample (`Task.solve_with`): its side texts' embeddings
+    (`solve.side.Embeddings`, rows streaming in), and `stats`, where the solver may count what the plan cannot see
+    (re-asks, unparseable answers): merged into the sample's cost row (stats.jsonl)."""
+
+    embeddings: Any = None
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
 class Loaded:
     samples: list[Sample]
     defects: list[Defect] = field(default_factory=list)
@@ -99,8 +110,7 @@ class Loaded:
 
 @dataclass
 class ScoreContext:
-    """What a scorer may use: an embedder (already loaded, shared by the job), a judge spec, the job's scoring
-    options (free-form per task) and whether scoring may use Ray for large inputs."""
+    """What a scorer may use: the job's loaded embedder, a judge spec, scoring options, whether Ray may be used."""
 
     embedder: Any = None
     embedder_spec: str | None = None
@@ -206,9 +216,39 @@ class Task:
     async def solve(self, llm: Any, sample: Sample, options: Options) -> Any:
         raise SolveFailed("solver", f"task {self.name!r} has no solver")
 
+    async def solve_with(self, llm: Any, sample: Sample, options: Options, side: Side) -> Any:
+        """`solve` with the sample's side inputs (a task with `side_texts` or `builds_on` overrides it)."""
+        return await self.solve(llm, sample, options)
+
+    def solver_view(self, sample: Sample, options: Options, prior: Any = None) -> Sample:
+        """What of a sample travels to its solver (to a replica, by Ray's object store), with its prediction in the
+        config this one builds on (`read_prior`). Default: all of it, the prior in `meta["prior"]`."""
+        return sample if prior is None else replace(sample, meta={**sample.meta, "prior": prior})
+
+    def side_texts(self, sample: Sample, options: Options) -> list[str] | None:
+        """Texts whose embeddings the solver may ask for as it runs (`Side.embeddings`; `solve/embedfeed.py`)."""
+        return None
+
+    def embeds_ahead(self, options: Options) -> bool:
+        """True: the solver waits on its embeddings (embed all ahead); False: now and then (embed on demand, niced)."""
+        return True
+
+    def read_prior(self, folder: Path, samples: list[Sample]) -> dict[str, Any]:
+        """Each sample's prediction in the config this one builds on, or a `Failure` (the sample fails uncalled)."""
+        found = self.read_predictions(folder)
+        return {s.id: found[s.id] if s.id in found else Failure("input", f"no prediction of {s.id} in {folder}")
+                for s in samples}
+
+    def size(self, sample: Sample) -> int:
+        """Text units a sample's solver holds (utterances): largest first, bounded in the driver. Default 1."""
+        return 1
+
+    def chain(self, sample: Sample, options: Options) -> int:
+        """Answers that wait for each other, in `weight`'s unit (`models/placement.py`); 0: calls side by side."""
+        return 0
+
     def progress_counts(self, samples: list[Sample], out: Path) -> tuple[int, int]:
-        """For progress lines, polled while solving: how many samples have a prediction or a failure in `out`, and
-        how many of those are failures. A task whose predictions are costly to read counts files instead."""
+        """For progress lines, polled while solving: samples with a prediction or a failure in `out`, and failures."""
         found = self.read_predictions(out)
         got = [found[s.id] for s in samples if s.id in found]
         return len(got), sum(isinstance(v, Failure) for v in got)
@@ -228,10 +268,8 @@ class Task:
         return 1.0
 
     def estimate(self, samples: list[Sample], options: Options) -> dict[str, int]:
-        """A rough cost estimate: LLM calls, prompt and generated tokens (the dry run takes only generated tokens
-        from it; its calls and prompt tokens come from the prompts themselves: solve/forecast.py). Default: `weight`
-        calls per sample, each prompt the sample's input (`approx_tokens`) plus ~200 tokens of instructions, ~150
-        generated tokens per call. A task whose calls differ (history per utterance, windows) overrides this."""
+        """A rough cost estimate (the dry run takes only generated tokens from it: solve/forecast.py). Default: `weight`
+        calls per sample, each prompt its input plus ~200 tokens of instructions, ~150 generated tokens per call."""
         calls = prompt = 0
         for s in samples:
             n = max(1, round(self.weight(s, options)))
@@ -241,9 +279,8 @@ class Task:
 
     def dry_solve(self, samples: list[Sample], options: Options, llm: Any, embedder: Any, *,
                   prior: bool = False) -> None:
-        """The dry run's pass over the solver path (see solve/forecast.py): `prepare` with `embedder`, then `solve`
-        of each sample with `llm`, a stand-in that records the prompts. A task with its own plan brings its own;
-        `prior`: the config builds on another's predictions (`solve_config`'s `prior`)."""
+        """The dry run's pass over the solver path (solve/forecast.py): `prepare` with `embedder`, then `solve` of each
+        sample with `llm`, a stand-in that records the prompts; `prior`: the config builds on another's predictions."""
         from emocaustics.core import aio
 
         prepared = self.prepare(samples, options, ScoreContext(embedder=embedder))
@@ -259,9 +296,8 @@ class Task:
 
     def builds_on(self, options: Options, model: str | None,
                   candidates: list[tuple[str, Options, str | None, str]]) -> str | None:
-        """The label of another config of the job whose predictions this config reuses (e.g. emotion chains built
-        on sextuple windows), chosen among `candidates` (task name, options, model, label); the runner runs that
-        config first and hands its folder to `solve_config` as `prior`. Default: none."""
+        """The label of another config of the job whose predictions this config reuses (chains built on sextuple
+        windows), among `candidates` (task, options, model, label): run first, read by `read_prior`. Default: none."""
         return None
 
     def fingerprint(self, sample: Sample) -> str:
@@ -318,18 +354,6 @@ class Task:
                 except (json.JSONDecodeError, KeyError, TypeError) as exc:
                     raise UsageError(f"{path}: line {n}: not a prediction row ({exc})") from None
         return found
-
-
-@runtime_checkable
-class OwnPlan(Protocol):
-    """Optional: a task that solves a config with a plan of its own (dependent multi-call chains with side inputs
-    streaming in, as EmoCaustics extraction) instead of the default plan (`solve.plan.solve_samples`: `solve` of each
-    sample next to the engine, many in flight, each written as it finishes). It solves every sample without a
-    prediction in `out`; `prior` is the folder of the config it builds on (`Task.builds_on`)."""
-
-    def solve_config(self, samples: list[Sample], options: Options, *, llm_spec: str, out: Path,
-                     ctx: ScoreContext, cache_dir: Path | None, concurrency: int, prior: Path | None = None) -> None:
-        ...
 
 
 # -- registry ----------------------------------------------------------------------------------------------------

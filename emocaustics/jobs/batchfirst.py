@@ -7,7 +7,7 @@ config they build on -- are solved first, all at once, through ONE LLM object pe
 batches, and the whole grid waits for one turnaround. The loop then scores them as usual (it finds every sample
 solved or failed, and does not solve a failed one again: the batch already asked its failed lines again live).
 
-EmoCaustics's own plan (`OwnPlan`) and configs that build on another config keep their turn in the loop.
+Configs that build on another config keep their turn in the loop.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from emocaustics.core import aio
-from emocaustics.core.task import Failure, Loaded, OwnPlan, ScoreContext
+from emocaustics.core.task import Failure, Loaded, ScoreContext
 from emocaustics.jobs.spec import JobSpec
 
 
@@ -32,7 +32,7 @@ def solve_together(job: JobSpec, configs: list[Any], loaded: dict[str, Loaded], 
     """Solve the batch configs that can share batches (two or more of them), all at once. Returns each solved
     config's prepared samples by label; the other configs are left to the loop."""
     chosen = [c for c in configs
-              if c.task.needs_model(c.options) and not isinstance(c.task, OwnPlan) and not has_prior(c)
+              if c.task.needs_model(c.options) and not has_prior(c)
               and is_batched(job, c.model, spec_of(c))]
     if len(chosen) < 2:
         return {}
@@ -41,12 +41,12 @@ def solve_together(job: JobSpec, configs: list[Any], loaded: dict[str, Loaded], 
     for c in chosen:
         by_spec.setdefault(spec_of(c), []).append(c)
     print(f"batch: {len(chosen)} configs solved together ({', '.join(c.label for c in chosen)})", flush=True)
-    aio.run(_solve_all(by_spec, prepared, cache_dir, log_for))
+    aio.run(_solve_all(by_spec, prepared, cache_dir, log_for, ctx.embedder_spec))
     return prepared
 
 
 async def _solve_all(by_spec: dict[str, list[Any]], prepared: dict[str, list], cache_dir: Path,
-                     log_for: Callable[[str], Any]) -> None:
+                     log_for: Callable[[str], Any], embedder_spec: str | None) -> None:
     from emocaustics.evallog import sink
     from emocaustics.models.factory import make_llm
     from emocaustics.solve.plan import asolve_samples
@@ -59,7 +59,8 @@ async def _solve_all(by_spec: dict[str, list[Any]], prepared: dict[str, list], c
         todo = [s for s in prepared[cfg.label] if s.id not in found or isinstance(found[s.id], Failure)]
         # every sample in flight: their calls join the same batches (live calls keep the model's concurrency)
         with sink.active(log_for(cfg.label)):  # a context variable: this task's own, not its siblings'
-            await asolve_samples(cfg.task, todo, cfg.options, llm, cfg.pred_dir, concurrency=max(1, len(todo)))
+            await asolve_samples(cfg.task, todo, cfg.options, llm, cfg.pred_dir, concurrency=max(1, len(todo)),
+                                 embedder_spec=embedder_spec)
 
     try:
         await asyncio.gather(*(one(c, llms[spec]) for spec, cfgs in by_spec.items() for c in cfgs))

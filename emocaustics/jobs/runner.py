@@ -1,8 +1,8 @@
 """`emocaustics run JOB.yaml`: a whole job (runs and grid, any task) from data to report, resumable.
 
     validate spec -> connect to Ray (once, `core.cluster`) -> for every config:
-      task.load (data defects reported) -> calibration predictor, or task.prepare + the default plan (`solve.plan`;
-      a task's `OwnPlan` instead) against the job's model pool -> task.score (long rows) -> task.finalize
+      task.load (data defects reported) -> calibration predictor, or task.prepare + the plan every task solves on
+      (`solve.plan`) against the job's model pool -> task.score (long rows) -> task.finalize
     -> rows.parquet (long) / scores.parquet (one row per config x sample) / tables/<name>.parquet (a scorer's extra
     tables) / summary.csv / summary.md / report.html
 
@@ -28,7 +28,7 @@ import polars as pl
 
 from emocaustics.core.errors import EndpointDown, NothingToResume, UsageError
 from emocaustics.core.progress import Progress
-from emocaustics.core.task import Failure, Loaded, Options, OwnPlan, ScoreContext, Task
+from emocaustics.core.task import Failure, Loaded, Options, ScoreContext, Task
 from emocaustics.jobs import batchfirst, cost, rundir
 from emocaustics.jobs.rundir import RUN_FILE
 from emocaustics.jobs.results import score_table, summary_record, with_run, write_extra_tables
@@ -173,14 +173,10 @@ def solve(cfg: Config, job: JobSpec, samples: list, ctx: ScoreContext, cache_dir
         # are still bounded by the model's own `concurrency`)
         batched = batchfirst.is_batched(job, cfg.model, llm_spec)
         concurrency = max(job.concurrency, len(samples)) if batched else job.concurrency
-        if isinstance(cfg.task, OwnPlan):
-            cfg.task.solve_config(samples, cfg.options, llm_spec=llm_spec, out=cfg.pred_dir, ctx=ctx,
-                                  cache_dir=cache_dir, concurrency=concurrency, prior=prior)
-        else:
-            from emocaustics.solve.plan import solve_samples
+        from emocaustics.solve.plan import solve_samples
 
-            solve_samples(cfg.task, samples, cfg.options, llm_spec=llm_spec, out=cfg.pred_dir, cache_dir=cache_dir,
-                          concurrency=concurrency)
+        solve_samples(cfg.task, samples, cfg.options, llm_spec=llm_spec, out=cfg.pred_dir, cache_dir=cache_dir,
+                      concurrency=concurrency, prior=prior, embedder_spec=ctx.embedder_spec)
 
 
 def predictions_for(cfg: Config, samples: list) -> dict[str, Any]:

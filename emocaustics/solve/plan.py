@@ -1,12 +1,19 @@
-"""The default solver plan of every task: each sample's `Task.solve` runs next to the engine, many in flight.
+"""The solving plan of every task: each sample's `Task.solve_with` runs next to the engine, many in flight.
 
-    samples without a prediction -> (up to `concurrency` at once) `ModelPool.run(solve_item, [sample])` inside the
-    replica chosen by the task's affinity (samples sharing a prompt prefix share a replica, so its prefix cache hits)
-    and weight -> prediction written the moment it finishes, or a failure row naming step and reason.
+    samples without a prediction -> solver views (`Task.solver_view`, with the prediction of the config this one
+    builds on) -> started largest first (`Task.size`), up to `concurrency` at once (and, in the driver, a bound on
+    text units in flight) -> `ModelPool.run(solve_item, [item])` inside the replica chosen by the task's affinity
+    (samples sharing a prompt prefix share a replica, so its prefix cache hits), weight and chain -> prediction
+    written the moment it finishes (`Task.write_prediction`: the task's own file format), or a failure row naming
+    step and reason.
 
-Backends without actors (OpenAI-/Anthropic-compatible endpoints, test doubles) run `solve_item` in this process.
-Per-sample cost (calls, cache hits, tokens, seconds) is counted by a thin wrapper around the model and written to
-`stats.jsonl` beside the predictions.
+Side texts (`Task.side_texts`) are embedded beside the calls, longest sample first (`embedfeed.py`); a sample awaits
+its rows only when a step needs them, in this process or in its replica (`embedboard.py`). Backends without actors
+(OpenAI-/Anthropic-compatible endpoints, test doubles) run `solve_item` in this process. Per-sample cost (calls,
+cache hits, tokens, seconds, and the solver's own counts) is written to `stats.jsonl` beside the predictions.
+
+Why not `ray.data.llm`'s processor: it is built for one-shot prompts; EmoCaustics `window` makes 5-40 dependent calls
+per dialogue, so each sample runs as an async loop next to a long-lived engine instead (see docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -14,114 +21,147 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from emocaustics.core import aio
 from emocaustics.core.inflight import Slot, run_in_flight
-from emocaustics.core.task import Failure, Options, Sample, SolveFailed, Task
+from emocaustics.core.task import Failure, Options, Sample, Task
+from emocaustics.solve.item import Bound, CountingLLM  # noqa: F401 (CountingLLM: importable from here too)
+from emocaustics.solve.side import EmbeddingFailed, Embeddings, pack
 
 log = logging.getLogger(__name__)
 
-
-@dataclass
-class CountingLLM:
-    """Counts what one sample's solver asked of the model; everything else passes through."""
-
-    llm: Any
-    stats: dict[str, int] = field(default_factory=lambda: {"llm_calls": 0, "cache_hits": 0, "prompt_tokens": 0,
-                                                           "generated_tokens": 0})
-
-    async def generate(self, requests: list[Any]) -> list[Any]:
-        completions = await self.llm.generate(requests)
-        for c in completions:
-            if getattr(c, "cached", False):
-                self.stats["cache_hits"] += 1
-            else:
-                self.stats["llm_calls"] += 1
-                self.stats["prompt_tokens"] += int(getattr(c, "prompt_tokens", 0) or 0)
-                self.stats["generated_tokens"] += int(getattr(c, "generated_tokens", 0) or 0)
-                if getattr(c, "batched", False):  # answered through a batch API: billed at its price (prices.py)
-                    for key in ("batch_calls", "batch_prompt_tokens", "batch_generated_tokens"):
-                        self.stats.setdefault(key, 0)
-                    self.stats["batch_calls"] += 1
-                    self.stats["batch_prompt_tokens"] += int(getattr(c, "prompt_tokens", 0) or 0)
-                    self.stats["batch_generated_tokens"] += int(getattr(c, "generated_tokens", 0) or 0)
-        return completions
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.llm, name)
+# Text units in flight per slot when samples run in this process (an endpoint): the EmoCaustics dataset's 256 longest
+# dialogues hold 21,949 utterances (86 each), so a run of the dataset itself is never held back, and ten times the
+# data holds about as much as the dataset (before: 2.3 times as much, 51,060; benchmarks/memory_bench.py)
+UNITS_PER_SLOT = 96
 
 
-async def solve_item(task: Task, options: Options, llm: Any, item: dict[str, Any],
-                     log_prompts: bool | None = None) -> dict[str, Any]:
-    """One sample through the task's solver: a result row with the prediction or the failure, and its cost; with
-    `log_prompts` not None, its calls too (`row["log"]`, for the eval log; False: without prompt and answer text)."""
-    from emocaustics.evallog.record import recording, replica_id
-
-    sample = Sample.from_json(item)
-    t0 = time.perf_counter()
-    row: dict[str, Any] = {"id": sample.id, "ok": False}
-    with recording(llm, bool(log_prompts)) as (recorded, rec):
-        counted = CountingLLM(recorded if log_prompts is not None else llm)
-        try:
-            row["prediction"] = await task.solve(counted, sample, options)
-            row["ok"] = True
-        except SolveFailed as exc:
-            row["step"], row["reason"] = exc.step, exc.reason
-    row["stats"] = {**counted.stats, "seconds": round(time.perf_counter() - t0, 3)}
-    if log_prompts is not None:
-        row["log"], row["replica"] = rec.finished(), replica_id()
-    return row
+async def _rows(pending: Any) -> Any:
+    """A sample's rows from the feed; the feed's failure as the `EmbeddingFailed` its solver reports."""
+    try:
+        return await pending
+    except Exception as exc:
+        raise EmbeddingFailed(str(exc)) from None
 
 
-class _Bound:
-    """`solve_item` with its task and options bound: a picklable callable `(llm, item)` for `ModelPool.run`."""
-
-    def __init__(self, task: Task, options: Options, log_prompts: bool | None = None) -> None:
-        self.task, self.options, self.log_prompts = task, options, log_prompts
-        self.__module__ = type(task).__module__  # so that a task defined in a test file travels by value
-
-    async def __call__(self, llm: Any, item: dict[str, Any]) -> dict[str, Any]:
-        return await solve_item(self.task, self.options, llm, item, self.log_prompts)
+def _failure(sample_id: str, step: str, reason: str) -> dict[str, Any]:
+    return {"id": sample_id, "ok": False, "step": step, "reason": reason, "stats": {}}
 
 
 async def asolve_samples(task: Task, samples: list[Sample], options: Options, llm: Any, out: Path, *,
-                         concurrency: int = 256) -> list[dict[str, Any]]:
+                         concurrency: int = 256, prior: Path | None = None, embedder_spec: str | None = None,
+                         marks: dict[str, float] | None = None,
+                         on_row: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
+    """Solve `samples` (rows back in their order); `prior`: the folder of the config this one builds on;
+    `embedder_spec`: the job's embedder, for tasks with side texts; `marks` gets phase times (startup_bench);
+    `on_row` sees each row as it is written (progress)."""
     from emocaustics.evallog import sink
     from emocaustics.models.local import RunFailure, run_item
 
-    log = sink.current()  # the job's eval log of this config, if any (evallog/sink.py)
-    fn = _Bound(task, options, None if log is None else log.prompts)
+    marks = marks if marks is not None else {}
+    evlog = sink.current()  # the job's eval log of this config, if any (evallog/sink.py)
+    fn = Bound(task, options, None if evlog is None else evlog.prompts)
     run = getattr(llm, "run", None)
+    in_process = not getattr(llm, "runs_remotely", False)
+    priors = task.read_prior(prior, samples) if prior is not None else {}
+    views = [task.solver_view(s, options, None if isinstance(p := priors.get(s.id), Failure) else p)
+             for s in samples]
+    texts = {v.id: t for v in views if not isinstance(priors.get(v.id), Failure)
+             if (t := task.side_texts(v, options)) is not None}
+    feed = await _start_feed(task, options, texts, embedder_spec, in_process, marks) if texts else None
 
-    async def one(sample: Sample, slot: Slot) -> dict[str, Any]:
-        item = sample.to_json()
+    async def solve_one(view: Sample) -> dict[str, Any]:
+        item: dict[str, Any] = view.to_json()
+        if feed is not None and view.id in texts:
+            entry = feed.entry(view.id)
+            if in_process:
+                item["side"] = {"emb_source": Embeddings(lambda: _rows(feed.get(entry)),
+                                                         lambda n: _rows(feed.upto(entry, n)))}
+            elif feed.board is not None:  # shipped now; the replica awaits its rows when a step needs them
+                item["side"] = {"emb_board": (feed.board, feed.ticket(entry))}
+            else:
+                try:
+                    item["side"] = {"emb": pack(await _rows(feed.get(entry)))}
+                except EmbeddingFailed as exc:
+                    return _failure(view.id, "embedding", str(exc))
         if run is not None:
             res = (await run(fn, [item], lambda it: task.affinity(Sample.from_json(it), options),
-                             weight_key=lambda it: task.weight(Sample.from_json(it), options)))[0]
+                             weight_key=lambda it: task.weight(Sample.from_json(it), options),
+                             chain_key=lambda it: task.chain(Sample.from_json(it), options)))[0]
         else:
             res = await run_item(llm, fn, item)
-        await slot.release()  # solved: the log line and the files need no bound
         if isinstance(res, RunFailure):  # the solver itself crashed, or its replica died for good
-            res = {"id": sample.id, "ok": False, "step": "runner", "reason": res.reason, "stats": {}}
-        if log is not None:  # before the prediction: a sample with a prediction always has its log line
-            written = log.emit(sample.id, res)
+            res = _failure(view.id, "runner", res.reason)
+        return res
+
+    async def one(view: Sample, slot: Slot) -> dict[str, Any]:
+        p = priors.get(view.id)
+        res = _failure(view.id, p.step, p.reason) if isinstance(p, Failure) else await solve_one(view)
+        await slot.release()  # solved: the log line and the files need no bound
+        if evlog is not None:  # before the prediction: a sample with a prediction always has its log line
+            written = evlog.emit(view.id, res)
             if written is not None:  # the log's writer process chunks and stages it: the prediction waits for its line
                 await asyncio.wrap_future(written)
         res.pop("log", None)  # written: not held for the whole config
         if res["ok"]:
-            task.write_prediction(out, sample.id, res["prediction"])
+            task.write_prediction(out, view.id, res.pop("prediction"))
         else:
-            task.write_failure(out, sample.id, Failure(res["step"], res["reason"]))
-            _warn_failed(task, sample.id, res["step"], res["reason"])
+            task.write_failure(out, view.id, Failure(res["step"], res["reason"]))
+            _warn_failed(task, view.id, res["step"], res["reason"])
         with (out / "stats.jsonl").open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps({"id": sample.id, **res.get("stats", {})}) + "\n")
+            fh.write(json.dumps({"id": view.id, **res.get("stats", {})}) + "\n")
+        if on_row is not None:
+            on_row(res)
         return res
 
-    return await run_in_flight(samples, one, limit=concurrency)
+    # Largest first: the longest chain of dependent calls sets the run's length, and with more samples than
+    # `concurrency` a long one must not wait behind short ones. Samples run in this process hold their answers until
+    # they end, so their text units in flight are bounded too (core/inflight.py): ten times the data does not put ten
+    # copies of the longest samples in memory at once. Not when the caller asked for every sample in flight (a batch
+    # API collects them all into one batch).
+    sizes = [max(1, task.size(v)) for v in views]
+    order = sorted(range(len(views)), key=lambda i: -sizes[i])
+    bounded = in_process and concurrency < len(views)
+    marks["first_submitted"] = time.time()
+    try:
+        rows = await run_in_flight((views[i] for i in order), one, limit=concurrency,
+                                   weight=lambda v: max(1, task.size(v)),
+                                   budget=concurrency * UNITS_PER_SLOT if bounded else None)
+    finally:
+        if feed is not None:
+            await feed.close()
+            if feed.board is not None:
+                import ray
+
+                ray.kill(feed.board)
+    by_index = dict(zip(order, rows))
+    return [by_index[i] for i in range(len(views))]
+
+
+async def _start_feed(task: Task, options: Options, texts: dict[str, list[str]], embedder_spec: str | None,
+                      in_process: bool, marks: dict[str, float]) -> Any:
+    """The embedding feed of this run's side texts, started now beside the model's calls; with replicas, its board."""
+    from emocaustics.solve.embedfeed import EmbedFeed
+
+    # In this process (an endpoint) a solver that consults embeddings only now and then (`embeds_ahead` False) lets
+    # the embedder yield the CPU to the loop that drives the calls; for a replica the embedder runs at full priority
+    # (niced, it starved behind a CPU engine and held window dialogues back). A model in Ray actors may be a CPU
+    # engine on these cores: the embedder then takes half of them.
+    threads = None if in_process else max(1, (os.cpu_count() or 2) // 2)
+    feed = EmbedFeed(embedder_spec or "minilm", [{"id": k, "texts": t} for k, t in texts.items()], marks,
+                     background=in_process and not task.embeds_ahead(options), threads=threads)
+    feed.start()
+    await asyncio.sleep(0)  # lets the feed start its embedder process before anything else blocks this loop
+    if not in_process:  # samples go to their replicas at once and await their rows there
+        from emocaustics.solve.embedboard import start_board
+
+        feed.attach_board(start_board())
+    return feed
 
 
 def _warn_failed(task: Task, sample_id: str, step: str, reason: str) -> None:
@@ -134,29 +174,39 @@ def _warn_failed(task: Task, sample_id: str, step: str, reason: str) -> None:
 
 
 def solve_samples(task: Task, samples: list[Sample], options: Options, *, llm_spec: str, out: Path,
-                  cache_dir: Path | None, concurrency: int = 256) -> list[dict[str, Any]]:
+                  cache_dir: Path | None, concurrency: int = 256, prior: Path | None = None,
+                  embedder_spec: str | None = None, marks: dict[str, float] | None = None,
+                  on_row: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
     """Solve the samples that have no prediction in `out` yet (failed ones are tried again)."""
-    from emocaustics.models.pool import _pickle_by_value_if_local
     from emocaustics.models.factory import make_llm
+    from emocaustics.models.pool import _pickle_by_value_if_local
     from emocaustics.models.spec import REMOTE_KINDS, parse_llm_spec
 
+    marks = marks if marks is not None else {}
     out.mkdir(parents=True, exist_ok=True)
     done = {k for k, v in task.read_predictions(out).items() if not isinstance(v, Failure)}
     todo = [s for s in samples if s.id not in done]
     if not todo:
         return []
+    marks["llm_start"] = time.time()
     if parse_llm_spec(llm_spec).kind not in REMOTE_KINDS:
+        from emocaustics.core.cluster import connect
         from emocaustics.models.pool import get_pool
 
-        get_pool(llm_spec)  # the driver owns the replicas (see the EmoCaustics plan's note on actor lifetimes)
+        marks["ray_start"] = time.time()
+        connect()  # in this (main) thread: ray.init installs signal handlers
+        get_pool(llm_spec)  # the driver owns the replicas (Ray ties a non-detached actor to its creator)
+        marks["ray_connected"] = time.time()
         _pickle_by_value_if_local(type(task))
     llm = make_llm(llm_spec, cache_dir=cache_dir)
+    marks["llm_ready"] = time.time()
 
     async def solve_and_close() -> list[dict[str, Any]]:
         try:
-            return await asolve_samples(task, todo, options, llm, out, concurrency=concurrency)
+            return await asolve_samples(task, todo, options, llm, out, concurrency=concurrency, prior=prior,
+                                        embedder_spec=embedder_spec, marks=marks, on_row=on_row)
         finally:  # an endpoint's HTTP session belongs to this loop: closed before the loop ends, not left to the GC
-            close = getattr(llm, "aclose", None)
+            close = getattr(llm, "aclose", None) or getattr(getattr(llm, "llm", None), "aclose", None)
             if close is not None:
                 await close()
 

@@ -1,10 +1,11 @@
 """The two EmoCaustics tasks on the task interface: `sextuple` (emotion sextuples per utterance) and `emotion`
 (emotion event chains per speaker).
 
-Both keep their own extraction plan (`extract.runray.run_extract`: an embedding stage, then each dialogue's state
-machine inside a replica) because a `window` dialogue makes tens of dependent calls and a chain `window` run builds on
-the same model's sextuple run; `solve_config` is the seam that lets a task bring such a plan. Scoring is the spec-exact
-scorer of `score/`, its per-dialogue table turned into the core's long rows.
+Both solve on the shared plan (`solve.plan`): each dialogue's state machine (`extract/dialogue.py`) runs inside a
+replica, its utterances' embeddings streaming in beside the calls (`side_texts`); a chain `window` config builds on
+the same model's sextuple `window` config (`builds_on`, `read_prior`). Predictions are written in the reference
+formats (`write_prediction`). Scoring is the spec-exact scorer of `score/`, its per-dialogue table turned into the
+core's long rows.
 """
 
 from __future__ import annotations
@@ -20,12 +21,11 @@ from pydantic import Field, model_validator
 
 from emocaustics.core.datasource import DataSource
 from emocaustics.core.task import (DatasetOptions, Defect, Failure, Loaded, Options, Sample, ScoreContext, Scored,
-                                   Task, rows_frame)
+                                   Side, Task, rows_frame)
 from emocaustics.tasks.emocaustics.data.fetch import SOURCE
 
 DEFAULT_WINDOWS = {"sextuple": (20, 5), "emotion": (30, 10)}
 RAY_ABOVE = 50  # dialogues; below this Ray's start-up costs more than it saves in scoring
-STATS_FILE = "dialogue_stats.jsonl"  # per-dialogue cost figures of every extraction pass (survive resumes)
 
 
 class EmoDataset(DatasetOptions):
@@ -37,7 +37,7 @@ class EmoDataset(DatasetOptions):
 
 
 class EmoOptions(Options):
-    """The extraction knobs of `extract.runner.ExtractConfig`, plus the calibration predictors."""
+    """The extraction knobs of `extract.dialogue.ExtractConfig`, plus the calibration predictors."""
 
     method: Literal["direct", "rag", "window", "oracle", "baseline"]
     window: int | None = Field(None, ge=1)
@@ -153,29 +153,71 @@ class EmoCausticsTask(Task):
         return Loaded(samples, defects, {"dataset": "emocaustics", "root": str(corpus.root)})
 
     # -- solving -------------------------------------------------------------------------------------------------
-    def solve_config(self, samples: list[Sample], options: Options, *, llm_spec: str, out: Path, ctx: ScoreContext,
-                     cache_dir: Path | None, concurrency: int, prior: Path | None = None) -> None:
-        """Extraction of the dialogues that have no prediction file yet, through the task's own Ray Data plan."""
-        from emocaustics.tasks.emocaustics.extract.output import prediction_path
-        from emocaustics.tasks.emocaustics.extract.runner import ExtractConfig
-        from emocaustics.tasks.emocaustics.extract.runray import run_extract
+    def extract_config(self, options: Options) -> Any:
+        from emocaustics.tasks.emocaustics.extract.dialogue import ExtractConfig
 
         opts: EmoOptions = options  # type: ignore[assignment]
-        todo = [s.input for s in samples if not prediction_path(out, self.name, s.input.id).exists()]
-        if not todo:
-            return
-        cfg = ExtractConfig(task=self.name, method=opts.method, window=opts.window, step=opts.step,
-                            **opts.extract_options())
-        # progress=False: the job's own `[solve …]` line reports these dialogues (one progress stream).
-        run_extract(todo, cfg, llm_spec=llm_spec, out=out, embedder_spec=ctx.embedder_spec or "minilm",
-                    from_dir=prior, cache_dir=cache_dir, concurrency=concurrency, progress=False)
-        # Each pass's per-dialogue cost is appended (manifest.json holds only the latest pass), so a resumed run
-        # still reports what the earlier passes spent.
-        manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
-        with (out / STATS_FILE).open("a", encoding="utf-8") as fh:
-            for row in manifest.get("per_dialogue", []):
-                fh.write(json.dumps({"dialogue": row["dialogue"], "seconds": row.get("seconds") or 0.0,
-                                     **(row.get("stats") or {})}) + "\n")
+        return ExtractConfig(task=self.name, method=opts.method, window=opts.window, step=opts.step,
+                             **opts.extract_options())
+
+    def solver_view(self, sample: Sample, options: Options, prior: Any = None) -> Sample:
+        """A dialogue as its state machine's work item (`extract.dialogue.make_item`): utterances, holders, the
+        method's config and the prior sextuple prediction; not the annotations, which stay in the driver."""
+        from emocaustics.tasks.emocaustics.extract.dialogue import make_item
+
+        d = sample.input
+        item = make_item(d.id, [u.sentence for u in d.utterances], [u.holder for u in d.utterances],
+                         self.extract_config(options), prior=prior)
+        return Sample(sample.id, item)
+
+    def side_texts(self, sample: Sample, options: Options) -> list[str] | None:
+        """The utterances, where the method retrieves or joins events by similarity (`rag`, `window`)."""
+        item = sample.input
+        return list(item["sentences"]) if self.extract_config(options).needs_embeddings(item["prior"] is not None) \
+            else None
+
+    def embeds_ahead(self, options: Options) -> bool:
+        """`window` consults embeddings only when an answer names no known event; `rag` waits on every utterance's."""
+        return options.method != "window"
+
+    def size(self, sample: Sample) -> int:
+        return len(sample.input["sentences"])
+
+    def affinity(self, sample: Sample, options: Options) -> str:
+        from emocaustics.tasks.emocaustics.extract.dialogue import item_affinity
+
+        return item_affinity(sample.input)
+
+    def weight(self, sample: Sample, options: Options) -> float:
+        from emocaustics.tasks.emocaustics.extract.dialogue import item_weight
+
+        return item_weight(sample.input)
+
+    def chain(self, sample: Sample, options: Options) -> int:
+        from emocaustics.tasks.emocaustics.extract.dialogue import item_chain
+
+        return item_chain(sample.input)
+
+    async def solve_with(self, llm: Any, sample: Sample, options: Options, side: Side) -> Any:
+        from emocaustics.tasks.emocaustics.extract.dialogue import solve_dialogue
+
+        return await solve_dialogue(llm, sample.input, side.embeddings, side.stats)
+
+    def read_prior(self, folder: Path, samples: list[Sample]) -> dict[str, Any]:
+        """Each dialogue's sextuple prediction in `folder` (`output_chat_N.json` or `chat_N.json`), as written."""
+        from emocaustics.tasks.emocaustics.extract.output import read_prior
+
+        return read_prior(folder, [s.input.id for s in samples])
+
+    def write_prediction(self, out: Path, sample_id: str, prediction: Any) -> None:
+        from emocaustics.tasks.emocaustics.extract.output import write_prediction
+
+        write_prediction(out, self.name, int(sample_id), prediction)
+
+    def write_failure(self, out: Path, sample_id: str, failure: Failure) -> None:
+        from emocaustics.tasks.emocaustics.extract.output import append_failure
+
+        append_failure(out, {"dialogue": int(sample_id), "step": failure.step, "reason": failure.reason})
 
     def dry_solve(self, samples: list[Sample], options: Options, llm: Any, embedder: Any, *,
                   prior: bool = False) -> None:
@@ -184,7 +226,7 @@ class EmoCausticsTask(Task):
         the job's sextuple `window` config, whose calls are that config's (made here uncounted, for its records)."""
         from emocaustics.core import aio
         from emocaustics.solve.forecast import RecordingLLM, TokenCounter
-        from emocaustics.tasks.emocaustics.extract.runner import ExtractConfig, extract_one, make_item
+        from emocaustics.tasks.emocaustics.extract.dialogue import ExtractConfig, extract_one, make_item
 
         opts: EmoOptions = options  # type: ignore[assignment]
         cfg = ExtractConfig(task=self.name, method=opts.method, window=opts.window, step=opts.step,
@@ -274,16 +316,6 @@ class EmoCausticsTask(Task):
                 found[str(row["dialogue"])] = Failure(f"extraction {row.get('step')}", str(row.get("reason")))
         found.update({str(k): v for k, v in reader(out).predictions.items()})
         return found
-
-    def sample_stats(self, out: Path) -> dict[str, dict[str, Any]]:
-        """Per-dialogue cost figures of every extraction pass (they survive resumes: the latest pass wins)."""
-        path = out / STATS_FILE
-        stats: dict[str, dict[str, Any]] = {}
-        if path.exists():
-            for line in path.read_text(encoding="utf-8").splitlines():
-                row = json.loads(line)
-                stats[str(row.pop("dialogue"))] = row
-        return stats
 
     # -- scoring -------------------------------------------------------------------------------------------------
     def view_sample(self, input: Any, target: Any, prediction: Any,

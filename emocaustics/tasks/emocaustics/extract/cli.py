@@ -74,7 +74,7 @@ def handle(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
     from emocaustics.core.errors import UsageError
-    from emocaustics.tasks.emocaustics.extract.runner import ExtractConfig
+    from emocaustics.tasks.emocaustics.extract.dialogue import ExtractConfig
 
     try:
         cfg = ExtractConfig(task=args.task, method=args.method, window=args.window, step=args.step, top_k=args.top_k,
@@ -106,7 +106,7 @@ def handle(args: argparse.Namespace) -> int:
 
     from emocaustics.tasks.emocaustics.data.subsets import default_subset
     from emocaustics.tasks.emocaustics.extract.output import write_provenance
-    from emocaustics.tasks.emocaustics.extract.runray import SMOKE_NOTE, run_extract
+    from emocaustics.tasks.emocaustics.extract.run import SMOKE_NOTE, run_extract
 
     # What these predictions were made for, so that `score` takes the right ground truth and refuses the wrong one.
     write_provenance(out, task=cfg.task, dialogues=dialogues,

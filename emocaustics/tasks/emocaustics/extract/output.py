@@ -62,6 +62,30 @@ def read_sextuple_predictions(src: Path) -> dict[int, Path]:
     return {int(m.group(1)): p for p in src.iterdir() if (m := _PRED_RE.match(p.name))}
 
 
+def read_prior(src: Path, dialogues: list[int]) -> dict[str, Any]:
+    """Each dialogue's sextuple prediction in a previous run's folder, for the chain `window` method to build on: the
+    records as written, or a `Failure` (step `input`) naming the missing or unreadable file."""
+    from emocaustics.core.task import Failure
+
+    files = read_sextuple_predictions(src)
+    found: dict[str, Any] = {}
+    for d in dialogues:
+        path = files.get(d)
+        if path is None:
+            found[str(d)] = Failure("input", f"no sextuple prediction (output_)chat_{d}.json in {src}")
+            continue
+        try:
+            obj = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            found[str(d)] = Failure("input", f"{path}: unreadable sextuple prediction: {exc}")
+            continue
+        if not isinstance(obj, list) or not all(isinstance(r, dict) for r in obj):
+            found[str(d)] = Failure("input", f"{path}: a sextuple prediction must be a list of records")
+            continue
+        found[str(d)] = obj
+    return found
+
+
 def write_provenance(out: Path, *, task: str, dialogues: list[Any], dataset: dict[str, Any], method: str,
                      options: dict[str, Any], llm_spec: str) -> Path:
     """`OUT/provenance.json` for an `extract` run, the same record a job run writes (`core.provenance`): the dataset

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from collections.abc import Awaitable, Callable
 from typing import Literal
 
 import numpy as np
@@ -17,6 +16,7 @@ import numpy as np
 from emocaustics.tasks.emocaustics.extract import prompts as P
 from emocaustics.tasks.emocaustics.extract.bucket import EventBucket
 from emocaustics.solve.ask import Ask, Asker
+from emocaustics.solve.side import EmbeddingFailed, Embeddings  # noqa: F401 (the methods' inputs)
 from emocaustics.tasks.emocaustics.extract.parse import Pass1Answer, SextupleAnswer, pass1_schema, sextuple_schema
 from emocaustics.tasks.emocaustics.extract.windows import Window, recent_history, windows
 
@@ -47,37 +47,6 @@ class WindowSettings:
     event_context: EventContext = "asof"
     max_events: int = 8
     max_log_lines: int = 6
-
-
-class EmbeddingFailed(Exception):
-    """The embedder could not give a dialogue its embeddings (the dialogue fails with this reason)."""
-
-
-class Embeddings:
-    """A dialogue's utterance embeddings, fetched the first time a step needs them: `window` consults them only when
-    the model's answer names no known event (and then only the rows up to its window's end), so its first calls never
-    wait for the embedder."""
-
-    def __init__(self, source: np.ndarray | Callable[[], Awaitable[np.ndarray]],
-                 partial: Callable[[int], Awaitable[np.ndarray]] | None = None) -> None:
-        self._source = source
-        self._partial = partial  # n -> at least the first n rows, while the rest are still being embedded
-        self._array: np.ndarray | None = source if isinstance(source, np.ndarray) else None
-
-    @classmethod
-    def of(cls, emb: "np.ndarray | Embeddings | None") -> "Embeddings | None":
-        return emb if emb is None or isinstance(emb, Embeddings) else cls(emb)
-
-    async def get(self) -> np.ndarray:
-        if self._array is None:
-            self._array = await self._source()  # type: ignore[operator]
-        return self._array
-
-    async def upto(self, n: int) -> np.ndarray:
-        """At least the first n rows (all of them where no partial source is known)."""
-        if self._array is not None or self._partial is None:
-            return await self.get()
-        return await self._partial(n)
 
 
 def _record(d: DialogueInput, i: int, answer: SextupleAnswer, event: str | None = None) -> dict:

@@ -1,4 +1,5 @@
-"""Utterance embeddings beside the LLM calls, one dialogue at a time, as the dialogues need them.
+"""A sample's side texts embedded beside the LLM calls, one sample at a time, as the samples need them (for
+EmoCaustics: a dialogue's utterances; each entry is `{"feed_key": n, "texts": [...]}`, made by `solve.plan`).
 
 A run used to embed every dialogue in a Ray Data stage before any of them reached the model (blocks of 64: the first
 LLM call waited minutes on a 400-dialogue run). Here each dialogue asks for its own embeddings when a step first needs
@@ -60,10 +61,10 @@ class EmbedFeed:
         # Longest dialogue first (its chain of dependent calls sets the run's length): on the 50-dialogue window run
         # of engine_bench, in dialogue order, the longest one asked last and waited 13 s of a 52 s LLM phase for its
         # rows while short dialogues were embedded ahead of it.
-        self._order = sorted((it for it in items if it.get("needs_emb") and not it.get("skip_reason")),
-                             key=lambda it: -len(it["sentences"]))
+        self._order = sorted(items, key=lambda it: -len(it["texts"]))
         for n, it in enumerate(self._order):
             it[KEY] = n
+        self._by_id = {it["id"]: it for it in self._order}
         self._futures: dict[int, asyncio.Future[np.ndarray]] = {}
         self._asked: list[int] = []  # item keys asked for: served before the rest, longest first
         self._parts: dict[int, list[np.ndarray]] = {}  # rows embedded so far, chunk by chunk
@@ -113,6 +114,10 @@ class EmbedFeed:
             fut = self._futures.get(key)
             if fut is not None and fut.done():
                 self._post_end(key, fut)
+
+    def entry(self, sample_id: str) -> dict[str, Any]:
+        """The feed's entry of a sample (what `get`, `upto` and `ticket` take)."""
+        return self._by_id[sample_id]
 
     @staticmethod
     def ticket(item: dict[str, Any]) -> int:
@@ -180,7 +185,7 @@ class EmbedFeed:
                 continue
             fut = self._futures[self.ticket(item)]
             t0 = time.perf_counter()
-            texts = list(item["sentences"])
+            texts = list(item["texts"])
             parts = self._parts.setdefault(self.ticket(item), [])
             try:
                 start, size = 0, CHUNK

@@ -1,43 +1,31 @@
-"""Running many dialogues: each one an async state machine (`extract_one`), all of them concurrently.
+"""One dialogue of an extraction method: its work item, its state machine, and what the plan needs to place it.
 
-`extract_one(llm, item)` is the whole method for one dialogue; it is a plain module-level coroutine function so that
-the model pool can run it *inside* a replica actor, next to the engine (`llm.run(extract_one, items, affinity)`), and
-each dependent step is a local call there instead of a round trip from the driver. Backends without an actor (an
-OpenAI-compatible endpoint, a test double) run it in the calling process.
-
-`run_items` keeps up to `concurrency` dialogues in flight and writes each dialogue's prediction (or failure row) the
-moment it finishes, each dialogue starting as soon as its own embeddings are ready (`embedfeed.py`); `runray.py`
-runs it for a command or a job and writes the manifest.
+`solve_dialogue(llm, item, emb, stats)` is the whole method for one dialogue (tens of dependent calls for `window`);
+the EmoCaustics task's `solve_with` calls it, and the shared plan (`solve.plan`) runs it *inside* a replica actor,
+next to the engine, so that each dependent step is a local call there instead of a round trip from the driver.
+The item (`make_item`) is the task's solver view of a dialogue: its utterances, the method's config and, for chains
+built on a sextuple run, that run's prediction. `extract_one` runs one item outside the plan (the dry run, and the
+benchmarks that drive a pool directly).
 """
 
 from __future__ import annotations
 
-import asyncio
-import base64
 import time
-from pathlib import Path
-from collections.abc import Callable
 from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from emocaustics.core.inflight import Slot, run_in_flight
-from emocaustics.evallog import sink
+from emocaustics.core.task import SolveFailed
 from emocaustics.evallog.record import recording, replica_id
 from emocaustics.tasks.emocaustics.extract import chains as chain_methods
 from emocaustics.tasks.emocaustics.extract import sextuple as sx
-from emocaustics.tasks.emocaustics.extract.sextuple import EmbeddingFailed
 from emocaustics.solve.ask import Asker, StepFailed
-from emocaustics.tasks.emocaustics.extract.output import append_failure, write_prediction
+from emocaustics.solve.side import EmbeddingFailed, Embeddings, pack, unpack
 from emocaustics.tasks.emocaustics.extract.prompts import SYSTEM
 from emocaustics.tasks.emocaustics.extract.windows import windows
 
 DEFAULT_WINDOWS = {"sextuple": (20, 5), "emotion": (30, 10)}
-# Utterances in flight per dialogue slot when dialogues run in this process (an endpoint): the whole dataset's 256
-# longest dialogues hold 21,949 utterances (86 each), so a run of the dataset itself is never held back, and ten times
-# the data holds about as much as the dataset (before: 2.3 times as much, 51,060)
-UTTERANCES_PER_SLOT = 96
 # Prompt characters that cost a replica about as much as generating one answer of an utterance (item_weight). A coarse
 # calibration on the simulated Qwen2.5-72B on 4x H100 (benchmarks/sim_engine.py): alone on a replica, a 165-utterance
 # dialogue's rag / window runs cost 2.6x / 3.1x its direct run; 1200 weighs them 3.3x / 2.8x (issue 31).
@@ -95,16 +83,6 @@ def make_item(dialogue_id: int, sentences: list[str], holders: list[str], cfg: E
     """One dialogue as a plain, serialisable work item (it travels to a Ray actor)."""
     return {"id": int(dialogue_id), "sentences": list(sentences), "holders": list(holders),
             "config": cfg.model_dump(), "emb": None if emb is None else pack(emb), "prior": prior}
-
-
-def pack(emb: np.ndarray) -> dict[str, Any]:
-    """Embeddings as base64 float32 (a quarter of the size of a JSON list of floats) with their shape."""
-    a = np.ascontiguousarray(emb, dtype=np.float32)
-    return {"shape": list(a.shape), "b64": base64.b64encode(a.tobytes()).decode("ascii")}
-
-
-def unpack(packed: dict[str, Any]) -> np.ndarray:
-    return np.frombuffer(base64.b64decode(packed["b64"]), dtype=np.float32).reshape(packed["shape"])
 
 
 def item_affinity(item: dict[str, Any]) -> str:
@@ -179,147 +157,51 @@ async def _method(asker: Asker, cfg: ExtractConfig, d: sx.DialogueInput, emb: sx
     return chain_methods.to_json(d, await chain_methods.merge(asker, built))
 
 
-async def extract_one(llm: Any, item: dict[str, Any]) -> dict[str, Any]:
-    """The state machine of one dialogue: a prediction, or a failure naming the step and the reason."""
+async def solve_dialogue(llm: Any, item: dict[str, Any], emb: Embeddings | None, stats: dict[str, Any]) -> Any:
+    """The state machine of one dialogue: its prediction, or `SolveFailed` naming the step and the reason. `stats`
+    receives what the asker counted (re-asks and unparseable answers beside the calls) and why it re-asked."""
     cfg = ExtractConfig.model_validate(item["config"])
     d = sx.DialogueInput(int(item["id"]), tuple(item["sentences"]), tuple(item["holders"]))
-    # Packed with the item when it travels to a replica, or a ticket to the run's embedding board (rows posted as
-    # the driver's feed embeds them); in this process it may be a feed's lazy `emb_source`.
+    asker = Asker(llm, system=SYSTEM, affinity=item_affinity(item), retries=cfg.retries,
+                  max_tokens_cap=cfg.max_tokens_cap)
+    try:
+        if len(d) == 0:
+            raise StepFailed("input", "the dialogue has no utterances")
+        return await _method(asker, cfg, d, emb, item.get("prior"))
+    except ValueError as exc:  # e.g. a prior sextuple prediction of the wrong length
+        raise SolveFailed("input", str(exc)) from None
+    except EmbeddingFailed as exc:
+        raise SolveFailed("embedding", str(exc)) from None
+    finally:
+        stats.update(asker.stats.to_json())
+        stats["retry_reasons"] = asker.retry_reasons
+
+
+async def extract_one(llm: Any, item: dict[str, Any]) -> dict[str, Any]:
+    """One item outside the plan (the dry run; benchmarks that drive a pool directly): a row with the prediction or
+    the failure. Embeddings come packed with the item (`emb`), from a run's board (`emb_board`) or a lazy source."""
     if item.get("emb") is not None:
-        emb = sx.Embeddings(unpack(item["emb"]))
+        emb = Embeddings(unpack(item["emb"]))
     elif item.get("emb_board") is not None:
-        from emocaustics.tasks.emocaustics.extract.embedboard import board_embeddings
+        from emocaustics.solve.embedboard import board_embeddings
 
         emb = board_embeddings(*item["emb_board"])
     else:
         emb = item.get("emb_source")
-    log_prompts = item.get("log_prompts")  # set when the job keeps an eval log (evallog/sink.py)
+    log_prompts = item.get("log_prompts")
     t0 = time.perf_counter()
-    row: dict[str, Any] = {"dialogue": d.id, "utterances": len(d), "ok": False, "prediction": None, "step": None,
-                           "reason": None}
+    row: dict[str, Any] = {"dialogue": int(item["id"]), "utterances": len(item["sentences"]), "ok": False,
+                           "prediction": None, "step": None, "reason": None}
+    stats: dict[str, Any] = {}
     with recording(llm, bool(log_prompts)) as (recorded, rec):
-        asker = Asker(recorded if log_prompts is not None else llm, system=SYSTEM, affinity=item_affinity(item),
-                      retries=cfg.retries, max_tokens_cap=cfg.max_tokens_cap)
         try:
-            if len(d) == 0:
-                raise StepFailed("input", "the dialogue has no utterances")
-            row["prediction"] = await _method(asker, cfg, d, emb, item.get("prior"))
+            row["prediction"] = await solve_dialogue(recorded if log_prompts is not None else llm, item, emb, stats)
             row["ok"] = True
-        except StepFailed as exc:
+        except SolveFailed as exc:
             row["step"], row["reason"] = exc.step, exc.reason
-        except ValueError as exc:  # e.g. a prior sextuple prediction of the wrong length
-            row["step"], row["reason"] = "input", str(exc)
-        except EmbeddingFailed as exc:
-            row["step"], row["reason"] = "embedding", str(exc)
     if log_prompts is not None:
         row["log"], row["replica"] = rec.finished(), replica_id()
-    row["stats"] = asker.stats.to_json()
-    row["retry_reasons"] = asker.retry_reasons
+    row["retry_reasons"] = stats.pop("retry_reasons", [])
+    row["stats"] = stats
     row["seconds"] = round(time.perf_counter() - t0, 3)
     return row
-
-
-def failure_row(item: dict[str, Any], step: str, reason: str) -> dict[str, Any]:
-    return {"dialogue": int(item["id"]), "utterances": len(item["sentences"]), "ok": False, "prediction": None,
-            "step": step, "reason": reason, "stats": {}, "seconds": 0.0}
-
-
-async def _run_one(llm: Any, item: dict[str, Any]) -> dict[str, Any]:
-    from emocaustics.models.local import RunFailure, run_item
-
-    run = getattr(llm, "run", None)
-    if run is not None:
-        res = (await run(extract_one, [item], item_affinity, weight_key=item_weight, chain_key=item_chain))[0]
-    else:
-        res = await run_item(llm, extract_one, item)
-    if isinstance(res, RunFailure):  # the state machine itself crashed, or its replica died for good
-        return failure_row(item, "runner", res.reason)
-    return res
-
-
-async def run_items(llm: Any, items: list[dict[str, Any]], out: Path, task: str, *, concurrency: int = 256,
-                    embeddings: Any = None,
-                    on_row: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
-    """Every item to a result row (prediction dropped from the row once written); files written as each finishes.
-
-    `embeddings` (an `EmbedFeed`: `get(item)`, `upto(item, n)`) gives an item's utterance embeddings when the item has
-    none (`needs_emb`): awaited before the item is shipped to a replica, or handed to the state machine as a lazy
-    source when it runs in this process, so that each dialogue starts as soon as its own inputs are ready. `on_row`
-    sees each row as it is written (progress)."""
-    in_process = not getattr(llm, "runs_remotely", False)
-    log = sink.current()  # the job's eval log of this config, if any
-
-    async def one(item: dict[str, Any], slot: Slot) -> dict[str, Any]:
-        if item.get("skip_reason"):
-            row = failure_row(item, "input", item["skip_reason"])
-        else:
-            if log is not None:
-                item["log_prompts"] = log.prompts
-            row = await _with_embeddings(llm, item, embeddings, in_process)
-        await slot.release()  # solved: the log line and the files need no bound
-        if log is not None:  # before the prediction: a dialogue with a prediction always has its log line
-            written = log.emit(str(row["dialogue"]), row)
-            row.pop("log", None)
-            if written is not None:  # the log's writer process chunks and stages it: the prediction waits for its line
-                await asyncio.wrap_future(written)
-        if row["ok"]:
-            write_prediction(out, task, row["dialogue"], row.pop("prediction"))
-        else:
-            row.pop("prediction", None)
-            append_failure(out, {"dialogue": row["dialogue"], "step": row["step"], "reason": row["reason"]})
-        if on_row is not None:
-            on_row(row)
-        return row
-
-    # Started longest dialogue first (the longest chain of dependent calls sets the run's length; with more
-    # dialogues than `concurrency` a long one must not wait behind short ones); rows come back in the items' order.
-    # Dialogues run in this process hold their answers until they end: their utterances in flight are bounded too
-    # (core/inflight.py), so that ten times the data does not put ten copies of the longest dialogues in memory at once.
-    # Not when the caller asked for every item in flight (a batch API collects them all into one batch).
-    order = sorted(range(len(items)), key=lambda i: -len(items[i].get("sentences") or ()))
-    bounded = in_process and concurrency < len(items)
-    rows = await run_in_flight((items[i] for i in order), one, limit=concurrency,
-                               weight=lambda it: max(1, len(it.get("sentences") or ())),
-                               budget=concurrency * UTTERANCES_PER_SLOT if bounded else None)
-    by_index = dict(zip(order, rows))
-    return [by_index[i] for i in range(len(items))]
-
-
-async def _with_embeddings(llm: Any, item: dict[str, Any], feed: Any, in_process: bool) -> dict[str, Any]:
-    if feed is None or not item.get("needs_emb") or item.get("emb") is not None:
-        return await _run_one(llm, item)
-
-    async def source() -> np.ndarray:
-        try:
-            return await feed.get(item)
-        except Exception as exc:
-            raise EmbeddingFailed(str(exc)) from None
-
-    async def partial(n: int) -> np.ndarray:
-        try:
-            return await feed.upto(item, n)
-        except Exception as exc:
-            raise EmbeddingFailed(str(exc)) from None
-
-    if in_process:
-        return await _run_one(llm, {**item, "emb_source": sx.Embeddings(source, partial)})
-    if getattr(feed, "board", None) is not None:  # shipped now; the replica awaits its rows when a step needs them
-        return await _run_one(llm, {**item, "emb_board": (feed.board, feed.ticket(item))})
-    try:
-        return await _run_one(llm, {**item, "emb": pack(await source())})
-    except EmbeddingFailed as exc:
-        return failure_row(item, "embedding", str(exc))
-
-
-def embed_items(embedder: Any, items: list[dict[str, Any]]) -> None:
-    """Fill `emb` of every item with one batched embedding call over all their utterances (a per-dialogue index:
-    each item gets only its own rows)."""
-    texts = [s for it in items for s in it["sentences"]]
-    if not texts:
-        return
-    vecs = np.asarray(asyncio.run(embedder.embed(texts)), dtype=np.float32)
-    at = 0
-    for it in items:
-        n = len(it["sentences"])
-        it["emb"] = pack(vecs[at:at + n])
-        at += n

@@ -1,4 +1,4 @@
-"""Utterance embeddings for dialogues that run inside replica actors, handed over as they become ready.
+"""Side-text embeddings (utterances, for EmoCaustics) for samples that run inside replica actors, handed over as they become ready.
 
 A dialogue hosted in a replica used to wait in the driver until its whole dialogue was embedded, and only then was it
 shipped: on the CPU engine the first 20 s of a 50-dialogue window run had 14-36 requests in the engine while
@@ -101,17 +101,17 @@ def start_board() -> Any:
 
 def board_embeddings(board: Any, ticket: int) -> Any:
     """The `Embeddings` of a dialogue whose rows come from `board`, for its state machine inside a replica."""
-    from emocaustics.tasks.emocaustics.extract import sextuple as sx
+    from emocaustics.solve.side import EmbeddingFailed, Embeddings
 
     async def upto(n: int | None) -> np.ndarray:
         try:
             return await board.upto.remote(ticket, n)
         except Exception as exc:  # the feed's failure (RayTaskError wraps it) or the board gone: the dialogue fails
             cause = getattr(exc, "cause", None) or exc
-            raise sx.EmbeddingFailed(str(cause).strip().splitlines()[-1] if str(cause).strip() else
+            raise EmbeddingFailed(str(cause).strip().splitlines()[-1] if str(cause).strip() else
                                   type(cause).__name__) from None
 
     async def whole() -> np.ndarray:
         return await upto(None)
 
-    return sx.Embeddings(whole, upto)
+    return Embeddings(whole, upto)
