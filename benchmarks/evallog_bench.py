@@ -3,7 +3,7 @@
 
 The records are made, not invented: every dialogue of the EmoCaustics dataset (subset `all`, 400 dialogues, from
 $EMOCAUSTICS_DATA or ../shared/datasets/emocaustics) goes through the sextuple `window` state machine the way a job
-runs it in the driver (`extract.runner.run_items` under the job's eval-log sink), against the dry run's stand-ins
+runs it in the driver (`solve.plan.asolve_samples` under the job's eval-log sink), against the dry run's stand-ins
 (`solve.forecast.RecordingLLM`: a schema-valid answer of typical size at once; `StandInEmbedder`: pseudo-random
 vectors). So each call's messages are the prompts a run builds (windows, the event bucket, histories), about 30,000
 calls. No model, no network, no Ray.
@@ -40,14 +40,13 @@ import asyncio
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import threading
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
+
+from benchmarks.evallog_viewer import SAMPLES_OPENED
 
 REPO = Path(__file__).resolve().parents[1]
 LABEL = "sextuple_window_api"
@@ -55,7 +54,6 @@ SECRET = "sk-bench-not-a-real-key-0123456789abcdef"
 REPEATS = 2  # in-process runs with and without the log, alternating
 PAIRS = 5  # runs against the endpoint stand-in without and with the log, alternating: the share is the pairs' median
 LATENCY_S, SLOTS = 0.2, 256  # startup_bench's stand-in endpoint: seconds per call, calls in service at once
-SAMPLES_OPENED = 20  # single samples opened after the first (server and browser)
 CEILING_SAMPLE_S = 1.0  # issue 27: the viewer opens any sample in under a second
 CEILING_SHARE = 0.05  # issue 27: logging costs at most 5 % of the run's wall time
 
@@ -91,7 +89,8 @@ class Timed:
 
 
 class Capture:
-    """The job's eval-log sink as `run_items` sees it, keeping each finished dialogue's row (with its log)."""
+    """The job's eval-log sink as the plan (`solve.plan.asolve_samples`) sees it, keeping each finished dialogue's row
+    (with its log)."""
 
     prompts = True
 
@@ -99,7 +98,7 @@ class Capture:
         self.rows: list[tuple[str, dict[str, Any]]] = []
 
     def emit(self, sample_id: str, result: dict[str, Any]) -> None:
-        row = dict(result)  # run_items pops log and prediction from its own dict after
+        row = dict(result)  # the plan pops log and prediction from its own dict after
         if hasattr(row.get("log"), "to_json"):  # a finished recorder (record.Finished): chunked here, on the loop
             row["log"] = row["log"].to_json()
         self.rows.append((sample_id, row))
@@ -112,31 +111,29 @@ def _dataset() -> None:
             os.environ["EMOCAUSTICS_DATA"] = str(shared)
 
 
-def make_items(dialogues: list[Any]) -> list[dict[str, Any]]:
-    from emocaustics.solve.forecast import StandInEmbedder
-    from emocaustics.tasks.emocaustics.extract.runner import ExtractConfig, make_item
+def prepare(dialogues: list[Any]) -> tuple[Any, Any, list[Any]]:
+    """The sextuple `window` run of these dialogues on the shared plan: the task with the dry run's stand-in vectors
+    packed into its solver views (made here, outside the timings), its options, and the samples."""
+    from benchmarks.planrun import StandInEmbeddings, hash_vectors, options_of, samples_of
 
-    cfg, emb = ExtractConfig(task="sextuple", method="window"), StandInEmbedder()
-    items = []
-    for d in dialogues:
-        sentences, holders = [u.sentence for u in d.utterances], [u.holder for u in d.utterances]
-        vecs = asyncio.run(emb.embed(sentences)) if sentences else None
-        items.append(make_item(d.id, sentences, holders, cfg, vecs))
-    return items
+    task, options = StandInEmbeddings("sextuple", hash_vectors), options_of(task="sextuple", method="window")
+    samples = samples_of(dialogues)
+    task.prepare(samples, options)
+    return task, options, samples
 
 
-def solve(items: list[dict[str, Any]], out: Path, sink_: Capture | None) -> tuple[float, int]:
-    """One in-process run of every item (fresh copies): wall seconds and the stand-in's calls."""
+def solve(run: tuple[Any, Any, list[Any]], out: Path, sink_: Capture | None) -> tuple[float, int]:
+    """One in-process run of every sample (`prepare`'s): wall seconds and the stand-in's calls."""
     from emocaustics.evallog import sink
     from emocaustics.solve.forecast import RecordingLLM, counter_for
-    from emocaustics.tasks.emocaustics.extract.runner import run_items
+    from emocaustics.solve.plan import asolve_samples
 
+    task, options, samples = run
     llm = RecordingLLM(counter_for(None))
-    fresh = [dict(it) for it in items]
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     with sink.active(sink_):
-        rows = asyncio.run(run_items(llm, fresh, out, "sextuple"))
+        rows = asyncio.run(asolve_samples(task, samples, options, llm, out))
     wall = time.perf_counter() - t0
     bad = [r for r in rows if not r["ok"]]
     assert not bad, f"{len(bad)} dialogues failed, e.g. {bad[0]['step']}: {bad[0]['reason']}"
@@ -161,7 +158,7 @@ class Endpoint:
         return getattr(self.llm, name)
 
 
-def endpoint_run(items: list[dict[str, Any]], out: Path, samples: list[Any] | None,
+def endpoint_run(run: tuple[Any, Any, list[Any]], out: Path, samples: list[Any] | None,
                  process: bool = True) -> tuple[float, float]:
     """Wall seconds and the driver's own CPU seconds (this process, all its threads) of one run against `Endpoint`; with `samples`, with the job's eval log (emit as samples finish,
     each prediction waiting for its line, finish at the end, as jobs/runner.py does), written by its child process
@@ -170,25 +167,25 @@ def endpoint_run(items: list[dict[str, Any]], out: Path, samples: list[Any] | No
     from emocaustics.evallog import sink
     from emocaustics.evallog.writer import EvalLog
     from emocaustics.solve.forecast import RecordingLLM, counter_for
-    from emocaustics.tasks.emocaustics.extract.runner import run_items
+    from emocaustics.solve.plan import asolve_samples
 
+    task, options, todo = run
     llm = Endpoint(RecordingLLM(counter_for(None)))
-    fresh = [dict(it) for it in items]
-    out.mkdir(parents=True, exist_ok=True)
+    (out / "pred").mkdir(parents=True, exist_ok=True)
     t0, cpu0 = time.perf_counter(), time.process_time()
     evallog = EvalLog(out / "run", secrets=[SECRET], process=process) if samples is not None else None
     log = evallog.config(LABEL) if evallog is not None else None
     predictions: dict[str, Any] = {}
 
-    class Tee:  # the config's log as run_items sees it; keeps each prediction for `finish` (the job reads them back)
+    class Tee:  # the config's log as the plan sees it; keeps each prediction for `finish` (the job reads them back)
         prompts = True
 
         def emit(self, sample_id: str, result: dict[str, Any]) -> Any:
             predictions[sample_id] = result.get("prediction")
-            return log.emit(sample_id, result)  # type: ignore[union-attr]  # run_items awaits it
+            return log.emit(sample_id, result)  # type: ignore[union-attr]  # the plan awaits it
 
     with sink.active(Tee() if log is not None else None):  # the event loop and collector settings of a job's driver
-        rows = aio.run(run_items(llm, fresh, out / "pred", "sextuple"))
+        rows = aio.run(asolve_samples(task, todo, options, llm, out / "pred"))
     if log is not None:
         log.finish(samples, predictions)
         evallog.close()  # type: ignore[union-attr]  # the child ended at finish already: a no-op then
@@ -211,96 +208,6 @@ def write_log(run_dir: Path, rows: list[tuple[str, dict[str, Any]]], samples: li
     return {"emit_s": t1 - t0, "finish_s": t2 - t1, "total_s": t2 - t0}
 
 
-def _get(url: str) -> float:
-    t0 = time.perf_counter()
-    with urllib.request.urlopen(url, timeout=60) as resp:
-        resp.read()
-        assert resp.status == 200, url
-    return time.perf_counter() - t0
-
-
-def _serve(run_dir: Path) -> tuple[Any, str]:
-    from emocaustics.evallog.read import RunLog
-    from emocaustics.view.data import ViewData
-    from emocaustics.view.server import make_server
-
-    httpd = make_server(ViewData(RunLog(run_dir)))
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    return httpd, f"http://127.0.0.1:{httpd.server_address[1]}"
-
-
-def _picks(n: int, count: int) -> list[int]:
-    step = max(1, n // (count + 1))
-    return [min(n - 1, step * (k + 1)) for k in range(count)]
-
-
-def server_timings(run_dir: Path, n: int) -> dict[str, Any]:
-    """A fresh viewer process's answers: index, the sample list, the first sample (cold), then others."""
-    httpd, base = _serve(run_dir)
-    try:
-        index = _get(f"{base}/data/index.js")  # builds the config's table too (counts, failures)
-        listing = _get(f"{base}/data/c/0.js")
-        first = _get(f"{base}/data/s/0/0.js")
-        others = [_get(f"{base}/data/s/0/{j}.js") for j in _picks(n, SAMPLES_OPENED)]
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-    return {"index_s": round(index, 3), "sample_list_s": round(listing, 3), "first_sample_s": round(first, 3),
-            "sample_median_s": round(statistics.median(others), 3), "sample_max_s": round(max(others), 3),
-            "samples_opened": len(others) + 1}
-
-
-def _chromium() -> str | None:
-    proc = subprocess.run([str(REPO / "scripts" / "ensure-chromium.sh")], capture_output=True, text=True, timeout=900)
-    return proc.stdout.strip().splitlines()[-1] if proc.returncode == 0 and proc.stdout.strip() else None
-
-
-def browser_timings(run_dir: Path, n: int, binary: str) -> dict[str, Any]:
-    """Navigation (or hash change) to the page the viewer marks ready, in headless Chromium against a fresh server."""
-    sys.path.insert(0, str(REPO / "tests"))
-    from fakes.browser import Browser
-
-    ready = "(document.body || {dataset: {}}).dataset.ready"
-
-    def wait(b: Any, want: str, t0: float) -> float:
-        while (got := b.eval(ready)) != want:
-            assert got != "error", b.eval("document.getElementById('main').innerText")
-            assert time.perf_counter() - t0 < 60, f"never showed {want}"
-            time.sleep(0.005)
-        return time.perf_counter() - t0
-
-    def goto(b: Any, hash_: str) -> float:
-        t0 = time.perf_counter()
-        b.eval(f"location.hash = {hash_!r}")
-        return wait(b, hash_, t0)
-
-    httpd, base = _serve(run_dir)
-    with tempfile.TemporaryDirectory(prefix="evallog-bench-") as tmp:
-        b = Browser(binary, Path(tmp) / "profile")
-        try:
-            for domain in ("Page.enable", "Runtime.enable"):
-                b.call(domain)
-            t0 = time.perf_counter()
-            b.call("Page.navigate", url=f"{base}/")
-            index = wait(b, "#/", t0)
-            listing = goto(b, "#/c/0")
-            rows = b.eval("document.querySelectorAll('#samples tr.sample').length")
-            first = goto(b, "#/s/0/0")
-            others, calls_shown = [], []
-            for j in _picks(n, SAMPLES_OPENED):
-                others.append(goto(b, f"#/s/0/{j}"))
-                calls_shown.append(b.eval("document.querySelectorAll('section.call').length"))
-        finally:
-            b.close()
-            httpd.shutdown()
-            httpd.server_close()
-    assert rows == n, f"the sample list shows {rows} rows of {n}"
-    return {"index_s": round(index, 3), "sample_list_s": round(listing, 3), "sample_list_rows": rows,
-            "first_sample_s": round(first, 3), "sample_median_s": round(statistics.median(others), 3),
-            "sample_max_s": round(max(others), 3), "samples_opened": len(others) + 1,
-            "per_sample": [{"seconds": round(t, 3), "calls_shown": c} for t, c in zip(others, calls_shown)]}
-
-
 def _startup_wall() -> tuple[float | None, str | None]:
     """startup_bench's whole-dataset window run (against the stand-in endpoint) as latest.json holds it."""
     try:
@@ -313,6 +220,7 @@ def _startup_wall() -> tuple[float | None, str | None]:
 
 def run(quick: bool = False) -> dict[str, Any]:
     _dataset()
+    from benchmarks.evallog_viewer import browser_timings, chromium, server_timings
     from emocaustics.core.task import get_task
     from emocaustics.evallog.read import RunLog
     from emocaustics.tasks.emocaustics.data.subsets import resolve
@@ -322,17 +230,17 @@ def run(quick: bool = False) -> dict[str, Any]:
         dialogues = dialogues[:20]
     task = get_task("sextuple")
     samples = task.load(task.Dataset(subset="all", ids=[d.id for d in dialogues]), task.Options(method="window")).samples
-    items = make_items(dialogues)
+    run_ = prepare(dialogues)
     figures: dict[str, Any] = {"dialogues": len(dialogues)}
     with tempfile.TemporaryDirectory(prefix="evallog-bench-") as tmp:
         root = Path(tmp)
         plain, logged, recording, rows = [], [], [], []
         for rep in range(1 if quick else REPEATS):
-            wall, calls = solve(items, root / f"plain{rep}", None)
+            wall, calls = solve(run_, root / f"plain{rep}", None)
             plain.append(wall)
             cap = Capture()
             with Timed() as timed:
-                wall, _ = solve(items, root / f"logged{rep}", cap)
+                wall, _ = solve(run_, root / f"logged{rep}", cap)
             logged.append(wall)
             recording.append(timed.seconds)
             rows = cap.rows
@@ -365,7 +273,7 @@ def run(quick: bool = False) -> dict[str, Any]:
             for walls, cpus, run_dir_e, with_samples, process in (
                     (plain_e, plain_c, "plain", None, True), (logged_e, logged_c, "logged", samples, True),
                     (thread_e, thread_c, "thread", samples, False)):
-                wall, cpu = endpoint_run(items, root / f"endpoint-{run_dir_e}{rep}", with_samples, process=process)
+                wall, cpu = endpoint_run(run_, root / f"endpoint-{run_dir_e}{rep}", with_samples, process=process)
                 walls.append(wall)
                 cpus.append(cpu)
         shares = [(b - a) / a for a, b in zip(plain_e, logged_e)]
@@ -389,7 +297,7 @@ def run(quick: bool = False) -> dict[str, Any]:
             "driver_cpu_thread_share": round((statistics.median(thread_c) - statistics.median(plain_c))
                                              / statistics.median(plain_e), 4)}
         figures["viewer_server"] = server_timings(run_dir, len(samples))
-        binary = _chromium()
+        binary = chromium()
         figures["viewer_browser"] = browser_timings(run_dir, len(samples), binary) if binary else None
     notes = ["records from the real window state machine against the dry run's stand-in answers and embeddings "
              "(no model): prompt sizes are a run's, answers are of typical size for their schema",

@@ -1,15 +1,16 @@
 """The driver's peak memory as the data grows (issue 26): the whole dataset and ten times it through one solving run.
 
 Each size runs in a fresh process (`--child COPIES`), so its peak resident set (`ru_maxrss`) is its own. The run is the
-sextuple `window` method through the real runner (`extract.runner.run_items`, the path a job takes for a model behind
-an endpoint, where every dialogue's state machine lives in the driver: the worst case for the driver's memory) against
-the dry run's stand-in model (`solve.forecast.RecordingLLM`, a schema-valid answer at once: no network, no model) with
-stand-in embeddings. Ten times the data = every dialogue ten times under new ids, holder names and its own copies of
-the sentence strings, as a bigger dataset's items would be.
+sextuple `window` method on the shared solving plan (`solve.plan.asolve_samples`, the path a job takes for a model
+behind an endpoint, where every dialogue's state machine lives in the driver: the worst case for the driver's memory)
+against the dry run's stand-in model (`solve.forecast.RecordingLLM`, a schema-valid answer at once: no network, no
+model) with stand-in embeddings packed into the solver views (benchmarks/planrun.py). Ten times the data = every
+dialogue ten times under new ids, holder names and its own copies of the sentence strings (new `Dialogue` samples), as
+a bigger dataset's would be.
 
-Reported per size: resident MiB after imports, after the corpus is loaded, after the items are built, the peak, the
-wall seconds and the stand-in's calls; and the growth of the peak and of the peak minus the loaded corpus (the run's
-own memory) from 1x to 10x. The corpus loader reads the dataset whole (its 400 dialogues with their annotations), and
+Reported per size: resident MiB after imports, after the corpus is loaded, after the samples are built
+(`rss_after_items`), the peak, the wall seconds and the stand-in's calls; and the growth of the peak and of the peak
+minus the loaded corpus (the run's own memory) from 1x to 10x. The corpus loader reads the dataset whole (its 400 dialogues with their annotations), and
 that is not copied ten times here: a ten-times-larger corpus would add its own size on top.
 
     python -m benchmarks --only memory_bench        (or: python -m benchmarks.memory_bench [--quick])
@@ -30,7 +31,6 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 COPIES = (1, 10)
 CEILING_GROWTH = 1.25  # issue 26: the driver's peak at 10x the data at most 1.25 times its peak at 1x
-ID_STRIDE = 1_000_000
 
 
 def _rss_mib() -> float:
@@ -42,27 +42,27 @@ def _rss_mib() -> float:
 
 
 def child(copies: int, limit: int | None) -> dict[str, Any]:
-    from benchmarks.evallog_bench import _dataset, make_items
+    from benchmarks.evallog_bench import _dataset
 
     _dataset()
+    from benchmarks.planrun import StandInEmbeddings, copies_of, hash_vectors, options_of, samples_of
     from emocaustics.core import aio
     from emocaustics.solve.forecast import RecordingLLM, counter_for
+    from emocaustics.solve.plan import asolve_samples
     from emocaustics.tasks.emocaustics.data.subsets import resolve
-    from emocaustics.tasks.emocaustics.extract.runner import run_items
 
     imports = _rss_mib()
     dialogues, _ = resolve("all", None)
     dialogues = dialogues[:limit] if limit else dialogues
     corpus = _rss_mib()
-    base = make_items(dialogues)
-    items = [{**it, "id": it["id"] + k * ID_STRIDE, "sentences": [(s + " ")[:-1] for s in it["sentences"]],
-              "holders": [f"{h}{k}" if k else h for h in it["holders"]]} for k in range(copies) for it in base]
-    del base
+    task, options = StandInEmbeddings("sextuple", hash_vectors), options_of(task="sextuple", method="window")
+    task.prepare(samples_of(dialogues), options)  # one packed copy per dialogue: its copies share it (same sentences)
+    samples = samples_of(copies_of(dialogues, copies, fresh_strings=True))
     built = _rss_mib()
     llm = RecordingLLM(counter_for(None))
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="memory-bench-") as tmp:
-        rows = aio.run(run_items(llm, items, Path(tmp), "sextuple"))  # the runner's default concurrency (256)
+        rows = aio.run(asolve_samples(task, samples, options, llm, Path(tmp)))  # the plan's default concurrency (256)
     wall = time.perf_counter() - t0
     assert all(r["ok"] for r in rows), [r for r in rows if not r["ok"]][:1]
     return {"copies": copies, "dialogue_runs": len(rows), "calls": llm.calls, "rss_after_imports_mib": round(imports, 1),

@@ -14,7 +14,10 @@ import asyncio
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from emocaustics.models.base import ChatRequest, Completion
 from emocaustics.models.jsonout import parse_answer
@@ -81,14 +84,51 @@ def reference_threads(method: str) -> int:
     return REFERENCE_CONCURRENCY[method][0]
 
 
+def reference_items(dialogues: list[Any], method: str, from_dir: Path | None, embedder: Any) -> tuple[list, float]:
+    """The dialogues as the task's work items (`EmoCausticsTask.solver_view`, the prior sextuple run of `from_dir`
+    for a chain `window` config, as our run reads it), and the reference's embedding: every utterance of the items
+    that use embeddings in one batched call, up front; returns the items and the seconds that call took. An item
+    whose prior is missing carries `skip_reason` (ours fails it at step `input`, without calls)."""
+    from emocaustics.core.task import Failure, Sample, get_task
+    from emocaustics.solve.side import pack
+    from emocaustics.tasks.emocaustics.task import EmoOptions
+
+    task_name, how = method.split("/")
+    task, options = get_task(task_name), EmoOptions(method=how)
+    samples = [Sample(str(d.id), d) for d in dialogues]
+    priors = task.read_prior(from_dir, samples) if from_dir is not None else {}
+    items = []
+    for s in samples:
+        prior = priors.get(s.id)
+        item = task.solver_view(s, options, None if isinstance(prior, Failure) else prior).input
+        if isinstance(prior, Failure):
+            item["skip_reason"] = prior.reason
+        elif task.side_texts(Sample(s.id, item), options):
+            item["needs_emb"] = True
+        items.append(item)
+    todo = [it for it in items if it.get("needs_emb")]
+    t0 = time.perf_counter()
+    texts = [t for it in todo for t in it["sentences"]]
+    if texts:
+        vecs = np.asarray(asyncio.run(embedder.embed(texts)), dtype=np.float32)
+        at = 0
+        for it in todo:
+            it["emb"] = pack(vecs[at:at + len(it["sentences"])])
+            at += len(it["sentences"])
+    return items, time.perf_counter() - t0
+
+
 def run_reference_style(llm: BlockingLLM, items: list[dict[str, Any]], method: str) -> dict[str, Any]:
     """Run the items the reference's way (`method` = "task/how"); returns rows (as `extract_one` makes them), wall
-    seconds and the thread count used."""
-    from emocaustics.tasks.emocaustics.extract.runner import extract_one
+    seconds and the thread count used. An item with `skip_reason` gets its failure row without a call."""
+    from emocaustics.tasks.emocaustics.extract.dialogue import extract_one
 
     threads = reference_threads(method)
 
     def one(item: dict[str, Any]) -> dict[str, Any]:
+        if item.get("skip_reason"):
+            return {"dialogue": int(item["id"]), "utterances": len(item["sentences"]), "ok": False,
+                    "prediction": None, "step": "input", "reason": item["skip_reason"], "stats": {}, "seconds": 0.0}
         return asyncio.run(extract_one(llm, item))
 
     t0 = time.perf_counter()

@@ -4,10 +4,11 @@ One OpenAI-compatible server (vLLM's own, CPU build, the replica settings) on 12
 dialogues are extracted by both sides, each from an empty server prefix cache:
 (a) reference-style (`refdriver.py`): one blocking HTTP request at a time per thread, at the reference's own
     documented concurrency per method (`REFERENCE_CONCURRENCY`: --batch 16 / 16 / 1 for the sextuple direct / rag /
-    window scripts, 20 / 4 for the chain direct / window scripts); embeddings for rag/window computed in-process first
-    (timed, included);
-(b) ours: `run_extract` with `--llm openai:smoke@URL?concurrency=128` (Ray Data, every dialogue's state machine in
-    flight at once, up to 128 requests open), with a fresh response cache every time.
+    window scripts, 20 / 4 for the chain direct / window scripts); the dialogues as the task's work items, embeddings
+    for rag/window computed in-process first in one batch (`refdriver.reference_items`; timed, included);
+(b) ours: `run_extract` with `--llm openai:smoke@URL?concurrency=128` (the shared solving plan, `solve/plan.py`:
+    every dialogue's state machine in flight at once, up to 128 requests open, rag/window embeddings streaming in
+    beside the calls), with a fresh response cache every time.
 Each method runs REPEATS times; the side that goes first alternates from one repeat to the next, so that neither side
 always meets the load the other left behind. The 1-minute load average is recorded before and after every side.
 The emotion window method starts from the sextuple window predictions of (b)'s first repeat on both sides.
@@ -68,11 +69,11 @@ def run(quick: bool = False, methods: dict[str, int] | None = None) -> dict[str,
     import ray
 
     from benchmarks.engine_bench import _dialogues
-    from benchmarks.refdriver import REFERENCE_CONCURRENCY, BlockingLLM, run_reference_style
+    from benchmarks.refdriver import REFERENCE_CONCURRENCY, BlockingLLM, reference_items, run_reference_style
     from benchmarks.vllm_server import SERVED_NAME, reset_prefix_cache, serve_smoke
     from emocaustics.models.embedders import make_embedder
-    from emocaustics.tasks.emocaustics.extract.runner import ExtractConfig, embed_items
-    from emocaustics.tasks.emocaustics.extract.runray import build_items, run_extract
+    from emocaustics.tasks.emocaustics.extract.dialogue import ExtractConfig
+    from emocaustics.tasks.emocaustics.extract.run import run_extract
 
     methods = {m: n for m, n in (methods or (N_QUICK if quick else N_FULL)).items() if n > 0}
     repeats = 1 if quick else REPEATS
@@ -109,15 +110,9 @@ def run(quick: bool = False, methods: dict[str, int] | None = None) -> dict[str,
                         "generated_tokens": summary["generated_tokens"], "unparseable": summary["unparseable"]}
 
             def reference(method: str, chosen: list[Any], rep: int) -> dict[str, Any]:
-                task, how = method.split("/")
                 from_dir = work / "ours-sextuple-window-0" if method == "emotion/window" else None
                 reset_prefix_cache(srv["base_url"])
-                items = build_items(chosen, ExtractConfig(task=task, method=how), from_dir)
-                t0 = time.perf_counter()
-                todo = [it for it in items if it["needs_emb"] and not it.get("skip_reason")]
-                if todo:
-                    embed_items(embedder, todo)
-                emb_s = time.perf_counter() - t0
+                items, emb_s = reference_items(chosen, method, from_dir, embedder)
                 res = run_reference_style(blocking, items, method)
                 return {"seconds": round(emb_s + res["seconds"], 2), "embedding_s": round(emb_s, 2),
                         "threads": res["threads"], **_totals(res["rows"])}
@@ -183,9 +178,8 @@ NOTES = [
     "blocking backend); the server's prefix cache is emptied before each side",
     "reference concurrency per method from the reference's README run commands, else its argparse default (see "
     "reference_concurrency_source per method)",
-    "speedup = reference-style wall seconds / ours, per repeat; median and range over the repeats; ours includes Ray "
-    "Data start-up and the embedding stage, reference-style its in-process embedding (rag/window); the embedder's "
-    "load is outside both",
+    "speedup = reference-style wall seconds / ours, per repeat; median and range over the repeats; ours includes its "
+    "embedding feed, reference-style its in-process embedding (rag/window); the embedder's load is outside both",
     "2 shared CPU cores with other work running: the 1-minute load average is recorded before and after every side; "
     "the side that runs first alternates between repeats",
 ]

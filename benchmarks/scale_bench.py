@@ -1,11 +1,11 @@
 """Scale by simulation: the real pipeline on a simulated multi-node GPU cluster (see benchmarks/sim_engine.py).
 
 400 dialogues x a 6-config grid (the paper's five LLM methods at their defaults + the K=10 window ablation) go through
-the real extraction runner (`run_items` -> `ModelPool.run` -> `extract_one` inside each replica actor) at 1, 4, 16 and
-64 replicas of a SIMULATED Qwen2.5-72B engine on 4x H100 each, on a Ray cluster of several Ray nodes started on this
-machine (`ray.cluster_utils.Cluster`; each node carries a custom `sim_gpu` resource and stands for several GPU hosts;
-replicas request 4 of it, 8 replicas share one actor process, and the processes are spread over the nodes; see
-sim_cluster.py). Then a 10x synthetic scale-up (every dialogue ten times under new ids and holder names) at 64
+the shared solving plan (`solve.plan.asolve_samples` -> `ModelPool.run` -> `solve_item` -> the dialogue state machine
+inside each replica actor; stand-in vectors in the solver views: benchmarks/planrun.py) at 1, 4, 16 and 64 replicas
+of a SIMULATED Qwen2.5-72B engine on 4x H100 each, on a Ray cluster of several Ray nodes started on this machine
+(`ray.cluster_utils.Cluster`; each node carries a custom `sim_gpu` resource and stands for several GPU hosts; replicas
+request 4 of it, 8 replicas share one actor process, and the processes are spread over the nodes; see sim_cluster.py). Then a 10x synthetic scale-up (every dialogue ten times under new ids and holder names) at 64
 replicas, the longest dialogue alone per config (the critical path no replica count shortens), and the real scorer on
 a sample of the predictions (with the simulated engine as the judge). Replicas run vLLM's priority scheduling, as the
 pipeline's engines do by default (`SCALE_BENCH_POLICY=fcfs` for the comparison).
@@ -34,11 +34,12 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.scale_figures import (FLOOR_EFFICIENCY, FLOOR_OVERHEAD_MS, GPUS_PER_REPLICA,  # noqa: F401 (here too)
+                                      PROJECTION_NOTE, RESULTS, derive, floors_of, projections, rederive, to_markdown,
+                                      write)
 from benchmarks.sim_engine import ANCHORS
 
-RESULTS = Path(__file__).resolve().parent / "results"
 PRESET = "qwen2.5-72b@4xh100"
-GPUS_PER_REPLICA = 4
 GRID: list[tuple[str, dict[str, Any]]] = [
     ("sextuple-direct", {"task": "sextuple", "method": "direct"}),
     ("sextuple-rag", {"task": "sextuple", "method": "rag"}),
@@ -53,9 +54,6 @@ POLICY = os.environ.get("SCALE_BENCH_POLICY", "priority")
 # Simulated replicas per Ray actor process (SimHost): 64 processes of ~240 MiB did not fit this machine beside the
 # driver; the pool still places, balances and retries per replica (see sim_cluster.py)
 PER_PROCESS = 8
-FLOOR_OVERHEAD_MS = 2.0
-FLOOR_EFFICIENCY = 0.85
-ID_STRIDE = 1_000_000  # scale-up copies: id + k * ID_STRIDE
 
 
 def pseudo_embeddings(sentences: list[str], dim: int = 32) -> np.ndarray:
@@ -71,28 +69,22 @@ def pseudo_embeddings(sentences: list[str], dim: int = 32) -> np.ndarray:
     return out / np.where(norms == 0, 1, norms)
 
 
-def build_items(dialogues: list[Any], grid: list[tuple[str, dict]], copies: int) -> dict[str, list[dict]]:
-    from emocaustics.tasks.emocaustics.extract.runner import ExtractConfig, make_item
+def build_runs(dialogues: list[Any], grid: list[tuple[str, dict]], copies: int) -> dict[str, tuple[Any, Any, list]]:
+    """Each config's task, options and samples for `asolve_samples`: the dialogues longest first, `copies` times
+    (`planrun.copies_of`: new ids, renamed holders), the stand-in vectors packed now (outside the timing)."""
+    from benchmarks import planrun
 
     order = sorted(dialogues, key=lambda d: -len(d.utterances))  # longest first: long dependent chains start early
-    embs = {d.id: pseudo_embeddings([u.sentence for u in d.utterances]) for d in order}
-    packed = {}  # one packed copy per dialogue in the driver, shared by its configs and copies (same sentences)
-    items: dict[str, list[dict]] = {}
+    samples = planrun.samples_of(planrun.copies_of(order, copies))
+    originals = samples[:len(order)]  # copies share their original's sentences, so its packed vectors
+    packed: dict = {}  # one packed copy per dialogue in the driver, shared by every config and copy
+    runs: dict[str, tuple[Any, Any, list]] = {}
     for label, cfg_args in grid:
-        cfg = ExtractConfig(**cfg_args)
-        need = cfg.needs_embeddings(False)
-        # a copy renames its holders (A -> A1), so its prompts share no prefix with the original's on any replica
-        items[label] = [
-            make_item(d.id + k * ID_STRIDE, [u.sentence for u in d.utterances],
-                      [f"{u.holder}{k}" if k else u.holder for u in d.utterances], cfg)
-            for k in range(copies) for d in order]
-        if need:
-            for it in items[label]:
-                d_id = it["id"] % ID_STRIDE
-                if d_id not in packed:
-                    packed[d_id] = make_item(d_id, [], [], cfg, emb=embs[d_id])["emb"]
-                it["emb"] = packed[d_id]
-    return items
+        task = planrun.StandInEmbeddings(cfg_args["task"], pseudo_embeddings, packed=packed)
+        options = planrun.options_of(**cfg_args)
+        task.prepare(originals, options)
+        runs[label] = (task, options, samples)
+    return runs
 
 
 def _cpu_seconds() -> dict[int, float]:
@@ -110,21 +102,25 @@ def _cpu_seconds() -> dict[int, float]:
     return out
 
 
-async def one_run(pool: Any, items: dict[str, list[dict]], grid: dict[str, str], out: Path) -> dict[str, Any]:
-    """Every config's items through `run_items` at once; returns simulated and real figures of the run."""
+async def one_run(pool: Any, runs: dict[str, tuple[Any, Any, list]], out: Path) -> dict[str, Any]:
+    """Every config's samples through the shared plan (`solve.plan.asolve_samples`) at once, each config with all its
+    samples in flight; returns simulated and real figures of the run."""
     import psutil
 
-    from emocaustics.tasks.emocaustics.extract.runner import run_items
+    from emocaustics.solve.plan import asolve_samples
 
     actors = pool.actors
     await asyncio.gather(*(a.reset.remote() for a in actors))
-    n = sum(len(v) for v in items.values())
+    n = sum(len(samples) for _, _, samples in runs.values())
     cpu0 = _cpu_seconds()
     me = psutil.Process()
     rss = [me.memory_info().rss]
+    for label in runs:
+        (out / label).mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    tasks = [asyncio.ensure_future(run_items(pool, its, out / label, grid[label], concurrency=len(its) + 1))
-             for label, its in items.items()]
+    tasks = [asyncio.ensure_future(asolve_samples(task, samples, options, pool, out / label,
+                                                  concurrency=len(samples) + 1))
+             for label, (task, options, samples) in runs.items()]
     while True:  # replicas hold their clocks until every item has reached them
         arrived = await asyncio.gather(*(a.sim_stats.remote() for a in actors))
         if sum(s["arrived"] for s in arrived) >= n:
@@ -216,7 +212,7 @@ async def critical_path(pool: Any, dialogues: list[Any], grid: list[tuple[str, d
     longest = max(dialogues, key=lambda d: len(d.utterances))
     out = {}
     for label, args in grid:
-        r = await one_run(pool, build_items([longest], [(label, args)], 1), {label: args["task"]}, work / f"crit-{label}")
+        r = await one_run(pool, build_runs([longest], [(label, args)], 1), work / f"crit-{label}")
         out[label] = r["sim_makespan_s"]
     return out
 
@@ -241,7 +237,6 @@ async def _bench(dialogues: list[Any], replicas: list[int], base_every: int, cop
     full = pool_of(top)
     await full.start()
     start_s = time.perf_counter() - t0
-    tasks = {label: args["task"] for label, args in grid}
     runs: dict[int, dict] = {}
     parts: dict[int, list[Any]] = {}
     scaled = None
@@ -249,11 +244,11 @@ async def _bench(dialogues: list[Any], replicas: list[int], base_every: int, cop
         for r in sorted(replicas):
             # one replica is saturated by a stratified part of the data already; it is the per-replica baseline
             part = parts[r] = stratified(dialogues, base_every) if r == 1 and base_every > 1 else dialogues
-            runs[r] = await one_run(pool_of(r), build_items(part, grid, 1), tasks, work / f"r{r}")
+            runs[r] = await one_run(pool_of(r), build_runs(part, grid, 1), work / f"r{r}")
             runs[r]["dialogues"] = len(part)
             print(f"scale_bench: {r} replicas: {json.dumps(runs[r])}", flush=True)
         if copies:
-            scaled = await one_run(pool_of(scale_r), build_items(dialogues, grid, copies), tasks, work / "scaled")
+            scaled = await one_run(pool_of(scale_r), build_runs(dialogues, grid, copies), work / "scaled")
             scaled["dialogues"] = len(dialogues) * copies
             print(f"scale_bench: {copies}x at {scale_r} replicas: {json.dumps(scaled)}", flush=True)
         crit = await critical_path(pool_of(1), dialogues, grid, work)
@@ -265,123 +260,6 @@ async def _bench(dialogues: list[Any], replicas: list[int], base_every: int, cop
         full.shutdown()
     return {"actor_start_s": round(start_s, 1), "runs": runs, "scaled": scaled, "scoring": scoring,
             "critical_path_s": crit}
-
-
-PROJECT_GPUS = (4, 8, 16, 64, 256)
-
-
-def projections(full_runs: dict[int, dict], grid_tokens: float, base: float, efficiency: float | None,
-                crit: float) -> dict[str, dict[str, Any]]:
-    """The 400-dialogue grid's simulated wall time on N GPUs, never below a measured bound.
-
-    `rate_projection_s` = the grid's tokens / (replicas x single-replica rate x efficiency at scale). It is only an
-    estimate; two measured floors bound it: the critical path (the longest dialogue's dependent chain alone, which no
-    replica count shortens) and the simulated run of this very grid at the nearest measured replica count at or above
-    N/4 (fewer replicas never finish sooner). Where N/4 replicas were run, the run itself is the figure."""
-    out: dict[str, dict[str, Any]] = {}
-    for gpus in PROJECT_GPUS:
-        r = gpus // GPUS_PER_REPLICA
-        row: dict[str, Any] = {"replicas": r, "critical_path_s": round(crit, 1)}
-        if r in full_runs:
-            row.update(kind="simulated run", seconds=full_runs[r]["sim_makespan_s"], bound_s=round(crit, 1),
-                       bound="critical path")
-        else:
-            eff = 1.0 if r == 1 else efficiency
-            if eff is None:
-                continue
-            rate = grid_tokens / (r * base * eff)
-            bounds = {"critical path": crit}
-            above = sorted(k for k in full_runs if k > r)
-            if above:
-                bounds[f"simulated run at {above[0]} replicas"] = full_runs[above[0]]["sim_makespan_s"]
-            name, bound = max(bounds.items(), key=lambda kv: kv[1])
-            row.update(kind="projection", rate_projection_s=round(rate, 1), efficiency_used=round(eff, 3),
-                       seconds=round(max(rate, bound), 1), bound_s=round(bound, 1), bound=name,
-                       raised_to_bound=rate < bound)
-        row["hours"] = round(row["seconds"] / 3600, 3)
-        row["bound_hours"] = round(row["bound_s"] / 3600, 3)
-        out[f"{gpus}_gpus"] = row
-    return out
-
-
-def derive(res: dict[str, Any], copies: int, scale_r: int, n_dialogues: int) -> dict[str, Any]:
-    """The figures of one run from its measurements (`res` = the run's details); also used by `--rederive`."""
-    runs = {int(k): v for k, v in res["runs"].items()}
-    scaled = res["scaled"]
-    base = runs[1]["sim_tokens_per_s"]
-    crit = max(res["critical_path_s"].values())
-    all_runs = list(runs.values()) + ([scaled] if scaled else [])
-    for fig in all_runs:
-        fig["scaling_efficiency"] = fig["sim_tokens_per_s"] / (fig["replicas"] * base)
-        # perfect scaling would take `ideal` seconds; no run is shorter than the longest dialogue's chain
-        ideal = fig["generated_tokens"] / (fig["replicas"] * base)
-        fig["efficiency_bound_critical_path"] = ideal / max(ideal, crit)
-    figures: dict[str, Any] = {"simulated": True, "single_replica_tokens_per_s": round(base, 1),
-                               "critical_path_s": round(crit, 1)}
-    for r, fig in sorted(runs.items()):
-        figures[f"efficiency_{r}_replicas"] = round(fig["scaling_efficiency"], 3)
-        figures[f"efficiency_bound_{r}_replicas"] = round(fig["efficiency_bound_critical_path"], 3)
-    if scaled:
-        figures[f"efficiency_{copies}x_at_{scale_r}_replicas"] = round(scaled["scaling_efficiency"], 3)
-        figures[f"efficiency_bound_{copies}x_at_{scale_r}_replicas"] = round(scaled["efficiency_bound_critical_path"], 3)
-    full = {r: f for r, f in runs.items() if f["dialogues"] == n_dialogues}  # runs of the whole 1x grid
-    for r, fig in sorted(full.items()):
-        figures[f"grid_run_hours_on_{r * GPUS_PER_REPLICA}_gpus"] = round(fig["sim_makespan_s"] / 3600, 3)
-    big = max(runs)
-    first = next(iter(full.values()), None)
-    grid_tokens = first["generated_tokens"] if first else (scaled["generated_tokens"] / copies if scaled else
-                                                           runs[big]["generated_tokens"])
-    grid_calls = first["llm_calls"] if first else (scaled["llm_calls"] // copies if scaled else runs[big]["llm_calls"])
-    figures["grid_hours"] = projections(full, grid_tokens, base, scaled["scaling_efficiency"] if scaled else None, crit)
-    figures["overhead_ms_per_call_worst"] = round(max(f["overhead_ms_per_call"] for f in all_runs), 3)
-    figures["overhead_ms_per_call_best"] = round(min(f["overhead_ms_per_call"] for f in all_runs), 3)
-    figures["driver_rss_peak_mib"] = max(f["driver_rss_peak_mib"] for f in all_runs)
-    figures["driver_rss_peak_gib"] = round(figures["driver_rss_peak_mib"] / 1024, 1)
-    figures["llm_calls_grid_400"] = grid_calls
-    figures["failed_dialogue_runs"] = sum(f["failed"] for f in all_runs)
-    figures["mean_batch_64_replicas"] = round(runs[big]["mean_batch"], 1)
-    return figures
-
-
-PROJECTION_NOTE = (
-    "grid_hours: the 400-dialogue grid's simulated wall time per GPU count. Where that many replicas ran, the simulated "
-    "run itself; elsewhere a projection = the grid's tokens / (replicas x single-replica rate x the 10x run's "
-    "efficiency), raised to its bound when below it: the larger of the critical path and the simulated run at the "
-    "nearest measured replica count above (fewer replicas never finish sooner). bound_s and bound name it.")
-
-
-def floors_of(res: dict[str, Any], figures: dict[str, Any], copies: int) -> dict[str, Any]:
-    runs = {int(k): v for k, v in res["runs"].items()}
-    eff_run = res["scaled"] or runs[max(runs)]
-    eff_label = f"scaling_efficiency_{eff_run['replicas']}_replicas" + (f"_{copies}x" if res["scaled"] else "")
-    worst = figures["overhead_ms_per_call_worst"]
-    return {
-        "overhead_ms_per_call": {"value": worst, "floor": f"< {FLOOR_OVERHEAD_MS}", "ok": worst < FLOOR_OVERHEAD_MS},
-        eff_label: {"value": eff_run["scaling_efficiency"], "floor": f">= {FLOOR_EFFICIENCY}",
-                    "ok": eff_run["scaling_efficiency"] >= FLOOR_EFFICIENCY},
-    }
-
-
-def rederive(path: Path = RESULTS / "scale_bench.json") -> dict[str, Any]:
-    """Recompute the figures of a stored run from its own measurements (`details`), with the current rules (e.g. the
-    projection bounds); nothing is re-measured. The run's date and the re-derivation's are both recorded."""
-    result = json.loads(path.read_text(encoding="utf-8"))
-    inputs = result["inputs"]
-    wall = result["figures"].get("bench_wall_s")
-    figures = derive(result["details"], inputs["scale_copies"], inputs["scale_replicas"], inputs["dialogues"])
-    figures["bench_wall_s"] = wall
-    result["figures"] = figures
-    result["floors"] = floors_of(result["details"], figures, inputs["scale_copies"])
-    inputs["anchors"] = ANCHORS
-    notes = [n for n in result["notes"] if not n.startswith(("grid_run_hours_on_4_gpus_projected", "grid_hours:",
-                                                              "Figures re-derived"))]
-    notes = [n.replace("; grid_run_hours_on_4_gpus_projected = the 400-dialogue grid's generated tokens at that rate.",
-                       ".") for n in notes]
-    if "run" in result:
-        result["run"]["rederived"] = f"{time.strftime('%Y-%m-%d')}: python -m benchmarks.scale_bench --rederive"
-    result["notes"] = notes + [PROJECTION_NOTE, f"Figures re-derived on {time.strftime('%Y-%m-%d')} from this run's "
-                                                "stored measurements (details); nothing re-measured."]
-    return result
 
 
 def run(quick: bool = False, copies: int | None = None, replicas: list[int] | None = None) -> dict:
@@ -428,13 +306,13 @@ def run(quick: bool = False, copies: int | None = None, replicas: list[int] | No
         f"SIMULATED engine: {hw.name}, roofline step times from published figures (sources in benchmarks/sim_engine.py);"
         " simulated seconds on a virtual clock; answers are random schema-valid JSON, so scores mean nothing.",
         "Real: Ray cluster (several Ray nodes on this machine, custom resource sim_gpu), ModelPool placement/affinity, "
-        "the extraction runner and state machines inside the replica actors, answer parsing, prediction files, and the "
+        "the shared solving plan (solve/plan.py) and the dialogue state machines inside the replica actors, answer parsing, prediction files, and the "
         "scorer on a sample (minilm embedder, the simulated engine as LLM judge).",
         f"Single-replica baseline on every {base_every}th dialogue by length (same mix; one replica is saturated by it).",
         PROJECTION_NOTE,
         "Placement (models/placement.py): the pool gathers the runs that arrive together and places them longest "
-        "chain first (runner.item_chain: the answers that wait for each other) on the least-loaded replica, where a "
-        "replica's load is its work (runner.item_weight: answers plus the prompt text a prefix cache cannot serve) "
+        "chain first (extract.dialogue.item_chain: the answers that wait for each other) on the least-loaded replica, where a "
+        "replica's load is its work (extract.dialogue.item_weight: answers plus the prompt text a prefix cache cannot serve) "
         "plus its longest chain's duration beyond that chain's work, so long chains keep lightly loaded replicas. "
         "Affinity per (dialogue, config), except that an emotion window run shares its own sextuple window run's "
         "replica with the sextuple window run of the same dialogue (same prompts). All items are in flight at once "
@@ -452,7 +330,9 @@ def run(quick: bool = False, copies: int | None = None, replicas: list[int] | No
         "per replica and places, balances and retries per replica; replicas share a process's CPU, not their clocks.",
         "Overhead per call = real CPU seconds of all cluster processes minus the simulator's own CPU, per LLM call; on a "
         "real cluster that CPU is spread over the GPU hosts' cores.",
-        "rag/window use character-bigram hashing vectors as embeddings (the embedding stage is score_bench's subject).",
+        "rag/window use character-bigram hashing vectors as embeddings (the embedding stage is score_bench's subject), "
+        "packed into each solver view (benchmarks/planrun.py) instead of the run's embedding feed; that task variant "
+        "travels to the replicas by value (~6 KB per dialogue-run, where the task itself is ~0.6 KB by reference).",
     ]
     scaled, runs = res["scaled"], res["runs"]
     if not scaled:
@@ -472,32 +352,6 @@ def run(quick: bool = False, copies: int | None = None, replicas: list[int] | No
               "details": res}
     write(result)
     return result
-
-
-def write(result: dict) -> None:
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "scale_bench.json").write_text(json.dumps(result, ensure_ascii=False, indent=1, default=str), encoding="utf-8")
-    (RESULTS / "scale_bench.md").write_text(to_markdown(result), encoding="utf-8")
-
-
-def to_markdown(result: dict) -> str:
-    runs = result["details"]["runs"]
-    lines = ["| replicas | dialogues | GPUs | sim makespan (s) | sim tok/s | efficiency | bound (critical path) | "
-             "mean batch | busy max/mean | overhead ms/call | real wall (s) | driver RSS MiB |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for r, f in sorted(runs.items(), key=lambda kv: int(kv[0])):
-        lines.append(_row(str(r), f))
-    if result["details"]["scaled"]:
-        lines.append(_row(f"{result['inputs']['scale_replicas']} ({result['inputs']['scale_copies']}x data)",
-                          result["details"]["scaled"]))
-    lines += ["", *[f"- {n}" for n in result["notes"]]]
-    return "\n".join(lines) + "\n"
-
-
-def _row(label: str, f: dict) -> str:
-    return (f"| {label} | {f.get('dialogues', '')} | {f['replicas'] * GPUS_PER_REPLICA} | {f['sim_makespan_s']:.0f} | {f['sim_tokens_per_s']:.0f} | "
-            f"{f.get('scaling_efficiency', 0):.3f} | {f.get('efficiency_bound_critical_path', 0):.3f} | {f['mean_batch']:.0f} | {f['replica_busy_max_over_mean']:.2f} | "
-            f"{f['overhead_ms_per_call']:.3f} | {f['real_wall_s']:.1f} | {f['driver_rss_peak_mib']:.0f} |")
 
 
 if __name__ == "__main__":

@@ -44,7 +44,7 @@ def load1() -> float:
 
 def critical_rounds(task: str, method: str, n: int, *, k: int | None = None, s: int | None = None) -> int:
     """Dependent calls in sequence for one dialogue of n utterances (each waits for the answer of the one before)."""
-    from emocaustics.tasks.emocaustics.extract.runner import DEFAULT_WINDOWS
+    from emocaustics.tasks.emocaustics.extract.dialogue import DEFAULT_WINDOWS
     from emocaustics.tasks.emocaustics.extract.windows import windows
 
     if method in ("direct", "rag"):

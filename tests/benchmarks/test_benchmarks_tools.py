@@ -74,29 +74,37 @@ def test_reference_driver_uses_the_reference_concurrency_per_method():
         reference_threads("window")
 
 
-def test_reference_driver_blocks_one_request_at_a_time_per_worker():
-    """Sextuple window: one dialogue, one request at a time; direct: one open request per dialogue, never more."""
-    from benchmarks.refdriver import BlockingLLM, run_reference_style
+def test_reference_driver_blocks_one_request_at_a_time_per_worker(tmp_path):
+    """Sextuple window: one dialogue, one request at a time; direct: one open request per dialogue, never more. The
+    items are the task's solver views (`reference_items`), window's with every utterance's vector packed in; a chain
+    window item whose prior sextuple run is missing fails at step `input` without a call."""
+    from benchmarks.refdriver import BlockingLLM, reference_items, run_reference_style
+    from emocaustics.solve.forecast import StandInEmbedder
+    from emocaustics.solve.side import unpack
     from emocaustics.tasks.emocaustics.data.load import load_sample
-    from emocaustics.tasks.emocaustics.extract.runner import ExtractConfig, make_item
     from fakes.openai_chat import FakeOpenAIServer, Faults
 
     dialogues = sorted(load_sample().dialogues.values(), key=lambda d: d.id)[:3]
-
-    def items(cfg):
-        return [make_item(d.id, [u.sentence for u in d.utterances], [u.holder for u in d.utterances], cfg)
-                for d in dialogues]
+    window, _ = reference_items(dialogues, "sextuple/window", None, StandInEmbedder())
+    assert [unpack(it["emb"]).shape for it in window] == [(len(d.utterances), StandInEmbedder.dim) for d in dialogues]
+    direct, _ = reference_items(dialogues, "sextuple/direct", None, StandInEmbedder())
+    assert [it["emb"] for it in direct] == [None] * 3
+    skipped, _ = reference_items(dialogues, "emotion/window", tmp_path, StandInEmbedder())
+    assert [it.get("skip_reason", "").startswith("no sextuple prediction") for it in skipped] == [True] * 3
 
     with FakeOpenAIServer(Faults(latency=0.02)) as server:
         llm = BlockingLLM("fake-model", server.base_url)
-        res = run_reference_style(llm, items(ExtractConfig(task="sextuple", method="window")), "sextuple/window")
+        res = run_reference_style(llm, window, "sextuple/window")
         assert res["threads"] == 1 and server.max_inflight == 1
         assert all(r["ok"] for r in res["rows"]), [r["reason"] for r in res["rows"]]
         calls = llm.calls
         assert calls == sum(r["stats"]["llm_calls"] for r in res["rows"]) > len(dialogues)
-        res = run_reference_style(llm, items(ExtractConfig(task="sextuple", method="direct")), "sextuple/direct")
+        res = run_reference_style(llm, direct, "sextuple/direct")
         assert res["threads"] == 16 and 1 < server.max_inflight <= len(dialogues)  # one open request per dialogue
         assert all(r["ok"] for r in res["rows"])
+        calls = llm.calls
+        res = run_reference_style(llm, skipped, "emotion/window")
+        assert [(r["ok"], r["step"]) for r in res["rows"]] == [(False, "input")] * 3 and llm.calls == calls
         llm.close()
 
 

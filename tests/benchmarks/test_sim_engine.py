@@ -109,22 +109,27 @@ def test_answers_pass_the_pipeline_parsers(schema, model):
 
 
 def test_model_pool_hosts_the_sim_actor(ray_local, tmp_path):
+    """scale_bench's path: a sextuple `window` run on the shared plan, its dialogues' state machines inside simulated
+    replicas, their stand-in vectors in the solver views (benchmarks/planrun.py; the task variant travels by value)."""
+    from benchmarks.planrun import StandInEmbeddings, options_of, samples_of
+    from emocaustics.solve.plan import asolve_samples
     from emocaustics.tasks.emocaustics.data.load import load_sample
-    from emocaustics.tasks.emocaustics.extract.runner import ExtractConfig, make_item, run_items
+    from emocaustics.tasks.emocaustics.extract.output import read_prior
 
-    dialogues = list(load_sample().dialogues.values())[:2]
-    cfg = ExtractConfig(task="sextuple", method="window", window=4, step=2)
-    items = [make_item(d.id, [u.sentence for u in d.utterances], [u.holder for u in d.utterances], cfg)
-             for d in dialogues]
+    dialogues = sorted(load_sample().dialogues.values(), key=lambda d: d.id)[:2]
+    task = StandInEmbeddings("sextuple")
+    options = options_of(task="sextuple", method="window", window=4, step=2)
     pool = make_sim_pool("qwen2.5-7b@h100", 2, name="sim-test")
     try:
-        rows = asyncio.run(run_items(pool, items, tmp_path, "sextuple"))
-        assert [r["ok"] for r in rows] == [True, True], rows
+        rows = asyncio.run(asolve_samples(task, samples_of(dialogues), options, pool, tmp_path, concurrency=3))
+        assert [(r["id"], r["ok"]) for r in rows] == [(str(d.id), True) for d in dialogues], rows
         sims = ray_local.get([a.sim_stats.remote() for a in pool.actors])
         assert sum(s["requests"] for s in sims) == sum(r["stats"]["llm_calls"] for r in rows) > 0
         assert all(s["makespan_s"] > 0 for s in sims if s["requests"])
     finally:
         pool.shutdown()
+    written = read_prior(tmp_path, [d.id for d in dialogues])  # one record per utterance, in the reference format
+    assert [len(written[str(d.id)]) for d in dialogues] == [len(d.utterances) for d in dialogues]
 
 
 def test_priority_policy_serves_urgent_requests_first():
@@ -163,20 +168,21 @@ def test_engines_sharing_a_process_keep_their_own_clocks():
 
 
 def test_pool_of_hosts_places_per_replica(ray_local, tmp_path):
-    """Four simulated replicas in two host processes: the real pool balances dialogues over all four."""
+    """Four simulated replicas in two host processes: the real pool balances the plan's dialogues over all four."""
+    from benchmarks.planrun import options_of, samples_of
+    from emocaustics.core.task import get_task
+    from emocaustics.solve.plan import asolve_samples
     from emocaustics.tasks.emocaustics.data.load import load_sample
-    from emocaustics.tasks.emocaustics.extract.runner import ExtractConfig, make_item, run_items
 
-    cfg = ExtractConfig(task="sextuple", method="direct")
-    items = [make_item(d.id, [u.sentence for u in d.utterances], [u.holder for u in d.utterances], cfg)
-             for d in load_sample().dialogues.values()]
+    samples = samples_of(load_sample().dialogues.values())
     pool = make_sim_pool("qwen2.5-7b@h100", 4, name="sim-hosts", per_process=2)
     try:
-        rows = asyncio.run(run_items(pool, items, tmp_path, "sextuple"))
+        rows = asyncio.run(asolve_samples(get_task("sextuple"), samples, options_of(task="sextuple", method="direct"),
+                                          pool, tmp_path, concurrency=len(samples) + 1))
         assert all(r["ok"] for r in rows), rows
         sims = ray_local.get([a.sim_stats.remote() for a in pool.actors])
         assert len(pool.hosts) == 2 and len({s["pid"] for s in sims}) == 2
         assert all(s["arrived"] >= 1 for s in sims)  # every replica got work
-        assert sum(s["arrived"] for s in sims) == len(items)
+        assert sum(s["arrived"] for s in sims) == len(samples)
     finally:
         pool.shutdown()
