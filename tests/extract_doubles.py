@@ -66,3 +66,50 @@ def unit_vectors(groups: list[int], dim: int = 8) -> np.ndarray:
     for i, g in enumerate(groups):
         m[i, g % dim] = 1.0
     return m
+
+
+# -- dialogues through the shared plan (solve/plan.py), as a job or `extract` runs them ------------------------------
+class Utterance:
+    def __init__(self, sentence: str, holder: str) -> None:
+        self.sentence, self.holder = sentence, holder
+
+
+class Dialogue:
+    """The two fields of a published dialogue that extraction reads (`EmoCausticsTask.solver_view`)."""
+
+    def __init__(self, id: int, sentences: list[str], holders: list[str]) -> None:
+        self.id = id
+        self.utterances = [Utterance(s, h) for s, h in zip(sentences, holders)]
+
+
+class IndexEmbedder:
+    """Stands in for the job's embedder: utterance `…第i句` gets unit vector i (`unit_vectors`), others vector 0."""
+
+    name = "index-double"
+
+    async def embed(self, texts: list[str]) -> np.ndarray:
+        import re
+
+        return unit_vectors([int(m.group(1)) if (m := re.search(r"第(\d+)句", t)) else 0 for t in texts])
+
+
+def solve_dialogues(llm: Any, dialogues: list[Dialogue], cfg: Any, out: Any, *, concurrency: int = 256,
+                    prior: Any = None, on_row: Callable[[dict[str, Any]], None] | None = None,
+                    monkeypatch: Any = None, embedder_spec: str = "index-double") -> list[dict[str, Any]]:
+    """`dialogues` through `solve.plan.asolve_samples` with the EmoCaustics task of `cfg` (an `ExtractConfig`); with
+    `monkeypatch`, the feed embeds on `IndexEmbedder` instead of loading a model (else on `embedder_spec`). Rows in the
+    dialogues' order."""
+    from emocaustics.core import aio
+    from emocaustics.core.task import Sample, get_task
+    from emocaustics.solve.plan import asolve_samples
+    from emocaustics.tasks.emocaustics.task import EmoOptions
+
+    if monkeypatch is not None:
+        import emocaustics.models.embedders as embedders
+
+        monkeypatch.setattr(embedders, "make_embedder", lambda spec, **kw: IndexEmbedder())
+    samples = [Sample(str(d.id), d) for d in dialogues]
+    options = EmoOptions(**cfg.model_dump(exclude={"task"}))
+    out.mkdir(parents=True, exist_ok=True)
+    return aio.run(asolve_samples(get_task(cfg.task), samples, options, llm, out, concurrency=concurrency,
+                                  prior=prior, embedder_spec=embedder_spec, on_row=on_row))

@@ -1,9 +1,8 @@
 """The dry run's forecast against what the run sends: for every task and every context / extraction mode, the
 `run --dry-run` row of a one-config job is held against the prompts the real solver path sends on the same samples.
 
-"Actual" here is the run's own path without an engine: `Task.prepare` + the default plan (`asolve_samples`, which
-writes each sample's prompt tokens to stats.jsonl) or the EmoCaustics state machine (`run_items`), with `Double` for
-the model: schema-valid answers of random size and content (not the forecast's stand-in answers), each request's
+"Actual" here is the run's own path without an engine: `Task.prepare` + the plan every task solves on
+(`asolve_samples`, which writes each sample's prompt tokens to stats.jsonl), with `Double` for the model: schema-valid answers of random size and content (not the forecast's stand-in answers), each request's
 prompt tokens counted by the smoke tokenizer with its chat template -- the same counter the dry run names for a
 `smoke` model. Embeddings come from a seeded random embedder (not the dry run's stand-in), so retrieval picks other
 passages than the forecast did.
@@ -157,22 +156,19 @@ EMO_MODES = [("sextuple", "direct"), ("sextuple", "rag"), ("sextuple", "window")
 
 
 @pytest.mark.parametrize("task_name,method", EMO_MODES, ids=[f"{t}-{m}" for t, m in EMO_MODES])
-def test_emocaustics_forecast_holds_for_every_extraction_method(task_name, method, tmp_path):
+def test_emocaustics_forecast_holds_for_every_extraction_method(task_name, method, tmp_path, monkeypatch):
+    import emocaustics.models.embedders as embedders
     from emocaustics.core import aio
-    from emocaustics.tasks.emocaustics.extract.runner import ExtractConfig, make_item, run_items
+    from emocaustics.solve.plan import asolve_samples
 
     run = {"task": task_name, "method": method}
     forecast = dry_run_row(tmp_path, {"subset": "sample"}, run)
     task = get_task(task_name)
     opts = task.parse_options({"method": method})
     samples = task.load(task.Dataset.model_validate({"subset": "sample"}), opts).samples
-    cfg = ExtractConfig(task=task_name, method=method)
-    items = []
-    for s in samples:
-        sentences = [u.sentence for u in s.input.utterances]
-        emb = aio.run(RandomEmbedder().embed(sentences))
-        items.append(make_item(s.input.id, sentences, [u.holder for u in s.input.utterances], cfg, emb))
-    rows = aio.run(run_items(Double(), items, tmp_path / "out", task_name))
+    monkeypatch.setattr(embedders, "make_embedder", lambda spec, **kw: RandomEmbedder())  # the plan's feed embeds here
+    (tmp_path / "out").mkdir()
+    rows = aio.run(asolve_samples(task, samples, opts, Double(), tmp_path / "out", embedder_spec="random"))
     assert all(r["ok"] for r in rows), [r["reason"] for r in rows if not r["ok"]]
     close(forecast, (sum(r["stats"]["llm_calls"] for r in rows), sum(r["stats"]["prompt_tokens"] for r in rows)))
 

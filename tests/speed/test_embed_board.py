@@ -10,9 +10,9 @@ import asyncio
 import numpy as np
 import pytest
 
-from emocaustics.tasks.emocaustics.extract.embedboard import EmbeddingBoard, board_embeddings, start_board
-from emocaustics.tasks.emocaustics.extract.embedfeed import CHUNK, EmbedFeed
-from emocaustics.tasks.emocaustics.extract.runner import EmbeddingFailed, ExtractConfig, make_item
+from emocaustics.solve.embedboard import EmbeddingBoard, board_embeddings, start_board
+from emocaustics.solve.embedfeed import CHUNK, EmbedFeed
+from emocaustics.solve.side import EmbeddingFailed
 from fakes.openai_embeddings import FakeEmbeddingsServer
 
 
@@ -90,13 +90,8 @@ def test_feed_posts_to_a_board_that_a_ray_task_reads(ray_local) -> None:
             return str(exc)
         return "no error"
 
-    cfg = ExtractConfig(task="sextuple", method="window")
     n = CHUNK * 2 + 3
-    items = []
-    for d in (1, 2):
-        item = make_item(d, [f"对话{d}第{i}句" for i in range(n)], [str(i % 2) for i in range(n)], cfg)
-        item["needs_emb"] = True
-        items.append(item)
+    items = [{"id": str(d), "texts": [f"对话{d}第{i}句" for i in range(n)]} for d in (1, 2)]  # the plan's feed entries
 
     with FakeEmbeddingsServer() as server:
         async def go() -> tuple[list[tuple[int, int]], str]:

@@ -10,20 +10,20 @@ from pathlib import Path
 import numpy as np
 
 from emocaustics.models.embedders import make_embedder
-from emocaustics.tasks.emocaustics.extract.embedfeed import CHUNK, EmbedFeed
-from emocaustics.tasks.emocaustics.extract.runner import ExtractConfig, make_item, run_items
-from extract_doubles import SchemaLLM
+from emocaustics.solve.embedfeed import CHUNK, EmbedFeed
+from emocaustics.tasks.emocaustics.extract.dialogue import ExtractConfig, extract_one, make_item
+from extract_doubles import Dialogue, SchemaLLM, solve_dialogues
 from fakes.openai_embeddings import FakeEmbeddingsServer
 
 
+def _dialogues(n: int, dialogues: int = 3) -> list[Dialogue]:
+    return [Dialogue(d, [f"对话{d}第{i % 7}句，关于{'钱' if i % 3 else '孩子'}" for i in range(n)],
+                     [str(i % 2 + 1) for i in range(n)]) for d in range(1, dialogues + 1)]
+
+
 def _items(cfg: ExtractConfig, n: int, dialogues: int = 3) -> list[dict]:
-    items = []
-    for d in range(1, dialogues + 1):
-        sents = [f"对话{d}第{i % 7}句，关于{'钱' if i % 3 else '孩子'}" for i in range(n)]
-        item = make_item(d, sents, [str(i % 2 + 1) for i in range(n)], cfg)
-        item["needs_emb"] = True
-        items.append(item)
-    return items
+    """The feed's entries (`solve.plan` makes one per sample with side texts: its id and texts)."""
+    return [{"id": str(d.id), "texts": [u.sentence for u in d.utterances]} for d in _dialogues(n, dialogues)]
 
 
 def _prompts(llm: SchemaLLM) -> list[str]:
@@ -36,28 +36,24 @@ def test_rag_through_the_feed_asks_what_precomputed_embeddings_ask(tmp_path: Pat
     with FakeEmbeddingsServer() as server:
         spec = f"openai:fake-embed@{server.base_url}"
 
-        async def streamed() -> tuple[list[dict], SchemaLLM]:
-            items = _items(cfg, n)
-            feed = EmbedFeed(spec, items)
-            feed.start()
+        def streamed() -> tuple[list[dict], SchemaLLM]:  # the plan's own feed, as a job runs it
             llm = SchemaLLM()
-            try:
-                rows = await run_items(llm, items, tmp_path / "feed", "sextuple", embeddings=feed)
-            finally:
-                await feed.close()
-            return rows, llm
+            return solve_dialogues(llm, _dialogues(n), cfg, tmp_path / "feed", embedder_spec=spec), llm
 
         async def upfront() -> tuple[list[dict], SchemaLLM]:
-            from emocaustics.tasks.emocaustics.extract.runner import pack
+            from emocaustics.solve.side import pack
 
-            items = _items(cfg, n)
             embedder = make_embedder(spec)
-            for it in items:
-                it["emb"] = pack(np.asarray(await embedder.embed(it["sentences"])))
             llm = SchemaLLM()
-            return await run_items(llm, items, tmp_path / "upfront", "sextuple"), llm
+            rows = []
+            for d in _dialogues(n):
+                sents = [u.sentence for u in d.utterances]
+                item = make_item(d.id, sents, [u.holder for u in d.utterances], cfg)
+                item["emb"] = pack(np.asarray(await embedder.embed(sents)))
+                rows.append(await extract_one(llm, item))
+            return rows, llm
 
-        rows_a, llm_a = asyncio.run(streamed())
+        rows_a, llm_a = streamed()
         rows_b, llm_b = asyncio.run(upfront())
         chunked_requests = len(server.requests)
     assert all(r["ok"] for r in rows_a + rows_b), [r.get("reason") for r in rows_a]
@@ -108,12 +104,7 @@ def test_a_background_feed_embeds_only_the_dialogues_that_ask() -> None:
 
 
 def _sized_items(cfg: ExtractConfig, sizes: list[int]) -> list[dict]:
-    items = []
-    for d, n in enumerate(sizes, start=1):
-        item = make_item(d, [f"对话{d}第{i}句" for i in range(n)], [str(i % 2 + 1) for i in range(n)], cfg)
-        item["needs_emb"] = True
-        items.append(item)
-    return items
+    return [{"id": str(d), "texts": [f"对话{d}第{i}句" for i in range(n)]} for d, n in enumerate(sizes, start=1)]
 
 
 def test_the_feed_embeds_the_longest_dialogue_first() -> None:

@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
-from emocaustics.tasks.emocaustics.extract.runner import ExtractConfig
-from emocaustics.tasks.emocaustics.extract.runray import run_extract
+from emocaustics.tasks.emocaustics.extract.dialogue import ExtractConfig
+from emocaustics.tasks.emocaustics.extract.run import run_extract
 from emocaustics.tasks.emocaustics.score.predictions import read_chain_predictions, read_sextuple_predictions
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]

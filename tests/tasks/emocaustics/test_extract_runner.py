@@ -1,5 +1,6 @@
-"""The runner: every dialogue becomes a prediction file or a failure row with a reason; the response cache makes a
-second run call the model zero times; the manifest and --json summary carry the issue's fields."""
+"""EmoCaustics dialogues on the shared plan (`solve.plan`): every dialogue becomes a prediction file or a failure row
+with a reason; the response cache makes a second run call the model zero times; the manifest and --json summary carry
+the issue's fields; placement's weight and chain of a dialogue's work item."""
 
 import asyncio
 import json
@@ -7,11 +8,12 @@ import re
 
 import numpy as np
 
-from emocaustics.tasks.emocaustics.extract.runner import ExtractConfig, extract_one, make_item, pack, run_items, unpack
-from emocaustics.tasks.emocaustics.extract.runray import write_manifest
+from emocaustics.solve.side import pack, unpack
+from emocaustics.tasks.emocaustics.extract.dialogue import ExtractConfig, extract_one, make_item
+from emocaustics.tasks.emocaustics.extract.run import write_manifest
 from emocaustics.models.base import Completion
 from emocaustics.models.cache import CachedLLM, ResponseCache
-from extract_doubles import SchemaLLM, unit_vectors
+from extract_doubles import Dialogue, SchemaLLM, solve_dialogues, unit_vectors
 
 
 def items_for(cfg, n_dialogues=3, n=8, emb=True):
@@ -23,17 +25,22 @@ def items_for(cfg, n_dialogues=3, n=8, emb=True):
     return out
 
 
+def dialogues(n_dialogues=3, n=8):
+    return [Dialogue(d, [f"对话{d}第{i}句" for i in range(n)], [str(i % 2 + 1) for i in range(n)])
+            for d in range(1, n_dialogues + 1)]
+
+
 def test_pack_roundtrip():
     a = np.random.default_rng(0).random((5, 3), dtype=np.float32)
     assert np.array_equal(unpack(json.loads(json.dumps(pack(a)))), a)
 
 
-def test_all_methods_write_reference_shapes(tmp_path):
+def test_all_methods_write_reference_shapes(tmp_path, monkeypatch):
     for task, method in [("sextuple", "direct"), ("sextuple", "rag"), ("sextuple", "window"),
                          ("emotion", "direct"), ("emotion", "window")]:
         cfg = ExtractConfig(task=task, method=method, window=4, step=2)
         out = tmp_path / f"{task}-{method}"
-        rows = asyncio.run(run_items(SchemaLLM(), items_for(cfg), out, task))
+        rows = solve_dialogues(SchemaLLM(), dialogues(), cfg, out, monkeypatch=monkeypatch)
         assert [r["ok"] for r in rows] == [True] * 3, rows
         prefix = "output_chat" if task == "sextuple" else "output_emotions"
         for d in (1, 2, 3):
@@ -52,19 +59,25 @@ def test_failures_are_rows_with_reasons_and_files_are_not_written(tmp_path):
     def answer(req, n):
         if "对话2" in req.messages[-1]["content"]:
             return Completion(text="", error="engine error: boom")
-    items = items_for(cfg, emb=False)
-    items.append({**make_item(9, [], [], cfg)})
-    items.append({**make_item(10, ["x"], ["1"], cfg), "skip_reason": "no sextuple prediction chat_10.json in X"})
-    rows = asyncio.run(run_items(SchemaLLM(answer), items, tmp_path, "sextuple"))
-    by = {r["dialogue"]: r for r in rows}
+    prior = tmp_path / "prior"  # the chain window's sextuple run: 10 has none
+    prior.mkdir()
+    for d in (1, 2, 3, 9):
+        (prior / f"output_chat_{d}.json").write_text("[]")
+    chain = ExtractConfig(task="emotion", method="window")
+    rows = solve_dialogues(SchemaLLM(answer), dialogues() + [Dialogue(9, [], [])], cfg, tmp_path)
+    rows += solve_dialogues(SchemaLLM(), [Dialogue(10, ["x"], ["1"])], chain, tmp_path, prior=prior)
+    by = {int(r["id"]): r for r in rows}
     assert by[1]["ok"] and by[3]["ok"] and not by[2]["ok"]
     assert by[2]["step"] == "direct utterance 0" and "engine error: boom" in by[2]["reason"]
     assert by[9]["reason"] == "the dialogue has no utterances"
-    assert by[10]["step"] == "input"
+    assert by[10]["step"] == "input" and by[10]["reason"] == f"no sextuple prediction (output_)chat_10.json in {prior}"
     assert not (tmp_path / "output_chat_2.json").exists()
     failed = [json.loads(line) for line in (tmp_path / "failures.jsonl").read_text().splitlines()]
     assert sorted(f["dialogue"] for f in failed) == [2, 9, 10]
-    summary = write_manifest(tmp_path, cfg, sorted(rows, key=lambda r: r["dialogue"]), llm_spec="smoke",
+    from emocaustics.tasks.emocaustics.extract.run import _row
+
+    rows = sorted((_row(r, {}) for r in rows), key=lambda r: r["dialogue"])
+    summary = write_manifest(tmp_path, cfg, rows, llm_spec="smoke",
                              embedder_spec=None, from_dir=None, seconds=1.0)
     assert set(summary) == {"task", "method", "dialogues", "predicted", "failures", "llm_calls", "cache_hits",
                             "prompt_tokens", "generated_tokens", "unparseable", "retries", "seconds"}
@@ -73,22 +86,26 @@ def test_failures_are_rows_with_reasons_and_files_are_not_written(tmp_path):
     assert manifest["prompts_version"].startswith("v1-") and "smoke model" in manifest["note"]
 
 
-def test_a_crashing_state_machine_is_a_failure_row(tmp_path):
-    cfg = ExtractConfig(task="sextuple", method="rag")
-    item = make_item(4, ["a", "b"], ["1", "2"], cfg)  # rag without embeddings: a bug, not a silent skip
-    rows = asyncio.run(run_items(SchemaLLM(), [item], tmp_path, "sextuple"))
+def test_a_crashing_state_machine_is_a_failure_row(tmp_path, monkeypatch):
+    from emocaustics.tasks.emocaustics.extract import dialogue
+
+    async def crash(*args, **kwargs):
+        raise AssertionError("a bug in the state machine")
+
+    monkeypatch.setattr(dialogue, "_method", crash)  # a bug, not a silent skip
+    rows = solve_dialogues(SchemaLLM(), dialogues(1, 2), ExtractConfig(task="sextuple", method="direct"), tmp_path)
     assert not rows[0]["ok"] and rows[0]["step"] == "runner" and "AssertionError" in rows[0]["reason"]
 
 
-def test_second_run_makes_zero_model_calls(tmp_path):
+def test_second_run_makes_zero_model_calls(tmp_path, monkeypatch):
     cfg = ExtractConfig(task="emotion", method="window", window=4, step=2)
     inner = SchemaLLM()
     cache = ResponseCache(tmp_path / "cache.sqlite")
     llm = CachedLLM(inner, cache)
-    rows1 = asyncio.run(run_items(llm, items_for(cfg), tmp_path / "a", "emotion"))
+    rows1 = solve_dialogues(llm, dialogues(), cfg, tmp_path / "a", monkeypatch=monkeypatch)
     calls = len(inner.requests)
     assert calls > 0 and sum(r["stats"]["llm_calls"] for r in rows1) == calls
-    rows2 = asyncio.run(run_items(llm, items_for(cfg), tmp_path / "b", "emotion"))
+    rows2 = solve_dialogues(llm, dialogues(), cfg, tmp_path / "b", monkeypatch=monkeypatch)
     assert len(inner.requests) == calls  # nothing new reached the model
     assert sum(r["stats"]["llm_calls"] for r in rows2) == 0
     assert sum(r["stats"]["cache_hits"] for r in rows2) == calls
@@ -107,7 +124,7 @@ def test_extract_one_is_plain_data_in_and_out():
 def test_item_weight_follows_the_answers_a_method_generates():
     """Placement weights: window answers every utterance twice (pass 1 and 2), chain direct once per holder whatever
     the length, a chain window run on a prior sextuple run costs less than one that makes its own."""
-    from emocaustics.tasks.emocaustics.extract.runner import item_weight
+    from emocaustics.tasks.emocaustics.extract.dialogue import item_weight
 
     def w(n, holders=2, prior=None, **cfg):
         item = make_item(1, [f"第{i}句" for i in range(n)], [str(i % holders) for i in range(n)], ExtractConfig(**cfg))
@@ -127,7 +144,7 @@ def test_item_weight_follows_the_answers_a_method_generates():
 def test_item_weight_counts_the_prompt_text_a_prefix_cache_cannot_serve():
     """165 utterances of 120 characters: rag's prompts (retrieved lines first) and window's windows are new text to the
     prefix cache, 1200 characters to an answer; direct's calls share the dialogue as their prefix."""
-    from emocaustics.tasks.emocaustics.extract.runner import item_weight
+    from emocaustics.tasks.emocaustics.extract.dialogue import item_weight
 
     def w(**cfg):
         return item_weight(make_item(1, ["好" * 120] * 165, ["A"] * 165, ExtractConfig(**cfg)))
@@ -141,7 +158,7 @@ def test_item_chain_counts_the_answers_that_wait_for_each_other():
     """Placement's chain: window's pass 1 answers every utterance in sequence, then one round of pass 2; the chain
     method adds one per chain window and the merge, and skips the sextuple pass with a prior run; direct and rag answer
     side by side."""
-    from emocaustics.tasks.emocaustics.extract.runner import item_chain
+    from emocaustics.tasks.emocaustics.extract.dialogue import item_chain
 
     def c(n, prior=None, **cfg):
         item = make_item(1, [f"第{i}句" for i in range(n)], ["A"] * n, ExtractConfig(**cfg))
@@ -159,26 +176,24 @@ def test_the_longest_dialogue_starts_first_and_rows_keep_the_items_order(tmp_pat
     """With more dialogues than `concurrency`, a long dialogue (the run's critical path) must not queue behind short
     ones: dialogues start longest first; the rows come back in the items' order."""
     cfg = ExtractConfig(task="sextuple", method="direct")
-    items = []
-    for d, n in [(1, 2), (2, 6), (3, 4)]:
-        items.append(make_item(d, [f"样本{d}号第{i}句" for i in range(n)], ["1"] * n, cfg))
+    ds = [Dialogue(d, [f"样本{d}号第{i}句" for i in range(n)], ["1"] * n) for d, n in [(1, 2), (2, 6), (3, 4)]]
     llm = SchemaLLM()
-    rows = asyncio.run(run_items(llm, items, tmp_path, "sextuple", concurrency=1))
+    rows = solve_dialogues(llm, ds, cfg, tmp_path, concurrency=1)
     started = [int(re.search(r"样本(\d)号", r.messages[-1]["content"]).group(1)) for r in llm.requests]
     assert started == [2] * 6 + [3] * 4 + [1] * 2
-    assert [r["dialogue"] for r in rows] == [1, 2, 3] and all(r["ok"] for r in rows)
+    assert [r["id"] for r in rows] == ["1", "2", "3"] and all(r["ok"] for r in rows)
 
 
 def test_utterances_in_flight_are_bounded_when_dialogues_run_in_this_process(tmp_path, monkeypatch):
     """In this process a dialogue holds its answers until it ends, so ten times the data must not mean ten copies of
-    the longest dialogues at once: at most `concurrency x UTTERANCES_PER_SLOT` utterances in flight (here 2 x 5 = 10).
+    the longest dialogues at once: at most `concurrency x UNITS_PER_SLOT` utterances in flight (here 2 x 5 = 10).
     Lengths 6, 5, 4, 3: 6 runs alone (6 + 5 = 11 > 10), then 5 + 4 = 9, then 3: the peak is 9 (11 by count alone)."""
-    from emocaustics.tasks.emocaustics.extract import runner
+    from emocaustics.solve import plan
 
-    monkeypatch.setattr(runner, "UTTERANCES_PER_SLOT", 5)
+    monkeypatch.setattr(plan, "UNITS_PER_SLOT", 5)
     cfg = ExtractConfig(task="sextuple", method="direct")
     lengths = {1: 3, 2: 6, 3: 4, 4: 5}
-    items = [make_item(d, [f"样本{d}号第{i}句" for i in range(n)], ["1"] * n, cfg) for d, n in lengths.items()]
+    ds = [Dialogue(d, [f"样本{d}号第{i}句" for i in range(n)], ["1"] * n) for d, n in lengths.items()]
     running: set[int] = set()
     peak = [0]
 
@@ -190,6 +205,6 @@ def test_utterances_in_flight_are_bounded_when_dialogues_run_in_this_process(tmp
             await asyncio.sleep(0.01)
             return await super().generate(requests)
 
-    rows = asyncio.run(run_items(Watching(), items, tmp_path, "sextuple", concurrency=2,
-                                 on_row=lambda row: running.discard(row["dialogue"])))
+    rows = solve_dialogues(Watching(), ds, cfg, tmp_path, concurrency=2,
+                           on_row=lambda row: running.discard(int(row["id"])))
     assert all(r["ok"] for r in rows) and peak[0] == 9
