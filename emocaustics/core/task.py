@@ -240,7 +240,7 @@ class Task:
                 for s in samples}
 
     def size(self, sample: Sample) -> int:
-        """Text units a sample's solver holds (utterances): largest first, bounded in the driver. Default 1."""
+        """Text units a (loaded) sample's solver holds: largest first, bounded in the driver. Default 1."""
         return 1
 
     def chain(self, sample: Sample, options: Options) -> int:

@@ -1,11 +1,11 @@
 """Side-text embeddings (utterances, for EmoCaustics) for samples that run inside replica actors, handed over as they become ready.
 
-A dialogue hosted in a replica used to wait in the driver until its whole dialogue was embedded, and only then was it
-shipped: on the CPU engine the first 20 s of a 50-dialogue window run had 14-36 requests in the engine while
-dialogues queued for the embedder (`engine_bench`, `in_flight_by_tenth`). Now every dialogue is shipped at once with
-a ticket to this board; the driver's `EmbedFeed` posts each dialogue's rows here chunk by chunk, and the dialogue's
+A sample hosted in a replica used to wait in the driver until its whole sample was embedded, and only then was it
+shipped: on the CPU engine the first 20 s of a 50-sample window run had 14-36 requests in the engine while
+samples queued for the embedder (`engine_bench`, `in_flight_by_tenth`). Now every sample is shipped at once with
+a ticket to this board; the driver's `EmbedFeed` posts each sample's rows here chunk by chunk, and the sample's
 state machine awaits them only when a step needs them (`window`: an event the bucket does not know; `rag`: utterance i
-once rows 0..i exist). A dialogue that asks moves to the front of the feed's queue, as in the driver.
+once rows 0..i exist). A sample that asks moves to the front of the feed's queue, as in the driver.
 
 The board is one async Ray actor without a CPU reservation (it only stores arrays and wakes waiters); it lives for one
 extraction run and is killed with it.
@@ -20,15 +20,15 @@ import numpy as np
 
 
 class EmbeddingBoard:
-    """Per-ticket rows, the row count of a finished dialogue or a failure reason, and the tickets asked for but not
-    done. Each chunk carries the row it starts at and the end mark the dialogue's row count: an async actor may run
+    """Per-ticket rows, the row count of a finished sample or a failure reason, and the tickets asked for but not
+    done. Each chunk carries the row it starts at and the end mark the sample's row count: an async actor may run
     calls from one caller out of order (a call whose array is still in transfer starts after a later one), so order
-    is rebuilt here instead of assumed (a dialogue once read zero rows when its end mark overtook its chunks)."""
+    is rebuilt here instead of assumed (a sample once read zero rows when its end mark overtook its chunks)."""
 
     def __init__(self) -> None:
         self._parts: dict[int, dict[int, np.ndarray]] = {}  # ticket -> first row -> rows
         self._rows: dict[int, int] = {}  # ticket -> rows present from row 0 without a gap
-        self._total: dict[int, int] = {}  # ticket -> the dialogue's row count, once all are embedded
+        self._total: dict[int, int] = {}  # ticket -> the sample's row count, once all are embedded
         self._failed: dict[int, str] = {}
         self._asked: list[int] = []
         self._changed: asyncio.Condition | None = None  # made on the actor's own loop, at first use
@@ -39,7 +39,7 @@ class EmbeddingBoard:
         return self._changed
 
     async def post(self, ticket: int, start: int, rows: np.ndarray) -> None:
-        """Rows `start`.. of the ticket's dialogue."""
+        """Rows `start`.. of the ticket's sample."""
         if len(rows):
             parts = self._parts.setdefault(ticket, {})
             parts[start] = np.asarray(rows, dtype=np.float32)
@@ -51,7 +51,7 @@ class EmbeddingBoard:
             self._cond().notify_all()
 
     async def end(self, ticket: int, total: int) -> None:
-        """Every row of the ticket's dialogue is embedded: `total` of them (some may still be on their way)."""
+        """Every row of the ticket's sample is embedded: `total` of them (some may still be on their way)."""
         self._total[ticket] = total
         async with self._cond():
             self._cond().notify_all()
@@ -100,13 +100,13 @@ def start_board() -> Any:
 
 
 def board_embeddings(board: Any, ticket: int) -> Any:
-    """The `Embeddings` of a dialogue whose rows come from `board`, for its state machine inside a replica."""
+    """The `Embeddings` of a sample whose rows come from `board`, for its state machine inside a replica."""
     from emocaustics.solve.side import EmbeddingFailed, Embeddings
 
     async def upto(n: int | None) -> np.ndarray:
         try:
             return await board.upto.remote(ticket, n)
-        except Exception as exc:  # the feed's failure (RayTaskError wraps it) or the board gone: the dialogue fails
+        except Exception as exc:  # the feed's failure (RayTaskError wraps it) or the board gone: the sample fails
             cause = getattr(exc, "cause", None) or exc
             raise EmbeddingFailed(str(cause).strip().splitlines()[-1] if str(cause).strip() else
                                   type(cause).__name__) from None

@@ -1,18 +1,18 @@
 """A sample's side texts embedded beside the LLM calls, one sample at a time, as the samples need them (for
-EmoCaustics: a dialogue's utterances; each entry is `{"feed_key": n, "texts": [...]}`, made by `solve.plan`).
+EmoCaustics: a dialogue's utterances; each entry is `{"id": sample id, "texts": [...]}`, made by `solve.plan`).
 
-A run used to embed every dialogue in a Ray Data stage before any of them reached the model (blocks of 64: the first
-LLM call waited minutes on a 400-dialogue run). Here each dialogue asks for its own embeddings when a step first needs
+An EmoCaustics run used to embed every dialogue in a Ray Data stage before any of them reached the model (blocks of
+64: the first LLM call waited minutes on a 400-dialogue run). Here each sample asks for its own embeddings when a step first needs
 them (`rag` before its first call, `window` only when an answer names no known event); meanwhile the feed works
-through the remaining dialogues, longest first, so that most are ready before they are asked for, except for `window`
-in this process (`background`), where it embeds only the dialogues that ask. A dialogue that asks jumps the queue
+through the remaining samples, longest first, so that most are ready before they are asked for, except for `window`
+in this process (`background`), where it embeds only the samples that ask. A sample that asks jumps the queue
 (several that ask: the longest of them first). One embedding runs at a time: on a CPU a second one would only share
 the same cores.
 
 The packaged `minilm` (and any local sentence-transformers model) loads in a child process started with the feed,
 while the first calls go out; an `openai:` embedder is a client like any other.
 
-Dialogues that run inside replica actors cannot await this process's futures: with a board attached
+Samples that run inside replica actors cannot await this process's futures: with a board attached
 (`embedboard.py`) the feed also posts every chunk there, and takes the replicas' asks from it.
 """
 
@@ -27,10 +27,10 @@ import numpy as np
 
 
 # The key of an item in the feed (and its ticket on the board), set on the item when the feed is made: a copy of the
-# item (`{**item, ...}`, as the runner ships it) keeps it. Keyed by `id(item)` before, a copied item's dialogue waited
+# item (`{**item, ...}`, as the runner ships it) keeps it. Keyed by `id(item)` before, a copied item's sample waited
 # forever for rows filed under the original's id.
 KEY = "feed_key"
-CHUNK = 32  # texts in a dialogue's first encode (then doubling): its first utterances are usable early
+CHUNK = 32  # texts in a sample's first encode (then doubling): its first utterances are usable early
 # Encoder batch for utterances on a CPU: a batch computes every text at its longest text's length, and utterances run
 # from a few tokens to the 256-token cap. minilm on the 854 utterances of paper-100's first 50 dialogues, 2 cores:
 # batch 32 18.5 s, 16 14.9 s, 8 11.8 s, 4 10.3 s, 1 13.0 s. (Scoring's short texts keep the embedder's 32: at 4 the
@@ -47,10 +47,10 @@ class EmbedFeed:
         self.embedder = make_embedder(spec)  # parses the spec here: a bad one fails the run before it starts
         self._process: EmbedderProcess | None = None
         # background: the consumers await embeddings only now and then (window, in this process), so the embedder's
-        # CPU must not be taken from the loop that drives the calls: it loads niced and embeds only the dialogues that
-        # ask (a dialogue whose answers always name known events never costs an encode; on the 400-dialogue window
-        # run against the stand-in, embedding every dialogue ahead took ~1 s of wall from the calls on 2 cores).
-        # `rag` waits on every dialogue's embeddings: it keeps full priority and works ahead.
+        # CPU must not be taken from the loop that drives the calls: it loads niced and embeds only the samples that
+        # ask (a sample whose answers always name known events never costs an encode; on the 400-sample window
+        # run against the stand-in, embedding every sample ahead took ~1 s of wall from the calls on 2 cores).
+        # `rag` waits on every sample's embeddings: it keeps full priority and works ahead.
         self.background = background
         # CPU threads of a local embedder (None: torch's default, every core). Beside a CPU engine on the same cores,
         # half: with both cores the embedder's threads preempt the engine's mid-step (engine_bench window: the engine
@@ -58,9 +58,9 @@ class EmbedFeed:
         self.threads = threads
         self._ask = asyncio.Event()
         self.marks = marks if marks is not None else {}
-        # Longest dialogue first (its chain of dependent calls sets the run's length): on the 50-dialogue window run
-        # of engine_bench, in dialogue order, the longest one asked last and waited 13 s of a 52 s LLM phase for its
-        # rows while short dialogues were embedded ahead of it.
+        # Longest sample first (its chain of dependent calls sets the run's length): on the 50-sample window run
+        # of engine_bench, in sample order, the longest one asked last and waited 13 s of a 52 s LLM phase for its
+        # rows while short samples were embedded ahead of it.
         self._order = sorted(items, key=lambda it: -len(it["texts"]))
         for n, it in enumerate(self._order):
             it[KEY] = n
@@ -72,7 +72,7 @@ class EmbedFeed:
         self._worker: asyncio.Task[None] | None = None
         self.texts = 0
         self.seconds = 0.0
-        self.board: Any = None  # an EmbeddingBoard actor: rows for dialogues inside replicas (attach_board)
+        self.board: Any = None  # an EmbeddingBoard actor: rows for samples inside replicas (attach_board)
 
     def start(self) -> None:
         loop = asyncio.get_running_loop()
@@ -89,7 +89,7 @@ class EmbedFeed:
 
     async def upto(self, item: dict[str, Any], n: int) -> np.ndarray:
         """At least the first n rows of the item's embeddings (all of them once done): `rag` asks utterance i as soon
-        as utterances 0..i are embedded, instead of waiting for the whole dialogue."""
+        as utterances 0..i are embedded, instead of waiting for the whole sample."""
         fut = self._futures[self.ticket(item)]
         if not fut.done():
             self._asked.append(self.ticket(item))
@@ -154,7 +154,7 @@ class EmbedFeed:
 
     def _next(self) -> dict[str, Any] | None:
         asked = {key for key in self._asked if key in self._futures and not self._futures[key].done()}
-        if asked:  # dialogues that wait come first, the longest of them first (`_order`); the rest stay asked
+        if asked:  # samples that wait come first, the longest of them first (`_order`); the rest stay asked
             first = next(it for it in self._order if self.ticket(it) in asked)
             self._asked = [key for key in asked if key != self.ticket(first)]
             return first
@@ -168,7 +168,7 @@ class EmbedFeed:
 
         try:
             await self._load()
-        except Exception as exc:  # every dialogue that needs embeddings fails with the reason, none hangs
+        except Exception as exc:  # every sample that needs embeddings fails with the reason, none hangs
             for key, fut in self._futures.items():
                 if not fut.done():
                     fut.set_exception(RuntimeError(f"embedder failed to load: {type(exc).__name__}: {exc}"))
@@ -181,7 +181,7 @@ class EmbedFeed:
                 if not self.background or all(f.done() for f in self._futures.values()):
                     break
                 self._ask.clear()
-                await self._ask.wait()  # the next dialogue that asks
+                await self._ask.wait()  # the next sample that asks
                 continue
             fut = self._futures[self.ticket(item)]
             t0 = time.perf_counter()
@@ -230,7 +230,7 @@ class EmbedFeed:
 class EmbedderProcess:
     """A local sentence-transformers model in a child process: its import and load (torch, transformers: seconds of
     CPU) and every encode run beside the event loop that drives the LLM calls, not under the same GIL. The child is
-    daemonic and is stopped without waiting for its work, so a run whose dialogues never needed embeddings does not
+    daemonic and is stopped without waiting for its work, so a run whose samples never needed embeddings does not
     wait for the model to load. Its standard output goes to standard error (`--json` keeps stdout clean)."""
 
     def __init__(self, spec: str, nice: int = 0, threads: int | None = None) -> None:
@@ -307,7 +307,7 @@ def _serve(spec: str, conn: Any, nice: int = 0, threads: int | None = None) -> N
 
 def _in_daemon_thread(fn: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
     """`fn(*args)` in a daemon thread. Not `asyncio.to_thread`: `asyncio.run` and the interpreter's exit wait for
-    the default executor's threads, so a run whose dialogues never needed embeddings would still wait for the
+    the default executor's threads, so a run whose samples never needed embeddings would still wait for the
     model to finish loading before it could end."""
     loop = asyncio.get_running_loop()
     fut: asyncio.Future[Any] = loop.create_future()

@@ -69,13 +69,17 @@ async def asolve_samples(task: Task, samples: list[Sample], options: Options, ll
     run = getattr(llm, "run", None)
     in_process = not getattr(llm, "runs_remotely", False)
     priors = task.read_prior(prior, samples) if prior is not None else {}
-    views = [task.solver_view(s, options, None if isinstance(p := priors.get(s.id), Failure) else p)
-             for s in samples]
-    texts = {v.id: t for v in views if not isinstance(priors.get(v.id), Failure)
-             if (t := task.side_texts(v, options)) is not None}
+
+    def view_of(sample: Sample) -> Sample:  # made when the sample starts: views are not all held at once
+        p = priors.get(sample.id)
+        return task.solver_view(sample, options, None if isinstance(p, Failure) else p)
+
+    texts = {s.id: t for s in samples if not isinstance(priors.get(s.id), Failure)
+             if (t := task.side_texts(view_of(s), options)) is not None}
     feed = await _start_feed(task, options, texts, embedder_spec, in_process, marks) if texts else None
 
-    async def solve_one(view: Sample) -> dict[str, Any]:
+    async def solve_one(sample: Sample) -> dict[str, Any]:
+        view = view_of(sample)
         item: dict[str, Any] = view.to_json()
         if feed is not None and view.id in texts:
             entry = feed.entry(view.id)
@@ -99,22 +103,22 @@ async def asolve_samples(task: Task, samples: list[Sample], options: Options, ll
             res = _failure(view.id, "runner", res.reason)
         return res
 
-    async def one(view: Sample, slot: Slot) -> dict[str, Any]:
-        p = priors.get(view.id)
-        res = _failure(view.id, p.step, p.reason) if isinstance(p, Failure) else await solve_one(view)
+    async def one(sample: Sample, slot: Slot) -> dict[str, Any]:
+        p = priors.get(sample.id)
+        res = _failure(sample.id, p.step, p.reason) if isinstance(p, Failure) else await solve_one(sample)
         await slot.release()  # solved: the log line and the files need no bound
         if evlog is not None:  # before the prediction: a sample with a prediction always has its log line
-            written = evlog.emit(view.id, res)
+            written = evlog.emit(sample.id, res)
             if written is not None:  # the log's writer process chunks and stages it: the prediction waits for its line
                 await asyncio.wrap_future(written)
         res.pop("log", None)  # written: not held for the whole config
         if res["ok"]:
-            task.write_prediction(out, view.id, res.pop("prediction"))
+            task.write_prediction(out, sample.id, res.pop("prediction"))
         else:
-            task.write_failure(out, view.id, Failure(res["step"], res["reason"]))
-            _warn_failed(task, view.id, res["step"], res["reason"])
+            task.write_failure(out, sample.id, Failure(res["step"], res["reason"]))
+            _warn_failed(task, sample.id, res["step"], res["reason"])
         with (out / "stats.jsonl").open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps({"id": view.id, **res.get("stats", {})}) + "\n")
+            fh.write(json.dumps({"id": sample.id, **res.get("stats", {})}) + "\n")
         if on_row is not None:
             on_row(res)
         return res
@@ -124,13 +128,13 @@ async def asolve_samples(task: Task, samples: list[Sample], options: Options, ll
     # they end, so their text units in flight are bounded too (core/inflight.py): ten times the data does not put ten
     # copies of the longest samples in memory at once. Not when the caller asked for every sample in flight (a batch
     # API collects them all into one batch).
-    sizes = [max(1, task.size(v)) for v in views]
-    order = sorted(range(len(views)), key=lambda i: -sizes[i])
-    bounded = in_process and concurrency < len(views)
+    sizes = [max(1, task.size(s)) for s in samples]
+    order = sorted(range(len(samples)), key=lambda i: -sizes[i])
+    bounded = in_process and concurrency < len(samples)
     marks["first_submitted"] = time.time()
     try:
-        rows = await run_in_flight((views[i] for i in order), one, limit=concurrency,
-                                   weight=lambda v: max(1, task.size(v)),
+        rows = await run_in_flight((samples[i] for i in order), one, limit=concurrency,
+                                   weight=lambda s: max(1, task.size(s)),
                                    budget=concurrency * UNITS_PER_SLOT if bounded else None)
     finally:
         if feed is not None:
@@ -140,7 +144,7 @@ async def asolve_samples(task: Task, samples: list[Sample], options: Options, ll
 
                 ray.kill(feed.board)
     by_index = dict(zip(order, rows))
-    return [by_index[i] for i in range(len(views))]
+    return [by_index[i] for i in range(len(samples))]
 
 
 async def _start_feed(task: Task, options: Options, texts: dict[str, list[str]], embedder_spec: str | None,

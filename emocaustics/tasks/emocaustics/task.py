@@ -181,7 +181,7 @@ class EmoCausticsTask(Task):
         return options.method != "window"
 
     def size(self, sample: Sample) -> int:
-        return len(sample.input["sentences"])
+        return len(sample.input.utterances)
 
     def affinity(self, sample: Sample, options: Options) -> str:
         from emocaustics.tasks.emocaustics.extract.dialogue import item_affinity

@@ -1,0 +1,97 @@
+"""The one solving plan's general mechanisms, on a task defined here (no EmoCaustics): side texts embedded beside the
+calls and read by the solver (`Task.side_texts`, `Side.embeddings`), a config that builds on another's predictions
+(`builds_on` -> `read_prior` -> `solver_view`), a missing prior failing without a call, the solver's own counts in
+stats.jsonl, and largest-first starts (`Task.size`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from emocaustics.core import aio
+from emocaustics.core.task import Options, Sample, Side, SolveFailed, Task
+from emocaustics.models.base import Completion
+from emocaustics.solve.plan import asolve_samples
+
+
+class Echo:
+    """A model that answers each request with its prompt, at once."""
+
+    def __init__(self) -> None:
+        self.prompts: list[str] = []
+
+    async def generate(self, requests: list[Any]) -> list[Completion]:
+        self.prompts += [r.messages[-1]["content"] for r in requests]
+        return [Completion(text=r.messages[-1]["content"]) for r in requests]
+
+
+class LengthEmbedder:
+    """Stands in for the job's embedder: the vector of a text is [its length, 1]."""
+
+    async def embed(self, texts: list[str]) -> np.ndarray:
+        return np.array([[len(t), 1.0] for t in texts], dtype=np.float32)
+
+
+class Words(Task):
+    """Each sample is a list of words; the prediction is the longest word's embedding row, asked once of the model;
+    with a prior, the prior's answer is prefixed."""
+
+    name = "words-test"
+    solver_methods = ("ask",)
+
+    def side_texts(self, sample: Sample, options: Options) -> list[str] | None:
+        return list(sample.input)
+
+    def size(self, sample: Sample) -> int:
+        return len(sample.input)
+
+    async def solve_with(self, llm: Any, sample: Sample, options: Options, side: Side) -> Any:
+        from emocaustics.models.base import ChatRequest
+
+        rows = await side.embeddings.upto(len(sample.input))
+        longest = sample.input[int(np.argmax(rows[:, 0]))]
+        if longest == "boom":
+            raise SolveFailed("pick", "a word the solver refuses")
+        prompt = f"{sample.meta.get('prior', '')}{longest}"
+        side.stats["picked"] = 1
+        (answer,) = await llm.generate([ChatRequest(messages=({"role": "user", "content": prompt},))])
+        return answer.text
+
+
+def run(task: Task, samples: list[Sample], out: Path, **kw: Any) -> tuple[list[dict], Echo]:
+    import emocaustics.models.embedders as embedders
+    import pytest
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(embedders, "make_embedder", lambda spec, **k: LengthEmbedder())
+    out.mkdir(parents=True, exist_ok=True)
+    llm = Echo()
+    try:
+        rows = aio.run(asolve_samples(task, samples, Options(method="ask"), llm, out, embedder_spec="length", **kw))
+    finally:
+        mp.undo()
+    return rows, llm
+
+
+def test_side_texts_reach_the_solver_and_its_counts_reach_stats(tmp_path):
+    samples = [Sample("a", ["hi", "there"]), Sample("b", ["x", "longest", "yz"]), Sample("c", ["boom", "ab"])]
+    rows, llm = run(Words(), samples, tmp_path)
+    assert [r["ok"] for r in rows] == [True, True, False]
+    assert rows[2]["step"] == "pick" and rows[2]["reason"] == "a word the solver refuses"
+    assert llm.prompts == ["longest", "there"]  # largest sample first (3 words, then 2; c failed before its call)
+    preds = [json.loads(x) for x in (tmp_path / "predictions.jsonl").read_text().splitlines()]
+    assert {p["id"]: p["prediction"] for p in preds} == {"a": "there", "b": "longest"}
+    stats = {s["id"]: s for s in map(json.loads, (tmp_path / "stats.jsonl").read_text().splitlines())}
+    assert stats["a"]["picked"] == 1 and stats["a"]["llm_calls"] == 1 and "picked" not in stats["c"]
+
+
+def test_a_config_builds_on_its_priors_predictions_and_a_missing_one_fails_uncalled(tmp_path):
+    prior = tmp_path / "prior"
+    Words().write_prediction(prior, "a", "A:")
+    rows, llm = run(Words(), [Sample("a", ["one"]), Sample("b", ["two"])], tmp_path / "out", prior=prior)
+    assert llm.prompts == ["A:one"]  # the default `solver_view` hands the prior over in meta["prior"]
+    assert rows[1] == {"id": "b", "ok": False, "step": "input", "reason": f"no prediction of b in {prior}",
+                       "stats": {}}
