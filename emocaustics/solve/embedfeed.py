@@ -148,7 +148,7 @@ class EmbedFeed:
         if not isinstance(self.embedder, SentenceTransformerEmbedder):
             return
         self.marks["embedder_start"] = time.time()
-        self._process = EmbedderProcess(self.spec, nice=10 if self.background else 0, threads=self.threads)
+        self._process = EmbedderProcess.shared(self.spec, nice=10 if self.background else 0, threads=self.threads)
         await _in_daemon_thread(self._process.wait_ready)
         self.marks["embedder_loaded"] = time.time()
 
@@ -223,15 +223,19 @@ class EmbedFeed:
         for fut in self._futures.values():  # nobody awaits these any more; mark retrieved so asyncio stays quiet
             if fut.done() and not fut.cancelled():
                 fut.exception()
-        if self._process is not None:
-            self._process.stop()
+        # The process stays for the next config of the job (`EmbedderProcess.shared`): a daemon, gone with this one.
 
 
 class EmbedderProcess:
     """A local sentence-transformers model in a child process: its import and load (torch, transformers: seconds of
     CPU) and every encode run beside the event loop that drives the LLM calls, not under the same GIL. The child is
     daemonic and is stopped without waiting for its work, so a run whose samples never needed embeddings does not
-    wait for the model to load. Its standard output goes to standard error (`--json` keeps stdout clean)."""
+    wait for the model to load. Its standard output goes to standard error (`--json` keeps stdout clean).
+
+    One per (spec, nice, threads) per process, kept for the next feed (`shared`): a job's configs that embed used to
+    start and load their own, 5-10 s of CPU each on 2 cores, beside the first calls of every such config (issue 31)."""
+
+    _shared: dict[tuple[str, int, int | None], "EmbedderProcess"] = {}
 
     def __init__(self, spec: str, nice: int = 0, threads: int | None = None) -> None:
         import multiprocessing as mp
@@ -243,6 +247,16 @@ class EmbedderProcess:
         self._proc.start()
         child.close()
         self._lock = threading.Lock()
+        self._ready = False
+
+    @classmethod
+    def shared(cls, spec: str, nice: int = 0, threads: int | None = None) -> "EmbedderProcess":
+        """This process's embedder child for these settings: the running one, or a new one if none is alive."""
+        key = (spec, nice, threads)
+        found = cls._shared.get(key)
+        if found is None or not found._proc.is_alive():
+            found = cls._shared[key] = cls(spec, nice, threads)
+        return found
 
     def _receive(self) -> Any:
         try:
@@ -254,7 +268,10 @@ class EmbedderProcess:
         return value
 
     def wait_ready(self) -> None:
-        self._receive()
+        with self._lock:  # the first caller reads the child's "ready"; later ones find it read
+            if not self._ready:
+                self._receive()
+                self._ready = True
 
     def encode(self, texts: list[str]) -> np.ndarray:
         with self._lock:

@@ -160,3 +160,24 @@ def test_a_copy_of_an_item_gets_the_original_items_embeddings() -> None:
 
         tickets, rows = asyncio.run(go())
     assert sorted(tickets) == [0, 1] and rows == 5
+
+
+def test_the_configs_of_a_job_share_one_embedder_process() -> None:
+    """Each feed of a job (one per config that embeds) used to start and load its own embedder child; now the second
+    finds the first's, loaded and alive after the first feed closed (issue 31: 5-10 s of CPU per config)."""
+    from emocaustics.solve.embedfeed import EmbedderProcess
+
+    async def feed_rows(texts: list[str]) -> tuple[EmbedderProcess, np.ndarray]:
+        feed = EmbedFeed("minilm", [{"id": "1", "texts": texts}], threads=1)
+        feed.start()
+        try:
+            rows = await asyncio.wait_for(feed.get(feed.entry("1")), 120)
+        finally:
+            await feed.close()
+        assert feed._process is not None
+        return feed._process, rows
+
+    first, rows_a = asyncio.run(feed_rows(["今天很开心", "明天下雨"]))
+    second, rows_b = asyncio.run(feed_rows(["今天很开心"]))
+    assert second is first and first._proc.is_alive()
+    assert rows_a.shape == (2, 384) and np.allclose(rows_b[0], rows_a[0], atol=1e-6)
