@@ -23,8 +23,8 @@ from emocaustics.core.datasource import DataSource
 from emocaustics.core.task import (DatasetOptions, Defect, Failure, Loaded, Options, Sample, ScoreContext, Scored,
                                    Side, Task, rows_frame)
 from emocaustics.tasks.emocaustics.data.fetch import SOURCE
+from emocaustics.tasks.emocaustics.extract.windows import DEFAULT_WINDOWS
 
-DEFAULT_WINDOWS = {"sextuple": (20, 5), "emotion": (30, 10)}
 RAY_ABOVE = 50  # dialogues; below this Ray's start-up costs more than it saves in scoring
 
 

@@ -23,9 +23,8 @@ from emocaustics.tasks.emocaustics.extract import sextuple as sx
 from emocaustics.solve.ask import Asker, StepFailed
 from emocaustics.solve.side import EmbeddingFailed, Embeddings, pack, unpack
 from emocaustics.tasks.emocaustics.extract.prompts import SYSTEM
-from emocaustics.tasks.emocaustics.extract.windows import windows
+from emocaustics.tasks.emocaustics.extract.windows import DEFAULT_WINDOWS, windows
 
-DEFAULT_WINDOWS = {"sextuple": (20, 5), "emotion": (30, 10)}
 # Prompt characters that cost a replica about as much as generating one answer of an utterance (item_weight). A coarse
 # calibration on the simulated Qwen2.5-72B on 4x H100 (benchmarks/sim_engine.py): alone on a replica, a 165-utterance
 # dialogue's rag / window runs cost 2.6x / 3.1x its direct run; 1200 weighs them 3.3x / 2.8x (issue 31).
