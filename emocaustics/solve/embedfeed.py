@@ -255,8 +255,19 @@ class EmbedderProcess:
         key = (spec, nice, threads)
         found = cls._shared.get(key)
         if found is None or not found._proc.is_alive():
+            first = not cls._shared
             found = cls._shared[key] = cls(spec, nice, threads)
+            if first:  # registered after multiprocessing's own exit handler, so it runs before that one kills the
+                import atexit  # daemonic child (killed there, its semaphore leaked, with a warning at every exit)
+
+                atexit.register(cls.stop_shared)
         return found
+
+    @classmethod
+    def stop_shared(cls) -> None:
+        for proc in cls._shared.values():
+            proc.stop()
+        cls._shared.clear()
 
     def _receive(self) -> Any:
         try:

@@ -181,3 +181,18 @@ def test_the_configs_of_a_job_share_one_embedder_process() -> None:
     second, rows_b = asyncio.run(feed_rows(["今天很开心"]))
     assert second is first and first._proc.is_alive()
     assert rows_a.shape == (2, 384) and np.allclose(rows_b[0], rows_a[0], atol=1e-6)
+
+
+def test_the_shared_embedder_process_ends_cleanly_with_its_parent() -> None:
+    """Kept for the next config, the child is stopped at exit by closing its pipe: killed by multiprocessing's own
+    exit handler instead, it leaked a semaphore and every run ended on a resource_tracker warning."""
+    import subprocess
+    import sys
+
+    code = ("import asyncio\nfrom emocaustics.solve.embedfeed import EmbedFeed\n"
+            "async def go():\n    f = EmbedFeed('minilm', [{'id': '1', 'texts': ['a', 'b']}], threads=1)\n"
+            "    f.start()\n    rows = await f.get(f.entry('1'))\n    await f.close()\n    return rows.shape\n"
+            "print(asyncio.run(go()))\n")
+    out = subprocess.run([sys.executable, "-W", "always", "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and out.stdout.strip() == "(2, 384)", out.stderr[-2000:]
+    assert "leaked semaphore" not in out.stderr, out.stderr[-2000:]
