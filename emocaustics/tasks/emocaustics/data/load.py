@@ -3,6 +3,8 @@
 Steps: read every file once; group byte-identical files (duplicates are counted once, every name is kept); parse and
 validate each distinct content; pair annotations with dialogues from content (`pairing.py`) or, on request, by file
 number as the reference code does; key dialogues by the canonical id (the emo numbering = the paper's ids).
+What a load found is kept on disk (`loadcache.py`): while the folder is unchanged, a load reads only the files of
+the dialogues asked for.
 """
 
 from __future__ import annotations
@@ -12,13 +14,16 @@ import logging
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from emocaustics.core.errors import UsageError
-from emocaustics.tasks.emocaustics.data import pairing as pairing_mod
+from emocaustics.tasks.emocaustics.data import loadcache
 from emocaustics.tasks.emocaustics.data.fetch import SOURCE
 from emocaustics.tasks.emocaustics.data.io import parse_bytes, parse_chains, parse_chat_records
 from emocaustics.tasks.emocaustics.data.schema import Chains, Corpus, Defect, Dialogue, Utterance
+
+if TYPE_CHECKING:  # pairing (numpy, scipy) is imported when a load pairs: a cache hit needs neither
+    from emocaustics.tasks.emocaustics.data import pairing as pairing_mod
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +95,8 @@ def _rename(d: Defect, file: str) -> Defect:
 # ------------------------------------------------------------------------------------------------------------ evidence
 
 def _chat_evidence(g: Group, utts: list[Utterance]) -> pairing_mod.Evidence:
+    from emocaustics.tasks.emocaustics.data import pairing as pairing_mod
+
     sentences = "".join(u.sentence for u in utts)
     notes = "".join(f"{u.gt.target}{u.gt.aspect}{u.gt.opinion}{u.gt.rationale}" for u in utts if u.gt)
     return pairing_mod.Evidence(sentences + notes, frozenset(u.holder for u in utts), tuple(g.numbers), sentences)
@@ -99,6 +106,8 @@ _RAW_HOLDER = re.compile(r'"([^"]+)"\s*:\s*\{\s*"events"')
 
 
 def _emo_evidence(g: Group, chains: Chains | None) -> pairing_mod.Evidence:
+    from emocaustics.tasks.emocaustics.data import pairing as pairing_mod
+
     if chains is not None:
         text = "".join(ev.event + "".join(em.reason for em in ev.emotions) for evs in chains.values() for ev in evs)
         holders = frozenset(chains)
@@ -118,14 +127,23 @@ def load_corpus(root: Path | str | None = None, *, pairing: str = "verified", re
     if pairing not in PAIRINGS:
         raise UsageError(f"unknown pairing {pairing!r}; choose one of {', '.join(PAIRINGS)}")
     root = data_root(root)
+    probe = loadcache.probe(root, pairing=pairing, repair=repair, source=source)
+    hit = loadcache.lookup(probe)
+    if hit is not None:
+        if strict:
+            _refuse_broken(hit.defects[: hit.n_read])
+        if pairing == "published":
+            _warn_published(hit.defects)
+        files = hit.files
+        dialogues = loadcache.LazyDialogues(
+            list(files), lambda did: _one_dialogue(root, did, *files[did], repair=repair, source=source))
+        return Corpus(dialogues, hit.defects, str(root), pairing)  # type: ignore[arg-type]  # a read-only mapping
     defects: list[Defect] = []
     chats = _read_groups(root / "chat", "chat", repair, defects)
     emos = _read_groups(root / "emo", "emo", repair, defects)
+    n_read = len(defects)
     if strict:
-        broken = [d for d in defects if d.kind in ("malformed", "encoding", "unreadable")]
-        if broken:
-            raise DataDefectError(f"{len(broken)} malformed file(s) under --strict: "
-                                  + "; ".join(f"{d.file} line {d.line} column {d.column}: {d.message}" for d in broken))
+        _refuse_broken(defects)
 
     chat_utts: list[list[Utterance]] = []
     for g in chats:
@@ -140,6 +158,8 @@ def load_corpus(root: Path | str | None = None, *, pairing: str = "verified", re
             chains, errs = parse_chains(g.obj, g.name)
             defects.extend(errs)
         emo_chains.append(chains)
+
+    from emocaustics.tasks.emocaustics.data import pairing as pairing_mod
 
     matches = pairing_mod.match([_emo_evidence(g, c) for g, c in zip(emos, emo_chains)],
                                 [_chat_evidence(g, u) for g, u in zip(chats, chat_utts)])
@@ -157,13 +177,39 @@ def load_corpus(root: Path | str | None = None, *, pairing: str = "verified", re
             defects.append(Defect("unpaired", g.name, "no dialogue left for this annotation"))
 
     if pairing == "published":
-        log.warning("PAIRING BY FILE NUMBER (--pairing published): chat_N is scored against emo_N as the reference "
-                    "code does; %d emo files annotate another dialogue, so ids and chains follow the reference, "
-                    "not the paper", sum(d.kind == "mispaired" for d in defects))
+        _warn_published(defects)
         dialogues = _by_number(chats, chat_utts, emos, emo_chains, defects, source)
     else:
         dialogues = _by_content(chats, chat_utts, emos, emo_chains, annotates, defects, source)
-    return Corpus(dict(sorted(dialogues.items())), defects, str(root), pairing)
+    corpus = Corpus(dict(sorted(dialogues.items())), defects, str(root), pairing)
+    loadcache.store(probe, corpus, n_read)
+    return corpus
+
+
+def _refuse_broken(read_defects: list[Defect]) -> None:
+    broken = [d for d in read_defects if d.kind in ("malformed", "encoding", "unreadable")]
+    if broken:
+        raise DataDefectError(f"{len(broken)} malformed file(s) under --strict: "
+                              + "; ".join(f"{d.file} line {d.line} column {d.column}: {d.message}" for d in broken))
+
+
+def _warn_published(defects: list[Defect]) -> None:
+    log.warning("PAIRING BY FILE NUMBER (--pairing published): chat_N is scored against emo_N as the reference "
+                "code does; %d emo files annotate another dialogue, so ids and chains follow the reference, "
+                "not the paper", sum(d.kind == "mispaired" for d in defects))
+
+
+def _one_dialogue(root: Path, did: int, chat_files: tuple[str, ...], emo_files: tuple[str, ...], *, repair: bool,
+                  source: str) -> Dialogue:
+    """One dialogue of a cache hit, read and validated as a full load does (its defects are already known):
+    the utterances from its first chat file, the chains from its first emo file (the others are byte-identical)."""
+    obj, _ = parse_bytes((root / "chat" / chat_files[0]).read_bytes(), chat_files[0], repair=repair)
+    utts = parse_chat_records(obj, chat_files[0])[0] if obj is not None else []
+    chains = None
+    if emo_files:
+        obj, _ = parse_bytes((root / "emo" / emo_files[0]).read_bytes(), emo_files[0], repair=repair)
+        chains = parse_chains(obj, emo_files[0])[0] if obj is not None else None
+    return Dialogue(did, tuple(utts), chat_files, emo_files, chains, source)
 
 
 def _by_content(chats: list[Group], chat_utts: list[list[Utterance]], emos: list[Group],
