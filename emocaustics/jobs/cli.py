@@ -99,6 +99,7 @@ def _report(args: argparse.Namespace) -> int:
 def _compare(args: argparse.Namespace) -> int:
     import polars as pl
 
+    from emocaustics.report.columns import option_columns
     from emocaustics.report.tables import compare, to_markdown
 
     dirs = [Path(d) for d in args.run_dirs]
@@ -106,8 +107,8 @@ def _compare(args: argparse.Namespace) -> int:
         table = compare(dirs)
     except FileNotFoundError as exc:
         raise UsageError(str(exc)) from None
-    wanted = ("run_dir", "run", "task", "method", "model", "K", "S", "samples", "score", "ci_low", "ci_high",
-              "micro_score", "failures")
+    wanted = ("run_dir", "run", "task", "method", "model", *option_columns(table), "samples", "score", "ci_low",
+              "ci_high", "micro_score", "failures")
     print(to_markdown(table.select([c for c in wanted if c in table.columns])))
     if len(dirs) > 1:  # the configs of different runs, tested against each other on their common samples
         from emocaustics.report.compare import compare_runs, describe

@@ -5,7 +5,8 @@ The summary of a job is split in two: the main table (what was run, how many sam
 interval, failures and cost) and the components (`c_<metric>`: the task's secondary metrics), shown per task in their
 own tables. A task may describe its metrics with a class attribute `metric_docs: dict[str, str]` (metric name ->
 meaning; a key ending in ':' covers every metric with that prefix, e.g. `z:` for `z:<system>`); a metric it does not
-describe is still defined by the generic `c_<metric>` line.
+describe is still defined by the generic `c_<metric>` line. A task's own per-config columns (a window size) and
+their meaning come from the task too (`core.reportcolumns`): this module names none.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ from collections.abc import Iterable
 
 import polars as pl
 
-# The main columns, in the order shown; a column absent from the summary (or null in every row) is left out.
-MAIN_COLUMNS = ("run", "task", "method", "model", "K", "S", "samples", "score", "ci", "micro_score", "failures",
+# The main columns, in the order shown; a column absent from the summary (or null in every row) is left out. The
+# grid's axes and the tasks' own option columns go after what ran (`place_config_columns`).
+MAIN_COLUMNS = ("run", "task", "method", "model", "samples", "score", "ci", "micro_score", "failures",
                 "judge_failures", "llm_calls", "tokens", "cost_usd", "wall_s")
 
 COLUMN_DOCS: dict[str, str] = {
@@ -26,8 +28,6 @@ COLUMN_DOCS: dict[str, str] = {
     "model": "the job's model the config used (empty: no model called)",
     "kind": "calibration (no model called: an oracle must score 1.0, a baseline is the floor), engine-check (the "
             "smoke model: random weights, its scores are noise) or model; the row's shading",
-    "K": "window size of a windowed config (its unit is the task's: utterances, sentences)",
-    "S": "window step of a windowed config",
     "samples": "samples of the config that were scored (dialogues, questions, conversations, stories, assignments)",
     "score": "the task's primary metric, mean over the config's samples (a failed sample counts 0)",
     "ci": "95 % confidence interval of score: percentile bootstrap over the samples, 10,000 resamples, seed 0",
@@ -80,11 +80,37 @@ def same_as_score(summary: pl.DataFrame, column: str = "micro_score") -> bool:
     return gap is None or float(gap) < 5e-5
 
 
+def option_columns(df: pl.DataFrame) -> dict[str, str]:
+    """The per-config columns the frame's tasks declare (`core.reportcolumns`: name -> meaning, in their order) that
+    the frame has; none for a frame without a task column."""
+    from emocaustics.core.reportcolumns import declared_option_columns
+
+    if "task" not in df.columns:
+        return {}
+    declared = declared_option_columns(df["task"].unique(maintain_order=True).drop_nulls().to_list())
+    return {c: doc for c, doc in declared.items() if c in df.columns}
+
+
+WHAT_RAN = ("run", "task", "method", "model")
+
+
+def place_config_columns(df: pl.DataFrame, cols: list[str]) -> list[str]:
+    """`cols` (present columns in the order of MAIN_COLUMNS) with the config's own columns that hold a value: the
+    tasks' option columns after what ran, and before them, right after the model, the grid's axes."""
+    from emocaustics.report.axes import axis_columns
+
+    cols = list(cols)
+    ran = [i for i, c in enumerate(cols) if c in WHAT_RAN]
+    at = ran[-1] + 1 if ran else 0
+    cols[at:at] = present(df, option_columns(df))
+    at = cols.index("model") + 1 if "model" in cols else 1  # the grid's axes right after what ran
+    cols[at:at] = present(df, axis_columns(df))
+    return cols
+
+
 def main_table(summary: pl.DataFrame, drop_same_micro: bool = False) -> pl.DataFrame:
     """The main columns of the summary (with `kind` kept first for row shading when present); with
     `drop_same_micro`, micro_score is left out when it equals score in every row."""
-    from emocaustics.report.axes import axis_columns
-
     df = with_ci(summary)
     if "cost_usd" in df.columns:  # shown as text: dollars to 4 places, "unknown" where the price is (never 0)
         df = df.with_columns(pl.col("cost_usd").map_elements(lambda v: f"{v:.4f}", return_dtype=pl.Utf8)
@@ -92,9 +118,7 @@ def main_table(summary: pl.DataFrame, drop_same_micro: bool = False) -> pl.DataF
     cols = present(df, MAIN_COLUMNS)
     if drop_same_micro and same_as_score(df):
         cols.remove("micro_score")
-    at = cols.index("model") + 1 if "model" in cols else 1  # the grid's axes right after what ran
-    cols[at:at] = present(df, axis_columns(df))
-    return df.select(*(["kind"] if "kind" in df.columns else []), *cols)
+    return df.select(*(["kind"] if "kind" in df.columns else []), *place_config_columns(df, cols))
 
 
 def components_by_task(summary: pl.DataFrame) -> dict[str, list[str]]:
@@ -125,11 +149,22 @@ def metric_doc(task_name: str, metric: str) -> tuple[str, str] | None:
     return None
 
 
-def legend(columns: Iterable[str], components: dict[str, list[str]] | None = None) -> list[tuple[str, str]]:
-    """(column, meaning) for every column shown: the main ones, then each task's components (the columns a task
-    describes with one prefix key, e.g. `z:`, get one line: `c_z:<name>`)."""
-    out = [(c, COLUMN_DOCS[c]) if c in COLUMN_DOCS else (c, AXIS_DOC.format(key=c[4:]))
-           for c in columns if c in COLUMN_DOCS or c.startswith("opt:")]
+def column_doc(column: str, declared: dict[str, str] | None = None) -> str | None:
+    """What a main column means: the report's own, a task's declared option column (`declared`: `option_columns`),
+    a grid axis; None for a column the legend does not define."""
+    if column in COLUMN_DOCS:
+        return COLUMN_DOCS[column]
+    if declared and column in declared:
+        return declared[column]
+    return AXIS_DOC.format(key=column[4:]) if column.startswith("opt:") else None
+
+
+def legend(columns: Iterable[str], components: dict[str, list[str]] | None = None,
+           declared: dict[str, str] | None = None) -> list[tuple[str, str]]:
+    """(column, meaning) for every column shown: the main ones (`declared`: the tasks' option columns, from
+    `option_columns`), then each task's components (the columns a task describes with one prefix key, e.g. `z:`,
+    get one line: `c_z:<name>`)."""
+    out = [(c, doc) for c in columns if (doc := column_doc(c, declared)) is not None]
     for task, cols in (components or {}).items():
         seen: set[str] = set()
         for c in cols:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import polars as pl
 
-from emocaustics.report.columns import components_by_task, legend, main_table
+from emocaustics.report.columns import components_by_task, legend, main_table, option_columns
 from emocaustics.report.tables import check_scores, failures, summarise
 
 # Component tables are cut into chunks of this many metric columns so that each fits the page.
@@ -132,7 +132,7 @@ def summary_section(summary: pl.DataFrame) -> list[str]:
                 chunk = cols[start:start + COMPONENTS_PER_TABLE]
                 parts.append(table(rows.select("kind", "run", *chunk), row_class="kind"))
         parts.append("</div>")
-    items = legend([c for c in main.columns if c != "kind"] + ["kind"], comps)
+    items = legend([c for c in main.columns if c != "kind"] + ["kind"], comps, option_columns(summary))
     body = "".join(f"<dt>{html.escape(c)}</dt><dd>{html.escape(text)}</dd>" for c, text in items)
     parts.append(f"<h2>Columns</h2><dl class='legend' id='legend'>{body}</dl>")
     return parts

@@ -14,10 +14,12 @@ from pathlib import Path
 import polars as pl
 
 from emocaustics.core.errors import UsageError
-from emocaustics.report.axes import PREFIX, axis_columns
-from emocaustics.report.columns import COLUMN_DOCS, present, same_as_score, with_ci
+from emocaustics.report.axes import PREFIX
+from emocaustics.report.columns import (COLUMN_DOCS, option_columns, place_config_columns, present, same_as_score,
+                                        with_ci)
 
-LATEX_COLUMNS = ("run", "task", "method", "model", "K", "S", "samples", "score", "ci", "micro_score", "failures")
+# With, after what ran, the grid's axes and the tasks' own option columns (`columns.place_config_columns`).
+LATEX_COLUMNS = ("run", "task", "method", "model", "samples", "score", "ci", "micro_score", "failures")
 HEADERS = {"ci": "95\\,\\% CI", "micro_score": "micro score"}
 _SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
             "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
@@ -42,11 +44,10 @@ def _cell(value: object, digits: int) -> str:
 
 
 def latex_columns(summary: pl.DataFrame) -> list[str]:
-    """The columns kept (see the module docstring), with a column per grid axis (`opt:<key>`) after the model."""
+    """The columns kept (see the module docstring), with a column per grid axis (`opt:<key>`) after the model and
+    the tasks' own option columns after those."""
     df = with_ci(summary)
-    cols = present(df, LATEX_COLUMNS)
-    at = cols.index("model") + 1 if "model" in cols else 1
-    cols[at:at] = present(df, axis_columns(df))
+    cols = place_config_columns(df, present(df, LATEX_COLUMNS))
     if "task" in cols and df["task"].n_unique() == 1:
         cols.remove("task")
     if "micro_score" in cols and same_as_score(df):
@@ -71,7 +72,8 @@ def summary_latex(summary: pl.DataFrame, label: str = "emocaustics-summary", dig
     ]
     for row in df.select(cols).iter_rows():
         lines.append(" & ".join(_cell(v, digits) for v in row) + " \\\\")
-    defined = "; ".join(f"{_header(c)}: {escape(COLUMN_DOCS[c])}" for c in cols if c in COLUMN_DOCS)
+    docs = {**option_columns(summary), **COLUMN_DOCS}
+    defined = "; ".join(f"{_header(c)}: {escape(docs[c])}" for c in cols if c in docs)
     axes = [_header(c) for c in cols if c.startswith(PREFIX)]
     if axes:
         defined += f"; {', '.join(axes)}: the options that vary between the configs (the grid's axes)"

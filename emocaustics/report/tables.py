@@ -48,16 +48,10 @@ def note() -> pl.Expr:
     by_method = pl.col("method").replace_strict(METHOD_NOTE, default=None, return_dtype=pl.Utf8)
     return (pl.when(pl.col("kind") == "calibration").then(pl.coalesce(by_method, by_kind)).otherwise(by_kind)
             .alias("note"))
-# Per-config columns a task may add (`Task.summary_columns`), shown after the model when present.
-OPTION_COLUMNS = ("K", "S")
 
 
 def component_columns(df: pl.DataFrame) -> list[str]:
     return [c for c in df.columns if c.startswith("c_")]
-
-
-def option_columns(df: pl.DataFrame) -> list[str]:
-    return [c for c in OPTION_COLUMNS if c in df.columns]
 
 
 # The columns every report needs (the rest of SCORE_COLUMNS only adds cost figures).
@@ -86,8 +80,11 @@ def failures_count_zero(scores: pl.DataFrame) -> pl.DataFrame:
 
 def summarise(scores: pl.DataFrame, wall: dict[str, float] | None = None,
               ci: pl.DataFrame | None = None) -> pl.DataFrame:
-    """One row per run config: score (macro: mean over samples, failures count 0), micro score (weighted by the
-    samples' weights), component means, failures, cost; `ci` (run, ci_low, ci_high) when already computed."""
+    """One row per run config: what ran and the per-config columns its task declares (`core.reportcolumns`), score
+    (macro: mean over samples, failures count 0), micro score (weighted by the samples' weights), component means,
+    failures, cost; `ci` (run, ci_low, ci_high) when already computed."""
+    from emocaustics.report.columns import option_columns
+
     scores = failures_count_zero(scores)
     comps = component_columns(scores)
     if ci is None:
@@ -98,7 +95,7 @@ def summarise(scores: pl.DataFrame, wall: dict[str, float] | None = None,
             pl.first("task"),
             pl.first("method"),
             pl.first("model"),
-            *[pl.first(c) for c in option_columns(scores)],
+            *[pl.first(c) for c in option_columns(scores)],  # the tasks' own, e.g. a window size
             pl.first("kind"),
             pl.len().alias("samples"),
             pl.col("score").mean().alias("score"),
@@ -198,7 +195,7 @@ def write_tables(run_dir: Path, scores: pl.DataFrame, wall: dict[str, float] | N
 
 def summary_markdown(summary: pl.DataFrame, pairs: pl.DataFrame, title: str) -> str:
     """summary.md: the main table, each task's components, what every column means, the paired tests' verdict."""
-    from emocaustics.report.columns import components_by_task, legend, main_table
+    from emocaustics.report.columns import components_by_task, legend, main_table, option_columns
 
     main = main_table(summary).drop("kind", strict=False)
     if "note" in summary.columns:
@@ -208,7 +205,8 @@ def summary_markdown(summary: pl.DataFrame, pairs: pl.DataFrame, title: str) -> 
     for task, cols in comps.items():
         rows = summary.filter(pl.col("task") == task).select("run", *cols)
         text += f"\n## Components: {task}\n\n" + to_markdown(rows)
-    text += "\n## Columns\n\n" + "".join(f"- `{c}`: {doc}\n" for c, doc in legend(main.columns, comps))
+    shown = legend(main.columns, comps, option_columns(summary))
+    text += "\n## Columns\n\n" + "".join(f"- `{c}`: {doc}\n" for c, doc in shown)
     if pairs.height:
         fam = pairs.filter(pl.col("family") == "configs") if "family" in pairs.columns else pairs
         text += (f"\nPaired tests between configs of the same task (approximate randomisation, Holm over "

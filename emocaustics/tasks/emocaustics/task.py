@@ -125,6 +125,12 @@ class EmoCausticsTask(Task):
         parts += [f"{key}={extra[key]}" for key in sorted(extra)]
         return "_".join(str(p).replace("/", "-") for p in parts)
 
+    # The per-config columns `summary_columns` adds, for the report (`core.reportcolumns.OptionColumns`).
+    option_column_docs: ClassVar[dict[str, str]] = {
+        "K": "window size of a windowed config (utterances)",
+        "S": "window step of a windowed config (utterances)",
+    }
+
     def summary_columns(self, options: Options) -> dict[str, Any]:
         opts: EmoOptions = options  # type: ignore[assignment]
         k, s = self.k_s(opts) if opts.method in ("window", "rag") else (None, None)
