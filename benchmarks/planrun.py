@@ -14,7 +14,7 @@ prompts share no prefix with the original's on any replica.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -95,18 +95,35 @@ def samples_of(dialogues: Iterable[Any]) -> list[Sample]:
     return [Sample(str(d.id), d, meta={"n_utterances": len(d.utterances)}) for d in dialogues]
 
 
+def copy_of(d: Any, k: int, *, fresh_strings: bool = False) -> Any:
+    """Copy k of dialogue `d`: id + k * ID_STRIDE, holder A named Ak (copy 0: the dialogue itself); `fresh_strings`:
+    with its own copies of the sentence strings (the 0th too), as a bigger dataset's would be."""
+    if k == 0 and not fresh_strings:
+        return d
+    utts = tuple(dataclasses.replace(u, holder=f"{u.holder}{k}" if k else u.holder,
+                                     sentence=(u.sentence + " ")[:-1] if fresh_strings else u.sentence)
+                 for u in d.utterances)
+    return dataclasses.replace(d, id=d.id + k * ID_STRIDE, utterances=utts)
+
+
 def copies_of(dialogues: list[Any], n: int, *, fresh_strings: bool = False) -> list[Any]:
-    """Every dialogue `n` times, copy k under id + k * ID_STRIDE with holder A named Ak (copy 0: the dialogue itself);
-    `fresh_strings`: every copy, the 0th too, with its own copies of the sentence strings, as a bigger dataset's
-    would be."""
-    out = []
-    for k in range(n):
-        for d in dialogues:
-            if k == 0 and not fresh_strings:
-                out.append(d)
-                continue
-            utts = tuple(dataclasses.replace(u, holder=f"{u.holder}{k}" if k else u.holder,
-                                             sentence=(u.sentence + " ")[:-1] if fresh_strings else u.sentence)
-                         for u in d.utterances)
-            out.append(dataclasses.replace(d, id=d.id + k * ID_STRIDE, utterances=utts))
-    return out
+    """Every dialogue `n` times (`copy_of`), copy 0 of each first, then copy 1 of each, and so on."""
+    return [copy_of(d, k, fresh_strings=fresh_strings) for k in range(n) for d in dialogues]
+
+
+class StreamedCopies(Sequence[Sample]):
+    """The samples of `copies_of(dialogues, n, fresh_strings=True)`, each made when it is indexed, as a streaming
+    loader would read a bigger dataset from disk: the copies are never all in memory (the plan holds a sample only
+    while it is in flight, `solve.plan.asolve_samples`)."""
+
+    def __init__(self, dialogues: list[Any], n: int) -> None:
+        self.dialogues, self.n = dialogues, n
+
+    def __len__(self) -> int:
+        return len(self.dialogues) * self.n
+
+    def __getitem__(self, i: int) -> Sample:  # type: ignore[override]
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        k, j = divmod(i, len(self.dialogues))
+        return samples_of([copy_of(self.dialogues[j], k, fresh_strings=True)])[0]

@@ -23,7 +23,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -53,11 +53,13 @@ def _failure(sample_id: str, step: str, reason: str) -> dict[str, Any]:
     return {"id": sample_id, "ok": False, "step": step, "reason": reason, "stats": {}}
 
 
-async def asolve_samples(task: Task, samples: list[Sample], options: Options, llm: Any, out: Path, *,
+async def asolve_samples(task: Task, samples: Sequence[Sample], options: Options, llm: Any, out: Path, *,
                          concurrency: int = 256, prior: Path | None = None, embedder_spec: str | None = None,
                          marks: dict[str, float] | None = None,
                          on_row: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
     """Solve `samples` (rows back in their order); `prior`: the folder of the config this one builds on;
+    `samples` may be a lazy sequence (a streaming source that builds sample i when indexed): the plan reads each
+    sample when it needs it and holds it only while it is in flight, so the samples of a run are never all held here;
     `embedder_spec`: the job's embedder, for tasks with side texts; `marks` gets phase times (startup_bench);
     `on_row` sees each row as it is written (progress)."""
     from emocaustics.evallog import sink
@@ -128,12 +130,12 @@ async def asolve_samples(task: Task, samples: list[Sample], options: Options, ll
     # they end, so their text units in flight are bounded too (core/inflight.py): ten times the data does not put ten
     # copies of the longest samples in memory at once. Not when the caller asked for every sample in flight (a batch
     # API collects them all into one batch).
-    sizes = [max(1, task.size(s)) for s in samples]
+    sizes = [max(1, task.size(s)) for s in samples]  # ints: a lazy source's samples are built and dropped here
     order = sorted(range(len(samples)), key=lambda i: -sizes[i])
     bounded = in_process and concurrency < len(samples)
     marks["first_submitted"] = time.time()
     try:
-        rows = await run_in_flight((samples[i] for i in order), one, limit=concurrency,
+        rows = await run_in_flight((samples[i] for i in order), one, limit=concurrency,  # each built as it starts
                                    weight=lambda s: max(1, task.size(s)),
                                    budget=concurrency * UNITS_PER_SLOT if bounded else None)
     finally:
@@ -177,7 +179,7 @@ def _warn_failed(task: Task, sample_id: str, step: str, reason: str) -> None:
         log.warning("%s: sample %s failed at %s: %s", task.name, sample_id, step, reason[:300])
 
 
-def solve_samples(task: Task, samples: list[Sample], options: Options, *, llm_spec: str, out: Path,
+def solve_samples(task: Task, samples: Sequence[Sample], options: Options, *, llm_spec: str, out: Path,
                   cache_dir: Path | None, concurrency: int = 256, prior: Path | None = None,
                   embedder_spec: str | None = None, marks: dict[str, float] | None = None,
                   on_row: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
@@ -189,7 +191,7 @@ def solve_samples(task: Task, samples: list[Sample], options: Options, *, llm_sp
     marks = marks if marks is not None else {}
     out.mkdir(parents=True, exist_ok=True)
     done = {k for k, v in task.read_predictions(out).items() if not isinstance(v, Failure)}
-    todo = [s for s in samples if s.id not in done]
+    todo = [s for s in samples if s.id not in done] if done else samples  # a fresh run keeps a lazy source lazy
     if not todo:
         return []
     marks["llm_start"] = time.time()

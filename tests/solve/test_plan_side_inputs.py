@@ -95,3 +95,59 @@ def test_a_config_builds_on_its_priors_predictions_and_a_missing_one_fails_uncal
     assert llm.prompts == ["A:one"]  # the default `solver_view` hands the prior over in meta["prior"]
     assert rows[1] == {"id": "b", "ok": False, "step": "input", "reason": f"no prediction of b in {prior}",
                        "stats": {}}
+
+
+class Built:
+    """A lazy sample source (a streaming loader): sample i is made when indexed; `live` sees which are still held."""
+
+    def __init__(self, n: int) -> None:
+        self.n, self.live, self.peak = n, 0, 0
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: int) -> Sample:
+        if not 0 <= i < self.n:
+            raise IndexError(i)
+        import weakref
+
+        s = Sample(f"s{i}", [f"w{i}"] * (1 + i % 7))
+        self.live += 1
+        weakref.finalize(s, self._dropped)
+        return s
+
+    def _dropped(self) -> None:
+        self.live -= 1
+
+
+class Slow(Task):
+    """One call per sample after a pause, so that many are in flight; notes how many samples are alive meanwhile."""
+
+    name = "slow-test"
+    solver_methods = ("ask",)
+
+    def __init__(self, source: Built) -> None:
+        super().__init__()
+        self.source = source
+
+    def size(self, sample: Sample) -> int:
+        return len(sample.input)
+
+    async def solve_with(self, llm: Any, sample: Sample, options: Options, side: Side) -> Any:
+        import asyncio
+        import gc
+
+        await asyncio.sleep(0.001)
+        gc.collect()  # only what something still refers to stays in `live`
+        self.source.peak = max(self.source.peak, self.source.live)
+        return sample.input[0]
+
+
+def test_a_lazy_source_is_read_as_samples_start_and_not_held_after(tmp_path):
+    source = Built(300)
+    rows = aio.run(asolve_samples(Slow(source), source, Options(method="ask"), Echo(), tmp_path, concurrency=8))
+    assert [r["ok"] for r in rows] == [True] * 300
+    preds = {p["id"]: p["prediction"] for p in map(json.loads, (tmp_path / "predictions.jsonl").read_text().splitlines())}
+    assert preds == {f"s{i}": f"w{i}" for i in range(300)}
+    # at most the 8 in flight, plus the one waiting for a slot and the one being written (not 300)
+    assert 8 <= source.peak <= 10, source.peak
