@@ -31,11 +31,11 @@ import numpy as np
 # forever for rows filed under the original's id.
 KEY = "feed_key"
 CHUNK = 32  # texts in a sample's first encode (then doubling): its first utterances are usable early
-# Encoder batch for utterances on a CPU: a batch computes every text at its longest text's length, and utterances run
-# from a few tokens to the 256-token cap. minilm on the 854 utterances of paper-100's first 50 dialogues, 2 cores:
-# batch 32 18.5 s, 16 14.9 s, 8 11.8 s, 4 10.3 s, 1 13.0 s. (Scoring's short texts keep the embedder's 32: at 4 the
-# whole-dataset scoring benchmark took 498 s instead of 330.)
-CPU_UTTERANCE_BATCH = 4
+# Encoder batch for a task's side texts on a CPU: a batch computes every text at its longest text's length, and side
+# texts run from a few tokens to the 256-token cap. Measured with minilm on the 854 utterances of paper-100's first 50
+# dialogues (EmoCaustics), 2 cores: batch 32 18.5 s, 16 14.9 s, 8 11.8 s, 4 10.3 s, 1 13.0 s. (Scoring's short texts
+# keep the embedder's 32: at 4 the whole-dataset scoring benchmark took 498 s instead of 330.)
+CPU_SIDE_TEXT_BATCH = 4
 
 
 class EmbedFeed:
@@ -317,7 +317,7 @@ def _serve(spec: str, conn: Any, nice: int = 0, threads: int | None = None) -> N
         emb = make_embedder(spec)
         model = emb._load()  # type: ignore[attr-defined]
         if model.device.type == "cpu":
-            emb.batch_size = CPU_UTTERANCE_BATCH  # type: ignore[attr-defined]
+            emb.batch_size = CPU_SIDE_TEXT_BATCH  # type: ignore[attr-defined]
         conn.send(("ready", None))
     except Exception as exc:
         conn.send(("error", f"{type(exc).__name__}: {exc}"))
