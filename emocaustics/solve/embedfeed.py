@@ -290,8 +290,8 @@ class EmbedderProcess:
             return self._receive()
 
     def stop(self) -> None:
-        self._conn.close()  # an idle child reads end-of-file and exits cleanly
-        self._proc.join(0.5)
+        self._conn.close()  # an idle child reads end-of-file and leaves at once (`_serve`)
+        self._proc.join(0.5 if self._ready else 0.05)
         if self._proc.is_alive():  # still loading or encoding: nothing waits for that any more
             self._proc.kill()
             self._proc.join(5)
@@ -326,7 +326,15 @@ def _serve(spec: str, conn: Any, nice: int = 0, threads: int | None = None) -> N
         try:
             texts = conn.recv()
         except (EOFError, OSError):
-            return
+            # Nothing is left to do: leave without the interpreter's teardown of torch and transformers, which took
+            # 0.5 s that every run's exit waited for (the parent joins this child before it exits). Only
+            # multiprocessing's own exit step runs first: it releases the semaphores made here (tqdm's lock),
+            # which the resource tracker would otherwise report as leaked.
+            from multiprocessing import util
+
+            util._exit_function()
+            sys.stderr.flush()
+            os._exit(0)
         try:
             conn.send(("ok", emb.encode(texts)))  # type: ignore[attr-defined]
         except Exception as exc:
