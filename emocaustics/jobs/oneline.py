@@ -16,11 +16,10 @@ import yaml
 from pydantic import ValidationError
 
 from emocaustics.core.errors import UsageError
+from emocaustics.core.optionkeys import split_field
 from emocaustics.core.task import Task, get_task
 from emocaustics.jobs.spec import JobSpec
 
-# The dataset option `--split` sets, first found: `split` (aer, ecpe), else `subset` (the EmoCaustics dialogues).
-SPLIT_FIELDS = ("split", "subset")
 MODEL_HINT = "openai:MODEL, anthropic:MODEL, ollama:MODEL, vllm:PATH_OR_NAME, hf:PATH_OR_NAME or smoke"
 
 
@@ -99,7 +98,8 @@ def eval_job(task: str, *, model: str | None = None, method: str | None = None, 
              dataset: dict[str, Any] | None = None, judge: str | None = None, embedder: str | None = None,
              name: str | None = None) -> JobSpec:
     """The one-config job of an eval (see the module docstring). `options` are the task's options (`-T`),
-    `dataset` its dataset options (`-D`), `split` the dataset's split or subset; `ids`/`limit` the selection."""
+    `dataset` its dataset options (`-D`), `split` the value of the dataset option the task's `--split` sets;
+    `ids`/`limit` the selection."""
     from emocaustics.jobs.spec import _messages  # one wording for spec errors
 
     t = get_task(task)
@@ -115,7 +115,7 @@ def eval_job(task: str, *, model: str | None = None, method: str | None = None, 
         raise UsageError(f"-D {unknown[0]}: task {task} has no dataset option {unknown[0]!r}; its dataset options: "
                          f"{', '.join(data_fields)}")
     if split is not None:
-        field = next((f for f in SPLIT_FIELDS if f in data_fields), None)
+        field = split_field(t)  # the task's declared option, else its `split` (core.optionkeys.SplitField)
         if field is None:
             raise UsageError(f"--split: task {task} has no split; its dataset options: {', '.join(data_fields)} "
                              "(give them with -D KEY=VALUE)")

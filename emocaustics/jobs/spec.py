@@ -19,6 +19,7 @@ from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
                       model_validator)
 
 from emocaustics.core.errors import UsageError
+from emocaustics.core.optionkeys import run_level_keys
 from emocaustics.core.task import Options, Sample, Task, get_task
 from emocaustics.models.prices import PriceOverride
 
@@ -120,15 +121,16 @@ class SelectSpec(_Strict):
         return samples if self.limit is None else samples[:self.limit]
 
 
-# Run keys that older job files put beside `task` instead of under `options` (still accepted, moved on load).
-LEGACY_OPTION_KEYS = ("method", "window", "step")
-
-
 def _lift_legacy(raw: Any) -> Any:
-    if isinstance(raw, dict) and any(k in raw for k in LEGACY_OPTION_KEYS):
+    """Run keys that older job files put beside `task` instead of under `options` (still accepted, moved on load):
+    `method`, and the options the task declares (`core.optionkeys.LegacyRunKeys`); an unknown task is named here."""
+    if not isinstance(raw, dict):
+        return raw
+    keys = run_level_keys(get_task(raw["task"])) if isinstance(raw.get("task"), str) else ("method",)
+    if any(k in raw for k in keys):
         raw = dict(raw)
         options = dict(raw.get("options") or {})
-        for key in LEGACY_OPTION_KEYS:
+        for key in keys:
             if key in raw:
                 value = raw.pop(key)
                 if value is not None:

@@ -29,6 +29,7 @@ RAY_ABOVE = 50  # dialogues; below this Ray's start-up costs more than it saves 
 
 
 class EmoDataset(DatasetOptions):
+    split_field: ClassVar[str] = "subset"  # what `eval --split` sets (core.optionkeys.SplitField)
     subset: str | None = "sample"  # all | paper-100 | long-20 | sample
     ids: list[int] | None = None
     pairing: Literal["verified", "published"] = "verified"
@@ -39,6 +40,8 @@ class EmoDataset(DatasetOptions):
 class EmoOptions(Options):
     """The extraction knobs of `extract.dialogue.ExtractConfig`, plus the calibration predictors."""
 
+    # Older job files wrote these beside `task` in a run; they are moved under `options` (core.optionkeys).
+    legacy_run_keys: ClassVar[tuple[str, ...]] = ("window", "step")
     method: Literal["direct", "rag", "window", "oracle", "baseline"]
     window: int | None = Field(None, ge=1)
     step: int | None = Field(None, ge=1)
