@@ -17,12 +17,13 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 import polars as pl
-from pydantic import Field, model_validator
+from pydantic import model_validator
 
 from emocaustics.core.datasource import DataSource
 from emocaustics.core.task import (DatasetOptions, Defect, Failure, Loaded, Options, Sample, ScoreContext, Scored,
                                    Side, Task, rows_frame)
 from emocaustics.tasks.emocaustics.data.fetch import SOURCE
+from emocaustics.tasks.emocaustics.extract.knobs import ExtractKnobs
 from emocaustics.tasks.emocaustics.extract.windows import DEFAULT_WINDOWS
 
 RAY_ABOVE = 50  # dialogues; below this Ray's start-up costs more than it saves in scoring
@@ -37,22 +38,14 @@ class EmoDataset(DatasetOptions):
     strict: bool = False
 
 
-class EmoOptions(Options):
+class EmoOptions(Options, ExtractKnobs):
     """The extraction knobs of `extract.dialogue.ExtractConfig`, plus the calibration predictors."""
+
+    # The knobs are declared once, in `extract.knobs.ExtractKnobs` (ExtractConfig's too); `method` adds the predictors.
 
     # Older job files wrote these beside `task` in a run; they are moved under `options` (core.optionkeys).
     legacy_run_keys: ClassVar[tuple[str, ...]] = ("window", "step")
     method: Literal["direct", "rag", "window", "oracle", "baseline"]
-    window: int | None = Field(None, ge=1)
-    step: int | None = Field(None, ge=1)
-    top_k: int = Field(3, ge=0)
-    rag_threshold: float = 0.5
-    join_threshold: float = 0.85
-    event_context: Literal["asof", "strict", "final"] = "asof"
-    max_events: int = Field(8, ge=1)
-    max_log_lines: int = Field(6, ge=1)
-    retries: int = Field(2, ge=0)
-    max_tokens_cap: int = Field(4096, ge=16)
 
     @model_validator(mode="after")
     def _check(self) -> "EmoOptions":

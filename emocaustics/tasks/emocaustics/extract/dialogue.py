@@ -14,7 +14,7 @@ import time
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, model_validator
 
 from emocaustics.core.task import SolveFailed
 from emocaustics.evallog.record import recording, replica_id
@@ -22,6 +22,7 @@ from emocaustics.tasks.emocaustics.extract import chains as chain_methods
 from emocaustics.tasks.emocaustics.extract import sextuple as sx
 from emocaustics.solve.ask import Asker, StepFailed
 from emocaustics.solve.side import EmbeddingFailed, Embeddings, pack, unpack
+from emocaustics.tasks.emocaustics.extract.knobs import ExtractKnobs
 from emocaustics.tasks.emocaustics.extract.prompts import SYSTEM
 from emocaustics.tasks.emocaustics.extract.windows import DEFAULT_WINDOWS, windows
 
@@ -31,23 +32,20 @@ from emocaustics.tasks.emocaustics.extract.windows import DEFAULT_WINDOWS, windo
 PROMPT_CHARS_PER_ANSWER = 1200
 
 
-class ExtractConfig(BaseModel):
-    """Everything that decides what a run asks the model; recorded in the manifest."""
-
-    model_config = ConfigDict(extra="forbid")
+class _Task(BaseModel):
+    """`task`, in a base of its own so that it stays ExtractConfig's first field (pydantic puts a base's fields
+    first; the manifest's `config` has always started with it)."""
 
     task: Literal["sextuple", "emotion"]
+
+
+class ExtractConfig(ExtractKnobs, _Task):
+    """Everything that decides what a run asks the model; recorded in the manifest."""
+
+    # The knobs are `ExtractKnobs`'s (declared once, shared with the task's options); `method` is narrowed here.
+    model_config = ConfigDict(extra="forbid")
+
     method: Literal["direct", "rag", "window"]
-    window: int | None = Field(default=None, ge=1)
-    step: int | None = Field(default=None, ge=1)
-    top_k: int = Field(default=3, ge=0)  # rag: retrieved earlier utterances
-    rag_threshold: float = 0.5  # rag: minimum cosine of a retrieved utterance
-    join_threshold: float = 0.85  # window: cosine for joining an event by embedding
-    event_context: Literal["asof", "strict", "final"] = "asof"
-    max_events: int = Field(default=8, ge=1)  # bucket events shown per prompt
-    max_log_lines: int = Field(default=6, ge=1)  # log lines shown per event
-    retries: int = Field(default=2, ge=0)
-    max_tokens_cap: int = Field(default=4096, ge=16)  # max_tokens when the schema's bound is higher
 
     @model_validator(mode="after")
     def _check(self) -> "ExtractConfig":
