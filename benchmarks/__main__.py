@@ -44,6 +44,7 @@ BENCHMARKS: list[tuple[str, str, bool]] = [
     ("benchmarks.memory_bench", "the driver's peak memory at 1x and 10x the dataset (in-process window run)", False),
     # before the engine benchmarks: they leave both cores loaded for a minute after they end
     ("benchmarks.startup_bench", "time to first request and window/direct runs against the stand-in endpoint", False),
+    ("benchmarks.race_bench", "the fair race: ours vs the reference's driving as whole processes, 1x and 10x", True),
     ("benchmarks.score_bench", "EmoCaustics scoring of the whole dataset from predictions that need embedding", True),
     ("benchmarks.guided_bench", "schema-guided requests/s of the real vLLM CPU engine in a Ray actor", True),
     ("benchmarks.aer_prefix_bench", "AER prefix-cache hit rate with and without per-topic affinity (2 replicas)", False),

@@ -1,5 +1,14 @@
 """The reference scripts' way of driving an OpenAI-compatible server, rebuilt for a like-for-like comparison.
 
+As a whole process, the way the reference scripts run (`benchmarks/race_bench.py` times it from start to exit):
+
+    python -m benchmarks.refdriver --method sextuple/rag --ids 1,2,3 --url http://HOST:PORT/v1 --out DIR
+        [--model NAME] [--from SEXTUPLE_WINDOW_DIR] [--data DIR] [--embedder minilm]
+
+loads the dialogues, loads the embedder in this process when the method needs embeddings (the reference scripts
+load their sentence-transformers model in-process), embeds up front, drives the calls with the reference's threads,
+writes each dialogue's prediction file as it finishes (our file names and formats) and prints a JSON summary.
+
 How they drive it: every LLM call is one blocking HTTP request; a pool of `--batch` threads, one dialogue per thread,
 each working through its dialogue's calls one after another. `--batch` is the reference's own, per script, as its
 authors run it (`REFERENCE_CONCURRENCY`: the README's run commands, else the script's argparse default).
@@ -10,7 +19,10 @@ on each request in turn instead of sending them concurrently.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import json
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -118,20 +130,75 @@ def reference_items(dialogues: list[Any], method: str, from_dir: Path | None, em
     return items, time.perf_counter() - t0
 
 
-def run_reference_style(llm: BlockingLLM, items: list[dict[str, Any]], method: str) -> dict[str, Any]:
+def run_reference_style(llm: BlockingLLM, items: list[dict[str, Any]], method: str,
+                        on_row: Any = None) -> dict[str, Any]:
     """Run the items the reference's way (`method` = "task/how"); returns rows (as `extract_one` makes them), wall
-    seconds and the thread count used. An item with `skip_reason` gets its failure row without a call."""
+    seconds and the thread count used. An item with `skip_reason` gets its failure row without a call. `on_row(row)`
+    runs in the item's thread as soon as its dialogue is done (the reference scripts write each output file there)."""
     from emocaustics.tasks.emocaustics.extract.dialogue import extract_one
 
     threads = reference_threads(method)
 
     def one(item: dict[str, Any]) -> dict[str, Any]:
         if item.get("skip_reason"):
-            return {"dialogue": int(item["id"]), "utterances": len(item["sentences"]), "ok": False,
-                    "prediction": None, "step": "input", "reason": item["skip_reason"], "stats": {}, "seconds": 0.0}
-        return asyncio.run(extract_one(llm, item))
+            row = {"dialogue": int(item["id"]), "utterances": len(item["sentences"]), "ok": False,
+                   "prediction": None, "step": "input", "reason": item["skip_reason"], "stats": {}, "seconds": 0.0}
+        else:
+            row = asyncio.run(extract_one(llm, item))
+        if on_row is not None:
+            on_row(row)
+        return row
 
     t0 = time.perf_counter()
     with ThreadPoolExecutor(max_workers=threads) as ex:
         rows = list(ex.map(one, items))
     return {"rows": rows, "seconds": time.perf_counter() - t0, "threads": threads}
+
+
+def main(argv: list[str] | None = None) -> int:
+    marks = {"start": time.time()}  # epoch seconds; the process's own start is the caller's clock
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.refdriver", description=__doc__.splitlines()[0])
+    ap.add_argument("--method", required=True, choices=sorted(REFERENCE_CONCURRENCY))
+    ap.add_argument("--ids", required=True, help="dialogue ids, e.g. 1,2,3")
+    ap.add_argument("--url", required=True, help="the OpenAI-compatible base URL (.../v1)")
+    ap.add_argument("--model", default="standin")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--from", dest="from_dir", help="emotion/window: the sextuple window run to build on")
+    ap.add_argument("--data", help="dataset folder (default: $EMOCAUSTICS_DATA)")
+    ap.add_argument("--embedder", default="minilm")
+    args = ap.parse_args(argv)
+    from emocaustics.models.embedders import make_embedder
+    from emocaustics.tasks.emocaustics.data.subsets import resolve
+    from emocaustics.tasks.emocaustics.extract.output import append_failure, write_prediction
+
+    dialogues, _ = resolve("all", [int(x) for x in args.ids.split(",") if x.strip()], root=args.data)
+    marks["data_loaded"] = time.time()
+    embedder = make_embedder(args.embedder)  # loads on its first use: only a method that embeds pays for it
+    items, emb_s = reference_items(dialogues, args.method, Path(args.from_dir) if args.from_dir else None, embedder)
+    marks["embedded"] = time.time()
+    llm = BlockingLLM(args.model, args.url)
+    out, task = Path(args.out), args.method.split("/")[0]
+    out.mkdir(parents=True, exist_ok=True)
+    lock = threading.Lock()
+
+    def write(row: dict[str, Any]) -> None:
+        if row["ok"]:
+            write_prediction(out, task, row["dialogue"], row["prediction"])
+        else:
+            with lock:
+                append_failure(out, {k: row[k] for k in ("dialogue", "step", "reason")})
+
+    marks["calls_start"] = time.time()
+    res = run_reference_style(llm, items, args.method, on_row=write)
+    marks["calls_done"] = time.time()
+    llm.close()
+    rows = res["rows"]
+    print(json.dumps({"method": args.method, "dialogues": len(rows), "predicted": sum(1 for r in rows if r["ok"]),
+                      "failures": [{k: r[k] for k in ("dialogue", "step", "reason")} for r in rows if not r["ok"]],
+                      "llm_calls": llm.calls, "threads": res["threads"], "embedding_s": round(emb_s, 3),
+                      "texts_embedded": getattr(embedder, "texts_embedded", None), "timings": marks}))
+    return 0 if rows and any(r["ok"] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
