@@ -1,0 +1,123 @@
+"""A job's model configs solved together (jobs/together.py), without Ray or an engine: configs of a model in this
+cluster's engines run side by side through one LLM object (their calls share its batches); a config that builds on
+another starts when that one has finished; endpoints without batch, and configs on a config left to the loop, are left
+to the loop. The model here stands in for a replica: it answers after a pause and records which configs' calls were
+in flight at once."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from emocaustics.core.task import Loaded, Options, Sample, ScoreContext, Side, Task
+from emocaustics.jobs import together
+from emocaustics.jobs.spec import JobSpec
+from emocaustics.models.base import ChatRequest, Completion
+
+
+class Overlap:
+    """One LLM object per model (as `make_llm` gives): answers each request after 10 ms, noting the configs in flight."""
+
+    def __init__(self) -> None:
+        self.inflight: dict[str, int] = {}
+        self.seen_together: set[frozenset[str]] = set()
+        self.order: list[str] = []
+
+    async def generate(self, requests: list[ChatRequest]) -> list[Completion]:
+        tags = [r.messages[-1]["content"].split(":")[0] for r in requests]
+        for t in tags:
+            self.inflight[t] = self.inflight.get(t, 0) + 1
+        self.seen_together.add(frozenset(k for k, v in self.inflight.items() if v))
+        await asyncio.sleep(0.01)
+        for t in tags:
+            self.inflight[t] -= 1
+            self.order.append(t)
+        return [Completion(text=r.messages[-1]["content"]) for r in requests]
+
+
+class Tagged(Task):
+    """Each sample asks one call tagged with its config's label; the prediction is the answer."""
+
+    name = "together-test"
+    solver_methods = ("ask",)
+
+    def __init__(self, tag: str) -> None:
+        super().__init__()
+        self.tag = tag
+
+    async def solve_with(self, llm: Any, sample: Sample, options: Options, side: Side) -> Any:
+        (answer,) = await llm.generate([ChatRequest(messages=({"role": "user", "content": f"{self.tag}:{sample.id}"},))])
+        return answer.text
+
+
+@dataclass
+class Config:
+    label: str
+    model: str
+    pred_dir: Path
+    task: Tagged = field(init=False)
+    options: Options = field(default_factory=lambda: Options(method="ask"))
+
+    def __post_init__(self) -> None:
+        self.task = Tagged(self.label)
+
+
+def _job(**models: str) -> JobSpec:
+    return JobSpec.model_validate({"name": "t", "models": {k: {"spec": v} for k, v in models.items()},
+                                   "runs": [{"task": "narrative", "options": {"method": "empty"}}]})
+
+
+def _solve(tmp_path: Path, job: JobSpec, configs: list[Config], priors: dict[str, str], monkeypatch) -> tuple[dict, dict]:
+    import emocaustics.models.factory as factory
+
+    llms: dict[str, Overlap] = {}
+    monkeypatch.setattr(factory, "make_llm", lambda spec, **kw: llms.setdefault(spec, Overlap()))
+    monkeypatch.setattr(together, "_start_local", lambda chosen, specs: None)  # no Ray here
+    by_label = {c.label: c for c in configs}
+    loaded = {c.label: Loaded([Sample(f"s{i}", None) for i in range(6)]) for c in configs}  # one dataset
+    solved = together.solve_together(
+        job, configs, loaded, ScoreContext(), tmp_path / "cache", lambda c: job.models[c.model].spec,
+        lambda c: by_label[priors[c.label]].pred_dir if c.label in priors else None, lambda label: None)
+    return solved, llms
+
+
+def test_engine_configs_run_side_by_side_and_a_config_waits_for_the_one_it_builds_on(tmp_path, monkeypatch):
+    configs = [Config(x, "m", tmp_path / x) for x in ("a", "b", "c")]
+    solved, llms = _solve(tmp_path, _job(m="smoke"), configs, {"c": "a"}, monkeypatch)
+    assert sorted(solved) == ["a", "b", "c"]
+    (llm,) = llms.values()  # one LLM object for the model, shared by its configs
+    assert frozenset({"a", "b"}) in llm.seen_together  # their calls were in flight at once
+    assert llm.order.index("c") > max(i for i, t in enumerate(llm.order) if t == "a")  # c after all of a
+    for c in configs:  # every sample has its prediction, in the config's own folder
+        assert c.task.read_predictions(c.pred_dir) == {f"s{i}": f"{c.label}:s{i}" for i in range(6)}
+
+
+def test_endpoints_without_batch_and_configs_on_them_are_left_to_the_loop(tmp_path, monkeypatch):
+    job = _job(m="smoke", api="openai:gpt-4o-mini")
+    configs = [Config("a", "m", tmp_path / "a"), Config("b", "m", tmp_path / "b"),
+               Config("x", "api", tmp_path / "x"), Config("y", "m", tmp_path / "y")]
+    solved, llms = _solve(tmp_path, job, configs, {"y": "x"}, monkeypatch)
+    assert sorted(solved) == ["a", "b"]  # x: an endpoint billed per call; y: builds on x
+    assert list(llms) == ["smoke"]
+
+
+def test_one_config_alone_is_left_to_the_loop(tmp_path, monkeypatch):
+    solved, llms = _solve(tmp_path, _job(m="smoke"), [Config("a", "m", tmp_path / "a")], {}, monkeypatch)
+    assert solved == {} and llms == {}
+
+
+def test_a_config_that_fails_stops_its_siblings_and_its_error_is_raised(tmp_path, monkeypatch):
+    configs = [Config("a", "m", tmp_path / "a"), Config("b", "m", tmp_path / "b")]
+    import emocaustics.solve.plan as plan
+
+    async def crash(*a: Any, **k: Any) -> Any:  # an error of the plan itself (not a sample's failure row)
+        raise RuntimeError("the pool is gone")
+
+    real = plan.asolve_samples
+    monkeypatch.setattr(plan, "asolve_samples", lambda task, *a, **k: crash() if task.tag == "b" else real(task, *a, **k))
+    with pytest.raises(RuntimeError, match="the pool is gone"):
+        _solve(tmp_path, _job(m="smoke"), configs, {}, monkeypatch)
