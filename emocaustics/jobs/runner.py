@@ -62,7 +62,13 @@ def model_spec_string(model: ModelSpec) -> str:
 def run_kind(task: Task, opts: Options, run: RunSpec, job: JobSpec) -> str:
     if not task.needs_model(opts):
         return "calibration"
-    return "engine-check" if job.models[run.model].spec.split("?")[0] in ("smoke", "hf:smoke") else "model"
+    from emocaustics.models.spec import parse_llm_spec
+
+    try:
+        smoke = parse_llm_spec(job.models[run.model].spec).is_smoke
+    except UsageError:  # a malformed spec: the pre-flight check names it, with where it is
+        smoke = False
+    return "engine-check" if smoke else "model"
 
 
 def resolve_run_dir(job: JobSpec, out: str | None, resume: bool) -> Path:
@@ -173,10 +179,12 @@ def solve(cfg: Config, job: JobSpec, samples: list, ctx: ScoreContext, cache_dir
         # are still bounded by the model's own `concurrency`)
         batched = batchfirst.is_batched(job, cfg.model, llm_spec)
         concurrency = max(job.concurrency, len(samples)) if batched else job.concurrency
+        from emocaustics.models.spec import parse_llm_spec
         from emocaustics.solve.plan import solve_samples
 
-        solve_samples(cfg.task, samples, cfg.options, llm_spec=llm_spec, out=cfg.pred_dir, cache_dir=cache_dir,
-                      concurrency=concurrency, prior=prior, embedder_spec=ctx.embedder_spec)
+        # parsed here, once: the plan, the pool and the factory take the LLMSpec as it is
+        solve_samples(cfg.task, samples, cfg.options, llm_spec=parse_llm_spec(llm_spec), out=cfg.pred_dir,
+                      cache_dir=cache_dir, concurrency=concurrency, prior=prior, embedder_spec=ctx.embedder_spec)
 
 
 def predictions_for(cfg: Config, samples: list) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from emocaustics.models.spec import BATCH_KEYS, BREAKER_KEYS, REMOTE_KINDS, LLMSpec, endpoint_name, parse_llm_spec
+from emocaustics.models.spec import BATCH_KEYS, BREAKER_KEYS, REMOTE_KINDS, LLMSpec, as_llm_spec, endpoint_name
 
 
 def make_llm(spec: str | LLMSpec, *, cache_dir: Path | str | None = None, **opts: Any) -> Any:
@@ -20,7 +20,7 @@ def make_llm(spec: str | LLMSpec, *, cache_dir: Path | str | None = None, **opts
     kept in `<cache_dir>/batches.jsonl` (without a cache_dir they are not kept: a killed run's batches are lost).
     Every returned object has `name`, `generate`, `run(fn, items, affinity_key=None)` and `stats()`.
     """
-    parsed = parse_llm_spec(spec) if isinstance(spec, str) else spec
+    parsed = as_llm_spec(spec)
     if opts:
         parsed = parsed.with_options(**opts)
     llm: Any

@@ -390,9 +390,9 @@ def get_pool(spec: Any, *, detached: bool = False, **overrides: Any) -> ModelPoo
     Engine-option overrides are part of the key: the same model with another max_model_len is another pool.
     `detached`: replicas that outlive this process, for a model service (models/services.py).
     """
-    from emocaustics.models.spec import parse_llm_spec, pool_arguments
+    from emocaustics.models.spec import as_llm_spec, pool_arguments
 
-    parsed = parse_llm_spec(spec) if isinstance(spec, str) else spec
+    parsed = as_llm_spec(spec)
     parsed = parsed.with_options(**overrides) if overrides else parsed
     key = parsed.canonical()
     pool = _POOLS.get(key)

@@ -118,6 +118,11 @@ class LLMSpec(BaseModel):
             return head
         return head + "?" + urlencode({k: v if isinstance(v, str) else json.dumps(v, sort_keys=True) for k, v in query.items()})
 
+    @property
+    def is_smoke(self) -> bool:
+        """The tiny random model, on either backend (`smoke`: vLLM; `hf:smoke`: transformers)."""
+        return self.kind == "smoke" or (self.kind == "hf" and self.model == "smoke")
+
     def with_options(self, **opts: Any) -> "LLMSpec":
         data = self.model_dump()
         _assign(data, opts, self.canonical())
@@ -188,6 +193,12 @@ def parse_llm_spec(spec: str) -> LLMSpec:
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         raise UsageError(f"model spec {spec!r}: {problems}") from None
+
+
+def as_llm_spec(spec: str | LLMSpec) -> LLMSpec:
+    """A spec string parsed (`parse_llm_spec`), an `LLMSpec` as it is: the edges (CLI `--llm`, a job's model, the
+    api) hand either to the plan, the pool and the factory, which parse nothing again."""
+    return parse_llm_spec(spec) if isinstance(spec, str) else spec
 
 
 @functools.lru_cache(maxsize=1)

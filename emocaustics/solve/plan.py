@@ -25,13 +25,16 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from emocaustics.core import aio
 from emocaustics.core.inflight import Slot, run_in_flight
 from emocaustics.core.task import Failure, Options, Sample, Task
 from emocaustics.solve.item import Bound, CountingLLM  # noqa: F401 (CountingLLM: importable from here too)
 from emocaustics.solve.side import EmbeddingFailed, Embeddings, pack
+
+if TYPE_CHECKING:
+    from emocaustics.models.spec import LLMSpec
 
 log = logging.getLogger(__name__)
 
@@ -179,14 +182,15 @@ def _warn_failed(task: Task, sample_id: str, step: str, reason: str) -> None:
         log.warning("%s: sample %s failed at %s: %s", task.name, sample_id, step, reason[:300])
 
 
-def solve_samples(task: Task, samples: Sequence[Sample], options: Options, *, llm_spec: str, out: Path,
+def solve_samples(task: Task, samples: Sequence[Sample], options: Options, *, llm_spec: str | LLMSpec, out: Path,
                   cache_dir: Path | None, concurrency: int = 256, prior: Path | None = None,
                   embedder_spec: str | None = None, marks: dict[str, float] | None = None,
                   on_row: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
-    """Solve the samples that have no prediction in `out` yet (failed ones are tried again)."""
+    """Solve the samples that have no prediction in `out` yet (failed ones are tried again). `llm_spec`: the model,
+    parsed (an `LLMSpec`, as the job runner and `extract` hand it) or a spec string, parsed here once."""
     from emocaustics.models.factory import make_llm
     from emocaustics.models.pool import _pickle_by_value_if_local
-    from emocaustics.models.spec import REMOTE_KINDS, parse_llm_spec
+    from emocaustics.models.spec import REMOTE_KINDS, as_llm_spec
 
     marks = marks if marks is not None else {}
     out.mkdir(parents=True, exist_ok=True)
@@ -195,16 +199,17 @@ def solve_samples(task: Task, samples: Sequence[Sample], options: Options, *, ll
     if not todo:
         return []
     marks["llm_start"] = time.time()
-    if parse_llm_spec(llm_spec).kind not in REMOTE_KINDS:
+    spec = as_llm_spec(llm_spec)
+    if spec.kind not in REMOTE_KINDS:
         from emocaustics.core.cluster import connect
         from emocaustics.models.pool import get_pool
 
         marks["ray_start"] = time.time()
         connect()  # in this (main) thread: ray.init installs signal handlers
-        get_pool(llm_spec)  # the driver owns the replicas (Ray ties a non-detached actor to its creator)
+        get_pool(spec)  # the driver owns the replicas (Ray ties a non-detached actor to its creator)
         marks["ray_connected"] = time.time()
         _pickle_by_value_if_local(type(task))
-    llm = make_llm(llm_spec, cache_dir=cache_dir)
+    llm = make_llm(spec, cache_dir=cache_dir)
     marks["llm_ready"] = time.time()
 
     async def solve_and_close() -> list[dict[str, Any]]:

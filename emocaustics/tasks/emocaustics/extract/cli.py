@@ -94,7 +94,7 @@ def handle(args: argparse.Namespace) -> int:
 
     # A bad spec is a usage error before anything starts. (The `openai` package is not imported here: the endpoint
     # client is our own, and importing it beside the calls cost a run about a second of CPU and GIL.)
-    parse_llm_spec(args.llm)
+    spec = parse_llm_spec(args.llm)
     marks["data_start"] = time.time()
     dialogues = _select(args)
     marks["data_loaded"] = time.time()
@@ -139,7 +139,7 @@ def handle(args: argparse.Namespace) -> int:
               f"{summary['seconds']} s -> {out}")
         for f in summary["failures"][:20]:
             print(f"  failed: dialogue {f['dialogue']}: {f['reason']}", file=sys.stderr)
-        if args.llm.split("?", 1)[0] == "smoke":
+        if spec.kind == "smoke":
             print(f"note: {SMOKE_NOTE}", file=sys.stderr)
     return 1 if summary["dialogues"] and not summary["predicted"] else 0
 

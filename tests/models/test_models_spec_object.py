@@ -1,0 +1,170 @@
+"""A model spec travels as an `LLMSpec` past the edges (issue 26): the job runner and `extract` parse the string once,
+and the plan, the pool and the factory take the object; strings are still taken where users hand them in. The smoke
+model is recognised by `LLMSpec.is_smoke`, not by splitting strings. No engine starts here."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from emocaustics.core.task import Sample, get_task
+from emocaustics.models import pool as pool_module
+from emocaustics.models import spec as spec_module
+from emocaustics.models.factory import make_llm
+from emocaustics.models.spec import as_llm_spec, parse_llm_spec
+
+ENDPOINT = "openai:m@http://127.0.0.1:9/v1?max_retries=1&concurrency=4"
+
+
+@pytest.mark.parametrize("text, smoke, kind", [
+    ("smoke", True, "smoke"), ("smoke?replicas=2&max_model_len=512", True, "smoke"), ("hf:smoke", True, "hf"),
+    ("huggingface:smoke?max_batch=4", True, "hf"), ("vllm:smoke", False, "vllm"), ("hf:org/smoke", False, "hf"),
+    ("vllm:Qwen/Qwen2.5-7B-Instruct", False, "vllm"), (ENDPOINT, False, "openai")])
+def test_is_smoke_names_the_tiny_model_on_either_backend(text, smoke, kind):
+    spec = parse_llm_spec(text)
+    assert (spec.is_smoke, spec.kind) == (smoke, kind)
+
+
+def test_as_llm_spec_parses_a_string_and_passes_an_object_through():
+    spec = parse_llm_spec(ENDPOINT)
+    assert as_llm_spec(spec) is spec
+    assert as_llm_spec(ENDPOINT) == spec and as_llm_spec(ENDPOINT) is not spec
+
+
+def test_make_llm_with_the_object_equals_make_llm_with_its_string():
+    by_text, by_object = make_llm(ENDPOINT), make_llm(parse_llm_spec(ENDPOINT))
+    assert type(by_text) is type(by_object) and type(by_text.llm) is type(by_object.llm)
+    assert by_text.name == by_object.name == "openai:m@http://127.0.0.1:9/v1?concurrency=4&max_retries=1"
+    assert by_text.concurrency == by_object.concurrency == 4
+    assert (by_text.limit, by_text.server_errors) == (by_object.limit, by_object.server_errors)
+
+
+def test_equal_specs_share_one_pool_whether_string_or_object(monkeypatch):
+    made: list[dict] = []
+
+    class FakePool:  # the registry's key and lookup, without Ray or an engine
+        def __init__(self, **kwargs):
+            made.append(kwargs)
+
+    monkeypatch.setattr(pool_module, "_POOLS", {})
+    monkeypatch.setattr(pool_module, "ModelPool", FakePool)
+    monkeypatch.setattr(spec_module, "pool_arguments", lambda parsed: {"name": parsed.canonical()})
+    text = "vllm:org/m?max_model_len=4096&replicas=2"
+    first = pool_module.get_pool(parse_llm_spec(text))
+    assert pool_module.get_pool(text) is first
+    assert pool_module.get_pool("vllm:org/m?replicas=2&max_model_len=4096") is first  # the same spec, reordered
+    assert pool_module.get_pool(parse_llm_spec("vllm:org/m?replicas=2")) is not first
+    assert made == [{"name": "vllm:org/m?replicas=2&max_model_len=4096", "detached": False},
+                    {"name": "vllm:org/m?replicas=2", "detached": False}]
+
+
+class _Stop(Exception):
+    pass
+
+
+@pytest.mark.parametrize("given", [ENDPOINT, parse_llm_spec(ENDPOINT)])
+def test_the_plan_hands_the_factory_an_llmspec(given, tmp_path, monkeypatch):
+    from emocaustics.models import factory
+    from emocaustics.solve.plan import solve_samples
+
+    seen = []
+
+    def fake_make_llm(spec, **kwargs):
+        seen.append(spec)
+        raise _Stop
+
+    monkeypatch.setattr(factory, "make_llm", fake_make_llm)
+    task = get_task("sextuple")
+    with pytest.raises(_Stop):
+        solve_samples(task, [Sample("1", None)], task.Options(method="direct"), llm_spec=given, out=tmp_path,
+                      cache_dir=None)
+    assert seen == [parse_llm_spec(ENDPOINT)] and isinstance(seen[0], spec_module.LLMSpec)
+    if not isinstance(given, str):
+        assert seen[0] is given  # not parsed again
+
+
+@pytest.mark.parametrize("given", ["vllm:org/m?replicas=2", parse_llm_spec("vllm:org/m?replicas=2")])
+def test_the_plan_hands_the_pool_and_the_factory_one_llmspec(given, tmp_path, monkeypatch):
+    from emocaustics.core import cluster
+    from emocaustics.models import factory
+    from emocaustics.solve.plan import solve_samples
+
+    seen = []
+    monkeypatch.setattr(cluster, "connect", lambda **kwargs: None)  # no Ray here
+    monkeypatch.setattr(pool_module, "_pickle_by_value_if_local", lambda cls: None)
+    monkeypatch.setattr(pool_module, "get_pool", lambda spec: seen.append(("pool", spec)))
+
+    def fake_make_llm(spec, **kwargs):
+        seen.append(("llm", spec))
+        raise _Stop
+
+    monkeypatch.setattr(factory, "make_llm", fake_make_llm)
+    task = get_task("sextuple")
+    with pytest.raises(_Stop):
+        solve_samples(task, [Sample("1", None)], task.Options(method="direct"), llm_spec=given, out=tmp_path,
+                      cache_dir=None)
+    assert [where for where, _ in seen] == ["pool", "llm"]
+    assert seen[0][1] is seen[1][1] and seen[0][1] == parse_llm_spec("vllm:org/m?replicas=2")  # parsed once
+
+
+def test_run_kind_knows_the_smoke_model_by_its_spec():
+    from emocaustics.jobs.runner import run_kind
+    from emocaustics.jobs.spec import JobSpec
+
+    job = JobSpec.model_validate({
+        "name": "kinds", "dataset": {"aer": {"split": "sample"}},
+        "models": {"vllm_smoke": {"spec": "smoke?max_model_len=512"}, "hf_smoke": {"spec": "huggingface:smoke"},
+                   "api": {"spec": "openai:m@http://127.0.0.1:1/v1"}},
+        "grid": {"task": ["aer"], "model": ["vllm_smoke", "hf_smoke", "api"], "options": {"method": "llm"}},
+        "runs": [{"task": "aer", "options": {"method": "oracle"}}]})
+    kinds = {}
+    for run in job.expand():
+        task, opts = run.resolve()
+        kinds[run.model or opts.method] = run_kind(task, opts, run, job)
+    assert kinds == {"vllm_smoke": "engine-check", "hf_smoke": "engine-check", "api": "model",
+                     "oracle": "calibration"}
+
+
+def test_model_source_knows_the_smoke_model_by_its_spec():
+    from emocaustics.jobs.preflight import model_source
+
+    for text in ("smoke?replicas=2", "hf:smoke"):
+        assert model_source(text, network=False) == "built locally (tiny random model)"
+    assert model_source(ENDPOINT, network=False) == "endpoint"
+
+
+@pytest.mark.parametrize("given, recorded, note", [
+    ("smoke?replicas=2", "smoke?replicas=2", True),  # a string: as written
+    (parse_llm_spec("smoke?replicas=2"), "smoke?replicas=2", True),
+    (parse_llm_spec("hf:smoke"), "hf:smoke", False),
+    (parse_llm_spec(ENDPOINT), "openai:m@http://127.0.0.1:9/v1?concurrency=4&max_retries=1", False)])
+def test_the_extract_manifest_names_the_model_and_notes_smoke_from_the_spec(given, recorded, note, tmp_path: Path):
+    from emocaustics.tasks.emocaustics.extract.dialogue import ExtractConfig
+    from emocaustics.tasks.emocaustics.extract.run import write_manifest
+
+    write_manifest(tmp_path, ExtractConfig(task="sextuple", method="direct"), [], llm_spec=given, embedder_spec=None,
+                   from_dir=None, seconds=0.0)
+    manifest = json.loads((tmp_path / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["model"] == recorded and ("note" in manifest) == note
+
+
+def test_the_job_runner_hands_the_plan_the_parsed_job_model(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from emocaustics.jobs import runner
+    from emocaustics.jobs.spec import JobSpec
+    from emocaustics.solve import plan
+
+    job = JobSpec.model_validate({
+        "name": "object", "dataset": {"aer": {"split": "sample"}},
+        "models": {"api": {"spec": "openai:m@http://127.0.0.1:1/v1", "concurrency": 3, "max_server_errors": 7}},
+        "runs": [{"task": "aer", "model": "api", "options": {"method": "llm"}}]})
+    cfg = runner.Config(job.expand()[0], job, tmp_path)
+    seen = []
+    monkeypatch.setattr(plan, "solve_samples", lambda *args, **kwargs: seen.append(kwargs["llm_spec"]))
+    runner.solve(cfg, job, [Sample("1", None)], SimpleNamespace(embedder_spec=None), tmp_path, None)
+    assert seen == [parse_llm_spec(runner.model_spec_string(job.models["api"]))]
+    assert isinstance(seen[0], spec_module.LLMSpec) and seen[0].client["concurrency"] == 3
+    assert seen[0].client["max_server_errors"] == 7
