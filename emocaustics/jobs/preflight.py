@@ -76,12 +76,13 @@ def placement(model: ModelSpec) -> str:
 def model_source(spec: str, *, network: bool) -> str:
     """Where a model's weights come from; raises UsageError when they cannot be had (network: may ask the hub)."""
     from emocaustics.models import hub
+    from emocaustics.models.spec import parse_llm_spec
 
-    head = spec.split("?", 1)[0]
-    if head in ("smoke", "hf:smoke"):
+    parsed = parse_llm_spec(spec)  # a malformed spec is a UsageError too
+    if parsed.is_smoke:
         return "built locally (tiny random model)"
-    if head.startswith(("vllm:", "hf:")):
-        name = head.partition(":")[2]
+    if parsed.kind in ("vllm", "hf"):
+        name = parsed.model
         if Path(name).expanduser().exists():
             return f"local path {name}"
         if hub.looks_like_hub_name(name):

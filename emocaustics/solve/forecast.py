@@ -73,15 +73,22 @@ def fast_approx_tokens(text: str) -> int:
 def counter_for(spec: str | None) -> TokenCounter:
     """The counter for a model spec: its tokenizer where it is local (smoke: trained here; `vllm:` a local folder or a
     hub name the cache holds), else the heuristic (endpoints, uncached hub names). Never downloads."""
-    head = (spec or "").split("?", 1)[0]
+    from emocaustics.core.errors import UsageError
+    from emocaustics.models.spec import parse_llm_spec
+
+    head = (spec or "").split("?", 1)[0]  # how the messages name the model
     try:
-        if head == "smoke":
+        parsed = parse_llm_spec(spec) if spec else None
+    except UsageError:  # a malformed spec: the pre-flight check names it; its forecast counts by the heuristic
+        parsed = None
+    try:
+        if parsed is not None and parsed.kind == "smoke":
             from emocaustics.models import smoke
 
             return _local_counter("smoke (built locally)", _smoke_tokenizer(), smoke.CHAT_TEMPLATE,
                                   {"eos_token": "<|im_end|>"})
-        if head.startswith("vllm:"):
-            name = head[5:]
+        if parsed is not None and parsed.kind == "vllm":
+            name = parsed.model
             path = Path(name).expanduser()
             if not path.exists():
                 from emocaustics.models import hub
