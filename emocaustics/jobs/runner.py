@@ -29,7 +29,8 @@ import polars as pl
 from emocaustics.core.errors import EndpointDown, NothingToResume, UsageError
 from emocaustics.core.progress import Progress
 from emocaustics.core.task import Failure, Loaded, Options, ScoreContext, Task
-from emocaustics.jobs import batchfirst, cost, rundir
+from emocaustics.jobs import cost, rundir
+from emocaustics.jobs.together import is_batched, solve_together
 from emocaustics.jobs.rundir import RUN_FILE
 from emocaustics.jobs.results import score_table, summary_record, with_run, write_extra_tables
 from emocaustics.jobs.spec import JobSpec, ModelSpec, RunSpec, dump_job, output_path
@@ -177,7 +178,7 @@ def solve(cfg: Config, job: JobSpec, samples: list, ctx: ScoreContext, cache_dir
         llm_spec = model_spec_string(job.models[cfg.model])
         # batch: every sample in flight at once, so that their independent calls share batches (the live calls
         # are still bounded by the model's own `concurrency`)
-        batched = batchfirst.is_batched(job, cfg.model, llm_spec)
+        batched = is_batched(job, cfg.model, llm_spec)
         concurrency = max(job.concurrency, len(samples)) if batched else job.concurrency
         from emocaustics.models.spec import parse_llm_spec
         from emocaustics.solve.plan import solve_samples
@@ -306,11 +307,11 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force
     frames, long_rows, items, wall, defects, records = [], [], [], {}, [], []
     tables: dict[str, list[pl.DataFrame]] = {}  # the scorers' extra tables by name, every config's
     seen_tasks: set[str] = set()
-    together = batchfirst.solve_together(job, configs, loaded_by_label, ctx, cache_dir,  # type: ignore[arg-type]
-                                         lambda c: model_spec_string(job.models[c.model]),
-                                         lambda c: _prior(c, configs) is not None, evallog.config)
+    together = solve_together(job, configs, loaded_by_label, ctx, cache_dir,  # type: ignore[arg-type]
+                              lambda c: model_spec_string(job.models[c.model]), lambda c: _prior(c, configs),
+                              evallog.config)
     for cfg in configs:
-        if cfg.label in together:  # solved above, with the other batch configs: stop now if their endpoint died
+        if cfg.label in together:  # solved above, with the other configs of its model: stop now if its endpoint died
             _stop_if_endpoint_down(cfg, job, together[cfg.label], run_dir, job_file)
     for cfg in configs:
         loaded_cfg: Loaded = loaded_by_label[cfg.label]  # type: ignore[assignment]  # errors were raised above

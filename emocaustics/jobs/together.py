@@ -86,10 +86,6 @@ async def _solve_all(job: JobSpec, chosen: list[Any], prepared: dict[str, list],
 
     llms = {spec: make_llm(spec, cache_dir=cache_dir) for spec in set(specs.values())}
     finished = {c.label: asyncio.Event() for c in chosen}
-    progress = Progress(f"solve {len(chosen)} configs", sum(len(v) for v in prepared.values()))
-
-    def count(row: dict[str, Any]) -> None:
-        progress.update(1, failed=0 if row.get("ok") else 1)
 
     async def one(cfg: Any) -> None:
         prior = priors[cfg.label]
@@ -98,14 +94,20 @@ async def _solve_all(job: JobSpec, chosen: list[Any], prepared: dict[str, list],
         cfg.pred_dir.mkdir(parents=True, exist_ok=True)
         found = cfg.task.read_predictions(cfg.pred_dir)
         todo = [s for s in prepared[cfg.label] if s.id not in found or isinstance(found[s.id], Failure)]
-        progress.update(len(prepared[cfg.label]) - len(todo))
+        # each config's own progress, as plain lines even on a terminal: live lines of configs side by side would
+        # overwrite each other
+        progress = Progress(f"solve {cfg.label}", len(prepared[cfg.label]))
+        progress.live = False
+        progress.done = len(prepared[cfg.label]) - len(todo)
         batched = is_batched(job, cfg.model, specs[cfg.label])
         # batch: every sample in flight, so that their calls join the same batches (live calls keep the model's
         # concurrency); an engine: the job's concurrency per config, as in the loop
         concurrency = max(1, len(todo)) if batched else job.concurrency
         with sink.active(log_for(cfg.label)):  # a context variable: this task's own, not its siblings'
             await asolve_samples(cfg.task, todo, cfg.options, llms[specs[cfg.label]], cfg.pred_dir,
-                                 concurrency=concurrency, prior=prior, embedder_spec=embedder_spec, on_row=count)
+                                 concurrency=concurrency, prior=prior, embedder_spec=embedder_spec,
+                                 on_row=lambda row: progress.update(1, failed=0 if row.get("ok") else 1))
+        progress.close()
         finished[cfg.label].set()
 
     try:
@@ -115,7 +117,6 @@ async def _solve_all(job: JobSpec, chosen: list[Any], prepared: dict[str, list],
     except BaseExceptionGroup as errors:  # the first error as itself (a dead endpoint, a budget), as the loop raises
         raise errors.exceptions[0] from None
     finally:
-        progress.close()
         for llm in llms.values():  # an endpoint's HTTP session belongs to this loop
             close = getattr(llm, "aclose", None) or getattr(getattr(llm, "llm", None), "aclose", None)
             if close is not None:

@@ -4,7 +4,7 @@
 a child process against the batch API stand-ins (tests/fakes/openai_batch.py, tests/fakes/anthropic_batch.py: OpenAI's
 Batch API and Anthropic's Message Batches, which cannot be reached from here), served from threads of the test process
 so that they outlive the child. The stand-ins keep their batches `in_progress`; the job's batch configs are solved
-together (jobs/batchfirst.py), so every config's requests go into one batch per model (two), and once both sit with
+together (jobs/together.py), so every config's requests go into one batch per model (two), and once both sit with
 the providers (and `batches.jsonl` beside the response cache names them) the child is SIGKILLed. Then the stand-ins
 let batches complete at once, and `emocaustics run JOB.yaml --resume --out DIR` follows the killed run's batches
 instead of sending their requests again: every request in exactly one batch, no live call, and tables identical to an
