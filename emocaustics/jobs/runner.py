@@ -309,7 +309,7 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force
     seen_tasks: set[str] = set()
     together = solve_together(job, configs, loaded_by_label, ctx, cache_dir,  # type: ignore[arg-type]
                               lambda c: model_spec_string(job.models[c.model]), lambda c: _prior(c, configs),
-                              evallog.config)
+                              evallog.config, lambda label: rundir.WallClock(claimed, label))
     for cfg in configs:
         if cfg.label in together:  # solved above, with the other configs of its model: stop now if its endpoint died
             _stop_if_endpoint_down(cfg, job, together[cfg.label], run_dir, job_file)

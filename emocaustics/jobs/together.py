@@ -34,9 +34,10 @@ def is_batched(job: JobSpec, model: str, llm_spec: str) -> bool:
 
 def solve_together(job: JobSpec, configs: list[Any], loaded: dict[str, Loaded], ctx: ScoreContext,
                    cache_dir: Path, spec_of: Callable[[Any], str], prior_of: Callable[[Any], Path | None],
-                   log_for: Callable[[str], Any]) -> dict[str, list]:
+                   log_for: Callable[[str], Any], clock_for: Callable[[str], Any] | None = None) -> dict[str, list]:
     """Solve the configs that can share their model's batches (two or more of them), all at once. Returns each
-    solved config's prepared samples by label; the other configs are left to the loop."""
+    solved config's prepared samples by label; the other configs are left to the loop. `clock_for(label)`: a clock
+    (`stop()`) that times a config's own solving, from its start (after the config it builds on) to its end."""
     from emocaustics.models.spec import REMOTE_KINDS, parse_llm_spec
 
     def shares(c: Any) -> bool:
@@ -56,7 +57,7 @@ def solve_together(job: JobSpec, configs: list[Any], loaded: dict[str, Loaded], 
     _start_local(chosen, specs)
     print(f"solve: {len(chosen)} configs together ({', '.join(c.label for c in chosen)})", flush=True)
     aio.run(_solve_all(job, chosen, prepared, specs, {c.label: prior_of(c) for c in chosen}, by_dir, cache_dir,
-                       log_for, ctx.embedder_spec))
+                       log_for, ctx.embedder_spec, clock_for))
     return prepared
 
 
@@ -79,7 +80,8 @@ def _start_local(chosen: list[Any], specs: dict[str, str]) -> None:
 
 async def _solve_all(job: JobSpec, chosen: list[Any], prepared: dict[str, list], specs: dict[str, str],
                      priors: dict[str, Path | None], by_dir: dict[Path, Any], cache_dir: Path,
-                     log_for: Callable[[str], Any], embedder_spec: str | None) -> None:
+                     log_for: Callable[[str], Any], embedder_spec: str | None,
+                     clock_for: Callable[[str], Any] | None) -> None:
     from emocaustics.evallog import sink
     from emocaustics.models.factory import make_llm
     from emocaustics.solve.plan import asolve_samples
@@ -91,6 +93,7 @@ async def _solve_all(job: JobSpec, chosen: list[Any], prepared: dict[str, list],
         prior = priors[cfg.label]
         if prior is not None:  # the config it builds on, solved beside it: its predictions first
             await finished[by_dir[prior].label].wait()
+        clock = clock_for(cfg.label) if clock_for is not None else None
         cfg.pred_dir.mkdir(parents=True, exist_ok=True)
         found = cfg.task.read_predictions(cfg.pred_dir)
         todo = [s for s in prepared[cfg.label] if s.id not in found or isinstance(found[s.id], Failure)]
@@ -108,6 +111,8 @@ async def _solve_all(job: JobSpec, chosen: list[Any], prepared: dict[str, list],
                                  concurrency=concurrency, prior=prior, embedder_spec=embedder_spec,
                                  on_row=lambda row: progress.update(1, failed=0 if row.get("ok") else 1))
         progress.close()
+        if clock is not None:
+            clock.stop()
         finished[cfg.label].set()
 
     try:

@@ -71,24 +71,38 @@ def _job(**models: str) -> JobSpec:
                                    "runs": [{"task": "narrative", "options": {"method": "empty"}}]})
 
 
-def _solve(tmp_path: Path, job: JobSpec, configs: list[Config], priors: dict[str, str], monkeypatch) -> tuple[dict, dict]:
+def _solve(tmp_path: Path, job: JobSpec, configs: list[Config], priors: dict[str, str],
+           monkeypatch) -> tuple[dict, dict, list[str]]:
     import emocaustics.models.factory as factory
 
     llms: dict[str, Overlap] = {}
     monkeypatch.setattr(factory, "make_llm", lambda spec, **kw: llms.setdefault(spec, Overlap()))
     monkeypatch.setattr(together, "_start_local", lambda chosen, specs: None)  # no Ray here
     by_label = {c.label: c for c in configs}
+    clocks: dict[str, list[str]] = {}
+    events: list[str] = []
+
+    class Clock:  # stands in for rundir.WallClock: notes when each config's own solving began and ended
+        def __init__(self, label: str) -> None:
+            self.label = label
+            events.append(f"start {label}")
+
+        def stop(self) -> None:
+            events.append(f"stop {self.label}")
+
     loaded = {c.label: Loaded([Sample(f"s{i}", None) for i in range(6)]) for c in configs}  # one dataset
     solved = together.solve_together(
         job, configs, loaded, ScoreContext(), tmp_path / "cache", lambda c: job.models[c.model].spec,
-        lambda c: by_label[priors[c.label]].pred_dir if c.label in priors else None, lambda label: None)
-    return solved, llms
+        lambda c: by_label[priors[c.label]].pred_dir if c.label in priors else None, lambda label: None, Clock)
+    return solved, llms, events
 
 
 def test_engine_configs_run_side_by_side_and_a_config_waits_for_the_one_it_builds_on(tmp_path, monkeypatch):
     configs = [Config(x, "m", tmp_path / x) for x in ("a", "b", "c")]
-    solved, llms = _solve(tmp_path, _job(m="smoke"), configs, {"c": "a"}, monkeypatch)
+    solved, llms, events = _solve(tmp_path, _job(m="smoke"), configs, {"c": "a"}, monkeypatch)
     assert sorted(solved) == ["a", "b", "c"]
+    assert events.index("start c") > events.index("stop a")  # c's clock: its own solving, after a's
+    assert sorted(events) == sorted(f"{e} {x}" for e in ("start", "stop") for x in "abc")
     (llm,) = llms.values()  # one LLM object for the model, shared by its configs
     assert frozenset({"a", "b"}) in llm.seen_together  # their calls were in flight at once
     assert llm.order.index("c") > max(i for i, t in enumerate(llm.order) if t == "a")  # c after all of a
@@ -100,14 +114,14 @@ def test_endpoints_without_batch_and_configs_on_them_are_left_to_the_loop(tmp_pa
     job = _job(m="smoke", api="openai:gpt-4o-mini")
     configs = [Config("a", "m", tmp_path / "a"), Config("b", "m", tmp_path / "b"),
                Config("x", "api", tmp_path / "x"), Config("y", "m", tmp_path / "y")]
-    solved, llms = _solve(tmp_path, job, configs, {"y": "x"}, monkeypatch)
+    solved, llms, _ = _solve(tmp_path, job, configs, {"y": "x"}, monkeypatch)
     assert sorted(solved) == ["a", "b"]  # x: an endpoint billed per call; y: builds on x
     assert list(llms) == ["smoke"]
 
 
 def test_one_config_alone_is_left_to_the_loop(tmp_path, monkeypatch):
-    solved, llms = _solve(tmp_path, _job(m="smoke"), [Config("a", "m", tmp_path / "a")], {}, monkeypatch)
-    assert solved == {} and llms == {}
+    solved, llms, events = _solve(tmp_path, _job(m="smoke"), [Config("a", "m", tmp_path / "a")], {}, monkeypatch)
+    assert solved == {} and llms == {} and events == []
 
 
 def test_a_config_that_fails_stops_its_siblings_and_its_error_is_raised(tmp_path, monkeypatch):
