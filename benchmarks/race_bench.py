@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -97,9 +98,11 @@ def run_side(side: str, standin: Any, method: str, ids: list[int], work: Path, f
     cmd = side_command(side, method, ids, standin.url, out, cache, from_dir)
     standin.reset()
     before = _load()
+    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.time()
     proc = subprocess.run(cmd, cwd=REPO, env=dict(os.environ), capture_output=True, text=True)
     t_exit = time.time()
+    ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)  # the side's process and the children it waited for
     st = standin.stats()
     try:
         summary = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -111,6 +114,8 @@ def run_side(side: str, standin: Any, method: str, ids: list[int], work: Path, f
     return {"rc": proc.returncode, "wall_s": round(t_exit - t0, 3), "calls": st["calls"],
             "first_request_s": round(first - t0, 3) if first else None, "busy_span_s": st["busy_span_seconds"],
             "max_in_service": st["max_in_service"], "predicted_ids": predicted,
+            "cpu_s": round(ru1.ru_utime + ru1.ru_stime - ru0.ru_utime - ru0.ru_stime, 3),
+            "in_service_by_second": st.get("mean_in_service_by_second"),
             "failures": len(summary.get("failures", [])) if summary else None,
             "phases": phases(side, t0, t_exit, summary.get("timings")),
             "load_avg_1m": [before, _load()], "out": str(out),
@@ -224,6 +229,10 @@ NOTES = [
     "ours pays its process start, imports, Ray-free endpoint client and (when the plan asks) an embedder child; the "
     "reference pays its process start, imports and (rag, window) its in-process sentence-transformers load and an "
     "up-front embedding of every utterance, as the reference scripts do",
+    "in the reference's favour: its scripts import torch and faiss at start whatever the method (utils.py at "
+    "7aa88ef) and embed through an OpenAI-compatible /embeddings endpoint, one text per blocking request in the "
+    "dialogue's thread (utils.call_embedding); here the reference side imports torch only when it embeds and embeds "
+    "every utterance up front in one batch with the same local model as ours",
     "chains window builds on ours' sextuple window predictions of the same size, on both sides",
     "2 shared CPU cores: the 1-minute load average before and after every side is recorded; sides alternate first",
 ]
