@@ -29,6 +29,7 @@ import os
 import shutil
 import tempfile
 import time
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -60,11 +61,14 @@ def pseudo_embeddings(sentences: list[str], dim: int = 32) -> np.ndarray:
     """Character-bigram hashing vectors (unit length) for rag retrieval and window joins. A stand-in: the embedding
     stage is measured by score_bench; here only the prompts' shape matters, and similar sentences stay similar.
     32 dimensions, not a real model's 384-1024: every rag/window item carries its dialogue's vectors, and at 10x the
-    driver holds 24,000 items in flight (with 256 dimensions it passed 4 GiB; a real run ships real-size vectors)."""
+    driver holds 24,000 items in flight (with 256 dimensions it passed 4 GiB; a real run ships real-size vectors).
+    The bigram's bucket is its CRC-32, not `hash()`: string hashes change with every process (PYTHONHASHSEED), and with
+    them the rag retrievals and window joins, so the prompts and the critical path moved between runs (444 to 453
+    simulated seconds for the same dialogue alone; issue 31)."""
     out = np.zeros((len(sentences), dim), dtype=np.float32)
     for i, s in enumerate(sentences):
         for a, b in zip(s, s[1:]):
-            out[i, hash(a + b) % dim] += 1.0
+            out[i, zlib.crc32((a + b).encode()) % dim] += 1.0
     norms = np.linalg.norm(out, axis=1, keepdims=True)
     return out / np.where(norms == 0, 1, norms)
 
