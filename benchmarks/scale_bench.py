@@ -52,6 +52,9 @@ GRID: list[tuple[str, dict[str, Any]]] = [
 # vLLM's scheduling policy for the replicas: the pipeline's default (ENGINE_DEFAULTS); SCALE_BENCH_POLICY=fcfs for
 # the comparison run
 POLICY = os.environ.get("SCALE_BENCH_POLICY", "priority")
+# The replicas' prefill budget per engine step: the pipeline's on a GPU (models/vllm_actor.GPU_DEFAULTS, 2048);
+# SCALE_BENCH_BATCHED_TOKENS=8192 (what `vllm serve` takes on an H100) for the comparison
+BATCHED_TOKENS = int(os.environ.get("SCALE_BENCH_BATCHED_TOKENS", "0")) or None
 # Simulated replicas per Ray actor process (SimHost): 64 processes of ~240 MiB did not fit this machine beside the
 # driver; the pool still places, balances and retries per replica (see sim_cluster.py)
 PER_PROCESS = 8
@@ -236,7 +239,8 @@ async def _bench(dialogues: list[Any], replicas: list[int], base_every: int, cop
 
     def pool_of(r: int, policy: str = POLICY) -> Any:  # smaller pools attach to the first hosts' first slots
         return make_sim_pool(PRESET, r, name="scale-bench", actor_options=opts, per_process=PER_PROCESS,
-                             engine_opts={"scheduling_policy": policy})
+                             engine_opts={"scheduling_policy": policy,
+                                          **({"max_num_batched_tokens": BATCHED_TOKENS} if BATCHED_TOKENS else {})})
 
     full = pool_of(top)
     await full.start()
@@ -274,6 +278,7 @@ def run(quick: bool = False, copies: int | None = None, replicas: list[int] | No
     import ray
 
     from benchmarks.sim_engine import PRESETS
+    from emocaustics.models.vllm_actor import engine_options
     from emocaustics.tasks.emocaustics.data.load import load_corpus, load_sample
 
     root = os.environ.get("EMOCAUSTICS_DATA") or str(Path(__file__).resolve().parents[2] / "shared" / "datasets" / "emocaustics")
@@ -306,6 +311,7 @@ def run(quick: bool = False, copies: int | None = None, replicas: list[int] | No
     figures = derive(res, copies, scale_r, len(dialogues))
     figures["bench_wall_s"] = round(time.perf_counter() - t_bench, 1)
     hw = PRESETS[PRESET]
+    batched_tokens = BATCHED_TOKENS or engine_options({}, cpu=False)["max_num_batched_tokens"]
     notes += [
         f"SIMULATED engine: {hw.name}, roofline step times from published figures (sources in benchmarks/sim_engine.py);"
         " simulated seconds on a virtual clock; answers are random schema-valid JSON, so scores mean nothing.",
@@ -324,6 +330,10 @@ def run(quick: bool = False, copies: int | None = None, replicas: list[int] | No
         f"Replicas run vLLM's scheduling_policy={POLICY!r} (the pipeline's engine default): each call carries minus the "
         "number of calls of its dialogue that wait for it in sequence, so a long window chain's next call is not queued "
         "behind hundreds of independent calls. SCALE_BENCH_POLICY=fcfs reruns it first-come-first-served.",
+        f"Replicas prefill at most {batched_tokens} tokens per engine step (vLLM's max_num_batched_tokens; the "
+        "pipeline's GPU default, models/vllm_actor.GPU_DEFAULTS): with vllm serve's 8192, every step that prefilled "
+        "other dialogues' prompts held the decoding chain calls for up to ~0.8 s, and the 64-replica makespan was "
+        "~500 s instead of ~455 s (issue 31). SCALE_BENCH_BATCHED_TOKENS=8192 reruns it with the server's budget.",
         "critical_path_s: the longest dialogue (285 utterances) alone on an idle replica, per config, the slowest "
         "config taken: its window passes are a chain of dependent calls that no number of replicas shortens. "
         "efficiency_bound = ideal makespan / max(ideal, critical path). At 1x and 64 replicas perfect scaling would "
@@ -351,7 +361,7 @@ def run(quick: bool = False, copies: int | None = None, replicas: list[int] | No
               "scale_copies": copies, "scale_replicas": scale_r, "ray_nodes": nodes, "preset": PRESET,
               "hardware": {k: getattr(hw, k) for k in hw.__slots__}, "anchors": ANCHORS,
               "gpus_per_replica": GPUS_PER_REPLICA, "quick": quick, "scheduling_policy": POLICY,
-              "replicas_per_process": PER_PROCESS}
+              "max_num_batched_tokens": batched_tokens, "replicas_per_process": PER_PROCESS}
     result = {"name": "scale_bench", "figures": figures, "inputs": inputs, "notes": notes, "floors": floors,
               "details": res}
     write(result)

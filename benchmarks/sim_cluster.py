@@ -30,22 +30,32 @@ from emocaustics.models.pool import ModelPool
 from emocaustics.models.vllm_actor import VLLMEngineActor
 
 SLOTS_OPTION = "sim_replicas_per_process"  # engine option read by SimHost, not by the engine
+# The vLLM engine arguments the simulator models, by its own names (`Hardware` fields; `prefix_cache` is SimEngine's)
+VLLM_ARGS = {"max_num_batched_tokens": "max_batched_tokens", "max_num_seqs": "max_num_seqs",
+             "scheduling_policy": "scheduling_policy", "max_model_len": "max_model_len",
+             "enable_prefix_caching": "prefix_cache"}
 
 
 class SimEngineActor(VLLMEngineActor):
     """Hosts a `SimEngine` where `VLLMEngineActor` hosts vLLM; `run_one`, caching and stats are inherited unchanged.
 
-    `model` names a preset ("sim:qwen2.5-72b@4xh100"); engine options override its fields (e.g. max_num_seqs,
-    scheduling_policy).
+    `model` names a preset ("sim:qwen2.5-72b@4xh100"). The replica's engine arguments are a GPU replica's
+    (`vllm_actor.engine_options`: the pipeline's defaults, e.g. priority scheduling and its prefill budget, then the
+    spec's options); those the simulator models override the preset (`VLLM_ARGS`); the options may also name preset
+    fields directly (e.g. max_batched_tokens).
     """
 
     def __init__(self, model: str, engine_opts: dict[str, Any], name: str, cache_id: str | None = None) -> None:
+        from emocaustics.models.vllm_actor import engine_options
+
         super().__init__(model, engine_opts, name, cache_id)
         preset = model.removeprefix("sim:")
         if preset not in PRESETS:
             raise ValueError(f"unknown sim preset {preset!r}; known: {', '.join(PRESETS)}")
-        self.hw = replace(PRESETS[preset], **{k: v for k, v in engine_opts.items() if k != "prefix_cache"})
-        self.prefix_cache = bool(engine_opts.get("prefix_cache", True))
+        opts = {VLLM_ARGS.get(k, k): v for k, v in engine_options(engine_opts, cpu=False).items()
+                if k in VLLM_ARGS or k in engine_opts}  # the defaults the simulator does not model are left out
+        self.prefix_cache = bool(opts.pop("prefix_cache", True))
+        self.hw = replace(PRESETS[preset], **opts)
         self.arrived = 0  # items received by run_one since the last reset
         self.answer_cpu_s = 0.0
 

@@ -41,11 +41,26 @@ ENGINE_DEFAULTS: dict[str, Any] = {
     "scheduling_policy": "priority",
     "disable_log_stats": True,
 }
+# On a GPU, prefill chunks of at most 2048 tokens per engine step (vLLM's `max_num_batched_tokens`; `vllm serve` takes
+# 8192 on an H100). A step that prefills 8192 tokens of a 72B model is compute-bound for ~0.8 s, and every sequence
+# decoding beside it waits that long for its next token: the pass-1 windows of a long dialogue, a chain of dependent
+# calls, decoded ~3x slower while other dialogues' prompts arrived (simulated, benchmarks/scale_bench.py, 64 replicas
+# of Qwen2.5-72B on 4x H100: makespan 501 -> 455 s, 0.89 -> 0.95 of the critical-path bound, for 1.4 % less
+# single-replica throughput; issue 31). vLLM's tuning guide names this trade: smaller budgets, better inter-token
+# latency. By the simulator's roofline a chunk is compute-bound above ~180 tokens, so prefill loses little; real GPUs
+# need larger chunks than that to run at full speed, hence 2048 and not less. The CPU build takes 2048 already;
+# `?max_num_batched_tokens=8192` in a spec restores the server's budget.
+GPU_DEFAULTS: dict[str, Any] = {"max_num_batched_tokens": 2048}
 # On CPU, `gpu_memory_utilization` is a fraction of host RAM and the default 0.92 fails; the KV cache gets a fixed size.
 # The worker class: vLLM's CPU worker, whose seeded sampling no longer kills the engine when a prompt is prefilled in
 # chunks (self-consistency's seeded samples always were: models/vllm_cpu_worker.py).
 CPU_DEFAULTS: dict[str, Any] = {"gpu_memory_utilization": 0.3, "kv_cache_memory_bytes": 1 << 30,
                                 "worker_cls": "emocaustics.models.vllm_cpu_worker.SeededCPUWorker"}
+
+
+def engine_options(engine_opts: dict[str, Any], *, cpu: bool) -> dict[str, Any]:
+    """A replica's vLLM engine arguments: the pipeline's defaults, the platform's, then the spec's own options."""
+    return {**ENGINE_DEFAULTS, **(CPU_DEFAULTS if cpu else GPU_DEFAULTS), **engine_opts}
 
 
 class EngineLLM:
@@ -97,11 +112,12 @@ class VLLMEngineActor:
 
                 from emocaustics.models import reaper
 
-                opts = {**ENGINE_DEFAULTS, **(CPU_DEFAULTS if current_platform.is_cpu() else {}), **self.engine_opts}
+                opts = engine_options(self.engine_opts, cpu=current_platform.is_cpu())
                 before = set(reaper.children(os.getpid())) if os.path.isdir("/proc") else set()
                 # A replica serves many concurrent requests, as `vllm serve` does: its batch limits per hardware
                 # (max_num_seqs, max_num_batched_tokens) are vLLM's server defaults, not the generic 128 sequences
-                # an engine built without a usage context gets (on an H100 the server allows 1024).
+                # an engine built without a usage context gets (on an H100 the server allows 1024), except for a GPU
+                # replica's prefill budget (GPU_DEFAULTS).
                 self._engine = AsyncLLM.from_engine_args(AsyncEngineArgs(model=self.model, **opts),
                                                          usage_context=UsageContext.OPENAI_API_SERVER)
                 # The engine core does not watch this process: a watcher ends it (and its workers) when we end.

@@ -186,3 +186,48 @@ def test_pool_of_hosts_places_per_replica(ray_local, tmp_path):
         assert sum(s["arrived"] for s in sims) == len(samples)
     finally:
         pool.shutdown()
+
+
+def test_a_smaller_prefill_budget_lets_a_chain_call_decode_beside_a_prefill_backlog():
+    """Issue 31's tail: a chain call (100-token prompt, 10 tokens out, urgent) arrives with 4 prompts of 8192 tokens.
+    It gets one token per engine step, and every step until the backlog is prefilled is as long as its prefill chunk.
+    Attention and KV reads are left out of this worked example (layers and KV bytes 0): a step of n tokens costs
+    max(weights / bandwidth, 2 x params x n / FLOPs) + overhead."""
+    hw = replace(PRESETS["qwen2.5-72b@4xh100"], layers=0, kv_bytes_per_token=0, scheduling_policy="priority")
+
+    def step(n):
+        return hw.step_seconds(n, 0, 0)
+
+    async def main(budget):
+        eng = SimEngine(replace(hw, max_batched_tokens=budget), prefix_cache=False)
+        backlog = [eng.submit(f"doc{i}", 8192, 1) for i in range(4)]
+        chain = eng.submit("window", 100, 10, priority=-5)
+        res = await asyncio.gather(chain, *backlog)
+        eng.close()
+        return res[0][0], max(r[0] for r in res[1:])
+
+    (chain_8192, backlog_8192), (chain_2048, backlog_2048) = asyncio.run(main(8192)), asyncio.run(main(2048))
+    # 8192: steps 1-4 prefill 8192 tokens (the chain's prompt and its first token in step 1, a token per step after),
+    # step 5 the last 103 prompt tokens beside the chain's 5th token, steps 6-10 the chain alone
+    assert chain_8192 == pytest.approx(4 * step(8192) + step(104) + 5 * step(1), rel=1e-9)
+    # 2048: the chain's 10 tokens come in the first 10 steps of 2048 tokens each
+    assert chain_2048 == pytest.approx(10 * step(2048), rel=1e-9)
+    assert chain_2048 < 0.62 * chain_8192
+    # the backlog costs the same compute either way: a chunk of 2048 tokens is compute-bound too
+    assert backlog_2048 == pytest.approx(backlog_8192, rel=0.01)
+
+
+def test_a_simulated_replica_takes_a_gpu_replicas_engine_options():
+    """The replicas of scale_bench run with the pipeline's engine defaults for a GPU (models/vllm_actor.py: priority
+    scheduling, a prefill budget of 2048 tokens per step); a spec's options override them, by vLLM's names or the
+    simulator's."""
+    from benchmarks.sim_cluster import SimEngineActor
+
+    model = "sim:qwen2.5-72b@4xh100"
+    hw = SimEngineActor(model, {}, "t").hw
+    assert (hw.max_batched_tokens, hw.scheduling_policy, PRESETS["qwen2.5-72b@4xh100"].max_batched_tokens) == (
+        2048, "priority", 8192)
+    served = SimEngineActor(model, {"max_num_batched_tokens": 8192, "scheduling_policy": "fcfs"}, "t").hw
+    assert (served.max_batched_tokens, served.scheduling_policy) == (8192, "fcfs")
+    assert SimEngineActor(model, {"max_batched_tokens": 4096}, "t").hw.max_batched_tokens == 4096
+    assert SimEngineActor(model, {"enable_prefix_caching": False}, "t").prefix_cache is False

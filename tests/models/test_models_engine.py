@@ -174,12 +174,18 @@ async def _engine_settings(llm, _item) -> dict:
 
 def test_replica_engine_has_vllm_server_batch_limits_and_no_stat_loggers(smoke_pool) -> None:
     """A replica is a server of many concurrent calls: it gets the batch limits `vllm serve` would use on this
-    hardware (an engine built without a usage context gets the generic 128 sequences, on any GPU), and no per-step
-    Prometheus statistics (the replica counts its own usage)."""
+    hardware (an engine built without a usage context gets the generic 128 sequences, on any GPU), except that a GPU
+    replica prefills at most 2048 tokens per step (models/vllm_actor.GPU_DEFAULTS), and no per-step Prometheus
+    statistics (the replica counts its own usage)."""
     from vllm.engine.arg_utils import EngineArgs
+    from vllm.platforms import current_platform
     from vllm.usage.usage_lib import UsageContext
 
+    from emocaustics.models.vllm_actor import engine_options
+
     tokens, seqs = EngineArgs.get_batch_defaults(1)
+    budget = engine_options({}, cpu=current_platform.is_cpu()).get("max_num_batched_tokens",
+                                                                    tokens[UsageContext.OPENAI_API_SERVER])
     got = asyncio.run(smoke_pool.run(_engine_settings, [None]))[0]
-    assert got == {"max_num_seqs": seqs[UsageContext.OPENAI_API_SERVER],
-                   "max_num_batched_tokens": tokens[UsageContext.OPENAI_API_SERVER], "log_stats": False}
+    assert got == {"max_num_seqs": seqs[UsageContext.OPENAI_API_SERVER], "max_num_batched_tokens": budget,
+                   "log_stats": False}
