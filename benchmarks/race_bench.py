@@ -212,7 +212,8 @@ def run(quick: bool = False) -> dict[str, Any]:
     methods = {m: 1 for m in N_FULL} if quick else dict(N_FULL)
     scales = (1,) if quick else SCALES
     t0 = time.time()
-    res = race(methods, scales)
+    with tempfile.TemporaryDirectory(prefix="race-bench-") as tmp:  # 10x leaves thousands of prediction files
+        res = race(methods, scales, work=Path(tmp))
     return {"name": "race_bench", **res,
             "inputs": {"reference_sizes": methods, "scales": list(scales), "latency_s": LATENCY, "slots": SLOTS,
                        "repeats": REPEATS, "ours": f"python -m emocaustics extract ... --llm openai:standin@URL?"
