@@ -30,11 +30,12 @@ from emocaustics.core.errors import EndpointDown, NothingToResume, UsageError
 from emocaustics.core.progress import Progress
 from emocaustics.core.task import Failure, Loaded, Options, ScoreContext, Task
 from emocaustics.jobs import cost, rundir
-from emocaustics.jobs.together import is_batched, solve_together
 from emocaustics.jobs.rundir import RUN_FILE
 from emocaustics.jobs.results import score_table, summary_record, with_run, write_extra_tables
 from emocaustics.jobs.spec import JobSpec, ModelSpec, RunSpec, dump_job, output_path
 from emocaustics.jobs.startup import start_models
+from emocaustics.jobs.together import is_batched, solve_together
+
 
 def model_spec_string(model: ModelSpec) -> str:
     """A job's model entry as a model spec string (`emocaustics.models.spec`)."""
