@@ -114,7 +114,12 @@ import ray
 pool = get_pool("smoke?max_num_seqs=16&kv_cache_memory_bytes=268435456")
 asyncio.run(pool.start())
 actor = psutil.Process(asyncio.run(pool.stats())["per_replica"][0]["pid"])
-cores = [p for p in actor.children(recursive=True) if "EngineCor" in p.name() + " ".join(p.cmdline())]
+deadline = time.monotonic() + 60
+while True:  # the core names itself once it runs: on a loaded machine that can come after the engine says ready
+    cores = [p for p in actor.children(recursive=True) if "EngineCor" in p.name() + " ".join(p.cmdline())]
+    if cores or time.monotonic() > deadline:
+        break
+    time.sleep(0.5)
 print("cores", " ".join(str(p.pid) for p in cores), flush=True)
 ray._private.worker._global_node.all_processes["raylet"][0].process.kill()  # the node's raylet dies,
 actor.kill()  # and the replica with it, as the OOM killer does: no raylet is left to clean up its process group
