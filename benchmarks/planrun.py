@@ -67,7 +67,8 @@ class StandInEmbeddings(EmoCausticsTask):
     def solver_view(self, sample: Sample, options: Options, prior: Any = None) -> Sample:
         view = super().solver_view(sample, options, prior)
         item = view.input
-        if item["sentences"] and self.extract_config(options).needs_embeddings(item["prior"] is not None):
+        if item["sentences"] and self.extract_config(options).needs_embeddings(item["prior"] is not None,
+                                                                             len(item["sentences"])):
             key = tuple(item["sentences"])
             if key not in self._packed:
                 self._packed[key] = pack(self.vectors(item["sentences"]))

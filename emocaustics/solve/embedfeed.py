@@ -1,4 +1,4 @@
-"""A sample's side texts embedded beside the LLM calls, one sample at a time, as the samples need them (for
+"""A sample's side texts embedded beside the LLM calls, as the samples need them (for
 EmoCaustics: a dialogue's utterances; each entry is `{"id": sample id, "texts": [...]}`, made by `solve.plan`).
 
 An EmoCaustics run used to embed every dialogue in a Ray Data stage before any of them reached the model (blocks of
@@ -7,7 +7,10 @@ them (`rag` before its first call, `window` only when an answer names no known e
 through the remaining samples, longest first, so that most are ready before they are asked for, except for `window`
 in this process (`background`), where it embeds only the samples that ask. A sample that asks jumps the queue
 (several that ask: the longest of them first). One embedding runs at a time: on a CPU a second one would only share
-the same cores.
+the same cores. Working ahead, it encodes several samples at once (at least GROUP_TEXTS texts), which an encoder sorts
+by length across them: a third less work on a CPU than sample by sample (`embedprocess.GROUP_BATCH`); each of them
+gets its rows when the encode ends. A sample that alone has GROUP_TEXTS texts or more, and every sample asked for on
+demand, is encoded in chunks of 32, 64, 128...: its first rows are usable early.
 
 The packaged `minilm` (and any local sentence-transformers model) loads in a child process started with the feed,
 while the first calls go out; an `openai:` embedder is a client like any other.
@@ -19,11 +22,11 @@ Samples that run inside replica actors cannot await this process's futures: with
 from __future__ import annotations
 
 import asyncio
-import threading
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+
+from emocaustics.solve.embedprocess import EmbedderProcess, in_daemon_thread
 
 
 # The key of an item in the feed (and its ticket on the board), set on the item when the feed is made: a copy of the
@@ -31,11 +34,7 @@ import numpy as np
 # forever for rows filed under the original's id.
 KEY = "feed_key"
 CHUNK = 32  # texts in a sample's first encode (then doubling): its first utterances are usable early
-# Encoder batch for a task's side texts on a CPU: a batch computes every text at its longest text's length, and side
-# texts run from a few tokens to the 256-token cap. Measured with minilm on the 854 utterances of paper-100's first 50
-# dialogues (EmoCaustics), 2 cores: batch 32 18.5 s, 16 14.9 s, 8 11.8 s, 4 10.3 s, 1 13.0 s. (Scoring's short texts
-# keep the embedder's 32: at 4 the whole-dataset scoring benchmark took 498 s instead of 330.)
-CPU_SIDE_TEXT_BATCH = 4
+GROUP_TEXTS = 1024  # see embedprocess.GROUP_BATCH for the measurement
 
 
 class EmbedFeed:
@@ -149,7 +148,7 @@ class EmbedFeed:
             return
         self.marks["embedder_start"] = time.time()
         self._process = EmbedderProcess.shared(self.spec, nice=10 if self.background else 0, threads=self.threads)
-        await _in_daemon_thread(self._process.wait_ready)
+        await in_daemon_thread(self._process.wait_ready)
         self.marks["embedder_loaded"] = time.time()
 
     def _next(self) -> dict[str, Any] | None:
@@ -162,6 +161,57 @@ class EmbedFeed:
         if self.background:
             return None  # on demand only
         return next((it for it in self._order if not self._futures[self.ticket(it)].done()), None)
+
+    def _group(self, first: dict[str, Any]) -> list[dict[str, Any]]:
+        """`first` and, working ahead, the next samples to embed with it (asked ones first) up to GROUP_TEXTS texts."""
+        group, size = [first], len(first["texts"])
+        if self.background:
+            return group
+        asked = {key for key in self._asked if not self._futures[key].done()}
+        for it in [*(it for it in self._order if self.ticket(it) in asked), *self._order]:
+            if size >= GROUP_TEXTS:
+                break
+            if all(it is not g for g in group) and not self._futures[self.ticket(it)].done():
+                group.append(it)
+                size += len(it["texts"])
+        self._asked = [key for key in self._asked if key not in {self.ticket(it) for it in group}]
+        return group
+
+    async def _encode(self, texts: list[str], grouped: bool = False) -> np.ndarray:
+        if self._process is not None:
+            vecs = await in_daemon_thread(self._process.encode, texts, grouped)
+        else:
+            vecs = await self.embedder.embed(texts)
+        return np.asarray(vecs, dtype=np.float32).reshape(len(texts), -1)
+
+    async def _embed_group(self, group: list[dict[str, Any]]) -> None:
+        """Several samples in one encode; each gets all its rows at once when it ends."""
+        import time
+
+        t0 = time.perf_counter()
+        texts = [t for it in group for t in it["texts"]]
+        try:
+            vecs = await self._encode(texts, grouped=True)
+        except Exception as exc:
+            for it in group:
+                self._futures[self.ticket(it)].set_exception(
+                    RuntimeError(f"embedding failed: {type(exc).__name__}: {exc}"))
+        else:
+            self.seconds += time.perf_counter() - t0
+            self.texts += len(texts)
+            start = 0
+            for it in group:
+                rows = vecs[start:start + len(it["texts"])]
+                start += len(it["texts"])
+                self._parts[self.ticket(it)] = [rows]
+                if self.board is not None:
+                    self.board.post.remote(self.ticket(it), 0, rows)
+                self._futures[self.ticket(it)].set_result(rows)
+        for it in group:
+            if self.board is not None:
+                self._post_end(self.ticket(it), self._futures[self.ticket(it)])
+        async with self._progress:
+            self._progress.notify_all()
 
     async def _work(self) -> None:
         import time
@@ -183,6 +233,9 @@ class EmbedFeed:
                 self._ask.clear()
                 await self._ask.wait()  # the next sample that asks
                 continue
+            if len(group := self._group(item)) > 1:
+                await self._embed_group(group)
+                continue
             fut = self._futures[self.ticket(item)]
             t0 = time.perf_counter()
             texts = list(item["texts"])
@@ -192,11 +245,7 @@ class EmbedFeed:
                 while start < len(texts):  # chunks of 32, 64, 128...: early rows soon, the rest in big batches
                     first, chunk = start, texts[start:start + size]
                     start, size = start + size, size * 2
-                    if self._process is not None:
-                        vecs = await _in_daemon_thread(self._process.encode, chunk)
-                    else:
-                        vecs = await self.embedder.embed(chunk)
-                    parts.append(np.asarray(vecs, dtype=np.float32).reshape(len(chunk), -1))
+                    parts.append(await self._encode(chunk))
                     if self.board is not None:
                         self.board.post.remote(self.ticket(item), first, parts[-1])
                     async with self._progress:
@@ -224,147 +273,3 @@ class EmbedFeed:
             if fut.done() and not fut.cancelled():
                 fut.exception()
         # The process stays for the next config of the job (`EmbedderProcess.shared`): a daemon, gone with this one.
-
-
-class EmbedderProcess:
-    """A local sentence-transformers model in a child process: its import and load (torch, transformers: seconds of
-    CPU) and every encode run beside the event loop that drives the LLM calls, not under the same GIL. The child is
-    daemonic and is stopped without waiting for its work, so a run whose samples never needed embeddings does not
-    wait for the model to load. Its standard output goes to standard error (`--json` keeps stdout clean).
-
-    One per (spec, nice, threads) per process, kept for the next feed (`shared`): a job's configs that embed used to
-    start and load their own, 5-10 s of CPU each on 2 cores, beside the first calls of every such config (issue 31)."""
-
-    _shared: dict[tuple[str, int, int | None], "EmbedderProcess"] = {}
-
-    def __init__(self, spec: str, nice: int = 0, threads: int | None = None) -> None:
-        import multiprocessing as mp
-
-        ctx = mp.get_context("spawn")
-        self._conn, child = ctx.Pipe()
-        self._proc = ctx.Process(target=_serve, args=(spec, child, nice, threads), daemon=True,
-                                 name="emocaustics-embedder")
-        self._proc.start()
-        child.close()
-        self._lock = threading.Lock()
-        self._ready = False
-
-    @classmethod
-    def shared(cls, spec: str, nice: int = 0, threads: int | None = None) -> "EmbedderProcess":
-        """This process's embedder child for these settings: the running one, or a new one if none is alive."""
-        key = (spec, nice, threads)
-        found = cls._shared.get(key)
-        if found is None or not found._proc.is_alive():
-            first = not cls._shared
-            found = cls._shared[key] = cls(spec, nice, threads)
-            if first:  # registered after multiprocessing's own exit handler, so it runs before that one kills the
-                import atexit  # daemonic child (killed there, its semaphore leaked, with a warning at every exit)
-
-                atexit.register(cls.stop_shared)
-        return found
-
-    @classmethod
-    def stop_shared(cls) -> None:
-        for proc in cls._shared.values():
-            proc.stop()
-        cls._shared.clear()
-
-    def _receive(self) -> Any:
-        try:
-            kind, value = self._conn.recv()
-        except (EOFError, OSError):
-            raise RuntimeError(f"embedder process ended (exit code {self._proc.exitcode})") from None
-        if kind == "error":
-            raise RuntimeError(value)
-        return value
-
-    def wait_ready(self) -> None:
-        with self._lock:  # the first caller reads the child's "ready"; later ones find it read
-            if not self._ready:
-                self._receive()
-                self._ready = True
-
-    def encode(self, texts: list[str]) -> np.ndarray:
-        with self._lock:
-            self._conn.send(texts)
-            return self._receive()
-
-    def stop(self) -> None:
-        self._conn.close()  # an idle child reads end-of-file and leaves at once (`_serve`)
-        self._proc.join(0.5 if self._ready else 0.05)
-        if self._proc.is_alive():  # still loading or encoding: nothing waits for that any more
-            self._proc.kill()
-            self._proc.join(5)
-
-
-def _serve(spec: str, conn: Any, nice: int = 0, threads: int | None = None) -> None:
-    """The child's loop: load the model, say so, then encode each list of texts received until the pipe closes."""
-    import os
-    import sys
-
-    if nice:
-        os.nice(nice)
-
-    os.dup2(2, 1)  # anything the libraries print goes to standard error
-    sys.stdout = sys.stderr
-    from emocaustics.models.embedders import make_embedder
-
-    try:
-        if threads is not None:
-            import torch
-
-            torch.set_num_threads(threads)
-        emb = make_embedder(spec)
-        model = emb._load()  # type: ignore[attr-defined]
-        if model.device.type == "cpu":
-            emb.batch_size = CPU_SIDE_TEXT_BATCH  # type: ignore[attr-defined]
-        conn.send(("ready", None))
-    except Exception as exc:
-        conn.send(("error", f"{type(exc).__name__}: {exc}"))
-        return
-    while True:
-        try:
-            texts = conn.recv()
-        except (EOFError, OSError):
-            # Nothing is left to do: leave without the interpreter's teardown of torch and transformers, which took
-            # 0.5 s that every run's exit waited for (the parent joins this child before it exits). Only
-            # multiprocessing's own exit step runs first: it releases the semaphores made here (tqdm's lock),
-            # which the resource tracker would otherwise report as leaked.
-            from multiprocessing import util
-
-            util._exit_function()
-            sys.stderr.flush()
-            os._exit(0)
-        try:
-            conn.send(("ok", emb.encode(texts)))  # type: ignore[attr-defined]
-        except Exception as exc:
-            conn.send(("error", f"{type(exc).__name__}: {exc}"))
-
-
-def _in_daemon_thread(fn: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
-    """`fn(*args)` in a daemon thread. Not `asyncio.to_thread`: `asyncio.run` and the interpreter's exit wait for
-    the default executor's threads, so a run whose samples never needed embeddings would still wait for the
-    model to finish loading before it could end."""
-    loop = asyncio.get_running_loop()
-    fut: asyncio.Future[Any] = loop.create_future()
-
-    def settle(value: Any, exc: BaseException | None) -> None:
-        if fut.done():
-            return
-        if exc is not None:
-            fut.set_exception(exc)
-        else:
-            fut.set_result(value)
-
-    def target() -> None:
-        try:
-            value, exc = fn(*args), None
-        except BaseException as e:  # handed to the awaiting coroutine
-            value, exc = None, e
-        try:
-            loop.call_soon_threadsafe(settle, value, exc)
-        except RuntimeError:  # the loop has closed: nobody waits for this any more
-            pass
-
-    threading.Thread(target=target, name="embed-feed", daemon=True).start()
-    return fut

@@ -10,7 +10,10 @@ from pathlib import Path
 import numpy as np
 
 from emocaustics.models.embedders import make_embedder
-from emocaustics.solve.embedfeed import CHUNK, EmbedFeed
+import pytest
+
+from emocaustics.solve import embedfeed
+from emocaustics.solve.embedfeed import CHUNK, GROUP_TEXTS, EmbedFeed
 from emocaustics.tasks.emocaustics.extract.dialogue import ExtractConfig, extract_one, make_item
 from extract_doubles import Dialogue, SchemaLLM, solve_dialogues
 from fakes.openai_embeddings import FakeEmbeddingsServer
@@ -30,7 +33,11 @@ def _prompts(llm: SchemaLLM) -> list[str]:
     return sorted(r.messages[-1]["content"] for r in llm.requests)
 
 
-def test_rag_through_the_feed_asks_what_precomputed_embeddings_ask(tmp_path: Path) -> None:
+@pytest.mark.parametrize("group_texts", [GROUP_TEXTS, 1], ids=["grouped", "sample-by-sample"])
+def test_rag_through_the_feed_asks_what_precomputed_embeddings_ask(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   group_texts: int) -> None:
+    """Grouped (the three dialogues in one encode) or each alone in chunks, the model is asked the same."""
+    monkeypatch.setattr(embedfeed, "GROUP_TEXTS", group_texts)
     cfg = ExtractConfig(task="sextuple", method="rag", window=4, step=2, top_k=2, rag_threshold=0.1)
     n = CHUNK * 3 + 5  # chunks of 32, 64, 8: calls of the first go out before the last is embedded
     with FakeEmbeddingsServer() as server:
@@ -54,12 +61,15 @@ def test_rag_through_the_feed_asks_what_precomputed_embeddings_ask(tmp_path: Pat
             return rows, llm
 
         rows_a, llm_a = streamed()
+        feed_inputs = [r["n_inputs"] for r in server.requests]
         rows_b, llm_b = asyncio.run(upfront())
-        chunked_requests = len(server.requests)
     assert all(r["ok"] for r in rows_a + rows_b), [r.get("reason") for r in rows_a]
     assert len(llm_a.requests) == 3 * n
     assert _prompts(llm_a) == _prompts(llm_b)  # same retrievals, whatever the chunking
-    assert chunked_requests >= 3 * 3 + 3  # the feed embedded chunk by chunk (3 per dialogue), the up-front run at once
+    if group_texts == 1:  # chunk by chunk, 32, 64, 8 texts per dialogue
+        assert sorted(feed_inputs) == sorted([CHUNK, 2 * CHUNK, 5] * 3)
+    else:  # one encode of the 303 texts, which the OpenAI-compatible client sends 64 at a time
+        assert sorted(feed_inputs) == sorted([64] * 4 + [303 - 4 * 64])
 
 
 def test_upto_gives_at_least_the_rows_asked_for_before_the_rest() -> None:
@@ -107,8 +117,9 @@ def _sized_items(cfg: ExtractConfig, sizes: list[int]) -> list[dict]:
     return [{"id": str(d), "texts": [f"对话{d}第{i}句" for i in range(n)]} for d, n in enumerate(sizes, start=1)]
 
 
-def test_the_feed_embeds_the_longest_dialogue_first() -> None:
+def test_the_feed_embeds_the_longest_dialogue_first(monkeypatch: pytest.MonkeyPatch) -> None:
     """The longest dialogue's chain of calls sets the run's length: its rows come first, not in dialogue order."""
+    monkeypatch.setattr(embedfeed, "GROUP_TEXTS", 1)  # each dialogue in its own encode
     cfg = ExtractConfig(task="sextuple", method="rag")
     with FakeEmbeddingsServer() as server:
         async def go() -> None:
@@ -122,6 +133,45 @@ def test_the_feed_embeds_the_longest_dialogue_first() -> None:
 
         asyncio.run(go())
     assert [r["n_inputs"] for r in server.requests] == [10, 6, 3]
+
+
+def test_working_ahead_the_feed_encodes_dialogues_together_longest_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ahead of the calls (`rag`), dialogues go to the encoder together until a group holds GROUP_TEXTS texts, longest
+    first: sorted by length across dialogues, a CPU encoder does a third less work than dialogue by dialogue."""
+    monkeypatch.setattr(embedfeed, "GROUP_TEXTS", 12)
+    cfg = ExtractConfig(task="sextuple", method="rag")
+    with FakeEmbeddingsServer() as server:
+        async def go() -> list[int]:
+            items = _sized_items(cfg, [3, 10, 6, 5])
+            feed = EmbedFeed(f"openai:fake-embed@{server.base_url}", items)
+            feed.start()
+            try:
+                rows = await asyncio.wait_for(asyncio.gather(*(feed.get(it) for it in items)), 10)
+            finally:
+                await feed.close()
+            return [len(r) for r in rows]
+
+        rows = asyncio.run(go())
+    assert rows == [3, 10, 6, 5]  # each dialogue its own rows
+    assert [r["n_inputs"] for r in server.requests] == [10 + 6, 5 + 3]
+
+
+def test_a_dialogue_that_asks_leads_the_next_group(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(embedfeed, "GROUP_TEXTS", 10)
+    cfg = ExtractConfig(task="sextuple", method="rag")
+    with FakeEmbeddingsServer() as server:
+        async def go() -> None:
+            items = _sized_items(cfg, [5, 9, 7, 2, 8])
+            feed = EmbedFeed(f"openai:fake-embed@{server.base_url}", items)
+            feed.start()
+            try:  # while the first group (9, 8) is encoded, the 2-utterance one asks: it leads the second group
+                await asyncio.wait_for(feed.get(items[3]), 10)
+                await asyncio.wait_for(asyncio.gather(*(feed.get(it) for it in items)), 10)
+            finally:
+                await feed.close()
+
+        asyncio.run(go())
+    assert [r["n_inputs"] for r in server.requests] == [9 + 8, 2 + 7 + 5]  # not asked: 7 + 5, then 2
 
 
 def test_of_the_dialogues_that_ask_the_longest_is_embedded_first() -> None:
@@ -165,7 +215,7 @@ def test_a_copy_of_an_item_gets_the_original_items_embeddings() -> None:
 def test_the_configs_of_a_job_share_one_embedder_process() -> None:
     """Each feed of a job (one per config that embeds) used to start and load its own embedder child; now the second
     finds the first's, loaded and alive after the first feed closed (issue 31: 5-10 s of CPU per config)."""
-    from emocaustics.solve.embedfeed import EmbedderProcess
+    from emocaustics.solve.embedprocess import EmbedderProcess
 
     async def feed_rows(texts: list[str]) -> tuple[EmbedderProcess, np.ndarray]:
         feed = EmbedFeed("minilm", [{"id": "1", "texts": texts}], threads=1)

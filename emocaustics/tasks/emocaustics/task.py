@@ -175,8 +175,8 @@ class EmoCausticsTask(Task):
     def side_texts(self, sample: Sample, options: Options) -> list[str] | None:
         """The utterances, where the method retrieves or joins events by similarity (`rag`, `window`)."""
         item = sample.input
-        return list(item["sentences"]) if self.extract_config(options).needs_embeddings(item["prior"] is not None) \
-            else None
+        needs = self.extract_config(options).needs_embeddings(item["prior"] is not None, len(item["sentences"]))
+        return list(item["sentences"]) if needs else None
 
     def embeds_ahead(self, options: Options) -> bool:
         """`window` consults embeddings only when an answer names no known event; `rag` waits on every utterance's."""
@@ -244,7 +244,7 @@ class EmoCausticsTask(Task):
                 if prior and self.name == "emotion" and opts.method == "window":
                     base = make_item(d.id, sentences, holders, ExtractConfig(task="sextuple", method="window"), vecs)
                     records = (await extract_one(uncounted, base))["prediction"]
-                emb = vecs if cfg.needs_embeddings(records is not None) else None
+                emb = vecs if cfg.needs_embeddings(records is not None, len(sentences)) else None
                 await extract_one(llm, make_item(d.id, sentences, holders, cfg, emb, records))
 
         aio.run(each())

@@ -64,6 +64,37 @@ def test_rag_passes_retrieved_history_from_this_dialogue_only():
     assert utter_ids(llm.requests[3].messages[-1]["content"].split("最近的对话：")[0]) == set()  # nothing earlier
 
 
+def test_rag_waits_for_embeddings_only_from_utterance_k_on():
+    """Utterances before K have nothing older than their recent history to retrieve: their calls go out before any
+    row is embedded, and a dialogue of at most K utterances never asks for embeddings (its texts are not embedded)."""
+    from emocaustics.solve.side import Embeddings
+    from emocaustics.tasks.emocaustics.extract.dialogue import ExtractConfig
+
+    emb = unit_vectors([i % 5 for i in range(30)])
+    asked: list[int] = []
+    sent_before_rows: list[int] = []
+    llm = SchemaLLM()
+
+    async def upto(n):  # the rows come once the first calls are out (never, if rag waited for them first)
+        asked.append(n)
+        for _ in range(1000):
+            if len(llm.requests) >= 10:
+                break
+            await asyncio.sleep(0)
+        sent_before_rows.append(len(llm.requests))
+        return emb
+
+    run(S.rag(Asker(llm), dialogue(30), Embeddings(lambda: upto(30), upto), k=10, top_k=2, threshold=0.9))
+    assert asked == [30] and sent_before_rows == [10]  # utterances 0-9 asked first; then 10-29, one chunk
+    llm = SchemaLLM()
+    assert len(run(S.rag(Asker(llm), dialogue(10), None, k=10, top_k=2))) == 10  # no embeddings at all
+    with pytest.raises(AssertionError, match="rag needs embeddings: utterance 10"):
+        run(S.rag(Asker(SchemaLLM()), dialogue(11), None, k=10, top_k=2))
+    cfg = ExtractConfig(task="sextuple", method="rag", window=10)
+    assert [cfg.needs_embeddings(False, n) for n in (0, 10, 11)] == [False, False, True]
+    assert not ExtractConfig(task="sextuple", method="rag", top_k=0).needs_embeddings(False, 100)
+
+
 def test_retrieval_threshold_and_top_k():
     emb = np.array([[1, 0], [0.8, 0.6], [0, 1], [1, 0]], np.float32)
     assert S.retrieve(emb, 3, 1, 5, 0.7) == [0, 1]

@@ -64,9 +64,12 @@ class ExtractConfig(ExtractKnobs, _Task):
     def s(self) -> int:
         return self.step or DEFAULT_WINDOWS[self.task][1]
 
-    def needs_embeddings(self, has_prior: bool) -> bool:
+    def needs_embeddings(self, has_prior: bool, utterances: int) -> bool:
+        """Whether a dialogue of this many utterances may consult its embeddings (its side texts are embedded)."""
+        if self.task == "sextuple" and self.method == "rag":
+            return sx.retrieves(utterances, self.k, self.top_k)
         if self.task == "sextuple":
-            return self.method in ("rag", "window")
+            return self.method == "window"
         return self.method == "window" and not has_prior  # chains build their own sextuple window run then
 
     def window_settings(self) -> sx.WindowSettings:
@@ -141,7 +144,6 @@ async def _method(asker: Asker, cfg: ExtractConfig, d: sx.DialogueInput, emb: sx
         if cfg.method == "direct":
             return await sx.direct(asker, d)
         if cfg.method == "rag":
-            assert emb is not None, "rag needs embeddings"
             return await sx.rag(asker, d, emb, k=cfg.k, top_k=cfg.top_k, threshold=cfg.rag_threshold)
         records, _ = await sx.window(asker, d, emb, cfg.window_settings())
         return records

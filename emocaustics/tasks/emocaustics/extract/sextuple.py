@@ -70,6 +70,12 @@ async def direct(asker: Asker, d: DialogueInput) -> list[dict]:
     return [_record(d, i, a) for i, a in enumerate(answers)]
 
 
+def retrieves(utterances: int, k: int, top_k: int) -> bool:
+    """Whether `rag` consults embeddings on a dialogue of this length: only an utterance past the first K has an
+    earlier line outside its recent history to retrieve."""
+    return top_k > 0 and utterances > k
+
+
 def retrieve(emb: np.ndarray, i: int, k: int, top_k: int, threshold: float) -> list[int]:
     """Earlier utterances outside the recent window most similar to utterance i (this dialogue's index only)."""
     first_recent = recent_history(i, k).start
@@ -80,21 +86,27 @@ def retrieve(emb: np.ndarray, i: int, k: int, top_k: int, threshold: float) -> l
     return sorted(int(j) for j in order if sims[j] >= threshold)
 
 
-async def rag(asker: Asker, d: DialogueInput, emb: np.ndarray | Embeddings, *, k: int = 20, top_k: int = 3,
+async def rag(asker: Asker, d: DialogueInput, emb: np.ndarray | Embeddings | None, *, k: int = 20, top_k: int = 3,
               threshold: float = 0.5, chunk: int = 32) -> list[dict]:
     """One call per utterance with the K most recent and the top_k most similar earlier utterances. Utterance i
-    retrieves among 0..i only, so its call goes out as soon as those are embedded (`chunk` utterances at a time)."""
+    retrieves among 0..i only, so its call goes out as soon as those are embedded (`chunk` utterances at a time).
+    The first K utterances have no line older than their recent history to retrieve: their calls go out at once,
+    and a dialogue of at most K utterances needs no embeddings at all (`retrieves`)."""
     emb = Embeddings.of(emb)
-    assert emb is not None, "rag needs embeddings"
     schema = sextuple_schema()
     pending: list[asyncio.Task[list[SextupleAnswer]]] = []
+    free = len(d) if top_k <= 0 else min(len(d), k)  # utterances that retrieve nothing
+    bounds = sorted({0, free, *range(free, len(d), chunk), len(d)})
     try:
-        for start in range(0, len(d), chunk):
-            end = min(start + chunk, len(d))
-            vecs = await emb.upto(end)
+        for start, end in zip(bounds, bounds[1:]):
+            if start < free:
+                vecs = None
+            else:
+                assert emb is not None, f"rag needs embeddings: utterance {start} of a dialogue longer than {k}"
+                vecs = await emb.upto(end)
             asks = []
             for i in range(start, end):
-                hits = retrieve(vecs, i, k, top_k, threshold)
+                hits = retrieve(vecs, i, k, top_k, threshold) if vecs is not None else []
                 retrieved = d.lines(hits) if hits else P.NO_EVENTS
                 asks.append(Ask(f"rag utterance {i}", P.RAG_SEXTUPLE.substitute(
                     retrieved=retrieved, history=d.lines(recent_history(i, k)), index=i, holder=d.holders[i],
