@@ -230,6 +230,9 @@ NOTES = [
     "ours pays its process start, imports, Ray-free endpoint client and (when the plan asks) an embedder child; the "
     "reference pays its process start, imports and (rag, window) its in-process sentence-transformers load and an "
     "up-front embedding of every utterance, as the reference scripts do",
+    "rag: ours embeds only the dialogues with an utterance past the first K=20 (the others have nothing older than "
+    "their recent history to retrieve, on either side), several dialogues per encode, length-sorted across them; "
+    "the reference embeds every utterance: the same retrievals, the same calls and predictions",
     "in the reference's favour: its scripts import torch and faiss at start whatever the method (utils.py at "
     "7aa88ef) and embed through an OpenAI-compatible /embeddings endpoint, one text per blocking request in the "
     "dialogue's thread (utils.call_embedding); here the reference side imports torch only when it embeds and embeds "
