@@ -20,6 +20,19 @@ from emocaustics.core.errors import (EXIT_CLUSTER_LOST, EXIT_INTERRUPTED, Budget
 CORE_COMMAND_MODULES = ("emocaustics.jobs.cli", "emocaustics.jobs.eval_cli", "emocaustics.jobs.servecli",
                         "emocaustics.view.cli")
 
+# The module whose `register(subparsers)` adds each top-level verb: a command builds the parser of its own verb only.
+# Building every verb imports every task package (its task module, polars, numpy, its data layer) and the job
+# layer; for `emocaustics extract` that was about 0.15 s of a 0.45 s start before its first call (issue 31). `data`
+# and `score` gather verbs of every task, and `--help`, `--version` and unknown words list or name them all, so
+# those build the whole parser (`build_parser`). tests/core/test_cli_verbs.py checks this table against it.
+VERB_MODULES = {
+    "run": "emocaustics.jobs.cli", "tasks": "emocaustics.jobs.cli", "report": "emocaustics.jobs.cli",
+    "compare": "emocaustics.jobs.cli", "eval": "emocaustics.jobs.eval_cli", "serve": "emocaustics.jobs.servecli",
+    "models": "emocaustics.jobs.servecli", "view": "emocaustics.view.cli",
+    "extract": "emocaustics.tasks.emocaustics.cli", "ecpe": "emocaustics.tasks.ecpe.cli",
+    "human": "emocaustics.tasks.human.cli",
+}
+
 
 def _task_cli_modules() -> list:
     from emocaustics.core.task import task_packages
@@ -43,7 +56,16 @@ def _version() -> str:
         return "unknown"
 
 
-def build_parser() -> argparse.ArgumentParser:
+class _Version(argparse._VersionAction):
+    """`--version`, reading the installed version only when asked (importlib.metadata: ~15 ms at every start)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+                 option_string: str | None = None) -> None:
+        self.version = f"emocaustics {_version()}"
+        super().__call__(parser, namespace, values, option_string)
+
+
+def _top_parser() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]:
     parser = argparse.ArgumentParser(prog="emocaustics",
                                      description="Run evaluation jobs on a Ray cluster (local by default), score "
                                                  "predictions against ground truth, and build score reports. "
@@ -54,8 +76,23 @@ def build_parser() -> argparse.ArgumentParser:
                                             "failed (see --allow-failures), 4 a model endpoint stopped answering "
                                             "(--resume continues), 5 the Ray cluster was lost (--resume continues), "
                                             "130 interrupted")
-    parser.add_argument("--version", action="version", version=f"emocaustics {_version()}")
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument("--version", action=_Version)
+    return parser, parser.add_subparsers(dest="command", required=True)
+
+
+def verb_parser(argv: list[str]) -> argparse.ArgumentParser | None:
+    """The parser of the one verb that `argv` starts with, when a single module registers it; else None."""
+    module = VERB_MODULES.get(argv[0]) if argv else None
+    if module is None:
+        return None
+    parser, sub = _top_parser()
+    importlib.import_module(module).register(sub)
+    return parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The whole command line: every core verb and every task package's verbs."""
+    parser, sub = _top_parser()
     for name in CORE_COMMAND_MODULES:
         importlib.import_module(name).register(sub)
     data_sub = datacli.register(sub)  # `data fetch TASK`, every task's; a task may add its own `data` verbs
@@ -85,7 +122,8 @@ def _register_generic_scores(score_sub: argparse._SubParsersAction) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = verb_parser(argv) or build_parser()
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)

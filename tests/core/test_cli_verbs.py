@@ -1,0 +1,70 @@
+"""The command line builds only the parser of the verb it runs (`emocaustics.cli.VERB_MODULES`), and that parser is
+the whole parser's verb: same verbs, same module, nothing else imported (issue 31: `extract`'s start-up)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import subprocess
+import sys
+from importlib.metadata import version
+from pathlib import Path
+
+import pytest
+
+from emocaustics import cli
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _verbs_of(module: str) -> set[str]:
+    sub = argparse.ArgumentParser().add_subparsers()
+    importlib.import_module(module).register(sub)
+    return set(sub.choices)
+
+
+def test_the_table_names_every_verb_of_the_whole_parser_but_data_and_score_and_its_module() -> None:
+    whole = cli.build_parser()
+    verbs = set(next(a for a in whole._actions if isinstance(a, argparse._SubParsersAction)).choices)
+    assert verbs - set(cli.VERB_MODULES) == {"data", "score"}
+    assert set(cli.VERB_MODULES) <= verbs
+    for verb, module in cli.VERB_MODULES.items():
+        assert verb in _verbs_of(module), (verb, module)
+
+
+@pytest.mark.parametrize("argv", [["extract", "sextuple", "--method", "window", "--ids", "207,218"],
+                                  ["ecpe", "validate", "pred.json"], ["tasks"]])
+def test_a_verbs_own_parser_reads_its_arguments_as_the_whole_parser_does(argv) -> None:
+    mine, whole = vars(cli.verb_parser(argv).parse_args(argv)), vars(cli.build_parser().parse_args(argv))
+    assert mine == whole
+    assert mine["command"] == argv[0]
+
+
+def test_options_first_or_an_unknown_verb_build_the_whole_parser() -> None:
+    assert cli.verb_parser([]) is None
+    assert cli.verb_parser(["--help"]) is None
+    assert cli.verb_parser(["score", "sextuple"]) is None
+    assert cli.verb_parser(["data", "fetch", "ecpe"]) is None
+    assert cli.verb_parser(["nonsense"]) is None
+
+
+def test_version_is_read_when_asked(capsys) -> None:
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["--version"])
+    assert exc.value.code == 0
+    assert capsys.readouterr().out == f"emocaustics {version('emocaustics')}\n"
+
+
+def test_extract_parses_without_the_other_tasks_or_the_job_layer() -> None:
+    code = """
+import sys
+from emocaustics.cli import verb_parser
+args = verb_parser(["extract", "sextuple", "--method", "window"]).parse_args(["extract", "sextuple", "--method",
+                                                                            "window"])
+others = ("emocaustics.tasks.ecpe", "emocaustics.tasks.aer", "emocaustics.tasks.human", "emocaustics.tasks.narrative",
+          "emocaustics.jobs.spec", "emocaustics.score.cli")
+print(args.func.__module__, [m for m in others if m in sys.modules])
+"""
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "emocaustics.tasks.emocaustics.extract.cli []"
