@@ -1,5 +1,3 @@
-import sys
+from emocaustics.cli import run
 
-from emocaustics.cli import main
-
-sys.exit(main())
+run()

@@ -68,3 +68,48 @@ print(args.func.__module__, [m for m in others if m in sys.modules])
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "emocaustics.tasks.emocaustics.extract.cli []"
+
+
+PROGRAM = """
+import argparse, atexit, sys, threading, time
+from emocaustics import cli
+
+class Noisy:
+    def __del__(self):
+        sys.stdout.write("module teardown\\n")
+
+KEEP = Noisy()
+
+def later():
+    time.sleep(0.2)
+    sys.stdout.write("thread done; ")
+
+def handler(args):
+    if args.mode == "raise":
+        raise RuntimeError("boom")
+    threading.Thread(target=later).start()  # not a daemon: the exit waits for it
+    atexit.register(lambda: sys.stdout.write("atexit ran\\n"))
+    sys.stdout.write("no newline yet; ")  # still in the buffer when the command returns
+    return 3
+
+class Parser:
+    def parse_args(self, argv):
+        return argparse.Namespace(func=handler, mode=sys.argv[1])
+
+cli.build_parser = Parser
+cli.run()
+"""
+
+
+def test_the_program_exits_with_its_status_after_threads_atexit_and_flush_without_module_teardown() -> None:
+    done = subprocess.run([sys.executable, "-c", PROGRAM, "return"], cwd=REPO, capture_output=True, text=True,
+                          timeout=60)
+    assert (done.returncode, done.stdout, done.stderr) == (3, "no newline yet; thread done; atexit ran\n", "")
+
+
+def test_a_command_that_raises_leaves_as_the_interpreter_does() -> None:
+    done = subprocess.run([sys.executable, "-c", PROGRAM, "raise"], cwd=REPO, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 1
+    assert done.stdout == "module teardown\n"
+    assert done.stderr.rstrip().endswith("RuntimeError: boom")
