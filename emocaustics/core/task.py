@@ -28,21 +28,20 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-import polars as pl
 from pydantic import BaseModel, ConfigDict
 
 from emocaustics.core.content import approx_tokens, content_hash, jsonable  # noqa: F401 (importable from here too)
 from emocaustics.core.errors import UsageError
 
 if TYPE_CHECKING:  # a task declares its sources; this module never fetches
+    import polars as pl
     from emocaustics.core.datasource import DataSource
 
 # Long-format score rows: one row per (sample, metric). status: ok | failed (the solver gave up; value 0) |
 # unscored (the metric could not be computed for this sample, e.g. no ground truth; value null, outside means).
-ROW_SCHEMA: dict[str, pl.DataType] = {
-    "sample_id": pl.Utf8, "metric": pl.Utf8, "value": pl.Float64, "weight": pl.Float64, "status": pl.Utf8,
-    "reason": pl.Utf8,
-}
+def row_schema() -> dict[str, pl.DataType]:
+    import polars as pl  # where frames are made: `extract`, which only solves, started ~0.1 s later for it at the top
+    return dict(sample_id=pl.Utf8, metric=pl.Utf8, value=pl.Float64, weight=pl.Float64, status=pl.Utf8, reason=pl.Utf8)
 
 
 @dataclass(frozen=True)
@@ -121,19 +120,20 @@ class ScoreContext:
 
 @dataclass
 class Scored:
-    rows: pl.DataFrame  # ROW_SCHEMA
+    rows: pl.DataFrame  # row_schema()
     summary: dict[str, Any] = field(default_factory=dict)  # corpus-level metrics (e.g. official F1s), primary first
     tables: dict[str, pl.DataFrame] = field(default_factory=dict)  # extra named tables (per class, per topic ...)
     items: pl.DataFrame | None = None  # per-item explanation rows (which pair matched what, and why)
 
 
 def rows_frame(rows: list[dict[str, Any]]) -> pl.DataFrame:
-    """Long score rows as a frame with `ROW_SCHEMA` (missing weight -> 1, status -> ok, reason -> null)."""
+    """Long score rows as a frame with `row_schema()` (missing weight -> 1, status -> ok, reason -> null)."""
+    import polars as pl
     norm = [{"sample_id": str(r["sample_id"]), "metric": r["metric"],
              "value": None if r.get("value") is None else float(r["value"]),
              "weight": float(r.get("weight", 1.0)), "status": r.get("status", "ok"), "reason": r.get("reason")}
             for r in rows]
-    return pl.DataFrame(norm, schema=ROW_SCHEMA)
+    return pl.DataFrame(norm, schema=row_schema())
 
 
 class Options(BaseModel):
