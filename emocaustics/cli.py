@@ -162,11 +162,11 @@ _EXIT_CODE: list[int] = []
 def _leave() -> None:
     if not _EXIT_CODE:
         return
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):  # a closed pipe: the interpreter would not have written it either
-            pass
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):  # e.g. a reader that closed the pipe: the interpreter's exit reports it, as before
+        return
     os._exit(_EXIT_CODE[0])
 
 
