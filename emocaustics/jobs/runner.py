@@ -380,6 +380,8 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force
     (run_dir / "startup.json").write_text(json.dumps(startup, indent=1), encoding="utf-8")
     claimed.record["startup"] = startup
     rundir.finish(claimed)
+    if startup["embedder"] is not None:
+        print(f"embedder {job.scoring.embedder}: loaded in {startup['embedder']} s, beside the start", flush=True)
     print(f"summary: {run_dir / 'summary.md'}\nreport:  {report}", flush=True)
     return run_dir
 

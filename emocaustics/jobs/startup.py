@@ -34,7 +34,7 @@ def start_models(job: JobSpec, local: list[str], spec_of: Callable[[str], str], 
     engines_starting = threading.Event()
     if load is not None and local:
         ready = lambda: engines_starting.is_set() or any(p.first_call_at for p in list(pools))  # noqa: E731
-        _load_in_background(load, job.scoring.embedder, startup, ready)
+        _load_in_background(load, startup, ready)
     for name in local:
         t0 = time.perf_counter()  # a running model service of the same spec is attached to, not started again
         pools.append(start_job_model(spec_of(name), name, job.models[name].keep_alive,
@@ -45,11 +45,13 @@ def start_models(job: JobSpec, local: list[str], spec_of: Callable[[str], str], 
     return startup
 
 
-def _load_in_background(load: Callable[[], Any], name: str, startup: dict[str, Any],
+def _load_in_background(load: Callable[[], Any], startup: dict[str, Any],
                         ready: Callable[[], bool] = lambda: True, wait: float | None = None) -> None:
     """`load()` in a daemon thread once `ready()` (polled) or after `wait` seconds (default EMBEDDER_WAIT_S); its
-    seconds go to `startup["embedder"]`. A failure is left to the first use, which loads again under the embedder's
-    lock and raises there, in the config that needs it."""
+    seconds go to `startup["embedder"]` (the job's log says so at its end: printed from here, the line could land in
+    whatever the process printed after a short job, such as the JSON of the next command in the same process). A
+    failure is left to the first use, which loads again under the embedder's lock and raises there, in the config
+    that needs it."""
 
     def run() -> None:
         deadline = time.monotonic() + (EMBEDDER_WAIT_S if wait is None else wait)
@@ -58,11 +60,8 @@ def _load_in_background(load: Callable[[], Any], name: str, startup: dict[str, A
         t0 = time.perf_counter()
         try:
             load()
-        except Exception as exc:  # noqa: BLE001 - reported by the first use
-            print(f"embedder {name}: background load failed ({type(exc).__name__}); scoring will try again",
-                  flush=True)
+        except Exception:  # noqa: BLE001 - reported by the first use
             return
         startup["embedder"] = round(time.perf_counter() - t0, 2)
-        print(f"embedder {name}: loaded in {startup['embedder']} s", flush=True)
 
     threading.Thread(target=run, name="embedder-load", daemon=True).start()

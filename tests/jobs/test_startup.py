@@ -123,3 +123,18 @@ print(ctx.enable_progress_bars, ctx.print_on_execution_start, logging.getLogger(
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split("\n")[:2] == ["False", f"False False {logging.WARNING}"]
+
+
+def test_the_background_load_prints_nothing(capsys) -> None:
+    """Its seconds go to startup.json and the job's last lines; a line printed from the thread landed, after a short
+    job, in whatever the process printed next (once, the JSON of a `score --json` run in the same test process)."""
+    done = threading.Event()
+    got: dict = {"embedder": None}
+    startup._load_in_background(lambda: time.sleep(0.05) or done.set(), got, wait=0)
+    assert done.wait(5)
+    for _ in range(100):  # the seconds are recorded just after the load returns
+        if got["embedder"] is not None:
+            break
+        time.sleep(0.01)
+    assert got["embedder"] is not None and got["embedder"] >= 0.05
+    assert capsys.readouterr() == ("", "")
