@@ -14,9 +14,8 @@ import asyncio
 import functools
 import json
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-import polars as pl
 from pydantic import model_validator
 
 from emocaustics.core.datasource import DataSource
@@ -25,6 +24,9 @@ from emocaustics.core.task import (DatasetOptions, Defect, Failure, Loaded, Opti
 from emocaustics.tasks.emocaustics.data.fetch import SOURCE
 from emocaustics.tasks.emocaustics.extract.knobs import ExtractKnobs
 from emocaustics.tasks.emocaustics.extract.windows import DEFAULT_WINDOWS
+
+if TYPE_CHECKING:  # polars loads where scores are tabled: an extract run never imports it (issue 31: start-up)
+    import polars as pl
 
 RAY_ABOVE = 50  # dialogues; below this Ray's start-up costs more than it saves in scoring
 
@@ -357,6 +359,8 @@ def to_scored(result: Any) -> Scored:
         for c in comps:
             rows.append({"sample_id": sid, "metric": c[2:], "value": d[c], "weight": weight,
                          "status": "ok" if d[c] is not None else "unscored"})
+    import polars as pl
+
     info = result.dialogues.select(pl.col("dialogue").cast(pl.Utf8).alias("sample_id"), "n_utterances",
                                    pl.col("judge_failures").fill_null(0).cast(pl.Int64))
     summary = {"score": result.summary.get("score"), "micro_score": result.summary.get("micro_score")}
