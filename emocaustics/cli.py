@@ -167,7 +167,7 @@ def _leave() -> None:
         sys.stderr.flush()
     except (OSError, ValueError):  # e.g. a reader that closed the pipe: the interpreter's exit reports it, as before
         return
-    os._exit(_EXIT_CODE[0])
+    os._exit(_EXIT_CODE[0] or 0)  # sys.exit(None) is status 0
 
 
 def _lost_cluster(exc: BaseException) -> str | None:
