@@ -97,8 +97,10 @@ def _cpu_snapshot() -> dict[int, float]:
 def _cpu_split(before: dict[int, float], after: dict[int, float], pids: dict[str, Any]) -> dict[str, float]:
     """Where the machine's CPU went during one method's run: the engine (core and worker processes), the replica actor
     (our state machines, tokenising, vLLM's output handling), this driver (the plan, the embedding feed's loop), its
-    children (the local embedder), and everything else (Ray's own processes, the board actor, other tenants)."""
+    children (the local embedder: reaped, or alive in `child_pids`, as the shared one is, kept for the next run), and
+    everything else (Ray's own processes, the board actor, other tenants)."""
     groups = {pid: "engine" for pid in pids.get("engine_pids", [])}
+    groups.update({pid: "driver_children" for pid in pids.get("child_pids", [])})
     groups[pids.get("actor_pid", -2)] = "replica_actor"
     groups[os.getpid()] = "driver"
     groups[-1] = "driver_children"
@@ -211,7 +213,9 @@ def run_pipeline(methods: dict[str, int], work: Path,
             summary = run_extract(dialogues[:n], cfg, llm_spec=llm_spec, out=out, from_dir=from_dir,
                                   cache_dir=work / f"cache-{method.replace('/', '-')}{tag}")  # fresh: nothing cached
             t1 = time.time()
-            cpu_split = _cpu_split(snap0, _cpu_snapshot(), pids)
+            from emocaustics.solve.embedprocess import EmbedderProcess
+
+            cpu_split = _cpu_split(snap0, _cpu_snapshot(), {**pids, "child_pids": EmbedderProcess.shared_pids()})
             fig: dict[str, Any] = {"dialogues": n, "wall_s": round(t1 - t0, 2),
                                    "predicted": summary["predicted"], "failures": len(summary["failures"]),
                                    "unparseable": summary["unparseable"], "retries": summary["retries"],

@@ -127,10 +127,11 @@ def test_cpu_split_charges_each_process_to_its_group() -> None:
     from benchmarks.engine_bench import _cpu_split
 
     me = os.getpid()
-    before = {11: 1.0, 12: 2.0, 20: 5.0, me: 3.0, -1: 0.0, 99: 7.0}
-    after = {11: 4.0, 12: 3.5, 20: 6.0, me: 3.5, -1: 9.0, 99: 8.0, 100: 0.25}  # 100 started during the run
-    split = _cpu_split(before, after, {"engine_pids": [11, 12], "actor_pid": 20})
-    assert split == {"engine": 4.5, "replica_actor": 1.0, "driver": 0.5, "driver_children": 9.0, "other": 1.25}
+    before = {11: 1.0, 12: 2.0, 20: 5.0, me: 3.0, -1: 0.0, 99: 7.0, 30: 4.0}
+    after = {11: 4.0, 12: 3.5, 20: 6.0, me: 3.5, -1: 9.0, 99: 8.0, 100: 0.25, 30: 6.0}  # 100 started during the run
+    # 30: the shared embedder child, alive across runs (its time never reaches the reaped children's, -1)
+    split = _cpu_split(before, after, {"engine_pids": [11, 12], "actor_pid": 20, "child_pids": [30]})
+    assert split == {"engine": 4.5, "replica_actor": 1.0, "driver": 0.5, "driver_children": 11.0, "other": 1.25}
 
 
 def test_cpu_ceiling_is_the_replays_cpu_over_the_pipelines() -> None:
