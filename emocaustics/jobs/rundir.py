@@ -163,7 +163,10 @@ def finish(c: Claim) -> None:
 
 class WallClock:
     """Times one attempt of one config and keeps it in run.json as it goes (every `interval` seconds), so that the
-    time of an attempt killed mid-way still counts when the config is resumed."""
+    time of an attempt killed mid-way still counts when the config is resumed. Use it as a context manager: an
+    attempt that raises (a dead endpoint, a budget) is stopped and saved too, and its thread does not outlive the job
+    (left running, it rewrote run.json with this job's record after a resume in the same process had written its
+    own, and failed once the folder was gone)."""
 
     def __init__(self, c: Claim, label: str, interval: float = 5.0) -> None:
         self.claim, self.label, self.interval = c, label, interval
@@ -173,8 +176,14 @@ class WallClock:
         self.t0 = time.perf_counter()
         self._stop = threading.Event()
         self._lock = threading.Lock()
-        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread = threading.Thread(target=self._loop, daemon=True, name=f"wallclock {label}")
         self._thread.start()
+
+    def __enter__(self) -> WallClock:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
 
     def _save(self) -> None:
         with self._lock:
@@ -186,8 +195,10 @@ class WallClock:
             self._save()
 
     def stop(self) -> float:
-        """End this attempt; the config's wall time: the sum of all its attempts."""
-        self._stop.set()
-        self._thread.join()
-        self._save()
+        """End this attempt; the config's wall time: the sum of all its attempts. Once is enough: a second call
+        saves nothing and returns the same sum."""
+        if not self._stop.is_set():
+            self._stop.set()
+            self._thread.join()
+            self._save()
         return round(sum(self.claim.record["wall_parts"][self.label]), 2)

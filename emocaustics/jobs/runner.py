@@ -321,28 +321,28 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force
             defects.extend({"task": cfg.task.name, **d.to_json()} for d in loaded_cfg.defects)
     outputs: dict[str, tuple[Any, ...]] = {}  # label -> what its config adds to the job's tables
     for cfg in _run_order(configs):
-        clock = rundir.WallClock(claimed, cfg.label)
-        loaded: Loaded = loaded_by_label[cfg.label]  # type: ignore[assignment]
-        samples = loaded.samples
-        if claimed.resumed:
-            print(_resume_line(cfg, samples), flush=True)
-        cfg.pred_dir.mkdir(parents=True, exist_ok=True)
-        write_provenance(cfg, job, loaded)
-        if cfg.label in together:
-            samples = together[cfg.label]
-        elif cfg.task.needs_model(cfg.options):
-            samples = cfg.task.prepare(samples, cfg.options, ctx)
-            with sink.active(evallog.config(cfg.label)):
-                solve(cfg, job, samples, ctx, cache_dir, _prior(cfg, configs))
-            _stop_if_endpoint_down(cfg, job, samples, run_dir, job_file)
-        predictions = predictions_for(cfg, samples)
-        evallog.config(cfg.label).finish(samples, predictions)
-        scored = cfg.task.score(samples, predictions, cfg.options, ctx)
-        cfg.task.finalize(cfg.pred_dir, samples, predictions, cfg.options)
-        stats = cfg.task.sample_stats(cfg.pred_dir) if cfg.task.needs_model(cfg.options) else {}
-        frame = score_table(cfg, scored, stats)
-        outputs[cfg.label] = (frame, scored, summary_record(cfg, scored, len(loaded.defects), frame))
-        wall[cfg.label] = clock.stop()  # every attempt of this config: a resumed config's time is the sum
+        with rundir.WallClock(claimed, cfg.label) as clock:  # stopped and saved however the config ends
+            loaded: Loaded = loaded_by_label[cfg.label]  # type: ignore[assignment]
+            samples = loaded.samples
+            if claimed.resumed:
+                print(_resume_line(cfg, samples), flush=True)
+            cfg.pred_dir.mkdir(parents=True, exist_ok=True)
+            write_provenance(cfg, job, loaded)
+            if cfg.label in together:
+                samples = together[cfg.label]
+            elif cfg.task.needs_model(cfg.options):
+                samples = cfg.task.prepare(samples, cfg.options, ctx)
+                with sink.active(evallog.config(cfg.label)):
+                    solve(cfg, job, samples, ctx, cache_dir, _prior(cfg, configs))
+                _stop_if_endpoint_down(cfg, job, samples, run_dir, job_file)
+            predictions = predictions_for(cfg, samples)
+            evallog.config(cfg.label).finish(samples, predictions)
+            scored = cfg.task.score(samples, predictions, cfg.options, ctx)
+            cfg.task.finalize(cfg.pred_dir, samples, predictions, cfg.options)
+            stats = cfg.task.sample_stats(cfg.pred_dir) if cfg.task.needs_model(cfg.options) else {}
+            frame = score_table(cfg, scored, stats)
+            outputs[cfg.label] = (frame, scored, summary_record(cfg, scored, len(loaded.defects), frame))
+            wall[cfg.label] = clock.stop()  # every attempt of this config: a resumed config's time is the sum
         value = scored.summary.get(cfg.task.primary_metric, frame["score"].mean())
         failed = int(frame["failed"].sum())
         print(f"[score {cfg.label}] {cfg.task.primary_metric} "

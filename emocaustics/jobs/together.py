@@ -94,25 +94,27 @@ async def _solve_all(job: JobSpec, chosen: list[Any], prepared: dict[str, list],
         if prior is not None:  # the config it builds on, solved beside it: its predictions first
             await finished[by_dir[prior].label].wait()
         clock = clock_for(cfg.label) if clock_for is not None else None
-        cfg.pred_dir.mkdir(parents=True, exist_ok=True)
-        found = cfg.task.read_predictions(cfg.pred_dir)
-        todo = [s for s in prepared[cfg.label] if s.id not in found or isinstance(found[s.id], Failure)]
-        # each config's own progress, as plain lines even on a terminal: live lines of configs side by side would
-        # overwrite each other
-        progress = Progress(f"solve {cfg.label}", len(prepared[cfg.label]))
-        progress.live = False
-        progress.done = len(prepared[cfg.label]) - len(todo)
-        batched = is_batched(job, cfg.model, specs[cfg.label])
-        # batch: every sample in flight, so that their calls join the same batches (live calls keep the model's
-        # concurrency); an engine: the job's concurrency per config, as in the loop
-        concurrency = max(1, len(todo)) if batched else job.concurrency
-        with sink.active(log_for(cfg.label)):  # a context variable: this task's own, not its siblings'
-            await asolve_samples(cfg.task, todo, cfg.options, llms[specs[cfg.label]], cfg.pred_dir,
-                                 concurrency=concurrency, prior=prior, embedder_spec=embedder_spec,
-                                 on_row=lambda row: progress.update(1, failed=0 if row.get("ok") else 1))
-        progress.close()
-        if clock is not None:
-            clock.stop()
+        try:  # the clock is stopped and saved however this config ends (a sibling's error cancels it)
+            cfg.pred_dir.mkdir(parents=True, exist_ok=True)
+            found = cfg.task.read_predictions(cfg.pred_dir)
+            todo = [s for s in prepared[cfg.label] if s.id not in found or isinstance(found[s.id], Failure)]
+            # each config's own progress, as plain lines even on a terminal: live lines of configs side by side would
+            # overwrite each other
+            progress = Progress(f"solve {cfg.label}", len(prepared[cfg.label]))
+            progress.live = False
+            progress.done = len(prepared[cfg.label]) - len(todo)
+            batched = is_batched(job, cfg.model, specs[cfg.label])
+            # batch: every sample in flight, so that their calls join the same batches (live calls keep the model's
+            # concurrency); an engine: the job's concurrency per config, as in the loop
+            concurrency = max(1, len(todo)) if batched else job.concurrency
+            with sink.active(log_for(cfg.label)):  # a context variable: this task's own, not its siblings'
+                await asolve_samples(cfg.task, todo, cfg.options, llms[specs[cfg.label]], cfg.pred_dir,
+                                     concurrency=concurrency, prior=prior, embedder_spec=embedder_spec,
+                                     on_row=lambda row: progress.update(1, failed=0 if row.get("ok") else 1))
+            progress.close()
+        finally:
+            if clock is not None:
+                clock.stop()
         finished[cfg.label].set()
 
     try:

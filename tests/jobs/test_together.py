@@ -72,15 +72,14 @@ def _job(**models: str) -> JobSpec:
 
 
 def _solve(tmp_path: Path, job: JobSpec, configs: list[Config], priors: dict[str, str],
-           monkeypatch) -> tuple[dict, dict, list[str]]:
+           monkeypatch, events: list[str] | None = None) -> tuple[dict, dict, list[str]]:
     import emocaustics.models.factory as factory
 
     llms: dict[str, Overlap] = {}
     monkeypatch.setattr(factory, "make_llm", lambda spec, **kw: llms.setdefault(spec, Overlap()))
     monkeypatch.setattr(together, "_start_local", lambda chosen, specs: None)  # no Ray here
     by_label = {c.label: c for c in configs}
-    clocks: dict[str, list[str]] = {}
-    events: list[str] = []
+    events = [] if events is None else events
 
     class Clock:  # stands in for rundir.WallClock: notes when each config's own solving began and ended
         def __init__(self, label: str) -> None:
@@ -133,5 +132,8 @@ def test_a_config_that_fails_stops_its_siblings_and_its_error_is_raised(tmp_path
 
     real = plan.asolve_samples
     monkeypatch.setattr(plan, "asolve_samples", lambda task, *a, **k: crash() if task.tag == "b" else real(task, *a, **k))
+    events: list[str] = []
     with pytest.raises(RuntimeError, match="the pool is gone"):
-        _solve(tmp_path, _job(m="smoke"), configs, {}, monkeypatch)
+        _solve(tmp_path, _job(m="smoke"), configs, {}, monkeypatch, events)
+    # both clocks stopped: the failed config's and its cancelled sibling's (a clock left running outlives the job)
+    assert sorted(events) == ["start a", "start b", "stop a", "stop b"], events

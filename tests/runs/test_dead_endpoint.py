@@ -6,6 +6,7 @@ endpoint at the start is caught by the pre-flight check: one line, nothing writt
 from __future__ import annotations
 
 import json
+import threading
 import time
 
 from count_task import write_job
@@ -49,7 +50,12 @@ def test_a_dead_endpoint_stops_the_job_and_resume_continues(count_task, tmp_path
         # Without the breaker every one of the 40 other samples would pay its own retries (2 requests each).
         assert drops < 40, drops
         assert not (run_dir / "scores.parquet").exists()
-        assert json.loads((run_dir / "run.json").read_text())["state"] == "running"
+        stopped = json.loads((run_dir / "run.json").read_text())
+        assert stopped["state"] == "running"
+        # the stopped attempt's time is kept for the resume's sum, and its clock does not outlive the job (left
+        # running, it went on rewriting run.json with this attempt's record)
+        assert len(stopped["wall_parts"]["count_ask_remote"]) == 1 and stopped["wall_parts"]["count_ask_remote"][0] > 0
+        assert not [t.name for t in threading.enumerate() if t.name.startswith("wallclock")]
 
         server.faults = Faults()  # the endpoint is back
         server.script = []
@@ -57,7 +63,8 @@ def test_a_dead_endpoint_stops_the_job_and_resume_continues(count_task, tmp_path
         out = capsys.readouterr().out
         assert "resume: count_ask_remote: 10 of 50 samples done (skipped); 40 to run" in out
         assert len(_predicted(run_dir)) == 50
-        assert json.loads((run_dir / "run.json").read_text())["state"] == "finished"
+        resumed = json.loads((run_dir / "run.json").read_text())
+        assert resumed["state"] == "finished" and len(resumed["wall_parts"]["count_ask_remote"]) == 2
 
 
 def test_preflight_names_a_dead_endpoint_and_writes_nothing(count_task, tmp_path, capsys):
