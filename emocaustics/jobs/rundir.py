@@ -19,7 +19,7 @@ import json
 import os
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -80,7 +80,8 @@ def read_run(run_dir: Path) -> dict[str, Any] | None:
 
 
 def _write_atomic(path: Path, obj: Any) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    # a temporary name of this thread's own: configs solved side by side each have a clock thread saving run.json
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     tmp.write_text(json.dumps(obj, ensure_ascii=False, indent=1), encoding="utf-8")
     os.replace(tmp, path)
 
@@ -104,6 +105,13 @@ class Claim:
     resumed: bool
     record: dict[str, Any]
     moved_to: Path | None = None  # where --force put the previous folder
+    # run.json's writers (the job, each running config's clock thread) change `record` and save it under this lock,
+    # so that the file on disk is always the newest record (a save of an older one cannot land after it)
+    lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
+
+    def save(self) -> None:
+        with self.lock:
+            _write_atomic(self.run_dir / RUN_FILE, self.record)
 
 
 def claim(run_dir: Path, job: JobSpec, *, resume: bool, force: bool) -> Claim:
@@ -149,16 +157,18 @@ def start(c: Claim) -> None:
         os.replace(c.run_dir, c.moved_to)
         print(f"--force: the previous run in {c.run_dir} was moved to {c.moved_to}", flush=True)
     c.run_dir.mkdir(parents=True, exist_ok=True)
-    c.record["state"] = "running"
-    c.record.setdefault("started", datetime.now(timezone.utc).isoformat(timespec="seconds"))
-    c.record.setdefault("wall_parts", {})
-    _write_atomic(c.run_dir / RUN_FILE, c.record)
+    with c.lock:
+        c.record["state"] = "running"
+        c.record.setdefault("started", datetime.now(timezone.utc).isoformat(timespec="seconds"))
+        c.record.setdefault("wall_parts", {})
+        c.save()
 
 
 def finish(c: Claim) -> None:
-    c.record["state"] = "finished"
-    c.record["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    _write_atomic(c.run_dir / RUN_FILE, c.record)
+    with c.lock:
+        c.record["state"] = "finished"
+        c.record["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        c.save()
 
 
 class WallClock:
@@ -170,12 +180,12 @@ class WallClock:
 
     def __init__(self, c: Claim, label: str, interval: float = 5.0) -> None:
         self.claim, self.label, self.interval = c, label, interval
-        parts = c.record.setdefault("wall_parts", {}).setdefault(label, [])
-        self.index = len(parts)
-        parts.append(0.0)
+        with c.lock:
+            parts = c.record.setdefault("wall_parts", {}).setdefault(label, [])
+            self.index = len(parts)
+            parts.append(0.0)
         self.t0 = time.perf_counter()
         self._stop = threading.Event()
-        self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._loop, daemon=True, name=f"wallclock {label}")
         self._thread.start()
 
@@ -186,9 +196,9 @@ class WallClock:
         self.stop()
 
     def _save(self) -> None:
-        with self._lock:
+        with self.claim.lock:
             self.claim.record["wall_parts"][self.label][self.index] = round(time.perf_counter() - self.t0, 2)
-            _write_atomic(self.claim.run_dir / RUN_FILE, self.claim.record)
+            self.claim.save()
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval):
