@@ -1,6 +1,5 @@
-"""Optional parts of a task's option classes that job files and `eval` read (their own module because
-`core/task.py` is at the line budget, like `core.reportcolumns`). The jobs code names no task's options: it asks the
-task's classes.
+"""Which of a task's options the front doors set: the keys a job file's run may hold beside `task`, and the option
+`eval --split` sets. The jobs code names no task's options: it asks the task's classes.
 
 - `LegacyRunKeys`, on a task's `Options`: `legacy_run_keys`, options that older job files wrote beside `task` in a run
   instead of under `options:`. A run moves those, and `method` (every task's option), under `options` on load; any

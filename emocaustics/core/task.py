@@ -196,7 +196,7 @@ class Task:
         return "_".join(str(p).replace("/", "-") for p in parts)
 
     def summary_columns(self, options: Options) -> dict[str, Any]:
-        """Extra per-config columns for the summary, shown as `core.reportcolumns.OptionColumns` declares; none."""
+        """Extra per-config columns for the summary, shown as `report.columns.OptionColumns` declares; none."""
         return {}
 
     def report_sections(self, summary: pl.DataFrame, scores: pl.DataFrame) -> list[tuple[str, str]]:

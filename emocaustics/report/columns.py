@@ -6,17 +6,46 @@ interval, failures and cost) and the components (`c_<metric>`: the task's second
 own tables. A task may describe its metrics with a class attribute `metric_docs: dict[str, str]` (metric name ->
 meaning; a key ending in ':' covers every metric with that prefix, e.g. `z:` for `z:<system>`); a metric it does not
 describe is still defined by the generic `c_<metric>` line. A task's own per-config columns (a window size) and
-their meaning come from the task too (`core.reportcolumns`): this module names none.
+their meaning come from the task too (`OptionColumns`, below: a task declares them, the report asks): this module
+names none.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import ClassVar, Protocol, runtime_checkable
 
 import polars as pl
 
 # The main columns, in the order shown; a column absent from the summary (or null in every row) is left out. The
 # grid's axes and the tasks' own option columns go after what ran (`place_config_columns`).
+# A task's own per-config columns in the report: `Task.summary_columns(options)` puts values on every row of a
+# config (a window size, say); a task that declares `option_column_docs` (column -> meaning, in the order shown) has
+# those columns shown right after what ran and defined in the glossary. A report mixing tasks shows the union.
+@runtime_checkable
+class OptionColumns(Protocol):
+    # Each column `summary_columns` returns -> one sentence for the glossary; the order is the order shown.
+    option_column_docs: ClassVar[dict[str, str]]
+
+
+def declared_option_columns(task_names: Iterable[str]) -> dict[str, str]:
+    """The option columns (name -> meaning) the named tasks declare, first task first; a column two tasks declare is
+    defined by the first. A name no task is registered under (an old run folder's) declares none."""
+    from emocaustics.core.errors import UsageError
+    from emocaustics.core.task import get_task
+
+    out: dict[str, str] = {}
+    for name in task_names:
+        try:
+            task = get_task(name)
+        except UsageError:  # unregistered: its rows still show, without option columns
+            continue
+        if isinstance(task, OptionColumns):
+            for column, doc in task.option_column_docs.items():
+                out.setdefault(column, doc)
+    return out
+
+
 MAIN_COLUMNS = ("run", "task", "method", "model", "samples", "score", "ci", "micro_score", "failures",
                 "judge_failures", "llm_calls", "tokens", "cost_usd", "wall_s")
 
@@ -81,10 +110,8 @@ def same_as_score(summary: pl.DataFrame, column: str = "micro_score") -> bool:
 
 
 def option_columns(df: pl.DataFrame) -> dict[str, str]:
-    """The per-config columns the frame's tasks declare (`core.reportcolumns`: name -> meaning, in their order) that
+    """The per-config columns the frame's tasks declare (`OptionColumns`: name -> meaning, in their order) that
     the frame has; none for a frame without a task column."""
-    from emocaustics.core.reportcolumns import declared_option_columns
-
     if "task" not in df.columns:
         return {}
     declared = declared_option_columns(df["task"].unique(maintain_order=True).drop_nulls().to_list())

@@ -7,7 +7,7 @@
 Each document is delivered as a script that hands it to the page (`window.__ev(path, data)`), so the same files work
 served from 127.0.0.1 and opened from disk (`file://` pages may load scripts, not fetch JSON).
 
-A task shows its own sample through `core.sampleview.SampleView` (sections of text, tables and JSON); without it the
+A task shows its own sample through `SampleView` (below) (sections of text, tables and JSON); without it the
 viewer shows input, gold and prediction as JSON. Either way the scorer's item decisions are a table with their
 outcome marked.
 """
@@ -17,9 +17,22 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from emocaustics.evallog.read import RunLog
+
+# The one optional part of a task the viewer asks for: its sample page, as sections built from the values as the
+# eval log holds them (the sample's input, its gold, the prediction, and the scorer's item rows for this sample):
+#     {"title": str, "kind": "text", "text": str}
+#     {"title": str, "kind": "table", "columns": [str], "rows": [[value]], "marks": [str | None]}
+#     {"title": str, "kind": "json", "value": any}
+# A table's marks are a class per row: "ok", "bad", "miss" colour the decision.
+@runtime_checkable
+class SampleView(Protocol):
+    def view_sample(self, input: Any, target: Any, prediction: Any,
+                    items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        ...
+
 
 SEARCH_CHARS = 4000  # of each sample's input, gold and prediction kept for the list's text search
 
@@ -93,7 +106,6 @@ class ViewData:
 def task_sections(sample: dict[str, Any]) -> list[dict[str, Any]]:
     """The task's own view of the sample (`SampleView`), or input, gold and prediction as JSON."""
     from emocaustics.core.errors import UsageError
-    from emocaustics.core.sampleview import SampleView
     from emocaustics.core.task import get_task
 
     task = None

@@ -1,5 +1,5 @@
 """Issue 26: a task's per-config option columns (EmoCaustics's window size K and step S) are the task's own: the
-task declares them (`core.reportcolumns.OptionColumns`) and the report shows and defines what the run's tasks
+task declares them (`report.columns.OptionColumns`) and the report shows and defines what the run's tasks
 declare, naming none itself. A test task with a column `Z` gets it in every table and in the glossary; a task that
 declares none shows none, even when its rows carry a column called K."""
 
@@ -12,9 +12,8 @@ from typing import Any, ClassVar
 import polars as pl
 import pytest
 
-from emocaustics.core.reportcolumns import OptionColumns, declared_option_columns
 from emocaustics.core.task import Task, get_task, register, unregister
-from emocaustics.report.columns import legend, main_table, option_columns
+from emocaustics.report.columns import OptionColumns, declared_option_columns, legend, main_table, option_columns
 from emocaustics.report.latex import latex_columns, write_latex
 from emocaustics.report.tables import SCORE_COLUMNS, summarise, write_tables
 

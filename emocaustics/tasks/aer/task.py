@@ -205,7 +205,7 @@ class AerTask(Task):
 
     def view_sample(self, input: Any, target: Any, prediction: Any,
                     items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """The viewer's sample page (`core.sampleview.SampleView`): options marked gold / chosen, the credit."""
+        """The viewer's sample page (`view.data.SampleView`): options marked gold / chosen, the credit."""
         from emocaustics.tasks.aer.view import view_sample
 
         return view_sample(input, target, prediction, items)

@@ -139,7 +139,7 @@ class EcpeTask(Task):
 
     def view_sample(self, input: Any, target: Any, prediction: Any,
                     items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """The viewer's sample page (`core.sampleview.SampleView`): the conversation, predicted and gold pairs, cause spans."""
+        """The viewer's sample page (`view.data.SampleView`): the conversation, predicted and gold pairs, cause spans."""
         from emocaustics.tasks.ecpe.view import view_sample
 
         return view_sample(input, target, prediction, items)

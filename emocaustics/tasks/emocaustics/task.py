@@ -123,7 +123,7 @@ class EmoCausticsTask(Task):
         parts += [f"{key}={extra[key]}" for key in sorted(extra)]
         return "_".join(str(p).replace("/", "-") for p in parts)
 
-    # The per-config columns `summary_columns` adds, for the report (`core.reportcolumns.OptionColumns`).
+    # The per-config columns `summary_columns` adds, for the report (`report.columns.OptionColumns`).
     option_column_docs: ClassVar[dict[str, str]] = {
         "K": "window size of a windowed config (utterances)",
         "S": "window step of a windowed config (utterances)",
@@ -324,7 +324,7 @@ class EmoCausticsTask(Task):
     # -- scoring -------------------------------------------------------------------------------------------------
     def view_sample(self, input: Any, target: Any, prediction: Any,
                     items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """The viewer's sample page (`core.sampleview.SampleView`): sextuples per utterance, events and chain matches."""
+        """The viewer's sample page (`view.data.SampleView`): sextuples per utterance, events and chain matches."""
         from emocaustics.tasks.emocaustics.view import view_sample
 
         return view_sample(input, target, prediction, items)

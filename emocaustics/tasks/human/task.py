@@ -155,7 +155,7 @@ class HumanTask(Task):
 
     def view_sample(self, input: Any, target: Any, prediction: Any,
                     items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """The viewer's sample page (`core.sampleview.SampleView`): the HIT's ratings and its QC outcome."""
+        """The viewer's sample page (`view.data.SampleView`): the HIT's ratings and its QC outcome."""
         from emocaustics.tasks.human.view import view_sample
 
         return view_sample(input, target, prediction, items)

@@ -142,7 +142,7 @@ class NarrativeTask(Task):
     # -- scoring -------------------------------------------------------------------------------------------------
     def view_sample(self, input: Any, target: Any, prediction: Any,
                     items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """The viewer's sample page (`core.sampleview.SampleView`): the story, its spans, component matches."""
+        """The viewer's sample page (`view.data.SampleView`): the story, its spans, component matches."""
         from emocaustics.tasks.narrative.view import view_sample
 
         return view_sample(input, target, prediction, items)
