@@ -9,6 +9,7 @@ from typing import Any, Protocol
 import polars as pl
 
 from emocaustics.core.task import Options, Scored, Task
+from emocaustics.score.generic import per_sample
 
 
 class Config(Protocol):
@@ -22,21 +23,6 @@ class Config(Protocol):
     price: Any  # the model's `models.prices.Price`, None when unknown (or no model)
 
 COST_COLUMNS = ("llm_calls", "cache_hits", "prompt_tokens", "generated_tokens")
-
-
-def per_sample(rows: pl.DataFrame, primary: str) -> pl.DataFrame:
-    """One row per sample from a scorer's long rows: the primary metric as `score`, the others as `c_<metric>`."""
-    if rows.height and primary not in set(rows["metric"]):
-        primary = rows["metric"][0]
-    main = rows.filter(pl.col("metric") == primary).select(
-        "sample_id", "weight", pl.col("value").alias("score"), (pl.col("status") == "failed").alias("failed"),
-        "status", "reason")
-    others = rows.filter(pl.col("metric") != primary)
-    if others.height:
-        wide = others.pivot(on="metric", index="sample_id", values="value", aggregate_function="first")
-        wide = wide.rename({c: f"c_{c}" for c in wide.columns if c != "sample_id"})
-        main = main.join(wide, on="sample_id", how="left")
-    return main
 
 
 def score_table(cfg: Config, scored: Scored, stats: dict[str, dict[str, Any]]) -> pl.DataFrame:

@@ -47,6 +47,21 @@ class Scores:
         return self.failures.height
 
 
+def per_sample(rows: pl.DataFrame, primary: str) -> pl.DataFrame:
+    """One row per sample from a scorer's long rows: the primary metric as `score`, the others as `c_<metric>`."""
+    if rows.height and primary not in set(rows["metric"]):
+        primary = rows["metric"][0]
+    main = rows.filter(pl.col("metric") == primary).select(
+        "sample_id", "weight", pl.col("value").alias("score"), (pl.col("status") == "failed").alias("failed"),
+        "status", "reason")
+    others = rows.filter(pl.col("metric") != primary)
+    if others.height:
+        wide = others.pivot(on="metric", index="sample_id", values="value", aggregate_function="first")
+        wide = wide.rename({c: f"c_{c}" for c in wide.columns if c != "sample_id"})
+        main = main.join(wide, on="sample_id", how="left")
+    return main
+
+
 def _validated(what: str, flag: str, build: Any, raw: dict[str, Any]) -> Any:
     from pydantic import ValidationError
 
@@ -67,7 +82,6 @@ def score_predictions(task_name: str, folder: Path, *, dataset: dict[str, Any] |
     from emocaustics.core import provenance
     from emocaustics.core.predictions import pair
     from emocaustics.core.task import ScoreContext, get_task
-    from emocaustics.jobs.results import per_sample
 
     task = get_task(task_name)
     where = where or str(folder)
