@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
     from emocaustics.evallog.read import RunLog
     from emocaustics.jobs.spec import JobSpec
-    from emocaustics.report.compare import Comparison
+    from emocaustics.report.compare import Comparison, Pairs
     from emocaustics.score.generic import Scores
 
 
@@ -72,12 +72,14 @@ class Run:
         """Samples that failed, over every config (0 when the run has no scores)."""
         return 0 if self.scores is None else int(self.scores["failed"].sum())
 
-    def compare(self, *others: Run | str | Path) -> Comparison:
-        """Paired tests between this run's configs and those of `others` on their common samples, Holm-corrected
-        (`report.compare.compare_runs`, as `emocaustics compare A B`)."""
+    def compare(self, *others: Run | str | Path, pairs: Pairs | None = None) -> Comparison:
+        """Paired tests between this run's configs and those of `others` of the same label (or, with `pairs`, each
+        config labelled A of an earlier run against the one labelled B of a later: `{A: B}` or `[(A, B), ...]`) on
+        their common samples, Holm-corrected over the pairs tested (`report.compare.compare_runs`, as `emocaustics
+        compare A B [--pair A B]`); configs with no partner are listed in `unmatched`."""
         from emocaustics.report.compare import compare_runs
 
-        return compare_runs([self.dir, *(o.dir if isinstance(o, Run) else Path(o) for o in others)])
+        return compare_runs([self.dir, *(o.dir if isinstance(o, Run) else Path(o) for o in others)], pairs)
 
 
 def load_run(path: str | Path) -> Run:

@@ -10,6 +10,7 @@ Each error is printed as one line by the command line, never as a traceback:
 | 4 | a model endpoint stopped answering; finished samples are kept and `--resume` continues |
 | 5 | the Ray cluster was lost (a raylet or the head died); finished samples are kept and `--resume` continues |
 | 6 | the job's `max_cost_usd` would have been crossed by the next call; finished samples are kept and `--resume` continues |
+| 7 | an output could not be written (a full disk, a read-only folder): the line names the path and the cause; what was written is kept and `--resume` continues once the write can succeed |
 | 130 | interrupted |
 """
 
@@ -21,6 +22,7 @@ EXIT_FAILURES = 3
 EXIT_ENDPOINT_DOWN = 4
 EXIT_CLUSTER_LOST = 5
 EXIT_BUDGET_REACHED = 6
+EXIT_WRITE_FAILED = 7
 EXIT_INTERRUPTED = 130
 
 
@@ -28,6 +30,15 @@ class UsageError(Exception):
     """A user mistake (bad path, unknown subset, bad spec): printed as one line, exit status 2."""
 
     exit_code = EXIT_USAGE
+
+
+def shorten(text: object, limit: int = 80) -> str:
+    """`text` as echoed in an error: a pasted 5,000-character id would bury the message, so the middle goes."""
+    text = str(text)
+    if len(text) <= limit:
+        return text
+    keep = limit - 20
+    return f"{text[:keep // 2]}...({len(text)} characters)...{text[-(keep - keep // 2):]}"
 
 
 class DataError(UsageError):
@@ -78,6 +89,13 @@ class BudgetReached(Exception):
     6), finished samples are kept and `--resume` continues."""
 
     exit_code = EXIT_BUDGET_REACHED
+
+
+class WriteFailed(Exception):
+    """A file of the run could not be written (a full disk, a read-only folder; `core.writes`): the run stops (exit
+    status 7) with one line naming the path and the cause; what was written is kept and `--resume` continues."""
+
+    exit_code = EXIT_WRITE_FAILED
 
 
 class SamplesFailed(Exception):

@@ -49,12 +49,15 @@ def register(subparsers: Any) -> None:
         "compare", help="say which differences between configs are significant: within one run, or between the "
                         "configs of different runs scored on the same samples",
         description="One run: its summary and the paired tests between its configs (significance.csv). Several "
-                    "runs: their summaries side by side, then a paired test between every two configs of different "
-                    "runs that are of the same task and scored some of the same samples (paired on those), "
-                    "Holm-corrected across all the pairs compared; pairs with a calibration row (oracle, baseline) "
-                    "are shown unadjusted, outside the family. A config is named by its run (<job>/<timestamp>) "
-                    "and its label.")
+                    "runs: their summaries side by side, then a paired test between the configs of different runs "
+                    "that have the same label (or that --pair names), on the samples both scored, Holm-corrected "
+                    "across the pairs tested; a config with no partner is listed, not tested; pairs with a "
+                    "calibration row (oracle, baseline) are shown unadjusted, outside the family. A config is named "
+                    "by its run (<job>/<timestamp>) and its label.")
     p.add_argument("run_dirs", nargs="+", help="finished run folders")
+    p.add_argument("--pair", nargs=2, action="append", metavar=("LABEL_A", "LABEL_B"), default=None,
+                   help="test the config labelled LABEL_A of a run against the one labelled LABEL_B of a later run "
+                        "given, instead of pairing by label (repeatable: only the pairs named are tested)")
     p.add_argument("--out", help="also write the pairs compared (their tests and verdicts) as CSV here")
     p.set_defaults(func=_compare)
 
@@ -68,7 +71,9 @@ def _run(args: argparse.Namespace) -> int:
         raise UsageError("--resume and --force exclude each other: continue the run, or move it aside")
     job = load_job(args.job)
     if args.dry_run:
-        print(plan_job(job, out=args.out, resume=args.resume))
+        plan = plan_job(job, out=args.out, resume=args.resume)
+        print(plan.text)
+        plan.check()  # a problem found: exit 2, so that a dry run can gate a CI job
         return 0
     run_dir = run_job(job, out=args.out, resume=args.resume, force=args.force, ray_address=args.ray_address,
                       job_file=args.job)
@@ -103,6 +108,8 @@ def _compare(args: argparse.Namespace) -> int:
     from emocaustics.report.tables import compare, to_markdown
 
     dirs = [Path(d) for d in args.run_dirs]
+    if args.pair and len(dirs) < 2:
+        raise UsageError("compare --pair pairs the configs of different runs: give two run folders or more")
     try:
         table = compare(dirs)
     except FileNotFoundError as exc:
@@ -113,7 +120,7 @@ def _compare(args: argparse.Namespace) -> int:
     if len(dirs) > 1:  # the configs of different runs, tested against each other on their common samples
         from emocaustics.report.compare import compare_runs, describe
 
-        result = compare_runs(dirs)
+        result = compare_runs(dirs, args.pair)
         print(describe(result), end="")
         if args.out:
             result.pairs.write_csv(args.out)

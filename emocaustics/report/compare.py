@@ -1,22 +1,26 @@
-"""`emocaustics compare RUN_A RUN_B ...`: paired tests between configs of different runs.
+"""`emocaustics compare RUN_A RUN_B ...`: paired tests between like-for-like configs of different runs.
 
-Two configs of different runs are compared when they are of the same task and scored some of the same samples: the
-test pairs them on the samples both scored (`stats.config_stats`: approximate randomisation, paired bootstrap,
-Wilcoxon), and where both runs recorded what each sample was (`predictions/<config>/provenance.json` fingerprints), a
-sample id only pairs with the same content (another subset that reuses the id is not the same sample). Holm's
-correction runs across every pair compared (all tasks), leaving out pairs with a calibration row as the run's own
-tables do (`tables.in_holm_family`). A config is named by its run (the shortest tail of the run folder's path that
-tells the runs apart, at least `<job>/<timestamp>`) and its label.
+Configs of different runs are paired by label (the same label in both runs: the same task, method, model and options)
+or, when the caller gives a mapping (`--pair A B`, `Run.compare(..., pairs={A: B})`), by that mapping only: the config
+labelled A of a run with the config labelled B of a later run given. Testing every config against every config (3 x 3
+= 9 pairs, mirrored ones included) spent the Holm family on pairs nobody asked about; a config with no partner is
+listed, not tested. A pair is tested on the samples both configs scored (`stats.config_stats`: approximate
+randomisation, paired bootstrap, Wilcoxon), and where both runs recorded what each sample was
+(`predictions/<config>/provenance.json` fingerprints), a sample id only pairs with the same content (another subset
+that reuses the id is not the same sample). Holm's correction runs across the pairs tested (all tasks), leaving out
+pairs with a calibration row as the run's own tables do (`tables.in_holm_family`). A config is named by its run (the
+shortest tail of the run folder's path that tells the runs apart, at least `<job>/<timestamp>`) and its label.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
 import polars as pl
 
-from emocaustics.core.errors import UsageError
+from emocaustics.core.errors import UsageError, shorten
 from emocaustics.report.tables import check_scores, failures_count_zero, in_holm_family
 
 PAIR_COLUMNS = ("task", "run_a", "config_a", "run_b", "config_b", "n_common", "n_only_a", "n_only_b", "score_a",
@@ -26,8 +30,9 @@ PAIR_COLUMNS = ("task", "run_a", "config_a", "run_b", "config_b", "n_common", "n
 
 class Comparison(NamedTuple):
     configs: pl.DataFrame  # run, config, task, kind, samples, score (mean, failures count 0)
-    pairs: pl.DataFrame  # PAIR_COLUMNS, one row per pair of configs of different runs with common samples
-    unpaired: int  # pairs of configs of one task in different runs that share no sample
+    pairs: pl.DataFrame  # PAIR_COLUMNS, one row per pair of configs matched (by label or mapping) with common samples
+    unpaired: int  # pairs matched that share no sample (not tested)
+    unmatched: tuple[str, ...] = ()  # "<run>: <label>" of each config with no partner (not tested)
 
 
 def run_names(run_dirs: list[Path]) -> list[str]:
@@ -74,8 +79,12 @@ def load_run(run_dir: Path, name: str) -> pl.DataFrame:
                                     "sample_id", "fingerprint", "score")
 
 
-def compare_runs(run_dirs: list[Path]) -> Comparison:
-    """Paired tests between every two configs of different runs that share samples, Holm across all of them."""
+Pairs = Mapping[str, str] | Iterable[tuple[str, str]]
+
+
+def compare_runs(run_dirs: list[Path], pairs: Pairs | None = None) -> Comparison:
+    """Paired tests between the configs of different runs that `match` pairs (by label, or by `pairs`: label in an
+    earlier run -> label in a later one, a mapping or (a, b) tuples) and that share samples, Holm across them."""
     from emocaustics.stats import config_stats, holm_family
 
     names = run_names(run_dirs)
@@ -88,13 +97,16 @@ def compare_runs(run_dirs: list[Path]) -> Comparison:
         (pl.col("run") + "\t" + pl.col("config")).alias("key"))
     configs = (rows.group_by("run", "config", maintain_order=True)
                .agg(pl.first("task"), pl.first("kind"), pl.len().alias("samples"), pl.col("score").mean()))
+    matched = match(configs, names, pairs)
+    paired = {k for pair in matched for k in pair}
+    unmatched = tuple(f"{r}: {c}" for r, c in configs.select("run", "config").iter_rows()
+                      if f"{r}\t{c}" not in paired)
+    task_of = {f"{r}\t{c}": t for r, c, t in configs.select("run", "config", "task").iter_rows()}
     tables, unpaired = [], 0
     for task in rows["task"].unique(maintain_order=True).to_list():
         of_task = rows.filter(pl.col("task") == task)
         items = {k: set(v) for k, v in of_task.group_by("key", maintain_order=True).agg("item").iter_rows()}
-        keys = list(items)
-        wanted = [(a, b) for i, a in enumerate(keys) for b in keys[i + 1:]
-                  if a.split("\t")[0] != b.split("\t")[0]]
+        wanted = [(a, b) for a, b in matched if task_of[a] == task]
         shared = [(a, b) for a, b in wanted if items[a] & items[b]]
         unpaired += len(wanted) - len(shared)
         if not shared:
@@ -105,15 +117,45 @@ def compare_runs(run_dirs: list[Path]) -> Comparison:
                                        _common_mean(per_item, shared, 0).alias("score_a"),
                                        _common_mean(per_item, shared, 1).alias("score_b")))
     if not tables:
-        return Comparison(configs, pl.DataFrame(schema={c: pl.Utf8 for c in PAIR_COLUMNS}), unpaired)
-    pairs = pl.concat(tables)
+        return Comparison(configs, pl.DataFrame(schema={c: pl.Utf8 for c in PAIR_COLUMNS}), unpaired, unmatched)
+    tested = pl.concat(tables)
     kinds = dict(rows.group_by("key").agg(pl.first("kind")).iter_rows())
-    pairs = holm_family(pairs, in_holm_family(pairs, kinds))
-    pairs = pairs.with_columns(
+    tested = holm_family(tested, in_holm_family(tested, kinds))
+    tested = tested.with_columns(
         pl.col("config_a").str.split_exact("\t", 1).struct.rename_fields(["run_a", "label_a"]).alias("a"),
         pl.col("config_b").str.split_exact("\t", 1).struct.rename_fields(["run_b", "label_b"]).alias("b"),
     ).unnest("a", "b").drop("config_a", "config_b").rename({"label_a": "config_a", "label_b": "config_b"})
-    return Comparison(configs, pairs.select(PAIR_COLUMNS), unpaired)
+    return Comparison(configs, tested.select(PAIR_COLUMNS), unpaired, unmatched)
+
+
+def match(configs: pl.DataFrame, runs: list[str], pairs: Pairs | None = None) -> list[tuple[str, str]]:
+    """The pairs of configs to test, as ("<run>\t<label>", ...) keys, each once (run given earlier first): for
+    every two runs, the configs of the same label, or with `pairs`, the config labelled A of the earlier run and the
+    one labelled B of the later. A label of the mapping no run has, or a pair across tasks, is a UsageError."""
+    labels = {run: dict(configs.filter(pl.col("run") == run).select("config", "task").iter_rows()) for run in runs}
+    named = None if pairs is None else list(dict.fromkeys(
+        (a, b) for a, b in (pairs.items() if isinstance(pairs, Mapping) else pairs)))
+    everywhere = {label: task for of_run in labels.values() for label, task in of_run.items()}
+    for a, b in named or []:
+        missing = [x for x in (a, b) if x not in everywhere]
+        if missing:
+            known = sorted(everywhere)
+            raise UsageError(f"compare: pair {shorten(a)} -> {shorten(b)}: no run has a config labelled "
+                             f"{shorten(missing[0])} (labels: {', '.join(known[:12])}"
+                             f"{' ...' if len(known) > 12 else ''})")
+        if everywhere[a] != everywhere[b]:
+            raise UsageError(f"compare: pair {a} -> {b}: a config of task {everywhere[a]} with one of task "
+                             f"{everywhere[b]}; only configs of one task are compared")
+    out = []
+    for i, run_a in enumerate(runs):
+        for run_b in runs[i + 1:]:
+            wanted = named if named is not None else [(c, c) for c in labels[run_a]]
+            out += [(f"{run_a}\t{a}", f"{run_b}\t{b}") for a, b in wanted
+                    if a in labels[run_a] and b in labels[run_b] and labels[run_a][a] == labels[run_b][b]]
+    if named and not out:
+        raise UsageError("compare: no pair named holds a config of an earlier run and one of a later run ("
+                         f"{', '.join(f'{a} -> {b}' for a, b in named)}; runs in the order given: {', '.join(runs)})")
+    return out
 
 
 def _common_mean(per_item: pl.DataFrame, pairs: list[tuple[str, str]], side: int) -> pl.Series:
@@ -134,10 +176,12 @@ def describe(result: Comparison, alpha: float = 0.05) -> str:
     from emocaustics.report.tables import to_markdown
 
     pairs = result.pairs
+    unmatched = (f"Not compared, no config of the same label in another run (pair them with --pair A B): "
+                 f"{'; '.join(result.unmatched)}.\n" if result.unmatched else "")
     if not pairs.height:
-        return ("No two configs of different runs share a task and samples: nothing to compare"
-                + (f" ({result.unpaired} pairs of configs of one task share no sample)." if result.unpaired else ".")
-                + "\n")
+        return ("No two configs of different runs are matched and share samples: nothing to compare"
+                + (f" ({result.unpaired} matched pairs share no sample)." if result.unpaired else ".")
+                + "\n" + unmatched)
     family = pairs.filter(pl.col("family") == "configs")
     shown = pairs.select(
         "task", "run_a", "config_a", "run_b", "config_b", pl.col("n_common").alias("samples"), "score_a", "score_b",
@@ -151,10 +195,11 @@ def describe(result: Comparison, alpha: float = 0.05) -> str:
         .alias("verdict"))
     text = to_markdown(shown)
     text += (f"\nPaired approximate randomisation on the samples both configs scored; Holm over the {family.height} "
-             f"pairs of configs compared (all tasks): {int(family['significant'].sum())} significant at {alpha}.")
+             f"pairs of matched configs compared (all tasks): {int(family['significant'].sum())} significant at "
+             f"{alpha}.")
     if family.height < pairs.height:
         text += (f" {pairs.height - family.height} pairs with a calibration row (oracle, baseline) are outside the "
                  "family: their p is unadjusted.")
     if result.unpaired:
-        text += f" {result.unpaired} pairs of configs of one task share no sample: not compared."
-    return text + "\n"
+        text += f" {result.unpaired} matched pairs share no sample: not compared."
+    return text + "\n" + unmatched

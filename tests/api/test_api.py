@@ -56,9 +56,10 @@ def test_eval_through_an_endpoint_and_compare(tmp_path, capsys):
     assert sorted(model.log.samples(label)["sample_id"]) == ["q-1", "q-3", "q-5"]  # the sample log
     assert model.log.calls(label).height == 3
     oracle = ec.eval("aer", method="oracle", dataset={"data": str(data)}, out=tmp_path / "oracle")
-    result = oracle.compare(model)
+    assert oracle.compare(model).pairs.height == 0  # no config of the same label: nothing paired (issue 41)
+    result = oracle.compare(model, pairs={oracle.summary["run"][0]: label})
     pair = result.pairs.row(0, named=True)
-    assert result.pairs.height == 1 and pair["n_common"] == 3 and pair["n_only_a"] == 3
+    assert result.pairs.height == 1 and pair["n_common"] == 3 and pair["n_only_a"] == 3 and not result.unmatched
 
 
 def test_run_takes_a_mapping_or_a_file_and_is_loud_when_asked(tmp_path, capsys):

@@ -72,8 +72,9 @@ def test_compare_flags_a_difference_that_is_not_significant(run_dir, capsys):
 
 
 def test_compare_of_two_runs_tests_configs_across_the_runs(run_dir, tmp_path, capsys):
-    """Issue 25 point 4: two runs are compared with each other (every config of one against every config of the
-    other, on their common samples, Holm across those pairs), not each run with itself."""
+    """Issue 25 point 4: two runs are compared with each other (on their common samples, Holm across the pairs
+    tested), not each run with itself; issue 41 point 9: each config with its namesake in the other run, or the
+    pairs `--pair` names, not every config against every config (tests/report/test_compare_pairs.py)."""
     other = tmp_path / "job" / "20260102-000000"
     other.mkdir(parents=True)
     for name in ("scores.parquet", "summary.csv", "significance.csv"):
@@ -81,8 +82,11 @@ def test_compare_of_two_runs_tests_configs_across_the_runs(run_dir, tmp_path, ca
     assert main(["compare", str(run_dir), str(other), "--out", str(tmp_path / "both.csv")]) == 0
     printed = capsys.readouterr().out
     pairs = pl.read_csv(tmp_path / "both.csv")
-    assert pairs.height == 3 * 3 and (pairs["run_a"] != pairs["run_b"]).all() and (pairs["n_common"] == N).all()
-    by = {(r["config_a"], r["config_b"]): r for r in pairs.iter_rows(named=True)}
-    assert by[("base", "base")]["diff"] == 0 and not by[("base", "base")]["significant"]
+    assert pairs.height == 3 and (pairs["run_a"] != pairs["run_b"]).all() and (pairs["n_common"] == N).all()
+    assert (pairs["diff"] == 0).all() and not pairs["significant"].any()  # the same scores in both runs
+    assert "job/20260101-000000" in printed and "job/20260102-000000" in printed and "Holm over the 3 pairs" in printed
+    assert main(["compare", str(run_dir), str(other), "--pair", "base", "far", "--pair", "far", "close",
+                 "--out", str(tmp_path / "named.csv")]) == 0
+    by = {(r["config_a"], r["config_b"]): r for r in pl.read_csv(tmp_path / "named.csv").iter_rows(named=True)}
+    assert set(by) == {("base", "far"), ("far", "close")}
     assert by[("base", "far")]["significant"] and by[("far", "close")]["significant"]
-    assert "job/20260101-000000" in printed and "job/20260102-000000" in printed and "Holm over the 9 pairs" in printed
