@@ -16,9 +16,10 @@
     emocaustics ecpe fetch [--dest DIR]          deprecated: `emocaustics data fetch ecpe [--to DIR]` downloads the
         organisers' data (GPL-3.0, research only)
     emocaustics ecpe validate FILE [--subtask N] [--data GOLD_DIR] [--json]
-        check one prediction file: every error and warning, against the gold of --data (default:
-        $EMOCAUSTICS_ECAC_DATA, else the fetch cache; with neither, the format only, said on stderr); exit status 2
-        when the file has an error.
+        check a prediction file (Subtask_N_*.json), or each one in the submission.zip a run writes or in a folder
+        (found as `score ecpe` finds them; --subtask picks one): every error and warning, against the gold of --data
+        (default: $EMOCAUSTICS_ECAC_DATA, else the fetch cache; with neither, the format only, said on stderr); exit
+        status 2 when a file has an error.
 """
 
 from __future__ import annotations
@@ -63,8 +64,9 @@ def register(subparsers: Any) -> None:
     f.add_argument("--dest", type=Path, default=None, help="target folder (default: the fetch cache)")
     f.set_defaults(func=fetch_command)
     v = sub.add_parser("validate", help="check a prediction file; exit status 2 when it has an error")
-    v.add_argument("file", type=Path)
-    v.add_argument("--subtask", type=int, choices=(1, 2), default=None, help="default: from the file name")
+    v.add_argument("file", type=Path, help="a Subtask_N_*.json file, or the submission zip or folder a run writes")
+    v.add_argument("--subtask", type=int, choices=(1, 2), default=None,
+                   help="default: from the file name (a zip or folder: every subtask in it)")
     v.add_argument("--data", "--gold", dest="gold", type=Path, default=None, metavar="GOLD_DIR",
                    help="gold folder: also check ids, ranges and labels (default: $EMOCAUSTICS_ECAC_DATA, else the "
                         "fetch cache; with neither, the format only)")
@@ -260,41 +262,69 @@ def fetch_command(args: argparse.Namespace) -> int:  # the older verb: `data fet
     return legacy_fetch("ecpe fetch", "ecpe", args.dest)
 
 
+def validate_targets(path: Path, subtask: int | None) -> dict[int, tuple[str, Any]]:
+    """subtask -> (name, records or the DataError in their place) of what `ecpe validate` checks: a zip or a folder
+    is read as `score ecpe` reads it (the files at its root; --subtask picks one), so the submission.zip a run writes
+    validates as it is; one file's subtask is --subtask, else its Subtask_N_ name."""
+    from emocaustics.core.errors import DataError
+    from emocaustics.tasks.ecpe.validate import load_json
+
+    if path.is_dir() or (path.is_file() and zipfile.is_zipfile(path)):
+        found = prediction_files(path)
+        if subtask is None:
+            return found
+        if subtask not in found:
+            raise UsageError(f"{path}: no Subtask_{subtask}_*.json prediction in it (it holds subtask "
+                             f"{' and '.join(map(str, found))})")
+        return {subtask: found[subtask]}
+    if subtask is None:
+        m = re.match(r"Subtask_([12])_", path.name)
+        if not m:
+            raise UsageError(f"{path.name}: cannot tell the subtask from the name; give --subtask 1 or 2")
+        subtask = int(m.group(1))
+    try:
+        return {subtask: (str(path), load_json(path))}
+    except DataError as exc:
+        return {subtask: (str(path), exc)}
+
+
 def validate_command(args: argparse.Namespace) -> int:
     from emocaustics.core.errors import DataError
     from emocaustics.tasks.ecpe import data
     from emocaustics.tasks.ecpe.validate import check_prediction, load_json, read_gold
 
-    subtask = args.subtask
-    if subtask is None:
-        m = re.match(r"Subtask_([12])_", args.file.name)
-        if not m:
-            raise UsageError(f"{args.file.name}: cannot tell the subtask from the name; give --subtask 1 or 2")
-        subtask = int(m.group(1))
+    targets = validate_targets(args.file, args.subtask)
     gold_dir = args.gold if args.gold is not None else data.located()  # as `score ecpe`; None: format only
-    gold = None
-    if gold_dir is not None:
-        if not gold_dir.is_dir():
-            raise UsageError(f"{gold_dir}: not a folder (the gold data for --data)")
-        gold_file = find_file(gold_dir, subtask, "gold")
-        if gold_file is None:
-            raise UsageError(f"{gold_dir}: no subtask-{subtask} gold file")
-        gold = read_gold(load_json(gold_file), subtask, str(gold_file))
-    else:
+    if gold_dir is not None and not gold_dir.is_dir():
+        raise UsageError(f"{gold_dir}: not a folder (the gold data for --data)")
+    if gold_dir is None:
         print(f"no gold data (--data, ${data.ENV} or `emocaustics data fetch ecpe`): the format only is checked, not "
               "conversation ids, ranges or labels", file=sys.stderr)
-    checked = check_prediction(load_json(args.file), subtask, str(args.file), gold)
+    checked = []
+    for subtask, (name, records) in targets.items():
+        if isinstance(records, DataError):  # a file that is not JSON: nothing else to say about it
+            raise records
+        gold = None
+        if gold_dir is not None:
+            gold_file = find_file(gold_dir, subtask, "gold")
+            if gold_file is None:
+                raise UsageError(f"{gold_dir}: no subtask-{subtask} gold file")
+            gold = read_gold(load_json(gold_file), subtask, str(gold_file))
+        checked.append(check_prediction(records, subtask, name, gold))
+    problems = [p for c in checked for p in c.problems]
+    errors = [p for c in checked for p in c.errors]
     if args.json:
-        print(json.dumps({"ok": not checked.errors, "problems": [p.to_json() for p in checked.problems]}, indent=1,
+        print(json.dumps({"ok": not errors, "problems": [p.to_json() for p in problems]}, indent=1,
                          ensure_ascii=False))
     else:
-        for p in checked.problems:
-            print(p)
-        print(f"{args.file}: {len(checked.errors)} error(s), {len(checked.warnings)} warning(s)")
-    if checked.errors:
-        kinds = Counter(p.kind for p in checked.errors)
-        first = checked.errors[0].as_error()  # the error line names the first error's record and field
-        raise DataError(f"not a valid submission: {len(checked.errors)} error(s) ("
+        for c in checked:
+            for p in c.problems:
+                print(p)
+            print(f"{c.file}: {len(c.errors)} error(s), {len(c.warnings)} warning(s)")
+    if errors:
+        kinds = Counter(p.kind for p in errors)
+        first = errors[0].as_error()  # the error line names the first error's file, record and field
+        raise DataError(f"not a valid submission: {len(errors)} error(s) ("
                         + ", ".join(f"{k} x{n}" for k, n in kinds.most_common()) + "), each listed above; the "
-                        f"first: {first.detail}", file=str(args.file), record=first.record, field=first.field)
+                        f"first: {first.detail}", file=first.file, record=first.record, field=first.field)
     return 0
