@@ -21,6 +21,7 @@ from pydantic import model_validator
 from emocaustics.core.datasource import DataSource
 from emocaustics.core.task import (DatasetOptions, Defect, Failure, Loaded, Options, Sample, ScoreContext, Scored,
                                    Side, Task, rows_frame)
+from emocaustics.score.fanout import wants_ray
 from emocaustics.tasks.emocaustics.data.fetch import SOURCE
 from emocaustics.tasks.emocaustics.extract.knobs import ExtractKnobs
 from emocaustics.tasks.emocaustics.extract.windows import DEFAULT_WINDOWS
@@ -28,7 +29,7 @@ from emocaustics.tasks.emocaustics.extract.windows import DEFAULT_WINDOWS
 if TYPE_CHECKING:  # polars loads where scores are tabled: an extract run never imports it (issue 31: start-up)
     import polars as pl
 
-RAY_ABOVE = 50  # dialogues; below this Ray's start-up costs more than it saves in scoring
+RAY_ABOVE = 50  # dialogues; at or below this Ray's start-up costs more than it saves in scoring (`score.fanout`)
 
 
 class EmoDataset(DatasetOptions):
@@ -335,7 +336,7 @@ class EmoCausticsTask(Task):
         preds = {int(k): (f"extraction failed at {v}" if isinstance(v, Failure) else v) for k, v in predictions.items()}
         kw = dict(judge=ctx.judge, compat=ctx.scoring.get("compat", "spec"),
                   on_judge_error=ctx.scoring.get("on_judge_error", "zero"))
-        if ctx.use_ray and len(dialogues) > RAY_ABOVE:
+        if wants_ray("auto", len(dialogues), RAY_ABOVE, allowed=ctx.use_ray):
             from emocaustics.tasks.emocaustics.score.plan import score_with_ray
 
             result = score_with_ray(self.name, dialogues, preds, embedder=ctx.embedder_spec or "minilm", **kw)

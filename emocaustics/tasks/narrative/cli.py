@@ -64,6 +64,7 @@ def score_paths(pred: Path, gt: Path, weights: str | None = None, taxonomy: str 
     from emocaustics.tasks.narrative.aggregate import aggregate
     from emocaustics.tasks.narrative.composite import error_result, parse_weights, score_story
     from emocaustics.tasks.narrative.io import load_story, missing_prediction, pair_folders
+    from emocaustics.score.fanout import wants_ray
     from emocaustics.tasks.narrative.rayscore import RAY_ABOVE, score_file_pairs
     from emocaustics.tasks.narrative.schema import NarrativeFormatError
     from emocaustics.tasks.narrative.scoring import score_files
@@ -90,7 +91,7 @@ def score_paths(pred: Path, gt: Path, weights: str | None = None, taxonomy: str 
         stories = sorted([(n, p, g) for n, p, g in pairing.pairs]
                          + [(n, None, gt / f"{n}.json") for n in pairing.unpaired_gt], key=lambda t: t[0])
         missing = {n: missing_prediction(n, pred) for n in pairing.unpaired_gt}
-        if engine == "ray" or (engine == "auto" and len(stories) > RAY_ABOVE and _cluster_at_hand()):
+        if wants_ray(engine, len(stories), RAY_ABOVE, allowed=_cluster_at_hand()):
             per_file = score_file_pairs(stories, weights=w, taxonomy=taxonomy, n_t=n_t, missing=missing)
         else:
             per_file = {n: score_files(p, g, missing=missing.get(n, ""), weights=w, taxonomy=tax, n_t=n_t)

@@ -9,7 +9,7 @@ Two entry points, one per input shape:
 
 Rows cross the Ray boundary as JSON strings: the documents are irregular (an alias is a string or a list, any value
 may be null), which Arrow's column inference would reject or coerce. Scoring is pure CPU in Python, so plain Ray
-tasks (no actor pool) are used; each worker loads the taxonomy once (`scoring.taxonomy_for` is cached). Ray Data
+tasks (no actor pool) are used (`score.fanout`, the core's one fan-out); each worker loads the taxonomy once (`scoring.taxonomy_for` is cached). Ray Data
 does not keep row order by default, so outputs are keyed by story / sample id and put back in the input's order.
 
 Below a few thousand files the local loop is as fast (Ray's start-up and per-batch overhead outweigh the gain on
@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from emocaustics.core.task import Failure, Sample
+from emocaustics.score.fanout import Stage, ray_map
 
 RAY_ABOVE = 2000  # stories; at or below this the local loop is used (see the module docstring)
 BATCH_SIZE = 64
@@ -65,23 +66,6 @@ def _score_sample_batch(batch: dict[str, np.ndarray], *, weights: dict[str, floa
     return {"id": np.array(ids, dtype=object), "output": np.array(out, dtype=object)}
 
 
-def _run(items: list[dict[str, Any]], fn: Any, fn_kwargs: dict[str, Any], batch_size: int) -> list[dict[str, Any]]:
-    """Items through one `map_batches` stage on the connected Ray (a small local one is started, and stopped after,
-    when none is)."""
-    import ray
-
-    from emocaustics.core.cluster import connect
-
-    started = connect()
-    try:
-        ds = ray.data.from_items(items, override_num_blocks=max(1, -(-len(items) // batch_size)))
-        ds = ds.map_batches(fn, fn_kwargs=fn_kwargs, batch_size=batch_size, batch_format="numpy")
-        return ds.take_all()
-    finally:
-        if started:
-            ray.shutdown()
-
-
 def score_file_pairs(pairs: list[tuple[str, Path | None, Path]], *, weights: dict[str, float] | None = None,
                      taxonomy: str | None = None, n_t: int = 2, missing: dict[str, str] | None = None,
                      batch_size: int = BATCH_SIZE) -> dict[str, dict[str, Any]]:
@@ -91,7 +75,8 @@ def score_file_pairs(pairs: list[tuple[str, Path | None, Path]], *, weights: dic
         return {}
     items = [{"story": name, "pred": str(p) if p else "", "gt": str(g), "missing": (missing or {}).get(name, "")}
              for name, p, g in pairs]
-    rows = _run(items, _score_file_batch, {"weights": weights, "taxonomy": taxonomy, "n_t": n_t}, batch_size)
+    rows = ray_map(items, [Stage(_score_file_batch, {"weights": weights, "taxonomy": taxonomy, "n_t": n_t})],
+                   batch_size=batch_size)
     got = {str(r["story"]): json.loads(r["result"]) for r in rows}
     if len(got) != len(pairs):  # never a silent gap: every pair comes back
         raise RuntimeError(f"Ray Data scoring returned {len(got)} of {len(pairs)} stories")
@@ -108,7 +93,8 @@ def score_samples_ray(samples: list[Sample], predictions: dict[str, Any], *, wei
     items = [{"sample": json.dumps({"id": s.id, "target": s.target, "meta": s.meta,
                                     "pred": _encode_pred(predictions.get(s.id, missing))}, ensure_ascii=False)}
              for s in samples]
-    rows = _run(items, _score_sample_batch, {"weights": weights, "taxonomy": taxonomy, "n_t": n_t}, batch_size)
+    rows = ray_map(items, [Stage(_score_sample_batch, {"weights": weights, "taxonomy": taxonomy, "n_t": n_t})],
+                   batch_size=batch_size)
     got = {str(r["id"]): json.loads(r["output"]) for r in rows}
     if len(got) != len(samples):
         raise RuntimeError(f"Ray Data scoring returned {len(got)} of {len(samples)} stories")

@@ -23,6 +23,7 @@ from emocaustics.core.task import (DatasetOptions, Defect, Failure, Loaded, Opti
 from emocaustics.tasks.narrative.data import gt_dir, locate
 from emocaustics.tasks.narrative.io import PRED_SUFFIX, decode, missing_prediction, write_story
 from emocaustics.tasks.narrative.prompts import PROMPTS_VERSION
+from emocaustics.score.fanout import wants_ray
 from emocaustics.tasks.narrative.rayscore import RAY_ABOVE, score_samples_ray
 from emocaustics.tasks.narrative.schema import NarrativeFormatError, check_spans, parse_story
 from emocaustics.tasks.narrative.scoring import assemble, score_sample, taxonomy_for
@@ -153,7 +154,7 @@ class NarrativeTask(Task):
         RAY_ABOVE) go through Ray Data when the job allows Ray."""
         assert isinstance(options, NarrativeOptions)
         kwargs = {"weights": options.weights, "taxonomy": options.taxonomy, "n_t": options.n_t}
-        if ctx.use_ray and len(samples) > int(ctx.scoring.get("narrative_ray_above", RAY_ABOVE)):
+        if wants_ray("auto", len(samples), int(ctx.scoring.get("narrative_ray_above", RAY_ABOVE)), allowed=ctx.use_ray):
             outputs = score_samples_ray(samples, predictions, **kwargs)
             path = "ray"
         else:

@@ -23,8 +23,9 @@ from typing import Any
 
 from emocaustics.core.clihelp import DefaultsFormatter
 from emocaustics.core.errors import UsageError
+from emocaustics.score.fanout import wants_ray
+from emocaustics.tasks.emocaustics.task import RAY_ABOVE
 
-RAY_ABOVE = 50  # dialogues; below this Ray's start-up costs more than it saves
 
 
 def register_score(score_subparsers: Any) -> None:
@@ -141,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"warning: {len(unpaired)} prediction file(s) in {args.pred} pair with no chosen dialogue and were not "
               f"scored: {', '.join(unpaired[:20])}{' ...' if len(unpaired) > 20 else ''}", file=sys.stderr)
     judge = None if args.judge.strip().lower() == "none" else args.judge
-    use_ray = args.engine == "ray" or (args.engine == "auto" and len(dialogues) > RAY_ABOVE)
+    use_ray = wants_ray(args.engine, len(dialogues), RAY_ABOVE)
     if use_ray:
         from emocaustics.tasks.emocaustics.score.plan import score_with_ray
 

@@ -84,46 +84,33 @@ def score_with_ray(task: str, dialogues: Sequence[Dialogue], predictions: Mappin
                    embedder: str = "minilm", judge: str | None = None, compat: str = "spec",
                    on_judge_error: str = "zero", batch_size: int = 100, embed_actors: int = 1,
                    notes: Mapping[int, int] | None = None) -> ScoreResult:
-    """Score through Ray Data. Starts a small local Ray (memory capped) when none is running, and stops only that."""
+    """Score through Ray Data (`score.fanout`: a small local Ray is started when none is running, and stopped)."""
     if compat == "reference":  # the reference's path is a sequence of judge rounds: it runs in this process
         from emocaustics.tasks.emocaustics.score.engine import ascore
 
         return asyncio.run(ascore(task, dialogues, predictions, embedder=embedder, judge=judge, compat=compat,
                                   notes=notes))
-    import ray
+    from emocaustics.score.fanout import Stage, ray_map
 
     t0 = time.perf_counter()
-    from emocaustics.core.cluster import connect
+    ok, failed = triage(task, dialogues, predictions)
+    ok_by = {d.id: (d, p) for d, p in ok}
+    items: list[dict[str, Any]] = []
+    rows: list[dict[str, Any]] = []
+    requested = distinct = 0
+    if ok:
+        stages = [Stage(EmbedStage, {"task": task, "embedder": embedder, "ok": ok_by}, actors=embed_actors),
+                  Stage(ScoreStage, {"task": task, "judge": judge, "compat": compat, "on_judge_error": on_judge_error,
+                                     "ok": ok_by, "notes": notes or {}}, actors=1)]
+        for r in ray_map([{"dialogue": i} for i in ok_by], stages, batch_size=batch_size,
+                         blocks=max(1, len(ok_by) // batch_size), num_cpus=2):
+            items += json.loads(r["items"])
+            rows.append(json.loads(r["row"]))
+            requested += int(r["texts_requested"])
+            distinct += int(r["distinct_texts"])
+    from emocaustics.models.embedders import parse_embedder_spec
 
-    started = connect(num_cpus=2)
-    try:
-        ok, failed = triage(task, dialogues, predictions)
-        ok_by = {d.id: (d, p) for d, p in ok}
-        items: list[dict[str, Any]] = []
-        rows: list[dict[str, Any]] = []
-        requested = distinct = 0
-        if ok:
-            ctx = ray.data.DataContext.get_current()
-            ctx.enable_progress_bars = False
-            ds = ray.data.from_items([{"dialogue": i} for i in ok_by], override_num_blocks=max(1, len(ok_by) // batch_size))
-            ds = ds.map_batches(EmbedStage, fn_constructor_kwargs={"task": task, "embedder": embedder, "ok": ok_by},
-                                batch_size=batch_size, compute=ray.data.ActorPoolStrategy(size=embed_actors),
-                                batch_format="numpy")
-            ds = ds.map_batches(ScoreStage, fn_constructor_kwargs={"task": task, "judge": judge, "compat": compat,
-                                                                   "on_judge_error": on_judge_error, "ok": ok_by,
-                                                                   "notes": notes or {}},
-                                batch_size=batch_size, compute=ray.data.ActorPoolStrategy(size=1), batch_format="numpy")
-            for r in ds.take_all():
-                items += json.loads(r["items"])
-                rows.append(json.loads(r["row"]))
-                requested += int(r["texts_requested"])
-                distinct += int(r["distinct_texts"])
-        from emocaustics.models.embedders import parse_embedder_spec
-
-        extra = {"compat": compat, "embedder": parse_embedder_spec(embedder).name, "judge": judge or "none",
-                 "on_judge_error": on_judge_error, "texts_requested": requested, "distinct_texts": distinct,
-                 "seconds": round(time.perf_counter() - t0, 3), "path": "ray"}
-        return build_result(task, items, rows + failed, extra)
-    finally:
-        if started:
-            ray.shutdown()
+    extra = {"compat": compat, "embedder": parse_embedder_spec(embedder).name, "judge": judge or "none",
+             "on_judge_error": on_judge_error, "texts_requested": requested, "distinct_texts": distinct,
+             "seconds": round(time.perf_counter() - t0, 3), "path": "ray"}
+    return build_result(task, items, rows + failed, extra)
