@@ -165,3 +165,27 @@ def render_passages(chunks: list[Chunk], budget: int, chars_per_token: float) ->
         parts.append(text)
         used += need
     return "\n\n".join(parts), len(parts), used
+
+
+def _mean(values: list[float]) -> str:
+    return f"{sum(values) / len(values):.1f}".removesuffix(".0")
+
+
+def cut_summary(kind: str, trims: list[dict | None]) -> str:
+    """What the questions were asked with, in one cell of the summary (`context_kept`): the documents with any text
+    in the prompt of the topic's documents and the approximate tokens, means per question, from each question's trim
+    record (a `full` run's kept prefix, a `retrieve` run's passages and the documents they come from)."""
+    records = [t for t in trims if t]
+    if kind == "none" or not records:
+        return "none: no documents" if kind == "none" else f"{kind}: no trim recorded"
+    if kind == "full":
+        kept = [t["docs_kept"] + (t.get("cut_doc") is not None) for t in records]
+    else:  # the documents the passages kept come from
+        kept = [len({p["doc"] for p in t.get("passages", [])}) for t in records]
+    total = [t["docs_total"] for t in records if t.get("docs_total") is not None]
+    of_total = f" of {_mean(total)}" if len(total) == len(records) else ""
+    tokens = round(sum(t["tokens_kept"] for t in records) / len(records))
+    text = f"{kind}: {_mean(kept)}{of_total} documents, ~{tokens:,} tokens"
+    if kind == "retrieve":
+        text += f" ({_mean([t['passages_kept'] for t in records])} passages)"
+    return text + (" per question (mean)" if len(records) > 1 else "")

@@ -120,7 +120,7 @@ def _attach_retrieved(samples: list[Sample], idxs: list[int], data: SplitData, r
     queries = [(_topic_of(data, samples[i]), query_text(samples[i].input["target_event"], samples[i].input["options"]))
                for i in idxs]
     ranked = run_sync(top_chunks(embedder, queries, opts.top_k, opts.chunk_tokens, opts.chars_per_token))
-    for i, hits in zip(idxs, ranked):
+    for i, (topic, _), hits in zip(idxs, queries, ranked):
         budget = _budget(opts, rest[i])
         if budget <= 0:
             raise UsageError(f"max_context_tokens={opts.max_context_tokens} leaves no room for passages "
@@ -128,5 +128,5 @@ def _attach_retrieved(samples: list[Sample], idxs: list[int], data: SplitData, r
         text, kept, used = render_passages([c for c, _ in hits], budget, opts.chars_per_token)
         metas[i]["context"] = text
         metas[i]["trim"] = {"rule": "retrieve", "budget": budget, "top_k": opts.top_k, "passages_kept": kept,
-                            "tokens_kept": used, "chars_per_token": opts.chars_per_token,
+                            "tokens_kept": used, "docs_total": len(topic.docs), "chars_per_token": opts.chars_per_token,
                             "passages": [{"doc": c.doc, "score": round(sc, 4)} for c, sc in hits[:kept]]}

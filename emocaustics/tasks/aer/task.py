@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import polars as pl
 from pydantic import Field, model_validator
@@ -17,6 +17,7 @@ from emocaustics.core.errors import UsageError
 from emocaustics.core.task import (DatasetOptions, Failure, Loaded, Options, Sample, ScoreContext, Scored, SolveFailed,
                                    Task, rows_frame)
 from emocaustics.tasks.aer import predictors, prompts, scoring
+from emocaustics.tasks.aer.context import cut_summary
 from emocaustics.tasks.aer.data import load_split, to_sample
 from emocaustics.tasks.aer.fetch import SOURCE
 
@@ -28,7 +29,10 @@ USED_BY = {"shots": ("prompt", "few-shot"), "shots_from": ("prompt", "few-shot")
 class AerOptions(Options):
     method: str = "llm"
     prompt: Literal["zero-shot", "few-shot", "cot"] = "zero-shot"
-    context: Literal["none", "full", "retrieve"] = "full"
+    # retrieve by default: `full` keeps the topic's documents in file order up to the budget, which for most topics is
+    # the first 2 of ~15 documents, whatever the question (issue 41); the passages closest to the question serve it
+    # better. A config that names its context keeps it.
+    context: Literal["none", "full", "retrieve"] = "retrieve"
     shots: int = Field(3, ge=1, le=16)  # few-shot: examples per prompt
     shots_from: Literal["sample", "dev", "test", "train"] | None = None  # default: dev (sample when the run is on dev)
     top_k: int = Field(8, ge=1, le=64)  # retrieve: passages per question
@@ -80,6 +84,10 @@ class AerTask(Task):
     prompts_version = prompts.PROMPTS_VERSION
     submission_files = ("submission.jsonl", "submission.zip")  # written by finalize (core.submission)
     data_sources = (SOURCE,)
+    # the per-config column of the summary that says what the questions were asked with (`report.columns`)
+    option_column_docs: ClassVar[dict[str, str]] = {
+        "context_kept": "what the questions were asked with (context mode): documents with any text in the prompt of "
+                        "the topic's documents, approximate tokens (retrieve: passages), means per question"}
 
     # -- data ------------------------------------------------------------------------------------------------------
     def context_free(self, options: AerOptions) -> bool:
@@ -190,9 +198,15 @@ class AerTask(Task):
         summary["failed"] = sum(1 for s in samples if isinstance(predictions.get(s.id), Failure))
         summary["unscored"] = sum(1 for s in samples if s.target is None)
         # each question's topic and gold size travel in scores.parquet (sample_info), for the report's by-topic table
+        kept = None
+        if options.method in self.solver_methods:  # the cut, from each prediction's trim record
+            kept = cut_summary(options.context, [p.get("trim") if isinstance(p, dict) else None
+                                                 for p in (predictions.get(s.id) for s in samples)])
         info = pl.DataFrame([{"sample_id": s.id, "aer_topic": int(s.input["topic_id"]),
-                              "aer_gold_size": None if s.target is None else len(s.target)} for s in samples],
-                            schema={"sample_id": pl.Utf8, "aer_topic": pl.Int64, "aer_gold_size": pl.Int64})
+                              "aer_gold_size": None if s.target is None else len(s.target), "context_kept": kept}
+                             for s in samples],
+                            schema={"sample_id": pl.Utf8, "aer_topic": pl.Int64, "aer_gold_size": pl.Int64,
+                                    "context_kept": pl.Utf8})
         return Scored(rows_frame(rows), summary, {
             "by_gold_size": _table(summary["by_gold_size"], "gold_size"),
             "by_topic": _table(summary["by_topic"], "topic_id"),

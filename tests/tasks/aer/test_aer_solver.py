@@ -123,7 +123,7 @@ def test_options_that_do_not_apply_are_rejected() -> None:
     with pytest.raises(ValueError, match="shots applies to prompt: few-shot"):
         TASK.parse_options({"method": "llm", "shots": 5})
     with pytest.raises(ValueError, match="top_k applies to context: retrieve"):
-        TASK.parse_options({"method": "llm", "top_k": 3})
+        TASK.parse_options({"method": "llm", "context": "full", "top_k": 3})
     with pytest.raises(ValueError, match="temperature applies to self-consistency"):
         TASK.parse_options({"method": "llm", "temperature": 1.0})
     with pytest.raises(ValueError, match="no method"):
