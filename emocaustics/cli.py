@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import errno
 import importlib
 import os
 import sys
@@ -17,7 +18,7 @@ import sys
 from emocaustics.core import datacli
 from emocaustics.core.clihelp import DefaultsFormatter
 from emocaustics.core.errors import (EXIT_CLUSTER_LOST, EXIT_INTERRUPTED, BudgetReached, EndpointDown, SamplesFailed,
-                                     UsageError)
+                                     UsageError, WriteFailed)
 
 CORE_COMMAND_MODULES = ("emocaustics.jobs.cli", "emocaustics.jobs.eval_cli", "emocaustics.jobs.servecli",
                         "emocaustics.view.cli")
@@ -129,19 +130,47 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except (UsageError, EndpointDown, BudgetReached, SamplesFailed) as exc:  # exit statuses: emocaustics.core.errors
+    except (UsageError, EndpointDown, BudgetReached, SamplesFailed, WriteFailed) as exc:  # exit statuses: core.errors
+        if _interrupted(exc):
+            return _interrupt()
         if (lost := _lost_cluster(exc)) is not None and not isinstance(exc, UsageError):
             return _cluster_lost(lost, exc)
         print(f"emocaustics: error: {exc}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
-        print("emocaustics: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return _interrupt()
     except Exception as exc:  # a lost Ray cluster surfaces as whatever Ray call came next: one line, status 5
+        if _interrupted(exc):
+            return _interrupt()
         lost = _lost_cluster(exc)
         if lost is None:
+            if isinstance(exc, OSError) and exc.errno in NO_ROOM:  # a write no writer named (`core.writes`)
+                from emocaustics.core.writes import failed
+
+                print(f"emocaustics: error: {failed(exc.filename or 'an output file', exc)}", file=sys.stderr)
+                return WriteFailed.exit_code
             raise
         return _cluster_lost(lost, exc)
+
+
+NO_ROOM = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS)
+
+
+def _interrupted(exc: BaseException) -> bool:
+    """A Ctrl-C that an error of the clean-up after it replaced (a file that could not be saved on the way out):
+    still an interrupt, status 130."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        seen.add(id(exc))
+        exc = exc.__context__  # type: ignore[assignment]
+    return False
+
+
+def _interrupt() -> int:
+    print("emocaustics: interrupted", file=sys.stderr)
+    return EXIT_INTERRUPTED
 
 
 def run() -> None:

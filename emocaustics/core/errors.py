@@ -11,6 +11,7 @@ Each error is printed as one line by the command line, never as a traceback:
 | 5 | the Ray cluster was lost (a raylet or the head died); finished samples are kept and `--resume` continues |
 | 6 | the job's `max_cost_usd` would have been crossed by the next call; finished samples are kept and `--resume` continues |
 | 7 | an output could not be written (a full disk, a read-only folder): the line names the path and the cause; what was written is kept and `--resume` continues once the write can succeed |
+| 7 | an output could not be written (a full disk, a read-only folder): the line names the path and the cause; what was written is kept and `--resume` continues once the write can succeed |
 | 130 | interrupted |
 """
 
@@ -22,6 +23,7 @@ EXIT_FAILURES = 3
 EXIT_ENDPOINT_DOWN = 4
 EXIT_CLUSTER_LOST = 5
 EXIT_BUDGET_REACHED = 6
+EXIT_WRITE_FAILED = 7
 EXIT_WRITE_FAILED = 7
 EXIT_INTERRUPTED = 130
 
@@ -89,6 +91,13 @@ class BudgetReached(Exception):
     6), finished samples are kept and `--resume` continues."""
 
     exit_code = EXIT_BUDGET_REACHED
+
+
+class WriteFailed(Exception):
+    """A file of the run could not be written (a full disk, a read-only folder; `core.writes`): the run stops (exit
+    status 7) with one line naming the path and the cause; what was written is kept and `--resume` continues."""
+
+    exit_code = EXIT_WRITE_FAILED
 
 
 class WriteFailed(Exception):

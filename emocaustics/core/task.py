@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict
 
 from emocaustics.core.content import approx_tokens, content_hash, jsonable  # noqa: F401 (importable from here too)
 from emocaustics.core.errors import UsageError
+from emocaustics.core.writes import append_line
 
 if TYPE_CHECKING:  # a task declares its sources; this module never fetches
     import polars as pl
@@ -324,15 +325,14 @@ class Task:
     # -- predictions on disk ---------------------------------------------------------------------------------------
     def write_prediction(self, out: Path, sample_id: str, prediction: Any) -> None:
         """Append one sample's prediction to `out/predictions.jsonl` (one line per sample, the latest wins)."""
-        out.mkdir(parents=True, exist_ok=True)
-        with (out / "predictions.jsonl").open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps({"id": sample_id, "prediction": prediction}, ensure_ascii=False) + "\n")
+        out.mkdir(parents=True, exist_ok=True)  # whole lines: one cut by a full disk is cut off (`WriteFailed`)
+        append_line(out / "predictions.jsonl", json.dumps({"id": sample_id, "prediction": prediction},
+                                                          ensure_ascii=False))
 
     def write_failure(self, out: Path, sample_id: str, failure: Failure) -> None:
         out.mkdir(parents=True, exist_ok=True)
-        with (out / "failures.jsonl").open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps({"id": sample_id, "step": failure.step, "reason": failure.reason},
-                                ensure_ascii=False) + "\n")
+        row = {"id": sample_id, "step": failure.step, "reason": failure.reason}
+        append_line(out / "failures.jsonl", json.dumps(row, ensure_ascii=False))
 
     def read_predictions(self, out: Path) -> dict[str, Any]:
         """Predictions by sample id, and a `Failure` for each sample that failed and has no prediction since."""

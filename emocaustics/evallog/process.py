@@ -28,6 +28,8 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from emocaustics.core.errors import WriteFailed
+
 NICE = 10  # below the driver, so that on a busy machine its loop goes first (150 dialogues: 0 and 10 measured alike)
 STOP_WAIT_S = 120.0  # a stop waits this long for the child's backlog (its lines) before the child is killed
 
@@ -98,11 +100,16 @@ class ChildWriter:
                 return
             with self._lock:
                 fut, what = self._waiting.popleft()
-            if kind == "ok":
-                fut.set_result(value)
-            else:
-                fut.set_exception(EvalLogError(f"{self.where}: writing {what} failed in the writer process "
-                                               f"(pid {self.pid}):\n{value}"))
+            # a future its waiter cancelled (a run stopping: its samples' awaits are cancelled) takes no answer; an
+            # answer set on it raised InvalidStateError here, and this thread died with every later answer unsent
+            if fut.set_running_or_notify_cancel():
+                if kind == "ok":
+                    fut.set_result(value)
+                elif kind == "write":  # a write of the child failed: its one line, naming the path (core.writes)
+                    fut.set_exception(WriteFailed(value))
+                else:
+                    fut.set_exception(EvalLogError(f"{self.where}: writing {what} failed in the writer process "
+                                                   f"(pid {self.pid}):\n{value}"))
             if what == "stop":
                 return
 
@@ -170,6 +177,8 @@ def _serve(conn: Connection) -> None:
                 assert handler is not None, "no start message"
                 reply = handler(message)
             conn.send(("ok", reply))
+        except WriteFailed as exc:
+            conn.send(("write", str(exc)))
         except Exception:
             conn.send(("error", traceback.format_exc(limit=8)))
         if message[0] == "stop":

@@ -18,6 +18,8 @@ process (`process.ChildWriter`, started at a run's first sample, stopped when it
 by `close`): in a thread of the driver it held the GIL against the event loop that drives the calls. The driver only
 pickles each finished sample's raw calls; its prediction still waits for the child's answer that the line is written.
 A child that fails or dies fails the run with an `EvalLogError` naming the run folder and the config.
+A write that fails (a full disk) stops the run with one line naming its path (`core.writes.WriteFailed`); the lines
+and tables written before it stay whole.
 Secrets (values of the environment's key/token/password variables) are replaced before anything is written, and a
 job with `log: {prompts: false}` keeps no prompt, answer or sample input (calls keep counts and timings; gold and
 prediction stay, as in the run's other files).
@@ -38,6 +40,7 @@ from typing import Any
 import orjson
 import polars as pl
 
+from emocaustics.core.writes import append_line, atomic_parquet, writing
 from emocaustics.evallog.process import ChildWriter
 from emocaustics.evallog.record import Finished, dumps, text_hash
 from emocaustics.evallog.tables import ATTEMPT_SCHEMA, CALL_SCHEMA, SAMPLE_SCHEMA, _json, _tables
@@ -45,7 +48,6 @@ from emocaustics.evallog.tables import ATTEMPT_SCHEMA, CALL_SCHEMA, SAMPLE_SCHEM
 __all__ = ["ATTEMPT_SCHEMA", "CALL_SCHEMA", "SAMPLE_SCHEMA", "EvalLog", "ConfigLog", "secrets_from_env"]
 
 BATCH = 50  # a config's staged rows whose tables are built together in the background (of a 400-sample config: 8)
-ZSTD_LEVEL = 3  # zstd's default: level 9 made a 30,000-call log 9 % smaller and took 4 times as long (1.5 s, not 0.4)
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH", re.IGNORECASE)
 REDACTED = "[redacted]"
 def secrets_from_env(environ: dict[str, str] | None = None) -> list[str]:
@@ -114,8 +116,9 @@ class EvalLog:
             self.attempt, self.known, self._written = _state["attempt"], _state["known"], _state["written"]
             self._pending, self._built, self._worker = {}, {}, None
             return
-        for sub in ("staging", "calls", "attempts", "samples", "texts"):
-            (self.root / sub).mkdir(parents=True, exist_ok=True)
+        with writing(self.root):
+            for sub in ("staging", "calls", "attempts", "samples", "texts"):
+                (self.root / sub).mkdir(parents=True, exist_ok=True)
         self.known: set[str] = set()
         self._pending: dict[str, list[dict[str, Any]]] = {}  # label -> this process's staged rows (as written)
         self._built: dict[str, list[Future[Any]]] = {}  # label -> its earlier rows' tables, built in the background
@@ -166,7 +169,7 @@ class EvalLog:
         n = int(parts[-1].stem.split("-")[1]) + 1 if parts else 0
         frame = pl.DataFrame({"hash": list(rows), "text": [self.redact(t) for t in rows.values()]},
                              schema={"hash": pl.Utf8, "text": pl.Utf8})
-        _atomic_parquet(frame, self.root / "texts" / f"part-{n:05d}.parquet")
+        atomic_parquet(frame, self.root / "texts" / f"part-{n:05d}.parquet")
         self._written.update(rows)
 
     def _flush_texts(self, texts: dict[str, str]) -> None:
@@ -269,8 +272,8 @@ class ConfigLog:
                "prompts": self.prompts, "texts": self.log._new_texts(texts)}
         raw = dumps(row)
         line = self.log.redact(raw)
-        with self._lock, self.path.open("a", encoding="utf-8") as fh:
-            fh.write(line + "\n")
+        with self._lock:  # a line cut by a full disk is cut back off: the staged lines stay readable
+            append_line(self.path, line)
         self.log._stage(self.label, row if line is raw else orjson.loads(line))  # the row as written
 
     def finish(self, samples: list[Any], predictions: dict[str, Any]) -> None:
@@ -314,7 +317,7 @@ class ConfigLog:
             fresh = {h: t for h, t in texts.items() if h not in self.log.known}
             self.log._write_texts(fresh)
             self.log.known.update(fresh)
-        _atomic_parquet(pl.DataFrame(rows, schema=SAMPLE_SCHEMA), self.log.root / "samples" / f"{self.label}.parquet")
+        atomic_parquet(pl.DataFrame(rows, schema=SAMPLE_SCHEMA), self.log.root / "samples" / f"{self.label}.parquet")
 
 
 def _serve_log(state: dict[str, Any]) -> Any:
@@ -339,10 +342,4 @@ def _serve_log(state: dict[str, Any]) -> Any:
 def _merge(path: Path, new: pl.DataFrame, key: list[str]) -> None:
     if path.exists():
         new = pl.concat([pl.read_parquet(path), new], how="vertical_relaxed")
-    _atomic_parquet(new.unique(subset=key, keep="first", maintain_order=True), path)
-
-
-def _atomic_parquet(frame: pl.DataFrame, path: Path) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    frame.write_parquet(tmp, compression="zstd", compression_level=ZSTD_LEVEL)
-    os.replace(tmp, path)
+    atomic_parquet(new.unique(subset=key, keep="first", maintain_order=True), path)

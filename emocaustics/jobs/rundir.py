@@ -14,6 +14,7 @@ attempts (`wall_parts`: a killed attempt's time is kept, so a resumed config's w
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -24,7 +25,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from emocaustics.core.errors import NothingToResume, ResumeMismatch, RunFolderTaken
+from emocaustics.core.errors import NothingToResume, ResumeMismatch, RunFolderTaken, UsageError, WriteFailed
+from emocaustics.core.writes import NO_ROOM, failed
 from emocaustics.jobs.spec import JobSpec
 
 RUN_FILE = "run.json"
@@ -82,8 +84,12 @@ def read_run(run_dir: Path) -> dict[str, Any] | None:
 def _write_atomic(path: Path, obj: Any) -> None:
     # a temporary name of this thread's own: configs solved side by side each have a clock thread saving run.json
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    tmp.write_text(json.dumps(obj, ensure_ascii=False, indent=1), encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(json.dumps(obj, ensure_ascii=False, indent=1), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:  # a full disk: the record on disk stays the last whole one
+        tmp.unlink(missing_ok=True)
+        raise failed(path, exc) from None
 
 
 def _describe(record: dict[str, Any] | None, run_dir: Path) -> str:
@@ -120,6 +126,9 @@ def claim(run_dir: Path, job: JobSpec, *, resume: bool, force: bool) -> Claim:
     present = run_dir.is_dir() and any(run_dir.iterdir())
     if run_dir.exists() and not run_dir.is_dir():
         raise RunFolderTaken(f"{run_dir} is a file, not a run folder")
+    above = next((p for p in run_dir.parents if os.path.lexists(p)), None)
+    if not run_dir.exists() and above is not None and not above.is_dir():  # --out under a file (or a broken link)
+        raise UsageError(f"the run folder {run_dir} cannot be made: {above} is not a folder")
     record = read_run(run_dir) if present else None
     if resume:
         if not present:
@@ -153,10 +162,16 @@ def _aside(run_dir: Path) -> Path:
 def start(c: Claim) -> None:
     """Make the claim real, after every pre-flight check passed: move a forced-out run aside, create the folder,
     write run.json (state `running`)."""
-    if c.moved_to is not None:
-        os.replace(c.run_dir, c.moved_to)
-        print(f"--force: the previous run in {c.run_dir} was moved to {c.moved_to}", flush=True)
-    c.run_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        if c.moved_to is not None:
+            os.replace(c.run_dir, c.moved_to)
+            print(f"--force: the previous run in {c.run_dir} was moved to {c.moved_to}", flush=True)
+        c.run_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # nothing has run: a folder that cannot be made (/proc/x, no permission) is a usage error
+        if exc.errno in NO_ROOM:
+            raise failed(c.run_dir, exc) from None
+        raise UsageError(f"the run folder {c.run_dir} cannot be made: {exc.strerror or exc} "
+                         f"({errno.errorcode.get(exc.errno or 0, 'error')}); give another --out") from None
     with c.lock:
         c.record["state"] = "running"
         c.record.setdefault("started", datetime.now(timezone.utc).isoformat(timespec="seconds"))
@@ -192,8 +207,12 @@ class WallClock:
     def __enter__(self) -> WallClock:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+    def __exit__(self, kind: type[BaseException] | None, *exc: object) -> None:
+        try:
+            self.stop()
+        except WriteFailed:  # the run already stops with an error (or a Ctrl-C): that one is the one named
+            if kind is None:
+                raise
 
     def _save(self) -> None:
         with self.claim.lock:
@@ -202,7 +221,10 @@ class WallClock:
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval):
-            self._save()
+            try:
+                self._save()
+            except WriteFailed:  # a full disk: `stop` saves once more and raises it, in the job's own thread
+                return
 
     def stop(self) -> float:
         """End this attempt; the config's wall time: the sum of all its attempts. Once is enough: a second call

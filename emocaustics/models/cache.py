@@ -8,7 +8,9 @@ Writes are handed to a writer thread that commits whatever has piled up in one t
 batch was about a tenth of the driver's CPU per call at hundreds of calls per second, and sqlite works outside the GIL, so
 the thread runs beside the event loop. Pending answers are served to `get_many` from memory and are committed at
 `flush`/`close` and at interpreter exit; a process killed outright loses at most the answers of its last moments
-(they are asked again on the next run; predictions are never kept only here).
+(they are asked again on the next run; predictions are never kept only here). A commit that fails (a full disk) is
+kept by the writer thread and raised to the next `put_many` or `flush` as one line naming the file
+(`core.writes.WriteFailed`): the run stops, and the answers committed before stay.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from emocaustics.core.errors import WriteFailed
+from emocaustics.core.writes import failed
 from emocaustics.models.base import LLM, ChatRequest, Completion
 from emocaustics.models.usage import Usage
 
@@ -45,16 +49,19 @@ class ResponseCache:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        # One connection guarded by a lock: calls are short, and sqlite serialises writers anyway.
-        self._db = sqlite3.connect(self.path, timeout=60.0, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute(
-            "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, model TEXT NOT NULL, value TEXT NOT NULL,"
-            " created REAL NOT NULL)"
-        )
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            # One connection guarded by a lock: calls are short, and sqlite serialises writers anyway.
+            self._db = sqlite3.connect(self.path, timeout=60.0, check_same_thread=False, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, model TEXT NOT NULL, value TEXT NOT NULL,"
+                " created REAL NOT NULL)"
+            )
+        except (OSError, sqlite3.Error) as exc:  # a full disk, a read-only folder: one line naming the file
+            raise failed(self.path, exc) from None
         self._pending: dict[str, tuple[str, str, str, float]] = {}  # key -> row, not yet committed
         self._wake = threading.Condition()
         # The writer's own connection: readers (WAL) do not wait for its commits
@@ -63,6 +70,7 @@ class ResponseCache:
         self._wdb.execute("PRAGMA synchronous=NORMAL")
         self._writer: threading.Thread | None = None
         self._closed = False
+        self._error: WriteFailed | None = None  # the writer thread's failed commit, raised to the next caller
         _OPEN.add(self)
 
     @staticmethod
@@ -115,6 +123,8 @@ class ResponseCache:
         with self._wake:
             if self._closed:
                 raise RuntimeError(f"response cache {self.path} is closed")
+            if self._error is not None:  # the cache cannot be written: the run stops (its rows are not lost)
+                raise self._error
             for row in rows:
                 self._pending[row[0]] = row
             if self._writer is None:
@@ -129,7 +139,12 @@ class ResponseCache:
                     self._wake.wait()
                 if not self._pending and self._closed:
                     return
-            self._commit_pending()
+            try:
+                self._commit_pending()
+            except WriteFailed as exc:  # kept for the next put or flush to raise: a thread's traceback stops nothing
+                with self._wake:
+                    self._error, self._writer = exc, None
+                return
 
     def _commit_pending(self) -> None:
         """Commit every pending row in one transaction; they stay readable from memory until committed."""
@@ -138,12 +153,15 @@ class ResponseCache:
                 rows = list(self._pending.values())
             if not rows:
                 return
-            self._wdb.execute("BEGIN IMMEDIATE")
             try:
+                self._wdb.execute("BEGIN IMMEDIATE")
                 self._wdb.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?)", rows)
                 self._wdb.execute("COMMIT")
-            except BaseException:
-                self._wdb.execute("ROLLBACK")
+            except BaseException as exc:
+                if self._wdb.in_transaction:  # sqlite rolls a full disk's transaction back itself
+                    self._wdb.execute("ROLLBACK")
+                if isinstance(exc, (OSError, sqlite3.Error)):
+                    raise failed(self.path, exc) from None
                 raise
             with self._wake:
                 for row in rows:
@@ -151,8 +169,11 @@ class ResponseCache:
                         del self._pending[row[0]]
 
     def flush(self) -> None:
-        """Commit every answer put so far (other processes see them once this returns)."""
+        """Commit every answer put so far (other processes see them once this returns); `WriteFailed` if the file
+        cannot take them."""
         self._commit_pending()
+        with self._wake:
+            self._error = None  # committed after all (room was made)
 
     def __len__(self) -> int:
         self.flush()
@@ -165,14 +186,16 @@ class ResponseCache:
                 return
             self._closed = True
             self._wake.notify_all()
-        self.flush()
-        if self._writer is not None:
-            self._writer.join(5)
-        with self._wlock:
-            self._wdb.close()
-        with self._lock:
-            self._db.close()
-        _OPEN.discard(self)
+        try:
+            self.flush()
+        finally:  # a commit that failed (`WriteFailed`, raised) leaves no connection or thread behind
+            if self._writer is not None:
+                self._writer.join(5)
+            with self._wlock:
+                self._wdb.close()
+            with self._lock:
+                self._db.close()
+            _OPEN.discard(self)
 
 
 _OPEN: weakref.WeakSet[ResponseCache] = weakref.WeakSet()

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from emocaustics.core import aio
 from emocaustics.core.inflight import Slot, run_in_flight
 from emocaustics.core.task import Failure, Options, Sample, Task
+from emocaustics.core.writes import append_line, writing
 from emocaustics.solve.item import Bound, CountingLLM  # noqa: F401 (CountingLLM: importable from here too)
 from emocaustics.solve.side import EmbeddingFailed, Embeddings, pack
 
@@ -117,13 +118,13 @@ async def asolve_samples(task: Task, samples: Sequence[Sample], options: Options
             if written is not None:  # the log's writer process chunks and stages it: the prediction waits for its line
                 await asyncio.wrap_future(written)
         res.pop("log", None)  # written: not held for the whole config
-        if res["ok"]:
-            task.write_prediction(out, sample.id, res.pop("prediction"))
-        else:
-            task.write_failure(out, sample.id, Failure(res["step"], res["reason"]))
-            _warn_failed(task, sample.id, res["step"], res["reason"])
-        with (out / "stats.jsonl").open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps({"id": sample.id, **res.get("stats", {})}) + "\n")
+        with writing(out):  # a task's own file that cannot be written (a full disk) stops the run: `WriteFailed`
+            if res["ok"]:
+                task.write_prediction(out, sample.id, res.pop("prediction"))
+            else:
+                task.write_failure(out, sample.id, Failure(res["step"], res["reason"]))
+                _warn_failed(task, sample.id, res["step"], res["reason"])
+            append_line(out / "stats.jsonl", json.dumps({"id": sample.id, **res.get("stats", {})}))
         if on_row is not None:
             on_row(res)
         return res

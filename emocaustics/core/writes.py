@@ -1,0 +1,87 @@
+"""Writes of a run that fail as one line (`errors.WriteFailed`, exit status 7) naming the path and the cause.
+
+A full disk shows up as an OSError without a file name (the write, not the open, fails), as sqlite's "database or
+disk is full", or as polars' "underlying IO error ... (os error 28)": `failed(path, exc)` turns each into one error
+naming the path. `append_line` keeps an appended file whole: a line cut by a full disk is cut back off, so the lines
+written before stay readable and a `--resume` reads the file as it was; `atomic_parquet` replaces a table whole or
+not at all.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from emocaustics.core.errors import WriteFailed
+
+ZSTD_LEVEL = 3  # zstd's default: level 9 made a 30,000-call log 9 % smaller and took 4 times as long (1.5 s, not 0.4)
+_OS_ERROR = re.compile(r"os error (\d+)")
+NO_ROOM = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)  # a write that may succeed once room is made
+
+
+def _cause(exc: BaseException) -> tuple[str, int | None]:
+    if isinstance(exc, OSError) and exc.errno is not None:
+        return exc.strerror or str(exc), exc.errno
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if "disk is full" in text:  # sqlite3's SQLITE_FULL carries no errno
+        return "No space left on device", errno.ENOSPC
+    if (m := _OS_ERROR.search(text)) is not None:  # polars / Rust I/O errors
+        code = int(m.group(1))
+        return os.strerror(code), code
+    return text, None
+
+
+def failed(path: str | Path, exc: BaseException) -> WriteFailed:
+    """The one-line error of a write to `path` that raised `exc`."""
+    if isinstance(exc, WriteFailed):
+        return exc
+    cause, code = _cause(exc)
+    name = f" ({errno.errorcode[code]})" if code in errno.errorcode else ""
+    when = "once there is room" if code in NO_ROOM else "once the path can be written"
+    return WriteFailed(f"cannot write {path}: {cause}{name}; what was written is kept, and `--resume` continues "
+                       f"{when}")
+
+
+@contextmanager
+def writing(path: str | Path) -> Iterator[None]:
+    """Any OSError inside becomes `WriteFailed` naming the file it names, else `path`."""
+    try:
+        yield
+    except OSError as exc:
+        raise failed(exc.filename or path, exc) from None
+
+
+def append_line(path: Path, line: str) -> None:
+    """Append one line (a newline is added) to `path`, whole or not at all."""
+    data = (line + "\n").encode("utf-8")
+    with writing(path):
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+        try:
+            end = os.fstat(fd).st_size
+            try:
+                view = memoryview(data)
+                while view:  # a short write (a nearly full disk) is continued; a failed one is cut back
+                    view = view[os.write(fd, view):]
+            except OSError:
+                os.ftruncate(fd, end)  # freeing the cut line's blocks needs no room
+                raise
+        finally:
+            os.close(fd)
+
+
+def atomic_parquet(frame: Any, path: Path) -> None:
+    """`frame` (a polars DataFrame) as `path`, zstd-compressed, replacing it whole or not at all."""
+    import polars as pl
+
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        frame.write_parquet(tmp, compression="zstd", compression_level=ZSTD_LEVEL)
+        os.replace(tmp, path)
+    except (OSError, pl.exceptions.ComputeError) as exc:  # polars reports a full disk as a ComputeError
+        tmp.unlink(missing_ok=True)  # the file as it was stays
+        raise failed(path, exc) from None
