@@ -385,6 +385,8 @@ def load_job(path: str | Path, overrides: dict[str, Any] | None = None) -> JobSp
         raise UsageError(f"job spec not found: {path}") from None
     except UnicodeDecodeError:
         raise UsageError(f"{path}: not a text file (a job spec is YAML, UTF-8)") from None
+    except OSError as exc:  # a symlink loop, no permission, a device: one line, not a traceback
+        raise UsageError(f"{path}: the job spec cannot be read: {exc.strerror or exc}") from None
     except yaml.YAMLError as exc:
         raise UsageError(f"{path}: not valid YAML: {exc}") from None
     if not isinstance(raw, dict):

@@ -29,7 +29,14 @@ def _cmd_view(args: argparse.Namespace) -> int:
         page = export(view, Path(args.export))
         print(f"viewer written: {page.resolve().as_uri()}", flush=True)
         return 0
-    server = make_server(view, args.port)
+    try:
+        server = make_server(view, args.port)
+    except (OSError, OverflowError) as exc:  # a port in use, one below 1024 without the right, one past 65535
+        from emocaustics.core.errors import UsageError
+
+        cause = getattr(exc, "strerror", None) or exc
+        raise UsageError(f"--port {args.port}: cannot listen on 127.0.0.1:{args.port}: {cause}; give another port, "
+                         "or --port 0 for a free one") from None
     print(f"viewer: http://127.0.0.1:{server.server_address[1]}/  (Ctrl-C stops it)", flush=True)
     try:
         server.serve_forever()

@@ -12,6 +12,7 @@ A case folder holds `case.yaml` and the files that differ from the base:
     generate:                                         # files too large to keep: prefix + unit * times + suffix
       - {path: submission.jsonl, prefix: '{"id": "q-1", "answer": "', unit: "A,", times: 3000000, suffix: ""}
     files_as_dirs: [submission.jsonl]                 # paths made folders (git keeps no empty folder)
+    symlinks: {loop.yaml: loop.yaml}                  # path -> where it points (a link to itself: a loop)
 
 `{work}` is a fresh temporary copy of the base with the case laid over it, `{out}` a folder inside it that must not
 be created (in job files, `{work}` is replaced too). Files named `*.crlf` / `*.bom` get their base file's bytes with CRLF line endings / a UTF-8 BOM (the
@@ -42,6 +43,7 @@ class Case:
     generate: list[dict[str, Any]] = field(default_factory=list)
     files_as_dirs: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
+    symlinks: dict[str, str] = field(default_factory=dict)
 
     @property
     def id(self) -> str:
@@ -57,7 +59,8 @@ def cases(task: str | None = None) -> list[Case]:
         raw = yaml.safe_load(spec.read_text(encoding="utf-8"))
         out.append(Case(folder.parent.name, folder.name, folder, raw["why"], [str(a) for a in raw["argv"]],
                         raw["expect"], raw.get("remove", []), raw.get("generate", []), raw.get("files_as_dirs", []),
-                        {k: str(v) for k, v in (raw.get("env") or {}).items()}))
+                        {k: str(v) for k, v in (raw.get("env") or {}).items()},
+                        {str(k): str(v) for k, v in (raw.get("symlinks") or {}).items()}))
     return out
 
 
@@ -102,6 +105,8 @@ def lay_out(case: Case | None, task: str, work: Path) -> Path:
         target.write_bytes(text.encode("utf-8"))
     for job in work.rglob("*.yaml"):  # job files name the copy they run on
         job.write_text(job.read_text(encoding="utf-8").replace("{work}", str(work)), encoding="utf-8")
+    for rel, target in case.symlinks.items():  # last: the job files above are read and rewritten
+        (work / rel).symlink_to(target)
     return work
 
 
@@ -111,5 +116,5 @@ def fill(argv: list[str], work: Path) -> list[str]:
 
 def snapshot(folder: Path) -> dict[str, tuple[int, int]]:
     """(size, mtime_ns) of everything under a folder: 'wrote nothing' is an equal snapshot."""
-    return {str(p.relative_to(folder)): (p.stat().st_size if p.is_file() else -1, p.stat().st_mtime_ns)
-            for p in sorted(folder.rglob("*"))}
+    return {str(p.relative_to(folder)): (p.lstat().st_size if p.is_file() else -1, p.lstat().st_mtime_ns)
+            for p in sorted(folder.rglob("*"))}  # lstat: a link (a loop too) is itself
