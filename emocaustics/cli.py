@@ -16,7 +16,7 @@ import os
 import sys
 
 from emocaustics.core import datacli
-from emocaustics.core.clihelp import DefaultsFormatter
+from emocaustics.core.clihelp import DefaultsFormatter, exit_epilog
 from emocaustics.core.errors import (EXIT_CLUSTER_LOST, EXIT_INTERRUPTED, BudgetReached, EndpointDown, SamplesFailed,
                                      UsageError, WriteFailed)
 
@@ -75,10 +75,7 @@ def _top_parser() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]:
                                                  "`emocaustics run jobs/quickstart.yaml --dry-run` shows what a job "
                                                  "would do.",
                                      formatter_class=DefaultsFormatter,
-                                     epilog="exit status: 0 done, 2 usage error (nothing run), 3 some samples "
-                                            "failed (see --allow-failures), 4 a model endpoint stopped answering "
-                                            "(--resume continues), 5 the Ray cluster was lost (--resume continues), "
-                                            "130 interrupted")
+                                     epilog=exit_epilog())
     parser.add_argument("--version", action=_Version)
     return parser, parser.add_subparsers(dest="command", required=True)
 

@@ -63,7 +63,8 @@ def connect(address: str | None = None, *, num_cpus: int | None = None, object_s
         return False
     address = address or os.environ.get("RAY_ADDRESS")
     if address:
-        ray.init(address=address, namespace=namespace, log_to_driver=False)
+        # Ray's "Connecting to existing Ray cluster ..." INFO lines are not ours to print (`emocaustics models`)
+        ray.init(address=address, namespace=namespace, log_to_driver=False, logging_level=logging.WARNING)
     else:
         store = object_store_memory or int(os.environ.get("EMOCAUSTICS_OBJECT_STORE", 300_000_000))
         # "local": a new local Ray of our own. A bare `ray.init()` would join the cluster recorded in the Ray temp

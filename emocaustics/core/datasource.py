@@ -77,13 +77,15 @@ class DataSource:
     what: str = "data folder"  # the folder in words: "AER data folder"
     needs: str = ""  # the marks in words: "<split>_data/questions.jsonl"
     notes: tuple[str, ...] = field(default=())  # SOURCE.md lines: licence, what the archive lacks
+    fetch_as: str = ""  # the name messages give `data fetch` (the task's, as the docs do); default `name`
 
     # -- where it is --------------------------------------------------------------------------------------------
     def cache_dir(self) -> Path:
         return cache_root() / "datasets" / self.name
 
     def hint(self) -> str:
-        return f"fetch it with `emocaustics data fetch {self.name}`, or set {self.env_var} to a local copy"
+        return (f"fetch it with `emocaustics data fetch {self.fetch_as or self.name}`, or set {self.env_var} to a "
+                "local copy")
 
     def holds(self, path: Path) -> bool:
         """Is `path` a copy of this data (it exists and holds the marks)?"""
@@ -112,8 +114,10 @@ class DataSource:
             return self._checked(Path(env).expanduser(), f"{self.env_var}={env}")
         if self.holds(self.cache_dir()):
             return self.cache_dir()
-        raise DataNotFound(f"no {self.what} found: pass --data, set {self.env_var}, or fetch it with "
-                           f"`emocaustics data fetch {self.name}` (looked in {self.cache_dir()})")
+        # the path is given as `--data` (score verbs), `-D data=PATH` (eval) or `dataset.data` (a job): name all three
+        raise DataNotFound(f"no {self.what} found: give its path (--data, -D data=PATH under eval, or dataset.data in "
+                           f"a job), set {self.env_var}, or fetch it with `emocaustics data fetch "
+                           f"{self.fetch_as or self.name}` (looked in {self.cache_dir()})")
 
     def located(self) -> Path | None:
         """`locate(None)`, or None when neither the environment variable nor the cache names a copy (for checks

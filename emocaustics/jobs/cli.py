@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from emocaustics.core.clihelp import DefaultsFormatter
+from emocaustics.core.clihelp import DefaultsFormatter, exit_epilog
 from emocaustics.core.errors import UsageError
 
 
@@ -16,9 +16,8 @@ def register(subparsers: Any) -> None:
         description="Run a job spec: every config's predictions, scores, summary tables and report land in one run "
                     "folder. Nothing starts until every dataset, model and endpoint was checked.",
         formatter_class=DefaultsFormatter,
-        epilog="exit status: 0 done; 2 usage error (bad spec, a run folder that is not free, a failed pre-flight "
-               "check: nothing was run); 3 finished, but some samples failed (unless --allow-failures); 4 a model "
-               "endpoint stopped answering (finished samples kept, --resume continues)")
+        epilog=exit_epilog(usage="usage error (bad spec, a run folder that is not free, a failed pre-flight check: "
+                                 "nothing was run)"))
     p.add_argument("job", help="job spec YAML (see jobs/)")
     p.add_argument("--out", default=None, help="run folder (default: <output>/<job name>/<timestamp>)")
     p.add_argument("--resume", action="store_true",

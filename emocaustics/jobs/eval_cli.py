@@ -4,10 +4,11 @@ runs as `emocaustics run` would: same run folder, cache, resume, report and exit
 from __future__ import annotations
 
 import argparse
+import textwrap
 from pathlib import Path
 from typing import Any
 
-from emocaustics.core.clihelp import DefaultsFormatter
+from emocaustics.core.clihelp import DefaultsFormatter, exit_epilog
 
 EXAMPLES = """examples:
   emocaustics eval aer --model openai:gpt-4o-mini --split dev --limit 10 --submission-file sub.jsonl
@@ -23,8 +24,7 @@ models: openai:MODEL (base URL $OPENAI_BASE_URL, default https://api.openai.com/
   openai:MODEL@URL?concurrency=8.
   `emocaustics tasks` lists each task's methods and options.
 
-exit status: 0 done; 2 usage error (nothing run); 3 some samples failed (unless --allow-failures); 4 a model endpoint
-  stopped answering (--resume continues); 5 the Ray cluster was lost (--resume continues)"""
+""" + "\n  ".join(textwrap.wrap(exit_epilog(), 116))
 
 
 class _Formatter(DefaultsFormatter, argparse.RawDescriptionHelpFormatter):

@@ -18,7 +18,7 @@ import yaml
 from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator,
                       model_validator)
 
-from emocaustics.core.errors import UsageError
+from emocaustics.core.errors import UsageError, shorten
 from emocaustics.core.optionkeys import run_level_keys
 from emocaustics.core.task import Options, Sample, Task, get_task
 from emocaustics.models.prices import PriceOverride
@@ -114,7 +114,8 @@ class SelectSpec(_Strict):
             wanted, have = set(self.ids), {s.id for s in samples}
             unknown = [i for i in dict.fromkeys(self.ids) if i not in have]
             if unknown:
-                shown = ", ".join(unknown[:10]) + (f" and {len(unknown) - 10} more" if len(unknown) > 10 else "")
+                shown = ", ".join(map(shorten, unknown[:10])) + (
+                    f" and {len(unknown) - 10} more" if len(unknown) > 10 else "")
                 raise UsageError(f"select.ids: {where} has no sample {shown} ({len(samples)} samples, e.g. "
                                  f"{', '.join(s.id for s in samples[:3]) or 'none'})")
             samples = [s for s in samples if s.id in wanted]

@@ -15,7 +15,7 @@ from pathlib import Path
 import polars as pl
 
 from emocaustics.report.columns import components_by_task, legend, main_table, option_columns
-from emocaustics.report.tables import check_scores, failures, summarise
+from emocaustics.report.tables import DECIMALS, check_scores, failures, summarise
 
 # Component tables are cut into chunks of this many metric columns so that each fits the page.
 COMPONENTS_PER_TABLE = 6
@@ -67,7 +67,7 @@ def table(df: pl.DataFrame, row_class: str | None = None, table_id: str | None =
             if col == row_class:
                 continue
             if isinstance(value, float):
-                cells.append(f"<td>{value:.4f}</td>")
+                cells.append(f"<td>{value:.{DECIMALS.get(col, 4)}f}</td>")
             elif isinstance(value, int) and not isinstance(value, bool):
                 cells.append(f"<td>{value}</td>")
             else:

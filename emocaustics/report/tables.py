@@ -162,19 +162,24 @@ def failures(scores: pl.DataFrame) -> pl.DataFrame:
     return scores.filter(pl.col("failed")).select("run", "sample_id", "reason").sort("run", "sample_id")
 
 
+# Decimal places of float columns that four (a score's) would overstate: seconds on a wall clock ("18.8", not
+# "18.8000"). Used by every table the report writes (Markdown, HTML).
+DECIMALS = {"wall_s": 1}
+
+
 def to_markdown(df: pl.DataFrame, floats: int = 4) -> str:
     """A GitHub-flavoured Markdown table (no extra dependency)."""
     cols = df.columns
 
-    def cell(v: object) -> str:
+    def cell(v: object, col: str) -> str:
         if v is None:
             return ""
         if isinstance(v, float):
-            return f"{v:.{floats}f}"
+            return f"{v:.{DECIMALS.get(col, floats)}f}"
         return str(v).replace("|", "\\|").replace("\n", " ")
 
     lines = ["| " + " | ".join(cols) + " |", "| " + " | ".join("---" for _ in cols) + " |"]
-    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in df.iter_rows()]
+    lines += ["| " + " | ".join(cell(v, c) for v, c in zip(row, cols)) + " |" for row in df.iter_rows()]
     return "\n".join(lines) + "\n"
 
 

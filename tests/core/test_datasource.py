@@ -42,7 +42,8 @@ def test_locate_explicit_then_env_then_cache(tmp_path, monkeypatch):
     src = source("file:///nowhere")
     monkeypatch.setenv("EMOCAUSTICS_CACHE", str(tmp_path / "cache"))
     monkeypatch.delenv("TOY_DATA", raising=False)
-    with pytest.raises(DataNotFound, match=r"pass --data, set TOY_DATA, or .*`emocaustics data fetch toy`.*looked in"):
+    with pytest.raises(DataNotFound, match=r"give its path \(--data, -D data=PATH under eval, or dataset.data in "
+                       r"a job\), set TOY_DATA, or .*`emocaustics data fetch toy`.*looked in"):
         src.locate()
     assert src.located() is None
     for d in ("a", "b", "cache/datasets/toy"):

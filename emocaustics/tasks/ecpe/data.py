@@ -26,7 +26,7 @@ URL = f"https://codeload.github.com/{REPO}/tar.gz/{COMMIT}"
 FILES = {1: "Subtask_1_test.json", 2: "Subtask_2_test.json"}
 
 SOURCE = DataSource(
-    name=NAME, title="SemEval-2024 Task 3 (ECF 2.0) evaluation data", env_var=ENV, urls=(URL,),
+    name=NAME, fetch_as="ecpe", title="SemEval-2024 Task 3 (ECF 2.0) evaluation data", env_var=ENV, urls=(URL,),
     # repository path (below the tarball's top folder) -> path in the dataset folder
     keep={"data/Subtask_1_test.json": "Subtask_1_test.json", "data/Subtask_2_test.json": "Subtask_2_test.json",
           "CodaLab/submission/Subtask_1_pred.json": "sample_submission/Subtask_1_pred.json",

@@ -305,7 +305,8 @@ def _number(value: Any) -> float | None:
 
 # -- where the data is -------------------------------------------------------------------------------------------------
 SOURCE = DataSource(
-    name=NAME, title="Human assessment of open-domain dialogue systems (ACL 2022)", env_var=ENV_VAR, urls=(URL,),
+    name=NAME, fetch_as="human", title="Human assessment of open-domain dialogue systems (ACL 2022)", env_var=ENV_VAR,
+    urls=(URL,),
     keep={"data/": "", "LICENSE": "LICENSE"}, required=("data/*",), what="ratings file or folder",
     notes=(f"Repository: https://github.com/{REPO}, folder `data/`, commit {COMMIT}",
            "License: MIT (LICENSE beside this note)"))

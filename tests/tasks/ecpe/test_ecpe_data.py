@@ -76,7 +76,7 @@ def test_locate_order_explicit_env_cache(tmp_path, monkeypatch):
     monkeypatch.delenv("EMOCAUSTICS_ECAC_DATA")
     assert data.locate(None) == c / "datasets" / "ecac"
     monkeypatch.setenv("EMOCAUSTICS_CACHE", str(tmp_path / "empty"))
-    with pytest.raises(UsageError, match="EMOCAUSTICS_ECAC_DATA.*`emocaustics data fetch ecac`"):
+    with pytest.raises(UsageError, match="EMOCAUSTICS_ECAC_DATA.*`emocaustics data fetch ecpe`"):
         data.locate(None)
     with pytest.raises(UsageError, match="no Subtask_1_test.json or Subtask_2_test.json"):
         data.locate(str(tmp_path))
