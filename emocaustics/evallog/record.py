@@ -30,6 +30,8 @@ from typing import Any
 
 import orjson
 
+from emocaustics.models.base import Layer
+
 _CURRENT: ContextVar["Recorder | None"] = ContextVar("emocaustics_evallog_recorder", default=None)
 SHORT = 200  # a text up to this long is one chunk
 
@@ -202,11 +204,12 @@ class Finished:
         return (dict, (self.to_json(),))
 
 
-class RecordingLLM:
-    """The model as one sample's solver sees it: every `generate` is recorded; everything else passes through."""
+class RecordingLLM(Layer):
+    """A layer in front of the model as one sample's solver sees it: every `generate` is recorded."""
 
     def __init__(self, llm: Any, recorder: Recorder) -> None:
-        self.llm, self.recorder = llm, recorder
+        super().__init__(llm)
+        self.recorder = recorder
 
     async def generate(self, requests: list[Any]) -> list[Any]:
         t0 = time.perf_counter()
@@ -215,9 +218,6 @@ class RecordingLLM:
         for request, completion in zip(requests, completions):
             self.recorder.add(request, completion, t0, latency)
         return completions
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.llm, name)
 
 
 @contextmanager

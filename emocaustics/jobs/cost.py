@@ -8,8 +8,7 @@ from typing import Any
 from emocaustics.core.errors import BudgetReached, UsageError
 from emocaustics.jobs.spec import JobSpec
 from emocaustics.models.prices import Price, price_for
-
-REMOTE_PREFIXES = ("openai:", "anthropic:")
+from emocaustics.models.registry import is_remote
 
 
 def model_price(job: JobSpec, name: str | None) -> Price | None:
@@ -25,10 +24,10 @@ def _endpoints(job: JobSpec, configs: list[Any]) -> list[tuple[str, str, Price |
     out = []
     names = sorted({c.model for c in configs if c.model} | ({job.scoring.judge} & set(job.models)))
     for n in names:
-        if job.models[n].spec.startswith(REMOTE_PREFIXES):
+        if is_remote(job.models[n].spec):
             out.append((f"models.{n}", job.models[n].spec, model_price(job, n)))
     judge = job.scoring.judge
-    if judge not in job.models and judge.startswith(REMOTE_PREFIXES):
+    if judge not in job.models and is_remote(judge):
         out.append(("scoring.judge", judge, price_for(judge)))
     return out
 

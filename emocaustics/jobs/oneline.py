@@ -79,14 +79,15 @@ def model_entry(spec: str) -> dict[str, Any]:
     (`?concurrency=8`) moved to those keys, so that what the user wrote is what runs."""
     from urllib.parse import parse_qsl, urlencode
 
-    from emocaustics.models.spec import REMOTE_KINDS, expand_shorthand
+    from emocaustics.models.registry import is_remote
+    from emocaustics.models.spec import expand_shorthand
 
     try:
         full = expand_shorthand(spec)
     except UsageError as exc:
         raise UsageError(f"--model: {exc}") from None
     head, _, query = full.partition("?")
-    if head.split(":", 1)[0] not in REMOTE_KINDS or not query:
+    if not is_remote(head) or not query:
         return {"spec": full}
     pairs = parse_qsl(query, keep_blank_values=True)
     rest = [(k, v) for k, v in pairs if k not in MODEL_KEYS]

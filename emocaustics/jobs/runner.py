@@ -35,6 +35,7 @@ from emocaustics.jobs.results import score_table, summary_record, with_run, writ
 from emocaustics.jobs.spec import JobSpec, ModelSpec, RunSpec, dump_job, output_path
 from emocaustics.jobs.startup import start_models
 from emocaustics.jobs.together import is_batched, solve_together
+from emocaustics.models.registry import is_remote
 
 
 def model_spec_string(model: ModelSpec) -> str:
@@ -48,7 +49,7 @@ def model_spec_string(model: ModelSpec) -> str:
         query["gpus"] = int(model.gpus_per_replica)
         if model.gpus_per_replica > 1:
             query["tp"] = int(model.gpus_per_replica)
-    if model.spec.startswith(("openai:", "anthropic:")):
+    if is_remote(model.spec):
         breaker = {"max_connection_failures": model.max_connection_failures,
                    "max_server_errors": model.max_server_errors, "stall_seconds": model.stall_seconds,
                    "rpm": model.rpm, "tpm": model.tpm}
@@ -198,7 +199,7 @@ def predictions_for(cfg: Config, samples: list) -> dict[str, Any]:
 
 
 def _is_remote(job: JobSpec, model: str | None) -> bool:
-    return model is not None and job.models[model].spec.startswith(("openai:", "anthropic:"))
+    return model is not None and is_remote(job.models[model].spec)
 
 
 def _resume_line(cfg: Config, samples: list) -> str:

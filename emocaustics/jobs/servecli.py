@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from emocaustics.core.clihelp import DefaultsFormatter
 from emocaustics.core.errors import UsageError
 from emocaustics.jobs.spec import ModelSpec
+from emocaustics.models.registry import is_remote
 
 ADDRESS_HELP = ("Ray cluster (default: RAY_ADDRESS, else the cluster `ray start --head` started on this machine); "
                 "with token auth set RAY_AUTH_MODE=token")
@@ -95,7 +96,7 @@ def _serve(args: argparse.Namespace) -> int:
                     for name, m in spec.models.items()}
     except ValueError as exc:
         raise UsageError(f"{args.models_file}: idle timeout: {exc}") from None
-    remote = [n for n, m in spec.models.items() if m.spec.startswith(("openai:", "anthropic:"))]
+    remote = [n for n, m in spec.models.items() if is_remote(m.spec)]
     if remote:
         raise UsageError(f"{args.models_file}: models {', '.join(remote)}: endpoints are served elsewhere; a "
                          "service hosts smoke or vllm: models")

@@ -38,10 +38,10 @@ def solve_together(job: JobSpec, configs: list[Any], loaded: dict[str, Loaded], 
     """Solve the configs that can share their model's batches (two or more of them), all at once. Returns each
     solved config's prepared samples by label; the other configs are left to the loop. `clock_for(label)`: a clock
     (`stop()`) that times a config's own solving, from its start (after the config it builds on) to its end."""
-    from emocaustics.models.spec import REMOTE_KINDS, parse_llm_spec
+    from emocaustics.models.registry import is_remote
 
     def shares(c: Any) -> bool:
-        return is_batched(job, c.model, spec_of(c)) or parse_llm_spec(spec_of(c)).kind not in REMOTE_KINDS
+        return is_batched(job, c.model, spec_of(c)) or not is_remote(spec_of(c))
 
     chosen = [c for c in configs if c.task.needs_model(c.options) and shares(c)]
     by_dir = {c.pred_dir: c for c in chosen}
@@ -64,9 +64,9 @@ def solve_together(job: JobSpec, configs: list[Any], loaded: dict[str, Loaded], 
 def _start_local(chosen: list[Any], specs: dict[str, str]) -> None:
     """The pools of the local models, in this (main) thread as the plan's `solve_samples` does: `ray.init` installs
     signal handlers, and the driver owns the replicas. The job has started them already; this finds them."""
-    from emocaustics.models.spec import REMOTE_KINDS, parse_llm_spec
+    from emocaustics.models.registry import is_remote
 
-    local = [c for c in chosen if parse_llm_spec(specs[c.label]).kind not in REMOTE_KINDS]
+    local = [c for c in chosen if not is_remote(specs[c.label])]
     if not local:
         return
     from emocaustics.core.cluster import connect
@@ -125,6 +125,4 @@ async def _solve_all(job: JobSpec, chosen: list[Any], prepared: dict[str, list],
         raise errors.exceptions[0] from None
     finally:
         for llm in llms.values():  # an endpoint's HTTP session belongs to this loop
-            close = getattr(llm, "aclose", None) or getattr(getattr(llm, "llm", None), "aclose", None)
-            if close is not None:
-                await close()
+            await llm.aclose()

@@ -28,9 +28,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
 from emocaustics.core.errors import UsageError
-from emocaustics.models.base import ChatRequest, Completion
+from emocaustics.models.base import ChatRequest, Completion, ModelBase
 from emocaustics.models.jsonout import parse_answer
-from emocaustics.models.local import run_local
 from emocaustics.models.usage import Usage
 
 log = logging.getLogger(__name__)
@@ -70,8 +69,7 @@ def _transform(schema: dict[str, Any]) -> dict[str, Any]:
     return transform_schema(schema)
 
 
-class AnthropicChatLLM:
-    runs_remotely = False
+class AnthropicChatLLM(ModelBase):
 
     def __init__(
         self,
@@ -205,14 +203,6 @@ class AnthropicChatLLM:
         answers = list(await asyncio.gather(*(self._one(r) for r in requests)))
         self.usage.count(answers)
         return answers
-
-    async def run(
-        self, fn: Callable[[Any, Any], Awaitable[Any]], items: list[Any],
-        affinity_key: Callable[[Any], str] | None = None,
-        *, weight_key: Callable[[Any], int] | None = None, chain_key: Callable[[Any], int] | None = None,
-    ) -> list[Any]:
-        """`fn(self, item)` for every item in this process (no actor, so affinity and weight do not apply)."""
-        return await run_local(self, fn, items)
 
     async def aclose(self) -> None:
         entry = self._per_loop.pop(asyncio.get_running_loop(), None)

@@ -1,12 +1,14 @@
-"""The one interface every model backend offers (vLLM actor, OpenAI-compatible endpoint, smoke model, embedders).
+"""The one interface every model offers (`LLM`: a provider's client, the pool of Ray-hosted replicas, and every layer
+in front of them), its defaults (`ModelBase`, `Layer`), and the embedders' (`Embedder`).
 
-Extraction and scoring code talk only to these protocols; the spec string picks the backend
-(see `emocaustics.models.spec`).
+Solving and scoring code call only the members `LLM` names; the registry picks the provider of a spec
+(`models.registry`) and `models.factory.make_llm` composes the layers.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -57,11 +59,126 @@ class Completion:
 
 @runtime_checkable
 class LLM(Protocol):
-    name: str  # the spec string, used in cache keys and reports
+    """Every member the rest of the code may call on a model, and nothing else (no attribute is reached through a
+    wrapper): a provider's client, the pool of Ray-hosted replicas, and each layer in front of them (cache, breaker
+    and rate limit, budget, batch, eval log, a sample's counter) offer exactly these. `ModelBase` gives the defaults,
+    so that a provider writes `name` and `generate` only."""
+
+    name: str  # the spec string, used in reports
+    cache_id: str  # the model's identity in response-cache keys (the smoke model's includes its content hash)
+    runs_remotely: bool  # True: `run` ships `fn` and the items to the model's actors (they must pickle)
 
     async def generate(self, requests: list[ChatRequest]) -> list[Completion]:
         """One Completion per request, same order. Never raises for a single bad request: it sets `error`."""
         ...
+
+    async def run(self, fn: Callable[[Any, Any], Awaitable[Any]], items: list[Any],
+                  affinity_key: Callable[[Any], str] | None = None, *, weight_key: Callable[[Any], int] | None = None,
+                  chain_key: Callable[[Any], int] | None = None, cache_path: Any = None) -> list[Any]:
+        """`fn(model, item)` for every item, results in order (a failed item is a `models.local.RunFailure`);
+        `cache_path`: the response cache that a model running `fn` next to its replicas answers them through."""
+        ...
+
+    async def stats(self) -> dict[str, Any]:
+        """Counters of this model and the layers below it (calls, tokens, cache hits, batches ...)."""
+        ...
+
+    async def aclose(self) -> None:
+        """Close what this event loop holds (an endpoint's HTTP session); the model stays usable from another loop."""
+        ...
+
+
+class ModelBase:
+    """The defaults of the `LLM` protocol: a subclass writes `name` and `generate`. `run` calls `fn` here, in this
+    process, as many items in flight as `fn` awaits."""
+
+    name: str = ""
+    runs_remotely: bool = False
+
+    @property
+    def cache_id(self) -> str:
+        return self.__dict__.get("_cache_id") or self.name
+
+    @cache_id.setter
+    def cache_id(self, value: str) -> None:
+        self.__dict__["_cache_id"] = value
+
+    async def generate(self, requests: list[ChatRequest]) -> list[Completion]:
+        raise NotImplementedError(f"{type(self).__name__}.generate")
+
+    async def run(self, fn: Callable[[Any, Any], Awaitable[Any]], items: list[Any],
+                  affinity_key: Callable[[Any], str] | None = None, *, weight_key: Callable[[Any], int] | None = None,
+                  chain_key: Callable[[Any], int] | None = None, cache_path: Any = None) -> list[Any]:
+        from emocaustics.models.local import run_local
+
+        return await run_local(self, fn, items)
+
+    async def stats(self) -> dict[str, Any]:
+        return {}
+
+    async def aclose(self) -> None:
+        return None
+
+
+class Layer(ModelBase):
+    """A model in front of another (`self.llm`): it is the model it wraps (name, cache id) unless it says otherwise,
+    and hands `stats` and `aclose` down. `run` stays in this process, through this layer; a layer that can run next to
+    remote replicas (the response cache) overrides `runs_remotely` and `run`."""
+
+    def __init__(self, llm: Any) -> None:
+        self.llm: LLM = as_model(llm)
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return self.llm.name
+
+    @property
+    def cache_id(self) -> str:
+        return self.llm.cache_id
+
+    async def generate(self, requests: list[ChatRequest]) -> list[Completion]:
+        return await self.llm.generate(requests)
+
+    async def stats(self) -> dict[str, Any]:
+        return await self.llm.stats()
+
+    async def aclose(self) -> None:
+        await self.llm.aclose()
+
+
+class _Adapted(ModelBase):
+    """A model written to the protocol's two required members only (a test double, a plug-in that does not use
+    `ModelBase`), with the defaults for the rest, or its own where it has them. The one place that asks an object
+    which members it has."""
+
+    def __init__(self, obj: Any) -> None:
+        self.obj = obj
+        self.name = obj.name
+        self.cache_id = getattr(obj, "cache_id", None) or obj.name
+        self.runs_remotely = bool(getattr(obj, "runs_remotely", False))
+        self._stats, self._aclose = getattr(obj, "stats", None), getattr(obj, "aclose", None)
+        self._run = getattr(obj, "run", None)
+
+    async def generate(self, requests: list[ChatRequest]) -> list[Completion]:
+        return await self.obj.generate(requests)
+
+    async def run(self, fn: Callable[[Any, Any], Awaitable[Any]], items: list[Any],
+                  affinity_key: Callable[[Any], str] | None = None, **keys: Any) -> list[Any]:
+        if self._run is not None and self.runs_remotely:
+            return await self._run(fn, items, affinity_key, **keys)
+        return await super().run(fn, items)
+
+    async def stats(self) -> dict[str, Any]:
+        return dict(await self._stats()) if self._stats is not None else {}
+
+    async def aclose(self) -> None:
+        if self._aclose is not None:
+            await self._aclose()
+
+
+def as_model(obj: Any) -> LLM:
+    """`obj` with the whole `LLM` protocol: itself when it derives from `ModelBase`, else adapted (`_Adapted`)."""
+    return obj if isinstance(obj, ModelBase) else _Adapted(obj)
 
 
 @runtime_checkable

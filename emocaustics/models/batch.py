@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from emocaustics.models.base import ChatRequest, Completion, Sampling
+from emocaustics.models.base import ChatRequest, Completion, Layer, Sampling
 from emocaustics.models.cache import request_key
 from emocaustics.models.usage import Usage
 
@@ -131,18 +131,15 @@ class _LoopState:
     followed: set[str] = field(default_factory=set)
 
 
-class BatchLLM:
-    """Wraps the live path of a remote model (breaker -> budget -> client) with the provider's batch API."""
-
-    runs_remotely = False
+class BatchLLM(Layer):
+    """A layer in front of the live path of a remote model (breaker -> budget -> client): the provider's batch API."""
 
     def __init__(self, live: Any, api: Any, *, endpoint: str, store: BatchStore | None = None, cache: Any = None,
                  batch_size: int | None = None, quiet: float = QUIET, max_wait: float = MAX_WAIT,
                  poll: float = POLL, report: Callable[[str], None] | None = None, ledger: Any = None,
                  price: Any = None) -> None:
-        self.live, self.api, self.endpoint, self.store, self.cache = live, api, endpoint, store, cache
-        self.cache_id: str = getattr(live, "cache_id", live.name)
-        self.name = live.name
+        super().__init__(live)
+        self.live, self.api, self.endpoint, self.store, self.cache = self.llm, api, endpoint, store, cache
         self.max_requests = min(int(batch_size or api.max_requests), api.max_requests)
         self.quiet, self.max_wait, self.poll = float(quiet), float(max_wait), float(poll)
         if report is None:
@@ -152,9 +149,6 @@ class BatchLLM:
         self.usage = Usage()  # the calls answered through batches
         self.counts = {"batches": 0, "batches_resumed": 0, "batched_calls": 0, "batch_live_retries": 0}
         self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = weakref.WeakKeyDictionary()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.live, name)
 
     # -- the caller's side ------------------------------------------------------------------------------------
     async def generate(self, requests: list[ChatRequest]) -> list[Completion]:
@@ -350,25 +344,16 @@ class BatchLLM:
         holds.clear()
 
     # -- the rest of the LLM object ------------------------------------------------------------------------------
-    async def run(self, fn: Any, items: list[Any], affinity_key: Any = None, *, weight_key: Any = None,
-                  chain_key: Any = None) -> list[Any]:
-        from emocaustics.models.local import run_local
-
-        return await run_local(self, fn, items)
-
     async def aclose(self) -> None:
         state = self._loops.pop(asyncio.get_running_loop(), None)
         if state is not None:
             for task in [*state.tasks, *([state.flusher] if state.flusher else [])]:
                 task.cancel()
         await self.api.aclose()
-        close = getattr(self.live, "aclose", None)
-        if close is not None:
-            await close()
+        await self.live.aclose()
 
     async def stats(self) -> dict[str, Any]:
-        inner = getattr(self.live, "stats", None)
-        out: dict[str, Any] = dict(await inner()) if inner else {}
+        out: dict[str, Any] = dict(await self.live.stats())
         for key, value in self.usage.as_dict().items():
             out[key] = out.get(key, 0) + value
         return {**out, **self.counts}

@@ -29,7 +29,7 @@ import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from emocaustics.models.base import ChatRequest, Completion
+from emocaustics.models.base import ChatRequest, Completion, Layer
 from emocaustics.models.gate import PriorityGate
 from emocaustics.models.ratelimit import AdaptiveLimiter
 
@@ -63,16 +63,14 @@ class _LoopState:
         self.watchdog: asyncio.Task[None] | None = None
 
 
-class BreakerLLM:
-    """Wraps a remote LLM (`OpenAIChatLLM`, `AnthropicChatLLM`); everything but `generate` and `run` passes through."""
-
-    runs_remotely = False
+class BreakerLLM(Layer):
+    """A layer in front of a remote provider's client (models/base.py: name, stats and aclose are the client's)."""
 
     def __init__(self, llm: Any, endpoint: str, limit: int = DEFAULT_LIMIT, concurrency: int = 16, *,
                  server_errors: int = DEFAULT_SERVER_ERRORS, stall: float | None = None,
                  report: Callable[[str], None] | None = None, limiter: AdaptiveLimiter | None = None,
                  max_throttled: int = REQUEUE_LIMIT) -> None:
-        self.llm = llm
+        super().__init__(llm)
         self.endpoint = endpoint
         self.limit = max(1, int(limit))
         self.server_errors = max(1, int(server_errors))
@@ -94,9 +92,6 @@ class BreakerLLM:
         self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = weakref.WeakKeyDictionary()
         if hasattr(llm, "on_response"):
             llm.on_response = self._answered
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.llm, name)
 
     def down_reason(self) -> str:
         return self.reason or f"{ENDPOINT_DOWN}: {self.endpoint}: stopped calling it"
@@ -224,22 +219,12 @@ class BreakerLLM:
     async def generate(self, requests: list[ChatRequest]) -> list[Completion]:
         return list(await asyncio.gather(*(self._one(r) for r in requests)))
 
-    async def run(self, fn: Callable[[Any, Any], Awaitable[Any]], items: list[Any],
-                  affinity_key: Callable[[Any], str] | None = None, *,
-                  weight_key: Callable[[Any], int] | None = None,
-                  chain_key: Callable[[Any], int] | None = None) -> list[Any]:
-        from emocaustics.models.local import run_local
-
-        return await run_local(self, fn, items)
-
     async def aclose(self) -> None:
         """Close the client's connections of this event loop (see `OpenAIChatLLM.aclose`)."""
         state = self._loops.pop(asyncio.get_running_loop(), None)
         if state is not None and state.watchdog is not None and not state.watchdog.done():
             state.watchdog.cancel()
-        close = getattr(self.llm, "aclose", None)
-        if close is not None:
-            await close()
+        await self.llm.aclose()
 
 
 def _print_line(line: str) -> None:

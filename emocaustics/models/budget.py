@@ -21,7 +21,7 @@ import threading
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from emocaustics.models.base import ChatRequest, Completion
+from emocaustics.models.base import ChatRequest, Completion, Layer
 from emocaustics.models.prices import Price
 
 BUDGET_REACHED = "cost budget reached"
@@ -81,16 +81,13 @@ def active() -> Ledger | None:
     return _active
 
 
-class BudgetLLM:
-    """Wraps a remote LLM: each request reserves its cost before it is sent (see the module docstring)."""
-
-    runs_remotely = False
+class BudgetLLM(Layer):
+    """A layer in front of a remote provider's client: each request reserves its cost before it is sent (see the
+    module docstring)."""
 
     def __init__(self, llm: Any, ledger: Ledger, price: Price) -> None:
-        self.llm, self.ledger, self.price = llm, ledger, price
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.llm, name)
+        super().__init__(llm)
+        self.ledger, self.price = ledger, price
 
     # The breaker in front sets the client's response hook through this wrapper (models/breaker.py).
     @property
@@ -115,14 +112,6 @@ class BudgetLLM:
 
     async def generate(self, requests: list[ChatRequest]) -> list[Completion]:
         return list(await asyncio.gather(*(self._one(r) for r in requests)))
-
-    async def run(self, fn: Callable[[Any, Any], Awaitable[Any]], items: list[Any],
-                  affinity_key: Callable[[Any], str] | None = None, *,
-                  weight_key: Callable[[Any], int] | None = None,
-                  chain_key: Callable[[Any], int] | None = None) -> list[Any]:
-        from emocaustics.models.local import run_local
-
-        return await run_local(self, fn, items)
 
 
 def guard(llm: Any, name: str) -> Any:

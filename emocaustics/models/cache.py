@@ -29,7 +29,7 @@ from typing import Any
 
 from emocaustics.core.errors import WriteFailed
 from emocaustics.core.writes import failed
-from emocaustics.models.base import LLM, ChatRequest, Completion
+from emocaustics.models.base import LLM, ChatRequest, Completion, Layer
 from emocaustics.models.usage import Usage
 
 
@@ -210,15 +210,13 @@ def _flush_open_caches() -> None:
             pass
 
 
-class CachedLLM:
-    """Wraps any LLM; answers repeated requests from the cache. Counts hits and misses in `usage`."""
+class CachedLLM(Layer):
+    """A layer in front of any model: answers repeated requests from the cache, keyed under the model's identity
+    (`cache_id`: the smoke model's includes its content hash). Counts hits and misses in `usage`."""
 
     def __init__(self, llm: LLM, cache: ResponseCache) -> None:
-        self.llm = llm
+        super().__init__(llm)
         self.cache = cache
-        self.name = llm.name
-        # Cache under the model's identity, not its spec: the smoke model's id includes its content hash.
-        self.cache_id: str = getattr(llm, "cache_id", llm.name)
         self.usage = Usage()
 
     async def generate(self, requests: list[ChatRequest]) -> list[Completion]:
@@ -233,19 +231,19 @@ class CachedLLM:
         return [fresh[i] if i in fresh else hits[keys[i]] for i in range(len(requests))]
 
     @property
-    def runs_remotely(self) -> bool:
+    def runs_remotely(self) -> bool:  # type: ignore[override]
         """Whether `run` ships items to the wrapped model's actors (they must then be serialisable)."""
-        return bool(getattr(self.llm, "runs_remotely", False))
+        return self.llm.runs_remotely
 
     async def run(
         self, fn: Callable[[Any, Any], Awaitable[Any]], items: list[Any], affinity_key: Callable[[Any], str] | None = None,
         *, weight_key: Callable[[Any], int] | None = None, chain_key: Callable[[Any], int] | None = None,
+        cache_path: Any = None,
     ) -> list[Any]:
         """`fn(llm, item)` for every item, with this cache in front of the model (inside the model's actor if it has one)."""
-        inner_run = getattr(self.llm, "run", None)
-        if inner_run is not None and getattr(self.llm, "runs_remotely", False):
-            return await inner_run(fn, items, affinity_key, cache_path=self.cache.path, weight_key=weight_key,
-                                    chain_key=chain_key)
+        if self.llm.runs_remotely:
+            return await self.llm.run(fn, items, affinity_key, cache_path=self.cache.path, weight_key=weight_key,
+                                      chain_key=chain_key)
         from emocaustics.models.local import run_local
 
         return await run_local(self, fn, items)
@@ -255,14 +253,11 @@ class CachedLLM:
         the answers put so far: another cache object on the same file (the next LLM made on the run folder, another
         process) reads them from disk, and the writer thread may not have committed them yet (a batch test read a
         miss under CI load)."""
-        close = getattr(self.llm, "aclose", None)
-        if close is not None:
-            await close()
+        await self.llm.aclose()
         await asyncio.to_thread(self.cache.flush)
 
     async def stats(self) -> dict[str, Any]:
-        inner = getattr(self.llm, "stats", None)
-        out: dict[str, Any] = dict(await inner()) if inner else {}
+        out: dict[str, Any] = dict(await self.llm.stats())
         for key in ("cache_hits", "cache_misses"):
             out[key] = out.get(key, 0) + getattr(self.usage, key)
         return out

@@ -1,68 +1,73 @@
-"""The LLM object for a model spec: a client of an endpoint (behind the dead-endpoint breaker) or the process's pool of
-Ray-hosted replicas, optionally behind the response cache. Kept apart from `spec` (parsing only) so that the pool,
-which parses specs, and this factory, which makes pools, do not import each other."""
+"""The model of a spec: the provider's bare model (models/registry.py) with the layers in front of it, composed here
+and only here, each with the same `LLM` interface (models/base.py):
+
+    response cache (models/cache.py)             -- answers a repeated request; with a cache folder
+      batch (models/batch.py)                    -- `batch=true`: independent calls through the provider's batch API
+        breaker + rate limit (models/breaker.py)  -- a remote provider: stop calling a dead endpoint; requeue a 429
+          budget (models/budget.py)               -- a remote provider under the job's max_cost_usd, when priced
+            the provider's model                  -- a client of an endpoint, or the process's pool of replicas
+
+Kept apart from `spec` (parsing only) so that the pool, which parses specs, and this factory, which makes pools, do not
+import each other."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from emocaustics.models.spec import BATCH_KEYS, BREAKER_KEYS, REMOTE_KINDS, LLMSpec, as_llm_spec, endpoint_name
+from emocaustics.models.base import LLM, as_model
+from emocaustics.models.registry import Provider, provider
+from emocaustics.models.spec import (BATCH_KEYS, BREAKER_KEYS, OLLAMA_DEFAULT_HOST, LLMSpec, as_llm_spec,
+                                    endpoint_name)
 
 
-def make_llm(spec: str | LLMSpec, *, cache_dir: Path | str | None = None, **opts: Any) -> Any:
-    """An LLM for the spec, usable from asyncio code in the driver; `opts` override the spec's options.
+def make_llm(spec: str | LLMSpec, *, cache_dir: Path | str | None = None, **opts: Any) -> LLM:
+    """The model for the spec, usable from asyncio code in the driver; `opts` override the spec's options.
 
-    smoke/vllm/hf: the process's shared `ModelPool` (Ray is started locally if it is not running yet); `hf:` replicas
-    are transformers models (models/hf_actor.py), the others vLLM engines.
-    openai: an `OpenAIChatLLM`. With `cache_dir`, calls go through `<cache_dir>/responses.sqlite`.
-    openai/anthropic with `batch=true`: a `BatchLLM` in front of the live path (models/batch.py); its batch ids are
-    kept in `<cache_dir>/batches.jsonl` (without a cache_dir they are not kept: a killed run's batches are lost).
-    Every returned object has `name`, `generate`, `run(fn, items, affinity_key=None)` and `stats()`.
-    """
+    A local provider (smoke/vllm/hf) gives the process's shared `ModelPool` (Ray is started locally if it is not
+    running yet); a remote one its client behind the budget, breaker and rate-limit layers. With `cache_dir`, calls
+    go through `<cache_dir>/responses.sqlite`; `batch=true` keeps its batch ids in `<cache_dir>/batches.jsonl`
+    (without a cache_dir they are not kept: a killed run's batches are lost)."""
     parsed = as_llm_spec(spec)
     if opts:
         parsed = parsed.with_options(**opts)
-    llm: Any
-    if parsed.kind in REMOTE_KINDS:
-        from emocaustics.models.breaker import DEFAULT_LIMIT, DEFAULT_SERVER_ERRORS, REQUEUE_LIMIT, BreakerLLM
-
-        client = {k: v for k, v in parsed.client.items() if k not in BREAKER_KEYS + BATCH_KEYS}
-        breaker = parsed.client
-        if parsed.kind == "openai":
-            from emocaustics.models.openai_chat import OpenAIChatLLM
-
-            llm = OpenAIChatLLM(parsed.model, parsed.base_url or "", name=parsed.canonical(), **client)
-        else:
-            from emocaustics.models.anthropic_chat import AnthropicChatLLM
-
-            llm = AnthropicChatLLM(parsed.model, parsed.base_url, name=parsed.canonical(), **client)
-        llm.retry_throttled = False  # a 429 goes back through the adaptive queue (models/ratelimit.py)
-        client_llm = llm
-        from emocaustics.models.budget import guard
-
-        # The job's max_cost_usd, checked as each call leaves the breaker's queue (models/budget.py).
-        llm = guard(llm, endpoint_name(parsed))
-        # A dead endpoint (connection failures, 5xx in a row, or silence past the stall deadline) is no longer
-        # called: models/breaker.py. No stall deadline given: two client timeouts, at least 30 s.
-        llm = BreakerLLM(llm, endpoint_name(parsed), int(breaker.get("max_connection_failures", DEFAULT_LIMIT)),
-                         concurrency=int(client.get("concurrency", 16)),
-                         server_errors=int(breaker.get("max_server_errors", DEFAULT_SERVER_ERRORS)),
-                         stall=float(breaker["stall_seconds"]) if breaker.get("stall_seconds") else None,
-                         limiter=_limiter(parsed, breaker),
-                         max_throttled=int(breaker.get("max_throttled", REQUEUE_LIMIT)))
-        if _true(breaker.get("batch")):
-            return _batched(llm, client_llm, parsed, cache_dir)
-    else:
-        from emocaustics.core.cluster import connect
-        from emocaustics.models.pool import get_pool
-
-        connect()
-        llm = get_pool(parsed)
+    prov = provider(parsed.kind)
+    llm = as_model(prov.model(parsed))
+    cache = None
     if cache_dir is not None:
-        from emocaustics.models.cache import CachedLLM, ResponseCache
+        from emocaustics.models.cache import ResponseCache
 
-        llm = CachedLLM(llm, ResponseCache(Path(cache_dir) / "responses.sqlite"))
+        cache = ResponseCache(Path(cache_dir) / "responses.sqlite")
+    if prov.remote:
+        llm = _endpoint(llm, parsed, prov, cache_dir, cache)
+    if cache is not None:
+        from emocaustics.models.cache import CachedLLM
+
+        llm = CachedLLM(llm, cache)
+    return llm
+
+
+def _endpoint(client: LLM, parsed: LLMSpec, prov: Provider, cache_dir: Path | str | None, cache: Any) -> LLM:
+    """A remote provider's client behind its budget, breaker and rate limit (and batch API with `batch=true`)."""
+    from emocaustics.models.breaker import (DEFAULT_LIMIT, DEFAULT_SERVER_ERRORS, REQUEUE_LIMIT, BreakerLLM,
+                                            default_stall)
+    from emocaustics.models.budget import guard
+
+    opts = parsed.client
+    name = endpoint_name(parsed)
+    client.retry_throttled = False  # type: ignore[attr-defined]  # a 429 goes back through the adaptive queue
+    # The job's max_cost_usd, checked as each call leaves the breaker's queue (models/budget.py).
+    llm = guard(client, name) if prov.priced else client
+    # A dead endpoint (connection failures, 5xx in a row, or silence past the stall deadline) is no longer called:
+    # models/breaker.py. No stall deadline given: two client timeouts, at least 30 s.
+    timeout = float(getattr(client, "timeout", None) or 60.0)  # the client's, whatever its default
+    llm = BreakerLLM(llm, name, int(opts.get("max_connection_failures", DEFAULT_LIMIT)),
+                     concurrency=int(opts.get("concurrency", 16)),
+                     server_errors=int(opts.get("max_server_errors", DEFAULT_SERVER_ERRORS)),
+                     stall=float(opts["stall_seconds"]) if opts.get("stall_seconds") else default_stall(timeout),
+                     limiter=_limiter(parsed, opts), max_throttled=int(opts.get("max_throttled", REQUEUE_LIMIT)))
+    if prov.batch and _true(opts.get("batch")):
+        return _batched(llm, client, parsed, cache_dir, cache)
     return llm
 
 
@@ -79,9 +84,10 @@ def _true(value: Any) -> bool:
     return value is True or str(value).lower() in ("1", "true", "yes")
 
 
-def _batched(live: Any, client: Any, parsed: LLMSpec, cache_dir: Path | str | None) -> Any:
-    """`batch=true`: the provider's batch API in front of the live path, the response cache in front of both (the
-    batch writes its answers into that cache as each batch ends, also those no request of this run waits for)."""
+def _batched(live: LLM, client: LLM, parsed: LLMSpec, cache_dir: Path | str | None, cache: Any) -> LLM:
+    """`batch=true`: the provider's batch API in front of the live path; the response cache (put in front by
+    `make_llm`) is also the batch's, which writes the answers of each batch into it as it ends, also those no request
+    of this run waits for."""
     from emocaustics.models import batch as b
     from emocaustics.models.batch_api import batch_api_for
     from emocaustics.models.budget import active
@@ -90,18 +96,45 @@ def _batched(live: Any, client: Any, parsed: LLMSpec, cache_dir: Path | str | No
     name = endpoint_name(parsed)
     ledger = active()
     price = ledger.prices.get(name) if ledger is not None and ledger.limit_usd is not None else None
-    cache = store = None
-    if cache_dir is not None:
-        from emocaustics.models.cache import ResponseCache
+    store = b.BatchStore(cache_dir) if cache_dir is not None else None
+    return b.BatchLLM(live, batch_api_for(client), endpoint=name, store=store, cache=cache,
+                      batch_size=int(opts["batch_size"]) if opts.get("batch_size") else None,
+                      quiet=float(opts.get("batch_quiet", b.QUIET)),
+                      max_wait=float(opts.get("batch_max_wait", b.MAX_WAIT)),
+                      poll=float(opts.get("batch_poll", b.POLL)), ledger=ledger if price else None, price=price)
 
-        cache, store = ResponseCache(Path(cache_dir) / "responses.sqlite"), b.BatchStore(cache_dir)
-    llm: Any = b.BatchLLM(live, batch_api_for(client), endpoint=name, store=store, cache=cache,
-                          batch_size=int(opts["batch_size"]) if opts.get("batch_size") else None,
-                          quiet=float(opts.get("batch_quiet", b.QUIET)), max_wait=float(opts.get("batch_max_wait",
-                                                                                             b.MAX_WAIT)),
-                          poll=float(opts.get("batch_poll", b.POLL)), ledger=ledger if price else None, price=price)
-    if cache is not None:
-        from emocaustics.models.cache import CachedLLM
 
-        llm = CachedLLM(llm, cache)
-    return llm
+# -- the built-in providers' models (models/registry.py names them) ------------------------------------------------
+def _client_options(spec: LLMSpec) -> dict[str, Any]:
+    """The spec's options that its client takes (not the breaker's, rate limit's or batch's: models/spec.py)."""
+    return {k: v for k, v in spec.client.items() if k not in BREAKER_KEYS + BATCH_KEYS}
+
+
+def openai_client(spec: LLMSpec) -> LLM:
+    from emocaustics.models.openai_chat import OpenAIChatLLM
+
+    return OpenAIChatLLM(spec.model, spec.base_url or "", name=spec.canonical(), **_client_options(spec))
+
+
+def anthropic_client(spec: LLMSpec) -> LLM:
+    from emocaustics.models.anthropic_chat import AnthropicChatLLM
+
+    return AnthropicChatLLM(spec.model, spec.base_url, name=spec.canonical(), **_client_options(spec))
+
+
+def ollama_client(spec: LLMSpec) -> LLM:
+    """`ollama:MODEL` is written out as an `openai:` spec at the edges (spec.expand_shorthand); this serves one that
+    was not: Ollama's OpenAI-compatible API at the given base URL, else at Ollama's default address."""
+    from emocaustics.models.openai_chat import OpenAIChatLLM
+
+    url = spec.base_url or f"http://{OLLAMA_DEFAULT_HOST}/v1"
+    return OpenAIChatLLM(spec.model, url, name=spec.canonical(), **_client_options(spec))
+
+
+def pool(spec: LLMSpec) -> LLM:
+    """The process's one pool of Ray-hosted replicas of a smoke/vllm/hf spec (Ray started here if not yet)."""
+    from emocaustics.core.cluster import connect
+    from emocaustics.models.pool import get_pool
+
+    connect()
+    return get_pool(spec)

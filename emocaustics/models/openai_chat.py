@@ -22,10 +22,9 @@ import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
-from emocaustics.models.base import ChatRequest, Completion
+from emocaustics.models.base import ChatRequest, Completion, ModelBase
 from emocaustics.models.gate import PriorityGate
 from emocaustics.models.jsonout import parse_answer
-from emocaustics.models.local import run_local
 from emocaustics.models.usage import Usage
 
 log = logging.getLogger(__name__)
@@ -44,8 +43,7 @@ def api_key_from_env() -> str | None:
     return None
 
 
-class OpenAIChatLLM:
-    runs_remotely = False
+class OpenAIChatLLM(ModelBase):
 
     def __init__(
         self,
@@ -160,14 +158,6 @@ class OpenAIChatLLM:
         answers = list(await asyncio.gather(*(self._one(r) for r in requests)))
         self.usage.count(answers)
         return answers
-
-    async def run(
-        self, fn: Callable[[Any, Any], Awaitable[Any]], items: list[Any], affinity_key: Callable[[Any], str] | None = None,
-        *, weight_key: Callable[[Any], int] | None = None, chain_key: Callable[[Any], int] | None = None,
-    ) -> list[Any]:
-        """`fn(self, item)` for every item in this process (an endpoint needs no actor to sit next to; no placement,
-        so affinity and weight do not apply)."""
-        return await run_local(self, fn, items)
 
     async def aclose(self) -> None:
         """Close this event loop's HTTP client (call before the loop ends to release its connections cleanly)."""

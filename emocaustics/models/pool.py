@@ -26,7 +26,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from emocaustics.models.base import ChatRequest, Completion
+from emocaustics.models.base import ChatRequest, Completion, ModelBase
 from emocaustics.models.local import RunFailure
 from emocaustics.models.placement import CHAIN_COST, Placement
 from emocaustics.models.usage import Usage
@@ -43,7 +43,7 @@ class ReplicaDied(Exception):
 MAX_COMEBACKS = 3  # re-attachments of one call to a restarted service's replica (models/comeback.py)
 
 
-class ModelPool:
+class ModelPool(ModelBase):
     runs_remotely = True  # `run()` executes next to the engine (see CachedLLM.run)
 
     def __init__(

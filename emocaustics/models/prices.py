@@ -67,7 +67,9 @@ def model_name(spec: str) -> str | None:
     """The provider's model name of an endpoint spec (`openai:gpt-4o@URL?...` -> `gpt-4o`); None for local engines."""
     head = spec.split("?", 1)[0]
     kind, _, rest = head.partition(":")
-    if kind not in ("openai", "anthropic"):
+    from emocaustics.models.registry import is_priced
+
+    if not is_priced(kind):
         return None
     return rest.split("@", 1)[0] or None
 

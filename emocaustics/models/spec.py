@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from emocaustics.core.errors import UsageError
 from emocaustics.models.hf_generate import HF_KEYS
+from emocaustics.models.registry import is_remote, provider
 
 ALLOWED = (
     "'smoke[?OPTION=VALUE...]', 'vllm:PATH_OR_NAME[?replicas=N&tp=N&OPTION=VALUE...]', "
@@ -51,8 +52,6 @@ BATCH_KEYS = ("batch", "batch_size", "batch_poll", "batch_quiet", "batch_max_wai
 # Client keys of the dead-endpoint breaker (models/breaker.py) and its rate limit (models/ratelimit.py), not of the
 # client itself.
 BREAKER_KEYS = ("max_connection_failures", "max_server_errors", "stall_seconds", "max_throttled", "rpm", "tpm")
-# Options only one client takes: Anthropic's `sampling` (send temperature/top_p, or leave them out: anthropic_chat.py).
-KIND_KEYS = {"openai": (), "anthropic": ("sampling",)}
 
 
 OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
@@ -89,7 +88,7 @@ def expand_shorthand(spec: str) -> str:
 class LLMSpec(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    kind: Literal["smoke", "vllm", "hf", "openai", "anthropic"]
+    kind: str  # the provider's name (models/registry.py): smoke, vllm, hf, openai, anthropic, ollama or a plug-in's
     model: str = ""
     base_url: str | None = None
     replicas: int = Field(1, ge=1)
@@ -107,8 +106,8 @@ class LLMSpec(BaseModel):
         if self.kind == "openai":
             head = f"openai:{self.model}@{self.base_url}"
             query = dict(sorted(self.client.items()))
-        elif self.kind == "anthropic":
-            head = f"anthropic:{self.model}" + (f"@{self.base_url}" if self.base_url else "")
+        elif is_remote(self.kind):  # anthropic, and a plug-in provider's endpoint
+            head = f"{self.kind}:{self.model}" + (f"@{self.base_url}" if self.base_url else "")
             query = dict(sorted(self.client.items()))
         else:
             head = "smoke" if self.kind == "smoke" else f"{self.kind}:{self.model}"
@@ -138,8 +137,8 @@ def _value(raw: str) -> Any:
 
 def _assign(data: dict[str, Any], opts: dict[str, Any], spec: str) -> None:
     for key, value in opts.items():
-        if data["kind"] in REMOTE_KINDS:
-            allowed = CLIENT_KEYS + KIND_KEYS[data["kind"]]
+        if is_remote(data["kind"]):
+            allowed = CLIENT_KEYS + provider(data["kind"]).options
             if key not in allowed:
                 raise UsageError(f"model spec {spec!r}: unknown option {key!r} ({data['kind']} options: "
                                  f"{', '.join(allowed)})")
@@ -184,6 +183,9 @@ def parse_llm_spec(spec: str) -> LLMSpec:
         if not model or (at and not base_url.startswith(("http://", "https://"))):
             raise UsageError(f"model spec {spec!r}: expected 'anthropic:MODEL' or 'anthropic:MODEL@BASE_URL'")
         data = {"kind": "anthropic", "model": model, "base_url": base_url or None}
+    elif is_remote(head.partition(":")[0]) and head.partition(":")[2]:  # a plug-in provider (models/registry.py)
+        model, _, base_url = head.partition(":")[2].partition("@")
+        data = {"kind": head.partition(":")[0], "model": model, "base_url": base_url or None}
     else:
         raise UsageError(f"unknown model spec {spec!r}; expected {ALLOWED}")
     data.update(engine={}, client={})

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from emocaustics.core import aio
-from emocaustics.models.base import ChatRequest, Completion
+from emocaustics.models.base import ChatRequest, Completion, ModelBase
 from emocaustics.models.jsonout import parse_answer
 from emocaustics.models.local import run_item
 from emocaustics.models.usage import Usage
@@ -63,7 +63,7 @@ def engine_options(engine_opts: dict[str, Any], *, cpu: bool) -> dict[str, Any]:
     return {**ENGINE_DEFAULTS, **(CPU_DEFAULTS if cpu else GPU_DEFAULTS), **engine_opts}
 
 
-class EngineLLM:
+class EngineLLM(ModelBase):
     """The local engine seen through the `LLM` protocol: what `run_one`'s function receives."""
 
     def __init__(self, actor: "VLLMEngineActor") -> None:

@@ -100,7 +100,9 @@ def counter_for(spec: str | None) -> TokenCounter:
             return _folder_counter(name, path)
     except Exception as exc:  # noqa: BLE001 - a tokenizer that does not load leaves the heuristic, said so
         return TokenCounter(f"approx_tokens heuristic (the tokenizer of {head} did not load: {type(exc).__name__})")
-    if head.startswith(("openai:", "anthropic:")):
+    from emocaustics.models.registry import is_remote
+
+    if is_remote(head):
         return TokenCounter("approx_tokens heuristic (an endpoint's tokenizer is not on this machine)")
     return TokenCounter("approx_tokens heuristic")
 

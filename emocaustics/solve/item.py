@@ -1,5 +1,5 @@
 """One sample through its task's solver, next to the engine: the function `solve.plan` ships to a replica (or runs in
-the driver for an endpoint), and the thin model wrapper that counts what the sample cost.
+the driver for an endpoint), and the layer in front of the model that counts what the sample cost.
 
 A work item is the sample's JSON (`Task.solver_view`) plus `side`: where its embeddings come
 from (packed with the item, a ticket to the run's embedding board, or a lazy source in this process).
@@ -8,40 +8,35 @@ from (packed with the item, a ticket to the run's embedding board, or a lazy sou
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 from emocaustics.core.task import Options, Sample, Side, SolveFailed, Task
+from emocaustics.models.base import Layer
 from emocaustics.solve.side import EmbeddingFailed, Embeddings, unpack
 
 
-@dataclass
-class CountingLLM:
-    """Counts what one sample's solver asked of the model; everything else passes through."""
+class CountingLLM(Layer):
+    """A layer in front of the model one sample's solver calls: `counts` what the solver asked of it."""
 
-    llm: Any
-    stats: dict[str, int] = field(default_factory=lambda: {"llm_calls": 0, "cache_hits": 0, "prompt_tokens": 0,
-                                                           "generated_tokens": 0})
+    def __init__(self, llm: Any) -> None:
+        super().__init__(llm)
+        self.counts: dict[str, int] = {"llm_calls": 0, "cache_hits": 0, "prompt_tokens": 0, "generated_tokens": 0}
 
     async def generate(self, requests: list[Any]) -> list[Any]:
         completions = await self.llm.generate(requests)
+        counts = self.counts
         for c in completions:
-            if getattr(c, "cached", False):
-                self.stats["cache_hits"] += 1
-            else:
-                self.stats["llm_calls"] += 1
-                self.stats["prompt_tokens"] += int(getattr(c, "prompt_tokens", 0) or 0)
-                self.stats["generated_tokens"] += int(getattr(c, "generated_tokens", 0) or 0)
-                if getattr(c, "batched", False):  # answered through a batch API: billed at its price (prices.py)
-                    for key in ("batch_calls", "batch_prompt_tokens", "batch_generated_tokens"):
-                        self.stats.setdefault(key, 0)
-                    self.stats["batch_calls"] += 1
-                    self.stats["batch_prompt_tokens"] += int(getattr(c, "prompt_tokens", 0) or 0)
-                    self.stats["batch_generated_tokens"] += int(getattr(c, "generated_tokens", 0) or 0)
+            if c.cached:
+                counts["cache_hits"] += 1
+                continue
+            counts["llm_calls"] += 1
+            counts["prompt_tokens"] += int(c.prompt_tokens or 0)
+            counts["generated_tokens"] += int(c.generated_tokens or 0)
+            if c.batched:  # answered through a batch API: billed at its price (prices.py)
+                for key, n in (("batch_calls", 1), ("batch_prompt_tokens", c.prompt_tokens),
+                               ("batch_generated_tokens", c.generated_tokens)):
+                    counts[key] = counts.get(key, 0) + int(n or 0)
         return completions
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.llm, name)
 
 
 def side_of(item: dict[str, Any]) -> Side:
@@ -78,7 +73,7 @@ async def solve_item(task: Task, options: Options, llm: Any, item: dict[str, Any
             row["step"], row["reason"] = exc.step, exc.reason
         except EmbeddingFailed as exc:  # the feed's failure, raised where the solver first awaited its rows
             row["step"], row["reason"] = "embedding", str(exc)
-    row["stats"] = {**counted.stats, **side.stats, "seconds": round(time.perf_counter() - t0, 3)}
+    row["stats"] = {**counted.counts, **side.stats, "seconds": round(time.perf_counter() - t0, 3)}
     if log_prompts is not None:
         row["log"], row["replica"] = rec.finished(), replica_id()
     return row

@@ -67,13 +67,14 @@ async def asolve_samples(task: Task, samples: Sequence[Sample], options: Options
     `embedder_spec`: the job's embedder, for tasks with side texts; `marks` gets phase times (startup_bench);
     `on_row` sees each row as it is written (progress)."""
     from emocaustics.evallog import sink
-    from emocaustics.models.local import RunFailure, run_item
+    from emocaustics.models.base import as_model
+    from emocaustics.models.local import RunFailure
 
     marks = marks if marks is not None else {}
     evlog = sink.current()  # the job's eval log of this config, if any (evallog/sink.py)
     fn = Bound(task, options, None if evlog is None else evlog.prompts)
-    run = getattr(llm, "run", None)
-    in_process = not getattr(llm, "runs_remotely", False)
+    llm = as_model(llm)  # the whole model interface (models/base.py), whatever was handed in
+    in_process = not llm.runs_remotely
     priors = task.read_prior(prior, samples) if prior is not None else {}
 
     def view_of(sample: Sample) -> Sample:  # made when the sample starts: views are not all held at once
@@ -99,12 +100,9 @@ async def asolve_samples(task: Task, samples: Sequence[Sample], options: Options
                     item["side"] = {"emb": pack(await _rows(feed.get(entry)))}
                 except EmbeddingFailed as exc:
                     return _failure(view.id, "embedding", str(exc))
-        if run is not None:
-            res = (await run(fn, [item], lambda it: task.affinity(Sample.from_json(it), options),
+        res = (await llm.run(fn, [item], lambda it: task.affinity(Sample.from_json(it), options),
                              weight_key=lambda it: task.weight(Sample.from_json(it), options),
                              chain_key=lambda it: task.chain(Sample.from_json(it), options)))[0]
-        else:
-            res = await run_item(llm, fn, item)
         if isinstance(res, RunFailure):  # the solver itself crashed, or its replica died for good
             res = _failure(view.id, "runner", res.reason)
         return res
@@ -191,7 +189,8 @@ def solve_samples(task: Task, samples: Sequence[Sample], options: Options, *, ll
     parsed (an `LLMSpec`, as the job runner and `extract` hand it) or a spec string, parsed here once."""
     from emocaustics.models.factory import make_llm
     from emocaustics.models.pool import _pickle_by_value_if_local
-    from emocaustics.models.spec import REMOTE_KINDS, as_llm_spec
+    from emocaustics.models.registry import is_remote
+    from emocaustics.models.spec import as_llm_spec
 
     marks = marks if marks is not None else {}
     out.mkdir(parents=True, exist_ok=True)
@@ -201,7 +200,7 @@ def solve_samples(task: Task, samples: Sequence[Sample], options: Options, *, ll
         return []
     marks["llm_start"] = time.time()
     spec = as_llm_spec(llm_spec)
-    if spec.kind not in REMOTE_KINDS:
+    if not is_remote(spec):
         from emocaustics.core.cluster import connect
         from emocaustics.models.pool import get_pool
 
@@ -218,8 +217,6 @@ def solve_samples(task: Task, samples: Sequence[Sample], options: Options, *, ll
             return await asolve_samples(task, todo, options, llm, out, concurrency=concurrency, prior=prior,
                                         embedder_spec=embedder_spec, marks=marks, on_row=on_row)
         finally:  # an endpoint's HTTP session belongs to this loop: closed before the loop ends, not left to the GC
-            close = getattr(llm, "aclose", None) or getattr(getattr(llm, "llm", None), "aclose", None)
-            if close is not None:
-                await close()
+            await llm.aclose()
 
     return aio.run(solve_and_close())

@@ -211,7 +211,7 @@ def test_batched_tokens_are_billed_at_the_batch_price(tmp_path: Path) -> None:
         def stats(spec_: str, folder: str) -> dict[str, int]:
             counted = CountingLLM(make_llm(spec_, cache_dir=tmp_path / folder))
             _run(counted, reqs)
-            return counted.stats
+            return counted.counts
 
         live, batched = stats(spec, "live"), stats(f"{spec}&{FAST}", "batch")
     assert live["prompt_tokens"] == batched["prompt_tokens"] > 0

@@ -185,7 +185,7 @@ def test_spec_takes_sampling_for_anthropic_only() -> None:
     spec = parse_llm_spec("anthropic:claude-x@http://127.0.0.1:9?sampling=omit&json_mode=plain")
     assert spec.client == {"sampling": "omit", "json_mode": "plain"}
     llm = make_llm(spec)
-    assert llm.sampling == "omit" and llm.json_mode == "plain"
+    assert llm.llm.sampling == "omit" and llm.llm.json_mode == "plain"  # the client, behind the breaker
     with pytest.raises(UsageError, match="unknown option 'sampling'"):
         parse_llm_spec("openai:m@http://127.0.0.1:9/v1?sampling=omit")
     with pytest.raises(ValueError, match="sampling must be auto, send or omit"):

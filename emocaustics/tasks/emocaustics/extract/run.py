@@ -79,9 +79,9 @@ def _row(res: dict[str, Any], sizes: dict[str, int]) -> dict[str, Any]:
 
 def _engine_stats(spec: LLMSpec) -> dict[str, Any] | None:
     """The pool's own counters, cumulative over the process (engine calls, engine starts, prefix-cache hit rate)."""
-    from emocaustics.models.spec import REMOTE_KINDS
+    from emocaustics.models.registry import is_remote
 
-    if spec.kind in REMOTE_KINDS:
+    if is_remote(spec):
         return None
     from emocaustics.models.pool import get_pool
 

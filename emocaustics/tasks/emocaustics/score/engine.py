@@ -155,9 +155,8 @@ async def ascore(task: str, dialogues: Sequence[Dialogue], predictions: Mapping[
     try:
         items, rows = await score_ok(task, ok, table, jdg, rules, notes)
     finally:
-        close = getattr(jdg.llm, "aclose", None) if jdg is not None and isinstance(judge, str) else None
-        if close is not None:  # a judge made here from a spec: its HTTP session ends with this loop, not in the GC
-            await close()
+        if jdg is not None and isinstance(judge, str):  # made here from a spec: its HTTP session ends with this loop
+            await jdg.llm.aclose()
     extra = {"compat": compat, "embedder": emb.name, "judge": jdg.name if jdg else "none",
              "on_judge_error": on_judge_error, "texts_requested": table.texts_requested,
              "distinct_texts": table.distinct_texts, "embed_seconds": round(t_embed, 3),
@@ -182,9 +181,8 @@ async def _ascore_reference(task: str, dialogues: Sequence[Dialogue], prediction
         return await ascore_reference(task, dialogues, predictions, embedder=resolve_embedder(embedder), llm=llm,
                                       notes=notes)
     finally:
-        close = getattr(llm, "aclose", None) if made is not None else None
-        if close is not None:  # a judge made here from a spec: its HTTP session ends with this loop
-            await close()
+        if made is not None and llm is not None:  # a judge made here from a spec: its HTTP session ends with this loop
+            await llm.aclose()
 
 
 def _run(coro: Any) -> ScoreResult:

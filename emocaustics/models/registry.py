@@ -1,0 +1,120 @@
+"""Model providers by name: what a spec's `KIND:` picks, and the one place that knows what each provider is.
+
+    openai, anthropic, ollama   clients of an endpoint (remote): behind the breaker, rate limit and budget layers
+    vllm, hf, smoke             the process's pool of Ray-hosted replicas (models/pool.py)
+
+A provider of another package is declared in the entry-point group `emocaustics.providers`
+(`myprov = "mypkg.module:provider"`, a `Provider` or a function `make(spec) -> model`), found the first time a spec
+names a kind that is not built in, and used as the built-in ones are: `myprov:MODEL[@URL][?OPTION=VALUE...]` parses,
+and `models.factory.make_llm` puts the same layers in front of it (docs/models.md, "Plug-in providers").
+
+Code outside this module asks the provider (`remote`, `priced`), never the spelling of a spec.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from emocaustics.core.errors import UsageError
+
+ENTRY_POINT_GROUP = "emocaustics.providers"
+
+
+@dataclass(frozen=True)
+class Provider:
+    name: str  # the spec's kind: `name:MODEL...`
+    # The bare model of a parsed spec (`LLMSpec`): a client, or the process's pool; or where to find that function
+    # ("module:function", as an entry point names it), imported when a model is first made.
+    make: Callable[[Any], Any] | str
+    remote: bool = True  # a client of an endpoint: no Ray pool; breaker, rate limit and budget layers in front
+    priced: bool = True  # its calls cost money: priced from models/prices.json or the job's `price:`
+    options: tuple[str, ...] = ()  # spec options of its own, beside the endpoint options (spec.CLIENT_KEYS)
+    batch: bool = False  # has a batch API (models/batch_api.py): `batch=true` is allowed
+
+    def model(self, spec: Any) -> Any:
+        """The bare model of `spec` (an `LLMSpec` of this provider)."""
+        make = self.make
+        if isinstance(make, str):
+            import importlib
+
+            module, _, attr = make.partition(":")
+            make = getattr(importlib.import_module(module), attr)
+        return make(spec)
+
+
+_PROVIDERS: dict[str, Provider] = {}
+_DISCOVERED = False
+
+
+def register(provider: Provider) -> Provider:
+    _PROVIDERS[provider.name] = provider
+    return provider
+
+
+def find(kind: str) -> Provider | None:
+    """The provider named `kind`, looking through the entry points once when it is not built in; None if none."""
+    if kind not in _PROVIDERS and not _DISCOVERED:
+        _discover()
+    return _PROVIDERS.get(kind)
+
+
+def provider(kind: str) -> Provider:
+    found = find(kind)
+    if found is None:
+        raise UsageError(f"unknown model provider {kind!r}; known: {', '.join(sorted(_PROVIDERS))} (a plug-in "
+                         f"provider is declared in the entry-point group {ENTRY_POINT_GROUP})")
+    return found
+
+
+def providers() -> dict[str, Provider]:
+    find("")  # every plug-in too
+    return dict(_PROVIDERS)
+
+
+def kind_of(spec: Any) -> str:
+    """The provider name of a spec string (`openai:M@URL?x=1` -> `openai`, `smoke` -> `smoke`) or an `LLMSpec`."""
+    if not isinstance(spec, str):
+        return str(spec.kind)
+    return spec.strip().split("?", 1)[0].partition(":")[0]
+
+
+def is_remote(spec: Any) -> bool:
+    """Whether the spec's provider is a client of an endpoint (False for an unknown kind: the parser names it)."""
+    found = find(kind_of(spec))
+    return found is not None and found.remote
+
+
+def is_priced(spec: Any) -> bool:
+    found = find(kind_of(spec))
+    return found is not None and found.priced
+
+
+def _discover() -> None:
+    """Register the providers other installed packages declare (`ENTRY_POINT_GROUP`); a broken one is named."""
+    from importlib.metadata import entry_points
+
+    global _DISCOVERED
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name in _PROVIDERS:  # a built-in provider wins over a same-named plug-in
+            continue
+        try:
+            obj = ep.load()
+        except Exception as exc:
+            raise UsageError(f"model provider plug-in {ep.name!r} ({ep.value}, entry point group {ENTRY_POINT_GROUP}):"
+                             f" cannot load: {type(exc).__name__}: {exc}") from exc
+        if not isinstance(obj, Provider) and not callable(obj):
+            raise UsageError(f"model provider plug-in {ep.name!r} ({ep.value}): not a Provider nor a function "
+                             "make(spec) -> model")
+        register(obj if isinstance(obj, Provider) else Provider(ep.name, obj))
+    _DISCOVERED = True
+
+
+# -- the built-in providers: declared as a plug-in declares its own (module:function), made in models/factory.py -----
+_FACTORY = "emocaustics.models.factory"
+register(Provider("openai", f"{_FACTORY}:openai_client", batch=True))
+register(Provider("anthropic", f"{_FACTORY}:anthropic_client", options=("sampling",), batch=True))
+register(Provider("ollama", f"{_FACTORY}:ollama_client", priced=False))
+for _name in ("vllm", "hf", "smoke"):
+    register(Provider(_name, f"{_FACTORY}:pool", remote=False, priced=False))
