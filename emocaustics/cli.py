@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import atexit
-import errno
 import importlib
 import os
 import sys
@@ -141,16 +140,13 @@ def main(argv: list[str] | None = None) -> int:
             return _interrupt()
         lost = _lost_cluster(exc)
         if lost is None:
-            if isinstance(exc, OSError) and exc.errno in NO_ROOM:  # a write no writer named (`core.writes`)
-                from emocaustics.core.writes import failed
+            from emocaustics.core.writes import unnamed
 
-                print(f"emocaustics: error: {failed(exc.filename or 'an output file', exc)}", file=sys.stderr)
-                return WriteFailed.exit_code
+            if (full := unnamed(exc)) is not None:  # a full disk under a write that no writer named
+                print(f"emocaustics: error: {full}", file=sys.stderr)
+                return full.exit_code
             raise
         return _cluster_lost(lost, exc)
-
-
-NO_ROOM = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS)
 
 
 def _interrupted(exc: BaseException) -> bool:

@@ -47,6 +47,13 @@ def failed(path: str | Path, exc: BaseException) -> WriteFailed:
                        f"{when}")
 
 
+def unnamed(exc: BaseException) -> WriteFailed | None:
+    """A full disk (or a read-only one) met by a write no writer named, as the one line it deserves; else None."""
+    if _cause(exc)[1] not in (*NO_ROOM, errno.EROFS):
+        return None
+    return failed(getattr(exc, "filename", None) or "an output file", exc)
+
+
 @contextmanager
 def writing(path: str | Path) -> Iterator[None]:
     """Any OSError inside becomes `WriteFailed` naming the file it names, else `path`."""

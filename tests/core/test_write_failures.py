@@ -201,12 +201,16 @@ def test_ctrl_c_is_130_even_when_the_clean_up_after_it_fails(monkeypatch: pytest
 def test_a_full_disk_that_no_writer_named_is_still_one_line(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
     from emocaustics import cli
 
-    def bare(args: object) -> int:
-        raise OSError(errno.ENOSPC, "No space left on device")
+    import polars as pl
 
-    parser = cli.build_parser()
-    monkeypatch.setattr(parser, "parse_args", lambda argv: type("A", (), {"func": staticmethod(bare)})())
-    monkeypatch.setattr(cli, "verb_parser", lambda argv: parser)
-    assert cli.main(["tasks"]) == EXIT_WRITE_FAILED
-    err = capsys.readouterr().err.strip()
-    assert err.startswith("emocaustics: error: cannot write") and "ENOSPC" in err and "\n" not in err
+    for exc in (OSError(errno.ENOSPC, "No space left on device"),  # a write's, not an open's: no file name
+                pl.exceptions.ComputeError("parquet: underlying IO error: No space left on device (os error 28)")):
+        def bare(args: object, exc: Exception = exc) -> int:
+            raise exc
+
+        parser = cli.build_parser()
+        monkeypatch.setattr(parser, "parse_args", lambda argv, f=bare: type("A", (), {"func": staticmethod(f)})())
+        monkeypatch.setattr(cli, "verb_parser", lambda argv, p=parser: p)
+        assert cli.main(["tasks"]) == EXIT_WRITE_FAILED
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("emocaustics: error: cannot write") and "ENOSPC" in err and "\n" not in err, err
