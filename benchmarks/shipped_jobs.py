@@ -43,8 +43,15 @@ scoring:
 """
 
 
+# The local copies of the public data beside the checkout (`../shared/datasets/`, as in CI), unless set already.
+DATA_ENV = {"EMOCAUSTICS_DATA": "emocaustics", "EMOCAUSTICS_AER_DATA": "aer", "EMOCAUSTICS_ECAC_DATA": "ecac",
+            "EMOCAUSTICS_HUMANEVAL_DATA": "humaneval"}
+
+
 def run_job(tree: Path, job: Path, out: Path) -> tuple[int, float]:
     env = dict(os.environ, PYTHONPATH=str(tree), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    shared = REPO.parent / "shared" / "datasets"
+    env.update({k: str(shared / v) for k, v in DATA_ENV.items() if k not in env and (shared / v).is_dir()})
     start = time.monotonic()
     done = subprocess.run([sys.executable, "-m", "emocaustics", "run", str(job), "--out", str(out), "--force"],
                           cwd=tree, env=env)
