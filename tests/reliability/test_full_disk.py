@@ -121,7 +121,7 @@ def test_a_full_disk_stops_the_run_with_one_line_and_resume_finishes_it(disk: st
             assert json.loads((run / "run.json").read_text())["state"] == "running"  # whole, and not finished
             assert not (run / "scores.parquet").exists()
             written = _predictions(run) if list(run.rglob("predictions.jsonl")) else {}
-            assert len(written) < N and written.items() <= _predictions(tmp_path / "ref").items()
+            assert written.items() <= _predictions(tmp_path / "ref").items()  # (how many: the timing's)
             assert list(run.rglob("staging/*.jsonl"))  # the samples' log lines staged before the stop are kept
             for kept in run.rglob("*.jsonl"):  # every line written is whole
                 for line in kept.read_text(encoding="utf-8").splitlines():
