@@ -74,10 +74,34 @@ class ProvenanceMismatch(UsageError):
     """Predictions scored against ground truth they were not made for (names the sample and what was expected)."""
 
 
-class EndpointDown(Exception):
-    """A model endpoint failed too many times in a row: the job stops (exit status 4), finished samples are kept."""
+class Stop(Exception):
+    """A typed stop: the job cannot go on against its model (a dead endpoint, a reached budget, a model service gone).
+
+    Raised by the model layer from `generate`, up through the solver and the solving plan (solve/plan.py: no further
+    sample starts, those in flight end at their next call; a sample it reached is not written, so `--resume` runs
+    it), and named once by the job runner, which adds where and the command that continues the run (`continued`).
+    Nobody searches failure text for it."""
 
     exit_code = EXIT_ENDPOINT_DOWN
+    hint = "to continue"  # what the resume command is for, in the one line the user sees
+
+    def continued(self, where: str, command: str) -> Stop:
+        """This stop, of its own type, with where it happened and the command that continues the run."""
+        return type(self)(f"{where}: {self}; finished samples are kept; {self.hint}: {command}")
+
+
+class EndpointDown(Stop):
+    """A model endpoint failed too many times in a row (models/breaker.py): the job stops (exit status 4), finished
+    samples are kept."""
+
+    hint = "when the endpoint is back"
+
+
+class ServiceGone(EndpointDown):
+    """A model service's replica went away during a job and none came back under its name in time
+    (models/comeback.py): as a dead endpoint, exit status 4."""
+
+    hint = "once the service is served again"
 
 
 class ClusterLost(Exception):
@@ -86,11 +110,12 @@ class ClusterLost(Exception):
     exit_code = EXIT_CLUSTER_LOST
 
 
-class BudgetReached(Exception):
+class BudgetReached(Stop):
     """The next call could cross the job's `max_cost_usd` (models/budget.py): the job stops before it (exit status
     6), finished samples are kept and `--resume` continues."""
 
     exit_code = EXIT_BUDGET_REACHED
+    hint = "to continue (with a new budget for the rest)"
 
 
 class WriteFailed(Exception):

@@ -1,11 +1,11 @@
 """A job's dollars: each model's price (models/prices.py, with the job's `price:` overrides), the pre-flight check of
-`max_cost_usd`, the process-wide ledger a run spends against (models/budget.py), and the stop when it is reached."""
+`max_cost_usd`, and the process-wide ledger a run spends against (models/budget.py, which raises the typed stop)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from emocaustics.core.errors import BudgetReached, UsageError
+from emocaustics.core.errors import UsageError
 from emocaustics.jobs.spec import JobSpec
 from emocaustics.models.prices import Price, price_for
 from emocaustics.models.registry import is_remote
@@ -55,21 +55,6 @@ def start_ledger(job: JobSpec, configs: list[Any]) -> None:
 
     prices = {endpoint_name(parse_llm_spec(spec)): p for _, spec, p in _endpoints(job, configs) if p is not None}
     budget.activate(job.max_cost_usd, prices)
-
-
-def stop_if_budget_reached(cfg: Any, samples: list, resume_command: str) -> None:
-    """A config whose calls were stopped by the budget stops the job (exit 6); finished samples stay."""
-    from emocaustics.core.task import Failure
-    from emocaustics.models.budget import budget_reached
-
-    if cfg.model is None:
-        return
-    found = cfg.task.read_predictions(cfg.pred_dir)
-    reached = budget_reached([str(v) for v in found.values() if isinstance(v, Failure)])
-    if reached:
-        kept = sum(1 for s in samples if s.id in found and not isinstance(found[s.id], Failure))
-        raise BudgetReached(f"model {cfg.model!r}: {reached}; config {cfg.label}: {kept} of {len(samples)} samples "
-                            f"finished and kept; to continue (a new budget for the rest): {resume_command}")
 
 
 def dollars(price: Price | None, prompt_tokens: int, generated_tokens: int) -> str:

@@ -11,8 +11,9 @@ through ONE LLM object per model: their requests share its batches. A config tha
 (`Task.builds_on`) starts the moment that one has finished. The loop then scores them as usual: it finds every sample
 solved or failed, and does not solve a failed one again (a batch already asked its failed lines again live).
 
-Endpoints without `batch` (a hosted API, billed per call) keep their turn in the loop, so that a budget or a dead
-endpoint stops the job between configs, and configs that build on a config left to the loop stay there too.
+Endpoints without `batch` (a hosted API, billed per call) keep their turn in the loop, and configs that build on a
+config left to the loop stay there too. A typed stop (a dead endpoint, the budget: core/errors.py `Stop`) in one
+config starts no further sample in any; the samples in flight end (their answers kept), then the stop is raised.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from emocaustics.core import aio
+from emocaustics.core.errors import Stop
 from emocaustics.core.progress import Progress
 from emocaustics.core.task import Failure, Loaded, ScoreContext
 from emocaustics.jobs.spec import JobSpec
@@ -88,11 +90,15 @@ async def _solve_all(job: JobSpec, chosen: list[Any], prepared: dict[str, list],
 
     llms = {spec: make_llm(spec, cache_dir=cache_dir) for spec in set(specs.values())}
     finished = {c.label: asyncio.Event() for c in chosen}
+    stopped: list[Stop] = []  # a typed stop in one config starts no further sample in any (solve/plan.py)
 
     async def one(cfg: Any) -> None:
         prior = priors[cfg.label]
         if prior is not None:  # the config it builds on, solved beside it: its predictions first
             await finished[by_dir[prior].label].wait()
+        if stopped:  # the job is stopping: this config does not start (resume solves it)
+            finished[cfg.label].set()
+            return
         clock = clock_for(cfg.label) if clock_for is not None else None
         try:  # the clock is stopped and saved however this config ends (a sibling's error cancels it)
             cfg.pred_dir.mkdir(parents=True, exist_ok=True)
@@ -110,19 +116,24 @@ async def _solve_all(job: JobSpec, chosen: list[Any], prepared: dict[str, list],
             with sink.active(log_for(cfg.label)):  # a context variable: this task's own, not its siblings'
                 await asolve_samples(cfg.task, todo, cfg.options, llms[specs[cfg.label]], cfg.pred_dir,
                                      concurrency=concurrency, prior=prior, embedder_spec=embedder_spec,
-                                     on_row=lambda row: progress.update(1, failed=0 if row.get("ok") else 1))
+                                     on_row=lambda row: progress.update(1, failed=0 if row.get("ok") else 1),
+                                     stopped=stopped)
             progress.close()
+        except Stop:  # not an error of this config: its siblings end their samples in flight (none starts), then
+            pass  # the stop is raised below
         finally:
             if clock is not None:
                 clock.stop()
-        finished[cfg.label].set()
+            finished[cfg.label].set()  # a config waiting on this one then sees the stop, or its predictions
 
     try:
         async with asyncio.TaskGroup() as group:  # one config's error stops its siblings
             for cfg in chosen:
                 group.create_task(one(cfg))
-    except BaseExceptionGroup as errors:  # the first error as itself (a dead endpoint, a budget), as the loop raises
+    except BaseExceptionGroup as errors:  # the first error as itself, as the loop raises
         raise errors.exceptions[0] from None
     finally:
         for llm in llms.values():  # an endpoint's HTTP session belongs to this loop
             await llm.aclose()
+    if stopped:
+        raise stopped[0]

@@ -17,7 +17,8 @@ price), the rest live.
 - **Failures.** A failed line (an HTTP error, an answer that is not the JSON asked for), a request the batch expired
   or cancelled before answering, a batch that failed validation or could not be created, and a batch whose status
   could not be read `POLL_FAILURES` times in a row are all asked again live, through the live path (rate limit,
-  dead-endpoint breaker and budget included); what fails there is that request's Completion with `error`, as live.
+  dead-endpoint breaker and budget included); what fails there is that request's Completion with `error`, as live;
+  a typed stop there (a dead endpoint, the budget) reaches every caller waiting on those requests.
 - **Cost.** Batched answers are marked `Completion.batched` and billed at the batch price (`Price.cost(batch=True)`);
   with a `max_cost_usd`, each batched request reserves its worst case at the batch price before the chunk is sent.
 """
@@ -34,6 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from emocaustics.core.errors import Stop
+from emocaustics.models.breaker import answers_or_stop
 from emocaustics.models.base import ChatRequest, Completion, Layer, Sampling
 from emocaustics.models.cache import request_key
 from emocaustics.models.usage import Usage
@@ -154,7 +157,7 @@ class BatchLLM(Layer):
     async def generate(self, requests: list[ChatRequest]) -> list[Completion]:
         state = self._state()
         waits = [self._live_one(r) if r.live else self._enqueue(state, r) for r in requests]
-        return list(await asyncio.gather(*waits))
+        return await answers_or_stop(waits)
 
     async def _live_one(self, request: ChatRequest) -> Completion:
         return (await self.live.generate([request]))[0]
@@ -230,8 +233,8 @@ class BatchLLM(Layer):
                 if self.ledger.reserve(hold):
                     holds[e.key] = hold
                     kept.append(e)
-                else:
-                    self._resolve(state, e.key, Completion(text="", error=self.ledger.reason()))
+                else:  # the typed stop (models/budget.py): the request's caller stops the run
+                    self._fail(state, e.key, self.ledger.stop())
             chunk = kept
             if not chunk:
                 return
@@ -327,7 +330,12 @@ class BatchLLM(Layer):
         if not keys:
             return
         # The waiting entry's own request (same key: same messages, schema and sampling) is the one asked.
-        answers = await self.live.generate([state.waiting[k].request for k in keys])
+        try:
+            answers = await self.live.generate([state.waiting[k].request for k in keys])
+        except Stop as stop:  # a dead endpoint or the budget: every caller waiting here gets it (none hangs)
+            for key in keys:
+                self._fail(state, key, stop)
+            return
         for key, c in zip(keys, answers):
             self._resolve(state, key, c)
 
@@ -336,6 +344,12 @@ class BatchLLM(Layer):
         state.resumed.pop(key, None)
         if entry is not None and not entry.future.done():
             entry.future.set_result(answer)
+
+    def _fail(self, state: _LoopState, key: str, stop: Stop) -> None:
+        entry = state.waiting.pop(key, None)
+        state.resumed.pop(key, None)
+        if entry is not None and not entry.future.done():
+            entry.future.set_exception(stop)
 
     def _release(self, holds: dict[str, float]) -> None:
         if self.ledger is not None:

@@ -2,7 +2,7 @@
 
 A dead endpoint otherwise costs every sample the client's full retry schedule and a 400-sample job grinds for hours
 (or, for a server that accepts requests and never answers, waits forever without a word). The endpoint is declared
-dead, and every further request fails at once with a reason that starts with `ENDPOINT_DOWN` and names it, when:
+dead, and every further request raises `EndpointDown` (core/errors.py: a typed stop) naming it, when:
 
 - `limit` requests in a row end in a connection error or a timeout (each already retried by the client);
 - `server_errors` requests in a row end in an HTTP 5xx (each already retried by the client): a server that answers
@@ -10,12 +10,15 @@ dead, and every further request fails at once with a reason that starts with `EN
 - nothing at all has come back from it for `stall` seconds while requests were in flight (a hang). "Something" is any
   HTTP response, retried ones included (the client reports each through `on_response`), so a rate-limited endpoint
   answering 429 is alive. The default is two client timeouts (at least 30 s): by then every attempt in flight has
-  timed out once and its retry is silent too. The requests still waiting are abandoned with the same reason.
+  timed out once and its retry is silent too. The requests still waiting are abandoned with the same stop. The
+  silence clock pauses while nothing is in flight and goes on when the next request is sent: requests that all time
+  out together and are sent again do not start a new silence (they did, and the deadline slipped to the connection
+  failure count).
 
 Any other answer resets the counts. While requests wait with no answer, a line every `report_every` seconds says so
-("waiting on ENDPOINT: 4 requests in flight, no answer for 45 s"). The job runner sees the reason in the failure rows
-(in any process, Ray workers included) and stops the job with exit status 4; finished samples are kept and `--resume`
-continues.
+("waiting on ENDPOINT: 4 requests in flight, no answer for 45 s"). The stop goes up through the solver and the
+solving plan, where no further sample starts (those in flight end at their next call); the job runner names it once
+and exits with status 4. Finished samples are kept and `--resume` continues.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from emocaustics.core.errors import EndpointDown, Stop
 from emocaustics.models.base import ChatRequest, Completion, Layer
 from emocaustics.models.gate import PriorityGate
 from emocaustics.models.ratelimit import AdaptiveLimiter
@@ -87,6 +91,7 @@ class BreakerLLM(Layer):
         self.reason = ""
         self.inflight = 0
         self.heard = time.monotonic()  # the last answer of any kind (or when requests started waiting)
+        self.idle_since: float | None = self.heard  # since when nothing is in flight (None: something is)
         self._reported = (self.heard, 0.0)  # (heard, silence) of the last "waiting on" line
         self._lock = threading.Lock()
         self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = weakref.WeakKeyDictionary()
@@ -110,8 +115,6 @@ class BreakerLLM(Layer):
     def _count(self, answers: list[Completion]) -> None:
         for c in answers:
             error = c.error or ""
-            if error.startswith(ENDPOINT_DOWN):
-                continue
             with self._lock:
                 if error.startswith(CONNECTION_ERRORS):
                     self.consecutive += 1
@@ -150,18 +153,25 @@ class BreakerLLM(Layer):
             requeued += 1
             answer = await self._attempt(request)
         self._count([answer])
+        if self.tripped and answer.error:  # this failure was the last straw: its sample stops with the others
+            raise EndpointDown(self.down_reason())
         return answer
 
     async def _attempt(self, request: ChatRequest) -> Completion:
         state = self._state()
         async with state.gate.slot(request.priority):  # the longest dependent chain first (models/gate.py)
             if self.tripped:
-                return Completion(text="", error=self.down_reason())
+                raise EndpointDown(self.down_reason())
             if self.limiter is not None:  # the server's pause and the rpm/tpm budgets (not counted as silence)
                 await self.limiter.admit(request)
             with self._lock:
-                if self.inflight == 0:  # silence counts only while someone waits for an answer
-                    self.heard = time.monotonic()
+                if self.inflight == 0 and self.idle_since is not None:
+                    # Silence counts only while someone waits for an answer: the clock paused while nothing was in
+                    # flight and goes on from where it stood (restarting it let requests that all timed out together,
+                    # sent again, put the deadline off for good).
+                    now = time.monotonic()
+                    self.heard = now - max(0.0, self.idle_since - self.heard)
+                    self.idle_since = None
                 self.inflight += 1
             call = asyncio.ensure_future(self.llm.generate([request]))
             state.running.add(call)
@@ -173,12 +183,14 @@ class BreakerLLM(Layer):
                 current = asyncio.current_task()
                 if call not in state.abandoned or (current is not None and current.cancelling()):
                     raise  # the caller was cancelled, not (only) the request abandoned
-                answer = Completion(text="", error=self.down_reason())
+                raise EndpointDown(self.down_reason()) from None
             finally:
                 state.running.discard(call)
                 state.abandoned.discard(call)
                 with self._lock:
                     self.inflight -= 1
+                    if self.inflight == 0:
+                        self.idle_since = time.monotonic()
         return answer
 
     async def _watch(self, state: _LoopState) -> None:
@@ -217,7 +229,7 @@ class BreakerLLM(Layer):
                     f"(declared dead after {self.stall:g} s)")
 
     async def generate(self, requests: list[ChatRequest]) -> list[Completion]:
-        return list(await asyncio.gather(*(self._one(r) for r in requests)))
+        return await answers_or_stop([self._one(r) for r in requests])
 
     async def aclose(self) -> None:
         """Close the client's connections of this event loop (see `OpenAIChatLLM.aclose`)."""
@@ -233,6 +245,15 @@ def _print_line(line: str) -> None:
     print(prefix + line, flush=True)
 
 
-def endpoint_down(reasons: list[str]) -> str | None:
-    """The first failure reason that says an endpoint was given up on, if any (reasons may carry a step prefix)."""
-    return next((r[r.index(ENDPOINT_DOWN):] for r in reasons if ENDPOINT_DOWN + ": " in r), None)
+async def answers_or_stop(calls: list[Awaitable[Completion]]) -> list[Completion]:
+    """Every call's answer, in order; when one of them stops (a typed `Stop`), the stop, once the others have ended
+    too (once stopped, they end at once: refused at the gate, or abandoned by the watchdog), so none is left running
+    with its exception unread."""
+    results = await asyncio.gather(*calls, return_exceptions=True)
+    for r in results:
+        if isinstance(r, Stop):
+            raise r
+    for r in results:
+        if isinstance(r, BaseException):
+            raise r
+    return results  # type: ignore[return-value]

@@ -2,25 +2,27 @@
 
 Each request first reserves what it may cost at most: its prompt counted generously (UTF-8 bytes / 2 per message plus
 overhead, at or above the tokens a BPE tokenizer makes of English or CJK text) and `max_tokens` of answer, at the
-model's price. A request whose reservation would take spent + reserved past the limit is not sent: it fails with a
-reason starting `BUDGET_REACHED`, and so does every later one. When an answer comes, its reservation is replaced by
-what the endpoint reported it used. So the budget is never crossed by calls in flight, and a stop leaves at most one
-reservation's worth unspent.
+model's price. A request whose reservation would take spent + reserved past the limit is not sent: it raises
+`BudgetReached` (core/errors.py: a typed stop), and so does every later one. When an answer comes, its reservation
+is replaced by what the endpoint reported it used. So the budget is never crossed by calls in flight, and a stop
+leaves at most one reservation's worth unspent.
 
 The ledger is process-wide (`activate`), counts the calls of this invocation only (the response cache answers a
 resumed run's earlier calls for free), and is consulted by `BudgetLLM`, which `models.factory.make_llm` puts around
 an endpoint's client, behind the dead-endpoint breaker's queue (a request reserves only once it is about to be
-sent) and inside the response cache (cache hits cost nothing). The job runner sees the reason in the
-failure rows and stops the job with exit status 6; finished samples are kept and `--resume` continues.
+sent) and inside the response cache (cache hits cost nothing). The stop goes up through the solving plan, where no
+further sample starts and those in flight end (an answer already paid for is kept; a sample the stop reached is not
+written as failed: it is simply not done); the job runner prints it once, with the limit, what was spent and the
+command that continues, and exits with status 6.
 """
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from emocaustics.core.errors import BudgetReached
 from emocaustics.models.base import ChatRequest, Completion, Layer
 from emocaustics.models.prices import Price
 
@@ -57,9 +59,10 @@ class Ledger:
             self.reserved = max(0.0, self.reserved - reserved)
             self.spent += actual
 
-    def reason(self) -> str:
-        return (f"{BUDGET_REACHED}: max_cost_usd {self.limit_usd:g} (spent {self.spent:.4f} USD in this run, "
-                f"{self.reserved:.4f} USD in flight); the next call could cross it")
+    def stop(self) -> BudgetReached:
+        """The typed stop a refused reservation raises: the limit, and what this run spent."""
+        return BudgetReached(f"{BUDGET_REACHED}: max_cost_usd {self.limit_usd:g} (spent {self.spent:.4f} USD in this "
+                             f"run, {self.reserved:.4f} USD in flight); the next call could cross it")
 
 
 _active: Ledger | None = None
@@ -101,7 +104,7 @@ class BudgetLLM(Layer):
     async def _one(self, request: ChatRequest) -> Completion:
         hold = self.price.cost(reserve_tokens(request), int(request.sampling.max_tokens or 0))
         if not self.ledger.reserve(hold):
-            return Completion(text="", error=self.ledger.reason())
+            raise self.ledger.stop()
         actual = 0.0
         try:
             answer = (await self.llm.generate([request]))[0]
@@ -111,7 +114,9 @@ class BudgetLLM(Layer):
             self.ledger.settle(hold, actual)
 
     async def generate(self, requests: list[ChatRequest]) -> list[Completion]:
-        return list(await asyncio.gather(*(self._one(r) for r in requests)))
+        from emocaustics.models.breaker import answers_or_stop
+
+        return await answers_or_stop([self._one(r) for r in requests])
 
 
 def guard(llm: Any, name: str) -> Any:
@@ -120,8 +125,3 @@ def guard(llm: Any, name: str) -> Any:
     if ledger is None or ledger.limit_usd is None or name not in ledger.prices:
         return llm
     return BudgetLLM(llm, ledger, ledger.prices[name])
-
-
-def budget_reached(reasons: list[str]) -> str | None:
-    """The first failure reason that says the budget stopped a call, if any (reasons may carry a step prefix)."""
-    return next((r[r.index(BUDGET_REACHED):] for r in reasons if BUDGET_REACHED + ": " in r), None)

@@ -11,6 +11,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from emocaustics.core.errors import Stop
+
 
 @dataclass(frozen=True, slots=True)
 class RunFailure:
@@ -26,7 +28,7 @@ class RunFailure:
 async def run_item(llm: Any, fn: Callable[[Any, Any], Awaitable[Any]], item: Any) -> Any:
     try:
         return await fn(llm, item)
-    except asyncio.CancelledError:
+    except (asyncio.CancelledError, Stop):  # a typed stop (dead endpoint, budget) ends the run, not just this item
         raise
     except Exception as exc:  # one item's bug or bad data must not take the other items down
         return RunFailure(f"{type(exc).__name__}: {exc}", traceback.format_exc(limit=20))

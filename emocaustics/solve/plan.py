@@ -7,6 +7,12 @@
     written the moment it finishes (`Task.write_prediction`: the task's own file format), or a failure row naming
     step and reason.
 
+A typed stop from the model (`core.errors.Stop`: a dead endpoint, the job's budget, a model service gone) is no
+sample's failure: it goes up through the solver, no further sample starts, and once the samples in flight have ended
+it is raised to the caller. They end at once: the stopped model refuses their next call (a dead endpoint's calls in
+flight are abandoned), while an answer already on its way, paid for, is kept. A sample the stop reached is not
+written, so `--resume` runs it (its earlier calls answered by the response cache).
+
 Side texts (`Task.side_texts`) are embedded beside the calls, longest sample first (`embedfeed.py`); a sample awaits
 its rows only when a step needs them, in this process or in its replica (`embedboard.py`). Backends without actors
 (OpenAI-/Anthropic-compatible endpoints, test doubles) run `solve_item` in this process. Per-sample cost (calls,
@@ -28,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from emocaustics.core import aio
+from emocaustics.core.errors import Stop
 from emocaustics.core.inflight import Slot, run_in_flight
 from emocaustics.core.task import Failure, Options, Sample, Task
 from emocaustics.core.writes import append_line, writing
@@ -60,12 +67,14 @@ def _failure(sample_id: str, step: str, reason: str) -> dict[str, Any]:
 async def asolve_samples(task: Task, samples: Sequence[Sample], options: Options, llm: Any, out: Path, *,
                          concurrency: int = 256, prior: Path | None = None, embedder_spec: str | None = None,
                          marks: dict[str, float] | None = None,
-                         on_row: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
+                         on_row: Callable[[dict[str, Any]], None] | None = None,
+                         stopped: list[Stop] | None = None) -> list[dict[str, Any]]:
     """Solve `samples` (rows back in their order); `prior`: the folder of the config this one builds on;
     `samples` may be a lazy sequence (a streaming source that builds sample i when indexed): the plan reads each
     sample when it needs it and holds it only while it is in flight, so the samples of a run are never all held here;
     `embedder_spec`: the job's embedder, for tasks with side texts; `marks` gets phase times (startup_bench);
-    `on_row` sees each row as it is written (progress)."""
+    `on_row` sees each row as it is written (progress); `stopped`: the typed stops of this run, shared by configs
+    solved side by side (a stop in one starts no sample in any)."""
     from emocaustics.evallog import sink
     from emocaustics.models.base import as_model
     from emocaustics.models.local import RunFailure
@@ -107,9 +116,17 @@ async def asolve_samples(task: Task, samples: Sequence[Sample], options: Options
             res = _failure(view.id, "runner", res.reason)
         return res
 
-    async def one(sample: Sample, slot: Slot) -> dict[str, Any]:
+    stops = stopped if stopped is not None else []
+
+    async def one(sample: Sample, slot: Slot) -> dict[str, Any] | None:
+        if stops:  # admitted while the run was stopping: not started
+            return None
         p = priors.get(sample.id)
-        res = _failure(sample.id, p.step, p.reason) if isinstance(p, Failure) else await solve_one(sample)
+        try:
+            res = _failure(sample.id, p.step, p.reason) if isinstance(p, Failure) else await solve_one(sample)
+        except Stop as stop:  # not this sample's failure: it is not done, and no other sample starts
+            stops.append(stop)
+            return None
         await slot.release()  # solved: the log line and the files need no bound
         if evlog is not None:  # before the prediction: a sample with a prediction always has its log line
             written = evlog.emit(sample.id, res)
@@ -137,8 +154,8 @@ async def asolve_samples(task: Task, samples: Sequence[Sample], options: Options
     bounded = in_process and concurrency < len(samples)
     marks["first_submitted"] = time.time()
     try:
-        rows = await run_in_flight((samples[i] for i in order), one, limit=concurrency,  # each built as it starts
-                                   weight=lambda s: max(1, task.size(s)),
+        started = (samples[i] for i in order if not stops)  # each built as it starts; none once stopped
+        rows = await run_in_flight(started, one, limit=concurrency, weight=lambda s: max(1, task.size(s)),
                                    budget=concurrency * UNITS_PER_SLOT if bounded else None)
     finally:
         if feed is not None:
@@ -147,8 +164,10 @@ async def asolve_samples(task: Task, samples: Sequence[Sample], options: Options
                 import ray
 
                 ray.kill(feed.board)
+    if stops:
+        raise stops[0]
     by_index = dict(zip(order, rows))
-    return [by_index[i] for i in range(len(samples))]
+    return [by_index[i] for i in range(len(samples))]  # type: ignore[misc]
 
 
 async def _start_feed(task: Task, options: Options, texts: dict[str, list[str]], embedder_spec: str | None,
@@ -174,11 +193,8 @@ async def _start_feed(task: Task, options: Options, texts: dict[str, list[str]],
 
 def _warn_failed(task: Task, sample_id: str, step: str, reason: str) -> None:
     """One line per sample that failed for good. The requests and re-asks before it stay silent (an answer the
-    solver's fallback read is no failure); a dead endpoint is named once, when the job stops (jobs/runner.py)."""
-    from emocaustics.models.breaker import ENDPOINT_DOWN
-
-    if ENDPOINT_DOWN + ": " not in reason:
-        log.warning("%s: sample %s failed at %s: %s", task.name, sample_id, step, reason[:300])
+    solver's fallback read is no failure); a typed stop is no sample's failure and is named once by its caller."""
+    log.warning("%s: sample %s failed at %s: %s", task.name, sample_id, step, reason[:300])
 
 
 def solve_samples(task: Task, samples: Sequence[Sample], options: Options, *, llm_spec: str | LLMSpec, out: Path,

@@ -13,14 +13,17 @@ from typing import Any
 
 import pytest
 
+from emocaustics.core.errors import EndpointDown
 from emocaustics.core.task import Loaded, Options, Sample, ScoreContext, Side, Task
 from emocaustics.jobs import together
 from emocaustics.jobs.spec import JobSpec
-from emocaustics.models.base import ChatRequest, Completion
+from emocaustics.models.base import ChatRequest, Completion, ModelBase
 
 
-class Overlap:
+class Overlap(ModelBase):
     """One LLM object per model (as `make_llm` gives): answers each request after 10 ms, noting the configs in flight."""
+
+    name = "overlap"
 
     def __init__(self) -> None:
         self.inflight: dict[str, int] = {}
@@ -136,4 +139,31 @@ def test_a_config_that_fails_stops_its_siblings_and_its_error_is_raised(tmp_path
     with pytest.raises(RuntimeError, match="the pool is gone"):
         _solve(tmp_path, _job(m="smoke"), configs, {}, monkeypatch, events)
     # both clocks stopped: the failed config's and its cancelled sibling's (a clock left running outlives the job)
+    assert sorted(events) == ["start a", "start b", "stop a", "stop b"], events
+
+
+class Refused(Tagged):
+    """Its model answers the first sample, then refuses with the typed stop (a dead endpoint, as models/breaker.py)."""
+
+    async def solve_with(self, llm: Any, sample: Sample, options: Options, side: Side) -> Any:
+        if sample.id != "s0":
+            raise EndpointDown(f"endpoint down: {self.tag}'s endpoint; stopped calling it")
+        return await super().solve_with(llm, sample, options, side)
+
+
+def test_a_typed_stop_starts_no_further_sample_keeps_those_in_flight_and_is_raised_as_itself(tmp_path, monkeypatch):
+    # a and b side by side, one sample at a time each; c builds on b. b's model stops at its second sample: a's sample
+    # in flight ends and is written, no further sample of a starts, c never starts (it does not wait forever), no
+    # sample is written as failed, and the stop comes out as itself
+    job = JobSpec.model_validate({"name": "t", "concurrency": 1, "models": {"m": {"spec": "smoke"}},
+                                  "runs": [{"task": "narrative", "options": {"method": "empty"}}]})
+    configs = [Config(x, "m", tmp_path / x) for x in ("a", "b", "c")]
+    configs[1].task = Refused("b")
+    events: list[str] = []
+    with pytest.raises(EndpointDown, match="b's endpoint"):
+        _solve(tmp_path, job, configs, {"c": "b"}, monkeypatch, events)
+    a, b = (c.task.read_predictions(c.pred_dir) for c in configs[:2])
+    assert b == {"s0": "b:s0"}
+    assert 1 <= len(a) < 6 and all(v == f"a:{k}" for k, v in a.items()), a  # no Failure rows: simply not done
+    assert not configs[2].pred_dir.exists() or not configs[2].task.read_predictions(configs[2].pred_dir)
     assert sorted(events) == ["start a", "start b", "stop a", "stop b"], events

@@ -223,6 +223,7 @@ def test_batched_tokens_are_billed_at_the_batch_price(tmp_path: Path) -> None:
 
 
 def test_budget_reserves_at_the_batch_price(tmp_path: Path) -> None:
+    from emocaustics.core.errors import BudgetReached
     from emocaustics.models import budget
     from emocaustics.models.prices import Price
 
@@ -234,12 +235,23 @@ def test_budget_reserves_at_the_batch_price(tmp_path: Path) -> None:
         one = price.cost(budget.reserve_tokens(reqs[0]), 64, batch=True)
         # room for three requests' worst case at the batch price (two at the live price)
         ledger = budget.activate(3.5 * one, {name: price})
+        llm = make_llm(spec, cache_dir=tmp_path)
+
+        async def go() -> list[Any]:  # as `_run`, with each request's typed stop kept beside the answers
+            try:
+                return [r if isinstance(r, BaseException) else r[0] for r in
+                        await asyncio.gather(*(llm.generate([r]) for r in reqs), return_exceptions=True)]
+            finally:
+                await llm.aclose()
+
         try:
-            out = _run(make_llm(spec, cache_dir=tmp_path), reqs)
+            out = asyncio.run(go())
         finally:
             budget.deactivate()
-    assert sum(c.ok for c in out) == 3
-    assert [c.error for c in out if not c.ok][0].startswith(budget.BUDGET_REACHED)
+    stopped = [c for c in out if isinstance(c, BudgetReached)]  # the typed stop, not a failed answer
+    assert len(stopped) == 1 and str(stopped[0]).startswith(budget.BUDGET_REACHED), out
+    out = [c for c in out if c not in stopped]
+    assert sum(c.ok for c in out) == 3 and len(out) == 3
     assert ledger.reserved == pytest.approx(0.0)
     assert ledger.spent == pytest.approx(sum(price.cost(c.prompt_tokens, c.generated_tokens, batch=True)
                                              for c in out if c.ok))

@@ -13,6 +13,7 @@ from fakes.openai_chat import FakeOpenAIServer
 
 from emocaustics.cli import main
 from emocaustics.core.errors import EXIT_BUDGET_REACHED
+from emocaustics.core.task import Failure
 from emocaustics.models.budget import Ledger
 from emocaustics.models.prices import Price, PriceOverride, price_for, sample_cost
 
@@ -118,14 +119,24 @@ def test_an_unpriced_model_costs_unknown_and_cannot_have_a_budget(count_task, tm
         assert not out.exists() and len(server.seen) == 30  # only the first job's calls
 
 
-def test_max_cost_usd_stops_before_the_budget_and_resume_completes(count_task, tmp_path, capsys, monkeypatch):
+def test_max_cost_usd_stops_before_the_budget_and_resume_completes(count_task, tmp_path, capsys, caplog,
+                                                                    monkeypatch):
     monkeypatch.setenv("EMOCAUSTICS_CACHE", str(tmp_path / "cache"))
     with FakeOpenAIServer() as server:
         job = _job(tmp_path, server.base_url, budget=5)
         run_dir = tmp_path / "run"
         assert main(["run", str(job), "--out", str(run_dir)]) == EXIT_BUDGET_REACHED
-        err = capsys.readouterr().err
-        assert "cost budget reached: max_cost_usd 5" in err and "--resume" in err
+        captured = capsys.readouterr()
+        # the typed stop (issue 41 point 13): one line naming the budget, what was spent and the resume command; no
+        # failure line for each sample the budget kept from running, and no failure row written for it (it is simply
+        # not done: the resume runs it)
+        stop = [line for line in captured.err.splitlines() if "budget" in line]
+        assert len(stop) == 1, captured.err
+        assert "cost budget reached: max_cost_usd 5 (spent " in stop[0] and f"--resume --out {run_dir}" in stop[0]
+        said = captured.out + captured.err + caplog.text
+        assert " failed at " not in said and "attempts" not in said, said
+        found = count_task.read_predictions(run_dir / "predictions" / LABEL)
+        assert not [v for v in found.values() if isinstance(v, Failure)], found
         kept = _predicted(run_dir)
         assert 0 < len(kept) < 30
         stats = _stats(run_dir)

@@ -13,6 +13,7 @@ from count_task import write_job
 from fakes.openai_chat import FakeOpenAIServer, Faults
 
 from emocaustics.cli import main
+from emocaustics.core.task import Failure
 
 JOB = """
 name: dead-endpoint
@@ -46,6 +47,11 @@ def test_a_dead_endpoint_stops_the_job_and_resume_continues(count_task, tmp_path
         assert elapsed < 30, elapsed
         assert f"openai:fake@{server.base_url}" in err and "endpoint down" in err and "--resume" in err
         assert len(_predicted(run_dir)) == 10  # the finished samples are kept
+        # a typed stop: the other 40 are simply not done (no failure row with a made-up reason), and the stop is
+        # named once
+        found = count_task.read_predictions(run_dir / "predictions" / "count_ask_remote")
+        assert not [v for v in found.values() if isinstance(v, Failure)], found
+        assert len([line for line in err.splitlines() if "endpoint down" in line]) == 1, err
         drops = server.counts["drop"]
         # Without the breaker every one of the 40 other samples would pay its own retries (2 requests each).
         assert drops < 40, drops
