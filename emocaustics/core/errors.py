@@ -11,7 +11,6 @@ Each error is printed as one line by the command line, never as a traceback:
 | 5 | the Ray cluster was lost (a raylet or the head died); finished samples are kept and `--resume` continues |
 | 6 | the job's `max_cost_usd` would have been crossed by the next call; finished samples are kept and `--resume` continues |
 | 7 | an output could not be written (a full disk, a read-only folder): the line names the path and the cause; what was written is kept and `--resume` continues once the write can succeed |
-| 7 | an output could not be written (a full disk, a read-only folder): the line names the path and the cause; what was written is kept and `--resume` continues once the write can succeed |
 | 130 | interrupted |
 """
 
@@ -23,7 +22,6 @@ EXIT_FAILURES = 3
 EXIT_ENDPOINT_DOWN = 4
 EXIT_CLUSTER_LOST = 5
 EXIT_BUDGET_REACHED = 6
-EXIT_WRITE_FAILED = 7
 EXIT_WRITE_FAILED = 7
 EXIT_INTERRUPTED = 130
 
@@ -118,18 +116,12 @@ class BudgetReached(Stop):
     hint = "to continue (with a new budget for the rest)"
 
 
-class WriteFailed(Exception):
-    """A file of the run could not be written (a full disk, a read-only folder; `core.writes`): the run stops (exit
-    status 7) with one line naming the path and the cause; what was written is kept and `--resume` continues."""
+class WriteFailed(Stop):
+    """A file of the run could not be written (a full disk, a read-only folder; `core.writes`): a typed stop (exit
+    status 7), one line naming the path and the cause; what was written is kept and `--resume` continues."""
 
     exit_code = EXIT_WRITE_FAILED
-
-
-class WriteFailed(Exception):
-    """A file of the run could not be written (a full disk, a read-only folder; `core.writes`): the run stops (exit
-    status 7) with one line naming the path and the cause; what was written is kept and `--resume` continues."""
-
-    exit_code = EXIT_WRITE_FAILED
+    hint = "once it can be written (free some space), to continue"
 
 
 class SamplesFailed(Exception):
