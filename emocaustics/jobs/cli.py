@@ -28,7 +28,7 @@ def register(subparsers: Any) -> None:
                         "<folder>.replaced-<timestamp> (never deleted)")
     p.add_argument("--dry-run", action="store_true",
                    help="print the configs, samples, estimated LLM calls and tokens, models and where outputs and "
-                        "the cache go; start nothing, write nothing")
+                        "the cache go, problems first; start nothing, write nothing; exit 2 when it finds a problem")
     p.add_argument("--allow-failures", action="store_true",
                    help="exit 0 even when some samples failed (they are still listed in the summary)")
     p.add_argument("--ray-address", default=None,

@@ -60,7 +60,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--out", default=None, help="run folder (default: runs/eval-<task>-<method>[-<model>]/<time>)")
     p.add_argument("--resume", action="store_true", help="continue the run in --out (default: the latest)")
     p.add_argument("--force", action="store_true", help="start afresh in --out, moving the old run aside")
-    p.add_argument("--dry-run", action="store_true", help="print what would run; start nothing, write nothing")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print what would run, its problems first; start nothing, write nothing; exit 2 on a problem")
     p.add_argument("--allow-failures", action="store_true", help="exit 0 even when some samples failed")
     p.add_argument("--ray-address", default=None, help="Ray cluster to join (default: a local Ray when needed)")
     p.set_defaults(func=_eval)
@@ -83,7 +84,9 @@ def _eval(args: argparse.Namespace) -> int:
         job = eval_job(args.task, **kwargs)
         if args.submission_file:
             check_submission(job, Path(args.submission_file))
-        print(plan_job(job, out=args.out, resume=args.resume))
+        plan = plan_job(job, out=args.out, resume=args.resume)
+        print(plan.text)
+        plan.check()  # a problem found: exit 2, so that a dry run can gate a CI job
         return 0
     try:
         run = run_eval(args.task, **kwargs, submission_file=args.submission_file, out=args.out, resume=args.resume,

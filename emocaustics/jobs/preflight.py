@@ -3,10 +3,13 @@
 Both run before Ray starts and before the run folder is touched:
 - `load_all` loads each config's samples once (configs sharing a task, dataset and options share the load); the
   runner reuses the result, so the pre-flight load is not paid twice.
-- `describe` is the dry run: expanded configs, samples per config, forecast LLM calls and prompt tokens (each
-  config's own prompts, built by its solver path with the model and embedder stood in: solve/forecast.py, counted
-  with the model's tokenizer where it is local), generated tokens (the task's rough `estimate`), dollars at the
-  model's price (jobs/cost.py; "unknown" without one), models with their placement, where outputs and cache go.
+- `describe` is the dry run: the problems a real run would stop at, first (a spec or model path that cannot be
+  used, a dataset that does not load or selects nothing, an unpriced endpoint under `max_cost_usd`, a taken run
+  folder; the command then exits 2), then expanded configs, samples per config, forecast LLM calls and prompt tokens
+  (each config's own prompts, built by its solver path with the model and embedder stood in: solve/forecast.py,
+  counted with the model's tokenizer where it is local), generated tokens (at most: the requests' own max_tokens),
+  dollars at the model's price (jobs/cost.py; "unknown" without one), models with their placement, where outputs
+  and cache go. A config that cannot run is not forecast: its row names its problem.
 - `preflight` checks, in this order, the datasets, the embedder, every model (an endpoint gets one cheap request, a
   path must exist, a hub name must be cached or reachable) and stops at the first problem with one line that names it.
 """
@@ -14,6 +17,7 @@ Both run before Ray starts and before the run folder is touched:
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -94,88 +98,141 @@ def model_source(spec: str, *, network: bool) -> str:
     return "endpoint"
 
 
-def describe(job: JobSpec, configs: list[Any], loaded: dict[str, Loaded | UsageError], run_dir: Path,
-             cache_dir: Path) -> str:
-    """The dry run's text."""
-    from emocaustics.jobs.rundir import job_hash
+@dataclass(frozen=True)
+class DryRun:
+    """The dry run's text, its problems first; `problems`: one line each (none: a real run would start)."""
 
-    lines = [f"job {job.name} (hash {job_hash(job)}): {len(configs)} configs",
+    text: str
+    problems: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        return self.text
+
+    def check(self) -> None:
+        """Exit status 2 (a UsageError) when the dry run found a problem, so that a dry run can gate a CI job."""
+        if self.problems:
+            more = f" (and {len(self.problems) - 1} more, listed above)" if len(self.problems) > 1 else ""
+            raise UsageError(f"the dry run found {len(self.problems)} problem(s): {self.problems[0]}{more}")
+
+
+def _model_problems(job: JobSpec, configs: list[Any]) -> dict[str, str]:
+    """What stops a model the configs use, or the judge, found without the network (a spec that does not parse, a
+    path that does not exist): by job model name (the judge's spec when it is no job model)."""
+    found: dict[str, str] = {}
+    judge = job.scoring.judge
+    names = sorted({c.model for c in configs if c.model} | ({judge} & set(job.models)))
+    for where, name, spec in [(f"models.{n}", n, job.models[n].spec) for n in names] + \
+            ([("scoring.judge", judge, judge)] if judge != "none" and judge not in job.models else []):
+        try:
+            model_source(spec, network=False)
+        except UsageError as exc:
+            found[name] = f"{where}: {exc}"
+    return found
+
+
+def describe(job: JobSpec, configs: list[Any], loaded: dict[str, Loaded | UsageError], run_dir: Path,
+             cache_dir: Path, *, resume: bool = False) -> DryRun:
+    """The dry run: its problems first, numbered (a config that cannot run is not forecast: its row names its
+    problem), then the plan."""
+    from emocaustics.jobs import rundir
+    from emocaustics.jobs.cost import check_budget
+    from emocaustics.models.prices import table as price_table
+    from emocaustics.models.registry import is_remote
+
+    problems: dict[str, list[str]] = {}  # message -> the labels of the configs it stops (none: the job's)
+
+    def problem(message: str, label: str | None = None) -> str:
+        """Record a problem (once per message, with the configs it stops); 'problem N', as listed first."""
+        problems.setdefault(message, []).extend([label] if label else [])
+        return f"problem {list(problems).index(message) + 1}"
+
+    try:
+        rundir.claim(run_dir, job, resume=resume, force=False)
+    except UsageError as exc:
+        problem(str(exc))
+    bad_models = _model_problems(job, configs)
+    try:
+        check_budget(job, configs)
+        unpriced = None
+    except UsageError as exc:  # max_cost_usd with an endpoint that has no price
+        unpriced = str(exc)
+    lines = [f"job {job.name} (hash {rundir.job_hash(job)}): {len(configs)} configs",
              f"outputs: {run_dir}", f"response cache: {cache_dir}/responses.sqlite"]
     used = sorted({c.model for c in configs if c.model})
     lines.append("models:" if used else "models: none (calibration rows only)")
     for name in used:
         m = job.models[name]
-        try:
-            source = model_source(m.spec, network=False)
-        except UsageError as exc:
-            source = f"PROBLEM: {exc}"
+        source = f"see {problem(bad_models[name])}" if name in bad_models else model_source(m.spec, network=False)
         lines.append(f"  {name}: {m.spec} -- {placement(m)}; weights: {source}")
+    if job.scoring.judge in bad_models:
+        problem(bad_models[job.scoring.judge])
     lines.append(f"scoring: embedder {job.scoring.embedder}, judge {job.scoring.judge}")
-    header = "| config | task | method | model | samples | LLM calls | prompt tokens | generated tokens | cost (USD) |"
-    table = ["configs:", header, "|" + "---|" * 9]
+    table = ["configs:", "| config | task | method | model | samples | LLM calls | prompt tokens | "
+             "generated tokens (at most) | cost (USD) |", "|" + "---|" * 9]
     totals = [0, 0, 0]
     usd: list[float | None] = []  # each model config's forecast dollars (None: price unknown)
-    problems: list[tuple[str, str]] = []
     counters: dict[str, Any] = {}
     for cfg in configs:
         got = loaded[cfg.label]
+        n = "?" if isinstance(got, UsageError) else len(got.samples)
+        remote = bool(cfg.model) and is_remote(job.models[cfg.model].spec)
         if isinstance(got, UsageError):
-            problems.append((cfg.label, f"dataset: {got}"))
-            table.append(f"| {cfg.label} | {cfg.task.name} | {cfg.options.method} | {cfg.model or '-'} | "
-                         "? | ? | ? | ? |")
-            continue
-        n = len(got.samples)
-        if cfg.task.needs_model(cfg.options):
+            why = problem(f"dataset: {got}", cfg.label)
+        elif not got.samples:
+            why = problem("the dataset selection has no samples", cfg.label)
+        elif cfg.model in bad_models:
+            why = problem(bad_models[cfg.model])
+        elif unpriced and remote and getattr(cfg, "price", None) is None:
+            why = problem(unpriced)
+        elif cfg.task.needs_model(cfg.options):
             try:
                 figures = _forecast(cfg, configs, got, job, counters)
+                why = None
             except UsageError as exc:
-                problems.append((cfg.label, f"prompts: {exc}"))
-                figures = None
-            if figures is None:
-                shown = ["?", "?", "?", "?"]
-            else:
-                totals = [a + b for a, b in zip(totals, figures)]
-                batch = job.models[cfg.model].batch
-                usd.append(_dollars(getattr(cfg, "price", None), figures, batch))
-                shown = [f"{v:,}" for v in figures[:3]] + ["unknown" if usd[-1] is None else f"${usd[-1]:,.4f}"]
-                if batch:  # batch: true -- which calls go through the batch API, which stay live (models/batch.py)
-                    shown[0] += f" ({figures[0] - figures[3]:,} batch, {figures[3]:,} live)"
+                why = problem(f"prompts: {exc}", cfg.label)
         else:
+            why, figures = None, None
+        if why is not None:
+            shown = [f"not forecast: {why}", "-", "-", "-"]
+        elif figures is None:
             shown = ["0 (calibration)", "0", "0", "$0"]
+        else:
+            totals = [a + b for a, b in zip(totals, figures)]
+            batch = job.models[cfg.model].batch
+            usd.append(_dollars(getattr(cfg, "price", None), figures, batch))
+            shown = [f"{v:,}" for v in figures[:3]] + ["unknown" if usd[-1] is None else f"${usd[-1]:,.4f}"]
+            if batch:  # batch: true -- which calls go through the batch API, which stay live (models/batch.py)
+                shown[0] += f" ({figures[0] - figures[3]:,} batch, {figures[3]:,} live)"
         table.append(f"| {cfg.label} | {cfg.task.name} | {cfg.options.method} | {cfg.model or '-'} | {n} | "
                      + " | ".join(shown) + " |")
+    if unpriced:
+        problem(unpriced)  # the judge's, when no config's model is the one unpriced
     lines += table
     known = sum(u for u in usd if u is not None)
-    lines.append(f"total: {totals[0]:,} LLM calls, {totals[1]:,} prompt tokens, {totals[2]:,} generated tokens, "
-                 f"${known:,.4f}" + (f" + unknown ({usd.count(None)} configs' models have no price)"
-                                     if None in usd else "")
-                 + (f" (max_cost_usd {job.max_cost_usd:g})" if job.max_cost_usd is not None else ""))
-    from emocaustics.jobs.cost import check_budget
-    from emocaustics.models.prices import table as price_table
-
+    skipped = sum(1 for row in table if "| not forecast: problem" in row)
+    lines.append(f"total: {totals[0]:,} LLM calls, {totals[1]:,} prompt tokens, at most {totals[2]:,} generated "
+                 f"tokens, ${known:,.4f}" + (f" + unknown ({usd.count(None)} configs' models have no price)"
+                                             if None in usd else "")
+                 + (f" (max_cost_usd {job.max_cost_usd:g})" if job.max_cost_usd is not None else "")
+                 + (f"; {skipped} configs not forecast (their problems are above)" if skipped else ""))
     lines.append(f"prices: USD per 1M tokens, the shipped table of {price_table()['as_of']} or the job's `price:`; "
                  "dollars forecast from the token forecast at live prices (a `batch: true` model's batch calls at "
                  "its batch prices), cache hits not deducted")
-    try:
-        check_budget(job, configs)
-    except UsageError as exc:
-        problems.append(("max_cost_usd", str(exc)))
     if counters:
         lines.append("forecast: LLM calls and prompt tokens are those of the prompts each config's solver builds "
                      "(documents, passages, examples, histories included), counted with:")
         lines += [f"  {name}: {c.name}" for name, c in sorted(counters.items())]
-        lines.append("  stood in: the model's answers (half their schema bounds; prompts that show earlier answers "
-                     "grow with the model's), the embedder (no embedder is loaded: retrieval picks passages of "
-                     "typical size, not the real top-k); retries are not counted; generated tokens: a rough "
-                     "estimate")
-    by_message: dict[str, list[str]] = {}
-    for label, message in problems:
-        by_message.setdefault(message, []).append(label)
-    for message, labels in by_message.items():
-        shown = ", ".join(labels[:3]) + (f" and {len(labels) - 3} more" if len(labels) > 3 else "")
-        lines.append(f"problem (a real run would stop here): {shown}: {message}")
-    lines.append("dry run: nothing was started or written")
-    return "\n".join(lines)
+        lines.append("  stood in: the model's answers (prompts that show earlier answers grow or shrink with the "
+                     "model's), the embedder (no embedder is loaded: retrieval picks passages of typical size, not "
+                     "the real top-k); retries are not counted; generated tokens: each request's own max_tokens, "
+                     "an upper bound")
+    found = []
+    for message, labels in problems.items():
+        named = ", ".join(labels[:3]) + (f" and {len(labels) - 3} more" if len(labels) > 3 else "")
+        found.append(f"config{'s' if len(labels) > 1 else ''} {named}: {message}" if labels else message)
+    head = ([f"PROBLEMS: {len(found)} (a real run would stop at the first; this dry run exits with status 2)"]
+            + [f"  problem {i}: {p}" for i, p in enumerate(found, 1)]) if found else []
+    return DryRun("\n".join(head + lines + ["dry run: nothing was started or written"]), tuple(found))
 
 
 def _dollars(price: Any, figures: list[int], batch: bool) -> float | None:

@@ -19,7 +19,8 @@ What the forecast cannot know, and assumes (the dry run says so):
   `rag`, `window`'s event joins) see `StandInEmbedder`'s vectors: pseudo-random per text, so retrieval picks top-k
   passages of typical size but not the ones a real embedder would, and similarity thresholds are rarely met (a `rag`
   prompt is forecast without its retrieved lines: at most top_k lines fewer).
-- generated tokens: the task's rough `estimate` (answer lengths are the model's).
+- generated tokens: each request's own `max_tokens` (the bound its solver sets, from the answer schema), so an
+  upper bound: a model stops at the end of its answer, never past the bound (retries aside).
 """
 
 from __future__ import annotations
@@ -198,6 +199,7 @@ class RecordingLLM:
     name: str = "forecast"
     calls: int = 0
     prompt_tokens: int = 0
+    generated_tokens: int = 0  # the requests' own max_tokens: an upper bound on what the model generates
     live_calls: int = 0  # requests marked `live` (dependent chains): live even under `batch: true`
     live_prompt_tokens: int = 0
 
@@ -207,6 +209,7 @@ class RecordingLLM:
         for r, n in zip(requests, sizes):
             self.calls += 1
             self.prompt_tokens += n
+            self.generated_tokens += int(r.sampling.max_tokens or 0)
             if r.live:
                 self.live_calls += 1
                 self.live_prompt_tokens += n
@@ -248,9 +251,9 @@ class Forecast:
 
 
 def forecast(task: Any, samples: list[Any], options: Any, counter: TokenCounter, *, prior: bool = False) -> Forecast:
-    """Calls and prompt tokens of the task's own solver path over `samples` (answers and embeddings stood in);
-    generated tokens from `Task.estimate`. Raises what the task's preparation raises (a UsageError names it)."""
+    """Calls, prompt tokens and (at most) generated tokens of the task's own solver path over `samples` (answers and
+    embeddings stood in). Raises what the task's preparation raises (a UsageError names it)."""
     llm = RecordingLLM(counter)
     task.dry_solve(samples, options, llm, StandInEmbedder(), prior=prior)
-    generated = int(task.estimate(samples, options).get("generated_tokens", 0))
-    return Forecast(llm.calls, llm.prompt_tokens, generated, counter.name, llm.live_calls, llm.live_prompt_tokens)
+    return Forecast(llm.calls, llm.prompt_tokens, llm.generated_tokens, counter.name, llm.live_calls,
+                    llm.live_prompt_tokens)

@@ -132,6 +132,9 @@ def test_every_cli_example_in_the_docs_runs(where, argv, monkeypatch, capsys, re
         argv = [*argv, "--dry-run"]
     status = main(argv)
     out, err = capsys.readouterr()
+    problems = [line for line in out.splitlines() if line.startswith("  problem ")]
+    if "--dry-run" in argv and status == 2 and problems and all(": dataset: " in p for p in problems):
+        pytest.skip(f"{where}: its data is not on this machine ({problems[0][:300]})")  # the dry run exits 2 then
     assert status == 0, f"{where}: exit {status}\n{err[-2000:]}"
     if "--dry-run" in argv:
         assert "dry run: nothing was started or written" in out, out[-2000:]

@@ -164,8 +164,8 @@ def test_an_unknown_id_is_a_usage_error_naming_it(tmp_path, capsys):
     assert main(["eval", "aer", "--method", "oracle", "--ids", "q-1,q-99", "-D", f"data={data}",
                  "--out", str(tmp_path / "run")]) == 2
     assert "select.ids: dataset aer (data=" in capsys.readouterr().err
-    assert main(["eval", "aer", "--method", "oracle", "--ids", "q-99", "-D", f"data={data}", "--dry-run"]) == 0
-    assert "has no sample q-99" in capsys.readouterr().out
+    assert main(["eval", "aer", "--method", "oracle", "--ids", "q-99", "-D", f"data={data}", "--dry-run"]) == 2
+    assert "has no sample q-99" in capsys.readouterr().out  # listed first in the plan (issue 41: exit 2)
 
 
 def test_the_dry_run_shows_the_selection_and_writes_nothing(tmp_path, capsys):

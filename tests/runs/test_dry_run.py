@@ -19,14 +19,25 @@ def test_there_are_jobs():
     assert len(JOBS) >= 4
 
 
+SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "datasets"
+DATA_VARS = {"EMOCAUSTICS_DATA": "emocaustics", "EMOCAUSTICS_AER_DATA": "aer", "EMOCAUSTICS_ECAC_DATA": "ecac",
+             "EMOCAUSTICS_HUMANEVAL_DATA": "humaneval"}
+
+
 @pytest.mark.parametrize("path", JOBS, ids=[p.name for p in JOBS])
-def test_every_shipped_job_dry_runs(path, tmp_path, capsys):
+def test_every_shipped_job_dry_runs(path, tmp_path, capsys, monkeypatch):
     import ray
 
+    for var, name in DATA_VARS.items():  # the published data where this machine has it
+        if (SHARED / name).is_dir():
+            monkeypatch.setenv(var, str(SHARED / name))
     was_running = ray.is_initialized()
     out = tmp_path / "run"
-    assert main(["run", str(path), "--dry-run", "--out", str(out)]) == 0
+    rc = main(["run", str(path), "--dry-run", "--out", str(out)])
     text = capsys.readouterr().out
+    problems = [line for line in text.splitlines() if line.startswith("  problem ")]
+    # a dataset this machine lacks is the only problem a shipped job may have (exit 2, listed first); else exit 0
+    assert rc == (2 if problems else 0) and all(": dataset: " in p for p in problems), text
     job = load_job(path)
     for run in job.expand():
         assert f"| {run.label} |" in text
@@ -38,7 +49,7 @@ def test_every_shipped_job_dry_runs(path, tmp_path, capsys):
 
 
 def test_the_cache_goes_under_emocaustics_cache_or_the_run_folder(tmp_path, monkeypatch, capsys):
-    job = JOBS[0]
+    job = next(p for p in JOBS if p.name == "narrative-quickstart.yaml")  # its data is in the repository
     monkeypatch.delenv("EMOCAUSTICS_CACHE", raising=False)
     assert main(["run", str(job), "--dry-run", "--out", str(tmp_path / "r")]) == 0
     assert f"response cache: {tmp_path / 'r' / 'cache'}/responses.sqlite" in capsys.readouterr().out
@@ -71,3 +82,31 @@ def test_the_dry_run_forecast_counts_calls_per_sample(tmp_path, capsys):
     row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("| sextuple_direct_m |"))
     n = sum(len(d.utterances) for d in dialogues)
     assert row.split("|")[5].strip() == str(len(dialogues)) and row.split("|")[6].strip() == f"{n:,}"
+
+
+def test_a_dry_run_with_problems_lists_them_first_forecasts_nothing_it_cannot_run_and_exits_2(tmp_path, capsys):
+    """Issue 41 (5, 15): a model whose folder is missing and a selection naming an unknown id; the plan still shows
+    every config, with the one that can run forecast, and every row has the header's 9 cells."""
+    job = tmp_path / "j.yaml"
+    job.write_text("name: p\ndataset: {narrative: {}}\nmodels: {ok: {spec: smoke}, gone: {spec: 'vllm:/nonexistent'}}\n"
+                   "runs:\n  - {task: narrative, method: llm, model: ok}\n"
+                   "  - {task: narrative, method: llm, model: gone}\n"
+                   "  - {task: narrative, method: llm, model: ok, name: picked, select: {ids: [no-such-story]}}\n",
+                   encoding="utf-8")
+    assert main(["run", str(job), "--dry-run", "--out", str(tmp_path / "r")]) == 2
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines()
+    assert lines[0].startswith("PROBLEMS: 2 ")
+    assert lines[1].startswith("  problem 1: models.gone: model 'vllm:/nonexistent': /nonexistent is neither")
+    assert lines[2].startswith("  problem 2: config picked: dataset: select.ids: ") and "no-such-story" in lines[2]
+    rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[1:-1]]
+            for line in lines if line.startswith("| ") and not line.startswith("| config |")}
+    assert all(len(cells) == 9 for cells in rows.values()), rows
+    assert rows["narrative_llm_gone"][5:] == ["not forecast: problem 1", "-", "-", "-"]
+    assert rows["picked"][4:] == ["?", "not forecast: problem 2", "-", "-", "-"]
+    assert int(rows["narrative_llm_ok"][5].replace(",", "")) > 0  # the config that can run is forecast
+    assert "weights: see problem 1" in captured.out
+    err = [line for line in captured.err.splitlines() if line.strip()]
+    assert err == [f"emocaustics: error: the dry run found 2 problem(s): {lines[1][len('  problem 1: '):]} "
+                   "(and 1 more, listed above)"]
+    assert not (tmp_path / "r").exists()

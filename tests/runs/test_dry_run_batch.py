@@ -20,7 +20,7 @@ def _row(tmp_path: Path, batch: bool, window: int) -> list[str]:
         "runs": [{"task": "narrative", "model": "m", "options": {"method": "llm", "window_sentences": window}}]}),
         encoding="utf-8")
     spec = load_job(job)
-    text = plan_job(spec, out=str(tmp_path / "run"))
+    text = plan_job(spec, out=str(tmp_path / "run")).text
     label = spec.expand()[0].label
     row = next(line for line in text.splitlines() if line.startswith(f"| {label} |"))
     return [c.strip() for c in row.split("|")]

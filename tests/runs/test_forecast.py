@@ -39,6 +39,7 @@ class Double:
 
     def __init__(self) -> None:
         self.counter = counter_for("smoke")
+        self.max_tokens = 0  # the requests' own generation limits, summed
 
     def value(self, schema: dict[str, Any], rng: random.Random) -> Any:
         if "enum" in schema:
@@ -60,6 +61,7 @@ class Double:
         sizes = self.counter.count([r.messages for r in requests])
         out = []
         for r, n in zip(requests, sizes):
+            self.max_tokens += r.sampling.max_tokens
             rng = random.Random(hashlib.sha256(json.dumps(r.messages).encode() + str(r.sampling.seed).encode())
                                 .digest())
             v = self.value(r.schema, rng)
@@ -75,21 +77,23 @@ class RandomEmbedder:
         return m / np.linalg.norm(m, axis=1, keepdims=True)
 
 
-def dry_run_row(tmp_path: Path, dataset: dict[str, Any], run: dict[str, Any]) -> tuple[int, int]:
-    """(LLM calls, prompt tokens) of the config's row in `run --dry-run` of a one-config job on the smoke model."""
+def dry_run_row(tmp_path: Path, dataset: dict[str, Any], run: dict[str, Any]) -> tuple[int, int, int]:
+    """(LLM calls, prompt tokens, at most generated tokens) of the config's row in `run --dry-run` of a one-config
+    job on the smoke model."""
     job = tmp_path / "job.yaml"
     job.write_text(json.dumps({"name": "fc", "dataset": dataset, "models": {"smoke": {"spec": "smoke"}},
                                "runs": [{**run, "model": "smoke"}]}), encoding="utf-8")
     spec = load_job(job)
-    text = plan_job(spec, out=str(tmp_path / "run"))
+    text = plan_job(spec, out=str(tmp_path / "run")).text
     label = spec.expand()[0].label
     row = next(line for line in text.splitlines() if line.startswith(f"| {label} |"))
     cells = [c.strip() for c in row.split("|")]
     assert "tokenizer of smoke" in text, text  # the counter is named, and it is the one used below
-    return int(cells[6].replace(",", "")), int(cells[7].replace(",", ""))
+    return int(cells[6].replace(",", "")), int(cells[7].replace(",", "")), int(cells[8].replace(",", ""))
 
 
-def solved_default(task_name: str, dataset: dict[str, Any], run: dict[str, Any], out: Path) -> tuple[int, int]:
+def solved_default(task_name: str, dataset: dict[str, Any], run: dict[str, Any], out: Path,
+                   model: Double | None = None) -> tuple[int, int]:
     """(calls, prompt tokens) the default plan sends: prepare, then every sample's solve, stats from stats.jsonl."""
     from emocaustics.core import aio
     from emocaustics.solve.plan import asolve_samples
@@ -98,14 +102,14 @@ def solved_default(task_name: str, dataset: dict[str, Any], run: dict[str, Any],
     opts = task.parse_options(run["options"])
     samples = task.load(task.Dataset.model_validate(dataset), opts).samples
     prepared = task.prepare(samples, opts, ScoreContext(embedder=RandomEmbedder()))
-    aio.run(asolve_samples(task, prepared, opts, Double(), out))
+    aio.run(asolve_samples(task, prepared, opts, model or Double(), out))
     rows = [json.loads(line) for line in (out / "stats.jsonl").read_text().splitlines()]
     assert len(rows) == len(samples)
     return sum(r["llm_calls"] for r in rows), sum(r["prompt_tokens"] for r in rows)
 
 
-def close(forecast: tuple[int, int], actual: tuple[int, int]) -> None:
-    for what, f, a in zip(("LLM calls", "prompt tokens"), forecast, actual):
+def close(forecast: tuple[int, ...], actual: tuple[int, int]) -> None:
+    for what, f, a in zip(("LLM calls", "prompt tokens"), forecast[:2], actual):
         assert a > 0 and abs(f - a) <= TOLERANCE * a, f"{what}: forecast {f:,}, sent {a:,} ({f / a:.2f}x)"
 
 
@@ -135,6 +139,20 @@ def test_aer_forecast_counts_every_self_consistency_sample(tmp_path):
     run = {"task": "aer", "options": {"method": "llm", "samples": 3, "max_context_tokens": 8192,
                                       "chars_per_token": 0.8}}
     close(dry_run_row(tmp_path, {"aer": dataset}, run), solved_default("aer", dataset, run, tmp_path / "out"))
+
+
+def test_generated_tokens_are_the_requests_own_max_tokens(tmp_path):
+    """Issue 41 (6): the dry run's generated tokens are what the requests themselves allow (each one's max_tokens,
+    as the task sets it from the answer schema), an upper bound on what a model generates; not a per-task guess
+    (150 per AER call, where the requests allow 42)."""
+    root = data_dir("aer", "sample_data/questions.jsonl")
+    dataset = {"data": str(root), "split": "sample", "max_samples": 8}
+    run = {"task": "aer", "options": {"method": "llm", "samples": 3, "max_context_tokens": 8192,
+                                      "chars_per_token": 0.8}}
+    model = Double()
+    forecast = dry_run_row(tmp_path, {"aer": dataset}, run)
+    close(forecast, solved_default("aer", dataset, run, tmp_path / "out", model))
+    assert forecast[2] == model.max_tokens > 0
 
 
 @pytest.mark.parametrize("method", ["direct", "utterance"])

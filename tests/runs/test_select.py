@@ -61,9 +61,9 @@ def test_the_dry_run_counts_the_selected_samples(count_task, tmp_path, capsys):
     row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("| count_right |"))
     assert row.split("|")[5].strip() == "4"
     job = write_job(tmp_path / "k.yaml", SELECT_JOB.format(name="d", n=9, method="right", select="{ids: [zz]}"))
-    assert main(["run", str(job), "--dry-run", "--out", str(tmp_path / "run")]) == 0
-    assert "problem (a real run would stop here): count_right: dataset: select.ids: dataset count (n=9) has no " \
-           "sample zz" in capsys.readouterr().out
+    assert main(["run", str(job), "--dry-run", "--out", str(tmp_path / "run")]) == 2  # a problem: exit 2
+    assert "problem 1: config count_right: dataset: select.ids: dataset count (n=9) has no sample zz" \
+           in capsys.readouterr().out
 
 
 def test_the_hash_is_unchanged_without_select_and_changes_with_it(count_task, tmp_path):
