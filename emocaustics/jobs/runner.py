@@ -26,7 +26,7 @@ from urllib.parse import urlencode
 
 import polars as pl
 
-from emocaustics.core.errors import EndpointDown, NothingToResume, UsageError
+from emocaustics.core.errors import NothingToResume, Stop, UsageError
 from emocaustics.core.progress import Progress
 from emocaustics.core.task import Failure, Loaded, Options, ScoreContext, Task
 from emocaustics.jobs import cost, rundir
@@ -229,21 +229,14 @@ def resume_command(job_file: str | Path | None, run_dir: Path) -> str:
     return f"emocaustics run {shlex.quote(job)} --resume --out {shlex.quote(str(run_dir))}"
 
 
-def _stop_if_endpoint_down(cfg: Config, job: JobSpec, samples: list, run_dir: Path,
-                           job_file: str | Path | None = None) -> None:
-    """A config whose endpoint was given up on (models/breaker.py), or whose calls the job's max_cost_usd stopped
-    (jobs/cost.py), stops the job; finished samples stay."""
-    cost.stop_if_budget_reached(cfg, samples, resume_command(job_file, run_dir))
-    if not _is_remote(job, cfg.model):
-        return
-    from emocaustics.models.breaker import endpoint_down
-
-    found = cfg.task.read_predictions(cfg.pred_dir)
-    down = endpoint_down([str(v) for v in found.values() if isinstance(v, Failure)])
-    if down:
-        kept = sum(1 for s in samples if s.id in found and not isinstance(found[s.id], Failure))
-        raise EndpointDown(f"model {cfg.model!r}: {down}; config {cfg.label}: {kept} of {len(samples)} samples "
-                           f"finished and kept; when the endpoint is back: {resume_command(job_file, run_dir)}")
+@contextmanager
+def _named(where: str, job_file: str | Path | None, run_dir: Path) -> Iterator[None]:
+    """A typed stop of the solving (a dead endpoint, the budget, a service gone: `core.errors.Stop`) ends the job
+    with its exit status, named once: where it happened and the command that continues the run."""
+    try:
+        yield
+    except Stop as stop:
+        raise stop.continued(where, resume_command(job_file, run_dir)) from None
 
 
 def plan_job(job: JobSpec, *, out: str | None = None, resume: bool = False) -> DryRun:
@@ -308,12 +301,10 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force
     frames, long_rows, items, wall, defects, records = [], [], [], {}, [], []
     tables: dict[str, list[pl.DataFrame]] = {}  # the scorers' extra tables by name, every config's
     seen_tasks: set[str] = set()
-    together = solve_together(job, configs, loaded_by_label, ctx, cache_dir,  # type: ignore[arg-type]
-                              lambda c: model_spec_string(job.models[c.model]), lambda c: _prior(c, configs),
-                              evallog.config, lambda label: rundir.WallClock(claimed, label))
-    for cfg in configs:
-        if cfg.label in together:  # solved above, with the other configs of its model: stop now if its endpoint died
-            _stop_if_endpoint_down(cfg, job, together[cfg.label], run_dir, job_file)
+    with _named(f"job {job.name}", job_file, run_dir):
+        together = solve_together(job, configs, loaded_by_label, ctx, cache_dir,  # type: ignore[arg-type]
+                                  lambda c: model_spec_string(job.models[c.model]), lambda c: _prior(c, configs),
+                                  evallog.config, lambda label: rundir.WallClock(claimed, label))
     for cfg in configs:
         loaded_cfg: Loaded = loaded_by_label[cfg.label]  # type: ignore[assignment]  # errors were raised above
         if cfg.task.name not in seen_tasks:  # one list for the job; each defect says which task's loader found it
@@ -332,9 +323,9 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force
                 samples = together[cfg.label]
             elif cfg.task.needs_model(cfg.options):
                 samples = cfg.task.prepare(samples, cfg.options, ctx)
-                with sink.active(evallog.config(cfg.label)):
+                with sink.active(evallog.config(cfg.label)), \
+                        _named(f"model {cfg.model!r}, config {cfg.label}", job_file, run_dir):
                     solve(cfg, job, samples, ctx, cache_dir, _prior(cfg, configs))
-                _stop_if_endpoint_down(cfg, job, samples, run_dir, job_file)
             predictions = predictions_for(cfg, samples)
             evallog.config(cfg.label).finish(samples, predictions)
             scored = cfg.task.score(samples, predictions, cfg.options, ctx)
