@@ -121,7 +121,14 @@ class WriteFailed(Stop):
     status 7), one line naming the path and the cause; what was written is kept and `--resume` continues."""
 
     exit_code = EXIT_WRITE_FAILED
-    hint = "once it can be written (free some space), to continue"
+
+    def __init__(self, what: str, when: str = "once there is room", line: str | None = None) -> None:
+        self.what, self.when = what, when  # "cannot write PATH: CAUSE", and when a resume can go on
+        super().__init__(line or f"{what}; what was written is kept, and `--resume` continues {when}")
+
+    def continued(self, where: str, command: str) -> WriteFailed:
+        return WriteFailed(self.what, self.when, f"{where}: {self.what}; what was written is kept; {self.when}, to "
+                                                 f"continue: {command}")
 
 
 class SamplesFailed(Exception):

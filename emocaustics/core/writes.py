@@ -42,9 +42,8 @@ def failed(path: str | Path, exc: BaseException) -> WriteFailed:
         return exc
     cause, code = _cause(exc)
     name = f" ({errno.errorcode[code]})" if code in errno.errorcode else ""
-    when = "once there is room" if code in NO_ROOM else "once the path can be written"
-    return WriteFailed(f"cannot write {path}: {cause}{name}; what was written is kept, and `--resume` continues "
-                       f"{when}")
+    return WriteFailed(f"cannot write {path}: {cause}{name}",
+                       "once there is room" if code in NO_ROOM else "once the path can be written")
 
 
 def unnamed(exc: BaseException) -> WriteFailed | None:

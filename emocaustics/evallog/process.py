@@ -106,7 +106,7 @@ class ChildWriter:
                 if kind == "ok":
                     fut.set_result(value)
                 elif kind == "write":  # a write of the child failed: its one line, naming the path (core.writes)
-                    fut.set_exception(WriteFailed(value))
+                    fut.set_exception(WriteFailed(*value))
                 else:
                     fut.set_exception(EvalLogError(f"{self.where}: writing {what} failed in the writer process "
                                                    f"(pid {self.pid}):\n{value}"))
@@ -178,7 +178,7 @@ def _serve(conn: Connection) -> None:
                 reply = handler(message)
             conn.send(("ok", reply))
         except WriteFailed as exc:
-            conn.send(("write", str(exc)))
+            conn.send(("write", (exc.what, exc.when)))
         except Exception:
             conn.send(("error", traceback.format_exc(limit=8)))
         if message[0] == "stop":

@@ -28,6 +28,10 @@ def test_one_line_names_the_path_and_the_cause_of_each_kind_of_full_disk() -> No
         assert text.startswith("cannot write /runs/r/x.jsonl: No space left on device (ENOSPC)"), text
         assert "--resume" in text
     assert WriteFailed.exit_code == EXIT_WRITE_FAILED == 7
+    named = failed("/runs/r/x.jsonl", ENOSPC).continued("config c", "emocaustics run j.yaml --resume --out /runs/r")
+    assert str(named) == ("config c: cannot write /runs/r/x.jsonl: No space left on device (ENOSPC); what was written "
+                          "is kept; once there is room, to continue: emocaustics run j.yaml --resume --out /runs/r")
+    assert isinstance(named, WriteFailed)
 
 
 def test_a_line_cut_by_a_full_disk_is_cut_back_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

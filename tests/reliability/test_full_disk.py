@@ -131,8 +131,9 @@ def test_a_full_disk_stops_the_run_with_one_line_and_resume_finishes_it(disk: st
             resume_rc, resume_err = resumed.returncode, resumed.stderr
         assert full_rc == 7, full_err[-3000:]
         line = _one_line(full_err)
-        assert line.startswith(f"emocaustics: error: cannot write {where}/"), line
-        assert cause in line and "--resume" in line, line
+        # the config it stopped in (when a sample's write met it), the path and the cause, and how to continue
+        assert line.startswith("emocaustics: error: ") and f"cannot write {where}/" in line, line
+        assert f"{cause}; what was written is kept" in line and "--resume" in line, line
         assert resume_rc == 0, resume_err[-3000:]
     assert _predictions(run) == _predictions(tmp_path / "ref")
     assert len(_predictions(run)) == N
