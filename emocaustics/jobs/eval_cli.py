@@ -69,7 +69,7 @@ def register(subparsers: Any) -> None:
 
 def _eval(args: argparse.Namespace) -> int:
     from emocaustics.api import eval as run_eval
-    from emocaustics.core.errors import EndpointDown, SamplesFailed, UsageError
+    from emocaustics.core.errors import SamplesFailed, Stop, UsageError
     from emocaustics.jobs.oneline import check_submission, eval_job, parse_assignments
 
     if args.resume and args.force:
@@ -91,9 +91,10 @@ def _eval(args: argparse.Namespace) -> int:
     try:
         run = run_eval(args.task, **kwargs, submission_file=args.submission_file, out=args.out, resume=args.resume,
                        force=args.force, ray_address=args.ray_address, quiet=False)
-    except EndpointDown as exc:  # the runner's hint names a job file; an eval is continued by its own command
-        raise EndpointDown(str(exc).replace("emocaustics run JOB.yaml", "emocaustics eval <the same arguments>")) \
-            from None
+    except Stop as exc:  # the runner's hint names a job file; an eval is continued by its own command (every stop:
+        # a dead endpoint, the budget, a full disk), its type and exit status kept
+        exc.args = (str(exc).replace("emocaustics run JOB.yaml", "emocaustics eval <the same arguments>"),)
+        raise exc from None
     if args.submission_file:
         print(f"submission: {Path(args.submission_file).resolve()}")
     failed = run.failed

@@ -218,3 +218,21 @@ def test_a_full_disk_that_no_writer_named_is_still_one_line(monkeypatch: pytest.
         assert cli.main(["tasks"]) == EXIT_WRITE_FAILED
         err = capsys.readouterr().err.strip()
         assert err.startswith("emocaustics: error: cannot write") and "ENOSPC" in err and "\n" not in err, err
+
+
+def test_eval_on_a_full_disk_names_its_own_command_to_continue(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    """`eval` has no job file: the runner's resume command names JOB.yaml, which eval replaces (as for a dead
+    endpoint) while keeping the stop's type and exit status."""
+    import emocaustics.api
+    from emocaustics import cli
+
+    def full(*args: object, **kwargs: object) -> None:
+        raise failed("/r/predictions/c/predictions.jsonl", ENOSPC).continued(
+            "config c", "emocaustics run JOB.yaml --resume --out /r")
+
+    monkeypatch.setattr(emocaustics.api, "eval", full)
+    assert cli.main(["eval", "aer", "--method", "oracle"]) == EXIT_WRITE_FAILED
+    err = capsys.readouterr().err.strip()
+    assert err == ("emocaustics: error: config c: cannot write /r/predictions/c/predictions.jsonl: No space left on "
+                   "device (ENOSPC); what was written is kept; once there is room, to continue: emocaustics eval "
+                   "<the same arguments> --resume --out /r"), err
