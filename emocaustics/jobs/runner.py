@@ -16,12 +16,10 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import threading
-import time
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 from urllib.parse import urlencode
 
 import polars as pl
@@ -91,38 +89,6 @@ def resolve_run_dir(job: JobSpec, out: str | None, resume: bool) -> Path:
     return base / datetime.now().strftime("%Y%m%d-%H%M%S")
 
 
-Counts = Callable[[], tuple[int, int]]  # (finished, failed among them), read from the files on disk
-
-
-def _advance(progress: Progress, counts: tuple[int, int]) -> None:
-    done, failed = counts
-    if done > progress.done or failed > progress.failed:
-        progress.update(max(done - progress.done, 0), max(failed - progress.failed, 0))
-
-
-@contextmanager
-def watch(progress: Progress, count: Counts, interval: float = 1.0, *, final: Counts | None = None) -> Iterator[None]:
-    """Update `progress` from `count()` in a background thread while a blocking stage runs; `final` (default
-    `count`) gives the last line's figures once the stage has returned."""
-    stop = threading.Event()
-
-    def loop() -> None:
-        while not stop.wait(interval):
-            _advance(progress, count())
-
-    thread = threading.Thread(target=loop, daemon=True)
-    thread.start()
-    finished = False
-    try:
-        yield
-        finished = True
-    finally:
-        stop.set()
-        thread.join()
-        _advance(progress, (final if finished and final is not None else count)())
-        progress.close()
-
-
 class Config:
     """One expanded run: its task, validated options, label, folder and kind."""
 
@@ -146,40 +112,24 @@ def _prior(cfg: Config, configs: list[Config]) -> Path | None:
     return next((c.pred_dir for c in configs if c.label == label), None)
 
 
-def _order(configs: list[Config]) -> list[Config]:
-    """Configs others build on first (`Task.builds_on`: a config that reuses another config's predictions)."""
+def _order(configs: list[Config], *, to_run: bool = False) -> list[Config]:
+    """Configs others build on first (`Task.builds_on`: a config that reuses another config's predictions); `to_run`
+    (the order they run in): then those that ask a model before the calibration ones, so that a job against a warm
+    model reaches its first LLM call at once (the calibration rows' scoring would wait for the embedder's load first;
+    warm_bench). The tables keep the job's order."""
     needed = {p for c in configs if (p := _prior(c, configs)) is not None}
-    return sorted(configs, key=lambda c: c.pred_dir not in needed)
-
-
-def _run_order(configs: list[Config]) -> list[Config]:
-    """The order configs run in: those others build on first (as `_order`), then those that ask a model before the
-    calibration ones, so that a job against a warm model reaches its first LLM call at once (the calibration rows'
-    scoring would wait for the embedder's load first; warm_bench). The tables keep the job's order."""
-    needed = {p for c in configs if (p := _prior(c, configs)) is not None}
-    return sorted(configs, key=lambda c: (c.pred_dir not in needed, not c.task.needs_model(c.options)))
+    return sorted(configs, key=lambda c: (c.pred_dir not in needed, to_run and not c.task.needs_model(c.options)))
 
 
 def solve(cfg: Config, job: JobSpec, samples: list, ctx: ScoreContext, cache_dir: Path, prior: Path | None) -> None:
+    """Solve the config's samples that have no prediction (failed ones are tried again). Its progress line counts
+    each sample as the plan writes it (`on_row`): nothing is read back from disk while it runs."""
     progress = Progress(f"solve {cfg.label}", len(samples))
     found = cfg.task.read_predictions(cfg.pred_dir) if cfg.pred_dir.exists() else {}
-    ok = {s.id for s in samples if s.id in found and not isinstance(found[s.id], Failure)}
-    progress.done = len(ok)
-    if progress.done >= len(samples):  # failed samples are solved again: only predictions count as done
-        progress.close()
-        return
-    # Progress: predictions, plus failures written by this attempt (failures of earlier attempts do not count
-    # while it runs; once it has returned, every sample holds this attempt's prediction or failure).
-    earlier = {s.id for s in samples if isinstance(found.get(s.id), Failure)}
-
-    def tally(fresh_only: bool) -> tuple[int, int]:
-        now = cfg.task.read_predictions(cfg.pred_dir)
-        got = [now[s.id] for s in samples
-               if s.id in now and not (fresh_only and s.id in earlier and isinstance(now[s.id], Failure))]
-        return len(got), sum(isinstance(v, Failure) for v in got)
-
-    count = (lambda: tally(True)) if earlier else (lambda: cfg.task.progress_counts(samples, cfg.pred_dir))
-    with watch(progress, count, final=(lambda: tally(False)) if earlier else None):
+    progress.done = sum(1 for s in samples if s.id in found and not isinstance(found[s.id], Failure))
+    try:
+        if progress.done >= len(samples):
+            return
         llm_spec = model_spec_string(job.models[cfg.model])
         # batch: every sample in flight at once, so that their independent calls share batches (the live calls
         # are still bounded by the model's own `concurrency`)
@@ -190,7 +140,10 @@ def solve(cfg: Config, job: JobSpec, samples: list, ctx: ScoreContext, cache_dir
 
         # parsed here, once: the plan, the pool and the factory take the LLMSpec as it is
         solve_samples(cfg.task, samples, cfg.options, llm_spec=parse_llm_spec(llm_spec), out=cfg.pred_dir,
-                      cache_dir=cache_dir, concurrency=concurrency, prior=prior, embedder_spec=ctx.embedder_spec)
+                      cache_dir=cache_dir, concurrency=concurrency, prior=prior, embedder_spec=ctx.embedder_spec,
+                      on_row=lambda row: progress.update(1, failed=0 if row.get("ok") else 1))
+    finally:
+        progress.close()
 
 
 def predictions_for(cfg: Config, samples: list) -> dict[str, Any]:
@@ -199,10 +152,6 @@ def predictions_for(cfg: Config, samples: list) -> dict[str, Any]:
     from emocaustics.core.predictions import pair  # the rule `score TASK` shares: nothing written is a Failure
 
     return pair(samples, cfg.task.read_predictions(cfg.pred_dir)).predictions
-
-
-def _is_remote(job: JobSpec, model: str | None) -> bool:
-    return model is not None and is_remote(job.models[model].spec)
 
 
 def _resume_line(cfg: Config, samples: list) -> str:
@@ -274,12 +223,12 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force
     (run_dir / "config.yaml").write_text(dump_job(job), encoding="utf-8")
     print(f"job {job.name}: {len(configs)} configs -> {run_dir}" + (" (resumed)" if claimed.resumed else ""),
           flush=True)
-    needs_ray = any(c.task.needs_model(c.options) and not _is_remote(job, c.model) for c in configs)
+    local = sorted({c.model for c in configs if c.model and not is_remote(job.models[c.model].spec)})  # engines here
     address = ray_address or job.ray.address or os.environ.get("RAY_ADDRESS")
     # A cluster the user named is joined up front even when no config hosts a model here: scoring that fans out
     # through Ray Data later (large EmoCaustics or narrative inputs) then runs on that cluster, never on a private
     # local Ray of its own. Without an address, Ray starts only when a local engine needs it.
-    if needs_ray or address:
+    if local or address:
         connect(address=address, num_cpus=job.ray.num_cpus,
                 object_store_memory=job.ray.object_store_memory, namespace=job.ray.namespace)
     from emocaustics.models.embedders import make_embedder
@@ -295,7 +244,6 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force
     from emocaustics.evallog.writer import EvalLog
 
     evallog = EvalLog(run_dir, prompts=job.log.prompts)  # every call of every sample: `emocaustics view RUN_DIR`
-    local = sorted({c.model for c in configs if c.model and not _is_remote(job, c.model)})
     startup = start_models(job, local, lambda name: model_spec_string(job.models[name]), embedder)
     (run_dir / "startup.json").write_text(json.dumps(startup, indent=1), encoding="utf-8")
     frames, long_rows, items, wall, defects, records = [], [], [], {}, [], []
@@ -311,7 +259,7 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force
             seen_tasks.add(cfg.task.name)
             defects.extend({"task": cfg.task.name, **d.to_json()} for d in loaded_cfg.defects)
     outputs: dict[str, tuple[Any, ...]] = {}  # label -> what its config adds to the job's tables
-    for cfg in _run_order(configs):
+    for cfg in _order(configs, to_run=True):
         with rundir.WallClock(claimed, cfg.label) as clock:  # stopped and saved however the config ends
             loaded: Loaded = loaded_by_label[cfg.label]  # type: ignore[assignment]
             samples = loaded.samples
