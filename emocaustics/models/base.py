@@ -153,8 +153,8 @@ class _Adapted(ModelBase):
 
     def __init__(self, obj: Any) -> None:
         self.obj = obj
-        self.name = obj.name
-        self.cache_id = getattr(obj, "cache_id", None) or obj.name
+        self.name = getattr(obj, "name", None) or type(obj).__name__  # a test double may have no name
+        self.cache_id = getattr(obj, "cache_id", None) or self.name
         self.runs_remotely = bool(getattr(obj, "runs_remotely", False))
         self._stats, self._aclose = getattr(obj, "stats", None), getattr(obj, "aclose", None)
         self._run = getattr(obj, "run", None)

@@ -12,7 +12,8 @@ times, preferring another replica), and only then reports them as failed Complet
 A model service stopped and served again under a job (new actors under the same names) is waited for, bounded, and
 re-attached to (models/comeback.py); if it does not come back, the calls fail with `ServiceGone`, naming what to do.
 
-The pool itself satisfies the `LLM` protocol (`name`, `generate`) and adds `run`, `stats`, `start`, `shutdown`.
+The pool is a model of the `LLM` interface (models/base.py) and adds `start` and `shutdown`; its replica actors
+are made (or a service's found) by models/replicas.py.
 """
 
 from __future__ import annotations
@@ -26,15 +27,14 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from emocaustics.models import replicas as replica_actors
+from emocaustics.core.errors import ServiceGone
 from emocaustics.models.base import ChatRequest, Completion, ModelBase
 from emocaustics.models.local import RunFailure
 from emocaustics.models.placement import CHAIN_COST, Placement
+from emocaustics.models.replicas import NAMESPACE, SERVICE_PREFIX  # noqa: F401 (services.py imports them from here)
 from emocaustics.models.usage import Usage
 
-NAMESPACE = "emocaustics"
-# A model service (models/services.py) is a keeper actor named SERVICE_PREFIX + the pool's actor prefix, beside its
-# detached replicas: a pool that finds one attaches to those replicas and never stops them.
-SERVICE_PREFIX = "service-"
 START_REPORT_EVERY = 10.0  # seconds between "waiting for engines" lines while replicas start
 
 
@@ -84,7 +84,7 @@ class ModelPool(ModelBase):
         self._actor_cls = actor_cls
         self._actor_options = dict(actor_options or {})
         self.detached = detached  # replicas outlive this process (a model service: models/services.py)
-        self.attached = self._service_running()
+        self.attached = replica_actors.service_running(self)
         if self.attached:  # the same spec and engine options name the same replicas: route to them, start none
             self._actors = [ray.get_actor(f"{self.actor_prefix}-{i}", namespace=NAMESPACE) for i in range(replicas)]
         else:
@@ -98,74 +98,10 @@ class ModelPool(ModelBase):
         self._comebacks: dict[tuple[str, str], Any] = {}  # those waits, one per dead replica actor
         self.first_call_at: float | None = None  # epoch of this pool's first request (the run's startup.json)
 
-    def _service_running(self) -> bool:
-        """Whether a model service holds this pool's replicas; attaching counts as a request for its idle clock."""
-        import ray
-
-        try:
-            keeper = ray.get_actor(SERVICE_PREFIX + self.actor_prefix, namespace=NAMESPACE)
-        except ValueError:  # no actor of that name
-            return False
-        state = ray.get(keeper.touch.remote())
-        if state == "stopping":
-            raise RuntimeError(f"model service {self.name} ({self.actor_prefix}) is stopping; run again once it is "
-                               "gone (`emocaustics models` lists the services)")
-        return True
-
     # -- placement -------------------------------------------------------------------------------------------
     def _make_actor(self, index: int, max_restarts: int, cpus: float) -> Any:
-        import ray
-
-        from emocaustics.models.vllm_actor import VLLMEngineActor
-
-        opts: dict[str, Any] = {
-            "name": f"{self.actor_prefix}-{index}",
-            "namespace": NAMESPACE,
-            "get_if_exists": True,  # a second driver process of the same job reuses the loaded replica
-            "max_restarts": max_restarts,
-            "max_task_retries": 0,  # the pool retries, see the module docstring
-            "max_concurrency": 100_000,  # async actor: every dialogue of the job may be in flight
-            "num_cpus": cpus,  # the engine core is a process vLLM spawns, outside Ray's accounting either way
-        }
-        if self.detached:  # lives on when this driver ends, until its service stops it (models/services.py)
-            opts["lifetime"] = "detached"
-        engine_opts = dict(self.engine_opts)
-        g = self.gpus_per_replica
-        if g == 1:
-            opts["num_gpus"] = 1
-        elif g > 1:
-            # Tensor parallel: reserve all ranks' GPUs on one node; vLLM's Ray executor places its workers in the
-            # placement group it runs in (captured as the current one).
-            from ray.util.placement_group import placement_group
-            from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
-
-            pg = placement_group([{"GPU": 1, "CPU": 1}] * g, strategy="STRICT_PACK",
-                                 **({"name": f"{self.actor_prefix}-pg-{index}", "lifetime": "detached"}
-                                    if self.detached else {}))
-            ray.get(pg.ready())
-            self._placement_groups.append(pg)
-            opts["scheduling_strategy"] = PlacementGroupSchedulingStrategy(pg, placement_group_capture_child_tasks=True)
-            engine_opts.setdefault("distributed_executor_backend", "ray")
-        spread = self._actor_options.get("scheduling_strategy") == "SPREAD"
-        opts.update({k: v for k, v in self._actor_options.items() if not (spread and k == "scheduling_strategy")})
-        if spread and g <= 1:  # tensor-parallel replicas keep their placement group (one node per replica anyway)
-            opts["scheduling_strategy"] = self._spread_strategy(index, g)
-        cls = ray.remote(self._actor_cls or VLLMEngineActor)
-        return cls.options(**opts).remote(self.model, engine_opts, self.name, self.cache_id)
-
-    @staticmethod
-    def _spread_strategy(index: int, gpus: float) -> Any:
-        """Replica `index` on the index-th eligible node, round robin. Ray's own "SPREAD" is best effort and was seen
-        putting both replicas of a 2-node cluster on one node, and so was *soft* node affinity (3 runs in 5); strict
-        affinity held. The price: a replica whose node is gone is not restarted elsewhere; the pool then retries its
-        calls on the other replicas (module docstring)."""
-        import ray
-        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
-        nodes = sorted(n["NodeID"] for n in ray.nodes() if n.get("Alive") and n["Resources"].get("GPU", 0) >= gpus)
-        if not nodes:
-            return "SPREAD"
-        return NodeAffinitySchedulingStrategy(node_id=nodes[index % len(nodes)], soft=False)
+        """Replica `index`'s actor (models/replicas.py); a stand-in pool (benchmarks/sim_cluster.py) overrides it."""
+        return replica_actors.make_actor(self, index, max_restarts, cpus)
 
     def _pick(self, affinity: str | None, avoid: set[int] = frozenset()) -> int:  # type: ignore[assignment]
         return self._place.pick(affinity, avoid)
@@ -241,6 +177,8 @@ class ModelPool(ModelBase):
         async def send(affinity: str | None, idx: list[int]) -> list[Completion]:
             try:
                 return await self._call(affinity, len(idx), "generate", [requests[n] for n in idx])
+            except ServiceGone:  # a typed stop: the run stops (solve/plan.py), named once
+                raise
             except Exception as exc:  # replica gone for good, or a bug in the actor: every request gets the reason
                 return [Completion(text="", error=f"model replica failed: {type(exc).__name__}: {exc}")] * len(idx)
 
@@ -281,6 +219,8 @@ class ModelPool(ModelBase):
                 weight = max(1, int(weight_key(item))) if weight_key is not None else 1
                 chain = int(chain_key(item)) if chain_key is not None else 0
                 return await self._call(key, weight, "run_one", fn_ref, item, path, chain=chain)
+            except ServiceGone:  # a typed stop: the run stops (solve/plan.py), named once
+                raise
             except Exception as exc:
                 return RunFailure(f"model replica failed: {type(exc).__name__}: {exc}")
 
