@@ -1,8 +1,9 @@
 """`emocaustics run JOB.yaml`: a whole job (runs and grid, any task) from data to report, resumable.
 
-    validate spec -> connect to Ray (once, `core.cluster`) -> for every config:
-      task.load (data defects reported) -> calibration predictor, or task.prepare + the plan every task solves on
-      (`solve.plan`) against the job's model pool -> task.score (long rows) -> task.finalize
+    validate spec -> connect to Ray (once, `core.cluster`) -> task.load of every config (data defects reported)
+    -> every config that asks a model solved at once on one plan (`jobs/together.py`, `solve.plan`: task.prepare,
+      the job's model pool, a typed stop named once) -> for every config: the calibration predictor, or its
+      predictions -> task.score (long rows) -> task.finalize
     -> rows.parquet (long) / scores.parquet (one row per config x sample) / tables/<name>.parquet (a scorer's extra
     tables) / summary.csv / summary.md / report.html
 
@@ -25,14 +26,13 @@ from urllib.parse import urlencode
 import polars as pl
 
 from emocaustics.core.errors import NothingToResume, Stop, UsageError
-from emocaustics.core.progress import Progress
 from emocaustics.core.task import Failure, Loaded, Options, ScoreContext, Task
 from emocaustics.jobs import cost, rundir
 from emocaustics.jobs.rundir import RUN_FILE
 from emocaustics.jobs.results import score_table, summary_record, with_run, write_extra_tables
 from emocaustics.jobs.spec import JobSpec, ModelSpec, RunSpec, dump_job, output_path
 from emocaustics.jobs.startup import start_models
-from emocaustics.jobs.together import is_batched, solve_together
+from emocaustics.jobs.together import solve_together
 from emocaustics.models.registry import is_remote
 
 if TYPE_CHECKING:
@@ -119,31 +119,6 @@ def _order(configs: list[Config], *, to_run: bool = False) -> list[Config]:
     warm_bench). The tables keep the job's order."""
     needed = {p for c in configs if (p := _prior(c, configs)) is not None}
     return sorted(configs, key=lambda c: (c.pred_dir not in needed, to_run and not c.task.needs_model(c.options)))
-
-
-def solve(cfg: Config, job: JobSpec, samples: list, ctx: ScoreContext, cache_dir: Path, prior: Path | None) -> None:
-    """Solve the config's samples that have no prediction (failed ones are tried again). Its progress line counts
-    each sample as the plan writes it (`on_row`): nothing is read back from disk while it runs."""
-    progress = Progress(f"solve {cfg.label}", len(samples))
-    found = cfg.task.read_predictions(cfg.pred_dir) if cfg.pred_dir.exists() else {}
-    progress.done = sum(1 for s in samples if s.id in found and not isinstance(found[s.id], Failure))
-    try:
-        if progress.done >= len(samples):
-            return
-        llm_spec = model_spec_string(job.models[cfg.model])
-        # batch: every sample in flight at once, so that their independent calls share batches (the live calls
-        # are still bounded by the model's own `concurrency`)
-        batched = is_batched(job, cfg.model, llm_spec)
-        concurrency = max(job.concurrency, len(samples)) if batched else job.concurrency
-        from emocaustics.models.spec import parse_llm_spec
-        from emocaustics.solve.plan import solve_samples
-
-        # parsed here, once: the plan, the pool and the factory take the LLMSpec as it is
-        solve_samples(cfg.task, samples, cfg.options, llm_spec=parse_llm_spec(llm_spec), out=cfg.pred_dir,
-                      cache_dir=cache_dir, concurrency=concurrency, prior=prior, embedder_spec=ctx.embedder_spec,
-                      on_row=lambda row: progress.update(1, failed=0 if row.get("ok") else 1))
-    finally:
-        progress.close()
 
 
 def predictions_for(cfg: Config, samples: list) -> dict[str, Any]:
@@ -240,7 +215,6 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force
                        scoring=job.scoring.task_options, use_ray=True)
     cache_dir = cache_dir_for(job, run_dir)
     print(f"response cache: {cache_dir / 'responses.sqlite'}", flush=True)
-    from emocaustics.evallog import sink
     from emocaustics.evallog.writer import EvalLog
 
     evallog = EvalLog(run_dir, prompts=job.log.prompts)  # every call of every sample: `emocaustics view RUN_DIR`
@@ -249,31 +223,24 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force
     frames, long_rows, items, wall, defects, records = [], [], [], {}, [], []
     tables: dict[str, list[pl.DataFrame]] = {}  # the scorers' extra tables by name, every config's
     seen_tasks: set[str] = set()
-    with _named(f"job {job.name}", job_file, run_dir):
-        together = solve_together(job, configs, loaded_by_label, ctx, cache_dir,  # type: ignore[arg-type]
-                                  lambda c: model_spec_string(job.models[c.model]), lambda c: _prior(c, configs),
-                                  evallog.config, lambda label: rundir.WallClock(claimed, label))
-    for cfg in configs:
+    for cfg in configs:  # before anything is solved: what a resume skips, each config's folder and provenance
         loaded_cfg: Loaded = loaded_by_label[cfg.label]  # type: ignore[assignment]  # errors were raised above
         if cfg.task.name not in seen_tasks:  # one list for the job; each defect says which task's loader found it
             seen_tasks.add(cfg.task.name)
             defects.extend({"task": cfg.task.name, **d.to_json()} for d in loaded_cfg.defects)
+        if claimed.resumed:
+            print(_resume_line(cfg, loaded_cfg.samples), flush=True)
+        cfg.pred_dir.mkdir(parents=True, exist_ok=True)
+        write_provenance(cfg, job, loaded_cfg)
+    with _named(f"job {job.name}", job_file, run_dir):  # every model config on one plan: their prepared samples
+        solved = solve_together(job, configs, loaded_by_label, ctx, cache_dir,  # type: ignore[arg-type]
+                                lambda c: model_spec_string(job.models[c.model]), lambda c: _prior(c, configs),
+                                evallog.config, lambda label: rundir.WallClock(claimed, label))
     outputs: dict[str, tuple[Any, ...]] = {}  # label -> what its config adds to the job's tables
     for cfg in _order(configs, to_run=True):
         with rundir.WallClock(claimed, cfg.label) as clock:  # stopped and saved however the config ends
             loaded: Loaded = loaded_by_label[cfg.label]  # type: ignore[assignment]
-            samples = loaded.samples
-            if claimed.resumed:
-                print(_resume_line(cfg, samples), flush=True)
-            cfg.pred_dir.mkdir(parents=True, exist_ok=True)
-            write_provenance(cfg, job, loaded)
-            if cfg.label in together:
-                samples = together[cfg.label]
-            elif cfg.task.needs_model(cfg.options):
-                samples = cfg.task.prepare(samples, cfg.options, ctx)
-                with sink.active(evallog.config(cfg.label)), \
-                        _named(f"model {cfg.model!r}, config {cfg.label}", job_file, run_dir):
-                    solve(cfg, job, samples, ctx, cache_dir, _prior(cfg, configs))
+            samples = solved.get(cfg.label, loaded.samples)
             predictions = predictions_for(cfg, samples)
             evallog.config(cfg.label).finish(samples, predictions)
             scored = cfg.task.score(samples, predictions, cfg.options, ctx)

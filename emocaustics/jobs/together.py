@@ -1,19 +1,19 @@
-"""A job's model configs, solved together before its config loop.
+"""A job's model configs, solved on one plan before its configs are scored: every config that asks a model, all at
+once (a lone config is a group of one).
 
-The loop in jobs/runner.py scores one config after the other. Solving them one after the other as well cost twice:
-- a model with `batch: true`: one provider turnaround per config (each up to the provider's 24 h window): K configs,
-  K turnarounds in a row;
-- a model in engines of this cluster (`smoke`, `vllm:`, `hf:`): each config's samples alone in the engine's batches,
-  so the job lasted the sum of every config's own length. A `window` config's dependent calls leave a CPU engine's
-  batches half empty for most of its run, and the other configs' independent calls can fill them.
-So the configs that ask such a model (through the shared solving plan, solve/plan.py) are solved first, all at once,
-through ONE LLM object per model: their requests share its batches. A config that builds on another one
-(`Task.builds_on`) starts the moment that one has finished. The loop then scores them as usual: it finds every sample
-solved or failed, and does not solve a failed one again (a batch already asked its failed lines again live).
+Through ONE LLM object per model: their requests share its batches and its limits.
+- a model with `batch: true`: one provider turnaround for every config's independent calls (one after the other, K
+  configs took K turnarounds of up to the provider's 24 h window);
+- a model in engines of this cluster (`smoke`, `vllm:`, `hf:`): one config's independent calls fill the engine's
+  batches while another's `window` chain waits on its own answers (one after the other, the job lasted the sum of
+  every config's own length);
+- an endpoint billed per call: its configs side by side behind the model's one `concurrency` gate (models/breaker.py).
+A config that builds on another one (`Task.builds_on`) starts the moment that one has finished. Samples with a
+prediction are not solved again (failed ones are: a batch already asked its failed lines again live); each config's
+progress line counts its samples as the plan writes them. The loop in jobs/runner.py then scores the configs.
 
-Endpoints without `batch` (a hosted API, billed per call) keep their turn in the loop, and configs that build on a
-config left to the loop stay there too. A typed stop (a dead endpoint, the budget: core/errors.py `Stop`) in one
-config starts no further sample in any; the samples in flight end (their answers kept), then the stop is raised.
+A typed stop (a dead endpoint, the budget, a service gone: core/errors.py `Stop`) in one config starts no further
+sample in any; the samples in flight end (their answers kept), then the stop is raised.
 """
 
 from __future__ import annotations
@@ -37,27 +37,18 @@ def is_batched(job: JobSpec, model: str, llm_spec: str) -> bool:
 def solve_together(job: JobSpec, configs: list[Any], loaded: dict[str, Loaded], ctx: ScoreContext,
                    cache_dir: Path, spec_of: Callable[[Any], str], prior_of: Callable[[Any], Path | None],
                    log_for: Callable[[str], Any], clock_for: Callable[[str], Any] | None = None) -> dict[str, list]:
-    """Solve the configs that can share their model's batches (two or more of them), all at once. Returns each
-    solved config's prepared samples by label; the other configs are left to the loop. `clock_for(label)`: a clock
-    (`stop()`) that times a config's own solving, from its start (after the config it builds on) to its end."""
-    from emocaustics.models.registry import is_remote
-
-    def shares(c: Any) -> bool:
-        return is_batched(job, c.model, spec_of(c)) or not is_remote(spec_of(c))
-
-    chosen = [c for c in configs if c.task.needs_model(c.options) and shares(c)]
-    by_dir = {c.pred_dir: c for c in chosen}
-    while True:  # a config whose prior is left to the loop is left there too (and so are the configs on it)
-        kept = [c for c in chosen if (p := prior_of(c)) is None or p in by_dir]
-        if len(kept) == len(chosen):
-            break
-        chosen, by_dir = kept, {c.pred_dir: c for c in kept}
-    if len(chosen) < 2:
+    """Solve every config that asks a model, all at once. Returns each one's prepared samples by label (the configs
+    without a model are not here). `clock_for(label)`: a clock (`stop()`) that times a config's own solving, from its
+    start (after the config it builds on) to its end. A config builds only on another model config (`builds_on`)."""
+    chosen = [c for c in configs if c.task.needs_model(c.options)]
+    if not chosen:
         return {}
+    by_dir = {c.pred_dir: c for c in chosen}
     prepared = {c.label: c.task.prepare(loaded[c.label].samples, c.options, ctx) for c in chosen}
     specs = {c.label: spec_of(c) for c in chosen}
     _start_local(chosen, specs)
-    print(f"solve: {len(chosen)} configs together ({', '.join(c.label for c in chosen)})", flush=True)
+    if len(chosen) > 1:
+        print(f"solve: {len(chosen)} configs together ({', '.join(c.label for c in chosen)})", flush=True)
     aio.run(_solve_all(job, chosen, prepared, specs, {c.label: prior_of(c) for c in chosen}, by_dir, cache_dir,
                        log_for, ctx.embedder_spec, clock_for))
     return prepared
@@ -86,9 +77,11 @@ async def _solve_all(job: JobSpec, chosen: list[Any], prepared: dict[str, list],
                      clock_for: Callable[[str], Any] | None) -> None:
     from emocaustics.evallog import sink
     from emocaustics.models.factory import make_llm
+    from emocaustics.models.spec import parse_llm_spec
     from emocaustics.solve.plan import asolve_samples
 
-    llms = {spec: make_llm(spec, cache_dir=cache_dir) for spec in set(specs.values())}
+    # each model's spec parsed once here: the factory and the pool take the LLMSpec as it is
+    llms = {spec: make_llm(parse_llm_spec(spec), cache_dir=cache_dir) for spec in set(specs.values())}
     finished = {c.label: asyncio.Event() for c in chosen}
     stopped: list[Stop] = []  # a typed stop in one config starts no further sample in any (solve/plan.py)
 
@@ -100,28 +93,30 @@ async def _solve_all(job: JobSpec, chosen: list[Any], prepared: dict[str, list],
             finished[cfg.label].set()
             return
         clock = clock_for(cfg.label) if clock_for is not None else None
+        progress: Progress | None = None
         try:  # the clock is stopped and saved however this config ends (a sibling's error cancels it)
             cfg.pred_dir.mkdir(parents=True, exist_ok=True)
             found = cfg.task.read_predictions(cfg.pred_dir)
             todo = [s for s in prepared[cfg.label] if s.id not in found or isinstance(found[s.id], Failure)]
-            # each config's own progress, as plain lines even on a terminal: live lines of configs side by side would
-            # overwrite each other
+            # each config's own progress; configs side by side print plain lines even on a terminal (their live
+            # lines would overwrite each other)
             progress = Progress(f"solve {cfg.label}", len(prepared[cfg.label]))
-            progress.live = False
+            progress.live = progress.live and len(chosen) == 1
             progress.done = len(prepared[cfg.label]) - len(todo)
             batched = is_batched(job, cfg.model, specs[cfg.label])
             # batch: every sample in flight, so that their calls join the same batches (live calls keep the model's
-            # concurrency); an engine: the job's concurrency per config, as in the loop
+            # concurrency); else the job's concurrency per config
             concurrency = max(1, len(todo)) if batched else job.concurrency
             with sink.active(log_for(cfg.label)):  # a context variable: this task's own, not its siblings'
                 await asolve_samples(cfg.task, todo, cfg.options, llms[specs[cfg.label]], cfg.pred_dir,
                                      concurrency=concurrency, prior=prior, embedder_spec=embedder_spec,
                                      on_row=lambda row: progress.update(1, failed=0 if row.get("ok") else 1),
                                      stopped=stopped)
-            progress.close()
         except Stop:  # not an error of this config: its siblings end their samples in flight (none starts), then
             pass  # the stop is raised below
         finally:
+            if progress is not None:
+                progress.close()
             if clock is not None:
                 clock.stop()
             finished[cfg.label].set()  # a config waiting on this one then sees the stop, or its predictions

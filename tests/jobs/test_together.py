@@ -1,8 +1,8 @@
-"""A job's model configs solved together (jobs/together.py), without Ray or an engine: configs of a model in this
-cluster's engines run side by side through one LLM object (their calls share its batches); a config that builds on
-another starts when that one has finished; endpoints without batch, and configs on a config left to the loop, are left
-to the loop. The model here stands in for a replica: it answers after a pause and records which configs' calls were
-in flight at once."""
+"""A job's model configs solved on one plan (jobs/together.py), without Ray or an engine: configs of a model run side
+by side through one LLM object (their calls share its batches); a config that builds on another starts when that one
+has finished; every config that asks a model is solved here, those of an endpoint billed per call too, and a lone
+config is a group of one. The model here stands in for a replica: it answers after a pause and records which
+configs' calls were in flight at once."""
 
 from __future__ import annotations
 
@@ -79,7 +79,8 @@ def _solve(tmp_path: Path, job: JobSpec, configs: list[Config], priors: dict[str
     import emocaustics.models.factory as factory
 
     llms: dict[str, Overlap] = {}
-    monkeypatch.setattr(factory, "make_llm", lambda spec, **kw: llms.setdefault(spec, Overlap()))
+    # one stand-in per model, by its provider (the plan hands the factory the parsed spec)
+    monkeypatch.setattr(factory, "make_llm", lambda spec, **kw: llms.setdefault(spec.kind, Overlap()))
     monkeypatch.setattr(together, "_start_local", lambda chosen, specs: None)  # no Ray here
     by_label = {c.label: c for c in configs}
     events = [] if events is None else events
@@ -112,18 +113,23 @@ def test_engine_configs_run_side_by_side_and_a_config_waits_for_the_one_it_build
         assert c.task.read_predictions(c.pred_dir) == {f"s{i}": f"{c.label}:s{i}" for i in range(6)}
 
 
-def test_endpoints_without_batch_and_configs_on_them_are_left_to_the_loop(tmp_path, monkeypatch):
+def test_configs_of_an_endpoint_billed_per_call_are_solved_on_the_same_plan(tmp_path, monkeypatch):
+    # (they kept their turn in the runner's loop, one after the other, so that a stop came between configs; a typed
+    # stop now ends every config's starts at once)
     job = _job(m="smoke", api="openai:gpt-4o-mini")
     configs = [Config("a", "m", tmp_path / "a"), Config("b", "m", tmp_path / "b"),
                Config("x", "api", tmp_path / "x"), Config("y", "m", tmp_path / "y")]
-    solved, llms, _ = _solve(tmp_path, job, configs, {"y": "x"}, monkeypatch)
-    assert sorted(solved) == ["a", "b"]  # x: an endpoint billed per call; y: builds on x
-    assert list(llms) == ["smoke"]
+    solved, llms, events = _solve(tmp_path, job, configs, {"y": "x"}, monkeypatch)
+    assert sorted(solved) == ["a", "b", "x", "y"] and sorted(llms) == ["openai", "smoke"]
+    assert events.index("start y") > events.index("stop x")  # y builds on x: after it
+    for c in configs:
+        assert c.task.read_predictions(c.pred_dir) == {f"s{i}": f"{c.label}:s{i}" for i in range(6)}
 
 
-def test_one_config_alone_is_left_to_the_loop(tmp_path, monkeypatch):
+def test_a_lone_config_is_a_group_of_one(tmp_path, monkeypatch):
     solved, llms, events = _solve(tmp_path, _job(m="smoke"), [Config("a", "m", tmp_path / "a")], {}, monkeypatch)
-    assert solved == {} and llms == {} and events == []
+    assert list(solved) == ["a"] and list(llms) == ["smoke"] and events == ["start a", "stop a"]
+    assert len(Config("a", "m", tmp_path / "a").task.read_predictions(tmp_path / "a")) == 6
 
 
 def test_a_config_that_fails_stops_its_siblings_and_its_error_is_raised(tmp_path, monkeypatch):

@@ -151,20 +151,34 @@ def test_the_extract_manifest_names_the_model_and_notes_smoke_from_the_spec(give
 
 
 def test_the_job_runner_hands_the_plan_the_parsed_job_model(tmp_path, monkeypatch):
-    from types import SimpleNamespace
-
     from emocaustics.jobs import runner
     from emocaustics.jobs.spec import JobSpec
-    from emocaustics.solve import plan
 
     job = JobSpec.model_validate({
         "name": "object", "dataset": {"aer": {"split": "sample"}},
         "models": {"api": {"spec": "openai:m@http://127.0.0.1:1/v1", "concurrency": 3, "max_server_errors": 7}},
         "runs": [{"task": "aer", "model": "api", "options": {"method": "llm"}}]})
+    import emocaustics.models.factory as factory
+    from emocaustics.core.task import Loaded, ScoreContext
+    from emocaustics.jobs import together
+
     cfg = runner.Config(job.expand()[0], job, tmp_path)
     seen = []
-    monkeypatch.setattr(plan, "solve_samples", lambda *args, **kwargs: seen.append(kwargs["llm_spec"]))
-    runner.solve(cfg, job, [Sample("1", None)], SimpleNamespace(embedder_spec=None), tmp_path, None)
+
+    class Refused(Exception):
+        pass
+
+    def make_llm(spec, **kwargs):  # the one solving path (jobs/together.py) asks the factory with the parsed spec
+        seen.append(spec)
+        raise Refused
+
+    monkeypatch.setattr(factory, "make_llm", make_llm)
+    monkeypatch.setattr(cfg.task, "prepare", lambda samples, options, ctx: samples)  # a bare sample: nothing to add
+    with pytest.raises(Refused):
+        together.solve_together(job, [cfg], {cfg.label: Loaded([Sample("1", None)])},
+                                ScoreContext(), tmp_path,
+                                lambda c: runner.model_spec_string(job.models[c.model]), lambda c: None,
+                                lambda label: None)
     assert seen == [parse_llm_spec(runner.model_spec_string(job.models["api"]))]
     assert isinstance(seen[0], spec_module.LLMSpec) and seen[0].client["concurrency"] == 3
     assert seen[0].client["max_server_errors"] == 7
