@@ -7,7 +7,7 @@ Each error is printed as one line by the command line, never as a traceback:
 | 0 | done; every sample has a prediction and a score (or `--allow-failures` was given) |
 | 2 | usage error: bad arguments, spec, path, data, or a run folder that is not free (nothing was run) |
 | 3 | the command finished and wrote its outputs, but some samples failed |
-| 4 | a model endpoint stopped answering; finished samples are kept and `--resume` continues |
+| 4 | a model endpoint stopped answering (or its model service went away); finished samples are kept and `--resume` continues |
 | 5 | the Ray cluster was lost (a raylet or the head died); finished samples are kept and `--resume` continues |
 | 6 | the job's `max_cost_usd` would have been crossed by the next call; finished samples are kept and `--resume` continues |
 | 7 | an output could not be written (a full disk, a read-only folder): the line names the path and the cause; what was written is kept and `--resume` continues once the write can succeed |

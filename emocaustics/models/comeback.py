@@ -8,7 +8,8 @@ with `RayActorError`. Instead of spending its retries on a dead handle and losin
 (`ModelPool._call`) asks `wait_for_replica` here: it polls the replica's name until an actor with another id holds it
 (the service is back: the pool swaps the handle in and re-sends the call, which then waits for the new engine to start
 inside the replica), for at most `EMOCAUSTICS_SERVICE_WAIT` seconds (default 600: a real model's engine start takes
-minutes), else raises `ServiceGone`, naming the service and what to do. The calls in flight on one replica share one
+minutes), else raises `ServiceGone` (core/errors.py: a typed stop that ends the run), naming the service and what
+to do. The calls in flight on one replica share one
 wait; once a wait for a dead replica has run out, later calls on it fail at once instead of waiting again.
 
 A replica that Ray itself restarts (a crash, `max_restarts`) keeps its actor id: `wait_for_replica` answers None and
@@ -23,12 +24,10 @@ import sys
 import time
 from typing import Any
 
+from emocaustics.core.errors import ServiceGone  # a typed stop (exit 4): the run stops and names it once
+
 DEFAULT_WAIT_S = 600.0
 POLL_S = 0.5
-
-
-class ServiceGone(Exception):
-    """A model service's replica went away during a job and no replica came back under its name in time."""
 
 
 def wait_seconds(configured: float | None = None) -> float:

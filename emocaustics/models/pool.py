@@ -10,7 +10,7 @@ first call). Calls in flight on the crashed actor fail with `RayActorError`; the
 times, preferring another replica), and only then reports them as failed Completions / `RunFailure`s. Ray's own
 `max_task_retries` is not used because it cannot prefer a healthy replica and would hide the failure count.
 A model service stopped and served again under a job (new actors under the same names) is waited for, bounded, and
-re-attached to (models/comeback.py); if it does not come back, the calls fail with `ServiceGone`, naming what to do.
+re-attached to (models/comeback.py); if it does not come back, the run stops with `ServiceGone` (a typed stop).
 
 The pool is a model of the `LLM` interface (models/base.py) and adds `start` and `shutdown`; its replica actors
 are made (or a service's found) by models/replicas.py.
