@@ -248,12 +248,6 @@ class Task:
         """Answers that wait for each other, in `weight`'s unit (`models/placement.py`); 0: calls side by side."""
         return 0
 
-    def progress_counts(self, samples: list[Sample], out: Path) -> tuple[int, int]:
-        """For progress lines, polled while solving: samples with a prediction or a failure in `out`, and failures."""
-        found = self.read_predictions(out)
-        got = [found[s.id] for s in samples if s.id in found]
-        return len(got), sum(isinstance(v, Failure) for v in got)
-
     def sample_stats(self, out: Path) -> dict[str, dict[str, Any]]:
         """Per-sample cost figures (llm_calls, cache_hits, prompt_tokens, generated_tokens, seconds)."""
         path = out / "stats.jsonl"

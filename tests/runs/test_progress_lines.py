@@ -104,21 +104,3 @@ scoring: {{embedder: "openai:fake-embed@{emb.base_url}", judge: none}}
     lines = _solve_lines(out, "sextuple_direct_remote")
     assert lines and re.match(r"\[solve sextuple_direct_remote\] 2/2", lines[-1]), (out + err)[-3000:]
 
-
-def test_emocaustics_progress_counts_failures_without_reading_predictions(tmp_path):
-    """The EmoCaustics task counts files (its predictions are large): a failure row counts as finished and failed,
-    unless a prediction was written for that dialogue since."""
-    import json
-    from types import SimpleNamespace
-
-    from emocaustics.core.task import get_task
-    from emocaustics.tasks.emocaustics.extract.output import prediction_path
-
-    task = get_task("sextuple")
-    samples = [Sample(str(i), SimpleNamespace(id=i)) for i in (1, 2, 3, 4)]
-    prediction_path(tmp_path, "sextuple", 1).write_text("not parsed", encoding="utf-8")
-    prediction_path(tmp_path, "sextuple", 3).write_text("not parsed", encoding="utf-8")
-    rows = [{"dialogue": 2, "step": "x", "reason": "r"}, {"dialogue": 3, "step": "x", "reason": "r"},
-            {"dialogue": 99, "step": "x", "reason": "another selection"}]
-    (tmp_path / "failures.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    assert task.progress_counts(samples, tmp_path) == (3, 1)

@@ -288,19 +288,6 @@ class EmoCausticsTask(Task):
             generated += g * c
         return {"llm_calls": calls, "prompt_tokens": prompt, "generated_tokens": generated}
 
-    def progress_counts(self, samples: list[Sample], out: Path) -> tuple[int, int]:
-        """Prediction files and failure rows, without parsing the predictions (polled every second while a job
-        solves; parsing 400 dialogues' files takes half a second)."""
-        from emocaustics.tasks.emocaustics.extract.output import prediction_path
-
-        predicted = {s.id for s in samples if prediction_path(out, self.name, s.input.id).exists()}
-        failed: set[str] = set()
-        path = out / "failures.jsonl"
-        if path.exists():
-            failed = {str(json.loads(line)["dialogue"]) for line in path.read_text(encoding="utf-8").splitlines()
-                      if line.strip()}
-        failed = (failed & {s.id for s in samples}) - predicted  # a prediction written since wins, as when read
-        return len(predicted) + len(failed), len(failed)
 
     def predict(self, method: str, samples: list[Sample], options: Options) -> dict[str, Any]:
         from emocaustics.tasks.emocaustics.score.predictors import predict
