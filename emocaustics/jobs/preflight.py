@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from emocaustics.core.errors import PreflightError, UsageError
+from emocaustics.core.groundtruth import require_ground_truth
 from emocaustics.core.task import Loaded
 from emocaustics.jobs.spec import JobSpec, ModelSpec
 
@@ -48,7 +49,8 @@ def load_all(configs: list[Any]) -> dict[str, Loaded | UsageError]:
                f"{select.model_dump_json() if select is not None else ''}")
         if key not in memo:
             try:
-                memo[key] = _selected(cfg.task.load(cfg.dataset, cfg.options), select, cfg)
+                got = _selected(cfg.task.load(cfg.dataset, cfg.options), select, cfg)
+                memo[key] = require_ground_truth(cfg.task, got, cfg.options)  # before anything runs
             except UsageError as exc:
                 memo[key] = exc
             except (OSError, ValueError, KeyError) as exc:

@@ -115,6 +115,18 @@ class AerTask(Task):
             "topics": len({s.input["topic_id"] for s in samples}), "files": data.files,
             "prompts_version": prompts.PROMPTS_VERSION})
 
+    def check_ground_truth(self, loaded: Loaded, options: AerOptions) -> None:  # core.groundtruth
+        """No gold answer for any selected question is an error, but for a model's run on the test split without
+        reference.jsonl: its product is the Codabench submission (each question's row says unscored)."""
+        split = loaded.info.get("split")
+        if any(s.target is not None for s in loaded.samples) or (split == "test" and options.method in
+                                                                  self.solver_methods):
+            return
+        where = "reference.jsonl at the data root or in test_data/" if split == "test" else "their 'golden_answer'"
+        raise UsageError(f"{loaded.info.get('files', {}).get('questions', loaded.info.get('root'))}: none of the "
+                         f"{len(loaded.samples)} selected question(s) of split {split} has a gold answer ({where}): "
+                         "the ground truth is missing; nothing to score against")
+
     # -- solving ---------------------------------------------------------------------------------------------------
     def prepare(self, samples: list[Sample], options: AerOptions, ctx: ScoreContext) -> list[Sample]:
         if options.method not in self.solver_methods:

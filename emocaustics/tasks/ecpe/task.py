@@ -29,7 +29,7 @@ from typing import Any, ClassVar, Literal
 import polars as pl
 from pydantic import Field, field_validator
 
-from emocaustics.core.errors import DataError
+from emocaustics.core.errors import DataError, UsageError
 from emocaustics.core.task import (DatasetOptions, Failure, Loaded, Options, Sample, ScoreContext, Scored, Task,
                                    rows_frame)
 from emocaustics.tasks.ecpe import data, official, predictors, prompts
@@ -118,6 +118,15 @@ class EcpeTask(Task):
     def load(self, dataset: DatasetOptions, options: Options) -> Loaded:
         assert isinstance(dataset, EcpeDataset) and isinstance(options, EcpeOptions)
         return data.load(data.locate(dataset.data), options.subtasks, dataset.ids, dataset.max_samples)
+
+    def check_ground_truth(self, loaded: Loaded, options: Options) -> None:  # core.groundtruth
+        """Gold files whose selected conversations hold no emotion-cause pair: every figure would be 0 or nan."""
+        assert isinstance(options, EcpeOptions)
+        if any(s.target and s.target.get(f"subtask{st}") for s in loaded.samples for st in options.subtasks):
+            return
+        files = ", ".join(str(Path(loaded.info["root"]) / data.FILES[st]) for st in options.subtasks)
+        raise UsageError(f"{files}: none of the {len(loaded.samples)} selected conversation(s) has an emotion-cause "
+                         f"pair ({PAIRS_KEY!r} is empty): the ground truth is missing; nothing to score against")
 
     async def solve(self, llm: Any, sample: Sample, options: Options) -> Any:
         from emocaustics.tasks.ecpe.solver import solve

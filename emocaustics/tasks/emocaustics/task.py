@@ -23,6 +23,7 @@ from emocaustics.core.task import (DatasetOptions, Defect, Failure, Loaded, Opti
                                    Side, Task, rows_frame)
 from emocaustics.score.fanout import wants_ray
 from emocaustics.tasks.emocaustics.data.fetch import SOURCE
+from emocaustics.tasks.emocaustics.data.groundtruth import DialogueGroundTruth, all_of_given_data
 from emocaustics.tasks.emocaustics.extract.knobs import ExtractKnobs
 from emocaustics.tasks.emocaustics.extract.windows import DEFAULT_WINDOWS
 
@@ -39,6 +40,7 @@ class EmoDataset(DatasetOptions):
     pairing: Literal["verified", "published"] = "verified"
     repair: bool = False
     strict: bool = False
+    _all_of_given_data = model_validator(mode="before")(all_of_given_data)  # -D data=DIR: every dialogue of DIR
 
 
 class EmoOptions(Options, ExtractKnobs):
@@ -71,7 +73,7 @@ def _resolve(dataset_json: str) -> tuple[list[Any], Any]:
     return resolve(ds.subset, ds.ids, root=ds.data, pairing=ds.pairing, repair=ds.repair, strict=ds.strict)
 
 
-class EmoCausticsTask(Task):
+class EmoCausticsTask(DialogueGroundTruth, Task):  # check_ground_truth: data/groundtruth.py
     Options: ClassVar[type[Options]] = EmoOptions
     Dataset: ClassVar[type[DatasetOptions]] = EmoDataset
     calibration_methods: ClassVar[tuple[str, ...]] = ("oracle", "baseline")

@@ -20,6 +20,7 @@ import polars as pl
 from pydantic import Field
 
 from emocaustics.core.datasource import DataSource
+from emocaustics.core.errors import UsageError
 from emocaustics.core.task import DatasetOptions, Loaded, Options, Sample, ScoreContext, Scored, Task, rows_frame
 from emocaustics.tasks.human.data import DEFAULT_FILE, NAME, SOURCE, Hits, hits_path, parse_hits, read_hits
 
@@ -68,6 +69,8 @@ class HumanTask(Task):
         ds: HumanDataset = dataset  # type: ignore[assignment]
         path = hits_path(ds.data, ds.file)
         hits = read_hits(path)
+        if not hits.assignments:  # as `human process` says it (issue 41 point 4: no ground truth, no silent run)
+            raise UsageError(f"{path}: no assignments ('data' is empty): no ratings to process")
         meta = hits.metadata.to_json()
         samples = [Sample(a.assignment,
                           {"hit": a.hit, "worker": a.worker, "duration": a.duration_s, "feedback": a.feedback,

@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 import polars as pl
 from pydantic import Field
 
+from emocaustics.core.errors import UsageError
 from emocaustics.core.task import (DatasetOptions, Defect, Failure, Loaded, Options, Sample, ScoreContext, Scored,
                                    SolveFailed, Task)
 from emocaustics.tasks.narrative.data import gt_dir, locate
@@ -76,6 +77,9 @@ class NarrativeTask(Task):
             defects_missing = sorted(wanted - {f.stem for f in files})
         else:
             defects_missing = []
+        if not files:  # a run with no ground truth would score nothing and say so nowhere (issue 41 point 4)
+            asked = f" of the {len(dataset.stories)} stories asked for" if dataset.stories else ""
+            raise UsageError(f"{gts}: no ground-truth story file (*.json){asked}: nothing to score against")
         samples: list[Sample] = []
         defects = [Defect("missing", str(gts / f"{n}.json"), "story asked for but no GT file") for n in defects_missing]
         for path in files:
