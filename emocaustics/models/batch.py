@@ -234,7 +234,7 @@ class BatchLLM(Layer):
                     holds[e.key] = hold
                     kept.append(e)
                 else:  # the typed stop (models/budget.py): the request's caller stops the run
-                    self._fail(state, e.key, self.ledger.stop())
+                    self._resolve(state, e.key, self.ledger.stop())
             chunk = kept
             if not chunk:
                 return
@@ -333,23 +333,16 @@ class BatchLLM(Layer):
         try:
             answers = await self.live.generate([state.waiting[k].request for k in keys])
         except Stop as stop:  # a dead endpoint or the budget: every caller waiting here gets it (none hangs)
-            for key in keys:
-                self._fail(state, key, stop)
-            return
+            answers = [stop] * len(keys)  # type: ignore[list-item]
         for key, c in zip(keys, answers):
             self._resolve(state, key, c)
 
-    def _resolve(self, state: _LoopState, key: str, answer: Completion) -> None:
+    def _resolve(self, state: _LoopState, key: str, answer: Completion | Stop) -> None:
+        """The waiting caller's answer, or the typed stop it gets instead (a dead endpoint, the budget)."""
         entry = state.waiting.pop(key, None)
         state.resumed.pop(key, None)
         if entry is not None and not entry.future.done():
-            entry.future.set_result(answer)
-
-    def _fail(self, state: _LoopState, key: str, stop: Stop) -> None:
-        entry = state.waiting.pop(key, None)
-        state.resumed.pop(key, None)
-        if entry is not None and not entry.future.done():
-            entry.future.set_exception(stop)
+            entry.future.set_exception(answer) if isinstance(answer, Stop) else entry.future.set_result(answer)
 
     def _release(self, holds: dict[str, float]) -> None:
         if self.ledger is not None:
