@@ -55,11 +55,14 @@ def unnamed(exc: BaseException) -> WriteFailed | None:
 
 @contextmanager
 def writing(path: str | Path) -> Iterator[None]:
-    """Any OSError inside becomes `WriteFailed` naming the file it names, else `path`."""
+    """A write error inside (an OSError; sqlite's or polars' words for one) becomes `WriteFailed` naming the file it
+    names, else `path`; any other error is left as it is."""
     try:
         yield
-    except OSError as exc:
-        raise failed(exc.filename or path, exc) from None
+    except Exception as exc:
+        if isinstance(exc, WriteFailed) or not (isinstance(exc, OSError) or _cause(exc)[1] is not None):
+            raise
+        raise failed(getattr(exc, "filename", None) or path, exc) from None
 
 
 def append_line(path: Path, line: str) -> None:

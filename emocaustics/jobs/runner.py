@@ -27,6 +27,7 @@ import polars as pl
 
 from emocaustics.core.errors import NothingToResume, Stop, UsageError
 from emocaustics.core.task import Failure, Loaded, Options, ScoreContext, Task
+from emocaustics.core.writes import writing
 from emocaustics.jobs import cost, rundir
 from emocaustics.jobs.rundir import RUN_FILE
 from emocaustics.jobs.results import score_table, summary_record, with_run, write_extra_tables
@@ -266,24 +267,25 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force
                 tables.setdefault(name, []).append(with_run(table, cfg.label))
         records.append(record)
     scores = pl.concat(frames, how="diagonal_relaxed")
-    pl.concat(long_rows, how="vertical_relaxed").write_parquet(run_dir / "rows.parquet")
-    if items:
-        pl.concat(items, how="diagonal_relaxed").write_parquet(run_dir / "items.parquet")
-    write_extra_tables(run_dir / "tables", tables)
-    (run_dir / "data_defects.json").write_text(json.dumps(defects, ensure_ascii=False, indent=1), encoding="utf-8")
-    (run_dir / "configs.json").write_text(json.dumps(records, ensure_ascii=False, indent=1, default=str),
-                                          encoding="utf-8")
-    (run_dir / "wall.json").write_text(json.dumps(wall, indent=1), encoding="utf-8")
-    write_tables(run_dir, scores, wall)
-    report = write_report(run_dir, scores, wall)
-    claimed.record["failed_samples"] = int(scores["failed"].sum())
-    claimed.record["samples"] = scores.height
-    from emocaustics.models.pool import registered_pools
+    with writing(run_dir):  # the tables and the report on a full disk: one line naming the file (or the folder)
+        pl.concat(long_rows, how="vertical_relaxed").write_parquet(run_dir / "rows.parquet")
+        if items:
+            pl.concat(items, how="diagonal_relaxed").write_parquet(run_dir / "items.parquet")
+        write_extra_tables(run_dir / "tables", tables)
+        (run_dir / "data_defects.json").write_text(json.dumps(defects, ensure_ascii=False, indent=1), encoding="utf-8")
+        (run_dir / "configs.json").write_text(json.dumps(records, ensure_ascii=False, indent=1, default=str),
+                                              encoding="utf-8")
+        (run_dir / "wall.json").write_text(json.dumps(wall, indent=1), encoding="utf-8")
+        write_tables(run_dir, scores, wall)
+        report = write_report(run_dir, scores, wall)
+        claimed.record["failed_samples"] = int(scores["failed"].sum())
+        claimed.record["samples"] = scores.height
+        from emocaustics.models.pool import registered_pools
 
-    # Unix time of the first request sent to a local model (how soon a job against warm models gets to work)
-    startup["first_llm_call_at"] = min((p.first_call_at for p in registered_pools().values() if p.first_call_at),
-                                       default=None)
-    (run_dir / "startup.json").write_text(json.dumps(startup, indent=1), encoding="utf-8")
+        # Unix time of the first request sent to a local model (how soon a job against warm models gets to work)
+        startup["first_llm_call_at"] = min((p.first_call_at for p in registered_pools().values() if p.first_call_at),
+                                           default=None)
+        (run_dir / "startup.json").write_text(json.dumps(startup, indent=1), encoding="utf-8")
     claimed.record["startup"] = startup
     rundir.finish(claimed)
     if startup["embedder"] is not None:

@@ -236,3 +236,40 @@ def test_eval_on_a_full_disk_names_its_own_command_to_continue(monkeypatch: pyte
     assert err == ("emocaustics: error: config c: cannot write /r/predictions/c/predictions.jsonl: No space left on "
                    "device (ENOSPC); what was written is kept; once there is room, to continue: emocaustics eval "
                    "<the same arguments> --resume --out /r"), err
+
+
+def test_the_tables_and_report_on_a_full_disk_are_one_line_naming_the_run(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch,
+                                                                          capsys) -> None:
+    """The job's last writes (its tables: polars' own full-disk error; its report: an OSError without a file name),
+    in a real run of a calibration job: one line naming the run folder, exit 7, the run left to `--resume`."""
+    import shutil
+
+    import polars as pl
+
+    import emocaustics.report.html
+    import emocaustics.report.tables
+    from emocaustics import cli
+
+    shutil.copytree(Path(__file__).resolve().parents[1] / "badinput" / "aer" / "_base" / "data", tmp_path / "data")
+    job = tmp_path / "job.yaml"
+    job.write_text(f'name: full\ndataset:\n  aer: {{split: sample, data: "{tmp_path / "data"}"}}\n'
+                   "runs:\n  - {task: aer, options: {method: oracle}}\nscoring: {judge: none}\n", encoding="utf-8")
+    monkeypatch.setenv("EMOCAUSTICS_CACHE", str(tmp_path / "cache"))
+    for n, (module, name, exc) in enumerate((
+            (emocaustics.report.tables, "write_tables",
+             pl.exceptions.ComputeError("parquet: underlying IO error: No space left on device (os error 28)")),
+            (emocaustics.report.html, "write_report", ENOSPC))):
+        def full(*args: object, exc: Exception = exc) -> None:
+            raise exc
+
+        monkeypatch.setattr(module, name, full)
+        run = tmp_path / f"run{n}"
+        capsys.readouterr()
+        assert cli.main(["run", str(job), "--out", str(run)]) == EXIT_WRITE_FAILED
+        err = capsys.readouterr().err.strip()
+        assert err.startswith(f"emocaustics: error: cannot write {run}: No space left on device (ENOSPC)"), err
+        assert "\n" not in err
+        assert json.loads((run / "run.json").read_text())["state"] == "running"
+        monkeypatch.undo()
+        monkeypatch.setenv("EMOCAUSTICS_CACHE", str(tmp_path / "cache"))
