@@ -36,12 +36,22 @@ def record(task: Any, loaded: Any, *, dataset: dict[str, Any], options: Any, mod
         "dataset_info": {k: v for k, v in (loaded.info or {}).items() if isinstance(v, (str, int, float, bool))},
         "dataset_hash": dataset_hash(fingerprints),
         "samples": fingerprints,
-        "model": model,
+        "model": _without_secrets(model),
         "method": options.method,
         "options": options.model_dump(mode="json"),
         "prompts_version": task.prompts_version,
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
+
+
+def _without_secrets(model: str | None) -> str | None:
+    """The model spec as recorded: a caller may hand the string as the user wrote it, and a password in its URL or a
+    key in its query must not reach the file (`models.spec.redacted`)."""
+    if model is None:
+        return None
+    from emocaustics.models.spec import redacted
+
+    return redacted(model)
 
 
 def write(folder: Path, rec: dict[str, Any]) -> Path:

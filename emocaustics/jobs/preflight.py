@@ -288,6 +288,10 @@ def check_endpoint(spec: str, timeout: float = 10.0) -> None:
         key = api_key_from_env() or ""
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         var = "OPENAI_API_KEY"
+    from emocaustics.models.http import url_auth
+
+    headers.update(url_auth(parsed.base_url))  # credentials written in the spec's URL (models/http.py)
+    key = key or headers.get("Authorization", "")
     # The providers' own APIs never answer without a key (a local server may): say which variable, before asking.
     if not key and url.startswith(("https://api.openai.com/", "https://api.anthropic.com/")):
         raise PreflightError(f"endpoint {name}: no API key: set {var}")

@@ -88,6 +88,9 @@ class AnthropicChatLLM(ModelBase):
             raise ValueError(f"json_mode must be auto, schema or plain, not {json_mode!r}")
         if sampling not in ("auto", "send", "omit"):
             raise ValueError(f"sampling must be auto, send or omit, not {sampling!r}")
+        from emocaustics.models.http import url_auth
+
+        self._auth = url_auth(base_url)  # credentials the spec gave in its URL (models/http.py), sent as Basic
         if base_url is None and api_key_from_env() is None:
             raise UsageError(f"anthropic:{model}: set {KEY_VARIABLE} (the key is read from the environment only)")
         self.model = model
@@ -118,7 +121,7 @@ class AnthropicChatLLM(ModelBase):
                     self.on_response(response.status_code, response.headers)
 
             client = AsyncAnthropic(api_key=api_key_from_env() or NO_KEY, base_url=self.base_url or DEFAULT_BASE_URL,
-                                    timeout=self.timeout, max_retries=self.max_retries,
+                                    timeout=self.timeout, max_retries=self.max_retries, default_headers=self._auth,
                                     http_client=DefaultAsyncHttpxClient(event_hooks={"response": [answered]}))
             self._per_loop[loop] = (client, asyncio.Semaphore(self.concurrency))
         return self._per_loop[loop]

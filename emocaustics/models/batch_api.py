@@ -79,7 +79,8 @@ class OpenAIBatches(_PerLoop):
         from emocaustics.models.openai_chat import NO_KEY, api_key_from_env
 
         return AsyncOpenAI(api_key=api_key_from_env() or NO_KEY, base_url=self.llm.base_url,
-                           timeout=max(60.0, self.llm.timeout), max_retries=self.llm.max_retries)
+                           timeout=max(60.0, self.llm.timeout), max_retries=self.llm.max_retries,
+                           default_headers=self.llm._auth)  # credentials of the spec's URL (models/http.py)
 
     def line(self, custom_id: str, request: ChatRequest) -> bytes:
         use_schema = request.schema is not None and self.llm.json_mode != "plain"
@@ -150,7 +151,8 @@ class AnthropicBatches(_PerLoop):
         from emocaustics.models.anthropic_chat import DEFAULT_BASE_URL, NO_KEY, api_key_from_env
 
         return AsyncAnthropic(api_key=api_key_from_env() or NO_KEY, base_url=self.llm.base_url or DEFAULT_BASE_URL,
-                              timeout=max(60.0, self.llm.timeout), max_retries=self.llm.max_retries)
+                              timeout=max(60.0, self.llm.timeout), max_retries=self.llm.max_retries,
+                              default_headers=self.llm._auth)  # credentials of the spec's URL (models/http.py)
 
     def line(self, custom_id: str, request: ChatRequest) -> bytes:
         use_schema = request.schema is not None and self.llm.json_mode != "plain"

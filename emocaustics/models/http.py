@@ -51,6 +51,33 @@ except ImportError:  # pragma: no cover - orjson is a declared dependency
         return json.loads(raw)
 
 
+# Credentials a spec gave in its base URL (`https://user:password@host/v1`): aiohttp refuses such a URL, and a run
+# would store it in its records. `strip_credentials` keeps them in this process's memory only, keyed by the URL
+# without them, and every client of that URL sends them as its Authorization header (`url_auth`, HTTP Basic, as a
+# browser or curl would for that URL); specs, run records and messages carry the URL without them.
+_URL_AUTH: dict[str, str] = {}
+
+
+def strip_credentials(url: str) -> str:
+    """`url` without its `user:password@` (remembered for `url_auth`); a URL without credentials as it is."""
+    import base64
+    from urllib.parse import unquote, urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    clean = urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+    pair = f"{unquote(parts.username or '')}:{unquote(parts.password or '')}".encode()
+    _URL_AUTH[clean.rstrip("/")] = "Basic " + base64.b64encode(pair).decode("ascii")
+    return clean
+
+
+def url_auth(url: str | None) -> dict[str, str]:
+    """The Authorization header of the credentials given in `url`'s spec (`strip_credentials`), else {}."""
+    header = _URL_AUTH.get((url or "").rstrip("/"))
+    return {"Authorization": header} if header else {}
+
+
 class HTTPFailure(Exception):
     """The final failure of a request (after its retries). `kind`: "status", "timeout" or "connection"."""
 

@@ -1,7 +1,8 @@
 """`openai:MODEL@BASE_URL`: any OpenAI-compatible chat endpoint (DeepSeek, GLM, a `vllm serve`) as an `LLM`.
 
 - The key comes from `OPENAI_API_KEY` or `EMOCAUSTICS_API_KEY` (else a placeholder, for local servers that want
-  none). It is handed to the client only: never stored elsewhere, logged, or put in an error text.
+  none). It is handed to the client only: never stored elsewhere, logged, or put in an error text. Credentials
+  written in the spec's URL (`https://user:password@host/v1`) are sent as HTTP Basic instead (`models/http.py`).
 - At most `concurrency` requests are in flight (a semaphore). The transport (`models/http.py`, aiohttp) retries
   408/409/429/5xx, timeouts and dropped connections as the official SDK does (exponential backoff with jitter,
   honouring `Retry-After`), `max_retries` times, each try bounded by `timeout` seconds.
@@ -68,6 +69,11 @@ class OpenAIChatLLM(ModelBase):
         self.max_retries = int(max_retries)
         self.json_mode = json_mode
         self.json_retries = int(json_retries)
+        from emocaustics.models.http import url_auth
+
+        # Credentials the spec gave in its URL (`models/http.py`): sent instead of a bearer key; read here, so that
+        # the object carries them wherever it is used.
+        self._auth = url_auth(base_url)
         self.usage = Usage()
         self.repaired = 0
         # Told of every HTTP response, retried ones included (set by the dead-endpoint breaker: models/breaker.py).
@@ -83,7 +89,8 @@ class OpenAIChatLLM(ModelBase):
         if loop not in self._per_loop:
             from emocaustics.models.http import JSONPoster
 
-            poster = JSONPoster(self.base_url, {"Authorization": f"Bearer {api_key_from_env() or NO_KEY}"},
+            auth = self._auth or {"Authorization": f"Bearer {api_key_from_env() or NO_KEY}"}
+            poster = JSONPoster(self.base_url, auth,
                                 timeout=self.timeout, max_retries=self.max_retries, connections=self.concurrency,
                                 on_response=self._answered, retry_throttled=self.retry_throttled)
             self._per_loop[loop] = (poster, PriorityGate(self.concurrency))

@@ -12,6 +12,11 @@ Shorthands (`expand_shorthand`, applied where a job or `emocaustics eval` names 
 `vllm:MODEL` (the local engine), `smoke`, `huggingface:MODEL` (= `hf:MODEL`: transformers in Ray actors, no vLLM;
 `hf:smoke` is the smoke model's folder).
 
+Keys come from the environment only: a secret in the query (`?api_key=...`) is refused, and `user:password@` in a base
+URL is taken out of the spec and sent as that URL's Authorization header (HTTP Basic, `models/http.py`), so no spec
+string, record or message carries a secret.
+
+
 For `smoke`/`vllm:` the pool keys are `replicas`, `tp` (tensor_parallel_size), `gpus` (per replica; default: tp when
 the cluster has GPUs, else 0), `cpus` (Ray CPUs reserved per replica, default 0), `placement` (`spread`: replicas on
 different nodes, round robin over the alive nodes that fit a replica; default: Ray's default placement); every other key is a vLLM engine
@@ -54,6 +59,41 @@ BATCH_KEYS = ("batch", "batch_size", "batch_poll", "batch_quiet", "batch_max_wai
 BREAKER_KEYS = ("max_connection_failures", "max_server_errors", "stall_seconds", "max_throttled", "rpm", "tpm")
 
 
+# Query keys that would carry a secret into the spec (and so into config.yaml, run.json, provenance and every
+# message that names the model): refused, with the environment variable to use instead. Keys come from the
+# environment only; credentials written in a base URL become its Authorization header (`_remote_url`).
+SECRET_KEYS = frozenset({"api_key", "apikey", "api-key", "key", "token", "access_token", "auth", "authorization",
+                         "password", "secret", "x-api-key"})
+
+
+def redacted(spec: str) -> str:
+    """`spec` as an error message may show it: a URL's password and the values of secret query keys as `***`."""
+    import re
+
+    spec = re.sub(r"(://[^/@?#:]*):[^/@?#]*@", r"\1:***@", spec)
+    return re.sub(r"([?&])([^=&]+)=([^&]*)",
+                  lambda m: f"{m[1]}{m[2]}=***" if m[2].lower() in SECRET_KEYS else m[0], spec)
+
+
+def refuse_secrets(options: Any, where: str) -> None:
+    """A UsageError when a spec's options (its query, a model entry's `engine:`) hold a secret key (`SECRET_KEYS`);
+    `where` names the spec, redacted."""
+    secret = sorted(k for k in options if str(k).lower() in SECRET_KEYS)
+    if secret:
+        raise UsageError(f"{where}: {secret[0]!r} would be stored with the run and printed; keys come from the "
+                         "environment only (OPENAI_API_KEY or EMOCAUSTICS_API_KEY, ANTHROPIC_API_KEY), or as "
+                         "https://USER:PASSWORD@HOST/... in the URL (sent as HTTP Basic, never stored)")
+
+
+def _remote_url(url: str) -> str:
+    """A remote base URL without `user:password@`: those become the Authorization header its clients send
+    (`models.http.strip_credentials`), so that what the run records and prints has no secret in it; aiohttp would
+    refuse the URL anyway."""
+    from emocaustics.models.http import strip_credentials
+
+    return strip_credentials(url)
+
+
 OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
 OLLAMA_DEFAULT_HOST = "localhost:11434"
 
@@ -61,23 +101,29 @@ OLLAMA_DEFAULT_HOST = "localhost:11434"
 def expand_shorthand(spec: str) -> str:
     """A spec with the baseline's shorthands written out (see the module docstring); any other spec is returned as
     it is. The base URL of `openai:MODEL` and `ollama:MODEL` is read from the environment here, once, so the
-    expanded spec (what the run records and hashes) names the server that answered."""
+    expanded spec (what the run records and hashes) names the server that answered. Every edge that takes a spec
+    from a user passes it here first, so a secret in it is refused, and a URL's credentials taken out, before any
+    of it is written."""
     import os
     from urllib.parse import urlsplit
 
     head, sep, query = spec.strip().partition("?")
+    refuse_secrets(dict(parse_qsl(query, keep_blank_values=True)), f"model spec {redacted(spec)!r}")
     kind, _, name = head.partition(":")
     if kind in ("hf", "huggingface"):
         if not name:
-            raise UsageError(f"model spec {spec!r}: expected 'hf:MODEL_OR_PATH' (a Hugging Face hub name or a local "
-                             "model folder; hf:smoke is the smoke model)")
+            raise UsageError(f"model spec {redacted(spec)!r}: expected 'hf:MODEL_OR_PATH' (a Hugging Face hub name "
+                             "or a local model folder; hf:smoke is the smoke model)")
         head = f"hf:{name}"
     elif kind == "openai" and name and "@" not in name:
         base = os.environ.get("OPENAI_BASE_URL", "").strip() or OPENAI_DEFAULT_URL
-        head = f"openai:{name}@{base.rstrip('/')}"
+        head = f"openai:{name}@{_remote_url(base.rstrip('/'))}"
+    elif kind in REMOTE_KINDS and "@" in name:
+        model, _, base = name.partition("@")
+        head = f"{kind}:{model}@{_remote_url(base)}"
     elif kind == "ollama":
         if not name:
-            raise UsageError(f"model spec {spec!r}: expected 'ollama:MODEL' (e.g. ollama:llama3.1:8b)")
+            raise UsageError(f"model spec {redacted(spec)!r}: expected 'ollama:MODEL' (e.g. ollama:llama3.1:8b)")
         host = os.environ.get("OLLAMA_HOST", "").strip() or OLLAMA_DEFAULT_HOST
         url = urlsplit(host if "://" in host else f"http://{host}")
         netloc = url.netloc if url.port else f"{url.hostname}:11434"
@@ -163,10 +209,13 @@ def parse_llm_spec(spec: str) -> LLMSpec:
 
     text = spec.strip()
     head, _, query = text.partition("?")
+    spec = redacted(text)  # every message below names the spec without its secrets
     try:
         opts = {k: _value(v) for k, v in parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query))}
     except ValueError:
-        raise UsageError(f"model spec {spec!r}: bad option list {query!r}; expected {ALLOWED}") from None
+        raise UsageError(f"model spec {spec!r}: bad option list {redacted('?' + query)[1:]!r}; "
+                         f"expected {ALLOWED}") from None
+    refuse_secrets(opts, f"model spec {spec!r}")
     if head == "smoke":
         data: dict[str, Any] = {"kind": "smoke"}
     elif head.startswith("vllm:") and head[5:]:
@@ -177,12 +226,12 @@ def parse_llm_spec(spec: str) -> LLMSpec:
         model, at, base_url = head[7:].partition("@")
         if not (model and at and base_url.startswith(("http://", "https://"))):
             raise UsageError(f"model spec {spec!r}: expected 'openai:MODEL@BASE_URL' with an http(s) URL")
-        data = {"kind": "openai", "model": model, "base_url": base_url}
+        data = {"kind": "openai", "model": model, "base_url": _remote_url(base_url)}
     elif head.startswith("anthropic:") and head[10:]:
         model, at, base_url = head[10:].partition("@")
         if not model or (at and not base_url.startswith(("http://", "https://"))):
             raise UsageError(f"model spec {spec!r}: expected 'anthropic:MODEL' or 'anthropic:MODEL@BASE_URL'")
-        data = {"kind": "anthropic", "model": model, "base_url": base_url or None}
+        data = {"kind": "anthropic", "model": model, "base_url": _remote_url(base_url) if base_url else None}
     elif is_remote(head.partition(":")[0]) and head.partition(":")[2]:  # a plug-in provider (models/registry.py)
         model, _, base_url = head.partition(":")[2].partition("@")
         data = {"kind": head.partition(":")[0], "model": model, "base_url": base_url or None}
