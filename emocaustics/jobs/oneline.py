@@ -123,6 +123,12 @@ def eval_job(task: str, *, model: str | None = None, method: str | None = None, 
         dataset[field] = split
     chosen = _method(t, method, options, model)
     needs_model = chosen in t.solver_methods
+    if model and not needs_model:  # the run would ignore it: a user who named a model wants it used
+        raise UsageError(f"--model {model_key(model)}: method {chosen} of task {task} calls no model; leave out "
+                         f"--model, or choose a method that calls one ({', '.join(t.solver_methods) or 'none'})")
+    if ids is not None and not [i for i in ids if str(i).strip()]:  # `--ids ,` would select every sample
+        raise UsageError("--ids: no sample id given (an empty list would select every sample); give ids separated "
+                         "by commas, or leave out --ids")
     key = model_key(model) if (model and needs_model) else None
     select = {k: v for k, v in (("ids", list(ids) if ids else None), ("limit", limit)) if v is not None}
     raw: dict[str, Any] = {

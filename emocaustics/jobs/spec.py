@@ -12,7 +12,7 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import yaml
 from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator,
@@ -21,52 +21,12 @@ from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 from emocaustics.core.errors import UsageError, shorten
 from emocaustics.core.optionkeys import run_level_keys
 from emocaustics.core.task import Options, Sample, Task, get_task
-from emocaustics.models.prices import PriceOverride
+from emocaustics.jobs.modelentry import ModelSpec  # noqa: F401 (a job's model entry; imported from here too)
+from emocaustics.jobs.yamlkeys import safe_load_unique
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class ModelSpec(_Strict):
-    spec: str  # smoke | vllm:/hf:PATH_OR_NAME | openai:MODEL[@BASE_URL] | anthropic:MODEL[@BASE_URL] | ollama:MODEL
-    replicas: int = Field(1, ge=1)
-    gpus_per_replica: float = Field(0, ge=0)  # tensor parallel size when > 1
-    engine: dict[str, Any] = Field(default_factory=dict)  # passed through to the vLLM engine
-    concurrency: int = Field(64, ge=1)  # in-flight requests for remote endpoints
-    placement: Literal["default", "spread"] = "default"  # spread: replicas on different nodes
-    # Remote endpoints: the job stops (exit 4, naming the endpoint) once it is dead (models/breaker.py): after this
-    # many requests in a row fail to connect or time out, or end in HTTP 5xx (each after the client's retries), or
-    # when nothing came back for `stall_seconds` while requests waited (default: two client timeouts, >= 30 s).
-    max_connection_failures: int = Field(5, ge=1)
-    max_server_errors: int = Field(10, ge=1)
-    stall_seconds: float | None = Field(None, gt=0)
-    price: PriceOverride | None = None  # USD per 1M tokens, over the shipped table's (models/prices.py)
-    rpm: float | None = Field(None, gt=0)  # requests / tokens per minute to an endpoint (models/ratelimit.py)
-    tpm: float | None = Field(None, gt=0)
-    batch: bool = False  # openai:/anthropic: independent calls through the provider's batch API (models/batch.py)
-    # Keep this model's replicas running after the job, as a model service that later jobs attach to (models/
-    # services.py): true (idle timeout 1 h), seconds, or a duration ('30m', '2h'); needs a `ray start` cluster.
-    keep_alive: bool | float | str = False
-
-    @field_validator("keep_alive")
-    @classmethod
-    def _keep_alive(cls, value: bool | float | str) -> bool | float | str:
-        from emocaustics.models.services import idle_seconds
-
-        if value is not False:
-            idle_seconds(value)  # a ValueError names the expected forms; pydantic names the key
-        return value
-
-    @field_validator("spec")
-    @classmethod
-    def _shorthand(cls, spec: str) -> str:  # openai:MODEL, ollama:MODEL ... written out (models/spec.py)
-        from emocaustics.models.spec import expand_shorthand
-
-        try:
-            return expand_shorthand(spec)
-        except UsageError as exc:  # pydantic names the key for a ValueError
-            raise ValueError(str(exc)) from None
 
 
 class ScoringSpec(BaseModel):
@@ -184,6 +144,22 @@ class GridSpec(BaseModel):
     model: list[str | None] = Field(default_factory=lambda: [None])
     options: dict[str, Any] = Field(default_factory=dict)
 
+    @model_validator(mode="after")
+    def _axes(self) -> "GridSpec":
+        """An empty axis would make the whole grid give no runs, and a value listed twice the same runs twice:
+        both are mistakes, refused by name."""
+        lists = {"task": self.task, "model": self.model, **{k: v for k, v in (self.model_extra or {}).items()
+                                                           if isinstance(v, list)}}
+        for key, values in lists.items():
+            if not values:
+                raise ValueError(f"grid.{key} is an empty list, which makes the grid give no runs: give at least one "
+                                 "value, or leave the key out")
+            shown = [json.dumps(v, sort_keys=True, default=str) for v in values]
+            if len(set(shown)) < len(shown):
+                twice = next(v for v in shown if shown.count(v) > 1)
+                raise ValueError(f"grid.{key} lists {twice} twice: list each value once")
+        return self
+
     def runs(self) -> list[RunSpec]:
         axes = {k: (v if isinstance(v, list) else [v]) for k, v in (self.model_extra or {}).items()}
         keys = list(axes)
@@ -271,7 +247,12 @@ class JobSpec(_Strict):
         """Explicit runs, then the grid's cross product, without duplicates, in a stable order. A calibration
         predictor needs no model, so its grid cells collapse into one run."""
         runs = list(self.runs) + (self.grid.runs() if self.grid is not None else [])
+        for i, run in enumerate(self.runs):  # the same config listed twice in `runs:` would run once, silently
+            if run in self.runs[:i]:
+                raise ValueError(f"runs.{i} is the same run as runs.{self.runs.index(run)} ({run.label}): list it "
+                                 "once (or give the two different `name:`s to run it twice)")
         collapsed = []
+
         for run in runs:
             task, opts = run.resolve()
             collapsed.append(run.model_copy(update={"model": None}) if not task.needs_model(opts) else run)
@@ -381,7 +362,7 @@ def load_job(path: str | Path, overrides: dict[str, Any] | None = None) -> JobSp
     if path.is_dir():
         raise UsageError(f"{path} is a directory; give a job spec YAML file (see jobs/)")
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = safe_load_unique(path.read_text(encoding="utf-8"))  # a key given twice is an error (yamlkeys.py)
     except FileNotFoundError:
         raise UsageError(f"job spec not found: {path}") from None
     except UnicodeDecodeError:

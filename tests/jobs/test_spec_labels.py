@@ -19,12 +19,14 @@ def test_same_label_different_dataset_is_an_error_naming_the_label():
         JobSpec.model_validate(_job(runs)).expand()
 
 
-def test_a_name_keeps_both_runs_and_exact_duplicates_collapse():
+def test_a_name_keeps_both_runs_and_an_exact_duplicate_is_refused():
     runs = [{"task": "sextuple", "method": "oracle", "dataset": {"subset": "sample"}},
-            {"task": "sextuple", "method": "oracle", "dataset": {"subset": "paper-100"}, "name": "oracle-paper"},
-            {"task": "sextuple", "method": "oracle", "dataset": {"subset": "sample"}}]
+            {"task": "sextuple", "method": "oracle", "dataset": {"subset": "paper-100"}, "name": "oracle-paper"}]
     labels = [r.label for r in JobSpec.model_validate(_job(runs)).expand()]
     assert labels == ["sextuple_oracle", "oracle-paper"]
+    # issue 41 (14): the same run listed twice ran once, silently; it is named instead
+    with pytest.raises(ValueError, match="runs.2 is the same run as runs.0"):
+        JobSpec.model_validate(_job([*runs, runs[0]]))
 
 
 # Issue 25 point 7: a label names each grid axis value (defaults included) and leaves out what is constant.
