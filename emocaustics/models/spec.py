@@ -16,7 +16,6 @@ Keys come from the environment only: a secret in the query (`?api_key=...`) is r
 URL is taken out of the spec and sent as that URL's Authorization header (HTTP Basic, `models/http.py`), so no spec
 string, record or message carries a secret.
 
-
 For `smoke`/`vllm:` the pool keys are `replicas`, `tp` (tensor_parallel_size), `gpus` (per replica; default: tp when
 the cluster has GPUs, else 0), `cpus` (Ray CPUs reserved per replica, default 0), `placement` (`spread`: replicas on
 different nodes, round robin over the alive nodes that fit a replica; default: Ray's default placement); every other key is a vLLM engine
@@ -234,7 +233,8 @@ def parse_llm_spec(spec: str) -> LLMSpec:
         data = {"kind": "anthropic", "model": model, "base_url": _remote_url(base_url) if base_url else None}
     elif is_remote(head.partition(":")[0]) and head.partition(":")[2]:  # a plug-in provider (models/registry.py)
         model, _, base_url = head.partition(":")[2].partition("@")
-        data = {"kind": head.partition(":")[0], "model": model, "base_url": base_url or None}
+        data = {"kind": head.partition(":")[0], "model": model,
+                "base_url": _remote_url(base_url) if base_url else None}
     else:
         raise UsageError(f"unknown model spec {spec!r}; expected {ALLOWED}")
     data.update(engine={}, client={})
