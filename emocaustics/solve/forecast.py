@@ -11,8 +11,9 @@ Tokens are counted by `TokenCounter`: the model's own tokenizer with its chat te
 other characters). The dry run names the counter.
 
 What the forecast cannot know, and assumes (the dry run says so):
-- answers: the stand-in answers with strings of half their schema bound and lists of half their maximum length
-  (enum values picked by a hash of the prompt). Prompts that show earlier answers (a narrative's characters and events
+- answers: the stand-in answers with one item per list (or its minItems) and strings of a quarter of their schema
+  bound (enum values picked by a hash of the prompt): the size of the smoke model's answers, at which
+  tests/runs/test_forecast.py holds every mode within 15 % of a real run. Prompts that show earlier answers (a narrative's characters and events
   so far, a window's event bucket, the emotion chains so far) are built from those answers, so a model that answers
   much longer or shorter makes them longer or shorter. Retries of unreadable answers are not forecast.
 - embeddings: the dry run loads no embedder. Retrieval (AER `context: retrieve`) and similarity steps (EmoCaustics
@@ -161,8 +162,8 @@ def _pick(options: Any, seed: str) -> Any:
 
 
 def stand_in_answer(schema: dict[str, Any], seed: str) -> Any:
-    """A schema-valid value of typical size: strings of half their bound (a stretch of FILLER that `seed` picks),
-    lists of half their maximum (within minItems), enum values and bounded integers picked by `seed`."""
+    """A schema-valid value of typical size: strings of a quarter of their bound (a stretch of FILLER that `seed`
+    picks), lists of one item (within minItems and maxItems), enum values and bounded integers picked by `seed`."""
     if "enum" in schema:
         return _pick(list(schema["enum"]), seed)
     if "const" in schema:
@@ -175,10 +176,10 @@ def stand_in_answer(schema: dict[str, Any], seed: str) -> Any:
         return {k: stand_in_answer(v, f"{seed}.{k}") for k, v in schema.get("properties", {}).items()}
     if t == "array":
         lo, hi = schema.get("minItems", 0), schema.get("maxItems", 2)
-        n = max(lo, min(hi, -(-hi // 2)))
+        n = max(lo, min(hi, 1))
         return [stand_in_answer(schema.get("items", {}), f"{seed}[{i}]") for i in range(n)]
     if t == "string":
-        n = max(1, schema.get("maxLength", 16) // 2)
+        n = max(1, schema.get("maxLength", 16) // 4)
         at = _pick(range(len(FILLER)), seed)  # texts differ, as a model's do (equal names would merge events)
         return (FILLER * (n // len(FILLER) + 2))[at:at + n]
     if t == "integer":
