@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
+from emocaustics.core.answers import check_answer_models
 from emocaustics.core.content import approx_tokens, content_hash, jsonable  # noqa: F401 (importable from here too)
 from emocaustics.core.errors import UsageError
 from emocaustics.core.writes import append_line
@@ -393,6 +394,7 @@ def _discover() -> None:
 
 def register(task: Task) -> Task:
     """Add a task to the registry (a task module calls this at import; a test may call it for its own task)."""
+    check_answer_models(task)  # core/answers.py: an answer schema guided decoding cannot bound is refused here
     _REGISTRY[task.name] = task
     return task
 

@@ -68,8 +68,24 @@ def _pred_dir(path: str) -> Path:
         raise UsageError(f"--pred {path}: {'not a folder' if p.exists() else 'no such folder'} (give the folder "
                          "holding predictions.jsonl)")
     if not (p / "predictions.jsonl").is_file() and not (p / "failures.jsonl").is_file():
-        raise UsageError(f"--pred {path}: no predictions.jsonl (or failures.jsonl) in it")
+        raise UsageError(f"--pred {path}: no predictions.jsonl (or failures.jsonl) in it{_calibration(p)}")
     return p
+
+
+def _calibration(folder: Path) -> str:
+    """Why a config's folder holds no predictions when it is a calibration config's (its provenance.json says)."""
+    try:
+        record = json.loads((folder / "provenance.json").read_text(encoding="utf-8"))
+        from emocaustics.core.task import get_task
+
+        method, task = record.get("method"), get_task(record["task"])
+    except (OSError, ValueError, KeyError, TypeError, UsageError):
+        return ""
+    if method not in task.calibration_methods:
+        return ""
+    return (f": a config of calibration method {method!r}, whose predictor runs when the config is scored and writes "
+            f"no prediction file; its scores are in {folder.parent.parent / 'scores.parquet'} (or run it again: "
+            f"emocaustics eval {task.name} --method {method})")
 
 
 def score_command(args: argparse.Namespace) -> int:

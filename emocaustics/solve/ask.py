@@ -14,6 +14,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
+from emocaustics.core.answers import check_answer_schema
 from emocaustics.evallog.record import note
 from emocaustics.solve.schema import Unparseable, token_budget, validate_answer
 from emocaustics.core.task import SolveFailed
@@ -107,6 +108,7 @@ class Asker:
         budgets: dict[int, int] = {}  # by schema object: a step's asks share one schema, walk it once
         for a in asks:
             if id(a.schema) not in budgets:
+                check_answer_schema(a.schema, a.model.__name__)  # a task that did not declare answer_models
                 budgets[id(a.schema)] = min(token_budget(a.schema), self.max_tokens_cap)
         for attempt in range(self.retries + 1):
             if not pending:

@@ -51,7 +51,7 @@ def token_budget(schema: dict[str, Any]) -> int:
         return max(len(json.dumps(v, ensure_ascii=False)) for v in schema["enum"]) + 2
     if t == "string":
         if "maxLength" not in schema:
-            raise ValueError("unbounded string in an answer schema")
+            raise ValueError("unbounded string in an answer schema: declare it Field(max_length=N) (core/answers.py)")
         return 4 * schema["maxLength"] + 4
     if t in ("integer", "number"):
         return 8
@@ -59,7 +59,7 @@ def token_budget(schema: dict[str, Any]) -> int:
         return 2
     if t == "array":
         if "maxItems" not in schema:
-            raise ValueError("unbounded list in an answer schema")
+            raise ValueError("unbounded list in an answer schema: declare it Field(max_length=N) (core/answers.py)")
         return 2 + schema["maxItems"] * (token_budget(schema["items"]) + 2)
     if t == "object":
         return 2 + sum(len(k) + 4 + token_budget(v) for k, v in schema.get("properties", {}).items())
