@@ -263,16 +263,6 @@ class Task:
     def weight(self, sample: Sample, options: Options) -> float:
         return 1.0
 
-    def estimate(self, samples: list[Sample], options: Options) -> dict[str, int]:
-        """A rough cost estimate (the dry run takes only generated tokens from it: solve/forecast.py). Default: `weight`
-        calls per sample, each prompt its input plus ~200 tokens of instructions, ~150 generated tokens per call."""
-        calls = prompt = 0
-        for s in samples:
-            n = max(1, round(self.weight(s, options)))
-            calls += n
-            prompt += n * (approx_tokens(s.input) + 200)
-        return {"llm_calls": calls, "prompt_tokens": prompt, "generated_tokens": 150 * calls}
-
     def dry_solve(self, samples: list[Sample], options: Options, llm: Any, embedder: Any, *,
                   prior: bool = False) -> None:
         """The dry run's pass over the solver path (solve/forecast.py): `prepare` with `embedder`, then `solve` of each

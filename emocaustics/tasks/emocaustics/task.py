@@ -254,43 +254,6 @@ class EmoCausticsTask(DialogueGroundTruth, Task):  # check_ground_truth: data/gr
 
         aio.run(each())
 
-    def estimate(self, samples: list[Sample], options: Options) -> dict[str, int]:
-        """A rough forecast for `run --dry-run`. Calls: sextuple direct/rag one per utterance, window one per utterance
-        plus one per window; chains direct one per holder, chains window one per window plus about one merge per two holders (as
-        when the job has the sextuple window config to build on). Prompts: what each method shows plus ~500 tokens of
-        instructions per call (window pass 2: ~1,100 more of event context); answers ~200 tokens (chains direct ~320,
-        chain windows ~160). The constants are fitted to benchmarks/results/engine_bench.json (first 20/50 dialogues
-        of paper-100, the smoke model's tokenizer and answers): on those, calls are exact except chain windows (1.2x)
-        and prompt tokens within 13 %; a real model's answer lengths differ."""
-        from emocaustics.core.task import approx_tokens
-
-        opts: EmoOptions = options  # type: ignore[assignment]
-        k, s = self.k_s(opts)
-        calls = prompt = generated = 0
-        for sample in samples:
-            utt = [approx_tokens(u.sentence) + 4 for u in sample.input.utterances]
-            n, holders = len(utt), len({u.holder for u in sample.input.utterances})
-            mean = sum(utt) // max(n, 1)
-            if self.name == "emotion" and opts.method == "direct":
-                c, p, g = holders, holders * sum(utt), 320
-            elif self.name == "emotion":
-                windows = -(-n // s)
-                c, p, g = windows + -(-holders // 2), windows * min(k, n) * mean + holders * 6 * mean, 160
-            elif opts.method == "direct":
-                c, p, g = n, sum(sum(utt[: i + 1]) for i in range(n)), 200
-            elif opts.method == "rag":
-                c, g = n, 200
-                p = sum(sum(utt[max(0, i - k + 1): i + 1]) + min(opts.top_k, max(0, i - k + 1)) * mean
-                        for i in range(n))
-            else:
-                windows = -(-n // s)
-                c, p, g = n + windows, windows * min(k, n) * mean + n * (mean + 1100), 200  # + event context
-            calls += c
-            prompt += p + 500 * c
-            generated += g * c
-        return {"llm_calls": calls, "prompt_tokens": prompt, "generated_tokens": generated}
-
-
     def predict(self, method: str, samples: list[Sample], options: Options) -> dict[str, Any]:
         from emocaustics.tasks.emocaustics.score.predictors import predict
 
