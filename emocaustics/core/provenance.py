@@ -46,10 +46,10 @@ def record(task: Any, loaded: Any, *, dataset: dict[str, Any], options: Any, mod
 
 def _without_secrets(model: str | None) -> str | None:
     """The model spec as recorded: a caller may hand the string as the user wrote it, and a password in its URL or a
-    key in its query must not reach the file (`models.spec.redacted`)."""
+    key in its query must not reach the file (`core.redact.redacted`)."""
     if model is None:
         return None
-    from emocaustics.models.spec import redacted
+    from emocaustics.core.redact import redacted
 
     return redacted(model)
 

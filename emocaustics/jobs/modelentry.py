@@ -43,7 +43,8 @@ class ModelSpec(BaseModel):
         """Client options written beside `spec:` (`timeout: 30`, `batch_poll: 5`) go into `engine:`: the docs give
         them as a model's keys, and they reach the spec's query from there (a local engine's spec refuses them with
         the same message as in the query). Kept out of the fields so that a job's hash stays what it was."""
-        from emocaustics.models.spec import CLIENT_KEYS, refuse_secrets
+        from emocaustics.core.redact import refuse_secrets
+        from emocaustics.models.spec import CLIENT_KEYS
 
         if not isinstance(raw, dict):
             return raw

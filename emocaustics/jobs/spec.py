@@ -10,7 +10,6 @@ from __future__ import annotations
 import itertools
 import json
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 from emocaustics.core.errors import UsageError, shorten
 from emocaustics.core.optionkeys import run_level_keys
 from emocaustics.core.task import Options, Sample, Task, get_task
+from emocaustics.jobs.labels import config_axes, label_axes, label_runs  # noqa: F401 (imported from here too)
 from emocaustics.jobs.modelentry import ModelSpec  # noqa: F401 (a job's model entry; imported from here too)
 from emocaustics.jobs.yamlkeys import safe_load_unique
 
@@ -252,7 +252,6 @@ class JobSpec(_Strict):
                 raise ValueError(f"runs.{i} is the same run as runs.{self.runs.index(run)} ({run.label}): list it "
                                  "once (or give the two different `name:`s to run it twice)")
         collapsed = []
-
         for run in runs:
             task, opts = run.resolve()
             collapsed.append(run.model_copy(update={"model": None}) if not task.needs_model(opts) else run)
@@ -267,63 +266,19 @@ class JobSpec(_Strict):
         return list(unique.values())
 
 
-def label_axes(runs: list[RunSpec], dataset_for: Callable[[RunSpec], dict[str, Any]]) -> list[list[str] | None]:
-    """Per run, the option keys its label names: those whose value differs between the job's configs of the same
-    task and method (a grid's axes, and what an explicit run sets otherwise), named even where the value is the
-    default; an option constant across them is left out. A config alone of its task and method (counting distinct
-    configs) gets None: its label keeps the options it sets away from their defaults."""
-    groups: dict[tuple[str, str], dict[str, Any]] = {}
-    resolved = []
-    for run in runs:
-        task, opts = run.resolve()
-        data = opts.model_dump(mode="json")
-        key = (task.name, data.pop("method"))
-        config = json.dumps([run.model, data, dataset_for(run)], sort_keys=True, default=str)
-        groups.setdefault(key, {})[config] = data
-        resolved.append(key)
-    axes: dict[tuple[str, str], list[str] | None] = {}
-    for key, configs in groups.items():
-        options = list(configs.values())
-        if len(options) < 2:
-            axes[key] = None
-            continue
-        names = sorted({k for o in options for k in o})
-        axes[key] = [k for k in names if len({json.dumps(o.get(k), sort_keys=True) for o in options}) > 1]
-    return [axes[key] for key in resolved]
-
-
-def label_runs(runs: list[RunSpec], dataset_for: Callable[[RunSpec], dict[str, Any]]) -> list[RunSpec]:
-    """Copies of the runs carrying the labels the job gives them (`label_axes`); a run's `name:` still wins."""
+def _problems(exc: ValidationError) -> list[tuple[str, str]]:
+    """(where, what) of each error: the dotted key, and pydantic's words ("unknown key" for an extra one)."""
     out = []
-    for run, axes in zip(runs, label_axes(runs, dataset_for)):
-        task, opts = run.resolve()
-        labelled = run.model_copy()
-        labelled._label = task.label(opts, run.model if task.needs_model(opts) else None, axes=axes)
-        out.append(labelled)
-    return out
-
-
-def config_axes(job: JobSpec) -> dict[str, dict[str, Any]]:
-    """Per config label, the values of the options its label names because they vary (`label_axes`): the columns
-    of the grid's axes in the summary tables."""
-    runs = job.expand()
-    out = {}
-    for run, axes in zip(runs, label_axes(runs, job.dataset_for)):
-        _, opts = run.resolve()
-        data = opts.model_dump(mode="json")
-        out[run.label] = {k: data[k] for k in axes or []}
+    for err in exc.errors():
+        msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
+        if err["type"] == "literal_error":
+            msg = f"{msg} (got {err.get('input')!r})"
+        out.append((".".join(str(p) for p in err["loc"]), msg))
     return out
 
 
 def _messages(exc: ValidationError, prefix: str) -> str:
-    parts = []
-    for err in exc.errors():
-        where = ".".join(str(p) for p in err["loc"])
-        msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
-        if err["type"] == "literal_error":
-            msg = f"{msg} (got {err.get('input')!r})"
-        parts.append(f"{prefix}.{where}: {msg}" if where else f"{prefix}: {msg}")
-    return "; ".join(parts)
+    return "; ".join(f"{prefix}.{where}: {msg}" if where else f"{prefix}: {msg}" for where, msg in _problems(exc))
 
 
 def _resolve_named(run: RunSpec, where: str) -> None:
@@ -344,16 +299,7 @@ def _validate_named(model: type[BaseModel], data: dict[str, Any], where: str) ->
 
 
 def _format_error(path: str, exc: ValidationError) -> str:
-    lines = []
-    for err in exc.errors():
-        where = ".".join(str(p) for p in err["loc"]) or "(top level)"
-        msg = err["msg"]
-        if err["type"] == "extra_forbidden":
-            msg = "unknown key"
-        elif err["type"] == "literal_error":
-            msg = f"{msg} (got {err.get('input')!r})"
-        lines.append(f"{path}: {where}: {msg}")
-    return "\n".join(lines)
+    return "\n".join(f"{path}: {where or '(top level)'}: {msg}" for where, msg in _problems(exc))
 
 
 def load_job(path: str | Path, overrides: dict[str, Any] | None = None) -> JobSpec:

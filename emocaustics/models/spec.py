@@ -35,6 +35,7 @@ from urllib.parse import parse_qsl, urlencode
 from pydantic import BaseModel, ConfigDict, Field
 
 from emocaustics.core.errors import UsageError
+from emocaustics.core.redact import redacted, refuse_secrets
 from emocaustics.models.hf_generate import HF_KEYS
 from emocaustics.models.registry import is_remote, provider
 
@@ -58,33 +59,7 @@ BATCH_KEYS = ("batch", "batch_size", "batch_poll", "batch_quiet", "batch_max_wai
 BREAKER_KEYS = ("max_connection_failures", "max_server_errors", "stall_seconds", "max_throttled", "rpm", "tpm")
 
 
-# Query keys that would carry a secret into the spec (and so into config.yaml, run.json, provenance and every
-# message that names the model): refused, with the environment variable to use instead. Keys come from the
-# environment only; credentials written in a base URL become its Authorization header (`_remote_url`).
-SECRET_KEYS = frozenset({"api_key", "apikey", "api-key", "key", "token", "access_token", "auth", "authorization",
-                         "password", "secret", "x-api-key"})
-
-
-def redacted(spec: str) -> str:
-    """`spec` as an error message may show it: a URL's password and the values of secret query keys as `***`."""
-    import re
-
-    spec = re.sub(r"(://[^/@?#:]*):[^/@?#]*@", r"\1:***@", spec)
-    return re.sub(r"([?&])([^=&]+)=([^&]*)",
-                  lambda m: f"{m[1]}{m[2]}=***" if m[2].lower() in SECRET_KEYS else m[0], spec)
-
-
-def refuse_secrets(options: Any, where: str) -> None:
-    """A UsageError when a spec's options (its query, a model entry's `engine:`) hold a secret key (`SECRET_KEYS`);
-    `where` names the spec, redacted."""
-    secret = sorted(k for k in options if str(k).lower() in SECRET_KEYS)
-    if secret:
-        raise UsageError(f"{where}: {secret[0]!r} would be stored with the run and printed; keys come from the "
-                         "environment only (OPENAI_API_KEY or EMOCAUSTICS_API_KEY, ANTHROPIC_API_KEY), or as "
-                         "https://USER:PASSWORD@HOST/... in the URL (sent as HTTP Basic, never stored)")
-
-
-def _remote_url(url: str) -> str:
+def without_credentials(url: str) -> str:
     """A remote base URL without `user:password@`: those become the Authorization header its clients send
     (`models.http.strip_credentials`), so that what the run records and prints has no secret in it; aiohttp would
     refuse the URL anyway."""
@@ -116,10 +91,10 @@ def expand_shorthand(spec: str) -> str:
         head = f"hf:{name}"
     elif kind == "openai" and name and "@" not in name:
         base = os.environ.get("OPENAI_BASE_URL", "").strip() or OPENAI_DEFAULT_URL
-        head = f"openai:{name}@{_remote_url(base.rstrip('/'))}"
+        head = f"openai:{name}@{without_credentials(base.rstrip('/'))}"
     elif kind in REMOTE_KINDS and "@" in name:
         model, _, base = name.partition("@")
-        head = f"{kind}:{model}@{_remote_url(base)}"
+        head = f"{kind}:{model}@{without_credentials(base)}"
     elif kind == "ollama":
         if not name:
             raise UsageError(f"model spec {redacted(spec)!r}: expected 'ollama:MODEL' (e.g. ollama:llama3.1:8b)")
@@ -225,16 +200,16 @@ def parse_llm_spec(spec: str) -> LLMSpec:
         model, at, base_url = head[7:].partition("@")
         if not (model and at and base_url.startswith(("http://", "https://"))):
             raise UsageError(f"model spec {spec!r}: expected 'openai:MODEL@BASE_URL' with an http(s) URL")
-        data = {"kind": "openai", "model": model, "base_url": _remote_url(base_url)}
+        data = {"kind": "openai", "model": model, "base_url": without_credentials(base_url)}
     elif head.startswith("anthropic:") and head[10:]:
         model, at, base_url = head[10:].partition("@")
         if not model or (at and not base_url.startswith(("http://", "https://"))):
             raise UsageError(f"model spec {spec!r}: expected 'anthropic:MODEL' or 'anthropic:MODEL@BASE_URL'")
-        data = {"kind": "anthropic", "model": model, "base_url": _remote_url(base_url) if base_url else None}
+        data = {"kind": "anthropic", "model": model, "base_url": without_credentials(base_url) if base_url else None}
     elif is_remote(head.partition(":")[0]) and head.partition(":")[2]:  # a plug-in provider (models/registry.py)
         model, _, base_url = head.partition(":")[2].partition("@")
         data = {"kind": head.partition(":")[0], "model": model,
-                "base_url": _remote_url(base_url) if base_url else None}
+                "base_url": without_credentials(base_url) if base_url else None}
     else:
         raise UsageError(f"unknown model spec {spec!r}; expected {ALLOWED}")
     data.update(engine={}, client={})

@@ -69,7 +69,7 @@ def test_every_message_about_a_spec_hides_its_password():
     with pytest.raises(UsageError) as exc:
         parse_llm_spec(spec)
     assert PASSWORD not in str(exc.value) and "alice:***@host" in str(exc.value)
-    from emocaustics.models.spec import redacted
+    from emocaustics.core.redact import redacted
 
     assert redacted("openai:m@https://u:p@h/v1?key=abc&concurrency=2") == "openai:m@https://u:***@h/v1?key=***&concurrency=2"
 

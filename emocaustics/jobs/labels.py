@@ -1,0 +1,58 @@
+"""The labels a job gives its configs (a config's folder under `predictions/` and its `run` in every table): task,
+method, model, then `key=value` for each option that varies between the job's configs of that task and method. Used
+by `JobSpec.expand` (jobs/spec.py) and by the summary tables' axis columns (report/axes.py); works on the job's
+`RunSpec`s and `JobSpec` without importing them (jobs/spec.py imports this module)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+
+def label_axes(runs: list[Any], dataset_for: Callable[[Any], dict[str, Any]]) -> list[list[str] | None]:
+    """Per run, the option keys its label names: those whose value differs between the job's configs of the same
+    task and method (a grid's axes, and what an explicit run sets otherwise), named even where the value is the
+    default; an option constant across them is left out. A config alone of its task and method (counting distinct
+    configs) gets None: its label keeps the options it sets away from their defaults."""
+    groups: dict[tuple[str, str], dict[str, Any]] = {}
+    resolved = []
+    for run in runs:
+        task, opts = run.resolve()
+        data = opts.model_dump(mode="json")
+        key = (task.name, data.pop("method"))
+        config = json.dumps([run.model, data, dataset_for(run)], sort_keys=True, default=str)
+        groups.setdefault(key, {})[config] = data
+        resolved.append(key)
+    axes: dict[tuple[str, str], list[str] | None] = {}
+    for key, configs in groups.items():
+        options = list(configs.values())
+        if len(options) < 2:
+            axes[key] = None
+            continue
+        names = sorted({k for o in options for k in o})
+        axes[key] = [k for k in names if len({json.dumps(o.get(k), sort_keys=True) for o in options}) > 1]
+    return [axes[key] for key in resolved]
+
+
+def label_runs(runs: list[Any], dataset_for: Callable[[Any], dict[str, Any]]) -> list[Any]:
+    """Copies of the runs carrying the labels the job gives them (`label_axes`); a run's `name:` still wins."""
+    out = []
+    for run, axes in zip(runs, label_axes(runs, dataset_for)):
+        task, opts = run.resolve()
+        labelled = run.model_copy()
+        labelled._label = task.label(opts, run.model if task.needs_model(opts) else None, axes=axes)
+        out.append(labelled)
+    return out
+
+
+def config_axes(job: Any) -> dict[str, dict[str, Any]]:
+    """Per config label, the values of the options its label names because they vary (`label_axes`): the columns
+    of the grid's axes in the summary tables."""
+    runs = job.expand()
+    out = {}
+    for run, axes in zip(runs, label_axes(runs, job.dataset_for)):
+        _, opts = run.resolve()
+        data = opts.model_dump(mode="json")
+        out[run.label] = {k: data[k] for k in axes or []}
+    return out
