@@ -181,7 +181,7 @@ class Task:
 
     def label(self, options: Options, model: str | None = None, axes: list[str] | None = None) -> str:
         """A stable, readable config name: task, method, model, then `key=value` for each option in `axes` (those
-        that vary between the job's configs of this task and method: `jobs.spec.label_axes`), or, with `axes` None,
+        that vary between the job's configs of this task and method: `jobs.labels.label_axes`), or, with `axes` None,
         for each option that differs from its default."""
         data = options.model_dump(mode="json")
         parts = [self.name, data.pop("method")]

@@ -14,13 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator,
-                      model_validator)
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from emocaustics.core.errors import UsageError, shorten
 from emocaustics.core.optionkeys import run_level_keys
 from emocaustics.core.task import Options, Sample, Task, get_task
-from emocaustics.jobs.labels import config_axes, label_axes, label_runs  # noqa: F401 (imported from here too)
+from emocaustics.jobs.labels import config_axes, label_runs
 from emocaustics.jobs.modelentry import ModelSpec  # noqa: F401 (a job's model entry; imported from here too)
 from emocaustics.jobs.yamlkeys import safe_load_unique
 
@@ -345,6 +344,7 @@ def output_path(path: str | Path) -> Path:
 def dump_job(job: JobSpec) -> str:
     """The resolved spec as YAML (written to config.yaml next to the outputs)."""
     data = job.model_dump(mode="json", exclude={"select"} if job.select is None else None)
+    axes = config_axes(job)  # what each label names because it varies: the report's axis columns
     data["resolved_runs"] = [run.model_dump(mode="json", exclude={"select"} if run.select is None else None)
-                             | {"label": run.label} for run in job.expand()]
+                             | {"label": run.label, "axes": axes.get(run.label, {})} for run in job.expand()]
     return yaml.safe_dump(data, allow_unicode=True, sort_keys=False)

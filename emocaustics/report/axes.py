@@ -1,5 +1,6 @@
 """The grid's axes as summary columns: one column `opt:<key>` per option that varies between a job's configs of the
-same task and method (`jobs.spec.label_axes`: what each label names), read from the run folder's `config.yaml`.
+same task and method (`jobs.labels.label_axes`: what each label names), as the job recorded them in the run folder's
+`config.yaml` (each resolved run's `axes`). A run folder written before the job recorded them shows no axis columns.
 
 A config the option does not vary for (a calibration row, a config alone of its method) has it empty: the column says
 what distinguishes the configs of a grid, not every option of every config.
@@ -19,19 +20,16 @@ def axis_columns(df: pl.DataFrame) -> list[str]:
 
 
 def read_axes(run_dir: Path) -> pl.DataFrame | None:
-    """(run, opt:<key>...) for the configs of the job in `run_dir/config.yaml`; None when the folder has no such
-    file, the job no longer validates (a task that is not installed) or no option varies."""
+    """(run, opt:<key>...) for the configs recorded in `run_dir/config.yaml`; None when the folder has no such file,
+    the file records no axes, or no option varies."""
     import yaml
-
-    from emocaustics.jobs.spec import JobSpec, config_axes
 
     path = run_dir / "config.yaml"
     if not path.is_file():
         return None
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        data.pop("resolved_runs", None)
-        axes = config_axes(JobSpec.model_validate(data))
+        runs = yaml.safe_load(path.read_text(encoding="utf-8"))["resolved_runs"]
+        axes = {str(r["label"]): dict(r["axes"]) for r in runs}
     except Exception:  # an old or foreign config.yaml: the tables stand without the axis columns
         return None
     keys = sorted({k for values in axes.values() for k in values})

@@ -1,6 +1,12 @@
-"""The shape of the code, checked: no import circles between modules (lazy imports inside functions included: a
-circle hidden in a function is still two modules that cannot be read or changed apart), and no module far over the
-~400 lines the design asks for."""
+"""The shape of the code, checked (issue 40's architecture rules):
+- no import circles between modules (lazy imports inside functions included: a circle hidden in a function is still
+  two modules that cannot be read or changed apart), nor between folders (a folder is a layer: data flows one way);
+- no module over 350 lines, except the ones listed in OVER_350 at their present size (the list can only shrink: a
+  module listed may not grow, and one that comes under 350 must leave the list);
+- no module that says it exists for a line budget (split by what a module does, never to fit a count);
+- Ray is started or joined in one module (`core.cluster`), and called to do so from the modules in CONNECTS only;
+- the package stays within PACKAGE_LINES (issue 40's goal is 25,000; this is where it stands, and it may only fall).
+"""
 
 from __future__ import annotations
 
@@ -10,7 +16,13 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "emocaustics"
-MAX_LINES = 420  # the design's "~400 lines"
+MAX_LINES = 350  # the design's "~350 lines"
+# Modules still over MAX_LINES, at the size they may not exceed (issue 40: each is two things to be told apart).
+OVER_350: dict[str, int] = {"core/task.py": 406, "tasks/ecpe/validate.py": 374}
+PACKAGE_LINES = 29_034  # the whole package's lines today: the ceiling until it falls to issue 40's 25,000
+# The modules that may call `core.cluster.connect` (Ray joined or started); ray.init itself only in core/cluster.py.
+CONNECTS = {"emocaustics.cli.serve", "emocaustics.jobs.runner", "emocaustics.jobs.together", "emocaustics.models.factory",
+            "emocaustics.score.fanout", "emocaustics.solve.plan"}
 
 
 def module_name(path: Path) -> str:
@@ -96,7 +108,62 @@ def test_no_import_circles():
         " <-> ".join(c) for c in found)
 
 
+def folder_of(module: str) -> str:
+    """A module's folder: `emocaustics.<folder>`, or `emocaustics.tasks.<task>` for a task's modules."""
+    parts = module.split(".")
+    return ".".join(parts[:3] if len(parts) > 2 and parts[1] == "tasks" else parts[:2])
+
+
+def test_no_folder_circles():
+    edges: dict[str, set[str]] = {}
+    for module, imported in graph().items():
+        edges.setdefault(folder_of(module), set()).update(
+            folder_of(m) for m in imported if folder_of(m) != folder_of(module))
+    found = circles(edges)
+    assert not found, "folders that import each other (each line one circle):\n" + "\n".join(
+        " <-> ".join(c) for c in found)
+
+
+def lines_of(path: Path) -> int:
+    return len(path.read_text(encoding="utf-8").splitlines())
+
+
 @pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_modules_stay_small(path: Path):
-    lines = len(path.read_text(encoding="utf-8").splitlines())
-    assert lines <= MAX_LINES, f"{path.relative_to(PACKAGE.parent)}: {lines} lines (split it by what it does)"
+    name = str(path.relative_to(PACKAGE))
+    lines, cap = lines_of(path), OVER_350.get(name, MAX_LINES)
+    assert lines <= cap, f"{path.relative_to(PACKAGE.parent)}: {lines} lines, over {cap} (split it by what it does)"
+    if name in OVER_350:
+        assert lines > MAX_LINES, f"{name} is {lines} lines now: take it off OVER_350"
+
+
+def test_the_package_does_not_grow():
+    total = sum(lines_of(p) for p in PACKAGE.rglob("*.py"))
+    assert total <= PACKAGE_LINES, f"the package is {total} lines, over its ceiling {PACKAGE_LINES}: delete first"
+
+
+def test_no_module_exists_for_a_line_budget():
+    said = [str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py")
+            if "line budget" in (ast.get_docstring(ast.parse(p.read_text(encoding="utf-8"))) or "")]
+    assert not said, f"modules that say they exist for a line budget (split by what they do): {said}"
+
+
+def calls_of(path: Path, name: str) -> bool:
+    """Whether the module calls `name(...)` or `x.name(...)` anywhere."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call):
+            f = node.func
+            if (isinstance(f, ast.Name) and f.id == name) or (isinstance(f, ast.Attribute) and f.attr == name):
+                return True
+    return False
+
+
+def test_ray_is_connected_in_one_place():
+    inits = sorted(module_name(p) for p in PACKAGE.rglob("*.py") if "ray.init(" in p.read_text(encoding="utf-8"))
+    assert inits == ["emocaustics.core.cluster"], f"ray.init outside core/cluster.py: {inits}"
+    connecting = {module_name(p) for p in PACKAGE.rglob("*.py")
+                  if "emocaustics.core.cluster import" in p.read_text(encoding="utf-8")
+                  and "connect" in p.read_text(encoding="utf-8") and calls_of(p, "connect")}
+    assert connecting <= CONNECTS, f"modules newly connecting to Ray (do it through the scheduler): " \
+                                   f"{sorted(connecting - CONNECTS)}"
+    assert not CONNECTS - connecting, f"no longer connect: take them off CONNECTS: {sorted(CONNECTS - connecting)}"

@@ -62,7 +62,7 @@ from emocaustics.cli import verb_parser
 args = verb_parser(["extract", "sextuple", "--method", "window"]).parse_args(["extract", "sextuple", "--method",
                                                                             "window"])
 others = ("emocaustics.tasks.ecpe", "emocaustics.tasks.aer", "emocaustics.tasks.human", "emocaustics.tasks.narrative",
-          "emocaustics.jobs.spec", "emocaustics.score.cli")
+          "emocaustics.jobs.spec", "emocaustics.cli.score")
 print(args.func.__module__, [m for m in others if m in sys.modules])
 """
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)

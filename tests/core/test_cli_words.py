@@ -7,7 +7,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from emocaustics.core.datacli import sources_for
+from emocaustics.cli.data import sources_for
 from emocaustics.core.errors import UsageError, shorten
 from emocaustics.core.task import Sample, get_task
 from emocaustics.jobs.spec import SelectSpec

@@ -257,7 +257,7 @@ def run_failures(pred: Path, checked: list[Any]) -> list[int]:
 
 
 def fetch_command(args: argparse.Namespace) -> int:  # the older verb: `data fetch ecpe` is the one for every task
-    from emocaustics.core.datacli import legacy_fetch
+    from emocaustics.cli.data import legacy_fetch
 
     return legacy_fetch("ecpe fetch", "ecpe", args.dest)
 

@@ -95,7 +95,7 @@ def with_pl_print(df: object, title: str) -> None:
 
 
 def cmd_fetch(args: argparse.Namespace) -> int:  # the older verb: `data fetch human` is the one for every task
-    from emocaustics.core.datacli import legacy_fetch
+    from emocaustics.cli.data import legacy_fetch
 
     code = legacy_fetch("human fetch", "human", args.dest)
     print("the repository publishes raw MTurk CSV (data/raw_mturk_csv/): see datasets/human/README.md for the "

@@ -14,13 +14,13 @@ import importlib
 import os
 import sys
 
-from emocaustics.core import datacli
+from emocaustics.cli import data as datacli
 from emocaustics.core.clihelp import DefaultsFormatter, exit_epilog
 from emocaustics.core.errors import (EXIT_CLUSTER_LOST, EXIT_INTERRUPTED, BudgetReached, EndpointDown, SamplesFailed,
                                      UsageError, WriteFailed)
 
-CORE_COMMAND_MODULES = ("emocaustics.jobs.cli", "emocaustics.jobs.eval_cli", "emocaustics.jobs.servecli",
-                        "emocaustics.view.cli")
+CORE_COMMAND_MODULES = ("emocaustics.cli.job", "emocaustics.cli.eval", "emocaustics.cli.serve",
+                        "emocaustics.cli.view")
 
 # The module whose `register(subparsers)` adds each top-level verb: a command builds the parser of its own verb only.
 # Building every verb imports every task package (its task module, polars, numpy, its data layer) and the job
@@ -28,9 +28,9 @@ CORE_COMMAND_MODULES = ("emocaustics.jobs.cli", "emocaustics.jobs.eval_cli", "em
 # and `score` gather verbs of every task, and `--help`, `--version` and unknown words list or name them all, so
 # those build the whole parser (`build_parser`). tests/core/test_cli_verbs.py checks this table against it.
 VERB_MODULES = {
-    "run": "emocaustics.jobs.cli", "tasks": "emocaustics.jobs.cli", "report": "emocaustics.jobs.cli",
-    "compare": "emocaustics.jobs.cli", "eval": "emocaustics.jobs.eval_cli", "serve": "emocaustics.jobs.servecli",
-    "models": "emocaustics.jobs.servecli", "view": "emocaustics.view.cli",
+    "run": "emocaustics.cli.job", "tasks": "emocaustics.cli.job", "report": "emocaustics.cli.job",
+    "compare": "emocaustics.cli.job", "eval": "emocaustics.cli.eval", "serve": "emocaustics.cli.serve",
+    "models": "emocaustics.cli.serve", "view": "emocaustics.cli.view",
     "extract": "emocaustics.tasks.emocaustics.cli", "ecpe": "emocaustics.tasks.ecpe.cli",
     "human": "emocaustics.tasks.human.cli",
 }
@@ -111,7 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _register_generic_scores(score_sub: argparse._SubParsersAction) -> None:
     """`score TASK` over `Task.score` for every task (plug-ins included) without a score verb of its own."""
     from emocaustics.core.task import task_names
-    from emocaustics.score.cli import register_generic
+    from emocaustics.cli.score import register_generic
 
     try:
         names = task_names()
