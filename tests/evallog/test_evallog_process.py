@@ -215,6 +215,6 @@ def test_a_run_whose_writer_dies_stops_with_the_named_error(tmp_path: Path, monk
             run_job(tmp_path, srv)
     assert time.monotonic() - t0 < 120
     assert str(err.value).startswith(f"eval log of run {tmp_path / 'run'}: the writer process (pid {pids[1]}) "
-                                     f"ended with exit code -9, before config aer_llm_api, sample q-")
+                                     f"ended with exit code -9, before config aer_llm_api_context=full, sample q-")
     assert _gone(pids[1])
     capsys.readouterr()

@@ -38,13 +38,13 @@ def test_every_call_is_logged_with_prompt_answer_gold_and_prediction(tmp_path: P
         requests = len(srv.bodies)
     assert rc == 3  # question 5 failed
     log = RunLog(run_dir)
-    assert log.labels() == ["aer_oracle", "aer_llm_api"]
-    calls = log.calls("aer_llm_api")
+    assert log.labels() == ["aer_oracle", "aer_llm_api_context=full"]
+    calls = log.calls("aer_llm_api_context=full")
     # one call per question, and question 5's re-ask (the client's own re-asks of invalid JSON are HTTP requests
     # inside one call: the log is at the model-interface level)
     assert calls.height == N + 1 and requests > calls.height
     for n in range(1, N + 1):
-        s = log.sample("aer_llm_api", f"q-{n}")
+        s = log.sample("aer_llm_api_context=full", f"q-{n}")
         t = 1 + (n - 1) // 4
         assert s["target"] == ["A"] and s["input"]["target_event"] == question(n, t)["target_event"]
         first = s["calls"][0]
@@ -68,7 +68,7 @@ def test_every_call_is_logged_with_prompt_answer_gold_and_prediction(tmp_path: P
     texts = list(log.texts.values())
     for t in (1, 2, 3):
         assert sum(document_text(t, 1) in x for x in texts) == 1
-    system = log.sample("aer_llm_api", "q-1")["calls"][0]["messages"][0]["content"]
+    system = log.sample("aer_llm_api_context=full", "q-1")["calls"][0]["messages"][0]["content"]
     assert sum(system in x for x in texts) == 1
     size = log.size_report()
     assert size["text_chars_stored"] < size["prompt_chars_sent"] / 2, size
@@ -84,16 +84,16 @@ def test_resume_adds_the_resolved_sample_and_duplicates_no_call(tmp_path: Path, 
         rc, run_dir = run_job(tmp_path, srv, resume=True)
     assert rc == 0
     log = RunLog(run_dir)
-    attempts = pl.read_parquet(run_dir / "evallog" / "attempts" / "aer_llm_api.parquet")
+    attempts = pl.read_parquet(run_dir / "evallog" / "attempts" / "aer_llm_api_context=full.parquet")
     per_sample = dict(attempts.group_by("sample_id").len().iter_rows())
     assert per_sample == {f"q-{n}": 2 if f"q-{n}" == DOOMED else 1 for n in range(1, N + 1)}
-    calls = log.calls("aer_llm_api")
+    calls = log.calls("aer_llm_api_context=full")
     assert calls.height == N + 1 + 1  # the first run's 13 calls, and question 5 once more
     assert calls.unique(["sample_id", "attempt", "seq"]).height == calls.height
-    again = log.sample("aer_llm_api", DOOMED)
+    again = log.sample("aer_llm_api_context=full", DOOMED)
     assert again["status"] == "ok" and again["attempts"] == 2 and len(again["calls"]) == 1  # the latest attempt
     assert again["prediction"]["answer"] == ["A"]
-    assert log.table("aer_llm_api").height == N
+    assert log.table("aer_llm_api_context=full").height == N
     capsys.readouterr()
 
 
@@ -144,7 +144,7 @@ def test_no_secret_reaches_the_log(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     files = _files(run_dir / "evallog") + _files(tmp_path / "export")
     leaks = [str(p) for p in files if SECRET.encode() in p.read_bytes() or SECRET[8:].encode() in p.read_bytes()]
     assert leaks == []
-    s = RunLog(run_dir).sample("aer_llm_api", "q-7")
+    s = RunLog(run_dir).sample("aer_llm_api_context=full", "q-7")
     prompt = "".join(m["content"] for m in s["calls"][0]["messages"])
     assert "A bridge was painted by [redacted]." in prompt and s["input"]["options"]["D"].endswith("[redacted].")
     capsys.readouterr()
@@ -156,10 +156,10 @@ def test_prompt_logging_switched_off(tmp_path: Path, capsys) -> None:
         rc, run_dir = run_job(tmp_path, srv, log="log: {prompts: false}")
     assert rc == 3
     log = RunLog(run_dir)
-    calls = log.calls("aer_llm_api")
+    calls = log.calls("aer_llm_api_context=full")
     assert calls.height == N + 1 and calls["prompt_tokens"].min() > 0  # counts and timings are kept
     assert calls["messages"].null_count() == calls["text"].null_count() == calls.height
-    s = log.sample("aer_llm_api", "q-2")
+    s = log.sample("aer_llm_api_context=full", "q-2")
     assert s["prompts"] is False and s["calls"][0]["messages"] == [] and s["calls"][0]["text"] is None
     blob = b"".join(p.read_bytes() for p in _files(run_dir / "evallog"))
     assert b"word1x1n" not in blob and marker(2).encode() not in blob  # no document, no question text

@@ -2,8 +2,9 @@
 
 Real run folders of calibration-only jobs of the test task `count` (no model, no Ray): run A scores `right` and
 `half` on 12 samples, run B `wrong` and `half` on the first 8 of them, run C `right` on 8 samples that reuse A's ids
-for other numbers (`offset`). Expected: the four cross-run pairs, each paired on the 8 common samples, Holm across
-those four; no pair within a run; nothing paired between A and C (same ids, other content).
+for other numbers (`offset`). Expected (issue 41 point 9: configs are paired by label, or by --pair): by label, the
+one pair half/half; with --pair, exactly the pairs named, each paired on the 8 common samples, Holm across those; no
+pair within a run; nothing paired between A and C (same ids, other content).
 """
 
 from __future__ import annotations
@@ -47,9 +48,16 @@ def test_compare_tests_configs_across_runs_on_common_samples(runs, tmp_path, cap
     assert main(["compare", str(a), str(b), "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     pairs = pl.read_csv(out)
-    got = {(r["run_a"], r["config_a"], r["run_b"], r["config_b"]) for r in pairs.iter_rows(named=True)}
     ra, rb = "a/20260101-000000", "b/20260101-000000"
-    assert got == {(ra, x, rb, y) for x in ("count_right", "count_half") for y in ("count_wrong", "count_half")}
+    # by label: half with half; right (only in A) and wrong (only in B) are listed, not tested
+    assert [(r["config_a"], r["config_b"]) for r in pairs.iter_rows(named=True)] == [("count_half", "count_half")]
+    assert "Not compared" in printed and "count_right" in printed and "count_wrong" in printed
+    assert main(["compare", str(a), str(b), "--out", str(out), "--pair", "count_right", "count_wrong",
+                 "--pair", "count_half", "count_half"]) == 0
+    printed = capsys.readouterr().out
+    pairs = pl.read_csv(out)
+    got = {(r["run_a"], r["config_a"], r["run_b"], r["config_b"]) for r in pairs.iter_rows(named=True)}
+    assert got == {(ra, "count_right", rb, "count_wrong"), (ra, "count_half", rb, "count_half")}
     assert (pairs["n_common"] == 8).all() and (pairs["n_only_a"] == 4).all() and (pairs["n_only_b"] == 0).all()
     # Holm across exactly the pairs compared
     assert pairs["p_holm"].to_list() == pytest.approx(holm(pairs["p_randomisation"].to_numpy()).tolist())
@@ -61,8 +69,8 @@ def test_compare_tests_configs_across_runs_on_common_samples(runs, tmp_path, cap
     assert same["diff"] == 0.0 and not same["significant"]
     # the printed table names each config by run and label, with the verdict
     lines = [line for line in printed.splitlines() if ra in line and rb in line]
-    assert len(lines) == 4 and sum("NOT significant" in line for line in lines) >= 1
-    assert "Holm over the 4 pairs" in printed
+    assert len(lines) == 2 and sum("NOT significant" in line for line in lines) == 1
+    assert "Holm over the 2 pairs" in printed
 
 
 def test_same_ids_with_other_content_are_not_paired(runs, tmp_path, capsys):
