@@ -113,6 +113,9 @@ NOT_RUN = {
 }
 
 
+SHARED_DATA = {"EMOCAUSTICS_AER_DATA": "aer", "EMOCAUSTICS_ECAC_DATA": "ecac", "EMOCAUSTICS_HUMANEVAL_DATA": "humaneval"}
+
+
 def _not_run(argv: list[str]) -> str | None:
     return next((why for key, why in NOT_RUN.items() if argv[:len(key.split())] == key.split()), None)
 
@@ -128,6 +131,10 @@ def test_every_cli_example_in_the_docs_runs(where, argv, monkeypatch, capsys, re
     if argv[:2] == ["data", "stats"]:
         request.getfixturevalue("published_root")  # skips, saying so, without the published EmoCaustics data
     monkeypatch.chdir(REPO)  # the examples' paths (jobs/..., datasets/...) are the repository's
+    shared = REPO.parent / "shared" / "datasets"  # the local copies of the public data, where CI has them
+    for variable, folder in SHARED_DATA.items():
+        if variable not in os.environ and (shared / folder).is_dir():
+            monkeypatch.setenv(variable, str(shared / folder))
     if argv[0] in ("run", "eval") and "--dry-run" not in argv:
         argv = [*argv, "--dry-run"]
     status = main(argv)
