@@ -116,7 +116,10 @@ def _same_tables(a: Path, b: Path) -> None:
     ta, tb = _tables(a), _tables(b)
     assert ta.keys() == tb.keys()
     for name in ta:
-        assert ta[name].equals(tb[name]), f"{name} differs:\n{ta[name]}\n{tb[name]}"
+        x, y = ta[name], tb[name]
+        differing = [c for c in x.columns if c not in y.columns or x.height != y.height or not x[c].equals(y[c])]
+        shown = {c: (x[c].to_list()[:10], y[c].to_list()[:10] if c in y.columns else None) for c in differing[:5]}
+        assert x.equals(y), f"{name} differs in {differing}: (undisturbed, killed) {shown}"
 
 
 def _undisturbed(task: str, tmp: Path, n: int, capsys) -> tuple[Path, int, int]:
