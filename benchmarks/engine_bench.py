@@ -125,7 +125,7 @@ def cpu_ceiling(cpu_split: dict[str, float], replay_run: dict[str, Any]) -> dict
 
 def _dialogues(n_max: int) -> tuple[list[Any], str]:
     from emocaustics.core.errors import UsageError
-    from emocaustics.tasks.emocaustics.data.subsets import resolve
+    from emocaustics.tasks.longdialogue.data.subsets import resolve
 
     try:
         ds, _ = resolve("paper-100", None)
@@ -176,8 +176,8 @@ def run_pipeline(methods: dict[str, int], work: Path,
     repeats = repeats or {}
     import ray
 
-    from emocaustics.tasks.emocaustics.extract.dialogue import ExtractConfig
-    from emocaustics.tasks.emocaustics.extract.run import run_extract
+    from emocaustics.tasks.longdialogue.extract.dialogue import ExtractConfig
+    from emocaustics.tasks.longdialogue.extract.run import run_extract
     from emocaustics.models.pool import get_pool
 
     started_ray = not ray.is_initialized()

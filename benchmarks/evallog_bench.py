@@ -223,7 +223,7 @@ def run(quick: bool = False) -> dict[str, Any]:
     from benchmarks.evallog_viewer import browser_timings, chromium, server_timings
     from emocaustics.core.task import get_task
     from emocaustics.evallog.read import RunLog
-    from emocaustics.tasks.emocaustics.data.subsets import resolve
+    from emocaustics.tasks.longdialogue.data.subsets import resolve
 
     dialogues, _ = resolve("all", None)
     if quick:

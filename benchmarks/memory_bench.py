@@ -53,7 +53,7 @@ def child(copies: int, limit: int | None, held: bool = False) -> dict[str, Any]:
     from emocaustics.core import aio
     from emocaustics.solve.forecast import RecordingLLM, counter_for
     from emocaustics.solve.plan import asolve_samples
-    from emocaustics.tasks.emocaustics.data.subsets import resolve
+    from emocaustics.tasks.longdialogue.data.subsets import resolve
 
     imports = _rss_mib()
     dialogues, _ = resolve("all", None)

@@ -21,7 +21,7 @@ import numpy as np
 
 from emocaustics.core.task import Options, Sample, Side, get_task
 from emocaustics.solve.side import Embeddings, pack, unpack
-from emocaustics.tasks.emocaustics.task import EmoCausticsTask, EmoOptions
+from emocaustics.tasks.longdialogue.task import EmoCausticsTask, EmoOptions
 
 ID_STRIDE = 1_000_000  # copy k of dialogue d: id d + k * ID_STRIDE
 
@@ -79,7 +79,7 @@ class StandInEmbeddings(EmoCausticsTask):
         return None  # the vectors travel in the view: no feed, no embedder
 
     async def solve_with(self, llm: Any, sample: Sample, options: Options, side: Side) -> Any:
-        from emocaustics.tasks.emocaustics.extract.dialogue import solve_dialogue
+        from emocaustics.tasks.longdialogue.extract.dialogue import solve_dialogue
 
         packed = sample.input.get("emb")
         emb = Embeddings(unpack(packed)) if packed is not None else None

@@ -52,7 +52,7 @@ FLOOR = {1: 1.0, 10: 3.0}  # issue 31: at least 1x at the reference's sizes, at 
 
 def race_ids(n: int, data: str | None = None) -> list[int]:
     """The first n dialogues: paper-100's by id (reference_bench's `_dialogues`), then the rest of the 400 by id."""
-    from emocaustics.tasks.emocaustics.data.subsets import resolve
+    from emocaustics.tasks.longdialogue.data.subsets import resolve
 
     paper, _ = resolve("paper-100", None, root=data)
     everything, _ = resolve("all", None, root=data)

@@ -103,7 +103,7 @@ def reference_items(dialogues: list[Any], method: str, from_dir: Path | None, em
     whose prior is missing carries `skip_reason` (ours fails it at step `input`, without calls)."""
     from emocaustics.core.task import Failure, Sample, get_task
     from emocaustics.solve.side import pack
-    from emocaustics.tasks.emocaustics.task import EmoOptions
+    from emocaustics.tasks.longdialogue.task import EmoOptions
 
     task_name, how = method.split("/")
     task, options = get_task(task_name), EmoOptions(method=how)
@@ -135,7 +135,7 @@ def run_reference_style(llm: BlockingLLM, items: list[dict[str, Any]], method: s
     """Run the items the reference's way (`method` = "task/how"); returns rows (as `extract_one` makes them), wall
     seconds and the thread count used. An item with `skip_reason` gets its failure row without a call. `on_row(row)`
     runs in the item's thread as soon as its dialogue is done (the reference scripts write each output file there)."""
-    from emocaustics.tasks.emocaustics.extract.dialogue import extract_one
+    from emocaustics.tasks.longdialogue.extract.dialogue import extract_one
 
     threads = reference_threads(method)
 
@@ -168,8 +168,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--embedder", default="minilm")
     args = ap.parse_args(argv)
     from emocaustics.models.embedders import make_embedder
-    from emocaustics.tasks.emocaustics.data.subsets import resolve
-    from emocaustics.tasks.emocaustics.extract.output import append_failure, write_prediction
+    from emocaustics.tasks.longdialogue.data.subsets import resolve
+    from emocaustics.tasks.longdialogue.extract.output import append_failure, write_prediction
 
     dialogues, _ = resolve("all", [int(x) for x in args.ids.split(",") if x.strip()], root=args.data)
     marks["data_loaded"] = time.time()

@@ -194,8 +194,8 @@ def start_cluster(nodes: int, sim_gpus_per_node: int) -> Any:
 
 async def score_sample(dialogues: list[Any], out: Path, judge: Any, grid: list[tuple[str, dict]]) -> dict[str, Any]:
     """The real scorer on the simulated predictions: files read by the real readers, scored with the real rules."""
-    from emocaustics.tasks.emocaustics.score.engine import ascore
-    from emocaustics.tasks.emocaustics.score.predictions import read_chain_predictions, read_sextuple_predictions
+    from emocaustics.tasks.longdialogue.score.engine import ascore
+    from emocaustics.tasks.longdialogue.score.predictions import read_chain_predictions, read_sextuple_predictions
 
     res: dict[str, Any] = {"dialogues": len(dialogues)}
     t0 = time.perf_counter()
@@ -279,7 +279,7 @@ def run(quick: bool = False, copies: int | None = None, replicas: list[int] | No
 
     from benchmarks.sim_engine import PRESETS
     from emocaustics.models.vllm_actor import engine_options
-    from emocaustics.tasks.emocaustics.data.load import load_corpus, load_sample
+    from emocaustics.tasks.longdialogue.data.load import load_corpus, load_sample
 
     root = os.environ.get("EMOCAUSTICS_DATA") or str(Path(__file__).resolve().parents[2] / "shared" / "datasets" / "emocaustics")
     notes = []

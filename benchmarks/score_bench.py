@@ -54,7 +54,7 @@ def _edit(text: str, rng: random.Random) -> str:
 
 def perturbed(task: str, dialogues: list[Any], seed: int = 0) -> dict[int, Any]:
     """The ground truth with every compared text edited; labels, holders and sources kept."""
-    from emocaustics.tasks.emocaustics.score.predictors import predict
+    from emocaustics.tasks.longdialogue.score.predictors import predict
 
     rng = random.Random(seed)
     gold = predict("oracle", task, dialogues)
@@ -75,7 +75,7 @@ def perturbed(task: str, dialogues: list[Any], seed: int = 0) -> dict[int, Any]:
 
 
 def predictions(who: str, task: str, dialogues: list[Any]) -> dict[int, Any]:
-    from emocaustics.tasks.emocaustics.score.predictors import predict
+    from emocaustics.tasks.longdialogue.score.predictors import predict
 
     return perturbed(task, dialogues) if who == "perturbed" else predict(who, task, dialogues)
 
@@ -123,8 +123,8 @@ def _load() -> float:
 def run(quick: bool = False) -> dict:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from emocaustics.models.embedders import make_embedder
-    from emocaustics.tasks.emocaustics.data.subsets import resolve
-    from emocaustics.tasks.emocaustics.score.engine import ascore
+    from emocaustics.tasks.longdialogue.data.subsets import resolve
+    from emocaustics.tasks.longdialogue.score.engine import ascore
     subset = "paper-100" if quick else os.environ.get("SCORE_BENCH_SUBSET", "all")
     repeats = 1 if quick else REPEATS
     whole_repeats = 1 if quick else WHOLE_REPEATS
@@ -196,7 +196,7 @@ def run(quick: bool = False) -> dict:
 def _ray_path(figures: dict[str, Any], dialogues: list[Any], loads: list[float]) -> float:
     import ray
 
-    from emocaustics.tasks.emocaustics.score.plan import score_with_ray
+    from emocaustics.tasks.longdialogue.score.plan import score_with_ray
 
     t0 = time.perf_counter()
     ray.init(address="local", num_cpus=2, object_store_memory=300_000_000, include_dashboard=False,

@@ -44,8 +44,8 @@ def load1() -> float:
 
 def critical_rounds(task: str, method: str, n: int, *, k: int | None = None, s: int | None = None) -> int:
     """Dependent calls in sequence for one dialogue of n utterances (each waits for the answer of the one before)."""
-    from emocaustics.tasks.emocaustics.extract.dialogue import DEFAULT_WINDOWS
-    from emocaustics.tasks.emocaustics.extract.windows import windows
+    from emocaustics.tasks.longdialogue.extract.dialogue import DEFAULT_WINDOWS
+    from emocaustics.tasks.longdialogue.extract.windows import windows
 
     if method in ("direct", "rag"):
         return 1 if n else 0
@@ -165,7 +165,7 @@ def measure(*, ids: list[int] | None, subset: str | None, methods: list[str], la
             slots: int = 256, repeat: int = 1, data: str | None = None, command: str = "",
             concurrency: int | None = None) -> dict[str, Any]:
     """Each TASK/METHOD as a new `emocaustics extract` process against one stand-in; the results document."""
-    from emocaustics.tasks.emocaustics.data.subsets import resolve
+    from emocaustics.tasks.longdialogue.data.subsets import resolve
 
     data = data or os.environ.get("EMOCAUSTICS_DATA") or str(REPO.parent / "shared/datasets/emocaustics")
     os.environ["EMOCAUSTICS_DATA"] = data

@@ -52,7 +52,7 @@ def smoke_pool(ray_local):
     return pool
 # ==== END models: engine fixtures ====
 
-# ==== BEGIN data: dataset fixtures (owner: the EmoCaustics task, emocaustics/tasks/emocaustics/data) ====
+# ==== BEGIN data: dataset fixtures (owner: the EmoCaustics task, emocaustics/tasks/longdialogue/data) ====
 # `published_root`: the published EmoCaustics data (EMOCAUSTICS_DATA, else ../shared/datasets/emocaustics beside the
 #   checkout); the test is skipped, saying so, when neither holds chat/ and emo/.
 # `published_corpus`: that data loaded once per session with the default (verified) pairing.
@@ -80,7 +80,7 @@ def published_root():
 
 @_models_pytest.fixture(scope="session")
 def published_corpus(published_root):
-    from emocaustics.tasks.emocaustics.data.load import load_corpus
+    from emocaustics.tasks.longdialogue.data.load import load_corpus
 
     return load_corpus(published_root)
 # ==== END data: dataset fixtures ====

@@ -102,7 +102,7 @@ def solve_dialogues(llm: Any, dialogues: list[Dialogue], cfg: Any, out: Any, *, 
     from emocaustics.core import aio
     from emocaustics.core.task import Sample, get_task
     from emocaustics.solve.plan import asolve_samples
-    from emocaustics.tasks.emocaustics.task import EmoOptions
+    from emocaustics.tasks.longdialogue.task import EmoOptions
 
     if monkeypatch is not None:
         import emocaustics.models.embedders as embedders

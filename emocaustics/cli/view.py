@@ -1,4 +1,5 @@
-"""`emocaustics view RUN_DIR [--port N] [--export DIR]`: the eval log of a run in a local web viewer."""
+"""`emocaustics view RUN_DIR [RUN_DIR ...] [--pair A B] [--port N] [--export DIR]`: the eval log of a run in a local
+web viewer; of several runs, their paired configs' samples side by side (`report.across`)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,12 @@ from emocaustics.core.clihelp import DefaultsFormatter
 def register(sub: Any) -> None:
     p = sub.add_parser("view", help="open a run's eval log (every sample's calls, gold and prediction) in a local "
                                     "web viewer on 127.0.0.1", formatter_class=DefaultsFormatter)
-    p.add_argument("run_dir", metavar="RUN_DIR", help="a run folder of `emocaustics run` (it holds evallog/)")
+    p.add_argument("run_dirs", metavar="RUN_DIR", nargs="+",
+                   help="a run folder of `emocaustics run` (it holds evallog/); several: each sample across the runs, "
+                        "side by side, for the configs `compare` pairs (the same label, or --pair)")
+    p.add_argument("--pair", nargs=2, action="append", metavar=("LABEL_A", "LABEL_B"), default=None,
+                   help="line up the config labelled LABEL_A of a run with the one labelled LABEL_B of a later run "
+                        "given, instead of pairing by label (repeatable; as `compare --pair`)")
     p.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: a free one)")
     p.add_argument("--export", metavar="DIR", help="write the viewer as static files into DIR (open DIR/index.html "
                                                    "from disk or share the folder) instead of serving it")
@@ -20,11 +26,20 @@ def register(sub: Any) -> None:
 
 
 def _cmd_view(args: argparse.Namespace) -> int:
+    from emocaustics.core.errors import UsageError
     from emocaustics.evallog.read import RunLog
     from emocaustics.view.data import ViewData
     from emocaustics.view.server import export, make_server
 
-    view = ViewData(RunLog(Path(args.run_dir)))
+    dirs = [Path(d) for d in args.run_dirs]
+    if len(dirs) > 1:
+        from emocaustics.report.across import Across
+
+        view: Any = Across(dirs, args.pair)
+    elif args.pair:
+        raise UsageError("view --pair lines up the configs of different runs: give two run folders or more")
+    else:
+        view = ViewData(RunLog(dirs[0]))
     if args.export:
         page = export(view, Path(args.export))
         print(f"viewer written: {page.resolve().as_uri()}", flush=True)
@@ -32,8 +47,6 @@ def _cmd_view(args: argparse.Namespace) -> int:
     try:
         server = make_server(view, args.port)
     except (OSError, OverflowError) as exc:  # a port in use, one below 1024 without the right, one past 65535
-        from emocaustics.core.errors import UsageError
-
         cause = getattr(exc, "strerror", None) or exc
         raise UsageError(f"--port {args.port}: cannot listen on 127.0.0.1:{args.port}: {cause}; give another port, "
                          "or --port 0 for a free one") from None

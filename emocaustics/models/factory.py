@@ -122,6 +122,12 @@ def anthropic_client(spec: LLMSpec) -> LLM:
     return AnthropicChatLLM(spec.model, spec.base_url, name=spec.canonical(), **_client_options(spec))
 
 
+def litellm_client(spec: LLMSpec) -> LLM:
+    from emocaustics.models.litellm_chat import LiteLLMChat
+
+    return LiteLLMChat(spec.model, spec.base_url, name=spec.canonical(), **_client_options(spec))
+
+
 def ollama_client(spec: LLMSpec) -> LLM:
     """`ollama:MODEL` is written out as an `openai:` spec at the edges (spec.expand_shorthand); this serves one that
     was not: Ollama's OpenAI-compatible API at the given base URL, else at Ollama's default address."""

@@ -1,6 +1,7 @@
 """Model providers by name: what a spec's `KIND:` picks, and the one place that knows what each provider is.
 
     openai, anthropic, ollama   clients of an endpoint (remote): behind the breaker, rate limit and budget layers
+    litellm                     the long tail (Gemini, Bedrock, Azure OpenAI, Mistral, Together...): remote, as above
     vllm, hf, smoke             the process's pool of Ray-hosted replicas (models/pool.py)
 
 A provider of another package is declared in the entry-point group `emocaustics.providers`
@@ -116,5 +117,6 @@ _FACTORY = "emocaustics.models.factory"
 register(Provider("openai", f"{_FACTORY}:openai_client", batch=True))
 register(Provider("anthropic", f"{_FACTORY}:anthropic_client", options=("sampling",), batch=True))
 register(Provider("ollama", f"{_FACTORY}:ollama_client", priced=False))
+register(Provider("litellm", f"{_FACTORY}:litellm_client", options=("api_version",)))
 for _name in ("vllm", "hf", "smoke"):
     register(Provider(_name, f"{_FACTORY}:pool", remote=False, priced=False))

@@ -82,11 +82,16 @@ def load_run(run_dir: Path, name: str) -> pl.DataFrame:
 Pairs = Mapping[str, str] | Iterable[tuple[str, str]]
 
 
-def compare_runs(run_dirs: list[Path], pairs: Pairs | None = None) -> Comparison:
-    """Paired tests between the configs of different runs that `match` pairs (by label, or by `pairs`: label in an
-    earlier run -> label in a later one, a mapping or (a, b) tuples) and that share samples, Holm across them."""
-    from emocaustics.stats import config_stats, holm_family
+class Paired(NamedTuple):
+    names: list[str]  # each run's name (`run_names`), in the order given
+    rows: pl.DataFrame  # load_run's rows of every run, with `item` (what pairs a sample) and `key` ("<run>\t<label>")
+    configs: pl.DataFrame  # run, config, task, kind, samples, score
+    matched: list[tuple[str, str]]  # `match`'s pairs of keys
 
+
+def paired(run_dirs: list[Path], pairs: Pairs | None = None) -> Paired:
+    """The runs' per-sample rows and the pairs of configs `match` makes: what `compare_runs` tests and what the
+    cross-run viewer (`report.across`) lines up."""
     names = run_names(run_dirs)
     rows = pl.concat([load_run(d, n) for d, n in zip(run_dirs, names)])
     # a sample pairs by id and content where every config of the task recorded its content, else by id alone
@@ -97,10 +102,18 @@ def compare_runs(run_dirs: list[Path], pairs: Pairs | None = None) -> Comparison
         (pl.col("run") + "\t" + pl.col("config")).alias("key"))
     configs = (rows.group_by("run", "config", maintain_order=True)
                .agg(pl.first("task"), pl.first("kind"), pl.len().alias("samples"), pl.col("score").mean()))
-    matched = match(configs, names, pairs)
-    paired = {k for pair in matched for k in pair}
+    return Paired(names, rows, configs, match(configs, names, pairs))
+
+
+def compare_runs(run_dirs: list[Path], pairs: Pairs | None = None) -> Comparison:
+    """Paired tests between the configs of different runs that `match` pairs (by label, or by `pairs`: label in an
+    earlier run -> label in a later one, a mapping or (a, b) tuples) and that share samples, Holm across them."""
+    from emocaustics.stats import config_stats, holm_family
+
+    names, rows, configs, matched = paired(run_dirs, pairs)
+    paired_keys = {k for pair in matched for k in pair}
     unmatched = tuple(f"{r}: {c}" for r, c in configs.select("run", "config").iter_rows()
-                      if f"{r}\t{c}" not in paired)
+                      if f"{r}\t{c}" not in paired_keys)
     task_of = {f"{r}\t{c}": t for r, c, t in configs.select("run", "config", "task").iter_rows()}
     tables, unpaired = [], 0
     for task in rows["task"].unique(maintain_order=True).to_list():

@@ -8,6 +8,13 @@ drawn items they score (a ratio of two products). Counts are drawn in chunks so 
 `CHUNK_CELLS` cells at a time). Seeded with `numpy.random.default_rng(seed)`: the same seed, items and rows give the
 same intervals, bit for bit.
 
+Clusters (`clusters`: each item's cluster index, from `cluster_index`): a resample draws the clusters with replacement
+and keeps each cluster's items together (every item of a cluster drawn c times counts c times), so an interval
+respects samples that are not independent (AER questions of one topic). The resampled mean is then a weighted mean
+of cluster totals, sum_g c_g T_g / sum_g c_g n_g (T_g: the cluster's sum of scores, n_g: its items), because the
+items drawn vary in number; the point estimate is still the mean over items. Every item its own cluster is the
+unclustered bootstrap, draw for draw (`cluster_index` gives None for it).
+
 Why not `scipy.stats.bootstrap`: it gathers `rows x resamples x items` values for a paired multi-sample statistic
 (2e9 for 20 configurations x 10,000 resamples x 10,000 items); the counts product does the same work in one BLAS call
 per chunk.
@@ -16,7 +23,7 @@ per chunk.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 
@@ -29,36 +36,60 @@ DEFAULT_LEVEL = 0.95
 CHUNK_CELLS = 4_000_000  # resamples x items drawn per chunk (~32 MB of float64 counts)
 
 
-def resample_counts(n_items: int, n_resamples: int, rng: np.random.Generator) -> Iterator[np.ndarray]:
+def cluster_index(labels: Sequence[object] | None) -> np.ndarray | None:
+    """Each item's cluster as an index 0..G-1 (clusters numbered in the order first seen), or None when there are
+    no labels or every item is a cluster of its own (the plain bootstrap)."""
+    if labels is None:
+        return None
+    _, first, index = np.unique(np.asarray(labels, dtype=object).astype(str), return_index=True,
+                                return_inverse=True)
+    if len(first) == len(index):
+        return None
+    order = np.argsort(np.argsort(first, kind="stable"), kind="stable")  # number clusters by first appearance
+    return order[index.ravel()].astype(np.int64)
+
+
+def n_clusters(clusters: np.ndarray | None, n_items: int) -> int:
+    return n_items if clusters is None else int(clusters.max()) + 1 if len(clusters) else 0
+
+
+def resample_counts(n_items: int, n_resamples: int, rng: np.random.Generator,
+                    clusters: np.ndarray | None = None) -> Iterator[np.ndarray]:
     """Yield chunks of shape (b, n_items): row r counts how often each item was drawn in resample r (n draws with
-    replacement, so every row sums to n_items)."""
+    replacement, so every row sums to n_items). With `clusters` (item -> cluster index) the G clusters are drawn G
+    times with replacement and each item counts as often as its cluster was drawn (rows sum to varying totals)."""
     if n_items <= 0:
         raise ValueError("cannot resample zero items")
+    groups = n_clusters(clusters, n_items)
     per_chunk = max(1, CHUNK_CELLS // n_items)
     done = 0
     while done < n_resamples:
         b = min(per_chunk, n_resamples - done)
-        draws = rng.integers(0, n_items, size=(b, n_items), dtype=np.int64)
-        draws += np.arange(b, dtype=np.int64)[:, None] * n_items  # row offset: one bincount for the whole chunk
-        yield np.bincount(draws.ravel(), minlength=b * n_items).reshape(b, n_items).astype(np.float64)
+        draws = rng.integers(0, groups, size=(b, groups), dtype=np.int64)
+        draws += np.arange(b, dtype=np.int64)[:, None] * groups  # row offset: one bincount for the whole chunk
+        counts = np.bincount(draws.ravel(), minlength=b * groups).reshape(b, groups).astype(np.float64)
+        yield counts if clusters is None else counts[:, clusters]
         done += b
 
 
 def bootstrap_means(values: np.ndarray, *, n_resamples: int = DEFAULT_RESAMPLES,
-                    seed: int | np.random.Generator | None = DEFAULT_SEED) -> np.ndarray:
-    """Means of each row of `values` (rows x items, no NaN) under `n_resamples` resamples of the items, the same
-    resamples for every row. Returns (rows, n_resamples). A 1-D input is one row (returns 1-D)."""
+                    seed: int | np.random.Generator | None = DEFAULT_SEED,
+                    clusters: np.ndarray | None = None) -> np.ndarray:
+    """Means of each row of `values` (rows x items, no NaN) under `n_resamples` resamples of the items (of their
+    clusters, when given), the same resamples for every row. Returns (rows, n_resamples). A 1-D input is one row
+    (returns 1-D)."""
     arr = np.asarray(values, dtype=np.float64)
     one = arr.ndim == 1
     arr = np.atleast_2d(arr)
     if np.isnan(arr).any():
         raise ValueError("bootstrap_means: values contain NaN (use bootstrap_masked_means for missing items)")
-    out = _resampled(arr, None, n_resamples, seed)
+    out = _resampled(arr, None if clusters is None else np.ones_like(arr), n_resamples, seed, clusters)
     return out[0] if one else out
 
 
 def bootstrap_masked_means(values: np.ndarray, present: np.ndarray, *, n_resamples: int = DEFAULT_RESAMPLES,
-                           seed: int | np.random.Generator | None = DEFAULT_SEED) -> np.ndarray:
+                           seed: int | np.random.Generator | None = DEFAULT_SEED,
+                           clusters: np.ndarray | None = None) -> np.ndarray:
     """Like `bootstrap_means` for rows that score only some items (`present`, rows x items, bool): every row is
     resampled with the same draws from the whole item pool and its mean is taken over the drawn items it scores
     (sum(count * value) / sum(count) over its items). A resample that draws none of a row's items gives NaN there.
@@ -67,17 +98,17 @@ def bootstrap_masked_means(values: np.ndarray, present: np.ndarray, *, n_resampl
     mask = np.atleast_2d(np.asarray(present, dtype=bool))
     if arr.shape != mask.shape:
         raise ValueError(f"values {arr.shape} and present {mask.shape} differ in shape")
-    return _resampled(np.where(mask, arr, 0.0), mask.astype(np.float64), n_resamples, seed)
+    return _resampled(np.where(mask, arr, 0.0), mask.astype(np.float64), n_resamples, seed, clusters)
 
 
 def _resampled(num: np.ndarray, den: np.ndarray | None, n_resamples: int,
-               seed: int | np.random.Generator | None) -> np.ndarray:
+               seed: int | np.random.Generator | None, clusters: np.ndarray | None = None) -> np.ndarray:
     n = num.shape[1]
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     out = np.empty((num.shape[0], n_resamples))
     at = 0
     with blas_threads():
-        for counts in resample_counts(n, n_resamples, rng):
+        for counts in resample_counts(n, n_resamples, rng, clusters):
             b = counts.shape[0]
             if den is None:
                 out[:, at:at + b] = num @ counts.T / n
@@ -90,9 +121,10 @@ def _resampled(num: np.ndarray, den: np.ndarray | None, n_resamples: int,
 
 def bootstrap_table(values: np.ndarray, present: np.ndarray, pairs: list[tuple[int, int]], *,
                     n_resamples: int = DEFAULT_RESAMPLES, seed: int | np.random.Generator | None = DEFAULT_SEED,
-                    sparse_share: float = SPARSE_SHARE) -> tuple[np.ndarray, np.ndarray]:
+                    sparse_share: float = SPARSE_SHARE, clusters: np.ndarray | None = None
+                    ) -> tuple[np.ndarray, np.ndarray]:
     """Resampled means of every row (config) and resampled mean differences of every pair over its common items,
-    all from one stream of draws: (rows x B, pairs x B). Equal to `bootstrap_masked_means` on the rows and on each
+    all from one stream of draws (of clusters, when given): (rows x B, pairs x B). Equal to `bootstrap_masked_means` on the rows and on each
     pair's difference row, at the cost of one product for all rows plus per-pair corrections (`pairsums`)."""
     plan = plan_pairs(values, present, pairs, sparse_share)
     k, n = plan.x.shape
@@ -102,7 +134,7 @@ def bootstrap_table(values: np.ndarray, present: np.ndarray, pairs: list[tuple[i
     at = 0
     # a resample without any of a row's items: NaN there
     with np.errstate(invalid="ignore", divide="ignore"), blas_threads():
-        for counts in resample_counts(n, n_resamples, rng):
+        for counts in resample_counts(n, n_resamples, rng, clusters):
             b = counts.shape[0]
             sums = row_sums(plan, counts)
             rows_out[:, at:at + b] = (sums / row_weights(plan, counts)).T
@@ -128,10 +160,11 @@ def percentile_interval(boot: np.ndarray, level: float = DEFAULT_LEVEL) -> tuple
 
 
 def bootstrap_ci(values: np.ndarray, *, level: float = DEFAULT_LEVEL, n_resamples: int = DEFAULT_RESAMPLES,
-                 seed: int | np.random.Generator | None = DEFAULT_SEED) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                 seed: int | np.random.Generator | None = DEFAULT_SEED, clusters: np.ndarray | None = None
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(mean, ci_low, ci_high) per row of `values` (rows x items, no NaN); scalars (0-d arrays) for a 1-D input.
-    The interval is the percentile interval of the bootstrap means over the items."""
+    The interval is the percentile interval of the bootstrap means over the items (over their clusters)."""
     arr = np.asarray(values, dtype=np.float64)
-    boot = bootstrap_means(arr, n_resamples=n_resamples, seed=seed)
+    boot = bootstrap_means(arr, n_resamples=n_resamples, seed=seed, clusters=clusters)
     low, high = percentile_interval(boot, level)
     return arr.mean(axis=-1), low, high

@@ -7,6 +7,9 @@
   the null each item's two scores are exchangeable), p = (1 + #{|mean(s*d)| >= |mean(d)|}) / (R + 1), all pairs of
   a job from one stream of flips. Unlike the bootstrap test it cannot call a difference on one or two items
   significant (with n items no p falls below about 2 / 2^n), so it is the default test under Holm.
+- Clusters (`clusters`, item -> cluster index, `bootstrap.cluster_index`): the paired bootstrap draws whole clusters
+  (each cluster's items together) and the randomisation flips the sign of a whole cluster's differences at once
+  (under the null the two configs are exchangeable cluster by cluster); every item its own cluster is the plain test.
 - `wilcoxon_p`: Wilcoxon signed-rank through `scipy.stats.wilcoxon` (its defaults: zero differences dropped,
   exact for small samples); all-zero differences give p = 1 (no evidence of a difference), not an error.
 - `holm`: Holm-Bonferroni step-down adjusted p-values; NaN stays NaN and is not counted in the family.
@@ -19,7 +22,7 @@ import warnings
 import numpy as np
 from scipy import stats as sps
 
-from emocaustics.stats.bootstrap import CHUNK_CELLS, DEFAULT_RESAMPLES, DEFAULT_SEED, bootstrap_means
+from emocaustics.stats.bootstrap import CHUNK_CELLS, DEFAULT_RESAMPLES, DEFAULT_SEED, bootstrap_means, n_clusters
 from emocaustics.stats.pairsums import SPARSE_SHARE, pair_sums, plan_pairs, row_sums
 from emocaustics.stats.threads import blas_threads
 
@@ -37,11 +40,12 @@ def paired_bootstrap_p(diff_boot: np.ndarray, observed: np.ndarray) -> np.ndarra
 
 
 def paired_bootstrap(a: np.ndarray, b: np.ndarray, *, n_resamples: int = DEFAULT_RESAMPLES,
-                     seed: int | np.random.Generator | None = DEFAULT_SEED, level: float = 0.95
-                     ) -> dict[str, float]:
-    """Paired bootstrap of mean(a - b) over items: {diff, ci_low, ci_high, p}."""
+                     seed: int | np.random.Generator | None = DEFAULT_SEED, level: float = 0.95,
+                     clusters: np.ndarray | None = None) -> dict[str, float]:
+    """Paired bootstrap of mean(a - b) over items (resampling their clusters, when given): {diff, ci_low, ci_high,
+    p}."""
     d = _diffs(a, b)
-    boot = bootstrap_means(d, n_resamples=n_resamples, seed=seed)
+    boot = bootstrap_means(d, n_resamples=n_resamples, seed=seed, clusters=clusters)
     tail = (1 - level) / 2
     low, high = np.quantile(boot, [tail, 1 - tail])
     obs = float(d.mean())
@@ -52,11 +56,11 @@ def paired_bootstrap(a: np.ndarray, b: np.ndarray, *, n_resamples: int = DEFAULT
 def randomisation_table(values: np.ndarray, present: np.ndarray, pairs: list[tuple[int, int]], *,
                         n_permutations: int = DEFAULT_RESAMPLES,
                         seed: int | np.random.Generator | None = DEFAULT_SEED,
-                        sparse_share: float = SPARSE_SHARE) -> np.ndarray:
+                        sparse_share: float = SPARSE_SHARE, clusters: np.ndarray | None = None) -> np.ndarray:
     """Approximate randomisation p-value of every pair (rows a, b of `values`, items both scored): under the null the
     two scores of an item are exchangeable, so each permutation flips the sign of each item's difference at random;
     p = (1 + #{|mean(s * d)| >= |mean(d)|}) / (R + 1). One stream of sign flips serves all pairs. A pair with one
-    common item gets p = 1, a pair with none NaN."""
+    common item gets p = 1, a pair with none NaN. With `clusters`, one sign per cluster for all its items."""
     plan = plan_pairs(values, present, pairs, sparse_share)
     k, n = plan.x.shape
     pres = np.atleast_2d(np.asarray(present, dtype=bool))
@@ -75,11 +79,14 @@ def randomisation_table(values: np.ndarray, present: np.ndarray, pairs: list[tup
     hits = np.zeros(m)
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     per_chunk = max(1, CHUNK_CELLS // max(n, 1))
+    groups = n_clusters(clusters, n)
     done = 0
     with np.errstate(invalid="ignore", divide="ignore"), blas_threads():
         while done < n_permutations and n:
             r = min(per_chunk, n_permutations - done)
-            signs = rng.integers(0, 2, size=(r, n), dtype=np.int8).astype(np.float64) * 2.0 - 1.0
+            signs = rng.integers(0, 2, size=(r, groups), dtype=np.int8).astype(np.float64) * 2.0 - 1.0
+            if clusters is not None:
+                signs = signs[:, clusters]
             num, _ = pair_sums(plan, signs, row_sums(plan, signs), weights=False)
             hits += (np.abs(num) / n_common >= obs - tol).sum(axis=0)
             done += r
@@ -88,7 +95,8 @@ def randomisation_table(values: np.ndarray, present: np.ndarray, pairs: list[tup
 
 
 def approximate_randomisation_p(diffs: np.ndarray, *, n_permutations: int = DEFAULT_RESAMPLES,
-                                seed: int | np.random.Generator | None = DEFAULT_SEED) -> np.ndarray:
+                                seed: int | np.random.Generator | None = DEFAULT_SEED,
+                                clusters: np.ndarray | None = None) -> np.ndarray:
     """`randomisation_table` for rows of paired differences (pairs x items, no NaN): each row against zero. A 1-D
     input is one pair (returns a 0-d array)."""
     d = np.asarray(diffs, dtype=np.float64)
@@ -96,7 +104,7 @@ def approximate_randomisation_p(diffs: np.ndarray, *, n_permutations: int = DEFA
     d = np.atleast_2d(d)
     rows = np.vstack([d, np.zeros((1, d.shape[1]))])
     p = randomisation_table(rows, np.ones_like(rows, dtype=bool), [(i, d.shape[0]) for i in range(d.shape[0])],
-                            n_permutations=n_permutations, seed=seed)
+                            n_permutations=n_permutations, seed=seed, clusters=clusters)
     return p[0] if one else p
 
 

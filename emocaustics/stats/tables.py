@@ -1,15 +1,18 @@
 """The statistics under every score table: `config_stats(per_item)` -> (ci_table, pairs_table).
 
 Input: one row per (config, item) with the item's score (`value`; null or NaN = the item was not scored for that
-config: counted in `n_missing`, never silently dropped). Output:
+config: counted in `n_missing`, never silently dropped), and optionally the item's `cluster` (the unit its task says
+items are not independent within: an AER topic). Output:
 
-- ci_table: config, n, n_missing, mean, ci_low, ci_high -- the mean over the config's scored items and its percentile
-  bootstrap interval (resampling the items; every config and pair shares the same draws, see
-  `bootstrap.bootstrap_table` for configs that score only some items).
-- pairs_table: one row per unordered pair (configs in input order, a before b): config_a, config_b, n_common,
+- ci_table: config, n, n_missing, mean, ci_low, ci_high, clusters -- the mean over the config's scored items and its
+  percentile bootstrap interval (resampling the clusters, each with all its items; every item its own cluster without
+  a `cluster` column; every config and pair shares the same draws, see `bootstrap.bootstrap_table` for configs that
+  score only some items), and the number of clusters among its scored items.
+- pairs_table: one row per unordered pair (configs in input order, a before b): config_a, config_b, n_common, clusters,
   n_only_a, n_only_b (items scored in one config only: excluded from the pair), diff = mean(a - b) over the common
   items, its bootstrap interval diff_low/diff_high, p_bootstrap (paired bootstrap, two-sided), p_randomisation
-  (approximate randomisation, two-sided), p_wilcoxon (Wilcoxon signed-rank), p_holm (Holm over all pairs of the call,
+  (approximate randomisation, two-sided, one sign flip per cluster), p_wilcoxon (Wilcoxon signed-rank, on the
+  clusters' mean differences when items cluster), p_holm (Holm over all pairs of the call,
   applied to the test named by `test`, default randomisation) and significant = p_holm < alpha.
 
 Why randomisation by default: the shifted bootstrap test calls a difference measured on one or two items (or a
@@ -27,12 +30,13 @@ import numpy as np
 import polars as pl
 
 from emocaustics.stats.bootstrap import DEFAULT_LEVEL, DEFAULT_RESAMPLES, DEFAULT_SEED, bootstrap_means, \
-    bootstrap_table, percentile_interval
+    bootstrap_table, cluster_index, percentile_interval
 from emocaustics.stats.paired import holm, paired_bootstrap_p, randomisation_table, wilcoxon_p
 
 CI_SCHEMA = {"config": pl.Utf8, "n": pl.Int64, "n_missing": pl.Int64, "mean": pl.Float64, "ci_low": pl.Float64,
-             "ci_high": pl.Float64}
-PAIRS_SCHEMA = {"config_a": pl.Utf8, "config_b": pl.Utf8, "n_common": pl.Int64, "n_only_a": pl.Int64,
+             "ci_high": pl.Float64, "clusters": pl.Int64}
+PAIRS_SCHEMA = {"config_a": pl.Utf8, "config_b": pl.Utf8, "n_common": pl.Int64, "clusters": pl.Int64,
+                "n_only_a": pl.Int64,
                 "n_only_b": pl.Int64, "diff": pl.Float64, "diff_low": pl.Float64, "diff_high": pl.Float64,
                 "p_bootstrap": pl.Float64, "p_randomisation": pl.Float64, "p_wilcoxon": pl.Float64,
                 "p_holm": pl.Float64, "significant": pl.Boolean}
@@ -76,6 +80,40 @@ def config_matrix(per_item: pl.DataFrame) -> tuple[list[str], list[str], np.ndar
     return configs, items, values, n_missing
 
 
+def item_clusters(per_item: pl.DataFrame, items: list[str]) -> np.ndarray | None:
+    """Each item's cluster index (`bootstrap.cluster_index`) from the `cluster` column, None without one. An item
+    must sit in one cluster in every row: a null cluster or an item in two clusters is a ValueError naming it."""
+    if "cluster" not in per_item.columns:
+        return None
+    df = per_item.select(pl.col("item").cast(pl.Utf8), pl.col("cluster").cast(pl.Utf8))
+    nulls = df.filter(pl.col("cluster").is_null())
+    if nulls.height:
+        raise ValueError(f"config_stats: {nulls.height} row(s) with a null cluster, e.g. item {nulls['item'][0]!r}")
+    of_item = df.unique(maintain_order=True)
+    twice = of_item.filter(pl.col("item").is_duplicated())
+    if twice.height:
+        item = twice["item"][0]
+        raise ValueError(f"config_stats: item {item!r} is in more than one cluster "
+                         f"({', '.join(repr(c) for c in twice.filter(pl.col('item') == item)['cluster'])})")
+    cluster = dict(of_item.iter_rows())
+    return cluster_index([cluster[i] for i in items])
+
+
+def _count_clusters(present: np.ndarray, clusters: np.ndarray | None) -> np.ndarray:
+    """Clusters with at least one present item, per row of `present`."""
+    if clusters is None:
+        return present.sum(axis=1).astype(np.int64)
+    return np.array([len(np.unique(clusters[row])) for row in present], dtype=np.int64)
+
+
+def _cluster_means(d: np.ndarray, clusters: np.ndarray | None) -> np.ndarray:
+    """The mean of `d` within each cluster that has an item in it (d itself without clusters)."""
+    if clusters is None:
+        return d
+    size = np.bincount(clusters)
+    return np.bincount(clusters, weights=d)[size > 0] / size[size > 0]
+
+
 def config_stats(per_item: pl.DataFrame, *, n_resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
                  level: float = DEFAULT_LEVEL, alpha: float = 0.05, test: str = "randomisation",
                  only: Sequence[tuple[str, str]] | None = None) -> ConfigStats:
@@ -85,7 +123,8 @@ def config_stats(per_item: pl.DataFrame, *, n_resamples: int = DEFAULT_RESAMPLES
     Resampling is seeded: the same input and seed give the same tables."""
     if test not in TESTS:
         raise ValueError(f"test must be one of {TESTS}, got {test!r}")
-    configs, _, values, n_missing = config_matrix(per_item)
+    configs, items, values, n_missing = config_matrix(per_item)
+    clusters = item_clusters(per_item, items)
     present = ~np.isnan(values)
     k = len(configs)
     if only is None:
@@ -101,10 +140,11 @@ def config_stats(per_item: pl.DataFrame, *, n_resamples: int = DEFAULT_RESAMPLES
     if values.shape[1] == 0:
         cfg_boot, pair_boot = np.full((k, n_resamples), np.nan), np.full((m, n_resamples), np.nan)
     elif present.all():
-        cfg_boot = bootstrap_means(values, n_resamples=n_resamples, seed=seed)
+        cfg_boot = bootstrap_means(values, n_resamples=n_resamples, seed=seed, clusters=clusters)
         pair_boot = np.array([cfg_boot[i] - cfg_boot[j] for i, j in pairs]).reshape(m, n_resamples)
     else:
-        cfg_boot, pair_boot = bootstrap_table(values, present, pairs, n_resamples=n_resamples, seed=seed)
+        cfg_boot, pair_boot = bootstrap_table(values, present, pairs, n_resamples=n_resamples, seed=seed,
+                                              clusters=clusters)
 
     n = present.sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -127,7 +167,7 @@ def config_stats(per_item: pl.DataFrame, *, n_resamples: int = DEFAULT_RESAMPLES
             continue
         d = values[i, both] - values[j, both]
         diff[p] = d.mean()
-        p_wil[p] = wilcoxon_p(d)
+        p_wil[p] = wilcoxon_p(_cluster_means(d, None if clusters is None else clusters[both]))
         diff_boot[p] = pair_boot[p]
     if m:
         p_boot = paired_bootstrap_p(diff_boot, diff)
@@ -140,13 +180,17 @@ def config_stats(per_item: pl.DataFrame, *, n_resamples: int = DEFAULT_RESAMPLES
 
     # the flips get their own stream, derived from the seed (independent of the bootstrap draws)
     flips = np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0])
-    p_rand = randomisation_table(values, present, pairs, n_permutations=n_resamples, seed=flips) if m else np.zeros(0)
+    p_rand = randomisation_table(values, present, pairs, n_permutations=n_resamples, seed=flips,
+                                 clusters=clusters) if m else np.zeros(0)
     p_holm = holm({"randomisation": p_rand, "bootstrap": p_boot, "wilcoxon": p_wil}[test])
     ci = pl.DataFrame({"config": configs, "n": n.astype(np.int64), "n_missing": n_missing,
-                       "mean": mean, "ci_low": low, "ci_high": high}, schema=CI_SCHEMA)
+                       "mean": mean, "ci_low": low, "ci_high": high,
+                       "clusters": _count_clusters(present, clusters)}, schema=CI_SCHEMA)
     table = pl.DataFrame({
         "config_a": [configs[i] for i, _ in pairs], "config_b": [configs[j] for _, j in pairs],
-        "n_common": n_common, "n_only_a": only_a, "n_only_b": only_b, "diff": diff, "diff_low": lo,
+        "n_common": n_common,
+        "clusters": _count_clusters(np.array([present[i] & present[j] for i, j in pairs]).reshape(m, -1), clusters),
+        "n_only_a": only_a, "n_only_b": only_b, "diff": diff, "diff_low": lo,
         "diff_high": hi, "p_bootstrap": p_boot, "p_randomisation": p_rand, "p_wilcoxon": p_wil, "p_holm": p_holm,
         "significant": np.nan_to_num(p_holm, nan=1.0) < alpha}, schema=PAIRS_SCHEMA)
     return ConfigStats(ci, table)

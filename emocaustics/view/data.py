@@ -34,6 +34,7 @@ class SampleView(Protocol):
         ...
 
 
+_PATH = re.compile(r"^(index|c/(\d+)|s/(\d+)/(\d+))$")
 SEARCH_CHARS = 4000  # of each sample's input, gold and prediction kept for the list's text search
 
 
@@ -101,6 +102,21 @@ class ViewData:
         got["j"], got["i"] = j, i
         got["sections"] = task_sections(got)
         return got
+
+    def document(self, path: str) -> Any:
+        """The document at `path` (index, c/<i>, s/<i>/<j>); KeyError or IndexError where there is none."""
+        m = _PATH.match(path)
+        if m is None:
+            raise KeyError(path)
+        if m.group(1) == "index":
+            return self.index()
+        return self.table(int(m.group(2))) if m.group(2) is not None else self.sample(int(m.group(3)),
+                                                                                       int(m.group(4)))
+
+    def paths(self) -> list[str]:
+        """Every document's path (what `--export` writes)."""
+        return ["index", *(p for i in range(len(self.labels))
+                           for p in [f"c/{i}", *(f"s/{i}/{j}" for j in range(len(self.table(i)["rows"])))])]
 
 
 def task_sections(sample: dict[str, Any]) -> list[dict[str, Any]]:

@@ -1,7 +1,8 @@
 """Serving the viewer on 127.0.0.1 (stdlib `http.server`), and writing it as static files (`--export DIR`).
 
     /                 static/index.html (the page: plain HTML and JS, no build step)
-    /data/<path>.js   a document of `view.data` (index, c/<i>, s/<i>/<j>), made when first asked and kept
+    /data/<path>.js   a document of `view.data` (index, c/<i>, s/<i>/<j>) or, for several runs, of `report.across`
+                      (index, x/<g>, x/<g>/<k>), made when first asked and kept
 
 Only the loopback address is bound: the log holds prompts and answers, which are not for the network.
 """
@@ -12,18 +13,26 @@ import re
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from emocaustics.view.data import ViewData, script
+from emocaustics.view.data import script
 
 STATIC = Path(__file__).with_name("static")
-_PATH = re.compile(r"^/data/(index|c/(\d+)|s/(\d+)/(\d+))\.js$")
+_PATH = re.compile(r"^/data/([a-z0-9/]+)\.js$")
+
+
+class Views(Protocol):
+    """What the server shows: one run (`view.data.ViewData`) or several side by side (`report.across.Across`)."""
+
+    def document(self, path: str) -> Any: ...
+
+    def paths(self) -> list[str]: ...
 
 
 class Documents:
     """The data documents by path, made on first request (a big run opens at once; a sample when it is opened)."""
 
-    def __init__(self, view: ViewData) -> None:
+    def __init__(self, view: Views) -> None:
         self.view = view
         self._cache: dict[str, str] = {}
         self._lock = threading.Lock()
@@ -32,23 +41,18 @@ class Documents:
         m = _PATH.match(url_path)
         if m is None:
             return None
-        path = url_path[len("/data/"):-len(".js")]
+        path = m.group(1)
         with self._lock:
             if path not in self._cache:
                 try:
-                    if m.group(1) == "index":
-                        data: Any = self.view.index()
-                    elif m.group(2) is not None:
-                        data = self.view.table(int(m.group(2)))
-                    else:
-                        data = self.view.sample(int(m.group(3)), int(m.group(4)))
+                    data = self.view.document(path)
                 except (IndexError, KeyError):
                     return None
                 self._cache[path] = script(path, data)
             return self._cache[path]
 
 
-def make_server(view: ViewData, port: int = 0) -> ThreadingHTTPServer:
+def make_server(view: Views, port: int = 0) -> ThreadingHTTPServer:
     """An HTTP server on 127.0.0.1 (`port` 0: a free one); `serve_forever()` runs it."""
     docs = Documents(view)
 
@@ -78,18 +82,13 @@ def make_server(view: ViewData, port: int = 0) -> ThreadingHTTPServer:
     return ThreadingHTTPServer(("127.0.0.1", port), Handler)
 
 
-def export(view: ViewData, out: Path) -> Path:
+def export(view: Views, out: Path) -> Path:
     """Every document as a file under `out` with the page: open `out/index.html` from disk, or share the folder."""
     out.mkdir(parents=True, exist_ok=True)
     for name in ("index.html", "app.js"):
         (out / name).write_bytes((STATIC / name).read_bytes())
     docs = Documents(view)
-    index = view.index()
-    paths = ["index"]
-    for c in index["configs"]:
-        paths.append(f"c/{c['i']}")
-        paths.extend(f"s/{c['i']}/{j}" for j in range(len(view.table(c["i"])["rows"])))
-    for path in paths:
+    for path in view.paths():
         target = out / "data" / f"{path}.js"
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(docs.get(f"/data/{path}.js") or "", encoding="utf-8")

@@ -76,7 +76,7 @@ def test_bad_input_case(case: Case, tmp_path: Path, monkeypatch, capsys) -> None
         assert not (work / "out").exists(), f"{case.id}: the --out folder was created"
         assert not any((tmp_path / "cwd").iterdir()), f"{case.id}: files written in the current folder"
         # the cache holds nothing but what it derives from the (good) ground truth: the EmoCaustics pairing check
-        # and its loader's index of the data folder (tasks/emocaustics/data/loadcache.py)
+        # and its loader's index of the data folder (tasks/longdialogue/data/loadcache.py)
         cache = tmp_path / "cache"
         written = [p for p in cache.rglob("*")
                    if p.is_file() and p.relative_to(cache).parts[0] not in ("pairing", "dataset-index")]

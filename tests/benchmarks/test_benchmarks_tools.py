@@ -19,7 +19,7 @@ def test_union_seconds_merges_overlaps_and_keeps_gaps():
 
 
 def test_phase_of_tells_each_step_by_its_schema():
-    from emocaustics.tasks.emocaustics.extract import parse as p
+    from emocaustics.tasks.longdialogue.extract import parse as p
 
     def as_json(s):
         return json.dumps(s, sort_keys=True, ensure_ascii=False)
@@ -81,7 +81,7 @@ def test_reference_driver_blocks_one_request_at_a_time_per_worker(tmp_path):
     from benchmarks.refdriver import BlockingLLM, reference_items, run_reference_style
     from emocaustics.solve.forecast import StandInEmbedder
     from emocaustics.solve.side import unpack
-    from emocaustics.tasks.emocaustics.data.load import load_sample
+    from emocaustics.tasks.longdialogue.data.load import load_sample
     from fakes.openai_chat import FakeOpenAIServer, Faults
 
     dialogues = sorted(load_sample().dialogues.values(), key=lambda d: d.id)[:3]

@@ -13,7 +13,7 @@ from benchmarks.planrun import ID_STRIDE, StandInEmbeddings, copies_of, hash_vec
 
 @pytest.fixture(scope="module")
 def dialogues():
-    from emocaustics.tasks.emocaustics.data.load import load_sample
+    from emocaustics.tasks.longdialogue.data.load import load_sample
 
     return sorted(load_sample().dialogues.values(), key=lambda d: d.id)[:2]
 
@@ -57,7 +57,7 @@ def test_plan_run_asks_what_the_state_machine_asks_with_the_vectors(dialogues, t
     hand: the same calls, and the plan writes every prediction."""
     from emocaustics.solve.forecast import RecordingLLM, counter_for
     from emocaustics.solve.plan import asolve_samples
-    from emocaustics.tasks.emocaustics.extract.dialogue import ExtractConfig, extract_one, make_item
+    from emocaustics.tasks.longdialogue.extract.dialogue import ExtractConfig, extract_one, make_item
 
     task, options = StandInEmbeddings("sextuple"), options_of(task="sextuple", method="window", window=4, step=2)
     plan_llm = RecordingLLM(counter_for(None))

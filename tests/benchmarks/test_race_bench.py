@@ -8,7 +8,7 @@ from benchmarks.race_bench import race, race_ids
 
 def test_race_ids_are_paper_100_by_id_then_the_rest(published_root, monkeypatch):
     monkeypatch.setenv("EMOCAUSTICS_DATA", str(published_root))
-    from emocaustics.tasks.emocaustics.data.subsets import resolve
+    from emocaustics.tasks.longdialogue.data.subsets import resolve
 
     paper = sorted(d.id for d in resolve("paper-100", None, root=str(published_root))[0])
     ids = race_ids(400)
@@ -19,7 +19,7 @@ def test_race_ids_are_paper_100_by_id_then_the_rest(published_root, monkeypatch)
 def test_race_runs_both_sides_as_processes_on_the_same_work(published_root, monkeypatch, tmp_path):
     monkeypatch.setenv("EMOCAUSTICS_DATA", str(published_root))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    from emocaustics.tasks.emocaustics.data.subsets import resolve
+    from emocaustics.tasks.longdialogue.data.subsets import resolve
 
     dialogues, _ = resolve("all", [1, 2], root=str(published_root))
     utterances = sum(len(d.utterances) for d in dialogues)  # 9 + 16: sextuple direct asks once per utterance

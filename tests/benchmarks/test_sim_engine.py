@@ -13,7 +13,7 @@ import pytest
 from benchmarks.sim_cluster import make_sim_pool
 from benchmarks.sim_engine import PRESETS, SimEngine, estimate_tokens, fake_answer
 from emocaustics.solve.schema import validate_answer
-from emocaustics.tasks.emocaustics.extract import parse as P
+from emocaustics.tasks.longdialogue.extract import parse as P
 
 HW = replace(PRESETS["qwen2.5-7b@h100"], step_overhead_s=0.001)
 
@@ -113,8 +113,8 @@ def test_model_pool_hosts_the_sim_actor(ray_local, tmp_path):
     replicas, their stand-in vectors in the solver views (benchmarks/planrun.py; the task variant travels by value)."""
     from benchmarks.planrun import StandInEmbeddings, options_of, samples_of
     from emocaustics.solve.plan import asolve_samples
-    from emocaustics.tasks.emocaustics.data.load import load_sample
-    from emocaustics.tasks.emocaustics.extract.output import read_prior
+    from emocaustics.tasks.longdialogue.data.load import load_sample
+    from emocaustics.tasks.longdialogue.extract.output import read_prior
 
     dialogues = sorted(load_sample().dialogues.values(), key=lambda d: d.id)[:2]
     task = StandInEmbeddings("sextuple")
@@ -172,7 +172,7 @@ def test_pool_of_hosts_places_per_replica(ray_local, tmp_path):
     from benchmarks.planrun import options_of, samples_of
     from emocaustics.core.task import get_task
     from emocaustics.solve.plan import asolve_samples
-    from emocaustics.tasks.emocaustics.data.load import load_sample
+    from emocaustics.tasks.longdialogue.data.load import load_sample
 
     samples = samples_of(load_sample().dialogues.values())
     pool = make_sim_pool("qwen2.5-7b@h100", 4, name="sim-hosts", per_process=2)

@@ -67,7 +67,7 @@ print(args.func.__module__, [m for m in others if m in sys.modules])
 """
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.strip() == "emocaustics.tasks.emocaustics.extract.cli []"
+    assert out.stdout.strip() == "emocaustics.tasks.longdialogue.extract.cli []"
 
 
 PROGRAM = """
@@ -117,8 +117,8 @@ def test_a_command_that_raises_leaves_as_the_interpreter_does() -> None:
 
 def test_an_extract_run_s_modules_leave_polars_unloaded() -> None:
     """Polars (~0.1 s of start-up) loads where scores are tabled, not on a run that only extracts."""
-    code = ("import sys\nimport emocaustics.tasks.emocaustics.task, emocaustics.tasks.emocaustics.extract.cli, "
-            "emocaustics.solve.plan, emocaustics.tasks.emocaustics.extract.dialogue\n"
+    code = ("import sys\nimport emocaustics.tasks.longdialogue.task, emocaustics.tasks.longdialogue.extract.cli, "
+            "emocaustics.solve.plan, emocaustics.tasks.longdialogue.extract.dialogue\n"
             "print([m for m in ('polars', 'torch', 'ray') if m in sys.modules])\n")
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.slow
 
 
 def test_extraction_calls_are_logged_per_dialogue(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
-    from emocaustics.tasks.emocaustics.data.load import load_sample
+    from emocaustics.tasks.longdialogue.data.load import load_sample
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-key")
     dialogues = load_sample().dialogues

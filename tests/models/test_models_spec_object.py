@@ -141,8 +141,8 @@ def test_model_source_knows_the_smoke_model_by_its_spec():
     (parse_llm_spec("hf:smoke"), "hf:smoke", False),
     (parse_llm_spec(ENDPOINT), "openai:m@http://127.0.0.1:9/v1?concurrency=4&max_retries=1", False)])
 def test_the_extract_manifest_names_the_model_and_notes_smoke_from_the_spec(given, recorded, note, tmp_path: Path):
-    from emocaustics.tasks.emocaustics.extract.dialogue import ExtractConfig
-    from emocaustics.tasks.emocaustics.extract.run import write_manifest
+    from emocaustics.tasks.longdialogue.extract.dialogue import ExtractConfig
+    from emocaustics.tasks.longdialogue.extract.run import write_manifest
 
     write_manifest(tmp_path, ExtractConfig(task="sextuple", method="direct"), [], llm_spec=given, embedder_spec=None,
                    from_dir=None, seconds=0.0)

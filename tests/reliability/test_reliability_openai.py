@@ -32,10 +32,10 @@ FATAL_UTTERANCES = 3
 
 
 def test_endpoint_faults_lose_no_dialogue_and_name_each_final_failure(ray_local, tmp_path: Path) -> None:
-    from emocaustics.tasks.emocaustics.data.load import load_sample
-    from emocaustics.tasks.emocaustics.extract.output import prediction_path
-    from emocaustics.tasks.emocaustics.extract.dialogue import ExtractConfig
-    from emocaustics.tasks.emocaustics.extract.run import run_extract
+    from emocaustics.tasks.longdialogue.data.load import load_sample
+    from emocaustics.tasks.longdialogue.extract.output import prediction_path
+    from emocaustics.tasks.longdialogue.extract.dialogue import ExtractConfig
+    from emocaustics.tasks.longdialogue.extract.run import run_extract
 
     corpus = load_sample()
     # The doomed dialogues keep their first FATAL_UTTERANCES utterances: every one of their calls runs out its whole

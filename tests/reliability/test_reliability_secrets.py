@@ -48,7 +48,7 @@ def _leaks(paths: list[Path]) -> list[str]:
 
 
 def test_api_key_from_the_environment_is_never_written(tmp_path: Path) -> None:
-    from emocaustics.tasks.emocaustics.data.load import load_sample
+    from emocaustics.tasks.longdialogue.data.load import load_sample
 
     always_500 = load_sample().dialogues[2].utterances[0].sentence
     faults = Faults(rate_500=0.1, rate_invalid=0.1, retry_after_ms=10, seed=3)

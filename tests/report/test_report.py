@@ -7,7 +7,7 @@ import pytest
 
 from emocaustics.report.html import write_report
 from emocaustics.report.tables import SCORE_COLUMNS, compare, summarise, write_tables
-from emocaustics.tasks.emocaustics.report import by_length
+from emocaustics.tasks.longdialogue.report import by_length
 
 
 def rows(run, task, method, kind, scores, *, model=None, window=None, step=None, lengths=None, failed=()):

@@ -72,7 +72,7 @@ def test_hub_names_are_specs_and_offline_says_so(monkeypatch):
 
 def test_the_dry_run_forecast_counts_calls_per_sample(tmp_path, capsys):
     """The sample dialogues' `direct` sextuple config: one call per utterance."""
-    from emocaustics.tasks.emocaustics.data.subsets import resolve
+    from emocaustics.tasks.longdialogue.data.subsets import resolve
 
     dialogues, _ = resolve("sample", None)
     job = tmp_path / "j.yaml"

@@ -28,9 +28,9 @@ def test_run_exits_0_when_nothing_failed_and_2_on_usage_errors(count_task, tmp_p
 
 def _sample_predictions(folder, ids):
     """Oracle sextuple predictions of some of our sample dialogues, written as `extract` writes them."""
-    from emocaustics.tasks.emocaustics.data.subsets import resolve
-    from emocaustics.tasks.emocaustics.score.predictions import write_sextuple_predictions
-    from emocaustics.tasks.emocaustics.score.predictors import predict
+    from emocaustics.tasks.longdialogue.data.subsets import resolve
+    from emocaustics.tasks.longdialogue.score.predictions import write_sextuple_predictions
+    from emocaustics.tasks.longdialogue.score.predictors import predict
 
     dialogues, _ = resolve("sample", None)
     preds = predict("oracle", "sextuple", dialogues)

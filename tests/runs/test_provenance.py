@@ -48,8 +48,8 @@ def test_check_names_the_sample_and_what_was_expected(count_task):
 def _folder_from_sample_subset(folder: Path) -> list:
     """Oracle predictions of our sample dialogues with the provenance a run writes for them."""
     from emocaustics.core.task import get_task
-    from emocaustics.tasks.emocaustics.score.predictions import write_sextuple_predictions
-    from emocaustics.tasks.emocaustics.score.predictors import predict
+    from emocaustics.tasks.longdialogue.score.predictions import write_sextuple_predictions
+    from emocaustics.tasks.longdialogue.score.predictors import predict
 
     task = get_task("sextuple")
     dataset = task.Dataset(subset="sample")

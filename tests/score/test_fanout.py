@@ -12,7 +12,7 @@ import pytest
 
 from emocaustics.score.fanout import Stage, ray_map, wants_ray
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tasks" / "emocaustics"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tasks" / "longdialogue"))
 
 
 @pytest.mark.parametrize("engine, units, above, allowed, expected", [
@@ -50,9 +50,9 @@ def test_every_item_comes_back_through_function_and_actor_stages(ray_local):
 def test_emocaustics_scores_the_same_through_ray_and_in_process(ray_local):
     from test_score_engine import D1, D2, D3
 
-    from emocaustics.tasks.emocaustics.score.engine import ascore
-    from emocaustics.tasks.emocaustics.score.plan import score_with_ray
-    from emocaustics.tasks.emocaustics.score.predictors import predict
+    from emocaustics.tasks.longdialogue.score.engine import ascore
+    from emocaustics.tasks.longdialogue.score.plan import score_with_ray
+    from emocaustics.tasks.longdialogue.score.predictors import predict
     from tests.fakes.openai_embeddings import FakeEmbeddingsServer
 
     dialogues = [D1, D2, D3]

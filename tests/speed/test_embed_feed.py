@@ -14,7 +14,7 @@ import pytest
 
 from emocaustics.solve import embedfeed
 from emocaustics.solve.embedfeed import CHUNK, GROUP_TEXTS, EmbedFeed
-from emocaustics.tasks.emocaustics.extract.dialogue import ExtractConfig, extract_one, make_item
+from emocaustics.tasks.longdialogue.extract.dialogue import ExtractConfig, extract_one, make_item
 from extract_doubles import Dialogue, SchemaLLM, solve_dialogues
 from fakes.openai_embeddings import FakeEmbeddingsServer
 

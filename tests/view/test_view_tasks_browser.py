@@ -194,7 +194,7 @@ def _gold_texts(task: str, sample_id: str) -> list[str]:
         conv = next(c for c in convs if str(c["conversation_ID"]) == sample_id)
         return [p[0] for p in conv["emotion-cause_pairs"]]  # "2_surprise": utterance and emotion of each pair
     if task in ("sextuple", "emotion"):
-        from emocaustics.tasks.emocaustics.data.load import load_sample
+        from emocaustics.tasks.longdialogue.data.load import load_sample
 
         dialogue = load_sample().dialogues[int(sample_id)]
         if task == "emotion":

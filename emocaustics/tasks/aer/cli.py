@@ -5,7 +5,10 @@ predictions folder, or a run folder with one AER config). The scores are printed
 a submission that lacks questions exits with status 3, as `run` does when samples fail, unless `--allow-failures`, and
 so does one whose run failed questions (the run writes them with an empty answer and lists them in failures.jsonl
 beside the submission: they count as failed, as in the job); an empty submission, or one whose ids are not the
-split's, is refused (status 2)."""
+split's, is refused (status 2).
+
+`emocaustics aer validate SUBMISSION --split S [--data DIR] [--json]` lists every problem of the file (line and
+field), not the first ones, and the split's questions it lacks; exit status 2 when it has a problem."""
 
 from __future__ import annotations
 
@@ -31,6 +34,44 @@ def register_score(score_subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--allow-failures", action="store_true",
                    help="exit 0 even when questions are missing from the submission (default: exit status 3)")
     p.set_defaults(func=score_command)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("aer", help="SemEval-2026 Task 12 submission checks")
+    sub = p.add_subparsers(dest="aer_command", required=True)
+    v = sub.add_parser("validate", help="list every problem of a submission against a split (each line and field); "
+                                        "exit status 2 when it has one")
+    v.add_argument("file", help="submission.jsonl, its zip, or a folder holding one submission.jsonl")
+    v.add_argument("--split", required=True, choices=("sample", "dev", "test", "train"))
+    v.add_argument("--data", help="local copy of the data (default: $EMOCAUSTICS_AER_DATA, else the fetch cache)")
+    v.add_argument("--json", action="store_true", help="print {ok, problems, missing} as JSON")
+    v.set_defaults(func=validate_command)
+
+
+def validate_command(args: argparse.Namespace) -> int:
+    from emocaustics.core.errors import DataError
+    from emocaustics.tasks.aer.data import load_split
+    from emocaustics.tasks.aer.scoring import check_lines, submission_text
+
+    known = [q.id for q in load_split(args.data, args.split).questions]
+    name, text, _ = submission_text(args.file)
+    errors, preds = check_lines(text, set(known))
+    if not errors and not preds:
+        errors = ["the submission has no answer (an empty file): nothing to score"]
+    missing = [qid for qid in known if qid not in preds]
+    if args.json:
+        json.dump({"ok": not errors, "problems": [{"file": name, "problem": e} for e in errors], "missing": missing},
+                  sys.stdout, ensure_ascii=False)
+        sys.stdout.write("\n")
+    else:
+        for e in errors:
+            print(f"{name}: {e}")
+        print(f"{name}: {len(errors)} error(s); {len(missing)} question(s) of split {args.split} missing (each "
+              "scores 0)")
+    if errors:
+        raise DataError(f"not a valid submission: {len(errors)} error(s), each listed above; the first: {errors[0]}",
+                        file=name)
+    return 0
 
 
 def score_command(args: argparse.Namespace) -> int:

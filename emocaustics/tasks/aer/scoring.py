@@ -149,7 +149,18 @@ def read_submission(path: Path | str, split_samples: list[Sample]) -> Submission
     line or an unknown letter is an error naming the line (all such lines are collected, the first ones listed); a
     file without a single answer is an error too (it pairs with no question: nothing to score)."""
     name, text, source = submission_text(path)
-    known = {s.id for s in split_samples}
+    errors, preds = check_lines(text, {s.id for s in split_samples})
+    if errors:
+        more = f" (and {len(errors) - MAX_LISTED} more)" if len(errors) > MAX_LISTED else ""
+        raise DataError("; ".join(errors[:MAX_LISTED]) + more, file=name)
+    if not preds:
+        raise DataError("the submission has no answer (an empty file): nothing to score", file=name)
+    return Submission(preds, [s.id for s in split_samples if s.id not in preds], source)
+
+
+def check_lines(text: str, known: set[str]) -> tuple[list[str], dict[str, tuple[str, ...]]]:
+    """(every problem, each naming its line and field; the answers by id) of a submission's text against the ids of
+    a split: what `read_submission` refuses a file for (it lists the first ones) and `aer validate` lists in full."""
     errors: list[str] = []
     seen: dict[str, int] = {}
     preds: dict[str, tuple[str, ...]] = {}
@@ -182,12 +193,7 @@ def read_submission(path: Path | str, split_samples: list[Sample]) -> Submission
         else:
             seen[qid] = n
             preds[qid] = letters
-    if errors:
-        more = f" (and {len(errors) - MAX_LISTED} more)" if len(errors) > MAX_LISTED else ""
-        raise DataError("; ".join(errors[:MAX_LISTED]) + more, file=name)
-    if not preds:
-        raise DataError("the submission has no answer (an empty file): nothing to score", file=name)
-    return Submission(preds, [s.id for s in split_samples if s.id not in preds], source)
+    return errors, preds
 
 
 def _id_key(qid: str) -> tuple[int, str]:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -28,6 +27,7 @@ from emocaustics.evallog.record import note
 from emocaustics.models.base import ChatRequest, Completion, Sampling
 from emocaustics.solve.ask import CONTEXT_RE
 from emocaustics.solve.schema import schema_of, token_budget
+from emocaustics.stats.reducers import majority
 from emocaustics.tasks.aer.prompts import REASONING_MAX_CHARS
 
 Letter = Literal["A", "B", "C", "D"]
@@ -188,14 +188,5 @@ async def ask_samples(llm: Any, messages: tuple[dict[str, str], ...], prompt: st
     return done
 
 
-def vote(answers: list[list[str]], n: int) -> tuple[list[str], dict[str, int], bool]:
-    """(chosen letters, votes per letter, fallback?): a letter is chosen when more than n/2 samples chose it; with no
-    such letter, the most frequent answer set (ties: the earliest)."""
-    votes = Counter(letter for a in answers for letter in set(a))
-    chosen = sorted(letter for letter, k in votes.items() if 2 * k > n)
-    if chosen:
-        return chosen, dict(sorted(votes.items())), False
-    sets = Counter(tuple(a) for a in answers)
-    best = max(sets.values())
-    first = next(a for a in answers if sets[tuple(a)] == best)
-    return list(first), dict(sorted(votes.items())), True
+# The self-consistency vote is the one AER's `mode` reducer uses over epochs (stats/reducers.py): one function
+vote = majority

@@ -1,4 +1,5 @@
-// emocaustics view: configs -> samples -> one sample (alone, or beside another config's answer to it).
+// emocaustics view: configs -> samples -> one sample (alone, or beside another config's answer to it); several runs:
+// their paired configs -> the samples, filtered where the runs differ -> one sample in every run, side by side.
 // Data arrive as scripts (data/<path>.js calls window.__ev), so the page works served and from file://.
 "use strict";
 
@@ -235,13 +236,93 @@ async function viewSample(i, j, k) {
     el("div", { class: "cols", id: "sample" }, cols));
 }
 
+// -- across runs (emocaustics view RUN_A RUN_B ...): groups of paired configs -> their samples -> one side by side --
+function memberHead(m) {
+  return [el("span", { class: "m-run" }, m.run), " · ", el("span", { class: "m-label" }, m.label),
+    " · ", el("span", { class: "m-model" }, m.model || "no model")];
+}
+
+async function viewAcross(index) {
+  const runs = index.runs.map((r) => el("tr", { class: "run" }, el("td", {}, r.name), el("td", {}, r.path),
+    el("td", {}, r.models.join(", "))));
+  const groups = index.groups.map((g) => el("tr", { class: "group", "data-g": g.g,
+      onclick: () => { location.hash = "#/x/" + g.g; } },
+    el("td", {}, el("a", { class: "group-link", href: "#/x/" + g.g }, g.task)),
+    el("td", {}, g.members.map((m) => el("div", {}, memberHead(m)))), el("td", {}, g.samples),
+    el("td", {}, g.shared)));
+  show(el("h2", {}, "Runs"), el("table", { id: "runs" }, el("tr", {}, ["run", "folder", "models"].map((h) =>
+    el("th", {}, h))), runs),
+  el("h2", {}, "Configs paired across the runs"), el("table", { id: "groups" }, el("tr", {},
+    ["task", "configs (run · label · model)", "samples", "in every run"].map((h) => el("th", {}, h))), groups));
+}
+
+// Which rows each filter keeps; `tol`: how far two scores may be apart and still agree.
+const present = (r) => r.cells.filter((c) => c !== null);
+function scoresDiffer(r, tol) {
+  const s = present(r).map((c) => c.score).filter((v) => typeof v === "number");
+  return s.length > 1 && Math.max(...s) - Math.min(...s) > tol;
+}
+const FILTERS = {
+  "shared": (r) => !r.cells.includes(null),
+  "runs disagree": (r, tol) => scoresDiffer(r, tol) || r.answers_differ,
+  "scores differ": (r, tol) => scoresDiffer(r, tol),
+  "answers differ": (r) => r.answers_differ,
+  "one failed": (r) => present(r).some((c) => c.failed) && present(r).some((c) => !c.failed),
+  "all failed": (r) => present(r).every((c) => c.failed),
+  "missing in a run": (r) => r.cells.includes(null),
+  "all": () => true,
+};
+const acrossState = {};
+
+async function viewGroup(g) {
+  const t = await load("x/" + g);
+  const st = acrossState[g] || (acrossState[g] = { filter: "shared", tol: 0, q: "" });
+  const tbody = el("tbody");
+  const count = el("span", { id: "count" });
+  const filter = el("select", { id: "filter", onchange: (e) => { st.filter = e.target.value; render(); } },
+    Object.keys(FILTERS).map((f) => el("option", { value: f, selected: f === st.filter ? "selected" : null }, f)));
+  const tol = el("input", { id: "tol", type: "number", step: "any", min: 0, size: 6, value: st.tol,
+    title: "scores this far apart or less agree", oninput: (e) => { st.tol = Number(e.target.value) || 0; render(); } });
+  const search = el("input", { id: "search", type: "search", placeholder: "sample id", size: 16, value: st.q,
+    oninput: (e) => { st.q = e.target.value; render(); } });
+  function render() {
+    const rows = t.rows.map((r, k) => ({ r, k })).filter(({ r }) => FILTERS[st.filter](r, st.tol)
+      && (!st.q || String(r.sample_id).includes(st.q)));
+    count.textContent = rows.length + " of " + t.rows.length + " samples";
+    tbody.replaceChildren(...rows.map(({ r, k }) => el("tr", { class: "sample", "data-id": r.sample_id,
+        onclick: () => { location.hash = "#/x/" + g + "/" + k; } },
+      el("td", {}, el("a", { href: "#/x/" + g + "/" + k }, r.sample_id)),
+      r.cells.map((c) => c === null ? el("td", { class: "missing" }, "missing") :
+        el("td", { class: "status-" + (c.failed ? "failed" : "ok"), title: c.reason || null },
+          fmt(c.score), c.failed ? " (failed)" : "")))));
+  }
+  show(el("h2", {}, t.task, " across ", t.members.length, " configs"),
+    el("div", { class: "filters" }, "show", filter, "tolerance", tol, search, count),
+    el("table", { id: "across" }, el("thead", {}, el("tr", {}, el("th", {}, "sample_id"),
+      t.members.map((m) => el("th", { class: "member" }, memberHead(m))))), tbody));
+  render();
+}
+
+async function viewSideBySide(g, k) {
+  const d = await load("x/" + g + "/" + k);
+  const cols = d.members.map((m, n) => el("div", { class: "col member-col", "data-run": m.run },
+    el("div", { class: "member-head" }, memberHead(m)),
+    d.samples[n] === null ? el("p", { class: "missing" }, m.run + " has no sample " + d.sample_id)
+      : renderSample(d.samples[n])));
+  show(el("h2", {}, el("a", { href: "#/x/" + g }, "samples"), " / sample ", el("span", { id: "sample-id" },
+    d.sample_id)), el("div", { class: "cols", id: "sample" }, cols));
+}
+
 async function route() {
   document.body.dataset.ready = "";
   const parts = location.hash.replace(/^#\/?/, "").split("/").filter(Boolean);
   try {
     const index = await load("index");
     document.getElementById("run").textContent = index.run;
-    if (parts[0] === "c") await viewSamples(Number(parts[1]));
+    if (parts[0] === "x" && parts.length > 2) await viewSideBySide(Number(parts[1]), Number(parts[2]));
+    else if (parts[0] === "x") await viewGroup(Number(parts[1]));
+    else if (index.across) await viewAcross(index);
+    else if (parts[0] === "c") await viewSamples(Number(parts[1]));
     else if (parts[0] === "s") await viewSample(Number(parts[1]), Number(parts[2]),
       parts[3] === undefined ? undefined : Number(parts[3]));
     else await viewConfigs();

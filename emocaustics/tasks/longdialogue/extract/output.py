@@ -1,0 +1,103 @@
+"""Where a run's files go and what they hold.
+
+`OUT/output_chat_N.json` holds dialogue N's sextuple prediction and `OUT/output_emotions_N.json` its emotion chains,
+in the reference formats and names, written by the scorer's own writers (`emocaustics.tasks.longdialogue.score.predictions`; the scorer
+pairs files by the N in their names); `OUT/failures.jsonl` one line per failed dialogue with its
+reason; `OUT/manifest.json` the run's config, model, prompts' version, counts and per-dialogue figures. Each file is
+written to a temporary name and renamed, so a killed run never leaves half a prediction behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+TASK_PREFIX = {"sextuple": "output_chat", "emotion": "output_emotions"}
+
+
+def prediction_path(out: Path, task: str, dialogue: int) -> Path:
+    return out / f"{TASK_PREFIX[task]}_{dialogue}.json"
+
+
+def write_json_atomic(path: Path, obj: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(obj, ensure_ascii=False, indent=2), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def write_prediction(out: Path, task: str, dialogue: int, prediction: Any) -> Path:
+    """One dialogue's prediction in the reference format, through the scorer's writer (so names and shapes agree)."""
+    from emocaustics.tasks.longdialogue.score.predictions import write_chain_predictions, write_sextuple_predictions
+
+    if task == "sextuple":
+        return write_sextuple_predictions(out, dialogue, prediction)
+    return write_chain_predictions(out, dialogue, prediction)
+
+
+def append_failure(out: Path, row: dict[str, Any]) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    with (out / "failures.jsonl").open("a", encoding="utf-8") as fh:
+        fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+def clear_previous(out: Path, task: str, dialogues: list[int]) -> None:
+    """A rerun replaces what it will write: stale failure rows and stale predictions of the selected dialogues."""
+    (out / "failures.jsonl").unlink(missing_ok=True)
+    for d in dialogues:
+        prediction_path(out, task, d).unlink(missing_ok=True)
+
+
+_PRED_RE = re.compile(r"^(?:output_)?chat_(\d+)\.json$")
+
+
+def read_sextuple_predictions(src: Path) -> dict[int, Path]:
+    """The sextuple prediction files of a previous run (for the chain `window` method), by dialogue id
+    (`output_chat_N.json` as we write them, or `chat_N.json`)."""
+    if not src.is_dir():
+        raise FileNotFoundError(f"{src} is not a directory")
+    return {int(m.group(1)): p for p in src.iterdir() if (m := _PRED_RE.match(p.name))}
+
+
+def read_prior(src: Path, dialogues: list[int]) -> dict[str, Any]:
+    """Each dialogue's sextuple prediction in a previous run's folder, for the chain `window` method to build on: the
+    records as written, or a `Failure` (step `input`) naming the missing or unreadable file."""
+    from emocaustics.core.task import Failure
+
+    files = read_sextuple_predictions(src)
+    found: dict[str, Any] = {}
+    for d in dialogues:
+        path = files.get(d)
+        if path is None:
+            found[str(d)] = Failure("input", f"no sextuple prediction (output_)chat_{d}.json in {src}")
+            continue
+        try:
+            obj = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            found[str(d)] = Failure("input", f"{path}: unreadable sextuple prediction: {exc}")
+            continue
+        if not isinstance(obj, list) or not all(isinstance(r, dict) for r in obj):
+            found[str(d)] = Failure("input", f"{path}: a sextuple prediction must be a list of records")
+            continue
+        found[str(d)] = obj
+    return found
+
+
+def write_provenance(out: Path, *, task: str, dialogues: list[Any], dataset: dict[str, Any], method: str,
+                     options: dict[str, Any], llm_spec: str) -> Path:
+    """`OUT/provenance.json` for an `extract` run, the same record a job run writes (`core.provenance`): the dataset
+    selection (`subset`, `ids`, `data`, `pairing`), each dialogue's fingerprint, model, method, options and prompt
+    version, so that `emocaustics score` takes the right ground truth and refuses the wrong one."""
+    from emocaustics.core import provenance
+    from emocaustics.core.task import content_hash
+    from emocaustics.tasks.longdialogue.extract.prompts import PROMPTS_VERSION
+
+    fingerprints = {str(d.id): content_hash(d) for d in dialogues}
+    return provenance.write(out, {
+        "version": provenance.VERSION, "task": task, "dataset": dataset, "dataset_info": {"dataset": "emocaustics"},
+        "dataset_hash": provenance.dataset_hash(fingerprints), "samples": fingerprints, "model": llm_spec,
+        "method": method, "options": options, "prompts_version": PROMPTS_VERSION,
+    })

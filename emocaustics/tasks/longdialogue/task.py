@@ -1,0 +1,320 @@
+"""The two EmoCaustics tasks on the task interface: `sextuple` (emotion sextuples per utterance) and `emotion`
+(emotion event chains per speaker).
+
+Both solve on the shared plan (`solve.plan`): each dialogue's state machine (`extract/dialogue.py`) runs inside a
+replica, its utterances' embeddings streaming in beside the calls (`side_texts`); a chain `window` config builds on
+the same model's sextuple `window` config (`builds_on`, `read_prior`). Predictions are written in the reference
+formats (`write_prediction`). Scoring is the spec-exact scorer of `score/`, its per-dialogue table turned into the
+core's long rows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+from pydantic import model_validator
+
+from emocaustics.core.datasource import DataSource
+from emocaustics.core.task import (DatasetOptions, Defect, Failure, Loaded, Options, Sample, ScoreContext, Scored,
+                                   Side, Task, rows_frame)
+from emocaustics.score.fanout import wants_ray
+from emocaustics.tasks.longdialogue.data.fetch import SOURCE
+from emocaustics.tasks.longdialogue.data.groundtruth import DialogueGroundTruth, all_of_given_data
+from emocaustics.tasks.longdialogue.extract.knobs import ExtractKnobs
+from emocaustics.tasks.longdialogue.extract.windows import DEFAULT_WINDOWS
+
+if TYPE_CHECKING:  # polars loads where scores are tabled: an extract run never imports it (issue 31: start-up)
+    import polars as pl
+
+RAY_ABOVE = 50  # dialogues; at or below this Ray's start-up costs more than it saves in scoring (`score.fanout`)
+
+
+class EmoDataset(DatasetOptions):
+    split_field: ClassVar[str] = "subset"  # what `eval --split` sets (core.optionkeys.SplitField)
+    subset: str | None = "sample"  # all | paper-100 | long-20 | sample
+    ids: list[int] | None = None
+    pairing: Literal["verified", "published"] = "verified"
+    repair: bool = False
+    strict: bool = False
+    _all_of_given_data = model_validator(mode="before")(all_of_given_data)  # -D data=DIR: every dialogue of DIR
+
+
+class EmoOptions(Options, ExtractKnobs):
+    """The extraction knobs of `extract.dialogue.ExtractConfig`, plus the calibration predictors."""
+
+    # The knobs are declared once, in `extract.knobs.ExtractKnobs` (ExtractConfig's too); `method` adds the predictors.
+
+    # Older job files wrote these beside `task` in a run; they are moved under `options` (core.optionkeys).
+    legacy_run_keys: ClassVar[tuple[str, ...]] = ("window", "step")
+    method: Literal["direct", "rag", "window", "oracle", "baseline"]
+
+    @model_validator(mode="after")
+    def _check(self) -> "EmoOptions":
+        if self.step is not None and self.window is not None and self.step > self.window:
+            raise ValueError(f"step {self.step} is larger than window {self.window}: utterances would be skipped")
+        return self
+
+    def extract_options(self) -> dict[str, Any]:
+        """Options other than method/window/step that differ from their defaults (what `ExtractConfig` gets)."""
+        data = self.model_dump(exclude={"method", "window", "step"})
+        return {k: v for k, v in data.items() if v != type(self).model_fields[k].default}
+
+
+@functools.lru_cache(maxsize=8)
+def _resolve(dataset_json: str) -> tuple[list[Any], Any]:
+    """Dialogues and corpus of a dataset spec, loaded once per process (every config of a job shares them)."""
+    from emocaustics.tasks.longdialogue.data.subsets import resolve
+
+    ds = EmoDataset.model_validate_json(dataset_json)
+    return resolve(ds.subset, ds.ids, root=ds.data, pairing=ds.pairing, repair=ds.repair, strict=ds.strict)
+
+
+class EmoCausticsTask(DialogueGroundTruth, Task):  # check_ground_truth: data/groundtruth.py
+    Options: ClassVar[type[Options]] = EmoOptions
+    Dataset: ClassVar[type[DatasetOptions]] = EmoDataset
+    calibration_methods: ClassVar[tuple[str, ...]] = ("oracle", "baseline")
+    data_sources: ClassVar[tuple[DataSource, ...]] = (SOURCE,)
+    # what each per-dialogue component means (the report's legend); the scorers in score/ define them
+    metric_docs: ClassVar[dict[str, str]] = {
+        "score": "the dialogue's spec score: sextuples, points / utterances / 4; chains, the weighted share of "
+                 "ground-truth events, emotions, states and sources matched",
+        "sentiment": "share of the dialogue's utterances whose sentiment equals the ground truth (trimmed, "
+                     "lower-cased; an utterance without ground-truth sextuple counts when the prediction is empty)",
+        "aspect": "share of utterances whose aspect has cosine >= 0.8 with the ground truth's",
+        "opinion": "share of utterances whose opinion has cosine >= 0.8 with the ground truth's",
+        "rationale": "share of utterances whose rationale has cosine >= 0.8 with the ground truth's",
+        "target_sim": "mean cosine between predicted and ground-truth target (reported, never scored; utterances "
+                      "with a ground-truth sextuple only)",
+        "event_match": "share of ground-truth events matched (cosine >= 0.7 and the judge agrees)",
+        "reason_match": "share of ground-truth emotions in matched events whose reason has a counterpart with "
+                        "cosine >= 0.8",
+        "state": "share of ground-truth emotions whose state equals their counterpart's",
+        "source": "share of ground-truth emotions whose source id equals their counterpart's",
+    }
+
+    def __init__(self, name: str, description: str, methods: tuple[str, ...]) -> None:
+        self.name = name  # type: ignore[misc]
+        self.description = description  # type: ignore[misc]
+        self.solver_methods = methods  # type: ignore[misc]
+
+    @property
+    def prompts_version(self) -> str:  # type: ignore[override]
+        from emocaustics.tasks.longdialogue.extract.prompts import PROMPTS_VERSION
+
+        return PROMPTS_VERSION
+
+    def k_s(self, opts: EmoOptions) -> tuple[int, int]:
+        k, s = DEFAULT_WINDOWS[self.name]
+        return opts.window or k, opts.step or s
+
+    def label(self, options: Options, model: str | None = None, axes: list[str] | None = None) -> str:
+        """`task_method[_model][_K20-S5][_key=value...]`: the names run folders have always had; with `axes` (the
+        options that vary between the job's configs of this method) K-S only when window or step is one of them."""
+        opts: EmoOptions = options  # type: ignore[assignment]
+        parts: list[Any] = [self.name, opts.method]
+        if model:
+            parts.append(model)
+        if opts.method in ("window", "rag") and (axes is None or {"window", "step"} & set(axes)):
+            k, s = self.k_s(opts)
+            parts.append(f"K{k}-S{s}")
+        extra = opts.extract_options() if axes is None else {
+            k: v for k, v in opts.model_dump(mode="json", exclude={"method", "window", "step"}).items() if k in axes}
+        parts += [f"{key}={extra[key]}" for key in sorted(extra)]
+        return "_".join(str(p).replace("/", "-") for p in parts)
+
+    # The per-config columns `summary_columns` adds, for the report (`report.columns.OptionColumns`).
+    option_column_docs: ClassVar[dict[str, str]] = {
+        "K": "window size of a windowed config (utterances)",
+        "S": "window step of a windowed config (utterances)",
+    }
+
+    def summary_columns(self, options: Options) -> dict[str, Any]:
+        opts: EmoOptions = options  # type: ignore[assignment]
+        k, s = self.k_s(opts) if opts.method in ("window", "rag") else (None, None)
+        return {"K": k, "S": s}
+
+    def builds_on(self, options: Options, model: str | None, candidates: list[tuple[str, Any, Any, str]]) -> str | None:
+        """A chain `window` config builds on the same model's sextuple `window` config (with default extraction
+        options) when the job has one: its events are reused instead of extracted again."""
+        if self.name != "emotion" or options.method != "window":
+            return None
+        for task_name, opts, other_model, label in candidates:
+            if task_name == "sextuple" and opts.method == "window" and other_model == model and not opts.extract_options():
+                return label
+        return None
+
+    def report_sections(self, summary: pl.DataFrame, scores: pl.DataFrame) -> list[tuple[str, str]]:
+        from emocaustics.tasks.longdialogue.report import sections
+
+        return sections(summary, scores)
+
+    # -- data ----------------------------------------------------------------------------------------------------
+    def load(self, dataset: DatasetOptions, options: Options) -> Loaded:
+        dialogues, corpus = _resolve(dataset.model_dump_json())
+        samples = [Sample(str(d.id), d, meta={"n_utterances": len(d.utterances)}) for d in dialogues]
+        defects = [Defect(d.kind, d.where(), d.message) for d in corpus.defects]
+        return Loaded(samples, defects, {"dataset": "emocaustics", "root": str(corpus.root)})
+
+    # -- solving -------------------------------------------------------------------------------------------------
+    def extract_config(self, options: Options) -> Any:
+        from emocaustics.tasks.longdialogue.extract.dialogue import ExtractConfig
+
+        opts: EmoOptions = options  # type: ignore[assignment]
+        return ExtractConfig(task=self.name, method=opts.method, window=opts.window, step=opts.step,
+                             **opts.extract_options())
+
+    def solver_view(self, sample: Sample, options: Options, prior: Any = None) -> Sample:
+        """A dialogue as its state machine's work item (`extract.dialogue.make_item`): utterances, holders, the
+        method's config and the prior sextuple prediction; not the annotations, which stay in the driver."""
+        from emocaustics.tasks.longdialogue.extract.dialogue import make_item
+
+        d = sample.input
+        item = make_item(d.id, [u.sentence for u in d.utterances], [u.holder for u in d.utterances],
+                         self.extract_config(options), prior=prior)
+        return Sample(sample.id, item)
+
+    def side_texts(self, sample: Sample, options: Options) -> list[str] | None:
+        """The utterances, where the method retrieves or joins events by similarity (`rag`, `window`)."""
+        item = sample.input
+        needs = self.extract_config(options).needs_embeddings(item["prior"] is not None, len(item["sentences"]))
+        return list(item["sentences"]) if needs else None
+
+    def embeds_ahead(self, options: Options) -> bool:
+        """`window` consults embeddings only when an answer names no known event; `rag` waits on every utterance's."""
+        return options.method != "window"
+
+    def size(self, sample: Sample) -> int:
+        return len(sample.input.utterances)
+
+    def affinity(self, sample: Sample, options: Options) -> str:
+        from emocaustics.tasks.longdialogue.extract.dialogue import item_affinity
+
+        return item_affinity(sample.input)
+
+    def weight(self, sample: Sample, options: Options) -> float:
+        from emocaustics.tasks.longdialogue.extract.dialogue import item_weight
+
+        return item_weight(sample.input)
+
+    def chain(self, sample: Sample, options: Options) -> int:
+        from emocaustics.tasks.longdialogue.extract.dialogue import item_chain
+
+        return item_chain(sample.input)
+
+    async def solve_with(self, llm: Any, sample: Sample, options: Options, side: Side) -> Any:
+        from emocaustics.tasks.longdialogue.extract.dialogue import solve_dialogue
+
+        return await solve_dialogue(llm, sample.input, side.embeddings, side.stats)
+
+    def read_prior(self, folder: Path, samples: list[Sample]) -> dict[str, Any]:
+        """Each dialogue's sextuple prediction in `folder` (`output_chat_N.json` or `chat_N.json`), as written."""
+        from emocaustics.tasks.longdialogue.extract.output import read_prior
+
+        return read_prior(folder, [s.input.id for s in samples])
+
+    def write_prediction(self, out: Path, sample_id: str, prediction: Any) -> None:
+        from emocaustics.tasks.longdialogue.extract.output import write_prediction
+
+        write_prediction(out, self.name, int(sample_id), prediction)
+
+    def write_failure(self, out: Path, sample_id: str, failure: Failure) -> None:
+        from emocaustics.tasks.longdialogue.extract.output import append_failure
+
+        append_failure(out, {"dialogue": int(sample_id), "step": failure.step, "reason": failure.reason})
+
+    def dry_solve(self, samples: list[Sample], options: Options, llm: Any, embedder: Any, *,
+                  prior: bool = False) -> None:
+        """The dry run's pass (solve/forecast.py): each dialogue through the same state machine as a run
+        (`extract_one`), with the stand-ins' answers and embeddings. `prior`: a chain `window` config that builds on
+        the job's sextuple `window` config, whose calls are that config's (made here uncounted, for its records)."""
+        from emocaustics.core import aio
+        from emocaustics.solve.forecast import RecordingLLM, TokenCounter
+        from emocaustics.tasks.longdialogue.extract.dialogue import ExtractConfig, extract_one, make_item
+
+        opts: EmoOptions = options  # type: ignore[assignment]
+        cfg = ExtractConfig(task=self.name, method=opts.method, window=opts.window, step=opts.step,
+                            **opts.extract_options())
+        uncounted = RecordingLLM(TokenCounter("uncounted"))
+
+        async def each() -> None:
+            for s in samples:
+                d = s.input
+                sentences, holders = [u.sentence for u in d.utterances], [u.holder for u in d.utterances]
+                vecs = await embedder.embed(sentences) if sentences else None
+                records = None
+                if prior and self.name == "emotion" and opts.method == "window":
+                    base = make_item(d.id, sentences, holders, ExtractConfig(task="sextuple", method="window"), vecs)
+                    records = (await extract_one(uncounted, base))["prediction"]
+                emb = vecs if cfg.needs_embeddings(records is not None, len(sentences)) else None
+                await extract_one(llm, make_item(d.id, sentences, holders, cfg, emb, records))
+
+        aio.run(each())
+
+    def predict(self, method: str, samples: list[Sample], options: Options) -> dict[str, Any]:
+        from emocaustics.tasks.longdialogue.score.predictors import predict
+
+        found = predict(method, self.name, [s.input for s in samples])
+        return {str(k): v for k, v in found.items()}
+
+    def read_predictions(self, out: Path) -> dict[str, Any]:
+        from emocaustics.tasks.longdialogue.score.predictions import (read_chain_predictions,
+                                                                     read_sextuple_predictions)
+
+        reader = read_sextuple_predictions if self.name == "sextuple" else read_chain_predictions
+        found: dict[str, Any] = {}
+        path = out / "failures.jsonl"
+        if path.exists():
+            for line in path.read_text(encoding="utf-8").splitlines():
+                row = json.loads(line)
+                found[str(row["dialogue"])] = Failure(f"extraction {row.get('step')}", str(row.get("reason")))
+        found.update({str(k): v for k, v in reader(out).predictions.items()})
+        return found
+
+    # -- scoring -------------------------------------------------------------------------------------------------
+    def view_sample(self, input: Any, target: Any, prediction: Any,
+                    items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The viewer's sample page (`view.data.SampleView`): sextuples per utterance, events and chain matches."""
+        from emocaustics.tasks.longdialogue.view import view_sample
+
+        return view_sample(input, target, prediction, items)
+
+    def score(self, samples: list[Sample], predictions: dict[str, Any], options: Options,
+              ctx: ScoreContext) -> Scored:
+        dialogues = [s.input for s in samples]
+        preds = {int(k): (f"extraction failed at {v}" if isinstance(v, Failure) else v) for k, v in predictions.items()}
+        kw = dict(judge=ctx.judge, compat=ctx.scoring.get("compat", "spec"),
+                  on_judge_error=ctx.scoring.get("on_judge_error", "zero"))
+        if wants_ray("auto", len(dialogues), RAY_ABOVE, allowed=ctx.use_ray):
+            from emocaustics.tasks.longdialogue.score.plan import score_with_ray
+
+            result = score_with_ray(self.name, dialogues, preds, embedder=ctx.embedder_spec or "minilm", **kw)
+        else:
+            from emocaustics.tasks.longdialogue.score.engine import ascore
+
+            result = asyncio.run(ascore(self.name, dialogues, preds, embedder=ctx.embedder, **kw))
+        return to_scored(result)
+
+
+def to_scored(result: Any) -> Scored:
+    """The scorer's per-dialogue table as long rows: `score` (status failed where extraction or reading failed),
+    each component `c_<name>` as metric `<name>`, and `judge_failures`; the dialogue size as sample info."""
+    rows: list[dict[str, Any]] = []
+    comps = [c for c in result.dialogues.columns if c.startswith("c_")]
+    for d in result.dialogues.iter_rows(named=True):
+        sid, weight = str(d["dialogue"]), float(d["weight"] or 0.0)
+        status = "failed" if d["failed"] else ("ok" if d["score"] is not None else "unscored")
+        rows.append({"sample_id": sid, "metric": "score", "value": d["score"], "weight": weight, "status": status,
+                     "reason": d["reason"]})
+        for c in comps:
+            rows.append({"sample_id": sid, "metric": c[2:], "value": d[c], "weight": weight,
+                         "status": "ok" if d[c] is not None else "unscored"})
+    import polars as pl
+
+    info = result.dialogues.select(pl.col("dialogue").cast(pl.Utf8).alias("sample_id"), "n_utterances",
+                                   pl.col("judge_failures").fill_null(0).cast(pl.Int64))
+    summary = {"score": result.summary.get("score"), "micro_score": result.summary.get("micro_score")}
+    return Scored(rows_frame(rows), summary, {"sample_info": info}, result.items)
