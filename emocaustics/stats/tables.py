@@ -155,12 +155,14 @@ def config_stats(per_item: pl.DataFrame, *, n_resamples: int = DEFAULT_RESAMPLES
     n_common = np.zeros(m, dtype=np.int64)
     only_a = np.zeros(m, dtype=np.int64)
     only_b = np.zeros(m, dtype=np.int64)
+    n_clus = np.zeros(m, dtype=np.int64)
     diff = np.full(m, np.nan)
     p_wil = np.full(m, np.nan)
     diff_boot = np.full((m, n_resamples), np.nan)
     for p, (i, j) in enumerate(pairs):
         both = present[i] & present[j]
         n_common[p] = int(both.sum())
+        n_clus[p] = _count_clusters(both[None], clusters)[0]
         only_a[p] = int((present[i] & ~present[j]).sum())
         only_b[p] = int((present[j] & ~present[i]).sum())
         if n_common[p] == 0:
@@ -189,7 +191,7 @@ def config_stats(per_item: pl.DataFrame, *, n_resamples: int = DEFAULT_RESAMPLES
     table = pl.DataFrame({
         "config_a": [configs[i] for i, _ in pairs], "config_b": [configs[j] for _, j in pairs],
         "n_common": n_common,
-        "clusters": _count_clusters(np.array([present[i] & present[j] for i, j in pairs]).reshape(m, -1), clusters),
+        "clusters": n_clus,
         "n_only_a": only_a, "n_only_b": only_b, "diff": diff, "diff_low": lo,
         "diff_high": hi, "p_bootstrap": p_boot, "p_randomisation": p_rand, "p_wilcoxon": p_wil, "p_holm": p_holm,
         "significant": np.nan_to_num(p_holm, nan=1.0) < alpha}, schema=PAIRS_SCHEMA)

@@ -19,7 +19,7 @@ def test_ci_and_pairs_tables():
     base = rng.normal(size=300)
     df = frame({"a": list(base), "b": list(base + 0.3 + rng.normal(scale=0.1, size=300)), "c": list(base)})
     ci, pairs = config_stats(df, n_resamples=3000, seed=0)
-    assert ci.columns == ["config", "n", "n_missing", "mean", "ci_low", "ci_high"]
+    assert ci.columns == ["config", "n", "n_missing", "mean", "ci_low", "ci_high", "clusters"]
     assert ci.get_column("config").to_list() == ["a", "b", "c"]  # input order
     sd = {c: float(np.std(v, ddof=1)) for c, v in df.group_by("config").agg("value").iter_rows()}
     for row in ci.iter_rows(named=True):
