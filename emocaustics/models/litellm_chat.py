@@ -1,0 +1,112 @@
+"""`litellm:PROVIDER/MODEL[@BASE_URL][?api_version=...]`: the long tail of hosted models through LiteLLM.
+
+Gemini, Bedrock, Azure OpenAI, Mistral, Together and the hundred other backends LiteLLM speaks are one provider here,
+behind the same layers as our native clients (response cache, breaker and rate limit, budget, eval log:
+`models/factory.py` composes them). Our native `openai:` and `anthropic:` clients stay where they are: they are
+measured (docs/performance.md) and have the batch APIs.
+
+- Keys are LiteLLM's own environment variables (`AZURE_API_KEY`, `MISTRAL_API_KEY`, `TOGETHERAI_API_KEY`,
+  `GEMINI_API_KEY`, the AWS variables for Bedrock...): read by LiteLLM, never by us, so no key passes through a spec,
+  a record or a message. Azure OpenAI's `api-version` is the spec option `api_version` (or `AZURE_API_VERSION`).
+- LiteLLM is imported on the first call (about 3 s), with its model-price map read from the package (no network) and
+  its telemetry and debug hints off.
+- Retries of 408/429/5xx are LiteLLM's (`max_retries`, exponential backoff); a final failure is a Completion whose
+  error starts with `HTTP <status>` or `connection error`, the words the breaker counts (models/breaker.py).
+- JSON: `response_format` json_schema; a backend that refuses it (a 400 naming response_format) is asked plainly from
+  then on (`json_mode=auto`), and the text goes through json-repair (models/jsonout.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+from typing import Any, Literal
+
+from emocaustics.core.redact import redacted
+from emocaustics.models.base import ChatRequest, Completion, ModelBase
+from emocaustics.models.jsonout import parse_answer
+
+
+def _litellm() -> Any:
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # the bundled price map: no fetch at import
+    import litellm
+
+    litellm.telemetry = False
+    litellm.suppress_debug_info = True
+    return litellm
+
+
+class LiteLLMChat(ModelBase):
+
+    def __init__(self, model: str, base_url: str | None, *, name: str, api_version: str | None = None,
+                 concurrency: int = 16, timeout: float = 60.0, max_retries: int = 4,
+                 json_mode: Literal["auto", "schema", "plain"] = "auto", json_retries: int = 1) -> None:
+        self.model, self.base_url, self.name, self.cache_id = model, base_url, name, name
+        self.api_version = api_version
+        self.timeout, self.max_retries, self.json_mode, self.json_retries = timeout, max_retries, json_mode, json_retries
+        self._slots = asyncio.Semaphore(concurrency)
+
+    async def generate(self, requests: list[ChatRequest]) -> list[Completion]:
+        return list(await asyncio.gather(*(self._answer(r) for r in requests)))
+
+    async def _answer(self, request: ChatRequest) -> Completion:
+        completion = Completion(text="")
+        for _ in range(1 + self.json_retries):  # an answer that does not parse is asked again, then reported
+            completion = await self._ask(request)
+            if completion.ok or not completion.error.startswith(("invalid JSON", "answer cut")):
+                break
+        return completion
+
+    async def _ask(self, request: ChatRequest) -> Completion:
+        litellm = _litellm()
+        s = request.sampling
+        kwargs: dict[str, Any] = dict(model=self.model, messages=[dict(m) for m in request.messages],
+                                      max_tokens=s.max_tokens, temperature=s.temperature, top_p=s.top_p,
+                                      timeout=self.timeout, num_retries=self.max_retries)
+        if s.seed is not None:
+            kwargs["seed"] = s.seed
+        if self.base_url:
+            kwargs["api_base"] = self.base_url
+        if self.api_version:
+            kwargs["api_version"] = self.api_version
+        if request.schema is not None and self.json_mode != "plain":
+            kwargs["response_format"] = {"type": "json_schema",
+                                         "json_schema": {"name": "answer", "schema": request.schema}}
+        async with self._slots:
+            try:
+                response = await litellm.acompletion(**kwargs)
+            except litellm.BadRequestError as exc:
+                if "response_format" in kwargs and self.json_mode == "auto" and "response_format" in str(exc):
+                    self.json_mode = "plain"  # this backend has no structured output: plain requests from now on
+                    return await self._ask(request)
+                return Completion(text="", error=self._failure(exc))
+            except Exception as exc:  # noqa: BLE001 -- one request's failure is its Completion, never a raise
+                return Completion(text="", error=self._failure(exc))
+        choice = response.choices[0]
+        text = choice.message.content or ""
+        usage = getattr(response, "usage", None)
+        prompt, generated = (int(usage.prompt_tokens or 0), int(usage.completion_tokens or 0)) if usage else (0, 0)
+        if request.schema is not None and choice.finish_reason == "length":
+            return Completion(text=text, error="answer cut at max_tokens", prompt_tokens=prompt,
+                              generated_tokens=generated)
+        parsed, repaired, error = parse_answer(text, request.schema)
+        return Completion(text=text, parsed=parsed, repaired=repaired, prompt_tokens=prompt, generated_tokens=generated,
+                          error=f"invalid JSON: {error}" if error else None)
+
+    def _failure(self, exc: Exception) -> str:
+        status = getattr(exc, "status_code", None)
+        text = _scrubbed(redacted(str(exc)))[:300]
+        if isinstance(status, int) and status >= 400:
+            return f"HTTP {status} {type(exc).__name__}: {text}"
+        if "timeout" in type(exc).__name__.lower():
+            return f"timeout after {self.timeout:g} s: {text}"
+        return f"connection error: {type(exc).__name__}: {text}"
+
+
+def _scrubbed(text: str) -> str:
+    """`text` without the value of any secret-looking environment variable: a backend's error may echo a header."""
+    for var, value in os.environ.items():
+        if len(value) >= 8 and re.search(r"(KEY|TOKEN|SECRET|PASSWORD)$", var) and value in text:
+            text = text.replace(value, "***")
+    return text
