@@ -149,13 +149,14 @@ def eval(task: str, *, model: str | None = None, method: str | None = None, spli
          limit: int | None = None, ids: list[str | int] | None = None, options: dict[str, Any] | None = None,
          dataset: dict[str, Any] | None = None, judge: str | None = None, embedder: str | None = None,
          submission_file: str | Path | None = None, out: str | Path | None = None, resume: bool = False,
-         force: bool = False, ray_address: str | None = None, quiet: bool = True) -> Run:
+         force: bool = False, ray_address: str | None = None, quiet: bool = True, cache: str = "on") -> Run:
     """One task, one method, one model, as `emocaustics eval` (`jobs.oneline.eval_job` builds the job).
 
     `model`: `openai:MODEL`, `anthropic:MODEL`, `ollama:MODEL`, `vllm:PATH_OR_NAME`, `hf:PATH_OR_NAME` (transformers),
     `smoke`, or a full spec (`openai:MODEL@URL?concurrency=8`); none for a calibration method. `options`: the task's options; `dataset`: its
     dataset options; `split`: the dataset's split (or subset); `ids`/`limit`: which samples. `submission_file`: copy
-    the config's submission (the task's `submission.*` file with that suffix) there.
+    the config's submission (the task's `submission.*` file with that suffix) there. `cache`: the job's `cache:` (on,
+    off, read-only or a folder; models/cacheplace.py).
 
     >>> import emocaustics as ec
     >>> ec.eval("narrative", method="nope")
@@ -165,7 +166,7 @@ def eval(task: str, *, model: str | None = None, method: str | None = None, spli
     from emocaustics.jobs.oneline import check_submission, copy_submission, eval_job
 
     spec = eval_job(task, model=model, method=method, split=split, limit=limit, ids=ids, options=options,
-                    dataset=dataset, judge=judge, embedder=embedder)
+                    dataset=dataset, judge=judge, embedder=embedder).model_copy(update={"cache": cache})
     if submission_file is not None:
         check_submission(spec, Path(submission_file))
     result = run(spec, out=out, resume=resume, force=force, ray_address=ray_address, quiet=quiet)

@@ -64,6 +64,8 @@ def register(subparsers: Any) -> None:
                    help="print what would run, its problems first; start nothing, write nothing; exit 2 on a problem")
     p.add_argument("--allow-failures", action="store_true", help="exit 0 even when some samples failed")
     p.add_argument("--ray-address", default=None, help="Ray cluster to join (default: a local Ray when needed)")
+    p.add_argument("--no-cache", dest="cache", action="store_const", const="off", default="on",
+                   help="ask the model again: neither read nor add to the shared response cache")
     p.set_defaults(func=_eval)
 
 
@@ -81,7 +83,7 @@ def _eval(args: argparse.Namespace) -> int:
     if args.dry_run:
         from emocaustics.jobs.runner import plan_job
 
-        job = eval_job(args.task, **kwargs)
+        job = eval_job(args.task, **kwargs).model_copy(update={"cache": args.cache})
         if args.submission_file:
             check_submission(job, Path(args.submission_file))
         plan = plan_job(job, out=args.out, resume=args.resume)
@@ -90,7 +92,7 @@ def _eval(args: argparse.Namespace) -> int:
         return 0
     try:
         run = run_eval(args.task, **kwargs, submission_file=args.submission_file, out=args.out, resume=args.resume,
-                       force=args.force, ray_address=args.ray_address, quiet=False)
+                       force=args.force, ray_address=args.ray_address, quiet=False, cache=args.cache)
     except Stop as exc:  # the runner's hint names a job file; an eval is continued by its own command (every stop:
         # a dead endpoint, the budget, a full disk), its type and exit status kept
         exc.args = (str(exc).replace("emocaustics run JOB.yaml", "emocaustics eval <the same arguments>"),)

@@ -33,6 +33,8 @@ def register(subparsers: Any) -> None:
                    help="exit 0 even when some samples failed (they are still listed in the summary)")
     p.add_argument("--ray-address", default=None,
                    help="Ray cluster to join (default: the spec's ray.address, else a local Ray)")
+    p.add_argument("--no-cache", action="store_true",
+                   help="ask the models again: neither read nor add to the response cache (the job's `cache: off`)")
     p.set_defaults(func=_run)
 
     p = subparsers.add_parser("tasks", help="list the evaluation tasks, their methods and options")
@@ -69,6 +71,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.resume and args.force:
         raise UsageError("--resume and --force exclude each other: continue the run, or move it aside")
     job = load_job(args.job)
+    if args.no_cache:
+        job = job.model_copy(update={"cache": "off"})
     if args.dry_run:
         plan = plan_job(job, out=args.out, resume=args.resume)
         print(plan.text)

@@ -25,16 +25,15 @@ from emocaustics.core.errors import PreflightError, UsageError
 from emocaustics.core.groundtruth import require_ground_truth
 from emocaustics.core.task import Loaded
 from emocaustics.jobs.spec import JobSpec, ModelSpec
+from emocaustics.models.cacheplace import CacheChoice, choose
 
 REMOTE_PREFIXES = ("openai:", "anthropic:")
 
 
-def cache_dir_for(job: JobSpec, run_dir: Path) -> Path:
-    """The LLM response cache: the job's `cache_dir`, else `$EMOCAUSTICS_CACHE`, else `<run folder>/cache`."""
-    if job.cache_dir:
-        return Path(job.cache_dir)
-    env = os.environ.get("EMOCAUSTICS_CACHE", "").strip()
-    return Path(env) if env else run_dir / "cache"
+def cache_dir_for(job: JobSpec, run_dir: Path) -> CacheChoice | None:
+    """The LLM response cache of the job's `cache:` (models/cacheplace.py): the shared one by default, read-only, a
+    folder of the job's, or None (`off`, `--no-cache`)."""
+    return choose(job.cache)
 
 
 def load_all(configs: list[Any]) -> dict[str, Loaded | UsageError]:
@@ -133,7 +132,7 @@ def _model_problems(job: JobSpec, configs: list[Any]) -> dict[str, str]:
 
 
 def describe(job: JobSpec, configs: list[Any], loaded: dict[str, Loaded | UsageError], run_dir: Path,
-             cache_dir: Path, *, resume: bool = False) -> DryRun:
+             cache_dir: CacheChoice | None, *, resume: bool = False) -> DryRun:
     """The dry run: its problems first, numbered (a config that cannot run is not forecast: its row names its
     problem), then the plan."""
     from emocaustics.jobs import rundir
@@ -159,7 +158,7 @@ def describe(job: JobSpec, configs: list[Any], loaded: dict[str, Loaded | UsageE
     except UsageError as exc:  # max_cost_usd with an endpoint that has no price
         unpriced = str(exc)
     lines = [f"job {job.name} (hash {rundir.job_hash(job)}): {len(configs)} configs",
-             f"outputs: {run_dir}", f"response cache: {cache_dir}/responses.sqlite"]
+             f"outputs: {run_dir}", f"response cache: {cache_dir.describe() if cache_dir else 'off'}"]
     used = sorted({c.model for c in configs if c.model})
     lines.append("models:" if used else "models: none (calibration rows only)")
     for name in used:

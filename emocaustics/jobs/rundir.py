@@ -31,7 +31,7 @@ from emocaustics.jobs.spec import JobSpec
 
 RUN_FILE = "run.json"
 # Keys of a job that do not change its results: names, where outputs and the cache go, how work is spread.
-NOT_RESULT_KEYS = ("name", "description", "output", "cache_dir", "concurrency", "ray", "max_cost_usd")
+NOT_RESULT_KEYS = ("name", "description", "output", "cache", "concurrency", "ray", "max_cost_usd")
 NOT_RESULT_MODEL_KEYS = ("replicas", "gpus_per_replica", "concurrency", "placement", "max_connection_failures",
                          "max_server_errors", "stall_seconds", "price", "rpm", "tpm", "keep_alive",
                          "batch")

@@ -195,6 +195,8 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force
             if isinstance(got, UsageError):
                 raise got
     cost.start_ledger(job, configs)  # max_cost_usd: every endpoint priced (else a usage error), then spent against
+    cache_dir = cache_dir_for(job, run_dir)  # the response cache it used, in run.json: where, never what it holds
+    claimed.record["response_cache"] = cache_dir.record() if cache_dir is not None else {"mode": "off"}
     rundir.start(claimed)
     (run_dir / "config.yaml").write_text(dump_job(job), encoding="utf-8")
     print(f"job {job.name}: {len(configs)} configs -> {run_dir}" + (" (resumed)" if claimed.resumed else ""),
@@ -214,8 +216,7 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force
     judge = None if judge == "none" else (model_spec_string(job.models[judge]) if judge in job.models else judge)
     ctx = ScoreContext(embedder=embedder, embedder_spec=job.scoring.embedder, judge=judge,
                        scoring=job.scoring.task_options, use_ray=True)
-    cache_dir = cache_dir_for(job, run_dir)
-    print(f"response cache: {cache_dir / 'responses.sqlite'}", flush=True)
+    print(f"response cache: {cache_dir.describe() if cache_dir is not None else 'off'}", flush=True)
     from emocaustics.evallog.writer import EvalLog
 
     evallog = EvalLog(run_dir, prompts=job.log.prompts)  # every call of every sample: `emocaustics view RUN_DIR`

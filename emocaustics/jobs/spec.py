@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from emocaustics.core.errors import UsageError
 from emocaustics.core.task import get_task
@@ -69,7 +69,8 @@ class JobSpec(_Strict):
     grid: GridSpec | None = None
     scoring: ScoringSpec = Field(default_factory=ScoringSpec)
     output: str = "runs"  # relative: resolved against `base_dir()` (see `output_path`)
-    cache_dir: str | None = None  # LLM response cache; default $EMOCAUSTICS_CACHE, else <run folder>/cache
+    # The response cache: on (the shared one, models/cacheplace.py), off, read-only, or a folder (`cache_dir:` too)
+    cache: str = Field("on", min_length=1, validation_alias=AliasChoices("cache", "cache_dir"))
     concurrency: int = Field(64, ge=1)  # dialogues in flight per model replica
     ray: RaySpec = Field(default_factory=RaySpec)
     log: LogSpec = Field(default_factory=LogSpec)

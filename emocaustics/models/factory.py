@@ -1,7 +1,7 @@
 """The model of a spec: the provider's bare model (models/registry.py) with the layers in front of it, composed here
 and only here, each with the same `LLM` interface (models/base.py):
 
-    response cache (models/cache.py)             -- answers a repeated request; with a cache folder
+    response cache (models/cache.py)             -- answers a repeated request; unless the run's cache is off
       batch (models/batch.py)                    -- `batch=true`: independent calls through the provider's batch API
         breaker + rate limit (models/breaker.py)  -- a remote provider: stop calling a dead endpoint; requeue a 429
           budget (models/budget.py)               -- a remote provider under the job's max_cost_usd, when priced
@@ -16,30 +16,30 @@ from pathlib import Path
 from typing import Any
 
 from emocaustics.models.base import LLM, as_model
+from emocaustics.models.cacheplace import CacheChoice, as_choice
 from emocaustics.models.registry import Provider, provider
 from emocaustics.models.spec import (BATCH_KEYS, BREAKER_KEYS, OLLAMA_DEFAULT_HOST, LLMSpec, as_llm_spec,
                                     endpoint_name)
 
 
-def make_llm(spec: str | LLMSpec, *, cache_dir: Path | str | None = None, **opts: Any) -> LLM:
+def make_llm(spec: str | LLMSpec, *, cache_dir: CacheChoice | Path | str | None = None, **opts: Any) -> LLM:
     """The model for the spec, usable from asyncio code in the driver; `opts` override the spec's options.
 
     A local provider (smoke/vllm/hf) gives the process's shared `ModelPool` (Ray is started locally if it is not
-    running yet); a remote one its client behind the budget, breaker and rate-limit layers. With `cache_dir`, calls
-    go through `<cache_dir>/responses.sqlite`; `batch=true` keeps its batch ids in `<cache_dir>/batches.jsonl`
-    (without a cache_dir they are not kept: a killed run's batches are lost)."""
+    running yet); a remote one its client behind the budget, breaker and rate-limit layers. With `cache_dir` (a
+    folder, or a run's `CacheChoice`: models/cacheplace.py), calls go through `<cache_dir>/responses.sqlite`, read-only
+    if the choice says so; `batch=true` keeps its batch ids in `<cache_dir>/batches.jsonl` (without a cache_dir they
+    are not kept: a killed run's batches are lost)."""
     parsed = as_llm_spec(spec)
     if opts:
         parsed = parsed.with_options(**opts)
     prov = provider(parsed.kind)
     llm = as_model(prov.model(parsed))
-    cache = None
-    if cache_dir is not None:
-        from emocaustics.models.cache import ResponseCache
-
-        cache = ResponseCache(Path(cache_dir) / "responses.sqlite")
+    choice = as_choice(cache_dir)
+    cache = choice.open() if choice is not None else None
+    folder = choice.folder if choice is not None else None
     if prov.remote:
-        llm = _endpoint(llm, parsed, prov, cache_dir, cache)
+        llm = _endpoint(llm, parsed, prov, folder, cache)
     if cache is not None:
         from emocaustics.models.cache import CachedLLM
 

@@ -27,7 +27,6 @@ import re
 import string
 import unicodedata
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -165,12 +164,10 @@ class LLMJudge(PerSample):
 
             raise UsageError("the llm_judge scorer needs a judge model: set scoring.judge in the job (or --judge "
                              "under eval)")
-        import os
-
+        from emocaustics.models.cacheplace import choose
         from emocaustics.models.factory import make_llm
 
-        cache = os.environ.get("EMOCAUSTICS_CACHE", "").strip()
-        return make_llm(spec, cache_dir=Path(cache) if cache else None)
+        return make_llm(spec, cache_dir=choose("on"))  # the shared response cache
 
     def score(self, samples: list[Sample], predictions: dict[str, Any], ctx: ScoreContext | None = None) -> Scored:
         from emocaustics.core import aio

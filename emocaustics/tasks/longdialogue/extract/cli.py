@@ -46,7 +46,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--from", dest="from_dir", help="emotion window: the sextuple run (output_chat_N.json files) to build on; "
                                                    "without it the sextuple window method runs first")
     p.add_argument("--out", help="output folder (default: runs/extract/TASK-METHOD)")
-    p.add_argument("--cache-dir", help="response cache folder (default: $EMOCAUSTICS_CACHE or ~/.cache/emocaustics)")
+    p.add_argument("--cache-dir", help="response cache folder (default: the shared one, $EMOCAUSTICS_CACHE/responses)")
     p.add_argument("--no-cache", action="store_true", help="do not use the response cache")
     p.add_argument("--retries", type=int, default=2, help="re-asks of an answer that fails to parse")
     p.add_argument("--json", action="store_true", help="print the run summary as JSON")
@@ -101,9 +101,9 @@ def handle(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else Path("runs") / "extract" / f"{cfg.task}-{cfg.method}"
     cache_dir = None
     if not args.no_cache:
-        from emocaustics.models.smoke import cache_root
+        from emocaustics.models.cacheplace import shared_folder
 
-        cache_dir = Path(args.cache_dir) if args.cache_dir else cache_root()
+        cache_dir = Path(args.cache_dir) if args.cache_dir else shared_folder()
 
     from emocaustics.tasks.longdialogue.data.subsets import default_subset
     from emocaustics.tasks.longdialogue.extract.output import write_provenance
