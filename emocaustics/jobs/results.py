@@ -8,7 +8,7 @@ from typing import Any, Protocol
 
 import polars as pl
 
-from emocaustics.core.task import Options, Scored, Task
+from emocaustics.core.task import Loaded, Options, Scored, Task
 from emocaustics.score.generic import per_sample
 
 
@@ -25,8 +25,10 @@ class Config(Protocol):
 COST_COLUMNS = ("llm_calls", "cache_hits", "prompt_tokens", "generated_tokens")
 
 
-def score_table(cfg: Config, scored: Scored, stats: dict[str, dict[str, Any]]) -> pl.DataFrame:
-    """One row per sample of this config: primary metric as `score`, the others as `c_<metric>`, cost and status."""
+def score_table(cfg: Config, scored: Scored, stats: dict[str, dict[str, Any]],
+                loaded: Loaded | None = None) -> pl.DataFrame:
+    """One row per sample of this config: primary metric as `score`, the others as `c_<metric>`, cost and status,
+    and its `cluster` (`clusters`)."""
     rows = scored.rows
     # The per-sample score is the primary metric where the task scores it per sample; a corpus-level primary
     # (an official F1) lives in configs.json, and its first per-sample metric stands in the per-sample table.
@@ -55,8 +57,25 @@ def score_table(cfg: Config, scored: Scored, stats: dict[str, dict[str, Any]]) -
             *[pl.lit(v, pl.Int64 if isinstance(v, int) or v is None else None).alias(k) for k, v in extra.items()],
             pl.col(*COST_COLUMNS).fill_null(0), pl.col("seconds").fill_null(0.0),
             pl.col("cost_usd").fill_null(no_calls),
+            *clusters(cfg.task.name, loaded),
         )
     )
+
+
+def clusters(task: str, loaded: Loaded | None) -> tuple[pl.Expr, pl.Expr]:
+    """`cluster` (the sample's `meta["cluster"]`: what its statistics resample together) and `cluster_by` (what the
+    task clusters by, `Loaded.info["cluster"]`); without a declared cluster each sample is its own ("sample")."""
+    unit = (loaded.info.get("cluster") if loaded else None) or "sample"
+    of = {s.id: s.meta.get("cluster") for s in (loaded.samples if loaded else [])}
+    lacking = [i for i, c in of.items() if c is None]
+    named = {i: str(c) for i, c in of.items() if c is not None}
+    if unit != "sample" and lacking:
+        raise ValueError(f"task {task!r} clusters by {unit} but sample {lacking[0]!r} has no meta['cluster']")
+    if unit == "sample" and named:
+        raise ValueError(f"task {task!r}: sample {next(iter(named))!r} has a meta['cluster'] but the task's "
+                         "Loaded.info names no 'cluster' (what it clusters by)")
+    return (pl.col("sample_id").replace_strict(named, default=pl.col("sample_id"), return_dtype=pl.Utf8)
+            .alias("cluster"), pl.lit(unit).alias("cluster_by"))
 
 
 def with_run(table: pl.DataFrame, label: str) -> pl.DataFrame:

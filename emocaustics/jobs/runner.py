@@ -248,7 +248,7 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force
             scored = cfg.task.score(samples, predictions, cfg.options, ctx)
             cfg.task.finalize(cfg.pred_dir, samples, predictions, cfg.options)
             stats = cfg.task.sample_stats(cfg.pred_dir) if cfg.task.needs_model(cfg.options) else {}
-            frame = score_table(cfg, scored, stats)
+            frame = score_table(cfg, scored, stats, loaded)
             outputs[cfg.label] = (frame, scored, summary_record(cfg, scored, len(loaded.defects), frame))
             wall[cfg.label] = clock.stop()  # every attempt of this config: a resumed config's time is the sum
         value = scored.summary.get(cfg.task.primary_metric, frame["score"].mean())

@@ -7,9 +7,11 @@ labelled A of a run with the config labelled B of a later run given. Testing eve
 listed, not tested. A pair is tested on the samples both configs scored (`stats.config_stats`: approximate
 randomisation, paired bootstrap, Wilcoxon), and where both runs recorded what each sample was
 (`predictions/<config>/provenance.json` fingerprints), a sample id only pairs with the same content (another subset
-that reuses the id is not the same sample). Holm's correction runs across the pairs tested (all tasks), leaving out
-pairs with a calibration row as the run's own tables do (`tables.in_holm_family`). A config is named by its run (the
-shortest tail of the run folder's path that tells the runs apart, at least `<job>/<timestamp>`) and its label.
+that reuses the id is not the same sample). The tests resample the task's clusters (`cluster_by`, e.g. AER's topics)
+where every run recorded the same unit in scores.parquet, else each sample is its own cluster. Holm's correction runs
+across the pairs tested (all tasks), leaving out pairs with a calibration row as the run's own tables do
+(`tables.in_holm_family`). A config is named by its run (the shortest tail of the run folder's path that tells the
+runs apart, at least `<job>/<timestamp>`) and its label.
 """
 
 from __future__ import annotations
@@ -23,9 +25,9 @@ import polars as pl
 from emocaustics.core.errors import UsageError, shorten
 from emocaustics.report.tables import check_scores, failures_count_zero, in_holm_family
 
-PAIR_COLUMNS = ("task", "run_a", "config_a", "run_b", "config_b", "n_common", "n_only_a", "n_only_b", "score_a",
-                "score_b", "diff", "diff_low", "diff_high", "p_randomisation", "p_bootstrap", "p_wilcoxon", "family",
-                "p_holm", "significant")
+PAIR_COLUMNS = ("task", "run_a", "config_a", "run_b", "config_b", "n_common", "clusters", "cluster_by", "n_only_a",
+                "n_only_b", "score_a", "score_b", "diff", "diff_low", "diff_high", "p_randomisation", "p_bootstrap",
+                "p_wilcoxon", "family", "p_holm", "significant")
 
 
 class Comparison(NamedTuple):
@@ -68,7 +70,10 @@ def load_run(run_dir: Path, name: str) -> pl.DataFrame:
                          "per-sample scores")
     scores = pl.read_parquet(path)
     check_scores(scores, str(path))
-    scores = failures_count_zero(scores).select("run", "task", "kind", pl.col("sample_id").cast(pl.Utf8), "score")
+    if "cluster" not in scores.columns:  # written before clusters: every sample its own
+        scores = scores.with_columns(pl.col("sample_id").alias("cluster"), pl.lit("sample").alias("cluster_by"))
+    scores = failures_count_zero(scores).select("run", "task", "kind", pl.col("sample_id").cast(pl.Utf8), "score",
+                                                pl.col("cluster").cast(pl.Utf8), "cluster_by")
     frames = []
     for label in scores["run"].unique(maintain_order=True).to_list():
         rows = scores.filter(pl.col("run") == label)
@@ -76,7 +81,7 @@ def load_run(run_dir: Path, name: str) -> pl.DataFrame:
         frames.append(rows.with_columns(
             pl.col("sample_id").replace_strict(prints, default=None, return_dtype=pl.Utf8).alias("fingerprint")))
     return pl.concat(frames).select(pl.lit(name).alias("run"), pl.col("run").alias("config"), "task", "kind",
-                                    "sample_id", "fingerprint", "score")
+                                    "sample_id", "fingerprint", "score", "cluster", "cluster_by")
 
 
 Pairs = Mapping[str, str] | Iterable[tuple[str, str]]
@@ -124,9 +129,12 @@ def compare_runs(run_dirs: list[Path], pairs: Pairs | None = None) -> Comparison
         unpaired += len(wanted) - len(shared)
         if not shared:
             continue
-        per_item = of_task.select(pl.col("key").alias("config"), "item", pl.col("score").alias("value"))
+        units = of_task["cluster_by"].unique().to_list()
+        unit = units[0] if len(units) == 1 else "sample"  # runs that disagree on the unit: no clusters
+        per_item = of_task.select(pl.col("key").alias("config"), "item", pl.col("score").alias("value"),
+                                  (pl.col("item") if unit == "sample" else pl.col("cluster")).alias("cluster"))
         got = config_stats(per_item, only=shared).pairs
-        tables.append(got.with_columns(pl.lit(task).alias("task"),
+        tables.append(got.with_columns(pl.lit(task).alias("task"), pl.lit(unit).alias("cluster_by"),
                                        _common_mean(per_item, shared, 0).alias("score_a"),
                                        _common_mean(per_item, shared, 1).alias("score_b")))
     if not tables:
@@ -197,8 +205,8 @@ def describe(result: Comparison, alpha: float = 0.05) -> str:
                 + "\n" + unmatched)
     family = pairs.filter(pl.col("family") == "configs")
     shown = pairs.select(
-        "task", "run_a", "config_a", "run_b", "config_b", pl.col("n_common").alias("samples"), "score_a", "score_b",
-        "diff",
+        "task", "run_a", "config_a", "run_b", "config_b", pl.col("n_common").alias("samples"),
+        pl.format("{} ({})", "clusters", "cluster_by").alias("clusters"), "score_a", "score_b", "diff",
         pl.format("[{}, {}]", pl.col("diff_low").round(4), pl.col("diff_high").round(4)).alias("diff_ci"),
         pl.col("p_randomisation").alias("p"), "p_holm",
         pl.when(pl.col("family") != "configs")
@@ -207,7 +215,8 @@ def describe(result: Comparison, alpha: float = 0.05) -> str:
         .when(pl.col("significant")).then(pl.lit("significant")).otherwise(pl.lit("NOT significant"))
         .alias("verdict"))
     text = to_markdown(shown)
-    text += (f"\nPaired approximate randomisation on the samples both configs scored; Holm over the {family.height} "
+    text += (f"\nPaired approximate randomisation on the samples both configs scored, one sign flip per cluster "
+             f"(`clusters`: how many, and the unit; the interval resamples them too); Holm over the {family.height} "
              f"pairs of matched configs compared (all tasks): {int(family['significant'].sum())} significant at "
              f"{alpha}.")
     if family.height < pairs.height:

@@ -121,22 +121,29 @@ def summarise(scores: pl.DataFrame, wall: dict[str, float] | None = None,
 
 
 def config_statistics(scores: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Under every score table: a 95 % bootstrap interval of each config's score (over its samples, seeded) and a
-    paired test between every two configs of the same task (approximate randomisation, paired bootstrap and Wilcoxon).
-    Holm's correction runs across the pairs of the job that compare what the job evaluates (`in_holm_family`: not
-    against calibration rows). Returns (ci: run, ci_low, ci_high; pairs: task, config_a, config_b, ..., family,
-    p_holm, significant)."""
+    """Under every score table: a 95 % bootstrap interval of each config's score (over its samples' clusters,
+    seeded) and a paired test between every two configs of the same task (approximate randomisation, paired bootstrap
+    and Wilcoxon), both over the clusters of the `cluster` column (each sample its own without one). Holm's
+    correction runs across the pairs of the job that compare what the job evaluates (`in_holm_family`: not against
+    calibration rows). Returns (ci: run, ci_low, ci_high, clusters, cluster_by; pairs: task, config_a, config_b, ...,
+    family, p_holm, significant)."""
     from emocaustics.stats import config_stats, holm_family
 
     scores = failures_count_zero(scores)
+    if "cluster" not in scores.columns:  # a table written before clusters: every sample its own
+        scores = scores.with_columns(pl.col("sample_id").alias("cluster"), pl.lit("sample").alias("cluster_by"))
     cis, pairs = [], []
     for task in scores["task"].unique(maintain_order=True).to_list():
-        per_item = scores.filter(pl.col("task") == task).select(
-            pl.col("run").alias("config"), pl.col("sample_id").alias("item"), pl.col("score").alias("value"))
+        of_task = scores.filter(pl.col("task") == task)
+        per_item = of_task.select(pl.col("run").alias("config"), pl.col("sample_id").alias("item"),
+                                  pl.col("score").alias("value"), "cluster")
         result = config_stats(per_item)
-        cis.append(result.ci.select(pl.col("config").alias("run"), "ci_low", "ci_high"))
+        unit = of_task.group_by("run").agg(pl.first("cluster_by"))
+        cis.append(result.ci.select(pl.col("config").alias("run"), "ci_low", "ci_high", "clusters")
+                   .join(unit, on="run", how="left"))
         pairs.append(result.pairs.with_columns(pl.lit(task).alias("task")))
-    ci = pl.concat(cis) if cis else pl.DataFrame(schema={"run": pl.Utf8, "ci_low": pl.Float64, "ci_high": pl.Float64})
+    ci = pl.concat(cis) if cis else pl.DataFrame(schema={"run": pl.Utf8, "ci_low": pl.Float64, "ci_high": pl.Float64,
+                                                         "clusters": pl.Int64, "cluster_by": pl.Utf8})
     pair_table = pl.concat(pairs, how="vertical_relaxed") if pairs else pl.DataFrame()
     if pair_table.height:  # Holm across the family's pairs of the job, not per task
         kinds = dict(scores.group_by("run").agg(pl.first("kind")).iter_rows())
@@ -217,6 +224,7 @@ def summary_markdown(summary: pl.DataFrame, pairs: pl.DataFrame, title: str) -> 
         text += (f"\nPaired tests between configs of the same task (approximate randomisation, Holm over "
                  f"{fam.height} pairs; significance.csv): {fam.filter(pl.col('significant')).height} significant at "
                  "0.05.")
+    text += cluster_note(summary)
         if fam.height < pairs.height:
             text += (f" {pairs.height - fam.height} pairs with a calibration row (oracle, baseline) are left out of "
                      "the family: significance.csv gives their unadjusted p (family `calibration`).")
@@ -229,6 +237,19 @@ def compare(run_dirs: list[Path]) -> pl.DataFrame:
     frames = []
     for run_dir in run_dirs:
         path = run_dir / "summary.csv"
+def cluster_note(summary: pl.DataFrame) -> str:
+    """What the intervals and paired tests resampled, per task: its cluster unit and how many clusters."""
+    if "cluster_by" not in summary.columns:
+        return ""
+    parts = []
+    for task, unit, n, samples in (summary.group_by("task", maintain_order=True)
+                                   .agg(pl.first("cluster_by"), pl.max("clusters"), pl.max("samples")).iter_rows()):
+        own = " (one sample each)" if unit in (None, "sample") or n == samples else ""
+        parts.append(f"{task}: {unit or 'sample'}, {n} clusters{own}")
+    return ("\nIntervals (`ci`) and paired tests resample clusters, each with all its samples (`clusters`, "
+            f"`cluster_by` in summary.csv): {'; '.join(parts)}.\n")
+
+
         if not path.exists():
             raise FileNotFoundError(f"{run_dir}: no summary.csv (is this a run directory?)")
         frames.append(pl.read_csv(path).with_columns(pl.lit(str(run_dir)).alias("run_dir")))

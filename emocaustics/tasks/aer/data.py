@@ -326,5 +326,6 @@ def to_sample(q: Question, data: SplitData) -> Sample:
         id=q.id,
         input={"target_event": q.target_event, "options": dict(q.options), "topic_id": q.topic_id},
         target=list(q.gold) if q.gold is not None else None,
-        meta={"split": data.split, "root": str(data.root), "topic": topic.title if topic else None},
+        meta={"split": data.split, "root": str(data.root), "topic": topic.title if topic else None,
+              "cluster": str(q.topic_id)},  # questions of a topic share its documents: not independent
     )

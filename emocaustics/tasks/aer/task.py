@@ -117,7 +117,7 @@ class AerTask(Task):
             shots.check(require_documents=False)
         return Loaded(samples, defects, {
             "dataset": "aer", "split": dataset.split, "root": str(data.root), "questions": len(samples),
-            "topics": len({s.input["topic_id"] for s in samples}), "files": data.files,
+            "topics": len({s.input["topic_id"] for s in samples}), "files": data.files, "cluster": "topic",
             "prompts_version": prompts.PROMPTS_VERSION})
 
     def check_ground_truth(self, loaded: Loaded, options: AerOptions) -> None:  # core.groundtruth

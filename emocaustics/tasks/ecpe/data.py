@@ -98,7 +98,7 @@ def load(root: Path, subtasks: tuple[int, ...] = (1, 2), ids: list[int] | None =
                  if p[1] > p[0])
     info = {"dataset": NAME, "split": "test", "root": str(root), "sha256": digest.hexdigest()[:16],
             "subtasks": list(subtasks), "conversations": len(first.conversations),
-            "future_cause_pairs_subtask1": future}
+            "future_cause_pairs_subtask1": future, "cluster": "conversation"}
     return Loaded(samples, defects, info)
 
 
@@ -115,4 +115,4 @@ def _sample(cid: int, golds: dict[int, Gold]) -> Sample:
               "subtask1": golds[1].conversations[cid].raw_pairs if 1 in golds else None,
               "subtask2": golds[2].conversations[cid].raw_pairs if 2 in golds else None}
     return Sample(str(cid), {"conversation_ID": cid, "utterances": utterances}, target,
-                  {"n_utterances": len(conv.texts)})
+                  {"n_utterances": len(conv.texts), "cluster": str(cid)})  # a sample is one conversation

@@ -75,9 +75,9 @@ class HumanTask(Task):
         samples = [Sample(a.assignment,
                           {"hit": a.hit, "worker": a.worker, "duration": a.duration_s, "feedback": a.feedback,
                            "result": [{"model": r.model, "score": dict(r.scores)} for r in a.result]},
-                          None, {"record": a.record, "file": str(path), "metadata": meta})
-                   for a in hits.assignments]
-        return Loaded(samples, list(hits.defects), {"dataset": NAME, "file": str(path),
+                          None, {"record": a.record, "file": str(path), "metadata": meta, "cluster": a.worker})
+                   for a in hits.assignments]  # cluster: one worker's assignments share its QC verdict and z-scale
+        return Loaded(samples, list(hits.defects), {"dataset": NAME, "file": str(path), "cluster": "worker",
                                                     "assignments": len(samples)})
 
     def predict(self, method: str, samples: list[Sample], options: Options) -> dict[str, Any]:

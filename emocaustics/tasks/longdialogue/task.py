@@ -155,9 +155,10 @@ class EmoCausticsTask(DialogueGroundTruth, Task):  # check_ground_truth: data/gr
     # -- data ----------------------------------------------------------------------------------------------------
     def load(self, dataset: DatasetOptions, options: Options) -> Loaded:
         dialogues, corpus = _resolve(dataset.model_dump_json())
-        samples = [Sample(str(d.id), d, meta={"n_utterances": len(d.utterances)}) for d in dialogues]
+        samples = [Sample(str(d.id), d, meta={"n_utterances": len(d.utterances), "cluster": str(d.id)})
+                   for d in dialogues]  # a sample is one dialogue: its own cluster
         defects = [Defect(d.kind, d.where(), d.message) for d in corpus.defects]
-        return Loaded(samples, defects, {"dataset": "emocaustics", "root": str(corpus.root)})
+        return Loaded(samples, defects, {"dataset": "emocaustics", "root": str(corpus.root), "cluster": "dialogue"})
 
     # -- solving -------------------------------------------------------------------------------------------------
     def extract_config(self, options: Options) -> Any:

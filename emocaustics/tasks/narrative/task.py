@@ -90,7 +90,7 @@ class NarrativeTask(Task):
                 story = exc
             pred_file = _pred_file(preds, path.stem) if preds.is_dir() else None
             meta: dict[str, Any] = {"gt_file": str(path), "pred_file": str(pred_file) if pred_file else None,
-                                    "pred_dir": str(preds)}
+                                    "pred_dir": str(preds), "cluster": path.stem}  # a sample is one story
             if isinstance(story, NarrativeFormatError):
                 where = f" at {story.field}" if story.field else ""
                 defects.append(Defect("unreadable", str(path), story.detail + where))
@@ -100,7 +100,7 @@ class NarrativeTask(Task):
             for issue in check_spans(story, story.text, "gt") + tax.check_story(story, "gt"):
                 defects.append(Defect(issue.kind, f"{path}: {issue.path}", issue.message))
             samples.append(Sample(path.stem, {"text": story.text, "title": story.metadata.get("title")}, raw, meta))
-        return Loaded(samples, defects, {"dataset": "narrative", "root": str(root), "gt": str(gts),
+        return Loaded(samples, defects, {"dataset": "narrative", "root": str(root), "gt": str(gts), "cluster": "story",
                                          "stories": len(samples)})
 
     # -- solving -------------------------------------------------------------------------------------------------
