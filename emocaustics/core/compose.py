@@ -19,27 +19,28 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from emocaustics.core.content import content_hash
-from emocaustics.core.task import DatasetOptions, Loaded, Options, Sample, ScoreContext, Scored, Task
+from emocaustics.core.task import DatasetOptions, Loaded, Methods, Options, Sample, ScoreContext, Scored, Task
 
 
-class Solver(Protocol):
+class OneSolver(Protocol):
     async def solve(self, llm: Any, sample: Sample) -> Any: ...
 
 
-class Scorer(Protocol):
+class OneScorer(Protocol):
     metrics: tuple[str, ...]
 
     def score(self, samples: list[Sample], predictions: dict[str, Any], ctx: ScoreContext | None) -> Scored: ...
 
 
 class ComposedTask(Task):
-    def __init__(self, name: str, dataset: Callable[[DatasetOptions], Loaded], solver: Solver, scorer: Scorer, *,
+    def __init__(self, name: str, dataset: Callable[[DatasetOptions], Loaded], solver: OneSolver,
+                 scorer: OneScorer, *,
                  description: str = "", method: str = "generate",
                  dataset_options: type[DatasetOptions] = DatasetOptions, **attrs: Any) -> None:
         self.name, self.description = name, description or f"{name}: a composed task"
-        self.dataset, self.solver, self.scorer = dataset, solver, scorer
+        self.parts = (dataset, solver, scorer)  # the task is its own data, solver and scorer parts: it calls these
         self.Dataset = dataset_options
-        self.solver_methods = (method,)
+        self.methods = Methods(solver=(method,))
         self.primary_metric = scorer.metrics[0]
         self.answer_models = tuple(getattr(solver, "answer_models", ())) + tuple(getattr(scorer, "answer_models", ()))
         self.prompts_version = content_hash([getattr(solver, "prompt_text", ""), getattr(scorer, "prompt_text", "")])
@@ -47,11 +48,11 @@ class ComposedTask(Task):
             setattr(self, key, value)
 
     def load(self, dataset: DatasetOptions, options: Options) -> Loaded:
-        return self.dataset(dataset)
+        return self.parts[0](dataset)
 
     async def solve(self, llm: Any, sample: Sample, options: Options) -> Any:
-        return await self.solver.solve(llm, sample)
+        return await self.parts[1].solve(llm, sample)
 
     def score(self, samples: list[Sample], predictions: dict[str, Any], options: Options,
               ctx: ScoreContext) -> Scored:
-        return self.scorer.score(samples, predictions, ctx)
+        return self.parts[2].score(samples, predictions, ctx)
