@@ -219,12 +219,12 @@ def summary_markdown(summary: pl.DataFrame, pairs: pl.DataFrame, title: str) -> 
         text += f"\n## Components: {task}\n\n" + to_markdown(rows)
     shown = legend(main.columns, comps, option_columns(summary))
     text += "\n## Columns\n\n" + "".join(f"- `{c}`: {doc}\n" for c, doc in shown)
+    text += cluster_note(summary)
     if pairs.height:
         fam = pairs.filter(pl.col("family") == "configs") if "family" in pairs.columns else pairs
         text += (f"\nPaired tests between configs of the same task (approximate randomisation, Holm over "
                  f"{fam.height} pairs; significance.csv): {fam.filter(pl.col('significant')).height} significant at "
                  "0.05.")
-    text += cluster_note(summary)
         if fam.height < pairs.height:
             text += (f" {pairs.height - fam.height} pairs with a calibration row (oracle, baseline) are left out of "
                      "the family: significance.csv gives their unadjusted p (family `calibration`).")
@@ -232,11 +232,6 @@ def summary_markdown(summary: pl.DataFrame, pairs: pl.DataFrame, title: str) -> 
     return text
 
 
-def compare(run_dirs: list[Path]) -> pl.DataFrame:
-    """Several runs' summaries side by side: one row per (run dir, config)."""
-    frames = []
-    for run_dir in run_dirs:
-        path = run_dir / "summary.csv"
 def cluster_note(summary: pl.DataFrame) -> str:
     """What the intervals and paired tests resampled, per task: its cluster unit and how many clusters."""
     if "cluster_by" not in summary.columns:
@@ -250,6 +245,11 @@ def cluster_note(summary: pl.DataFrame) -> str:
             f"`cluster_by` in summary.csv): {'; '.join(parts)}.\n")
 
 
+def compare(run_dirs: list[Path]) -> pl.DataFrame:
+    """Several runs' summaries side by side: one row per (run dir, config)."""
+    frames = []
+    for run_dir in run_dirs:
+        path = run_dir / "summary.csv"
         if not path.exists():
             raise FileNotFoundError(f"{run_dir}: no summary.csv (is this a run directory?)")
         frames.append(pl.read_csv(path).with_columns(pl.lit(str(run_dir)).alias("run_dir")))
