@@ -15,7 +15,7 @@ from pathlib import Path
 import polars as pl
 
 from emocaustics.report.columns import components_by_task, legend, main_table, option_columns
-from emocaustics.report.tables import DECIMALS, check_scores, failures, summarise
+from emocaustics.report.tables import DECIMALS, check_scores, cluster_note, failures, summarise
 
 # Component tables are cut into chunks of this many metric columns so that each fits the page.
 COMPONENTS_PER_TABLE = 6
@@ -122,6 +122,8 @@ def summary_section(summary: pl.DataFrame) -> list[str]:
     """The main table, each task's component tables and the legend of every column shown."""
     main = main_table(summary, drop_same_micro=True)
     parts = [f"<div id='summary'>{table(main, row_class='kind' if 'kind' in main.columns else None)}</div>"]
+    if note := cluster_note(summary):  # what the intervals resampled: each task's cluster unit
+        parts.append(f"<p class='note' id='clusters'>{html.escape(note)}</p>")
     comps = components_by_task(summary)
     if comps:
         parts.append("<h2>Components</h2><div id='components'>")

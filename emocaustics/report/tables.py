@@ -212,14 +212,13 @@ def summary_markdown(summary: pl.DataFrame, pairs: pl.DataFrame, title: str) -> 
     main = main_table(summary).drop("kind", strict=False)
     if "note" in summary.columns:
         main = main.with_columns(summary["note"])
-    text = f"# {title}\n\n" + to_markdown(main)
+    text = f"# {title}\n\n" + to_markdown(main) + (f"\n{note}\n" if (note := cluster_note(summary)) else "")
     comps = components_by_task(summary)
     for task, cols in comps.items():
         rows = summary.filter(pl.col("task") == task).select("run", *cols)
         text += f"\n## Components: {task}\n\n" + to_markdown(rows)
     shown = legend(main.columns, comps, option_columns(summary))
     text += "\n## Columns\n\n" + "".join(f"- `{c}`: {doc}\n" for c, doc in shown)
-    text += cluster_note(summary)
     if pairs.height:
         fam = pairs.filter(pl.col("family") == "configs") if "family" in pairs.columns else pairs
         text += (f"\nPaired tests between configs of the same task (approximate randomisation, Holm over "
@@ -233,7 +232,8 @@ def summary_markdown(summary: pl.DataFrame, pairs: pl.DataFrame, title: str) -> 
 
 
 def cluster_note(summary: pl.DataFrame) -> str:
-    """What the intervals and paired tests resampled, per task: its cluster unit and how many clusters."""
+    """What the intervals and paired tests resampled, per task: its cluster unit and how many clusters (one line,
+    shown under the summary table)."""
     if "cluster_by" not in summary.columns:
         return ""
     parts = []
@@ -241,8 +241,8 @@ def cluster_note(summary: pl.DataFrame) -> str:
                                    .agg(pl.first("cluster_by"), pl.max("clusters"), pl.max("samples")).iter_rows()):
         own = " (one sample each)" if unit in (None, "sample") or n == samples else ""
         parts.append(f"{task}: {unit or 'sample'}, {n} clusters{own}")
-    return ("\nIntervals (`ci`) and paired tests resample clusters, each with all its samples (`clusters`, "
-            f"`cluster_by` in summary.csv): {'; '.join(parts)}.\n")
+    return ("Intervals (ci) and paired tests resample clusters, each drawn with all its samples (summary.csv: "
+            f"clusters, cluster_by): {'; '.join(parts)}.")
 
 
 def compare(run_dirs: list[Path]) -> pl.DataFrame:

@@ -37,7 +37,12 @@ def scores(seed: int, *, unit: str | None = "topic") -> pl.DataFrame:
 def test_the_summary_names_the_unit_and_the_number_of_clusters(tmp_path):
     summary = write_tables(tmp_path, scores(1))
     assert summary.select("cluster_by", "clusters").rows() == [("topic", TOPICS)] * 2
-    assert "aer: topic, 6 clusters.\n" in (tmp_path / "summary.md").read_text()
+    text = (tmp_path / "summary.md").read_text()
+    line = "Intervals (ci) and paired tests resample clusters, each drawn with all its samples"
+    assert f"|\n\n{line}" in text and "aer: topic, 6 clusters.\n" in text  # right under the main table
+    from emocaustics.report.html import summary_section
+
+    assert "<p class='note' id='clusters'>Intervals (ci)" in "".join(summary_section(summary))
     assert pl.read_parquet(tmp_path / "scores.parquet")["cluster"].n_unique() == TOPICS
 
 
