@@ -1,0 +1,53 @@
+"""`emocaustics ui --root DIR [--out DIR] [--port N]`: the workbench, a local web page on 127.0.0.1 that processes
+human-assessment rounds, validates and scores submissions of every task, and opens run folders in the viewer."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from emocaustics.core.clihelp import DefaultsFormatter
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("ui", help="the workbench: a local web page (127.0.0.1) to process human-assessment rounds, "
+                                  "validate and score submissions, and open runs in the viewer",
+                       description=__doc__.splitlines()[0], formatter_class=DefaultsFormatter)
+    p.add_argument("--root", required=True, metavar="DIR",
+                   help="the folder the page may read from: every path it is given is relative to it, and one "
+                        "outside it is refused")
+    p.add_argument("--out", metavar="DIR", help="the only folder the page writes to (uploads, each job's outputs); "
+                                                "default: ROOT/workbench")
+    p.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: a free one)")
+    p.set_defaults(func=_cmd_ui)
+
+
+def _cmd_ui(args: argparse.Namespace) -> int:
+    from emocaustics.cli import main
+    from emocaustics.core.errors import UsageError
+    from emocaustics.ui.server import Workbench, make_server
+
+    root = Path(args.root)
+    if not root.is_dir():
+        raise UsageError(f"--root {args.root}: {'not a folder' if root.exists() else 'no such folder'}")
+    out = Path(args.out) if args.out else root / "workbench"
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out}: not a folder")
+    bench = Workbench(root, out, main)  # each job calls the command line's own `main` in a worker process
+    try:
+        server = make_server(bench, args.port)
+    except (OSError, OverflowError) as exc:  # a port in use, one below 1024 without the right, one past 65535
+        cause = getattr(exc, "strerror", None) or exc
+        raise UsageError(f"--port {args.port}: cannot listen on 127.0.0.1:{args.port}: {cause}; give another port, "
+                         "or --port 0 for a free one") from None
+    print(f"workbench: http://127.0.0.1:{server.server_address[1]}/  (reads {bench.folders.root}, writes "
+          f"{bench.folders.out}; Ctrl-C stops it)", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+        bench.close()
+    return 0

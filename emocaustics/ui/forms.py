@@ -1,0 +1,81 @@
+"""What each form of the page runs: the command-line verbs of a job, built from the form's fields. A path field is
+relative to the root folder (or `out:...`, a file the workbench wrote or was sent); every one is checked by
+`paths.Folders` before a verb sees it. The verbs are the command line's own, so a form can do nothing the command line
+cannot, and a number on the page is the number the command prints."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from emocaustics.core.errors import UsageError
+from emocaustics.ui.paths import Folders, Refused
+
+SUBMISSION_TASKS = ("aer", "ecpe", "narrative", "sextuple", "emotion")
+AER_SPLITS = ("sample", "dev", "test", "train")
+SUBSETS = ("sample", "paper-100", "long-20", "all")
+PREDICTORS = ("oracle", "baseline")  # sextuple/emotion's built-in predictors (no file)
+
+
+def _path(folders: Folders, form: dict[str, Any], key: str, what: str, *, required: bool = True) -> Path | None:
+    typed = str(form.get(key) or "").strip()
+    if not typed:
+        if required:
+            raise Refused(f"{what}: give a path under the root folder, or upload a file")
+        return None
+    return folders.resolve(typed, what)
+
+
+def plan(kind: str, form: dict[str, Any], folders: Folders, folder: Path) -> tuple[str, list[tuple[str, list[str]]]]:
+    """(title, steps) of a job of `kind`; its outputs go into `folder` (a new folder under the output folder)."""
+    if kind == "human-process":
+        hits = _path(folders, form, "hits", "ratings file")
+        if hits.suffix.lower() == ".csv":
+            raise UsageError(f"{hits.name}: a raw MTurk CSV; the project ships no converter to the normative JSON (how "
+                             "a CSV task slot maps to a system is not documented upstream: see "
+                             "datasets/human/README.md); pick the normative JSON (hits_data.json) built from it")
+        argv = ["human", "process", str(hits), "--out", str(folder / "run")]
+        if str(form.get("ranking") or "").strip():
+            argv += ["--ranking", str(form["ranking"]).strip()]
+        if str(form.get("qc_threshold") or "").strip():
+            argv += ["--qc-threshold", str(form["qc_threshold"]).strip()]
+        return f"human process {hits.name}", [("process", argv)]
+    if kind == "human-replicate":
+        run1, run2 = _path(folders, form, "run1", "run 1"), _path(folders, form, "run2", "run 2")
+        return (f"human replicate {run1.name} {run2.name}",
+                [("replicate", ["human", "replicate", str(run1), str(run2), "--out", str(folder / "replication")])])
+    if kind == "submission":
+        return _submission(form, folders, folder)
+    raise UsageError(f"unknown job kind {kind!r}")
+
+
+def _submission(form: dict[str, Any], folders: Folders, folder: Path) -> tuple[str, list[tuple[str, list[str]]]]:
+    task = str(form.get("task") or "")
+    if task not in SUBMISSION_TASKS:
+        raise UsageError(f"task {task!r}: one of {', '.join(SUBMISSION_TASKS)}")
+    typed = str(form.get("pred") or "").strip()
+    pred = typed if task in ("sextuple", "emotion") and typed in PREDICTORS else _path(folders, form, "pred",
+                                                                                         "submission")
+    data = _path(folders, form, "data", "data folder", required=task == "narrative")
+    with_data = ["--data", str(data)] if data is not None else []
+    title = f"{task}: {Path(str(pred)).name}"
+    if task == "aer":
+        split = str(form.get("split") or "dev")
+        if split not in AER_SPLITS:
+            raise UsageError(f"split {split!r}: one of {', '.join(AER_SPLITS)}")
+        return f"{title} on {split}", [
+            ("validate", ["aer", "validate", str(pred), "--split", split, *with_data, "--json"]),
+            ("score", ["score", "aer", "--pred", str(pred), "--split", split, *with_data, "--json",
+                       "--allow-failures"])]
+    if task == "ecpe":
+        return title, [("validate", ["ecpe", "validate", str(pred), *with_data, "--json"]),
+                       ("score", ["score", "ecpe", "--pred", str(pred), *with_data, "--json", "--allow-failures"])]
+    if task == "narrative":
+        return title, [("score", ["score", "narrative", "--pred", str(pred), *with_data, "--engine", "local",
+                                  "--markdown", str(folder / "report.md"), "--json", "--allow-failures"])]
+    subset = str(form.get("subset") or "")
+    if subset and subset not in SUBSETS:
+        raise UsageError(f"subset {subset!r}: one of {', '.join(SUBSETS)}")
+    return f"{title}{' on ' + subset if subset else ''}", [
+        ("score", ["score", task, "--pred", str(pred), *with_data, *(["--subset", subset] if subset else []),
+                   "--engine", "local", "--out", str(folder / "report"), "--json", "--allow-failures"])]
