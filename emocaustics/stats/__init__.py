@@ -1,6 +1,7 @@
 """Task-neutral statistics: the same functions serve machine score tables and human ratings.
 
-- `bootstrap`: resampling items, bootstrap means and percentile intervals (many rows at once, seeded).
+- `bootstrap`: resampling items (or whole clusters of items: `cluster_index`), bootstrap means and percentile
+  intervals (many rows at once, seeded).
 - `paired`: paired bootstrap, approximate randomisation, Wilcoxon signed-rank, Holm's correction.
 - `pairsums`: the shared engine that resamples all configurations and all their pairs in one pass.
 - `threads`: the BLAS thread limit of the resampling products (one by default; `EMOCAUSTICS_STATS_THREADS`).
@@ -13,7 +14,7 @@
 """
 
 from emocaustics.stats.bootstrap import (bootstrap_ci, bootstrap_masked_means, bootstrap_means, bootstrap_table,
-                                         percentile_interval)
+                                         cluster_index, percentile_interval)
 from emocaustics.stats.correlation import correlate, correlations, split_correlation_matrix
 from emocaustics.stats.mannwhitney import mannwhitney_matrix, mannwhitney_p
 from emocaustics.stats.matrix import matrix_from_pairs, plot_significance, significance_frame
@@ -23,8 +24,8 @@ from emocaustics.stats.tables import ConfigStats, config_matrix, config_stats, d
 
 __all__ = [
     "ConfigStats", "approximate_randomisation_p", "bootstrap_ci", "bootstrap_masked_means", "bootstrap_means",
-    "bootstrap_table", "config_matrix", "config_stats", "correlate", "correlations", "describe_pairs", "holm", "holm_family",
-    "mannwhitney_matrix", "mannwhitney_p", "matrix_from_pairs", "paired_bootstrap", "paired_bootstrap_p",
+    "bootstrap_table", "cluster_index", "config_matrix", "config_stats", "correlate", "correlations", "describe_pairs",
+    "holm", "holm_family", "mannwhitney_matrix", "mannwhitney_p", "matrix_from_pairs", "paired_bootstrap", "paired_bootstrap_p",
     "per_item", "percentile_interval", "plot_significance", "randomisation_table", "significance_frame",
     "split_correlation_matrix", "wilcoxon_p",
 ]
