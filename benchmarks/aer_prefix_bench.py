@@ -40,6 +40,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from emocaustics.core.task import parse_options
+
 RESULTS = Path(__file__).resolve().parent / "results"
 # The team's local copy of the published data, used when neither --data nor EMOCAUSTICS_AER_DATA says where it is.
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "aer"
@@ -85,9 +87,9 @@ async def affinity_phase(pool: Any, task: Any, samples: list[Any], options: Any,
     before = await pool.stats()
     load0 = _load()
     t0 = time.perf_counter()
-    key = (lambda s: task.affinity(s, options)) if affinity else (lambda s: f"aer:{s.id}")
+    key = (lambda s: task.placement(s, options).affinity) if affinity else (lambda s: f"aer:{s.id}")
     out = await pool.run(_make_solver(task, options, tag), samples, affinity_key=key,
-                         weight_key=lambda s: task.weight(s, options))
+                         weight_key=lambda s: task.placement(s, options).weight)
     wall = time.perf_counter() - t0
     after = await pool.stats()
     d = {k: after[k] - before[k] for k in ("prompt_tokens", "cached_prompt_tokens", "generated_tokens", "calls")}
@@ -106,7 +108,7 @@ def prepared(split: str, data: str | None, n: int | None, prompt: str = "zero-sh
     from emocaustics.core.task import ScoreContext, get_task
 
     task = get_task("aer")
-    options = task.parse_options({"method": "llm", "prompt": prompt, "context": "full",
+    options = parse_options(task, {"method": "llm", "prompt": prompt, "context": "full",
                                   "max_context_tokens": WINDOW, "chars_per_token": CHARS_PER_TOKEN})
     loaded = task.load(task.Dataset(split=split, data=data, max_samples=n), options)
     return task, options, task.prepare(loaded.samples, options, ScoreContext())

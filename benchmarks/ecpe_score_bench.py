@@ -22,6 +22,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from emocaustics.core.task import parse_options
+
 RESULTS = Path(__file__).resolve().parent / "results"
 SHARED = Path(__file__).resolve().parents[1] / ".." / "shared" / "datasets" / "ecac"
 CEILING_SECONDS = 2.0
@@ -67,7 +69,7 @@ def run(quick: bool = False) -> dict:
     worst = 0.0
     with tempfile.TemporaryDirectory() as tmp:
         for method in ("oracle", "baseline"):
-            opts = task.parse_options({"method": method})
+            opts = parse_options(task, {"method": method})
             preds = task.predict(method, loaded.samples, opts)
             out = Path(tmp) / method
             task.finalize(out, loaded.samples, preds, opts)

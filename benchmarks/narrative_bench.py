@@ -26,6 +26,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from emocaustics.core.task import parse_options
+
 RESULTS = Path(__file__).resolve().parent / "results"
 NAME = "narrative_bench"
 COMMAND = "python -m benchmarks.narrative_bench"
@@ -174,7 +176,7 @@ def score_task_ray(root: Path) -> tuple[dict[str, Any], dict[str, float]]:
     from emocaustics.core.task import ScoreContext, get_task
 
     task = get_task("narrative")
-    opts = task.parse_options({"method": "files"})
+    opts = parse_options(task, {"method": "files"})
     t0 = time.perf_counter()
     loaded = task.load(task.Dataset(data=str(root)), opts)
     t1 = time.perf_counter()

@@ -21,6 +21,7 @@ import numpy as np
 
 from emocaustics.core.task import Options, Sample, Side, get_task
 from emocaustics.solve.side import Embeddings, pack, unpack
+from emocaustics.tasks.longdialogue.side import DialogueSide
 from emocaustics.tasks.longdialogue.task import EmoCausticsTask, EmoOptions
 
 ID_STRIDE = 1_000_000  # copy k of dialogue d: id d + k * ID_STRIDE
@@ -51,7 +52,8 @@ class StandInEmbeddings(EmoCausticsTask):
     def __init__(self, base: EmoCausticsTask | str, vectors: Vectors = hash_vectors, *,
                  packed: dict[tuple[str, ...], dict[str, Any]] | None = None) -> None:
         base = get_task(base) if isinstance(base, str) else base
-        super().__init__(base.name, base.description, base.solver_methods)
+        super().__init__(base.name, base.description, base.methods.solver)
+        self.side = StandInSide(self)
         self.vectors = vectors
         # packed vectors by dialogue text; pass one dict to several tasks (configs) so that they share it too
         self._packed = packed if packed is not None else {}
@@ -65,7 +67,7 @@ class StandInEmbeddings(EmoCausticsTask):
             self.solver_view(s, options)
 
     def solver_view(self, sample: Sample, options: Options, prior: Any = None) -> Sample:
-        view = super().solver_view(sample, options, prior)
+        view = DialogueSide(self).solver_view(sample, options, prior)
         item = view.input
         if item["sentences"] and self.extract_config(options).needs_embeddings(item["prior"] is not None,
                                                                              len(item["sentences"])):
@@ -85,6 +87,21 @@ class StandInEmbeddings(EmoCausticsTask):
         emb = Embeddings(unpack(packed)) if packed is not None else None
         return await solve_dialogue(llm, sample.input, emb, side.stats)
 
+
+
+class StandInSide(DialogueSide):
+    """The side inputs of `StandInEmbeddings`: its solver view (vectors packed in), no texts to embed, its solve."""
+
+    task: StandInEmbeddings
+
+    def solver_view(self, sample: Sample, options: Options, prior: Any = None) -> Sample:
+        return self.task.solver_view(sample, options, prior)
+
+    def side_texts(self, sample: Sample, options: Options) -> list[str] | None:
+        return self.task.side_texts(sample, options)
+
+    async def solve_with(self, llm: Any, sample: Sample, options: Options, side: Side) -> Any:
+        return await self.task.solve_with(llm, sample, options, side)
 
 def options_of(**cfg: Any) -> EmoOptions:
     """A config as the grid writes it (`{"task": ..., "method": ..., ...}`, `ExtractConfig`'s fields) as options."""

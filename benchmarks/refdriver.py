@@ -97,7 +97,7 @@ def reference_threads(method: str) -> int:
 
 
 def reference_items(dialogues: list[Any], method: str, from_dir: Path | None, embedder: Any) -> tuple[list, float]:
-    """The dialogues as the task's work items (`EmoCausticsTask.solver_view`, the prior sextuple run of `from_dir`
+    """The dialogues as the task's work items (`DialogueSide.solver_view`, the prior sextuple run of `from_dir`
     for a chain `window` config, as our run reads it), and the reference's embedding: every utterance of the items
     that use embeddings in one batched call, up front; returns the items and the seconds that call took. An item
     whose prior is missing carries `skip_reason` (ours fails it at step `input`, without calls)."""
@@ -108,14 +108,14 @@ def reference_items(dialogues: list[Any], method: str, from_dir: Path | None, em
     task_name, how = method.split("/")
     task, options = get_task(task_name), EmoOptions(method=how)
     samples = [Sample(str(d.id), d) for d in dialogues]
-    priors = task.read_prior(from_dir, samples) if from_dir is not None else {}
+    priors = task.side.read_prior(from_dir, samples) if from_dir is not None else {}
     items = []
     for s in samples:
         prior = priors.get(s.id)
-        item = task.solver_view(s, options, None if isinstance(prior, Failure) else prior).input
+        item = task.side.solver_view(s, options, None if isinstance(prior, Failure) else prior).input
         if isinstance(prior, Failure):
             item["skip_reason"] = prior.reason
-        elif task.side_texts(Sample(s.id, item), options):
+        elif task.side.side_texts(Sample(s.id, item), options):
             item["needs_emb"] = True
         items.append(item)
     todo = [it for it in items if it.get("needs_emb")]

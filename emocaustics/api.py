@@ -204,10 +204,10 @@ def score(task: str, predictions: str | Path | Run | dict[str, Any], *, data: st
 
     extra = dict(dataset or {}) | ({"data": str(data)} if data is not None else {})
     if isinstance(predictions, dict):
-        t = get_task(task)
+        the_task = get_task(task)
         with tempfile.TemporaryDirectory(prefix="ec-score-") as tmp:
             for sid, value in predictions.items():  # the task's own reader turns them into what its scorer takes
-                t.write_prediction(Path(tmp), str(sid), value)
+                the_task.store.write_prediction(Path(tmp), str(sid), value)
             (Path(tmp) / "predictions.jsonl").touch()
             return score_predictions(task, Path(tmp), dataset=extra, options=options, ignore_provenance=True,
                                      where="predictions")

@@ -72,19 +72,19 @@ def legacy_fetch(verb: str, task: str, dest: str | Path | None) -> int:
 
 def sources_for(name: str) -> list[DataSource]:
     """The data sources of a task, or the one source of that name; a UsageError naming what can be fetched."""
-    from emocaustics.core.task import get_task, task_names
+    from emocaustics.core.task import get_task, is_task_file, task_names
 
     names = task_names()
-    if name in names:
-        sources = list(get_task(name).data_sources)
+    if name in names or is_task_file(name):
+        sources = list(get_task(name).data.data_sources)
         if not sources:
             raise UsageError(f"task {name!r} declares no data to fetch (its data ships with the project or is your "
                              "own: give it as the dataset's `data`)")
         return sources
-    by_name = {s.name: s for t in names for s in get_task(t).data_sources}
+    by_name = {s.name: s for t in names for s in get_task(t).data.data_sources}
     if name in by_name:
         return [by_name[name]]
-    with_data = sorted(t for t in names if get_task(t).data_sources)
+    with_data = sorted(t for t in names if get_task(t).data.data_sources)
     raise UsageError(f"unknown task or data source {name!r}; tasks with data to fetch: {', '.join(with_data)}; "
                      f"data sources: {', '.join(sorted(by_name))}")
 

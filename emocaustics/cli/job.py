@@ -156,8 +156,8 @@ def _tasks(args: argparse.Namespace) -> int:
                    for k, f in task.Options.model_fields.items() if k != "method"}
         dataset = {k: (None if f.is_required() else f.get_default(call_default_factory=True))
                    for k, f in task.Dataset.model_fields.items()}
-        listing.append({"task": name, "description": task.description, "methods": list(task.solver_methods),
-                        "calibration": list(task.calibration_methods), "options": options, "dataset": dataset})
+        listing.append({"task": name, "description": task.description, "methods": list(task.methods.solver),
+                        "calibration": list(task.methods.calibration), "options": options, "dataset": dataset})
     if args.json:
         print(json.dumps(listing, indent=1, default=str))
         return 0

@@ -2,7 +2,7 @@
 every task that registers no `score` verb of its own (plug-in tasks; the in-tree tasks keep their richer verbs).
 
 The samples come from `Task.load` (dataset options: the ones the predictions were made for, read from the folder's
-provenance.json, then `--data` and `-D key=value`), the predictions from `Task.read_predictions` (predictions.jsonl
+provenance.json, then `--data` and `-D key=value`), the predictions from `store.read_predictions` (predictions.jsonl
 and failures.jsonl), paired by the job's rule (`core.predictions`): a sample with no prediction is a failure, counted
 0 and listed; predictions of no sample are named on stderr, and a folder of which none pairs is a usage error (exit
 2, nothing scored). Failures exit 3 unless `--allow-failures`. Prints the primary metric and the summary (or JSON).
@@ -81,7 +81,7 @@ def _calibration(folder: Path) -> str:
         method, task = record.get("method"), get_task(record["task"])
     except (OSError, ValueError, KeyError, TypeError, UsageError):
         return ""
-    if method not in task.calibration_methods:
+    if method not in task.methods.calibration:
         return ""
     return (f": a config of calibration method {method!r}, whose predictor runs when the config is scored and writes "
             f"no prediction file; its scores are in {folder.parent.parent / 'scores.parquet'} (or run it again: "

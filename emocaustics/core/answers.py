@@ -52,6 +52,6 @@ def check_answer_schema(schema: dict[str, Any], name: str, where: str = "") -> N
 
 
 def check_answer_models(task: Any) -> None:
-    """Refuse a task whose declared `answer_models` hold a field guided decoding cannot constrain."""
-    for model in getattr(task, "answer_models", ()):
-        check_answer_schema(model.model_json_schema(), model.__name__, f"task {getattr(task, 'name', '?')!r}: ")
+    """Refuse a task whose solver's declared `answer_models` hold a field guided decoding cannot constrain."""
+    for model in task.solver.answer_models:
+        check_answer_schema(model.model_json_schema(), model.__name__, f"task {task.name!r}: ")

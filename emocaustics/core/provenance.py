@@ -28,7 +28,7 @@ def dataset_hash(fingerprints: dict[str, str]) -> str:
 
 
 def record(task: Any, loaded: Any, *, dataset: dict[str, Any], options: Any, model: str | None) -> dict[str, Any]:
-    fingerprints = {s.id: task.fingerprint(s) for s in loaded.samples}
+    fingerprints = {s.id: task.data.fingerprint(s) for s in loaded.samples}
     return {
         "version": VERSION,
         "task": task.name,

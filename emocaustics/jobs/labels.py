@@ -9,6 +9,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from emocaustics.core.task import needs_model
+
 
 def label_axes(runs: list[Any], dataset_for: Callable[[Any], dict[str, Any]]) -> list[list[str] | None]:
     """Per run, the option keys its label names: those whose value differs between the job's configs of the same
@@ -41,7 +43,8 @@ def label_runs(runs: list[Any], dataset_for: Callable[[Any], dict[str, Any]]) ->
     for run, axes in zip(runs, label_axes(runs, dataset_for)):
         task, opts = run.resolve()
         labelled = run.model_copy()
-        labelled._label = task.label(opts, run.model if task.needs_model(opts) else None, axes=axes)
+        model = run.model if needs_model(task, opts) else None
+        labelled._label = task.report.label(opts, model, axes=axes)
         out.append(labelled)
     return out
 

@@ -45,18 +45,18 @@ def _fields(model: Any, skip: tuple[str, ...] = ()) -> list[str]:
 def _method(task: Task, method: str | None, options: dict[str, Any], model: str | None) -> str:
     """--method, else `-T method=`, else the task's default method, else its first model method when a model is
     given; a method that calls a model without one is an error that names the calibration methods."""
-    methods = task.solver_methods + task.calibration_methods
+    methods = task.methods.all
     chosen = method or options.pop("method", None)
     if chosen is None:
         field = task.Options.model_fields["method"]
         default = None if field.is_required() else field.get_default()
-        chosen = default if default in methods else (task.solver_methods[0] if model and task.solver_methods else None)
+        chosen = default if default in methods else (task.methods.solver[0] if model and task.methods.solver else None)
     if chosen is None:
         raise UsageError(f"task {task.name}: give --method (one of {', '.join(methods)})")
     if chosen not in methods:
         raise UsageError(f"--method {chosen}: task {task.name} has the methods {', '.join(methods)}")
-    if chosen in task.solver_methods and not model:
-        calib = "|".join(task.calibration_methods)
+    if chosen in task.methods.solver and not model:
+        calib = "|".join(task.methods.calibration)
         raise UsageError(f"method {chosen} of task {task.name} calls a model: give --model SPEC ({MODEL_HINT})"
                          + (f", or a method that needs none (--method {calib})" if calib else ""))
     return str(chosen)
@@ -103,29 +103,29 @@ def eval_job(task: str, *, model: str | None = None, method: str | None = None, 
     `ids`/`limit` the selection."""
     from emocaustics.jobs.spec import _messages  # one wording for spec errors
 
-    t = get_task(task)
+    the_task = get_task(task)
     options, dataset = dict(options or {}), dict(dataset or {})
-    known = _fields(t.Options, ("method",))
+    known = _fields(the_task.Options, ("method",))
     unknown = [k for k in options if k not in known and k != "method"]
     if unknown:
         raise UsageError(f"-T {unknown[0]}: task {task} has no option {unknown[0]!r}; its options: "
                          f"{', '.join(known) or '(none)'}")
-    data_fields = _fields(t.Dataset)
+    data_fields = _fields(the_task.Dataset)
     unknown = [k for k in dataset if k not in data_fields]
     if unknown:
         raise UsageError(f"-D {unknown[0]}: task {task} has no dataset option {unknown[0]!r}; its dataset options: "
                          f"{', '.join(data_fields)}")
     if split is not None:
-        field = split_field(t)  # the task's declared option, else its `split` (core.optionkeys.SplitField)
+        field = split_field(the_task)  # the task's declared option, else its `split` (core.optionkeys.SplitField)
         if field is None:
             raise UsageError(f"--split: task {task} has no split; its dataset options: {', '.join(data_fields)} "
                              "(give them with -D KEY=VALUE)")
         dataset[field] = split
-    chosen = _method(t, method, options, model)
-    needs_model = chosen in t.solver_methods
+    chosen = _method(the_task, method, options, model)
+    needs_model = chosen in the_task.methods.solver
     if model and not needs_model:  # the run would ignore it: a user who named a model wants it used
         raise UsageError(f"--model {model_key(model)}: method {chosen} of task {task} calls no model; leave out "
-                         f"--model, or choose a method that calls one ({', '.join(t.solver_methods) or 'none'})")
+                         f"--model, or choose a method that calls one ({', '.join(the_task.methods.solver) or 'none'})")
     if ids is not None and not [i for i in ids if str(i).strip()]:  # `--ids ,` would select every sample
         raise UsageError("--ids: no sample id given (an empty list would select every sample); give ids separated "
                          "by commas, or leave out --ids")
@@ -162,15 +162,14 @@ def _flags(text: str) -> str:
 
 
 def check_submission(job: JobSpec, target: Path) -> None:
-    """`--submission-file` for a task that writes none (not a `SubmissionWriter`), or with a suffix none of its
-    files has, is refused before running."""
-    from emocaustics.core.submission import SubmissionWriter
-
+    """`--submission-file` for a task that writes none (its scorer's `submission_files` empty), or with a suffix
+    none of its files has, is refused before running."""
     task, _ = job.expand()[0].resolve()
-    if not isinstance(task, SubmissionWriter):
+    files = task.scorer.submission_files
+    if not files:
         raise UsageError(f"--submission-file: task {task.name} writes no submission file")
-    if target.suffix and target.suffix not in {Path(n).suffix for n in task.submission_files}:
-        raise UsageError(f"--submission-file {target}: task {task.name} writes {', '.join(task.submission_files)}; "
+    if target.suffix and target.suffix not in {Path(n).suffix for n in files}:
+        raise UsageError(f"--submission-file {target}: task {task.name} writes {', '.join(files)}; "
                          "give a path with one of their suffixes")
 
 
@@ -183,7 +182,7 @@ def copy_submission(run_dir: Path, job: JobSpec, target: Path) -> Path:
     run = job.expand()[0]
     task, _ = run.resolve()
     folder = run_dir / "predictions" / run.label
-    written = [folder / n for n in task.submission_files if (folder / n).is_file()]  # type: ignore[attr-defined]
+    written = [folder / n for n in task.scorer.submission_files if (folder / n).is_file()]
     match = [p for p in written if p.suffix == target.suffix] if target.suffix else written[:1]
     if len(match) != 1:
         names = ", ".join(p.name for p in written) or "nothing"

@@ -23,7 +23,7 @@ from typing import Any
 
 from emocaustics.core.errors import PreflightError, UsageError
 from emocaustics.core.groundtruth import require_ground_truth
-from emocaustics.core.task import Loaded
+from emocaustics.core.task import Loaded, builds_on, needs_model
 from emocaustics.jobs.spec import JobSpec, ModelSpec
 from emocaustics.models.cacheplace import CacheChoice, choose
 
@@ -48,7 +48,7 @@ def load_all(configs: list[Any]) -> dict[str, Loaded | UsageError]:
                f"{select.model_dump_json() if select is not None else ''}")
         if key not in memo:
             try:
-                got = _selected(cfg.task.load(cfg.dataset, cfg.options), select, cfg)
+                got = _selected(cfg.task.data.load(cfg.dataset, cfg.options), select, cfg)
                 memo[key] = require_ground_truth(cfg.task, got, cfg.options)  # before anything runs
             except UsageError as exc:
                 memo[key] = exc
@@ -185,7 +185,7 @@ def describe(job: JobSpec, configs: list[Any], loaded: dict[str, Loaded | UsageE
             why = problem(bad_models[cfg.model])
         elif unpriced and remote and getattr(cfg, "price", None) is None:
             why = problem(unpriced)
-        elif cfg.task.needs_model(cfg.options):
+        elif needs_model(cfg.task, cfg.options):
             try:
                 figures = _forecast(cfg, configs, got, job, counters)
                 why = None
@@ -256,9 +256,7 @@ def _forecast(cfg: Any, configs: list[Any], got: Loaded, job: JobSpec, counters:
 
     if cfg.model not in counters:
         counters[cfg.model] = counter_for(job.models[cfg.model].spec)
-    builds_on = getattr(cfg.task, "builds_on", None)
-    label = builds_on(cfg.options, cfg.model, [(c.task.name, c.options, c.model, c.label) for c in configs]) \
-        if builds_on is not None else None
+    label = builds_on(cfg.task, cfg.options, cfg.model, [(c.task.name, c.options, c.model, c.label) for c in configs])
     prior = label is not None and any(c.label == label for c in configs)
     f = forecast(cfg.task, got.samples, cfg.options, counters[cfg.model], prior=prior)
     return [f.llm_calls, f.prompt_tokens, f.generated_tokens, f.live_calls, f.live_prompt_tokens]

@@ -32,7 +32,7 @@ def score_table(cfg: Config, scored: Scored, stats: dict[str, dict[str, Any]],
     rows = scored.rows
     # The per-sample score is the primary metric where the task scores it per sample; a corpus-level primary
     # (an official F1) lives in configs.json, and its first per-sample metric stands in the per-sample table.
-    main = per_sample(rows, cfg.task.primary_metric)
+    main = per_sample(rows, cfg.task.report.primary_metric)
     info = scored.tables.get("sample_info")
     if info is not None:
         main = main.join(info, on="sample_id", how="left")
@@ -47,7 +47,7 @@ def score_table(cfg: Config, scored: Scored, stats: dict[str, dict[str, Any]],
     # A sample with no calls recorded cost nothing; a priced model's calls cost what their tokens say; an unpriced
     # model's calls cost an unknown amount (null, never 0).
     no_calls = pl.lit(0.0) if (price is not None or cfg.model is None) else pl.lit(None, pl.Float64)
-    extra = cfg.task.summary_columns(cfg.options)
+    extra = cfg.task.report.summary_columns(cfg.options)
     return (
         main.join(cost, on="sample_id", how="left")
         .with_columns(

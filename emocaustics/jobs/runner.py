@@ -1,7 +1,7 @@
 """`emocaustics run JOB.yaml`: a whole job (runs and grid, any task) from data to report, resumable.
 
-    validate spec -> connect to Ray (once, `core.cluster`) -> task.load of every config (data defects reported)
-    -> every config that asks a model solved at once on one plan (`jobs/together.py`, `solve.plan`: task.prepare,
+    validate spec -> connect to Ray (once, `core.cluster`) -> task.data.load of every config (data defects reported)
+    -> every config that asks a model solved at once on one plan (`jobs/together.py`, `solve.plan`: task.solver.prepare,
       the job's model pool, a typed stop named once) -> for every config: the calibration predictor, or its
       predictions -> task.score (long rows) -> task.finalize
     -> rows.parquet (long) / scores.parquet (one row per config x sample) / tables/<name>.parquet (a scorer's extra
@@ -26,7 +26,7 @@ from urllib.parse import urlencode
 import polars as pl
 
 from emocaustics.core.errors import NothingToResume, Stop, UsageError
-from emocaustics.core.task import Failure, Loaded, Options, ScoreContext, Task
+from emocaustics.core.task import Failure, Loaded, Options, ScoreContext, Task, builds_on, needs_model
 from emocaustics.core.writes import writing
 from emocaustics.jobs import cost, rundir
 from emocaustics.jobs.rundir import RUN_FILE
@@ -65,7 +65,7 @@ def model_spec_string(model: ModelSpec) -> str:
 
 
 def run_kind(task: Task, opts: Options, run: RunSpec, job: JobSpec) -> str:
-    if not task.needs_model(opts):
+    if not needs_model(task, opts):
         return "calibration"
     from emocaustics.models.spec import parse_llm_spec
 
@@ -97,7 +97,7 @@ class Config:
         self.run = run
         self.task, self.options = run.resolve()
         self.label = run.label
-        self.model = run.model if self.task.needs_model(self.options) else None
+        self.model = run.model if needs_model(self.task, self.options) else None
         self.kind = run_kind(self.task, self.options, run, job)
         self.pred_dir = run_dir / "predictions" / self.label
         self.dataset = self.task.Dataset.model_validate(job.dataset_for(run))
@@ -107,34 +107,34 @@ class Config:
 
 def _prior(cfg: Config, configs: list[Config]) -> Path | None:
     """The folder of another config this one builds on (the task decides), if the job has it."""
-    label = cfg.task.builds_on(cfg.options, cfg.model, [(c.task.name, c.options, c.model, c.label) for c in configs])
+    label = builds_on(cfg.task, cfg.options, cfg.model, [(c.task.name, c.options, c.model, c.label) for c in configs])
     if label is None:
         return None
     return next((c.pred_dir for c in configs if c.label == label), None)
 
 
 def _order(configs: list[Config], *, to_run: bool = False) -> list[Config]:
-    """Configs others build on first (`Task.builds_on`: a config that reuses another config's predictions); `to_run`
+    """Configs others build on first (`SideInputs.builds_on`: a config that reuses another config's predictions); `to_run`
     (the order they run in): then those that ask a model before the calibration ones, so that a job against a warm
     model reaches its first LLM call at once (the calibration rows' scoring would wait for the embedder's load first;
     warm_bench). The tables keep the job's order."""
     needed = {p for c in configs if (p := _prior(c, configs)) is not None}
-    return sorted(configs, key=lambda c: (c.pred_dir not in needed, to_run and not c.task.needs_model(c.options)))
+    return sorted(configs, key=lambda c: (c.pred_dir not in needed, to_run and not needs_model(c.task, c.options)))
 
 
 def predictions_for(cfg: Config, samples: list) -> dict[str, Any]:
-    if not cfg.task.needs_model(cfg.options):
+    if not needs_model(cfg.task, cfg.options):
         return cfg.task.predict(cfg.options.method, samples, cfg.options)
     from emocaustics.core.predictions import pair  # the rule `score TASK` shares: nothing written is a Failure
 
-    return pair(samples, cfg.task.read_predictions(cfg.pred_dir)).predictions
+    return pair(samples, cfg.task.store.read_predictions(cfg.pred_dir)).predictions
 
 
 def _resume_line(cfg: Config, samples: list) -> str:
     """What a resumed config skips and what it runs."""
-    if not cfg.task.needs_model(cfg.options):
+    if not needs_model(cfg.task, cfg.options):
         return f"resume: {cfg.label}: calibration predictor, scored again ({len(samples)} samples)"
-    found = cfg.task.read_predictions(cfg.pred_dir) if cfg.pred_dir.exists() else {}
+    found = cfg.task.store.read_predictions(cfg.pred_dir) if cfg.pred_dir.exists() else {}
     ids = {s.id for s in samples}
     done = sum(1 for k, v in found.items() if k in ids and not isinstance(v, Failure))
     failed = sum(1 for k, v in found.items() if k in ids and isinstance(v, Failure))
@@ -245,15 +245,17 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force
             samples = solved.get(cfg.label, loaded.samples)
             predictions = predictions_for(cfg, samples)
             evallog.config(cfg.label).finish(samples, predictions)
-            scored = cfg.task.score(samples, predictions, cfg.options, ctx)
-            cfg.task.finalize(cfg.pred_dir, samples, predictions, cfg.options)
-            stats = cfg.task.sample_stats(cfg.pred_dir) if cfg.task.needs_model(cfg.options) else {}
+            scored = cfg.task.scorer.score(samples, predictions, cfg.options, ctx)
+            cfg.task.scorer.finalize(cfg.pred_dir, samples, predictions, cfg.options)
+            from emocaustics.solve.plan import sample_stats
+
+            stats = sample_stats(cfg.pred_dir) if needs_model(cfg.task, cfg.options) else {}
             frame = score_table(cfg, scored, stats, loaded)
             outputs[cfg.label] = (frame, scored, summary_record(cfg, scored, len(loaded.defects), frame))
             wall[cfg.label] = clock.stop()  # every attempt of this config: a resumed config's time is the sum
-        value = scored.summary.get(cfg.task.primary_metric, frame["score"].mean())
+        value = scored.summary.get(cfg.task.report.primary_metric, frame["score"].mean())
         failed = int(frame["failed"].sum())
-        print(f"[score {cfg.label}] {cfg.task.primary_metric} "
+        print(f"[score {cfg.label}] {cfg.task.report.primary_metric} "
               f"{value if value is None else round(float(value), 4)}, {failed} failures, {wall[cfg.label]} s",
               flush=True)
     wall = {cfg.label: wall[cfg.label] for cfg in configs}

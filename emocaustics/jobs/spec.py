@@ -15,7 +15,7 @@ import yaml
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from emocaustics.core.errors import UsageError
-from emocaustics.core.task import get_task
+from emocaustics.core.task import get_task, needs_model
 from emocaustics.jobs.labels import config_axes, label_runs
 from emocaustics.jobs.modelentry import ModelSpec  # noqa: F401 (a job's model entry; imported from here too)
 from emocaustics.jobs.runspec import (RUN_KEYS, GridSpec, RunSpec, SelectSpec, _check_epochs,  # noqa: F401 (importable
@@ -99,7 +99,7 @@ class JobSpec(_Strict):
         for run in runs:
             task, opts = run.resolve()
             _check_epochs(run, task, opts)
-            if task.needs_model(opts):
+            if needs_model(task, opts):
                 if run.model is None:
                     raise ValueError(f"run {run.label!r}: method {opts.method!r} needs a model (a key of `models`)")
                 if run.model not in self.models:
@@ -133,7 +133,7 @@ class JobSpec(_Strict):
             task, opts = run.resolve()
             collapsed.append(run.model_copy(update={"model": None, **{k: RunSpec.model_fields[k].default
                                                                       for k in RUN_KEYS}})
-                             if not task.needs_model(opts) else run)
+                             if not needs_model(task, opts) else run)
         unique: dict[str, RunSpec] = {}
         for run in label_runs(collapsed, lambda r: self.dataset_for(r)):
             seen = unique.setdefault(run.label, run)

@@ -8,7 +8,7 @@ Through ONE LLM object per model: their requests share its batches and its limit
   batches while another's `window` chain waits on its own answers (one after the other, the job lasted the sum of
   every config's own length);
 - an endpoint billed per call: its configs side by side behind the model's one `concurrency` gate (models/breaker.py).
-A config that builds on another one (`Task.builds_on`) starts the moment that one has finished. Samples with a
+A config that builds on another one (`SideInputs.builds_on`) starts the moment that one has finished. Samples with a
 prediction are not solved again (failed ones are: a batch already asked its failed lines again live); each config's
 progress line counts its samples as the plan writes them. The loop in jobs/runner.py then scores the configs.
 
@@ -25,7 +25,7 @@ from typing import Any, Callable
 from emocaustics.core import aio
 from emocaustics.core.errors import Stop
 from emocaustics.core.progress import Progress
-from emocaustics.core.task import Failure, Loaded, ScoreContext
+from emocaustics.core.task import Failure, Loaded, ScoreContext, needs_model
 from emocaustics.jobs.spec import JobSpec
 
 
@@ -40,11 +40,11 @@ def solve_together(job: JobSpec, configs: list[Any], loaded: dict[str, Loaded], 
     """Solve every config that asks a model, all at once. Returns each one's prepared samples by label (the configs
     without a model are not here). `clock_for(label)`: a clock (`stop()`) that times a config's own solving, from its
     start (after the config it builds on) to its end. A config builds only on another model config (`builds_on`)."""
-    chosen = [c for c in configs if c.task.needs_model(c.options)]
+    chosen = [c for c in configs if needs_model(c.task, c.options)]
     if not chosen:
         return {}
     by_dir = {c.pred_dir: c for c in chosen}
-    prepared = {c.label: c.task.prepare(loaded[c.label].samples, c.options, ctx) for c in chosen}
+    prepared = {c.label: c.task.solver.prepare(loaded[c.label].samples, c.options, ctx) for c in chosen}
     specs = {c.label: spec_of(c) for c in chosen}
     _start_local(chosen, specs)
     if len(chosen) > 1:
@@ -96,7 +96,7 @@ async def _solve_all(job: JobSpec, chosen: list[Any], prepared: dict[str, list],
         progress: Progress | None = None
         try:  # the clock is stopped and saved however this config ends (a sibling's error cancels it)
             cfg.pred_dir.mkdir(parents=True, exist_ok=True)
-            found = cfg.task.read_predictions(cfg.pred_dir)
+            found = cfg.task.store.read_predictions(cfg.pred_dir)
             todo = [s for s in prepared[cfg.label] if s.id not in found or isinstance(found[s.id], Failure)]
             # each config's own progress; configs side by side print plain lines even on a terminal (their live
             # lines would overwrite each other)

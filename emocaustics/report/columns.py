@@ -6,27 +6,21 @@ interval, failures and cost) and the components (`c_<metric>`: the task's second
 own tables. A task may describe its metrics with a class attribute `metric_docs: dict[str, str]` (metric name ->
 meaning; a key ending in ':' covers every metric with that prefix, e.g. `z:` for `z:<system>`); a metric it does not
 describe is still defined by the generic `c_<metric>` line. A task's own per-config columns (a window size) and
-their meaning come from the task too (`OptionColumns`, below: a task declares them, the report asks): this module
+their meaning come from the task too (`Report.option_column_docs`: a task declares them, the report asks): this module
 names none.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import ClassVar, Protocol, runtime_checkable
 
 import polars as pl
 
 # The main columns, in the order shown; a column absent from the summary (or null in every row) is left out. The
 # grid's axes and the tasks' own option columns go after what ran (`place_config_columns`).
-# A task's own per-config columns in the report: `Task.summary_columns(options)` puts values on every row of a
-# config (a window size, say); a task that declares `option_column_docs` (column -> meaning, in the order shown) has
-# those columns shown right after what ran and defined in the glossary. A report mixing tasks shows the union.
-@runtime_checkable
-class OptionColumns(Protocol):
-    # Each column `summary_columns` returns -> one sentence for the glossary; the order is the order shown.
-    option_column_docs: ClassVar[dict[str, str]]
-
+# A task's own per-config columns in the report: its report part's `summary_columns(options)` puts values on every row
+# of a config (a window size, say), and its `option_column_docs` (column -> meaning, in the order shown) has those
+# columns shown right after what ran and defined in the glossary. A report mixing tasks shows the union.
 
 def declared_option_columns(task_names: Iterable[str]) -> dict[str, str]:
     """The option columns (name -> meaning) the named tasks declare, first task first; a column two tasks declare is
@@ -40,9 +34,8 @@ def declared_option_columns(task_names: Iterable[str]) -> dict[str, str]:
             task = get_task(name)
         except UsageError:  # unregistered: its rows still show, without option columns
             continue
-        if isinstance(task, OptionColumns):
-            for column, doc in task.option_column_docs.items():
-                out.setdefault(column, doc)
+        for column, doc in task.report.option_column_docs.items():
+            out.setdefault(column, doc)
     return out
 
 
@@ -112,7 +105,7 @@ def same_as_score(summary: pl.DataFrame, column: str = "micro_score") -> bool:
 
 
 def option_columns(df: pl.DataFrame) -> dict[str, str]:
-    """The per-config columns the frame's tasks declare (`OptionColumns`: name -> meaning, in their order) that
+    """The per-config columns the frame's tasks declare (`Report.option_column_docs`: name -> meaning, in their order) that
     the frame has; none for a frame without a task column."""
     if "task" not in df.columns:
         return {}
@@ -167,7 +160,7 @@ def metric_doc(task_name: str, metric: str) -> tuple[str, str] | None:
     from emocaustics.core.task import get_task
 
     try:
-        docs = get_task(task_name).metric_docs
+        docs = get_task(task_name).report.metric_docs
     except Exception:  # an unregistered task name in an old run folder: the generic line still defines it
         return None
     if metric in docs:

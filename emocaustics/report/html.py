@@ -184,7 +184,7 @@ def render(run_dir: Path, scores: pl.DataFrame, wall: dict[str, float] | None = 
 
     for task_name in summary["task"].unique(maintain_order=True).to_list():
         task = get_task(task_name)
-        for title_text, section in task.report_sections(summary.filter(pl.col("task") == task_name),
+        for title_text, section in task.report.report_sections(summary.filter(pl.col("task") == task_name),
                                                         scores.filter(pl.col("task") == task_name)):
             parts.append(f"<h2>{html.escape(title_text)}</h2>")
             parts.append(section)

@@ -80,7 +80,7 @@ def failures_count_zero(scores: pl.DataFrame) -> pl.DataFrame:
 
 def summarise(scores: pl.DataFrame, wall: dict[str, float] | None = None,
               ci: pl.DataFrame | None = None) -> pl.DataFrame:
-    """One row per run config: what ran and the per-config columns its task declares (`report.columns.OptionColumns`), score
+    """One row per run config: what ran and the per-config columns its task declares (`Report.option_column_docs`), score
     (macro: mean over samples, failures count 0), micro score (weighted by the samples' weights), component means,
     failures, cost; `ci` (run, ci_low, ci_high) when already computed."""
     from emocaustics.report.columns import option_columns

@@ -2,7 +2,7 @@
 `emocaustics score TASK --pred DIR` prints and `ec.score(...)` returns.
 
 The samples come from `Task.load` (dataset options: the ones the predictions were made for, read from the folder's
-provenance.json, then the caller's), the predictions from `Task.read_predictions`, paired by the job's rule
+provenance.json, then the caller's), the predictions from `store.read_predictions`, paired by the job's rule
 (`core.predictions`): a sample with no prediction is a failure, counted 0 and listed; predictions of no sample are
 reported through `warn`, and a folder of which none pairs is a usage error (nothing scored).
 """
@@ -81,17 +81,17 @@ def score_predictions(task_name: str, folder: Path, *, dataset: dict[str, Any] |
     go over the ones provenance.json records; `where` names the predictions in messages (default: the folder)."""
     from emocaustics.core import provenance
     from emocaustics.core.predictions import pair
-    from emocaustics.core.task import ScoreContext, get_task
+    from emocaustics.core.task import ScoreContext, get_task, parse_options
 
     task = get_task(task_name)
     where = where or str(folder)
     record = None if ignore_provenance else provenance.read(folder)
     raw_dataset = dict((record or {}).get("dataset") or {}) | dict(dataset or {})
     data = _validated(f"dataset options of task {task.name!r}", "--data/-D", task.Dataset.model_validate, raw_dataset)
-    methods = task.solver_methods + task.calibration_methods
+    methods = task.methods.all
     raw_options = dict((record or {}).get("options") or ({"method": methods[0]} if methods else {}))
-    opts = _validated(f"options of task {task.name!r}", "-T", task.parse_options, raw_options | dict(options or {}))
-    samples = task.load(data, opts).samples
+    opts = _validated(f"options of task {task.name!r}", "-T", lambda raw: parse_options(task, raw), raw_options | dict(options or {}))
+    samples = task.data.load(data, opts).samples
     if record is not None:  # the samples the predictions were made for (the run's selection), checked by content
         made = {str(k) for k in record["samples"]}
         chosen = [s for s in samples if s.id in made]
@@ -99,8 +99,8 @@ def score_predictions(task_name: str, folder: Path, *, dataset: dict[str, Any] |
             warn(f"scoring the {len(chosen)} of {len(samples)} samples the predictions were made for "
                  f"({folder / provenance.FILE})")
             samples = chosen
-        provenance.check(record, task.name, {s.id: task.fingerprint(s) for s in samples}, where)
-    paired = pair(samples, task.read_predictions(folder))
+        provenance.check(record, task.name, {s.id: task.data.fingerprint(s) for s in samples}, where)
+    paired = pair(samples, task.store.read_predictions(folder))
     if len(samples) == len(paired.missing):
         shown = ", ".join(paired.unpaired[:5]) + (" ..." if len(paired.unpaired) > 5 else "")
         raise UsageError(f"{where}: no prediction pairs with any of the {len(samples)} samples "
@@ -108,17 +108,17 @@ def score_predictions(task_name: str, folder: Path, *, dataset: dict[str, Any] |
     if paired.unpaired:
         warn(f"warning: {len(paired.unpaired)} prediction(s) in {where} pair with no sample and were not scored: "
              f"{', '.join(paired.unpaired[:20])}{' ...' if len(paired.unpaired) > 20 else ''}")
-    scored = task.score(samples, {k: v for k, v in paired.predictions.items() if k not in paired.unpaired}, opts,
+    scored = task.scorer.score(samples, {k: v for k, v in paired.predictions.items() if k not in paired.unpaired}, opts,
                         ScoreContext())
     reasons = {sid: str(paired.predictions[sid]) for sid in paired.failed}
     for row in scored.rows.filter(scored.rows["status"] == "failed").iter_rows(named=True):
         reasons.setdefault(row["sample_id"], row["reason"] or "scored as failed")
-    value = scored.summary.get(task.primary_metric)
+    value = scored.summary.get(task.report.primary_metric)
     if value is None and scored.rows.height:
-        value = scored.rows.filter(scored.rows["metric"] == task.primary_metric)["value"].mean()
+        value = scored.rows.filter(scored.rows["metric"] == task.report.primary_metric)["value"].mean()
     failures = pl.DataFrame({"sample_id": sorted(reasons), "reason": [reasons[k] for k in sorted(reasons)]},
                             schema={"sample_id": pl.Utf8, "reason": pl.Utf8})
-    return Scores(task=task.name, primary_metric=task.primary_metric, value=None if value is None else float(value),
-                  summary=dict(scored.summary), scores=per_sample(scored.rows, task.primary_metric), rows=scored.rows,
+    return Scores(task=task.name, primary_metric=task.report.primary_metric, value=None if value is None else float(value),
+                  summary=dict(scored.summary), scores=per_sample(scored.rows, task.report.primary_metric), rows=scored.rows,
                   failures=failures, samples=len(samples), unpaired=list(paired.unpaired), items=scored.items,
                   tables=dict(scored.tables))

@@ -255,6 +255,6 @@ def forecast(task: Any, samples: list[Any], options: Any, counter: TokenCounter,
     """Calls, prompt tokens and (at most) generated tokens of the task's own solver path over `samples` (answers and
     embeddings stood in). Raises what the task's preparation raises (a UsageError names it)."""
     llm = RecordingLLM(counter)
-    task.dry_solve(samples, options, llm, StandInEmbedder(), prior=prior)
+    task.solver.dry_solve(samples, options, llm, StandInEmbedder(), prior=prior)
     return Forecast(llm.calls, llm.prompt_tokens, llm.generated_tokens, counter.name, llm.live_calls,
                     llm.live_prompt_tokens)

@@ -1,7 +1,7 @@
 """One sample through its task's solver, next to the engine: the function `solve.plan` ships to a replica (or runs in
 the driver for an endpoint), and the layer in front of the model that counts what the sample cost.
 
-A work item is the sample's JSON (`Task.solver_view`) plus `side`: where its embeddings come
+A work item is the sample's JSON (`SideInputs.solver_view`) plus `side`: where its embeddings come
 from (packed with the item, a ticket to the run's embedding board, or a lazy source in this process).
 """
 
@@ -67,7 +67,8 @@ async def solve_item(task: Task, options: Options, llm: Any, item: dict[str, Any
     with recording(llm, bool(log_prompts)) as (recorded, rec):
         counted = CountingLLM(recorded if log_prompts is not None else llm)
         try:
-            row["prediction"] = await task.solve_with(counted, sample, options, side)
+            row["prediction"] = await (task.solver.solve(counted, sample, options) if task.side is None
+                                       else task.side.solve_with(counted, sample, options, side))
             row["ok"] = True
         except SolveFailed as exc:
             row["step"], row["reason"] = exc.step, exc.reason

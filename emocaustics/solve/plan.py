@@ -1,10 +1,10 @@
-"""The solving plan of every task: each sample's `Task.solve_with` runs next to the engine, many in flight.
+"""The solving plan of every task: each sample's solver (`core/contract.py`) runs next to the engine, many in flight.
 
-    samples without a prediction -> solver views (`Task.solver_view`, with the prediction of the config this one
-    builds on) -> started largest first (`Task.size`), up to `concurrency` at once (and, in the driver, a bound on
+    samples without a prediction -> solver views (`SideInputs.solver_view`, with the prediction of the config this one
+    builds on) -> started largest first (`Placement.size`), up to `concurrency` at once (and, in the driver, a bound on
     text units in flight) -> `ModelPool.run(solve_item, [item])` inside the replica chosen by the task's affinity
     (samples sharing a prompt prefix share a replica, so its prefix cache hits), weight and chain -> prediction
-    written the moment it finishes (`Task.write_prediction`: the task's own file format), or a failure row naming
+    written the moment it finishes (the task's `store`: its own file format), or a failure row naming
     step and reason.
 
 A typed stop from the model (`core.errors.Stop`: a dead endpoint, the job's budget, a model service gone) is no
@@ -13,7 +13,7 @@ it is raised to the caller. They end at once: the stopped model refuses their ne
 flight are abandoned), while an answer already on its way, paid for, is kept. A sample the stop reached is not
 written, so `--resume` runs it (its earlier calls answered by the response cache).
 
-Side texts (`Task.side_texts`) are embedded beside the calls, longest sample first (`embedfeed.py`); a sample awaits
+Side texts (`SideInputs.side_texts`) are embedded beside the calls, longest sample first (`embedfeed.py`); a sample awaits
 its rows only when a step needs them, in this process or in its replica (`embedboard.py`). Backends without actors
 (OpenAI-/Anthropic-compatible endpoints, test doubles) run `solve_item` in this process. Per-sample cost (calls,
 cache hits, tokens, seconds, and the solver's own counts) is written to `stats.jsonl` beside the predictions.
@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from emocaustics.core import aio
 from emocaustics.core.errors import Stop
 from emocaustics.core.inflight import Slot, run_in_flight
-from emocaustics.core.task import Failure, Options, Sample, Task
+from emocaustics.core.task import Failure, Options, Placement, Sample, Task
 from emocaustics.core.writes import append_line, writing
 from emocaustics.solve.item import Bound, CountingLLM  # noqa: F401 (CountingLLM: importable from here too)
 from emocaustics.solve.side import EmbeddingFailed, Embeddings, pack
@@ -84,14 +84,15 @@ async def asolve_samples(task: Task, samples: Sequence[Sample], options: Options
     fn = Bound(task, options, None if evlog is None else evlog.prompts)
     llm = as_model(llm)  # the whole model interface (models/base.py), whatever was handed in
     in_process = not llm.runs_remotely
-    priors = task.read_prior(prior, samples) if prior is not None else {}
+    side = task.side  # the task's optional side inputs (`core.contract.SideInputs`)
+    priors = side.read_prior(prior, samples) if side is not None and prior is not None else {}
 
     def view_of(sample: Sample) -> Sample:  # made when the sample starts: views are not all held at once
         p = priors.get(sample.id)
-        return task.solver_view(sample, options, None if isinstance(p, Failure) else p)
+        return sample if side is None else side.solver_view(sample, options, None if isinstance(p, Failure) else p)
 
-    texts = {s.id: t for s in samples if not isinstance(priors.get(s.id), Failure)
-             if (t := task.side_texts(view_of(s), options)) is not None}
+    texts = {s.id: t for s in samples if side is not None and not isinstance(priors.get(s.id), Failure)
+             if (t := side.side_texts(view_of(s), options)) is not None}
     feed = await _start_feed(task, options, texts, embedder_spec, in_process, marks) if texts else None
 
     async def solve_one(sample: Sample) -> dict[str, Any]:
@@ -109,12 +110,14 @@ async def asolve_samples(task: Task, samples: Sequence[Sample], options: Options
                     item["side"] = {"emb": pack(await _rows(feed.get(entry)))}
                 except EmbeddingFailed as exc:
                     return _failure(view.id, "embedding", str(exc))
-        res = (await llm.run(fn, [item], lambda it: task.affinity(Sample.from_json(it), options),
-                             weight_key=lambda it: task.weight(Sample.from_json(it), options),
-                             chain_key=lambda it: task.chain(Sample.from_json(it), options)))[0]
+        res = (await llm.run(fn, [item], lambda it: place(it).affinity, weight_key=lambda it: place(it).weight,
+                             chain_key=lambda it: place(it).chain))[0]
         if isinstance(res, RunFailure):  # the solver itself crashed, or its replica died for good
             res = _failure(view.id, "runner", res.reason)
         return res
+
+    def place(item: dict[str, Any]) -> Placement:
+        return task.solver.placement(Sample.from_json(item), options)
 
     stops = stopped if stopped is not None else []
 
@@ -135,9 +138,9 @@ async def asolve_samples(task: Task, samples: Sequence[Sample], options: Options
         res.pop("log", None)  # written: not held for the whole config
         with writing(out):  # a task's own file that cannot be written (a full disk) stops the run: `WriteFailed`
             if res["ok"]:
-                task.write_prediction(out, sample.id, res.pop("prediction"))
+                task.store.write_prediction(out, sample.id, res.pop("prediction"))
             else:
-                task.write_failure(out, sample.id, Failure(res["step"], res["reason"]))
+                task.store.write_failure(out, sample.id, Failure(res["step"], res["reason"]))
                 _warn_failed(task, sample.id, res["step"], res["reason"])
             append_line(out / "stats.jsonl", json.dumps({"id": sample.id, **res.get("stats", {})}))
         if on_row is not None:
@@ -149,13 +152,14 @@ async def asolve_samples(task: Task, samples: Sequence[Sample], options: Options
     # they end, so their text units in flight are bounded too (core/inflight.py): ten times the data does not put ten
     # copies of the longest samples in memory at once. Not when the caller asked for every sample in flight (a batch
     # API collects them all into one batch).
-    sizes = [max(1, task.size(s)) for s in samples]  # ints: a lazy source's samples are built and dropped here
+    sizes = [max(1, task.solver.placement(s, options).size) for s in samples]  # ints: a lazy source's samples are built and dropped here
     order = sorted(range(len(samples)), key=lambda i: -sizes[i])
     bounded = in_process and concurrency < len(samples)
     marks["first_submitted"] = time.time()
     try:
         started = (samples[i] for i in order if not stops)  # each built as it starts; none once stopped
-        rows = await run_in_flight(started, one, limit=concurrency, weight=lambda s: max(1, task.size(s)),
+        rows = await run_in_flight(started, one, limit=concurrency,
+                                   weight=lambda s: max(1, task.solver.placement(s, options).size),
                                    budget=concurrency * UNITS_PER_SLOT if bounded else None)
     finally:
         if feed is not None:
@@ -180,8 +184,9 @@ async def _start_feed(task: Task, options: Options, texts: dict[str, list[str]],
     # (niced, it starved behind a CPU engine and held window dialogues back). A model in Ray actors may be a CPU
     # engine on these cores: the embedder then takes half of them.
     threads = None if in_process else max(1, (os.cpu_count() or 2) // 2)
+    ahead = task.side is None or task.side.embeds_ahead(options)
     feed = EmbedFeed(embedder_spec or "minilm", [{"id": k, "texts": t} for k, t in texts.items()], marks,
-                     background=in_process and not task.embeds_ahead(options), threads=threads)
+                     background=in_process and not ahead, threads=threads)
     feed.start()
     await asyncio.sleep(0)  # lets the feed start its embedder process before anything else blocks this loop
     if not in_process:  # samples go to their replicas at once and await their rows there
@@ -210,7 +215,7 @@ def solve_samples(task: Task, samples: Sequence[Sample], options: Options, *, ll
 
     marks = marks if marks is not None else {}
     out.mkdir(parents=True, exist_ok=True)
-    done = {k for k, v in task.read_predictions(out).items() if not isinstance(v, Failure)}
+    done = {k for k, v in task.store.read_predictions(out).items() if not isinstance(v, Failure)}
     todo = [s for s in samples if s.id not in done] if done else samples  # a fresh run keeps a lazy source lazy
     if not todo:
         return []
@@ -236,3 +241,15 @@ def solve_samples(task: Task, samples: Sequence[Sample], options: Options, *, ll
             await llm.aclose()
 
     return aio.run(solve_and_close())
+
+
+def sample_stats(out: Path) -> dict[str, dict[str, Any]]:
+    """Per-sample cost figures the plan wrote to `out/stats.jsonl` (llm_calls, cache_hits, tokens, seconds)."""
+    path = out / "stats.jsonl"
+    stats: dict[str, dict[str, Any]] = {}
+    if path.exists():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                row = json.loads(line)
+                stats[str(row.pop("id"))] = row
+    return stats

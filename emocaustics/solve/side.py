@@ -1,6 +1,6 @@
 """A sample's side inputs as its solver sees them: embeddings of its texts that stream in while it runs.
 
-A task that names texts for a sample (`Task.side_texts`) gets them embedded beside the LLM calls (`embedfeed.py` in
+A task that names texts for a sample (`SideInputs.side_texts`) gets them embedded beside the LLM calls (`embedfeed.py` in
 the driver, `embedboard.py` for samples inside replica actors); its solver finds an `Embeddings` in `Side.embeddings`
 and awaits rows only when a step needs them, so its first calls never wait for the embedder.
 """

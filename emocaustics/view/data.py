@@ -7,9 +7,9 @@
 Each document is delivered as a script that hands it to the page (`window.__ev(path, data)`), so the same files work
 served from 127.0.0.1 and opened from disk (`file://` pages may load scripts, not fetch JSON).
 
-A task shows its own sample through `SampleView` (below) (sections of text, tables and JSON); without it the
-viewer shows input, gold and prediction as JSON. Either way the scorer's item decisions are a table with their
-outcome marked.
+A task shows its own sample through its report part (`Report.view_sample`: sections of text, tables and JSON);
+without it the viewer shows input, gold and prediction as JSON. Either way the scorer's item decisions are a table
+with their outcome marked.
 """
 
 from __future__ import annotations
@@ -17,22 +17,16 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from emocaustics.evallog.read import RunLog
 
-# The one optional part of a task the viewer asks for: its sample page, as sections built from the values as the
+# A task's report part may give its sample page (`Report.view_sample`), as sections built from the values as the
 # eval log holds them (the sample's input, its gold, the prediction, and the scorer's item rows for this sample):
 #     {"title": str, "kind": "text", "text": str}
 #     {"title": str, "kind": "table", "columns": [str], "rows": [[value]], "marks": [str | None]}
 #     {"title": str, "kind": "json", "value": any}
 # A table's marks are a class per row: "ok", "bad", "miss" colour the decision.
-@runtime_checkable
-class SampleView(Protocol):
-    def view_sample(self, input: Any, target: Any, prediction: Any,
-                    items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        ...
-
 
 _PATH = re.compile(r"^(index|c/(\d+)|s/(\d+)/(\d+))$")
 SEARCH_CHARS = 4000  # of each sample's input, gold and prediction kept for the list's text search
@@ -120,7 +114,7 @@ class ViewData:
 
 
 def task_sections(sample: dict[str, Any]) -> list[dict[str, Any]]:
-    """The task's own view of the sample (`SampleView`), or input, gold and prediction as JSON."""
+    """The task's own view of the sample (`Report.view_sample`), or input, gold and prediction as JSON."""
     from emocaustics.core.errors import UsageError
     from emocaustics.core.task import get_task
 
@@ -130,9 +124,11 @@ def task_sections(sample: dict[str, Any]) -> list[dict[str, Any]]:
             task = get_task(sample["task"])
         except UsageError:  # a task of a plug-in not installed here: the generic view
             task = None
-    if isinstance(task, SampleView):
+    if task is not None:
         try:
-            return task.view_sample(sample["input"], sample["target"], sample["prediction"], sample["items"])
+            sections = task.report.view_sample(sample["input"], sample["target"], sample["prediction"], sample["items"])
+            if sections is not None:
+                return sections
         except Exception as exc:  # a view bug must not hide the sample: say so, and show the generic view
             return [{"title": "task view failed", "kind": "text", "text": f"{type(exc).__name__}: {exc}"},
                     *generic_sections(sample)]

@@ -49,7 +49,7 @@ def test_views_carry_one_packed_copy_per_dialogue_text(dialogues):
     assert task.side_texts(v1, window) is None  # no embedding feed: nothing for the plan to embed
     assert task.solver_view(orig, options_of(task="sextuple", method="direct")).input["emb"] is None
     shipped = cloudpickle.loads(cloudpickle.dumps(task))  # what a replica gets: the task, not the driver's vectors
-    assert sorted(vars(shipped)) == ["description", "name", "solver_methods"] and shipped.name == "sextuple"
+    assert sorted(vars(shipped)) == ["description", "methods", "name", "side", "store"] and shipped.name == "sextuple"
 
 
 def test_plan_run_asks_what_the_state_machine_asks_with_the_vectors(dialogues, tmp_path):

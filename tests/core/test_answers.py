@@ -9,6 +9,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 from emocaustics.core.answers import check_answer_models, unbounded
+from emocaustics.core.task import Task
 from emocaustics.core.errors import UsageError
 
 
@@ -38,14 +39,17 @@ def test_the_first_unbounded_field_is_found(model, found) -> None:
 
 
 def test_a_task_declaring_an_unbounded_answer_is_refused_with_the_fix() -> None:
-    class Ok:
+    class Ok(Task):
         name, answer_models = "ok", (Bounded,)
 
-    class Bad:
+    class Bad(Task):
         name, answer_models = "bad", (Bounded, Nested)
 
+    class Plain(Task):
+        name = "plain"
+
     check_answer_models(Ok())
-    check_answer_models(object())  # a task that declares none
+    check_answer_models(Plain())  # a task that declares none
     with pytest.raises(UsageError, match=r"task 'bad': answer schema Nested, field 'spans\[\]\.note'.*"
                                          r"note: str = Field\(max_length=N\)"):
         check_answer_models(Bad())

@@ -10,7 +10,7 @@ import pytest
 
 from emocaustics.core.errors import UsageError
 from emocaustics.core.groundtruth import require_ground_truth
-from emocaustics.core.task import Loaded, get_task
+from emocaustics.core.task import Loaded, Task, get_task, parse_options
 
 BASE = Path(__file__).resolve().parents[1] / "badinput"
 
@@ -21,7 +21,7 @@ def _emotion(tmp_path: Path, drop: list[str]) -> tuple[object, Loaded, object]:
     for name in drop:
         (data / "emo" / name).unlink()
     task = get_task("emotion")
-    options = task.parse_options({"method": "oracle"})
+    options = parse_options(task, {"method": "oracle"})
     return task, task.load(task.Dataset(data=str(data)), options), options
 
 
@@ -45,4 +45,4 @@ def test_the_selection_is_checked_not_the_whole_folder(tmp_path: Path) -> None:
 def test_a_task_without_the_check_and_an_empty_selection_pass_through(tmp_path: Path) -> None:
     task, loaded, options = _emotion(tmp_path, ["emo_1.json", "emo_2.json"])
     assert require_ground_truth(task, Loaded([], [], loaded.info), options).samples == []  # the pre-flight's own
-    assert require_ground_truth(object(), loaded, options) is loaded
+    assert require_ground_truth(Task(), loaded, options) is loaded

@@ -13,7 +13,7 @@ import pytest
 
 from emocaustics.core.errors import UsageError
 from emocaustics.core.optionkeys import LegacyRunKeys, SplitField, run_level_keys, split_field
-from emocaustics.core.task import DatasetOptions, Options, Task, get_task, register, unregister
+from emocaustics.core.task import DatasetOptions, Methods, Options, Task, get_task, register, unregister
 from emocaustics.jobs.oneline import eval_job
 from emocaustics.jobs.spec import JobSpec
 
@@ -39,13 +39,13 @@ class DeepTask(Task):
     name = "deeptest"
     Options = DeepOptions
     Dataset = FoldDataset
-    calibration_methods = ("oracle",)
+    methods = Methods(calibration=("oracle",))
 
 
 class PlainTask(Task):  # core's Options: declares no run keys
     name = "plainkeystest"
     Dataset = SubsetDataset
-    calibration_methods = ("oracle",)
+    methods = Methods(calibration=("oracle",))
 
 
 @pytest.fixture(autouse=True)

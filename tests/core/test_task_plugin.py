@@ -12,8 +12,8 @@ import polars as pl
 import pytest
 from pydantic import BaseModel, ConfigDict
 
-from emocaustics.core.task import (DatasetOptions, Loaded, Options, Sample, ScoreContext, Scored, SolveFailed, Task,
-                                   register, rows_frame, unregister)
+from emocaustics.core.task import (DatasetOptions, Loaded, Methods, Options, Sample, ScoreContext, Scored, SolveFailed,
+                                   Task, register, rows_frame, unregister)
 
 QUESTIONS = [("Is water wet?", "yes"), ("Is fire cold?", "no"), ("Do fish swim?", "yes"), ("Can stones fly?", "no"),
              ("Is the sun a star?", "yes"), ("Is ice hot?", "no")]
@@ -38,8 +38,7 @@ class YesNoTask(Task):
     description: ClassVar[str] = "yes/no questions scored by accuracy (test task)"
     Options: ClassVar[type[Options]] = YesNoOptions
     Dataset: ClassVar[type[DatasetOptions]] = YesNoDataset
-    solver_methods: ClassVar[tuple[str, ...]] = ("ask",)
-    calibration_methods: ClassVar[tuple[str, ...]] = ("always-yes",)
+    methods = Methods(solver=("ask",), calibration=("always-yes",))
     primary_metric: ClassVar[str] = "accuracy"
 
     def load(self, dataset: DatasetOptions, options: Options) -> Loaded:

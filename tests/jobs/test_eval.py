@@ -15,6 +15,7 @@ import yaml
 
 from emocaustics.cli import main
 from emocaustics.core.errors import UsageError
+from emocaustics.core.task import parse_options
 from fakes.openai_chat import FakeOpenAIServer
 from tasks.aer.aer_fixtures import standard_dataset
 
@@ -69,7 +70,7 @@ def test_emocaustics_calibration_on_the_sample_subset(task, tmp_path):
     from emocaustics.core.task import get_task
 
     t = get_task(task)
-    ids = [s.id for s in t.load(t.Dataset(subset="sample"), t.parse_options({"method": "oracle"})).samples]
+    ids = [s.id for s in t.load(t.Dataset(subset="sample"), parse_options(t, {"method": "oracle"})).samples]
     run = tmp_path / "run"
     assert main(["eval", task, "--method", "baseline", "--split", "sample", "--ids", ",".join(ids[-2:]),
                  "-T", "max_events=4", "--out", str(run)]) in (0, 3)

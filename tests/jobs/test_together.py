@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from emocaustics.core.errors import EndpointDown
-from emocaustics.core.task import Loaded, Options, Sample, ScoreContext, Side, Task
+from emocaustics.core.task import Loaded, Methods, Options, Sample, ScoreContext, Task
 from emocaustics.jobs import together
 from emocaustics.jobs.spec import JobSpec
 from emocaustics.models.base import ChatRequest, Completion, ModelBase
@@ -46,13 +46,13 @@ class Tagged(Task):
     """Each sample asks one call tagged with its config's label; the prediction is the answer."""
 
     name = "together-test"
-    solver_methods = ("ask",)
+    methods = Methods(solver=("ask",))
 
     def __init__(self, tag: str) -> None:
         super().__init__()
         self.tag = tag
 
-    async def solve_with(self, llm: Any, sample: Sample, options: Options, side: Side) -> Any:
+    async def solve(self, llm: Any, sample: Sample, options: Options) -> Any:
         (answer,) = await llm.generate([ChatRequest(messages=({"role": "user", "content": f"{self.tag}:{sample.id}"},))])
         return answer.text
 
@@ -110,7 +110,7 @@ def test_engine_configs_run_side_by_side_and_a_config_waits_for_the_one_it_build
     assert frozenset({"a", "b"}) in llm.seen_together  # their calls were in flight at once
     assert llm.order.index("c") > max(i for i, t in enumerate(llm.order) if t == "a")  # c after all of a
     for c in configs:  # every sample has its prediction, in the config's own folder
-        assert c.task.read_predictions(c.pred_dir) == {f"s{i}": f"{c.label}:s{i}" for i in range(6)}
+        assert c.task.store.read_predictions(c.pred_dir) == {f"s{i}": f"{c.label}:s{i}" for i in range(6)}
 
 
 def test_configs_of_an_endpoint_billed_per_call_are_solved_on_the_same_plan(tmp_path, monkeypatch):
@@ -123,13 +123,13 @@ def test_configs_of_an_endpoint_billed_per_call_are_solved_on_the_same_plan(tmp_
     assert sorted(solved) == ["a", "b", "x", "y"] and sorted(llms) == ["openai", "smoke"]
     assert events.index("start y") > events.index("stop x")  # y builds on x: after it
     for c in configs:
-        assert c.task.read_predictions(c.pred_dir) == {f"s{i}": f"{c.label}:s{i}" for i in range(6)}
+        assert c.task.store.read_predictions(c.pred_dir) == {f"s{i}": f"{c.label}:s{i}" for i in range(6)}
 
 
 def test_a_lone_config_is_a_group_of_one(tmp_path, monkeypatch):
     solved, llms, events = _solve(tmp_path, _job(m="smoke"), [Config("a", "m", tmp_path / "a")], {}, monkeypatch)
     assert list(solved) == ["a"] and list(llms) == ["smoke"] and events == ["start a", "stop a"]
-    assert len(Config("a", "m", tmp_path / "a").task.read_predictions(tmp_path / "a")) == 6
+    assert len(Config("a", "m", tmp_path / "a").task.store.read_predictions(tmp_path / "a")) == 6
 
 
 def test_a_config_that_fails_stops_its_siblings_and_its_error_is_raised(tmp_path, monkeypatch):
@@ -151,10 +151,10 @@ def test_a_config_that_fails_stops_its_siblings_and_its_error_is_raised(tmp_path
 class Refused(Tagged):
     """Its model answers the first sample, then refuses with the typed stop (a dead endpoint, as models/breaker.py)."""
 
-    async def solve_with(self, llm: Any, sample: Sample, options: Options, side: Side) -> Any:
+    async def solve(self, llm: Any, sample: Sample, options: Options) -> Any:
         if sample.id != "s0":
             raise EndpointDown(f"endpoint down: {self.tag}'s endpoint; stopped calling it")
-        return await super().solve_with(llm, sample, options, side)
+        return await super().solve(llm, sample, options)
 
 
 def test_a_typed_stop_starts_no_further_sample_keeps_those_in_flight_and_is_raised_as_itself(tmp_path, monkeypatch):
@@ -168,8 +168,8 @@ def test_a_typed_stop_starts_no_further_sample_keeps_those_in_flight_and_is_rais
     events: list[str] = []
     with pytest.raises(EndpointDown, match="b's endpoint"):
         _solve(tmp_path, job, configs, {"c": "b"}, monkeypatch, events)
-    a, b = (c.task.read_predictions(c.pred_dir) for c in configs[:2])
+    a, b = (c.task.store.read_predictions(c.pred_dir) for c in configs[:2])
     assert b == {"s0": "b:s0"}
     assert 1 <= len(a) < 6 and all(v == f"a:{k}" for k, v in a.items()), a  # no Failure rows: simply not done
-    assert not configs[2].pred_dir.exists() or not configs[2].task.read_predictions(configs[2].pred_dir)
+    assert not configs[2].pred_dir.exists() or not configs[2].task.store.read_predictions(configs[2].pred_dir)
     assert sorted(events) == ["start a", "start b", "stop a", "stop b"], events

@@ -1,5 +1,5 @@
 """Issue 26: a task's per-config option columns (EmoCaustics's window size K and step S) are the task's own: the
-task declares them (`report.columns.OptionColumns`) and the report shows and defines what the run's tasks
+task declares them (`Report.option_column_docs`) and the report shows and defines what the run's tasks
 declare, naming none itself. A test task with a column `Z` gets it in every table and in the glossary; a task that
 declares none shows none, even when its rows carry a column called K."""
 
@@ -12,8 +12,8 @@ from typing import Any, ClassVar
 import polars as pl
 import pytest
 
-from emocaustics.core.task import Task, get_task, register, unregister
-from emocaustics.report.columns import OptionColumns, declared_option_columns, legend, main_table, option_columns
+from emocaustics.core.task import Methods, Task, get_task, register, unregister
+from emocaustics.report.columns import declared_option_columns, legend, main_table, option_columns
 from emocaustics.report.latex import latex_columns, write_latex
 from emocaustics.report.tables import SCORE_COLUMNS, summarise, write_tables
 
@@ -23,7 +23,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "emocaustics"
 
 class ZoomTask(Task):
     name = "zoomtest"
-    calibration_methods = ("oracle",)
+    methods = Methods(calibration=("oracle",))
     option_column_docs: ClassVar[dict[str, str]] = {"Z": Z_DOC}
 
     def summary_columns(self, options: Any) -> dict[str, Any]:
@@ -32,7 +32,7 @@ class ZoomTask(Task):
 
 class PlainTask(Task):  # declares no option column
     name = "plaintest"
-    calibration_methods = ("oracle",)
+    methods = Methods(calibration=("oracle",))
 
 
 @pytest.fixture(autouse=True)
@@ -63,7 +63,7 @@ def zoom_and_plain() -> pl.DataFrame:
 
 
 def test_the_declaration_is_the_protocol():
-    assert isinstance(get_task("zoomtest"), OptionColumns) and not isinstance(get_task("plaintest"), OptionColumns)
+    assert get_task("zoomtest").report.option_column_docs and not get_task("plaintest").report.option_column_docs
     assert declared_option_columns(["plaintest", "zoomtest", "no-such-task"]) == {"Z": Z_DOC}
 
 
@@ -102,7 +102,7 @@ def test_emocaustics_declares_k_and_s_beside_another_tasks_column():
     assert summary.columns[:8] == ["run", "task", "method", "model", "K", "S", "Z", "kind"]
     assert summary.select("K", "S", "Z").rows() == [(20, 5, None), (None, None, 3)]
     docs = option_columns(summary)
-    assert isinstance(sextuple, OptionColumns) and list(docs) == ["K", "S", "Z"]
+    assert sextuple.report.option_column_docs and list(docs) == ["K", "S", "Z"]
     assert docs["K"] == sextuple.option_column_docs["K"] and docs["S"] == sextuple.option_column_docs["S"]
     shown = [c for c, _ in legend(main_table(summary).drop("kind").columns, None, docs)]
     assert shown[:6] == ["run", "task", "method", "K", "S", "Z"]  # no model called: the model column is empty

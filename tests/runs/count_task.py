@@ -10,8 +10,8 @@ from typing import Any, ClassVar, Literal
 import polars as pl
 from pydantic import BaseModel, ConfigDict, Field
 
-from emocaustics.core.task import (DatasetOptions, Loaded, Options, Sample, ScoreContext, Scored, Task, register,
-                                   rows_frame, unregister)
+from emocaustics.core.task import (DatasetOptions, Loaded, Methods, Options, Sample, ScoreContext, Scored, Task,
+                                   register, rows_frame, unregister)
 
 
 class Even(BaseModel):
@@ -33,8 +33,7 @@ class CountTask(Task):
     description: ClassVar[str] = "is a number even? (test task)"
     Options: ClassVar[type[Options]] = CountOptions
     Dataset: ClassVar[type[DatasetOptions]] = CountDataset
-    solver_methods: ClassVar[tuple[str, ...]] = ("ask",)
-    calibration_methods: ClassVar[tuple[str, ...]] = ("right", "wrong", "half")
+    methods = Methods(solver=("ask",), calibration=("right", "wrong", "half"))
     primary_metric: ClassVar[str] = "accuracy"
     prompts_version: ClassVar[str] = "count-v1"
 

@@ -135,7 +135,7 @@ def test_max_cost_usd_stops_before_the_budget_and_resume_completes(count_task, t
         assert "cost budget reached: max_cost_usd 5 (spent " in stop[0] and f"--resume --out {run_dir}" in stop[0]
         said = captured.out + captured.err + caplog.text
         assert " failed at " not in said and "attempts" not in said, said
-        found = count_task.read_predictions(run_dir / "predictions" / LABEL)
+        found = count_task.store.read_predictions(run_dir / "predictions" / LABEL)
         assert not [v for v in found.values() if isinstance(v, Failure)], found
         kept = _predicted(run_dir)
         assert 0 < len(kept) < 30

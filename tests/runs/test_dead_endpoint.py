@@ -49,7 +49,7 @@ def test_a_dead_endpoint_stops_the_job_and_resume_continues(count_task, tmp_path
         assert len(_predicted(run_dir)) == 10  # the finished samples are kept
         # a typed stop: the other 40 are simply not done (no failure row with a made-up reason), and the stop is
         # named once
-        found = count_task.read_predictions(run_dir / "predictions" / "count_ask_remote")
+        found = count_task.store.read_predictions(run_dir / "predictions" / "count_ask_remote")
         assert not [v for v in found.values() if isinstance(v, Failure)], found
         assert len([line for line in err.splitlines() if "endpoint down" in line]) == 1, err
         drops = server.counts["drop"]

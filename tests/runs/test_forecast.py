@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from emocaustics.core.task import ScoreContext, get_task
+from emocaustics.core.task import ScoreContext, get_task, parse_options
 from emocaustics.jobs.runner import plan_job
 from emocaustics.jobs.spec import load_job
 from emocaustics.models.base import ChatRequest, Completion
@@ -104,7 +104,7 @@ def solved_default(task_name: str, dataset: dict[str, Any], run: dict[str, Any],
     from emocaustics.solve.plan import asolve_samples
 
     task = get_task(task_name)
-    opts = task.parse_options(run["options"])
+    opts = parse_options(task, run["options"])
     samples = task.load(task.Dataset.model_validate(dataset), opts).samples
     prepared = task.prepare(samples, opts, ScoreContext(embedder=RandomEmbedder()))
     aio.run(asolve_samples(task, prepared, opts, model or Double(), out))
@@ -187,7 +187,7 @@ def test_emocaustics_forecast_holds_for_every_extraction_method(task_name, metho
     run = {"task": task_name, "method": method}
     forecast = dry_run_row(tmp_path, {"subset": "sample"}, run)
     task = get_task(task_name)
-    opts = task.parse_options({"method": method})
+    opts = parse_options(task, {"method": method})
     samples = task.load(task.Dataset.model_validate({"subset": "sample"}), opts).samples
     monkeypatch.setattr(embedders, "make_embedder", lambda spec, **kw: RandomEmbedder())  # the plan's feed embeds here
     (tmp_path / "out").mkdir()

@@ -14,7 +14,7 @@ from count_task import CALIBRATION_JOB, write_job
 from emocaustics.cli import main
 from emocaustics.core import provenance
 from emocaustics.core.errors import ProvenanceMismatch
-from emocaustics.core.task import content_hash
+from emocaustics.core.task import content_hash, parse_options
 
 DATA = os.environ.get("EMOCAUSTICS_DATA") or str(Path(__file__).resolve().parents[3] / "shared/datasets/emocaustics")
 
@@ -53,7 +53,7 @@ def _folder_from_sample_subset(folder: Path) -> list:
 
     task = get_task("sextuple")
     dataset = task.Dataset(subset="sample")
-    options = task.parse_options({"method": "window"})
+    options = parse_options(task, {"method": "window"})
     loaded = task.load(dataset, options)
     dialogues = [s.input for s in loaded.samples]
     preds = predict("oracle", "sextuple", dialogues)

@@ -1,7 +1,7 @@
 """The one solving plan's general mechanisms, on a task defined here (no EmoCaustics): side texts embedded beside the
-calls and read by the solver (`Task.side_texts`, `Side.embeddings`), a config that builds on another's predictions
-(`builds_on` -> `read_prior` -> `solver_view`), a missing prior failing without a call, the solver's own counts in
-stats.jsonl, and largest-first starts (`Task.size`)."""
+calls and read by the solver (`SideInputs.side_texts`, `Side.embeddings`), a config that builds on another's
+predictions (`builds_on` -> `read_prior` -> `solver_view`), a missing prior failing without a call, the solver's own
+counts in stats.jsonl, and largest-first starts (`Placement.size`)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from emocaustics.core import aio
-from emocaustics.core.task import Options, Sample, Side, SolveFailed, Task
+from emocaustics.core.task import Failure, JsonlStore, Methods, Options, Placement, Sample, Side, SolveFailed, Task
 from emocaustics.models.base import Completion
 from emocaustics.solve.plan import asolve_samples
 
@@ -35,18 +35,24 @@ class LengthEmbedder:
         return np.array([[len(t), 1.0] for t in texts], dtype=np.float32)
 
 
-class Words(Task):
-    """Each sample is a list of words; the prediction is the longest word's embedding row, asked once of the model;
-    with a prior, the prior's answer is prefixed."""
-
-    name = "words-test"
-    solver_methods = ("ask",)
+class WordsSide:
+    """The side inputs of `Words` (`core.contract.SideInputs`): its words embedded, a prior handed over in meta."""
 
     def side_texts(self, sample: Sample, options: Options) -> list[str] | None:
         return list(sample.input)
 
-    def size(self, sample: Sample) -> int:
-        return len(sample.input)
+    def embeds_ahead(self, options: Options) -> bool:
+        return True
+
+    def builds_on(self, options: Options, model: str | None, candidates: list) -> str | None:
+        return None
+
+    def read_prior(self, folder: Path, samples: list[Sample]) -> dict[str, Any]:
+        found = JsonlStore().read_predictions(folder)
+        return {s.id: found.get(s.id, Failure("input", f"no prediction of {s.id} in {folder}")) for s in samples}
+
+    def solver_view(self, sample: Sample, options: Options, prior: Any = None) -> Sample:
+        return sample if prior is None else Sample(sample.id, sample.input, sample.target, {"prior": prior})
 
     async def solve_with(self, llm: Any, sample: Sample, options: Options, side: Side) -> Any:
         from emocaustics.models.base import ChatRequest
@@ -59,6 +65,18 @@ class Words(Task):
         side.stats["picked"] = 1
         (answer,) = await llm.generate([ChatRequest(messages=({"role": "user", "content": prompt},))])
         return answer.text
+
+
+class Words(Task):
+    """Each sample is a list of words; the prediction is the longest word's embedding row, asked once of the model;
+    with a prior, the prior's answer is prefixed."""
+
+    name = "words-test"
+    methods = Methods(solver=("ask",))
+    side = WordsSide()
+
+    def placement(self, sample: Sample, options: Options) -> Placement:
+        return Placement(affinity=sample.id, size=len(sample.input))
 
 
 def run(task: Task, samples: list[Sample], out: Path, **kw: Any) -> tuple[list[dict], Echo]:
@@ -90,9 +108,9 @@ def test_side_texts_reach_the_solver_and_its_counts_reach_stats(tmp_path):
 
 def test_a_config_builds_on_its_priors_predictions_and_a_missing_one_fails_uncalled(tmp_path):
     prior = tmp_path / "prior"
-    Words().write_prediction(prior, "a", "A:")
+    Words().store.write_prediction(prior, "a", "A:")
     rows, llm = run(Words(), [Sample("a", ["one"]), Sample("b", ["two"])], tmp_path / "out", prior=prior)
-    assert llm.prompts == ["A:one"]  # the default `solver_view` hands the prior over in meta["prior"]
+    assert llm.prompts == ["A:one"]  # its `solver_view` hands the prior over in meta["prior"]
     assert rows[1] == {"id": "b", "ok": False, "step": "input", "reason": f"no prediction of b in {prior}",
                        "stats": {}}
 
@@ -124,16 +142,16 @@ class Slow(Task):
     """One call per sample after a pause, so that many are in flight; notes how many samples are alive meanwhile."""
 
     name = "slow-test"
-    solver_methods = ("ask",)
+    methods = Methods(solver=("ask",))
 
     def __init__(self, source: Built) -> None:
         super().__init__()
         self.source = source
 
-    def size(self, sample: Sample) -> int:
-        return len(sample.input)
+    def placement(self, sample: Sample, options: Options) -> Placement:
+        return Placement(affinity=sample.id, size=len(sample.input))
 
-    async def solve_with(self, llm: Any, sample: Sample, options: Options, side: Side) -> Any:
+    async def solve(self, llm: Any, sample: Sample, options: Options) -> Any:
         import asyncio
         import gc
 

@@ -108,7 +108,7 @@ def _walk(b: Browser, labels: list[str], shots: Path) -> None:
     assert "no JSON answer" in _text(b, ".parse-error")
     assert '"A"' in _text(b, "pre.gold") and _text(b, "pre.prediction").strip() == "null"
     assert "unreadable answer" in _text(b, ".reason")
-    # AER's own view (view.data.SampleView): the options with gold and chosen marked, and the credit
+    # AER's own view (Report.view_sample): the options with gold and chosen marked, and the credit
     assert "Options: credit 0 (wrong)" in _text(b, "section h3")
     assert b.eval("Array.from(document.querySelectorAll('table.task-table tr.miss')).map(r => r.cells[0].innerText)"
                   ) == ["A"]  # gold, not chosen

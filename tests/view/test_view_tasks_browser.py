@@ -1,4 +1,4 @@
-"""Each task's own sample page in `emocaustics view` (view.data.SampleView), in a real headless Chromium over
+"""Each task's own sample page in `emocaustics view` (Report.view_sample), in a real headless Chromium over
 the static export of one small run (every task: ecpe, sextuple, emotion and narrative oracles and baselines, human's QC
 process at two thresholds, and the model methods of ecpe, sextuple, emotion and narrative against the OpenAI-compatible
 stand-in, which answers one sample of each with invalid JSON so that it fails): open the run from report.html's link,

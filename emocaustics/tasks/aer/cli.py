@@ -117,7 +117,7 @@ def run_failures(sub: "Submission") -> dict[str, str]:
 
     if sub.source is None:
         return {}
-    beside = AerTask().read_predictions(sub.source.parent)
+    beside = AerTask().store.read_predictions(sub.source.parent)
     return {qid: f"failed in the run: {got}" for qid, got in beside.items()
             if isinstance(got, Failure) and sub.predictions.get(qid) == ()}
 

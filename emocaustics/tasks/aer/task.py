@@ -15,8 +15,8 @@ from pydantic import Field, model_validator
 
 from emocaustics.core.errors import UsageError
 from emocaustics.stats.reducers import reduce_votes
-from emocaustics.core.task import (DatasetOptions, Failure, Loaded, Options, Sample, ScoreContext, Scored, SolveFailed,
-                                   Task, rows_frame)
+from emocaustics.core.task import (DatasetOptions, Failure, Loaded, Methods, Options, Placement, Sample, ScoreContext,
+                                   Scored, SolveFailed, Task, rows_frame)
 from emocaustics.tasks.aer import predictors, prompts, scoring
 from emocaustics.tasks.aer.context import cut_summary
 from emocaustics.tasks.aer.data import load_split, to_sample
@@ -83,8 +83,7 @@ class AerTask(Task):
     description = "SemEval-2026 Task 12: pick the direct cause(s) of an event among A-D, given the topic's documents"
     Options = AerOptions
     Dataset = AerDataset
-    solver_methods = ("llm",)
-    calibration_methods = predictors.PREDICTORS
+    methods = Methods(solver=("llm",), calibration=predictors.PREDICTORS)
     primary_metric = "score"
     prompts_version = prompts.PROMPTS_VERSION
     submission_files = ("submission.jsonl", "submission.zip")  # written by finalize (core.submission)
@@ -96,7 +95,7 @@ class AerTask(Task):
 
     # -- data ------------------------------------------------------------------------------------------------------
     def context_free(self, options: AerOptions) -> bool:
-        return options.context == "none" or options.method not in self.solver_methods
+        return options.context == "none" or options.method not in self.methods.solver
 
     def load(self, dataset: AerDataset, options: AerOptions) -> Loaded:
         data = load_split(dataset.data, dataset.split)
@@ -110,7 +109,7 @@ class AerTask(Task):
             samples = [by_id[i] for i in dataset.ids]
         if dataset.max_samples is not None:
             samples = samples[:dataset.max_samples]
-        if options.method in self.solver_methods and options.prompt == "few-shot":
+        if options.method in self.methods.solver and options.prompt == "few-shot":
             shots = load_split(data.root, options.shots_from or default_shots(dataset.split))
             if shots.split == dataset.split:
                 raise UsageError(f"few-shot examples must come from another split than {dataset.split!r}")
@@ -125,7 +124,7 @@ class AerTask(Task):
         reference.jsonl: its product is the Codabench submission (each question's row says unscored)."""
         split = loaded.info.get("split")
         if any(s.target is not None for s in loaded.samples) or (split == "test" and options.method in
-                                                                  self.solver_methods):
+                                                                  self.methods.solver):
             return
         where = "reference.jsonl at the data root or in test_data/" if split == "test" else "their 'golden_answer'"
         raise UsageError(f"{loaded.info.get('files', {}).get('questions', loaded.info.get('root'))}: none of the "
@@ -134,7 +133,7 @@ class AerTask(Task):
 
     # -- solving ---------------------------------------------------------------------------------------------------
     def prepare(self, samples: list[Sample], options: AerOptions, ctx: ScoreContext) -> list[Sample]:
-        if options.method not in self.solver_methods:
+        if options.method not in self.methods.solver:
             return samples
         from emocaustics.tasks.aer.prepare import prepare_samples
 
@@ -153,7 +152,7 @@ class AerTask(Task):
         messages = ({"role": "system", "content": prompts.SYSTEM}, {"role": "user", "content": user})
         attempts = await ask_samples(llm, messages, options.prompt, samples=options.samples,
                                      temperature=options.temperature, seed=options.seed,
-                                     affinity=self.affinity(sample, options))
+                                     affinity=self.placement(sample, options).affinity)
         read = [a for a in attempts if a.letters is not None]
         letters, votes, fallback = vote([a.letters or [] for a in read], len(read))
         pred: dict[str, Any] = {"answer": letters, "raw_output": attempts[0].raw, "parsed_from": read[0].how}
@@ -167,16 +166,13 @@ class AerTask(Task):
             pred["trim"] = meta["trim"]
         return pred
 
-    def weight(self, sample: Sample, options: AerOptions) -> float:
-        """~ prompt size: estimated prompt tokens per 1,000, times the samples asked."""
+    def placement(self, sample: Sample, options: AerOptions) -> Placement:
+        """Weight ~ prompt size (estimated prompt tokens per 1,000, times the samples asked); affinity: the topic when
+        questions share a long prefix (documents, or a topic's examples), else the question."""
         est = sample.meta.get("prompt_tokens_est") or 1000
-        return max(1.0, est / 1000) * options.samples
-
-    def affinity(self, sample: Sample, options: AerOptions) -> str:
-        """The topic when questions share a long prefix (documents, or a topic's examples), else the question."""
-        if options.method in self.solver_methods and (options.context == "full" or options.prompt == "few-shot"):
-            return f"aer:{sample.meta.get('split')}:topic-{sample.input['topic_id']}"
-        return f"aer:{sample.id}"
+        shared = options.method in self.methods.solver and (options.context == "full" or options.prompt == "few-shot")
+        return Placement(affinity=f"aer:{sample.meta.get('split')}:topic-{sample.input['topic_id']}" if shared
+                         else f"aer:{sample.id}", weight=max(1.0, est / 1000) * options.samples)
 
     def predict(self, method: str, samples: list[Sample], options: AerOptions) -> dict[str, Any]:
         return predictors.predict(method, samples, options.seed)
@@ -216,7 +212,7 @@ class AerTask(Task):
         summary["unscored"] = sum(1 for s in samples if s.target is None)
         # each question's topic and gold size travel in scores.parquet (sample_info), for the report's by-topic table
         kept = None
-        if options.method in self.solver_methods:  # the cut, from each prediction's trim record
+        if options.method in self.methods.solver:  # the cut, from each prediction's trim record
             kept = cut_summary(options.context, [p.get("trim") if isinstance(p, dict) else None
                                                  for p in (predictions.get(s.id) for s in samples)])
         info = pl.DataFrame([{"sample_id": s.id, "aer_topic": int(s.input["topic_id"]),
@@ -236,7 +232,7 @@ class AerTask(Task):
 
     def view_sample(self, input: Any, target: Any, prediction: Any,
                     items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """The viewer's sample page (`view.data.SampleView`): options marked gold / chosen, the credit."""
+        """The viewer's sample page (`Report.view_sample`): options marked gold / chosen, the credit."""
         from emocaustics.tasks.aer.view import view_sample
 
         return view_sample(input, target, prediction, items)

@@ -1,4 +1,4 @@
-"""How `emocaustics view` shows one AER question (`view.data.SampleView`): the observed event, the four
+"""How `emocaustics view` shows one AER question (`Report.view_sample`): the observed event, the four
 options with gold and predicted marks, the credit (1 / 0.5 / 0, the official rule) and, under cot, the reasoning."""
 
 from __future__ import annotations

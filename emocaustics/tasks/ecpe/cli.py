@@ -251,7 +251,7 @@ def run_failures(pred: Path, checked: list[Any]) -> list[int]:
     from emocaustics.core.task import Failure
     from emocaustics.tasks.ecpe.task import EcpeTask
 
-    beside = EcpeTask().read_predictions(pred if pred.is_dir() else pred.parent)
+    beside = EcpeTask().store.read_predictions(pred if pred.is_dir() else pred.parent)
     ids = {int(cid) for cid, got in beside.items() if isinstance(got, Failure) and cid.lstrip("-").isdigit()}
     return sorted(cid for cid in ids if all(c.pairs.get(cid) == [] for c in checked))
 

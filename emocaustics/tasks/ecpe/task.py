@@ -30,8 +30,8 @@ import polars as pl
 from pydantic import Field, field_validator
 
 from emocaustics.core.errors import DataError, UsageError
-from emocaustics.core.task import (DatasetOptions, Failure, Loaded, Options, Sample, ScoreContext, Scored, Task,
-                                   rows_frame)
+from emocaustics.core.task import (DatasetOptions, Failure, Loaded, Methods, Options, Placement, Sample, ScoreContext,
+                                   Scored, Task, rows_frame)
 from emocaustics.tasks.ecpe import data, official, predictors, prompts
 from emocaustics.tasks.ecpe.scoring import SubtaskResult, count_columns, score_records
 from emocaustics.tasks.ecpe.validate import PAIRS_KEY, check_prediction
@@ -88,8 +88,7 @@ class EcpeTask(Task):
     description = "SemEval-2024 Task 3: emotion-cause pairs in conversations (ECF 2.0), official strict/proportional"
     Options = EcpeOptions
     Dataset = EcpeDataset
-    solver_methods = ("direct", "utterance")
-    calibration_methods = ("oracle", "baseline")
+    methods = Methods(solver=("direct", "utterance"), calibration=("oracle", "baseline"))
     primary_metric = official.PRIMARY[1]
     prompts_version = prompts.PROMPTS_VERSION
     submission_files = ("submission.zip", "Subtask_1_pred.json", "Subtask_2_pred.json")  # finalize (core.submission)
@@ -135,12 +134,11 @@ class EcpeTask(Task):
         return await solve(llm, sample, options.method, retries=options.retries, max_pairs=options.max_pairs,
                            max_tokens=options.max_tokens_cap)
 
-    def weight(self, sample: Sample, options: Options) -> float:
-        # expected answers: one per conversation (direct) or one per utterance
-        return float(len(sample.input["utterances"])) if options.method == "utterance" else 1.0
-
-    def affinity(self, sample: Sample, options: Options) -> str:
-        return sample.id  # the utterance calls of one conversation share its history as a prompt prefix
+    def placement(self, sample: Sample, options: Options) -> Placement:
+        # weight: expected answers, one per conversation (direct) or one per utterance; the utterance calls of one
+        # conversation share its history as a prompt prefix (one affinity)
+        return Placement(affinity=sample.id, weight=float(len(sample.input["utterances"]))
+                         if options.method == "utterance" else 1.0)
 
     def predict(self, method: str, samples: list[Sample], options: Options) -> dict[str, Any]:
         assert isinstance(options, EcpeOptions)
@@ -148,7 +146,7 @@ class EcpeTask(Task):
 
     def view_sample(self, input: Any, target: Any, prediction: Any,
                     items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """The viewer's sample page (`view.data.SampleView`): the conversation, predicted and gold pairs, cause spans."""
+        """The viewer's sample page (`Report.view_sample`): the conversation, predicted and gold pairs, cause spans."""
         from emocaustics.tasks.ecpe.view import view_sample
 
         return view_sample(input, target, prediction, items)

@@ -1,4 +1,4 @@
-"""ECPE's sample page in `emocaustics view` (`view.data.SampleView`): the conversation with each utterance's gold
+"""ECPE's sample page in `emocaustics view` (`Report.view_sample`): the conversation with each utterance's gold
 and predicted emotion and causes, the gold cause spans marked in the text, and every pair with the scorer's outcome."""
 
 from __future__ import annotations

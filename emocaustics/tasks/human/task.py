@@ -21,7 +21,7 @@ from pydantic import Field
 
 from emocaustics.core.datasource import DataSource
 from emocaustics.core.errors import UsageError
-from emocaustics.core.task import DatasetOptions, Loaded, Options, Sample, ScoreContext, Scored, Task, rows_frame
+from emocaustics.core.task import DatasetOptions, Loaded, Methods, Options, Sample, ScoreContext, Scored, Task, rows_frame
 from emocaustics.tasks.human.data import DEFAULT_FILE, NAME, SOURCE, Hits, hits_path, parse_hits, read_hits
 
 
@@ -51,7 +51,7 @@ class HumanTask(Task):
     description: ClassVar[str] = "human assessment of dialogue systems (ACL 2022): z-scores, QC, significance"
     Options: ClassVar[type[Options]] = HumanOptions
     Dataset: ClassVar[type[DatasetOptions]] = HumanDataset
-    calibration_methods: ClassVar[tuple[str, ...]] = ("process",)
+    methods = Methods(calibration=("process",))
     primary_metric: ClassVar[str] = "qc_passed"
     data_sources: ClassVar[tuple[DataSource, ...]] = (SOURCE,)
     # what the per-assignment metrics mean (the report's legend); `z:` covers every `z:<system>`
@@ -158,7 +158,7 @@ class HumanTask(Task):
 
     def view_sample(self, input: Any, target: Any, prediction: Any,
                     items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """The viewer's sample page (`view.data.SampleView`): the HIT's ratings and its QC outcome."""
+        """The viewer's sample page (`Report.view_sample`): the HIT's ratings and its QC outcome."""
         from emocaustics.tasks.human.view import view_sample
 
         return view_sample(input, target, prediction, items)

@@ -1,4 +1,4 @@
-"""The human task's sample page in `emocaustics view` (`view.data.SampleView`): one assignment of a HIT, every
+"""The human task's sample page in `emocaustics view` (`Report.view_sample`): one assignment of a HIT, every
 conversation's ratings per dimension (the degraded qc system's rows marked), and the worker's quality-control outcome
 as the scorer decided it (p-value against the threshold)."""
 

@@ -2,9 +2,9 @@
 (emotion event chains per speaker).
 
 Both solve on the shared plan (`solve.plan`): each dialogue's state machine (`extract/dialogue.py`) runs inside a
-replica, its utterances' embeddings streaming in beside the calls (`side_texts`); a chain `window` config builds on
-the same model's sextuple `window` config (`builds_on`, `read_prior`). Predictions are written in the reference
-formats (`write_prediction`). Scoring is the spec-exact scorer of `score/`, its per-dialogue table turned into the
+replica, its utterances' embeddings streaming in beside the calls, and a chain `window` config builds on the same
+model's sextuple `window` config: the side inputs of `side.py`. Predictions are written in the reference formats
+(`store.py`). Scoring is the spec-exact scorer of `score/`, its per-dialogue table turned into the
 core's long rows.
 """
 
@@ -12,20 +12,20 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import json
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import model_validator
 
 from emocaustics.core.datasource import DataSource
-from emocaustics.core.task import (DatasetOptions, Defect, Failure, Loaded, Options, Sample, ScoreContext, Scored,
-                                   Side, Task, rows_frame)
+from emocaustics.core.task import (DatasetOptions, Defect, Failure, Loaded, Methods, Options, Placement, Sample,
+                                   ScoreContext, Scored, Task, rows_frame)
 from emocaustics.score.fanout import wants_ray
 from emocaustics.tasks.longdialogue.data.fetch import SOURCE
 from emocaustics.tasks.longdialogue.data.groundtruth import DialogueGroundTruth, all_of_given_data
 from emocaustics.tasks.longdialogue.extract.knobs import ExtractKnobs
 from emocaustics.tasks.longdialogue.extract.windows import DEFAULT_WINDOWS
+from emocaustics.tasks.longdialogue.side import DialogueSide
+from emocaustics.tasks.longdialogue.store import DialogueStore
 
 if TYPE_CHECKING:  # polars loads where scores are tabled: an extract run never imports it (issue 31: start-up)
     import polars as pl
@@ -76,7 +76,6 @@ def _resolve(dataset_json: str) -> tuple[list[Any], Any]:
 class EmoCausticsTask(DialogueGroundTruth, Task):  # check_ground_truth: data/groundtruth.py
     Options: ClassVar[type[Options]] = EmoOptions
     Dataset: ClassVar[type[DatasetOptions]] = EmoDataset
-    calibration_methods: ClassVar[tuple[str, ...]] = ("oracle", "baseline")
     data_sources: ClassVar[tuple[DataSource, ...]] = (SOURCE,)
     # what each per-dialogue component means (the report's legend); the scorers in score/ define them
     metric_docs: ClassVar[dict[str, str]] = {
@@ -99,7 +98,9 @@ class EmoCausticsTask(DialogueGroundTruth, Task):  # check_ground_truth: data/gr
     def __init__(self, name: str, description: str, methods: tuple[str, ...]) -> None:
         self.name = name  # type: ignore[misc]
         self.description = description  # type: ignore[misc]
-        self.solver_methods = methods  # type: ignore[misc]
+        self.methods = Methods(solver=methods, calibration=("oracle", "baseline"))  # type: ignore[misc]
+        self.side = DialogueSide(self)  # type: ignore[misc]
+        self.store = DialogueStore(name)  # type: ignore[misc]
 
     @property
     def prompts_version(self) -> str:  # type: ignore[override]
@@ -126,7 +127,7 @@ class EmoCausticsTask(DialogueGroundTruth, Task):  # check_ground_truth: data/gr
         parts += [f"{key}={extra[key]}" for key in sorted(extra)]
         return "_".join(str(p).replace("/", "-") for p in parts)
 
-    # The per-config columns `summary_columns` adds, for the report (`report.columns.OptionColumns`).
+    # The per-config columns `summary_columns` adds, for the report (`Report.option_column_docs`).
     option_column_docs: ClassVar[dict[str, str]] = {
         "K": "window size of a windowed config (utterances)",
         "S": "window step of a windowed config (utterances)",
@@ -136,16 +137,6 @@ class EmoCausticsTask(DialogueGroundTruth, Task):  # check_ground_truth: data/gr
         opts: EmoOptions = options  # type: ignore[assignment]
         k, s = self.k_s(opts) if opts.method in ("window", "rag") else (None, None)
         return {"K": k, "S": s}
-
-    def builds_on(self, options: Options, model: str | None, candidates: list[tuple[str, Any, Any, str]]) -> str | None:
-        """A chain `window` config builds on the same model's sextuple `window` config (with default extraction
-        options) when the job has one: its events are reused instead of extracted again."""
-        if self.name != "emotion" or options.method != "window":
-            return None
-        for task_name, opts, other_model, label in candidates:
-            if task_name == "sextuple" and opts.method == "window" and other_model == model and not opts.extract_options():
-                return label
-        return None
 
     def report_sections(self, summary: pl.DataFrame, scores: pl.DataFrame) -> list[tuple[str, str]]:
         from emocaustics.tasks.longdialogue.report import sections
@@ -168,64 +159,16 @@ class EmoCausticsTask(DialogueGroundTruth, Task):  # check_ground_truth: data/gr
         return ExtractConfig(task=self.name, method=opts.method, window=opts.window, step=opts.step,
                              **opts.extract_options())
 
-    def solver_view(self, sample: Sample, options: Options, prior: Any = None) -> Sample:
-        """A dialogue as its state machine's work item (`extract.dialogue.make_item`): utterances, holders, the
-        method's config and the prior sextuple prediction; not the annotations, which stay in the driver."""
-        from emocaustics.tasks.longdialogue.extract.dialogue import make_item
+    def placement(self, sample: Sample, options: Options) -> Placement:
+        """Read on what travels to the replica (the work item `side.solver_view` makes), except the size, which the
+        plan reads on the loaded dialogue to start the longest first."""
+        from emocaustics.tasks.longdialogue.extract.dialogue import item_affinity, item_chain, item_weight
 
-        d = sample.input
-        item = make_item(d.id, [u.sentence for u in d.utterances], [u.holder for u in d.utterances],
-                         self.extract_config(options), prior=prior)
-        return Sample(sample.id, item)
-
-    def side_texts(self, sample: Sample, options: Options) -> list[str] | None:
-        """The utterances, where the method retrieves or joins events by similarity (`rag`, `window`)."""
         item = sample.input
-        needs = self.extract_config(options).needs_embeddings(item["prior"] is not None, len(item["sentences"]))
-        return list(item["sentences"]) if needs else None
-
-    def embeds_ahead(self, options: Options) -> bool:
-        """`window` consults embeddings only when an answer names no known event; `rag` waits on every utterance's."""
-        return options.method != "window"
-
-    def size(self, sample: Sample) -> int:
-        return len(sample.input.utterances)
-
-    def affinity(self, sample: Sample, options: Options) -> str:
-        from emocaustics.tasks.longdialogue.extract.dialogue import item_affinity
-
-        return item_affinity(sample.input)
-
-    def weight(self, sample: Sample, options: Options) -> float:
-        from emocaustics.tasks.longdialogue.extract.dialogue import item_weight
-
-        return item_weight(sample.input)
-
-    def chain(self, sample: Sample, options: Options) -> int:
-        from emocaustics.tasks.longdialogue.extract.dialogue import item_chain
-
-        return item_chain(sample.input)
-
-    async def solve_with(self, llm: Any, sample: Sample, options: Options, side: Side) -> Any:
-        from emocaustics.tasks.longdialogue.extract.dialogue import solve_dialogue
-
-        return await solve_dialogue(llm, sample.input, side.embeddings, side.stats)
-
-    def read_prior(self, folder: Path, samples: list[Sample]) -> dict[str, Any]:
-        """Each dialogue's sextuple prediction in `folder` (`output_chat_N.json` or `chat_N.json`), as written."""
-        from emocaustics.tasks.longdialogue.extract.output import read_prior
-
-        return read_prior(folder, [s.input.id for s in samples])
-
-    def write_prediction(self, out: Path, sample_id: str, prediction: Any) -> None:
-        from emocaustics.tasks.longdialogue.extract.output import write_prediction
-
-        write_prediction(out, self.name, int(sample_id), prediction)
-
-    def write_failure(self, out: Path, sample_id: str, failure: Failure) -> None:
-        from emocaustics.tasks.longdialogue.extract.output import append_failure
-
-        append_failure(out, {"dialogue": int(sample_id), "step": failure.step, "reason": failure.reason})
+        if not isinstance(item, dict):  # a loaded dialogue
+            return Placement(affinity=sample.id, size=len(item.utterances))
+        return Placement(affinity=item_affinity(item), weight=item_weight(item), chain=item_chain(item),
+                         size=len(item["sentences"]))
 
     def dry_solve(self, samples: list[Sample], options: Options, llm: Any, embedder: Any, *,
                   prior: bool = False) -> None:
@@ -261,24 +204,10 @@ class EmoCausticsTask(DialogueGroundTruth, Task):  # check_ground_truth: data/gr
         found = predict(method, self.name, [s.input for s in samples])
         return {str(k): v for k, v in found.items()}
 
-    def read_predictions(self, out: Path) -> dict[str, Any]:
-        from emocaustics.tasks.longdialogue.score.predictions import (read_chain_predictions,
-                                                                     read_sextuple_predictions)
-
-        reader = read_sextuple_predictions if self.name == "sextuple" else read_chain_predictions
-        found: dict[str, Any] = {}
-        path = out / "failures.jsonl"
-        if path.exists():
-            for line in path.read_text(encoding="utf-8").splitlines():
-                row = json.loads(line)
-                found[str(row["dialogue"])] = Failure(f"extraction {row.get('step')}", str(row.get("reason")))
-        found.update({str(k): v for k, v in reader(out).predictions.items()})
-        return found
-
     # -- scoring -------------------------------------------------------------------------------------------------
     def view_sample(self, input: Any, target: Any, prediction: Any,
                     items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """The viewer's sample page (`view.data.SampleView`): sextuples per utterance, events and chain matches."""
+        """The viewer's sample page (`Report.view_sample`): sextuples per utterance, events and chain matches."""
         from emocaustics.tasks.longdialogue.view import view_sample
 
         return view_sample(input, target, prediction, items)

@@ -1,4 +1,4 @@
-"""EmoCaustics' sample page in `emocaustics view` (`view.data.SampleView`): the dialogue with each utterance's
+"""EmoCaustics' sample page in `emocaustics view` (`Report.view_sample`): the dialogue with each utterance's
 gold and predicted sextuples (sextuple task), the holders' gold and predicted event chains (emotion task), and the
 scorer's per-utterance and per-event matches with their similarities."""
 

@@ -19,8 +19,8 @@ import polars as pl
 from pydantic import Field
 
 from emocaustics.core.errors import UsageError
-from emocaustics.core.task import (DatasetOptions, Defect, Failure, Loaded, Options, Sample, ScoreContext, Scored,
-                                   SolveFailed, Task)
+from emocaustics.core.task import (DatasetOptions, Defect, Failure, Loaded, Methods, Options, Placement, Sample,
+                                   ScoreContext, Scored, SolveFailed, Task)
 from emocaustics.tasks.narrative.data import gt_dir, locate
 from emocaustics.tasks.narrative.io import PRED_SUFFIX, decode, missing_prediction, write_story
 from emocaustics.tasks.narrative.prompts import PROMPTS_VERSION
@@ -59,8 +59,7 @@ class NarrativeTask(Task):
                                   "actions, spans)")
     Options: ClassVar[type[Options]] = NarrativeOptions
     Dataset: ClassVar[type[DatasetOptions]] = NarrativeDataset
-    solver_methods: ClassVar[tuple[str, ...]] = ("llm",)
-    calibration_methods: ClassVar[tuple[str, ...]] = ("oracle", "files", "empty")
+    methods = Methods(solver=("llm",), calibration=("oracle", "files", "empty"))
     primary_metric: ClassVar[str] = "overall"
     prompts_version: ClassVar[str | None] = PROMPTS_VERSION
 
@@ -113,10 +112,11 @@ class NarrativeTask(Task):
                               window_sentences=options.window_sentences, taxonomy=taxonomy_for(options.taxonomy),
                               affinity=sample.id)
 
-    def weight(self, sample: Sample, options: Options) -> float:
-        """Placement cost: the number of (sequential) window calls."""
+    def placement(self, sample: Sample, options: Options) -> Placement:
+        """Weight: the number of (sequential) window calls."""
         text = (sample.input or {}).get("text") or ""
-        return float(max(1, len(windows(len(split_sentences(text)), getattr(options, "window_sentences", 6)))))
+        n = len(windows(len(split_sentences(text)), getattr(options, "window_sentences", 6)))
+        return Placement(affinity=sample.id, weight=float(max(1, n)))
 
     def predict(self, method: str, samples: list[Sample], options: Options) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -147,7 +147,7 @@ class NarrativeTask(Task):
     # -- scoring -------------------------------------------------------------------------------------------------
     def view_sample(self, input: Any, target: Any, prediction: Any,
                     items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """The viewer's sample page (`view.data.SampleView`): the story, its spans, component matches."""
+        """The viewer's sample page (`Report.view_sample`): the story, its spans, component matches."""
         from emocaustics.tasks.narrative.view import view_sample
 
         return view_sample(input, target, prediction, items)

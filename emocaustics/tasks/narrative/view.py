@@ -1,4 +1,4 @@
-"""The narrative task's sample page in `emocaustics view` (`view.data.SampleView`): the story with each event's
+"""The narrative task's sample page in `emocaustics view` (`Report.view_sample`): the story with each event's
 annotated span, the gold and predicted events side by side (span, agents, action, relationships), and the scorer's
 component matches (characters, events, actions, relationships...) with their scores and reasons."""
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from emocaustics.core.datasource import DataSource
-from emocaustics.core.task import (DatasetOptions, Failure, Loaded, Options, Sample, ScoreContext, Scored, Task,
+from emocaustics.core.task import (DatasetOptions, Failure, Loaded, Methods, Options, Sample, ScoreContext, Scored, Task,
                                    rows_frame)
 
 SOURCE = DataSource(
@@ -36,7 +36,7 @@ class ParityTask(Task):
     description: ClassVar[str] = "is the number even? (a plug-in task from its own package)"
     Options: ClassVar[type[Options]] = ParityOptions
     Dataset: ClassVar[type[DatasetOptions]] = ParityDataset
-    calibration_methods: ClassVar[tuple[str, ...]] = ("always-even", "oracle")
+    methods = Methods(calibration=("always-even", "oracle"))
     primary_metric: ClassVar[str] = "accuracy"
     metric_docs: ClassVar[dict[str, str]] = {"accuracy": "1 when the answer names the number's parity"}
     data_sources: ClassVar[tuple[DataSource, ...]] = (SOURCE,)
@@ -53,7 +53,7 @@ class ParityTask(Task):
         # What a solver would leave behind: predictions.jsonl, for `emocaustics score parity --pred` to read back.
         (out / "predictions.jsonl").unlink(missing_ok=True)
         for s in samples:
-            self.write_prediction(out, s.id, predictions[s.id])
+            self.store.write_prediction(out, s.id, predictions[s.id])
         return [out / "predictions.jsonl"]
 
     def score(self, samples: list[Sample], predictions: dict[str, Any], options: Options,

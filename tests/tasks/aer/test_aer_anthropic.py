@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from emocaustics.core.errors import UsageError
-from emocaustics.core.task import Failure, ScoreContext, SolveFailed, get_task
+from emocaustics.core.task import Failure, ScoreContext, SolveFailed, get_task, parse_options
 from emocaustics.models.anthropic_chat import AnthropicChatLLM, to_messages
 from emocaustics.models.base import ChatRequest, Sampling
 from emocaustics.tasks.aer.solver import answer_schema
@@ -144,7 +144,7 @@ async def _solve_all(llm, samples, options):
 def test_aer_questions_through_faults_lose_none(tmp_path: Path, prompt: str) -> None:
     qs = [question(n, 1 + n % 3, "A") for n in range(1, 25)]
     root = write_dataset(tmp_path, {"sample": (qs, [topic(1), topic(2), topic(3)])})
-    options = TASK.parse_options({"method": "llm", "context": "full", "prompt": prompt})
+    options = parse_options(TASK, {"method": "llm", "context": "full", "prompt": prompt})
     samples = TASK.prepare(TASK.load(TASK.Dataset(split="sample", data=str(root)), options).samples, options,
                            ScoreContext())
     doomed = samples[4].input["target_event"]  # every request of this question fails with 500
@@ -169,7 +169,7 @@ def test_aer_questions_through_faults_lose_none(tmp_path: Path, prompt: str) -> 
 
 def test_prose_answers_from_an_unguided_endpoint_are_read(tmp_path: Path) -> None:
     root = standard_dataset(tmp_path)
-    options = TASK.parse_options({"method": "llm", "context": "none"})
+    options = parse_options(TASK, {"method": "llm", "context": "none"})
     samples = TASK.prepare(TASK.load(TASK.Dataset(split="sample", data=str(root)), options).samples, options,
                            ScoreContext())
     with FakeAnthropicServer(supports_output_config=False, answer_text=lambda b: "It was B.\nAnswer: B") as srv:

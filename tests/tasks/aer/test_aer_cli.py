@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from emocaustics.core.errors import DataError, SamplesFailed, UsageError
+from emocaustics.core.task import parse_options
 from emocaustics.tasks.aer.cli import register_score
 from tasks.aer.aer_fixtures import standard_dataset
 
@@ -173,7 +174,7 @@ def test_missing_questions_count_as_the_job_runner_counts_them(tmp_path: Path,
         _score(["--pred", str(sub), "--split", "sample", "--data", str(root), "--json"])
     cli_summary = json.loads(capsys.readouterr().out)
     task = AerTask()
-    options = task.parse_options({"method": "oracle"})
+    options = parse_options(task, {"method": "oracle"})
     samples = task.load(task.Dataset(split="sample", data=str(root)), options).samples
     predictions: dict = {s.id: {"answer": s.target} for s in samples if s.id != "q-5"}
     predictions["q-5"] = Failure("solve", "no prediction was written for this sample")  # runner.predictions_for
@@ -193,15 +194,15 @@ def test_a_runs_failed_questions_count_as_failed_when_its_submission_is_scored(
 
     root = standard_dataset(tmp_path / "data")
     task = AerTask()
-    options = task.parse_options({"method": "oracle"})
+    options = parse_options(task, {"method": "oracle"})
     samples = task.load(task.Dataset(split="sample", data=str(root)), options).samples
     config = tmp_path / "predictions" / "aer_llm"
     for s in samples:
         if s.id == "q-5":
-            task.write_failure(config, s.id, Failure("answer", "model error: HTTP 500"))
+            task.store.write_failure(config, s.id, Failure("answer", "model error: HTTP 500"))
         else:
-            task.write_prediction(config, s.id, {"answer": s.target})
-    predictions = task.read_predictions(config)
+            task.store.write_prediction(config, s.id, {"answer": s.target})
+    predictions = task.store.read_predictions(config)
     task.finalize(config, samples, predictions, options)
     for pred in (config, config / "submission.jsonl", config / "submission.zip"):
         assert _main(["--pred", str(pred), "--split", "sample", "--data", str(root), "--json"]) == 3

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from emocaustics.core.task import ScoreContext, get_task
+from emocaustics.core.task import ScoreContext, get_task, parse_options
 from emocaustics.tasks.aer import retrieve
 from emocaustics.tasks.aer.context import (CUT_MARK, approx_tokens, chunk_topic, cut_to_tokens, document_text,
                                            render_full)
@@ -74,7 +74,7 @@ def test_full_context_prompt_fits_the_budget(tmp_path: Path) -> None:
                                                [topic(1, [doc(i, 1, words=words) for i in range(1, 6)])])})
     task = get_task("aer")
     for prompt in ("zero-shot", "cot"):
-        opts = task.parse_options({"method": "llm", "context": "full", "prompt": prompt, "max_context_tokens": 4096})
+        opts = parse_options(task, {"method": "llm", "context": "full", "prompt": prompt, "max_context_tokens": 4096})
         samples = task.prepare(task.load(task.Dataset(split="sample", data=str(root)), opts).samples, opts,
                                ScoreContext())
         trim = samples[0].meta["trim"]
@@ -92,7 +92,7 @@ def test_retrieval_embeds_each_topic_once_and_ranks_by_similarity(tmp_path: Path
     root = write_dataset(tmp_path, {"sample": ([question(1, 1), question(2, 1)], [topic(1, docs)])})
     task = get_task("aer")
     emb = KeywordEmbedder(["storm", "harbour", "council", "Tourists"])
-    opts = task.parse_options({"method": "llm", "context": "retrieve", "top_k": 2})
+    opts = parse_options(task, {"method": "llm", "context": "retrieve", "top_k": 2})
     samples = task.load(task.Dataset(split="sample", data=str(root)), opts).samples
     first = task.prepare(samples, opts, ScoreContext(embedder=emb))
     trim = first[0].meta["trim"]
@@ -101,7 +101,7 @@ def test_retrieval_embeds_each_topic_once_and_ranks_by_similarity(tmp_path: Path
     assert first[0].meta["context"].startswith("[Passage 1, document 2: Report 2 on town 1]\nA storm flooded")
     # chunks: one call for the topic's chunks, one for the two queries
     assert emb.calls == [3, 2]
-    again = task.prepare(samples, task.parse_options({"method": "llm", "context": "retrieve", "top_k": 1,
+    again = task.prepare(samples, parse_options(task, {"method": "llm", "context": "retrieve", "top_k": 1,
                                                       "prompt": "cot"}), ScoreContext(embedder=emb))
     assert emb.calls == [3, 2, 2]  # another config: only the queries are embedded again
     assert again[0].meta["trim"]["passages_kept"] == 1
@@ -112,7 +112,7 @@ def test_retrieve_without_embedder_is_a_usage_error(tmp_path: Path) -> None:
 
     root = standard_dataset(tmp_path)
     task = get_task("aer")
-    opts = task.parse_options({"method": "llm", "context": "retrieve"})
+    opts = parse_options(task, {"method": "llm", "context": "retrieve"})
     samples = task.load(task.Dataset(split="sample", data=str(root)), opts).samples
     with pytest.raises(UsageError, match="needs the job's embedder"):
         task.prepare(samples, opts, ScoreContext())

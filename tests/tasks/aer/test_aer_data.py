@@ -11,14 +11,14 @@ import pytest
 
 from tasks.aer.aer_fixtures import PNG, doc, question, standard_dataset, topic, write_dataset
 from emocaustics.core.errors import DataError, UsageError
-from emocaustics.core.task import get_task
+from emocaustics.core.task import get_task, parse_options
 from emocaustics.tasks.aer import fetch as fetch_mod
 from emocaustics.tasks.aer.data import load_split
 
 
 def _load(root: Path, split: str = "sample", **opts):
     task = get_task("aer")
-    options = task.parse_options({"method": "llm", **opts})
+    options = parse_options(task, {"method": "llm", **opts})
     return task.load(task.Dataset(split=split, data=str(root)), options)
 
 
@@ -59,7 +59,7 @@ def test_topic_without_documents_is_an_error_naming_split_and_topic(tmp_path: Pa
     loaded = _load(root, "dev", context="none")
     assert [d.kind for d in loaded.defects] == ["topic-without-documents"] * 3
     task = get_task("aer")
-    oracle = task.load(task.Dataset(split="dev", data=str(root)), task.parse_options({"method": "oracle"}))
+    oracle = task.load(task.Dataset(split="dev", data=str(root)), parse_options(task, {"method": "oracle"}))
     assert len(oracle.samples) == 4
 
 
@@ -127,7 +127,7 @@ def test_defects_are_reported_and_nothing_dropped(tmp_path: Path) -> None:
 def test_ids_and_max_samples_select(tmp_path: Path) -> None:
     root = standard_dataset(tmp_path)
     task = get_task("aer")
-    opts = task.parse_options({"method": "oracle"})
+    opts = parse_options(task, {"method": "oracle"})
     assert [s.id for s in task.load(task.Dataset(split="sample", data=str(root), max_samples=2), opts).samples] == [
         "q-1", "q-2"]
     picked = task.load(task.Dataset(split="sample", data=str(root), ids=["q-5", "q-1"]), opts).samples

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import polars as pl
 
-from emocaustics.core.task import ScoreContext, get_task
+from emocaustics.core.task import ScoreContext, get_task, parse_options
 from emocaustics.report.tables import SCORE_COLUMNS, write_tables
 from emocaustics.tasks.aer import retrieve
 from tasks.aer.aer_fixtures import KeywordEmbedder, doc, question, topic, write_dataset
@@ -25,16 +25,16 @@ def _dataset(root: Path) -> Path:
 
 def _prepared(root: Path, **opts):
     retrieve.clear_cache()
-    options = TASK.parse_options({"method": "llm", "max_context_tokens": 4096, **opts})
+    options = parse_options(TASK, {"method": "llm", "max_context_tokens": 4096, **opts})
     loaded = TASK.load(TASK.Dataset(split="sample", data=str(root)), options)
     emb = KeywordEmbedder(["harbour", "storm"])
     return TASK.prepare(loaded.samples, options, ScoreContext(embedder=emb)), options
 
 
 def test_the_default_context_is_retrieval_and_a_named_context_is_kept():
-    assert TASK.parse_options({"method": "llm"}).context == "retrieve"
+    assert parse_options(TASK, {"method": "llm"}).context == "retrieve"
     for named in ("none", "full", "retrieve"):
-        assert TASK.parse_options({"method": "llm", "context": named}).context == named
+        assert parse_options(TASK, {"method": "llm", "context": named}).context == named
 
 
 def test_the_default_asks_with_the_document_that_tells_the_cause(tmp_path):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from emocaustics.core.task import ScoreContext, get_task
+from emocaustics.core.task import ScoreContext, get_task, needs_model
 from emocaustics.jobs.spec import load_job
 from emocaustics.tasks.aer.solver import answer_budget
 from extract_doubles import SchemaLLM
@@ -28,9 +28,9 @@ def _runs(name: str):
 def test_job_loads_and_covers_every_mode(name: str, split: str) -> None:
     job, runs = _runs(name)
     assert job.dataset_for(runs[0][0]) == {"split": split}
-    modes = {(o.prompt, o.context) for _, t, o in runs if t.needs_model(o)}
+    modes = {(o.prompt, o.context) for _, t, o in runs if needs_model(t, o)}
     assert modes == {(p, c) for p in ("zero-shot", "few-shot", "cot") for c in ("none", "full", "retrieve")}
-    assert {o.method for _, t, o in runs if not t.needs_model(o)} == {"oracle", "random", "all-options"}
+    assert {o.method for _, t, o in runs if not needs_model(t, o)} == {"oracle", "random", "all-options"}
 
 
 def test_quickstart_runs_prepare_and_answer_on_sample() -> None:
@@ -39,7 +39,7 @@ def test_quickstart_runs_prepare_and_answer_on_sample() -> None:
     window = job.models["smoke"].engine["max_model_len"]
     emb = KeywordEmbedder(["the", "of", "and", "police", "vote"])
     for _, task, opts in runs:
-        if not task.needs_model(opts):
+        if not needs_model(task, opts):
             continue
         assert opts.max_context_tokens <= window
         loaded = task.load(task.Dataset(split="sample", data=str(root), max_samples=30), opts)

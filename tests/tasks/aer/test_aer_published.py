@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from emocaustics.core.errors import DataError
-from emocaustics.core.task import ScoreContext, get_task
+from emocaustics.core.task import ScoreContext, get_task, parse_options
 from emocaustics.tasks.aer.scoring import write_submission
 from tasks.aer.aer_fixtures import published_root as _root
 
@@ -18,7 +18,7 @@ TASK = get_task("aer")
 
 
 def _load(split: str, method: str = "oracle", **opts):
-    options = TASK.parse_options({"method": method, **opts})
+    options = parse_options(TASK, {"method": method, **opts})
     return TASK.load(TASK.Dataset(split=split, data=str(_root())), options), options
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from emocaustics.core.task import Failure, ScoreContext, SolveFailed, get_task
+from emocaustics.core.task import Failure, ScoreContext, SolveFailed, get_task, parse_options
 from emocaustics.models.base import Completion
 from emocaustics.tasks.aer import prompts, retrieve
 from emocaustics.tasks.aer.solver import Unreadable, read_answer, vote
@@ -57,7 +57,7 @@ def test_cot_reads_reasoning_and_needs_it_in_json() -> None:
 
 
 def _prepared(root: Path, split: str = "sample", **opts):
-    options = TASK.parse_options({"method": "llm", **opts})
+    options = parse_options(TASK, {"method": "llm", **opts})
     loaded = TASK.load(TASK.Dataset(split=split, data=str(root)), options)
     emb = KeywordEmbedder(["harbour", "storm", "mayor", "Report"])
     return TASK.prepare(loaded.samples, options, ScoreContext(embedder=emb)), options
@@ -97,9 +97,10 @@ def test_questions_of_a_topic_share_the_prompt_prefix(tmp_path: Path) -> None:
     a, b = (r.messages[1]["content"] for r in llm.requests)
     prefix = a[: a.rindex("Observed event: The")]
     assert b.startswith(prefix) and "Documents about the topic \"Events in town 1\"" in prefix
-    assert TASK.affinity(samples[0], options) == TASK.affinity(samples[1], options) == "aer:sample:topic-1"
-    assert TASK.affinity(samples[0], TASK.parse_options({"method": "llm", "context": "none"})) == "aer:q-1"
-    assert TASK.weight(samples[0], options) >= 1.0
+    same = TASK.placement(samples[0], options).affinity
+    assert same == TASK.placement(samples[1], options).affinity == "aer:sample:topic-1"
+    assert TASK.placement(samples[0], parse_options(TASK, {"method": "llm", "context": "none"})).affinity == "aer:q-1"
+    assert TASK.placement(samples[0], options).weight >= 1.0
 
 
 def test_few_shot_examples_come_from_another_split_never_the_own_topic(tmp_path: Path) -> None:
@@ -121,13 +122,13 @@ def test_few_shot_examples_come_from_another_split_never_the_own_topic(tmp_path:
 
 def test_options_that_do_not_apply_are_rejected() -> None:
     with pytest.raises(ValueError, match="shots applies to prompt: few-shot"):
-        TASK.parse_options({"method": "llm", "shots": 5})
+        parse_options(TASK, {"method": "llm", "shots": 5})
     with pytest.raises(ValueError, match="top_k applies to context: retrieve"):
-        TASK.parse_options({"method": "llm", "context": "full", "top_k": 3})
+        parse_options(TASK, {"method": "llm", "context": "full", "top_k": 3})
     with pytest.raises(ValueError, match="temperature applies to self-consistency"):
-        TASK.parse_options({"method": "llm", "temperature": 1.0})
+        parse_options(TASK, {"method": "llm", "temperature": 1.0})
     with pytest.raises(ValueError, match="no method"):
-        TASK.parse_options({"method": "bogus"})
+        parse_options(TASK, {"method": "bogus"})
 
 
 def test_unreadable_answer_is_retried_once_with_a_new_seed(tmp_path: Path) -> None:
@@ -164,7 +165,7 @@ def test_context_overflow_fails_at_once(tmp_path: Path) -> None:
 
 def test_self_consistency_votes_per_option(tmp_path: Path) -> None:
     samples, _ = _prepared(standard_dataset(tmp_path), context="none")
-    options = TASK.parse_options({"method": "llm", "context": "none", "samples": 5, "seed": 3})
+    options = parse_options(TASK, {"method": "llm", "context": "none", "samples": 5, "seed": 3})
     by_seed = {3: ["A", "B"], 4: ["A"], 5: ["A", "C"], 6: ["B"], 7: ["A", "B"]}
     llm = ScriptedLLM(lambda r, n: {"answer": by_seed[r.sampling.seed]})
     pred = asyncio.run(TASK.solve(llm, samples[0], options))
@@ -180,7 +181,7 @@ def test_vote_fallback_and_unreadable_samples(tmp_path: Path) -> None:
     assert vote([["C"], ["B"], ["A"]], 3) == (["C"], {"A": 1, "B": 1, "C": 1}, True)
     assert vote([["B"], ["A", "C"], ["A", "C"], ["D"]], 4) == (["A", "C"], {"A": 2, "B": 1, "C": 2, "D": 1}, True)
     samples, _ = _prepared(standard_dataset(tmp_path), context="none")
-    options = TASK.parse_options({"method": "llm", "context": "none", "samples": 3})
+    options = parse_options(TASK, {"method": "llm", "context": "none", "samples": 3})
     # seed 1 never readable (also its retry, seed 1001): votes among the two read samples
     llm = ScriptedLLM(lambda r, n: "??" if r.sampling.seed in (1, 1001) else {"answer": ["D"]})
     pred = asyncio.run(TASK.solve(llm, samples[0], options))
@@ -191,10 +192,10 @@ def test_vote_fallback_and_unreadable_samples(tmp_path: Path) -> None:
 def test_calibration_rows(tmp_path: Path) -> None:
     root = standard_dataset(tmp_path)
     for method, score in (("oracle", 1.0), ("all-options", 0.0)):
-        opts = TASK.parse_options({"method": method})
+        opts = parse_options(TASK, {"method": method})
         samples = TASK.load(TASK.Dataset(split="sample", data=str(root)), opts).samples
         assert TASK.score(samples, TASK.predict(method, samples, opts), opts, ScoreContext()).summary["score"] == score
-    opts = TASK.parse_options({"method": "random", "seed": 5})
+    opts = parse_options(TASK, {"method": "random", "seed": 5})
     samples = TASK.load(TASK.Dataset(split="sample", data=str(root)), opts).samples
     a, b = TASK.predict("random", samples, opts), TASK.predict("random", samples[2:], opts)
     assert all(1 <= len(p["answer"]) <= 4 for p in a.values())
@@ -203,7 +204,7 @@ def test_calibration_rows(tmp_path: Path) -> None:
 
 def test_finalize_writes_submission_zip_and_results(tmp_path: Path) -> None:
     root = standard_dataset(tmp_path / "data")
-    opts = TASK.parse_options({"method": "llm", "context": "none"})
+    opts = parse_options(TASK, {"method": "llm", "context": "none"})
     samples = TASK.load(TASK.Dataset(split="test", data=str(root)), opts).samples
     preds = {"q-20": {"answer": ["B"], "raw_output": '{"answer": ["B"]}'}, "q-21": Failure("answer", "HTTP 500")}
     paths = TASK.finalize(tmp_path / "out", samples, preds, opts)

@@ -10,6 +10,7 @@ import re
 import pytest
 
 from emocaustics.core.errors import DataError, UsageError
+from emocaustics.core.task import parse_options
 from emocaustics.tasks.ecpe import cli
 from emocaustics.tasks.ecpe.official import SUBTASK1_KEYS, SUBTASK2_KEYS
 
@@ -190,7 +191,7 @@ def test_score_reads_the_submission_zip_the_tool_writes(tmp_path, capsys):
 
     root = _test_data(tmp_path / "ecac")
     task = EcpeTask()
-    options = task.parse_options({"method": "baseline", "baseline_emotion": "sadness"})
+    options = parse_options(task, {"method": "baseline", "baseline_emotion": "sadness"})
     samples = task.load(task.Dataset(data=str(root)), options).samples
     out = tmp_path / "predictions" / "ecpe_baseline"
     written = task.finalize(out, samples, task.predict("baseline", samples, options), options)
@@ -243,7 +244,7 @@ def test_a_missing_conversation_is_a_failed_sample_as_in_the_job_runner(tmp_path
     assert json.loads(capsys.readouterr().out) == doc
     # the job runner's way: conversation 2 has no prediction (runner.predictions_for makes it a Failure)
     task = EcpeTask()
-    options = task.parse_options({"method": "oracle", "subtask": 2})
+    options = parse_options(task, {"method": "oracle", "subtask": 2})
     samples = task.load(task.Dataset(data=str(root)), options).samples
     scored = task.score(samples, {"1": {"subtask1": None, "subtask2": found},
                                   "2": Failure("solve", "no prediction was written for this sample")},
@@ -272,13 +273,13 @@ def test_a_runs_failed_conversations_count_as_failed_when_its_files_are_scored(t
 
     root = _test_data(tmp_path / "ecac")
     task = EcpeTask()
-    options = task.parse_options({"method": "oracle"})
+    options = parse_options(task, {"method": "oracle"})
     samples = task.load(task.Dataset(data=str(root)), options).samples
     out = tmp_path / "predictions" / "ecpe_direct"
     oracle = task.predict("oracle", samples, options)
-    task.write_prediction(out, "1", oracle["1"])
-    task.write_failure(out, "2", Failure("answer", "cut at the token budget"))
-    predictions = task.read_predictions(out)
+    task.store.write_prediction(out, "1", oracle["1"])
+    task.store.write_failure(out, "2", Failure("answer", "cut at the token budget"))
+    predictions = task.store.read_predictions(out)
     task.finalize(out, samples, predictions, options)
     job = task.score(samples, predictions, options, ScoreContext())
     for pred in (out, out / "submission.zip"):

@@ -23,7 +23,7 @@ import polars as pl
 import pytest
 import yaml
 
-from emocaustics.core.task import Failure, ScoreContext
+from emocaustics.core.task import Failure, ScoreContext, parse_options
 from emocaustics.jobs.runner import run_job
 from emocaustics.jobs.spec import load_job
 from emocaustics.tasks.ecpe import cli, data
@@ -77,7 +77,7 @@ def test_both_methods_answer_every_conversation_with_nothing_unreadable(quicksta
         assert (rows["kind"] == "engine-check").all()
         assert rows["c_unparseable"].sum() == 0  # guided decoding: every answer parsed the first time
         assert rows["llm_calls"].sum() + rows["cache_hits"].sum() == answers  # one per conversation / utterance
-        preds = EcpeTask().read_predictions(run_dir / "predictions" / label)
+        preds = EcpeTask().store.read_predictions(run_dir / "predictions" / label)
         assert set(preds) == set(map(str, IDS)) and not any(isinstance(p, Failure) for p in preds.values())
         for p in preds.values():  # the official lists, and the model's own span text beside each subtask-1 pair
             assert isinstance(p["subtask1"], list) and len(p["spans"]) == len(p["subtask1"])
@@ -124,18 +124,18 @@ def test_an_answer_the_engine_cuts_is_a_named_failure(smoke_pool, ecac_root, tmp
     from emocaustics.solve.plan import asolve_samples
 
     task = EcpeTask()
-    opts = task.parse_options({"method": "direct", "max_pairs": 12, "max_tokens_cap": 8, "retries": 0})
+    opts = parse_options(task, {"method": "direct", "max_pairs": 12, "max_tokens_cap": 8, "retries": 0})
     samples = task.load(task.Dataset(data=str(ecac_root), ids=IDS[:2]), opts).samples
     good = {"subtask1": [["1_joy", "1_0_1"]], "subtask2": [["1_joy", "1"]]}
     out = tmp_path / "pred"
-    task.write_prediction(out, samples[1].id, good)  # already done: only the first conversation is solved
-    done = {k for k, v in task.read_predictions(out).items() if not isinstance(v, Failure)}
+    task.store.write_prediction(out, samples[1].id, good)  # already done: only the first conversation is solved
+    done = {k for k, v in task.store.read_predictions(out).items() if not isinstance(v, Failure)}
     rows = asyncio.run(asolve_samples(task, [s for s in samples if s.id not in done], opts, smoke_pool, out,
                                       concurrency=4))
     assert len(rows) == 1 and not rows[0]["ok"]
     assert rows[0]["step"] == f"direct conversation {samples[0].id}"
     assert "max_tokens=8" in rows[0]["reason"] and "after 1 attempts" in rows[0]["reason"], rows[0]["reason"]
-    preds = task.read_predictions(out)
+    preds = task.store.read_predictions(out)
     assert isinstance(preds[samples[0].id], Failure)
     scored = task.score(samples, preds, opts, ScoreContext())
     failed = scored.rows.filter(pl.col("sample_id") == samples[0].id)

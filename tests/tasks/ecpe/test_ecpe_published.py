@@ -12,7 +12,7 @@ import shutil
 import pytest
 
 from emocaustics.core.errors import UsageError
-from emocaustics.core.task import ScoreContext
+from emocaustics.core.task import ScoreContext, parse_options
 from emocaustics.tasks.ecpe import cli, data
 from emocaustics.tasks.ecpe.task import EcpeTask
 from emocaustics.tasks.ecpe.validate import check_prediction, load_json
@@ -63,7 +63,7 @@ def test_the_test_set_as_published(loaded):
 
 def test_oracle_prints_every_official_key_at_0_99999999(loaded, ecac_root, tmp_path, capsys):
     task = EcpeTask()
-    opts = task.parse_options({"method": "oracle"})
+    opts = parse_options(task, {"method": "oracle"})
     preds = task.predict("oracle", loaded.samples, opts)
     task.finalize(tmp_path, loaded.samples, preds, opts)
     score_cli(tmp_path, ecac_root)
@@ -76,7 +76,7 @@ def test_oracle_prints_every_official_key_at_0_99999999(loaded, ecac_root, tmp_p
 
 def test_baseline_figures(loaded):
     task = EcpeTask()
-    opts = task.parse_options({"method": "baseline"})
+    opts = parse_options(task, {"method": "baseline"})
     summary = task.score(loaded.samples, task.predict("baseline", loaded.samples, opts), opts, ScoreContext()).summary
     assert summary["weighted_strict_f1"] == 0.03732510420379135
     assert summary["Proportional_f1"] == 0.14979666158303215

@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 import yaml
 
-from emocaustics.core.task import ScoreContext
+from emocaustics.core.task import ScoreContext, parse_options
 from emocaustics.jobs.runner import rebuild_report, run_job
 from emocaustics.jobs.spec import load_job
 from emocaustics.tasks.ecpe import data
@@ -91,7 +91,7 @@ def test_report_figures_are_the_scorers_to_the_last_digit(job_run):
         stored = {k: v for k, v in records[run]["summary"].items()}
         assert {k: repr(v) for k, v in official.items()} == {k: repr(stored[k]) for k in official}, run
         # and the per-emotion tables are the scorer's own
-        opts = task.parse_options(records[run]["options"])
+        opts = parse_options(task, records[run]["options"])
         loaded = task.load(task.Dataset(data=str(root)), opts)
         scored = task.score(loaded.samples, task.predict(opts.method, loaded.samples, opts), opts, ScoreContext())
         for st in by:
@@ -128,7 +128,7 @@ def test_count_columns_give_back_the_official_figures_on_the_test_set(ecac_root)
     task = EcpeTask()
     samples = data.load(ecac_root).samples
     for method in ("oracle", "baseline"):
-        opts = task.parse_options({"method": method})
+        opts = parse_options(task, {"method": method})
         for part in (samples, samples[::2]):
             preds = task.predict(method, part, opts)
             scored = task.score(part, preds, opts, ScoreContext())

@@ -9,7 +9,7 @@ import json
 import pytest
 from extract_doubles import SchemaLLM
 
-from emocaustics.core.task import Sample, SolveFailed
+from emocaustics.core.task import Sample, SolveFailed, parse_options
 from emocaustics.models.base import Completion
 from emocaustics.tasks.ecpe import prompts as P
 from emocaustics.tasks.ecpe.solver import solve
@@ -114,7 +114,7 @@ def test_an_answer_that_stays_unreadable_fails_naming_the_step():
 
 def test_task_solve_and_its_files_pass_our_validator(tmp_path):
     task = EcpeTask()
-    opts = task.parse_options({"method": "direct"})
+    opts = parse_options(task, {"method": "direct"})
     s = sample({"emotions": ["neutral", "sadness", "joy"], "subtask1": [], "subtask2": []})
     pred = run(task.solve(SchemaLLM(), s, opts))  # the double fills the schema: valid but meaningless pairs
     assert pred["subtask1"] and pred["unparseable"] == 0
@@ -124,7 +124,8 @@ def test_task_solve_and_its_files_pass_our_validator(tmp_path):
         assert not check_prediction(records, st, "x").errors
     assert [p.name for p in paths] == ["Subtask_1_pred.json", "Subtask_2_pred.json", "submission.zip", "scores.txt",
                                        "per_emotion_subtask1.csv", "per_emotion_subtask2.csv"]
-    assert task.weight(s, opts) == 1.0 and task.weight(s, task.parse_options({"method": "utterance"})) == 3.0
+    utterance = parse_options(task, {"method": "utterance"})
+    assert task.placement(s, opts).weight == 1.0 and task.placement(s, utterance).weight == 3.0
 
 
 def test_an_answer_cut_at_its_budget_fails_even_when_json_repair_closed_it():

@@ -8,7 +8,7 @@ import zipfile
 import polars as pl
 import pytest
 
-from emocaustics.core.task import Failure, Sample, ScoreContext, get_task
+from emocaustics.core.task import Failure, Sample, ScoreContext, get_task, needs_model, parse_options
 from emocaustics.tasks.ecpe import official as O
 from emocaustics.tasks.ecpe.task import EcpeTask
 
@@ -32,20 +32,20 @@ SAMPLES = [
 def test_registered_and_options():
     task = get_task("ecpe")
     assert isinstance(task, EcpeTask) and task.primary_metric == "weighted_strict_f1"
-    assert task.parse_options({"method": "oracle", "subtask": "2"}).subtasks == (2,)
-    assert task.parse_options({"method": "direct"}).subtasks == (1, 2)
+    assert parse_options(task, {"method": "oracle", "subtask": "2"}).subtasks == (2,)
+    assert parse_options(task, {"method": "direct"}).subtasks == (1, 2)
     with pytest.raises(ValueError, match="no method 'window'"):
-        task.parse_options({"method": "window"})
+        parse_options(task, {"method": "window"})
     with pytest.raises(ValueError):
-        task.parse_options({"method": "direct", "subtask": 3})
-    assert task.label(task.parse_options({"method": "utterance", "subtask": 1})) == "ecpe_utterance_subtask=1"
-    assert task.needs_model(task.parse_options({"method": "direct"}))
-    assert not task.needs_model(task.parse_options({"method": "baseline"}))
+        parse_options(task, {"method": "direct", "subtask": 3})
+    assert task.label(parse_options(task, {"method": "utterance", "subtask": 1})) == "ecpe_utterance_subtask=1"
+    assert needs_model(task, parse_options(task, {"method": "direct"}))
+    assert not needs_model(task, parse_options(task, {"method": "baseline"}))
 
 
 def test_oracle_scores_and_the_rows_give_back_the_corpus_figures():
     task = EcpeTask()
-    opts = task.parse_options({"method": "oracle"})
+    opts = parse_options(task, {"method": "oracle"})
     preds = task.predict("oracle", SAMPLES, opts)
     assert preds["1"]["subtask1"] == [["2_sadness", "1_0_4"], ["3_joy", "3_1_6"]]
     scored = task.score(SAMPLES, preds, opts, ScoreContext())
@@ -74,7 +74,7 @@ def test_oracle_scores_and_the_rows_give_back_the_corpus_figures():
 
 def test_a_failed_conversation_predicts_nothing_and_says_why():
     task = EcpeTask()
-    opts = task.parse_options({"method": "direct", "subtask": 1})
+    opts = parse_options(task, {"method": "direct", "subtask": 1})
     preds = {"1": {"subtask1": [["2_sadness", "1_0_4"]], "subtask2": [], "span_misses": 2, "unparseable": 0},
              "2": Failure("direct conversation 2", "unparseable answer after 3 attempts")}
     scored = task.score(SAMPLES, preds, opts, ScoreContext())
@@ -92,14 +92,14 @@ def test_a_failed_conversation_predicts_nothing_and_says_why():
 
 def test_subtask2_only_puts_its_primary_first():
     task = EcpeTask()
-    opts = task.parse_options({"method": "baseline", "subtask": 2})
+    opts = parse_options(task, {"method": "baseline", "subtask": 2})
     scored = task.score(SAMPLES, task.predict("baseline", SAMPLES, opts), opts, ScoreContext())
     assert list(scored.summary) == ["weighted_f1", *[k for k in O.SUBTASK2_KEYS if k != "weighted_f1"]]
 
 
 def test_finalize_writes_official_files_and_a_zip(tmp_path):
     task = EcpeTask()
-    opts = task.parse_options({"method": "oracle"})
+    opts = parse_options(task, {"method": "oracle"})
     preds = task.predict("oracle", SAMPLES, opts)
     preds["2"] = Failure("x", "y")
     paths = task.finalize(tmp_path, SAMPLES, preds, opts)

@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 from emocaustics.core.errors import UsageError
-from emocaustics.core.task import ScoreContext
+from emocaustics.core.task import ScoreContext, needs_model, parse_options
 from emocaustics.tasks.human import cli
 from emocaustics.tasks.human.task import HumanDataset, HumanTask
 
@@ -97,8 +97,8 @@ def test_published_self_replication(humaneval_root, tmp_path, capsys):
 def test_task_load_score_finalize(ratings, tmp_path):
     (tmp_path / "run.json").write_text(json.dumps(ratings))
     task = HumanTask()
-    opts = task.parse_options({"method": "process"})
-    assert not task.needs_model(opts)
+    opts = parse_options(task, {"method": "process"})
+    assert not needs_model(task, opts)
     loaded = task.load(HumanDataset(data=str(tmp_path), file="run.json"), opts)
     assert [s.id for s in loaded.samples] == ["A1", "A2", "A3", "A4"] and loaded.defects == []
     preds = task.predict("process", loaded.samples, opts)
@@ -113,7 +113,7 @@ def test_task_load_score_finalize(ratings, tmp_path):
     paths = task.finalize(tmp_path / "out", loaded.samples, preds, opts)
     assert (tmp_path / "out" / "human" / "system_scores.csv") in paths
     # the ranking option reaches the method
-    ranked = task.score(loaded.samples, preds, task.parse_options({"method": "process", "ranking": ["beta", "alpha"]}),
+    ranked = task.score(loaded.samples, preds, parse_options(task, {"method": "process", "ranking": ["beta", "alpha"]}),
                         ScoreContext())
     assert ranked.tables["system_scores"].get_column("model").to_list() == ["beta", "alpha"]
 
@@ -123,7 +123,7 @@ def test_task_reports_untestable_worker(kit, tmp_path):
     data["data"][2]["result"] = data["data"][2]["result"][:2]
     (tmp_path / "run.json").write_text(json.dumps(data))
     task = HumanTask()
-    opts = task.parse_options({"method": "process"})
+    opts = parse_options(task, {"method": "process"})
     loaded = task.load(HumanDataset(data=str(tmp_path / "run.json")), opts)
     assert [d.kind for d in loaded.defects] == ["no_qc_rating"]
     scored = task.score(loaded.samples, task.predict("process", loaded.samples, opts), opts, ScoreContext())

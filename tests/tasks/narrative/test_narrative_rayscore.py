@@ -10,7 +10,7 @@ import shutil
 import pytest
 
 import emocaustics.tasks.narrative  # noqa: F401  (registers the task)
-from emocaustics.core.task import Failure, ScoreContext, get_task
+from emocaustics.core.task import Failure, ScoreContext, get_task, parse_options
 from emocaustics.tasks.narrative.cli import score_paths
 from emocaustics.tasks.narrative.data import SAMPLE_DIR
 from emocaustics.tasks.narrative.rayscore import score_file_pairs, score_samples_ray
@@ -44,7 +44,7 @@ def test_folder_through_ray_equals_local(ray_local, folder):
 
 
 def test_task_scoring_through_ray_equals_local(ray_local, folder):
-    opts = TASK.parse_options({"method": "files", "weights": {"characters": 2}})
+    opts = parse_options(TASK, {"method": "files", "weights": {"characters": 2}})
     loaded = TASK.load(TASK.Dataset(data=str(folder)), opts)
     preds = TASK.predict("files", loaded.samples, opts)
     preds["lantern_zh"] = Failure("window 2/2 (sentences 7-11)", "unparseable answer")

@@ -10,7 +10,7 @@ from tasks.narrative.test_narrative_solver import Double
 
 import emocaustics.tasks.narrative  # noqa: F401  (registers the task)
 from emocaustics.core.errors import UsageError
-from emocaustics.core.task import Failure, ScoreContext, SolveFailed, get_task
+from emocaustics.core.task import Failure, ScoreContext, SolveFailed, get_task, needs_model, parse_options
 from emocaustics.tasks.narrative.composite import COMPONENTS
 from emocaustics.tasks.narrative.data import ENV_VAR, SAMPLE_DIR, locate
 from emocaustics.tasks.narrative.io import read_story
@@ -20,7 +20,7 @@ UNSCORED = {"clockmaker_en": {"characters"}, "well_zh": {"relationships", "senti
 
 
 def load(method="oracle", **dataset):
-    opts = TASK.parse_options({"method": method})
+    opts = parse_options(TASK, {"method": method})
     return opts, TASK.load(TASK.Dataset(**dataset), opts)
 
 
@@ -106,12 +106,12 @@ def test_finalize_writes_readable_json_v3(tmp_path):
 
 def test_options():
     with pytest.raises(ValueError):
-        TASK.parse_options({"method": "nope"})
+        parse_options(TASK, {"method": "nope"})
     with pytest.raises(ValueError):
-        TASK.parse_options({"method": "llm", "window_sentences": 0})
-    opts = TASK.parse_options({"method": "llm", "window_sentences": 4, "weights": {"spans": 2}})
+        parse_options(TASK, {"method": "llm", "window_sentences": 0})
+    opts = parse_options(TASK, {"method": "llm", "window_sentences": 4, "weights": {"spans": 2}})
     assert "window_sentences=4" in TASK.label(opts)
-    assert TASK.needs_model(opts) and not TASK.needs_model(TASK.parse_options({"method": "oracle"}))
+    assert needs_model(TASK, opts) and not needs_model(TASK, parse_options(TASK, {"method": "oracle"}))
 
 
 def test_locate(tmp_path, monkeypatch):
@@ -125,9 +125,9 @@ def test_locate(tmp_path, monkeypatch):
 
 def test_solve_through_the_task():
     opts, loaded = load("llm")
-    opts = TASK.parse_options({"method": "llm", "window_sentences": 5})
+    opts = parse_options(TASK, {"method": "llm", "window_sentences": 5})
     sample = next(s for s in loaded.samples if s.id == "well_zh")
-    assert TASK.weight(sample, opts) == 2.0  # 9 sentences in windows of 5
+    assert TASK.placement(sample, opts).weight == 2.0  # 9 sentences in windows of 5
     llm = Double()
     pred = asyncio.run(TASK.solve(llm, sample, opts))
     assert all(r.affinity == "well_zh" for r in llm.requests) and len(llm.requests) == 2
