@@ -87,9 +87,17 @@ def published_corpus(published_root):
 
 # ==== BEGIN cache: the response cache of each test (owner: the shared cache, emocaustics/models/cacheplace.py) ====
 # Every test gets an empty shared response cache of its own (`EMOCAUSTICS_RESPONSE_CACHE`, a fresh folder), so that no
-# answer cached by another test, or by this user's own runs in ~/.cache/emocaustics, hides a model call a test counts.
-# A test that wants two runs to share a cache runs them within itself.
+# answer cached by another test, or by this user's own runs in ~/.cache/emocaustics, hides a model call a test counts;
+# module- and session-scoped fixtures share one folder of this session's. A test that wants two runs to share a cache
+# runs them within itself.
+@_models_pytest.fixture(scope="session", autouse=True)
+def _session_response_cache(tmp_path_factory):
+    with _models_pytest.MonkeyPatch.context() as mp:
+        mp.setenv("EMOCAUSTICS_RESPONSE_CACHE", str(tmp_path_factory.mktemp("responses-session")))
+        yield
+
+
 @_models_pytest.fixture(autouse=True)
-def _own_response_cache(tmp_path_factory, monkeypatch):
+def _own_response_cache(_session_response_cache, tmp_path_factory, monkeypatch):
     monkeypatch.setenv("EMOCAUSTICS_RESPONSE_CACHE", str(tmp_path_factory.mktemp("responses")))
 # ==== END cache ====

@@ -134,7 +134,7 @@ class RunLog:
             sc = self.scores.filter(pl.col("run") == label)  # one table for the run: other tasks' metrics are null
             keep = ["sample_id", "score", *[c for c in sc.columns if c.startswith("c_")
                                             and sc.get_column(c).null_count() < sc.height],
-                    *[c for c in ("prompt_tokens", "generated_tokens", "seconds") if c in sc.columns]]
+                    *[c for c in ("cache_hits", "prompt_tokens", "generated_tokens", "seconds") if c in sc.columns]]
             frame = frame.join(sc.select(keep), on="sample_id", how="left")
         return frame
 

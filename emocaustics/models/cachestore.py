@@ -4,8 +4,11 @@ processes share.
 One sqlite file in WAL mode, so that the driver and every model actor (separate processes), and several runs at once
 on one machine, read and write it at the same time: each writer commits in `BEGIN IMMEDIATE` transactions under a
 60 s busy timeout, and opening (which may create the file and switch it to WAL) is retried while another process
-holds it. Only successful completions are stored, so a failure is retried on the next run instead of being
-replayed; the first answer stored for a key stays (two runs that asked at once store one entry).
+holds it. On a network filesystem (/proc/mounts says nfs, cifs, ceph, ...) the file uses sqlite's rollback journal
+instead: WAL's index is shared memory, which processes on different machines cannot share, while the rollback journal
+needs only the filesystem's locks (`journal_mode`). Only successful completions are stored, so a failure is retried
+on the next run instead of being replayed; the first answer stored for a key stays (two runs that asked at once store
+one entry).
 
 Writes are handed to a writer thread that commits whatever has piled up in one transaction: a commit per answer
 batch was about a tenth of the driver's CPU per call at hundreds of calls per second, and sqlite works outside the GIL, so
@@ -83,7 +86,7 @@ class ResponseCache:
     def _open(self) -> sqlite3.Connection:
         db = _connect(str(self.path), False)
         db.execute("PRAGMA auto_vacuum=INCREMENTAL")  # before the table exists: evicted pages can be given back
-        db.execute("PRAGMA journal_mode=WAL")
+        db.execute(f"PRAGMA journal_mode={journal_mode(self.path)}")
         db.execute("PRAGMA synchronous=NORMAL")
         db.execute(SCHEMA)
         columns = {row[1] for row in db.execute("PRAGMA table_info(responses)")}
@@ -262,6 +265,29 @@ class ResponseCache:
                 if self._db is not None:
                     self._db.close()
             _OPEN.discard(self)
+
+
+NETWORK_FILESYSTEMS = ("nfs", "nfs4", "cifs", "smb3", "smbfs", "ceph", "glusterfs", "lustre", "gpfs", "beegfs", "9p",
+                       "fuse.sshfs", "fuse.s3fs", "fuse.gcsfuse", "fuse.juicefs", "fuse.glusterfs")
+
+
+def journal_mode(path: Path, mounts: str | None = None) -> str:
+    """WAL on a local filesystem; DELETE (sqlite's rollback journal, which needs only the filesystem's locks) on a
+    network one, where WAL's shared-memory index cannot be shared between machines. `mounts`: /proc/mounts' text."""
+    if mounts is None:
+        try:
+            mounts = Path("/proc/mounts").read_text(encoding="utf-8")
+        except OSError:  # not Linux: no way to tell, and a local disk is the common case
+            return "WAL"
+        path = path.resolve()  # the mount a link leads to
+    where = str(path)
+    best, fstype = "", ""
+    for line in mounts.splitlines():
+        parts = line.split()
+        if len(parts) > 2 and (where == parts[1] or where.startswith(parts[1].rstrip("/") + "/")) \
+                and len(parts[1]) > len(best):
+            best, fstype = parts[1], parts[2]
+    return "DELETE" if fstype in NETWORK_FILESYSTEMS else "WAL"
 
 
 def _retry(open_: Callable[[], sqlite3.Connection], tries: int = 20) -> sqlite3.Connection:

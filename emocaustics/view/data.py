@@ -84,7 +84,7 @@ class ViewData:
                 r["search"] = " ".join(filter(None, [str(r["sample_id"]), r.get("reason") or "",
                                                     blobs.get(r["sample_id"], "")]))
             metrics = [c for c in frame.columns if c == "score" or c.startswith("c_")
-                       or c in ("calls", "prompt_tokens", "generated_tokens", "seconds")]
+                       or c in ("calls", "cache_hits", "prompt_tokens", "generated_tokens", "seconds")]
             self._tables[i] = {"i": i, "label": label, "metrics": metrics, "rows": rows,
                                "task": self.log.records.get(label, {}).get("task")}
         return self._tables[i]

@@ -19,6 +19,7 @@ import yaml
 
 from emocaustics.cli import main
 from emocaustics.evallog.read import RunLog
+from emocaustics.view.data import ViewData
 from fakes.openai_chat import FakeOpenAIServer
 
 pytestmark = pytest.mark.slow
@@ -89,6 +90,8 @@ def test_a_rerun_with_another_scorer_option_and_an_eval_after_it_call_nothing_an
         assert summary["cost_usd"].to_list() == [0.0] and summary["llm_calls"].to_list() == [0]
         logged = RunLog(second).calls(LABEL)
         assert logged.height == calls and logged["cached"].all()  # the eval log marks every call a cache hit
+        table = ViewData(RunLog(second)).table(0)  # the viewer's list of samples counts the hits
+        assert "cache_hits" in table["metrics"] and sum(r["cache_hits"] for r in table["rows"]) == calls
         record = json.loads((second / "run.json").read_text())["response_cache"]
         assert record["mode"] == "on" and record["path"] == str(Path(os.environ["EMOCAUSTICS_RESPONSE_CACHE"]) /
                                                                   "responses.sqlite")

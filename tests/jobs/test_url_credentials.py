@@ -28,6 +28,7 @@ def test_url_credentials_become_basic_auth_and_are_stored_and_printed_nowhere(tm
     for var in ("OPENAI_API_KEY", "EMOCAUSTICS_API_KEY", "OPENAI_BASE_URL"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("EMOCAUSTICS_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("EMOCAUSTICS_RESPONSE_CACHE", str(tmp_path / "cache"))  # scanned below, as the run folder
     data = standard_dataset(tmp_path / "aer")
     # the first request fails for good (no retries), so a failure line naming the endpoint is printed too
     with FakeOpenAIServer(script=["500"]) as server:

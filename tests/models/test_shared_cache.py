@@ -15,7 +15,7 @@ import pytest
 from emocaustics.core.errors import UsageError
 from emocaustics.models.base import ChatRequest, Completion
 from emocaustics.models.cacheplace import CacheChoice, choose, shared_folder
-from emocaustics.models.cachestore import ResponseCache
+from emocaustics.models.cachestore import ResponseCache, journal_mode
 from emocaustics.models.factory import make_llm
 from fakes.openai_chat import FakeOpenAIServer
 
@@ -133,3 +133,13 @@ def test_two_processes_writing_at_once_lose_and_duplicate_nothing(tmp_path: Path
     assert _entries(Path(path)) == 2500  # 0..2499: the 500 keys both wrote are one entry each
     got = ResponseCache(path, read_only=True).get_many([f"k{j}" for j in range(2500)])
     assert len(got) == 2500 and all(c.text == f"v{j}" for j, c in ((int(k[1:]), c) for k, c in got.items()))
+
+
+def test_a_network_filesystem_gets_the_rollback_journal() -> None:
+    """sqlite's WAL shares its index through memory, which machines cannot share over a network filesystem: there the
+    cache uses the rollback journal, which needs only the filesystem's locks."""
+    mounts = "/dev/sda1 / ext4 rw 0 0\nserver:/export /mnt/shared nfs4 rw 0 0\nhost:/x /mnt/shared/local ext4 rw 0 0\n"
+    assert journal_mode(Path("/mnt/shared/responses/responses.sqlite"), mounts) == "DELETE"
+    assert journal_mode(Path("/mnt/shared/local/responses.sqlite"), mounts) == "WAL"  # the longest mount point wins
+    assert journal_mode(Path("/mnt/sharedx/responses.sqlite"), mounts) == "WAL"
+    assert journal_mode(Path("/home/u/.cache/emocaustics/responses/responses.sqlite"), mounts) == "WAL"

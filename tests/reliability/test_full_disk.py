@@ -55,7 +55,8 @@ def _command(job: Path, out: Path, *extra: str) -> list[str]:
 
 
 def _run(job: Path, out: Path, cache: Path, *extra: str, full: bool = False) -> subprocess.CompletedProcess:
-    return subprocess.run(_command(job, out, *extra), env=dict(os.environ, **ENV, EMOCAUSTICS_CACHE=str(cache)),
+    return subprocess.run(_command(job, out, *extra),
+                          env=dict(os.environ, **ENV, EMOCAUSTICS_CACHE=str(cache), EMOCAUSTICS_RESPONSE_CACHE=str(cache)),
                           capture_output=True, text=True, timeout=240,  # no hang: the test's own bound
                           preexec_fn=_limit_file_size if full else None)
 
@@ -74,7 +75,7 @@ mount -o remount,size=20m {mnt}
 timeout 240 {resume} 2> {tmp}/resume.err; echo $? > {tmp}/resume.rc
 cp -r {mnt}/run {tmp}/run
 """
-    env = dict(os.environ, **ENV, EMOCAUSTICS_CACHE=str(cache))
+    env = dict(os.environ, **ENV, EMOCAUSTICS_CACHE=str(cache), EMOCAUSTICS_RESPONSE_CACHE=str(cache))
     try:
         done = subprocess.run(["unshare", "-rm", "sh", "-c", script], env=env, capture_output=True, text=True,
                               timeout=600)

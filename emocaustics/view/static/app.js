@@ -201,13 +201,19 @@ function renderCalls(calls) {
     el("button", { class: "close-calls", onclick: toggle(false) }, "close all")), ...nodes];
 }
 
+// A run answered from the shared response cache made no model call for those: say how many of the calls were hits.
+function cacheHits(calls) {
+  const hits = calls.filter((c) => c.cached).length;
+  return hits ? " (" + (hits === calls.length ? "all" : hits) + " answered by the response cache)" : "";
+}
+
 function renderSample(s) {
   const scores = Object.entries(s.scores || {}).map(([k, v]) => k + " " + fmt(v)).join(", ");
   return el("div", { class: "sample-view", "data-config": s.config },
     el("h3", {}, s.config),
     el("div", { class: "meta" }, "status ", el("span", { class: "status status-" + s.status }, s.status),
       scores ? " · " + scores : "", s.replica ? " · replica " + s.replica : "",
-      " · " + s.calls.length + " calls", s.attempts > 1 ? " · " + s.attempts + " attempts (latest shown)" : ""),
+      " · " + s.calls.length + " calls", cacheHits(s.calls), s.attempts > 1 ? " · " + s.attempts + " attempts (latest shown)" : ""),
     s.reason ? el("div", { class: "error reason" }, s.reason) : null,
     ...s.sections.filter((x) => !x.side).map(renderSection),
     el("div", { class: "gold-pred" }, ...s.sections.filter((x) => x.side).map((x) => el("div", {},
