@@ -89,10 +89,8 @@ class ResponseCache:
         db.execute(f"PRAGMA journal_mode={journal_mode(self.path)}")
         db.execute("PRAGMA synchronous=NORMAL")
         db.execute(SCHEMA)
-        columns = {row[1] for row in db.execute("PRAGMA table_info(responses)")}
-        for column in ("used REAL NOT NULL DEFAULT 0", "size INTEGER NOT NULL DEFAULT 0"):  # a cache of before the cap
-            if column.split()[0] not in columns:
-                db.execute(f"ALTER TABLE responses ADD COLUMN {column}")
+        if not {"used", "size"} <= {row[1] for row in db.execute("PRAGMA table_info(responses)")}:
+            _add_lru_columns(db)
         return db
 
     @property
@@ -265,6 +263,23 @@ class ResponseCache:
                 if self._db is not None:
                     self._db.close()
             _OPEN.discard(self)
+
+
+def _add_lru_columns(db: sqlite3.Connection) -> None:
+    """A cache written before the size cap: each entry's last use (its creation) and size, once (in one transaction,
+    checked again inside it: another process may have just done it)."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        columns = {row[1] for row in db.execute("PRAGMA table_info(responses)")}
+        for column in ("used REAL NOT NULL DEFAULT 0", "size INTEGER NOT NULL DEFAULT 0"):
+            if column.split()[0] not in columns:
+                db.execute(f"ALTER TABLE responses ADD COLUMN {column}")
+        db.execute("UPDATE responses SET used = created, size = length(CAST(key || model || value AS BLOB)) + ? "
+                   "WHERE size = 0", (ROW_OVERHEAD,))
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
 
 
 NETWORK_FILESYSTEMS = ("nfs", "nfs4", "cifs", "smb3", "smbfs", "ceph", "glusterfs", "lustre", "gpfs", "beegfs", "9p",

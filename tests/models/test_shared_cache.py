@@ -143,3 +143,17 @@ def test_a_network_filesystem_gets_the_rollback_journal() -> None:
     assert journal_mode(Path("/mnt/shared/local/responses.sqlite"), mounts) == "WAL"  # the longest mount point wins
     assert journal_mode(Path("/mnt/sharedx/responses.sqlite"), mounts) == "WAL"
     assert journal_mode(Path("/home/u/.cache/emocaustics/responses/responses.sqlite"), mounts) == "WAL"
+
+
+def test_a_cache_of_before_the_cap_is_sized_and_capped(tmp_path: Path) -> None:
+    """A responses.sqlite written before the cap existed (no last use, no sizes) gets both when first opened, so
+    that the cap counts its entries and evicts the oldest first."""
+    path = tmp_path / "responses.sqlite"
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE responses (key TEXT PRIMARY KEY, model TEXT NOT NULL, value TEXT NOT NULL,"
+                   " created REAL NOT NULL)")
+        db.executemany("INSERT INTO responses VALUES (?, ?, ?, ?)",
+                       [(f"k{i}", "m", '{"text": "' + "x" * 100 + '"}', float(i)) for i in range(10)])
+    cache = ResponseCache(path, max_bytes=600)  # room for three entries of 179 bytes
+    assert set(cache.get_many([f"k{i}" for i in range(10)])) == {"k7", "k8", "k9"}
+    cache.close()
