@@ -242,6 +242,7 @@ def describe_pairs(pairs: pl.DataFrame, *, alpha: float = 0.05, digits: int = 4)
         excluded = r["n_only_a"] + r["n_only_b"]
         lines.append(f"{r['config_a']} - {r['config_b']}: {r['diff']:+.{digits}f} "
                      f"[{r['diff_low']:+.{digits}f}, {r['diff_high']:+.{digits}f}] on {r['n_common']} items"
+                     + (f" in {r['clusters']} clusters" if (r.get("clusters") or r["n_common"]) < r["n_common"] else "")
                      + (f" ({excluded} scored in one only, excluded)" if excluded else "")
                      + f"; p_holm {r['p_holm']:.3g} (randomisation {r['p_randomisation']:.3g}, bootstrap "
                      f"{r['p_bootstrap']:.3g}, Wilcoxon {r['p_wilcoxon']:.3g}): {verdict} at {alpha}")
