@@ -118,7 +118,7 @@ def _compare(args: argparse.Namespace) -> int:
     except FileNotFoundError as exc:
         raise UsageError(str(exc)) from None
     wanted = ("run_dir", "run", "task", "method", "model", *option_columns(table), "samples", "score", "ci_low",
-              "ci_high", "micro_score", "failures")
+              "ci_high", "clusters", "cluster_by", "micro_score", "failures")  # clusters: what the interval resampled
     print(to_markdown(table.select([c for c in wanted if c in table.columns])))
     if len(dirs) > 1:  # the configs of different runs, tested against each other on their common samples
         from emocaustics.report.compare import compare_runs, describe

@@ -84,3 +84,10 @@ def test_compare_resamples_the_clusters_both_runs_declare(tmp_path):
     assert "| 6 (topic) |" in describe(result)
     c = _run(tmp_path, "3", scores(2, unit=None))  # an older run without clusters: no unit both share
     assert compare_runs([a, c]).pairs.select("clusters", "cluster_by").rows() == [(60, "sample")] * 2
+
+
+def test_compare_of_one_run_shows_the_unit(tmp_path, capsys):
+    from emocaustics.cli import main
+
+    assert main(["compare", str(_run(tmp_path, "1", scores(1)))]) == 0
+    assert "| ci_high | clusters | cluster_by |" in (out := capsys.readouterr().out) and "| 6 | topic |" in out
