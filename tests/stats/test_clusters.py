@@ -152,3 +152,16 @@ def test_an_item_in_two_clusters_or_none_is_named():
         config_stats(frame)
     with pytest.raises(ValueError, match="1 row\\(s\\) with a null cluster, e.g. item 'q1'"):
         config_stats(frame.with_columns(pl.Series("cluster", ["t1", None])))
+
+
+def test_wilcoxon_ranks_the_clusters_mean_differences():
+    """Three clusters: a's minus b's mean differences per cluster are +0.5, +0.2 and -0.1 (sizes 3, 1, 2); the
+    clustered Wilcoxon is scipy's on those three numbers, not on the six items."""
+    from scipy.stats import wilcoxon
+
+    frame = pl.DataFrame({"config": ["a"] * 6 + ["b"] * 6, "item": [f"q{i}" for i in range(6)] * 2,
+                          "value": [0.9, 0.7, 0.8, 0.6, 0.3, 0.1] + [0.3, 0.4, 0.2, 0.4, 0.3, 0.3],
+                          "cluster": ["x", "x", "x", "y", "z", "z"] * 2})
+    got = config_stats(frame, n_resamples=200).pairs
+    assert got["p_wilcoxon"][0] == pytest.approx(wilcoxon([0.5, 0.2, -0.1]).pvalue, abs=1e-15)
+    assert got["p_wilcoxon"][0] != pytest.approx(wilcoxon([0.6, 0.3, 0.6, 0.2, 0.0, -0.2]).pvalue)
