@@ -104,7 +104,7 @@ def test_unequal_clusters_match_statsmodels():
     assert boot.std(ddof=1) == pytest.approx(cr0_se(y, groups), rel=MC + RATIO)
 
 
-def aer_sample_split(topic_known: bool) -> tuple[np.ndarray, list[str]]:
+def aer_sample_split(topic_known: bool, split: str = "sample") -> tuple[np.ndarray, list[str]]:
     """The published sample split's 200 questions and their topics, scored for the `random` baseline (seed 0), or,
     with `topic_known`, for a predictor that answers the gold on even-numbered topics and like `random` elsewhere
     (a model that knows some topics: its scores are correlated within a topic)."""
@@ -112,18 +112,18 @@ def aer_sample_split(topic_known: bool) -> tuple[np.ndarray, list[str]]:
     from emocaustics.tasks.aer.predictors import random_subset
     from emocaustics.tasks.aer.scoring import question_score
 
-    data = load_split(published_root(), "sample")
+    data = load_split(published_root(), split)
     y = np.array([1.0 if topic_known and q.topic_id % 2 == 0 else question_score(random_subset(q.id, 0), q.gold)
                   for q in data.questions])
     return y, [to_sample(q, data).meta["cluster"] for q in data.questions]  # the loader's cluster: the topic
 
 
-def test_aer_sample_split_against_statsmodels():
-    y, topics = aer_sample_split(topic_known=False)
-    assert len(y) == 200 and len(set(topics)) == 10
-    clusters = B.cluster_index(topics)
-    boot = B.bootstrap_means(y, n_resamples=RESAMPLES, seed=0, clusters=clusters)
-    assert boot.std(ddof=1) == pytest.approx(cr0_se(y, topics), rel=MC + RATIO)  # 0.01649 vs 0.01656
+@pytest.mark.parametrize("split,questions,topics", [("sample", 200, 10), ("dev", 400, 36)])
+def test_aer_splits_against_statsmodels(split, questions, topics):
+    y, of = aer_sample_split(topic_known=False, split=split)
+    assert len(y) == questions and len(set(of)) == topics
+    boot = B.bootstrap_means(y, n_resamples=RESAMPLES, seed=0, clusters=B.cluster_index(of))
+    assert boot.std(ddof=1) == pytest.approx(cr0_se(y, of), rel=MC + RATIO)  # 0.01649 vs 0.01656; 0.01266 vs 0.01265
 
 
 def test_aer_clustered_interval_is_wider_when_topics_are_correlated():
