@@ -60,6 +60,9 @@ def register(subparsers: Any) -> None:
                    help="test the config labelled LABEL_A of a run against the one labelled LABEL_B of a later run "
                         "given, instead of pairing by label (repeatable: only the pairs named are tested)")
     p.add_argument("--out", help="also write the pairs compared (their tests and verdicts) as CSV here")
+    p.add_argument("--html", metavar="DIR", help="several runs: also write DIR/compare.html, each pair linked to its "
+                                                 "samples side by side in the viewer across runs written beside it "
+                                                 "(DIR/view/), and each sample scored differently to its page")
     p.set_defaults(func=_compare)
 
 
@@ -127,7 +130,14 @@ def _compare(args: argparse.Namespace) -> int:
         print(describe(result), end="")
         if args.out:
             result.pairs.write_csv(args.out)
+        if args.html:
+            from emocaustics.report.viewlinks import compare_page
+
+            print(f"side by side: {compare_page(dirs, result, Path(args.html), args.pair).resolve().as_uri()}")
         return 0
+    if args.html:
+        raise UsageError("compare --html links the configs of different runs side by side: give two run folders or "
+                         "more (one run's report.html links its own viewer)")
     path = dirs[0] / "significance.csv"  # one run: which differences between its configs are significant
     pairs = pl.read_csv(path) if path.exists() else pl.DataFrame()
     for r in pairs.iter_rows(named=True):
