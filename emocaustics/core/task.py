@@ -9,6 +9,8 @@ in `core/contract.py`; both are importable from here.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable, Iterable
+from pathlib import Path
 
 from emocaustics.core.answers import check_answer_models
 from emocaustics.core.content import approx_tokens, content_hash, jsonable  # noqa: F401 (importable from here too)
@@ -74,6 +76,8 @@ def unregister(name: str) -> None:
 def get_task(name: str) -> Task:
     if name not in _REGISTRY:
         _discover()
+    if name not in _REGISTRY and Path(name).suffix.lower() in _FILE_READERS:
+        return _from_file(Path(name))
     if name not in _REGISTRY:
         raise UsageError(f"unknown task {name!r}; known tasks: {', '.join(task_names())}")
     return _REGISTRY[name]
@@ -83,3 +87,31 @@ def task_names() -> list[str]:
     _discover()
     return sorted(_REGISTRY)
 
+
+# -- tasks written as files (a path ending in .yaml: tasks/yamltask) ----------------------------------------------
+_FILE_READERS: dict[str, Callable[[Path], Task]] = {}  # suffix -> the reader a task package registered
+_FILES: dict[Path, Task] = {}
+
+
+def register_task_file(suffixes: Iterable[str], reader: Callable[[Path], Task]) -> None:
+    """A task package reads task files with these suffixes: `get_task(PATH)` then registers the task it returns."""
+    for suffix in suffixes:
+        _FILE_READERS[suffix] = reader
+
+
+def is_task_file(name: str) -> bool:
+    _discover()
+    return Path(name).suffix.lower() in _FILE_READERS
+
+
+def _from_file(path: Path) -> Task:
+    """The task of a task file, read once per process and registered under the name it gives."""
+    key = path.resolve()
+    if key not in _FILES:
+        if not path.is_file():
+            raise UsageError(f"task file {path}: no such file")
+        task = _FILE_READERS[path.suffix.lower()](path)
+        if task.name in _REGISTRY:
+            raise UsageError(f"task file {path}: name: {task.name!r} is already the name of a task; give it another")
+        _FILES[key] = register(task)
+    return _FILES[key]
