@@ -70,7 +70,9 @@ class Run:
     @property
     def failed(self) -> int:
         """Samples that failed, over every config (0 when the run has no scores)."""
-        return 0 if self.scores is None else int(self.scores["failed"].sum())
+        from emocaustics.stats.reducers import table_rows  # not the per-epoch rows
+
+        return 0 if self.scores is None else int(table_rows(self.scores)["failed"].sum())
 
     def compare(self, *others: Run | str | Path, pairs: Pairs | None = None) -> Comparison:
         """Paired tests between this run's configs and those of `others` of the same label (or, with `pairs`, each
@@ -115,7 +117,7 @@ def _quiet(quiet: bool) -> Iterator[None]:
 
 
 def run(job: str | Path | dict[str, Any] | JobSpec, *, out: str | Path | None = None, resume: bool = False,
-        force: bool = False, ray_address: str | None = None, quiet: bool = True) -> Run:
+        force: bool = False, ray_address: str | None = None, quiet: bool = True, retry_limits: bool = False) -> Run:
     """Run a job (a YAML path, a mapping with the YAML's keys, or a `JobSpec`) as `emocaustics run` does.
 
     >>> import emocaustics as ec
@@ -141,7 +143,7 @@ def run(job: str | Path | dict[str, Any] | JobSpec, *, out: str | Path | None = 
         spec = job
     with _quiet(quiet):
         run_dir = run_job(spec, out=None if out is None else str(out), resume=resume, force=force,
-                          ray_address=ray_address, job_file=job_file)
+                          ray_address=ray_address, job_file=job_file, retry_limits=retry_limits)
     return load_run(run_dir)
 
 
@@ -149,14 +151,18 @@ def eval(task: str, *, model: str | None = None, method: str | None = None, spli
          limit: int | None = None, ids: list[str | int] | None = None, options: dict[str, Any] | None = None,
          dataset: dict[str, Any] | None = None, judge: str | None = None, embedder: str | None = None,
          submission_file: str | Path | None = None, out: str | Path | None = None, resume: bool = False,
-         force: bool = False, ray_address: str | None = None, quiet: bool = True, cache: str = "on") -> Run:
+         force: bool = False, ray_address: str | None = None, quiet: bool = True, cache: str = "on",
+         epochs: int | None = None, reducer: str | None = None, token_limit: int | None = None,
+         time_limit: float | None = None, config_time_limit: float | None = None, retry_limits: bool = False) -> Run:
     """One task, one method, one model, as `emocaustics eval` (`jobs.oneline.eval_job` builds the job).
 
     `model`: `openai:MODEL`, `anthropic:MODEL`, `ollama:MODEL`, `vllm:PATH_OR_NAME`, `hf:PATH_OR_NAME` (transformers),
     `smoke`, or a full spec (`openai:MODEL@URL?concurrency=8`); none for a calibration method. `options`: the task's options; `dataset`: its
     dataset options; `split`: the dataset's split (or subset); `ids`/`limit`: which samples. `submission_file`: copy
     the config's submission (the task's `submission.*` file with that suffix) there. `cache`: the job's `cache:` (on,
-    off, read-only or a folder; models/cacheplace.py).
+    off, read-only or a folder; models/cacheplace.py). `epochs`, `reducer`: each sample solved N times, reduced;
+    `token_limit`, `time_limit` (per sample), `config_time_limit`: limits whose excess is a failure row;
+    `retry_limits` (with `resume`): those failures solved again (docs/jobs.md).
 
     >>> import emocaustics as ec
     >>> ec.eval("narrative", method="nope")
@@ -166,10 +172,13 @@ def eval(task: str, *, model: str | None = None, method: str | None = None, spli
     from emocaustics.jobs.oneline import check_submission, copy_submission, eval_job
 
     spec = eval_job(task, model=model, method=method, split=split, limit=limit, ids=ids, options=options,
-                    dataset=dataset, judge=judge, embedder=embedder).model_copy(update={"cache": cache})
+                    dataset=dataset, judge=judge, embedder=embedder, epochs=epochs, reducer=reducer,
+                    token_limit=token_limit, time_limit=time_limit,
+                    config_time_limit=config_time_limit).model_copy(update={"cache": cache})
     if submission_file is not None:
         check_submission(spec, Path(submission_file))
-    result = run(spec, out=out, resume=resume, force=force, ray_address=ray_address, quiet=quiet)
+    result = run(spec, out=out, resume=resume, force=force, ray_address=ray_address, quiet=quiet,
+                 retry_limits=retry_limits)
     if submission_file is not None:
         copy_submission(result.dir, spec, Path(submission_file))
     return result

@@ -64,6 +64,17 @@ def register(subparsers: Any) -> None:
                    help="print what would run, its problems first; start nothing, write nothing; exit 2 on a problem")
     p.add_argument("--allow-failures", action="store_true", help="exit 0 even when some samples failed")
     p.add_argument("--ray-address", default=None, help="Ray cluster to join (default: a local Ray when needed)")
+    p.add_argument("--epochs", type=int, default=None, metavar="N",
+                   help="solve each sample N times and reduce (docs/jobs.md, epochs and reducers)")
+    p.add_argument("--reducer", default=None, help="mean, mode, max or pass@K (default: the task's own)")
+    p.add_argument("--token-limit", type=int, default=None, metavar="N",
+                   help="a sample that generates more than N tokens over its calls is a failure row")
+    p.add_argument("--time-limit", type=float, default=None, metavar="S",
+                   help="a sample still running S seconds after its first call is a failure row")
+    p.add_argument("--config-time-limit", type=float, default=None, metavar="S",
+                   help="samples still running (or not started) S seconds after the config started are failure rows")
+    p.add_argument("--retry-limits", action="store_true",
+                   help="with --resume: solve again the samples that failed over a limit (kept as failures otherwise)")
     p.add_argument("--no-cache", dest="cache", action="store_const", const="off", default="on",
                    help="ask the model again: neither read nor add to the shared response cache")
     p.set_defaults(func=_eval)
@@ -79,7 +90,9 @@ def _eval(args: argparse.Namespace) -> int:
     kwargs: dict[str, Any] = dict(model=args.model, method=args.method, split=args.split, limit=args.limit,
                                   ids=args.ids, options=parse_assignments(args.options, "-T"),
                                   dataset=parse_assignments(args.dataset, "-D"), judge=args.judge,
-                                  embedder=args.embedder)
+                                  embedder=args.embedder, epochs=args.epochs, reducer=args.reducer,
+                                  token_limit=args.token_limit, time_limit=args.time_limit,
+                                  config_time_limit=args.config_time_limit)
     if args.dry_run:
         from emocaustics.jobs.runner import plan_job
 
@@ -92,7 +105,8 @@ def _eval(args: argparse.Namespace) -> int:
         return 0
     try:
         run = run_eval(args.task, **kwargs, submission_file=args.submission_file, out=args.out, resume=args.resume,
-                       force=args.force, ray_address=args.ray_address, quiet=False, cache=args.cache)
+                       force=args.force, ray_address=args.ray_address, quiet=False, cache=args.cache,
+                       retry_limits=args.retry_limits)
     except Stop as exc:  # the runner's hint names a job file; an eval is continued by its own command (every stop:
         # a dead endpoint, the budget, a full disk), its type and exit status kept
         exc.args = (str(exc).replace("emocaustics run JOB.yaml", "emocaustics eval <the same arguments>"),)

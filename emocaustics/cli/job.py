@@ -23,6 +23,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--resume", action="store_true",
                    help="continue the run in --out (default: the job's latest run): samples already predicted are "
                         "skipped; the folder must hold a run of the same job")
+    p.add_argument("--retry-limits", action="store_true",
+                   help="with --resume: solve again the samples that failed over a token or time limit (a resume "
+                        "keeps them as failures otherwise)")
     p.add_argument("--force", action="store_true",
                    help="start afresh in a folder that holds a run: the old folder is moved aside to "
                         "<folder>.replaced-<timestamp> (never deleted)")
@@ -82,7 +85,7 @@ def _run(args: argparse.Namespace) -> int:
         plan.check()  # a problem found: exit 2, so that a dry run can gate a CI job
         return 0
     run_dir = run_job(job, out=args.out, resume=args.resume, force=args.force, ray_address=args.ray_address,
-                      job_file=args.job)
+                      job_file=args.job, retry_limits=args.retry_limits)
     failed, total = _failed_samples(run_dir)
     if failed and not args.allow_failures:
         raise SamplesFailed(failed, total, f"see {run_dir / 'summary.md'}")

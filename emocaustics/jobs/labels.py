@@ -44,7 +44,7 @@ def label_runs(runs: list[Any], dataset_for: Callable[[Any], dict[str, Any]]) ->
         task, opts = run.resolve()
         labelled = run.model_copy()
         model = run.model if needs_model(task, opts) else None
-        labelled._label = task.report.label(opts, model, axes=axes)
+        labelled._label = task.report.label(opts, model, axes=axes) + _epochs(run)
         out.append(labelled)
     return out
 
@@ -59,3 +59,9 @@ def config_axes(job: Any) -> dict[str, dict[str, Any]]:
         data = opts.model_dump(mode="json")
         out[run.label] = {k: data[k] for k in axes or []}
     return out
+
+
+def _epochs(run: Any) -> str:
+    """`_epochs=N` and `_reducer=R` when a run sets them (epochs, docs/jobs.md); nothing for one epoch."""
+    epochs, reducer = getattr(run, "epochs", 1), getattr(run, "reducer", None)
+    return (f"_epochs={epochs}" if epochs != 1 else "") + (f"_reducer={reducer}" if reducer else "")

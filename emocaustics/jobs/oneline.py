@@ -97,10 +97,11 @@ def model_entry(spec: str) -> dict[str, Any]:
 def eval_job(task: str, *, model: str | None = None, method: str | None = None, split: str | None = None,
              limit: int | None = None, ids: list[str | int] | None = None, options: dict[str, Any] | None = None,
              dataset: dict[str, Any] | None = None, judge: str | None = None, embedder: str | None = None,
-             name: str | None = None) -> JobSpec:
+             name: str | None = None, **run_keys: Any) -> JobSpec:
     """The one-config job of an eval (see the module docstring). `options` are the task's options (`-T`),
     `dataset` its dataset options (`-D`), `split` the value of the dataset option the task's `--split` sets;
-    `ids`/`limit` the selection."""
+    `ids`/`limit` the selection; `run_keys`: the run's epochs, reducer and limits (`jobs.runspec.RUN_KEYS`), where
+    given."""
     from emocaustics.jobs.spec import _messages  # one wording for spec errors
 
     the_task = get_task(task)
@@ -135,7 +136,8 @@ def eval_job(task: str, *, model: str | None = None, method: str | None = None, 
         "name": name or re.sub(r"[^A-Za-z0-9_.-]+", "-", "-".join(p for p in ("eval", task, chosen, key) if p)),
         "dataset": {task: dataset},
         "models": {key: model_entry(model)} if (key and model) else {},
-        "runs": [{"task": task, "model": key, "options": {"method": chosen, **options}}],
+        "runs": [{"task": task, "model": key, "options": {"method": chosen, **options},
+                  **{k: v for k, v in run_keys.items() if v is not None}}],
         "scoring": {k: v for k, v in (("embedder", embedder), ("judge", judge)) if v is not None},
         **({"select": select} if select else {}),
     }
@@ -156,6 +158,8 @@ def _flags(text: str) -> str:
     text = re.sub(r"eval(: Value error, |: |\.)", "", text)
     for pattern, flag in ((r"runs\.0\.options\.", "-T "), (r"runs\.0: dataset\.|dataset\.[\w-]+\.", "-D "),
                           (r"models\.[\w-]+\.spec: (Value error, )?", "--model: "), (r"select\.(\w+)", r"--\1"),
+                          (r"runs\.0\.(epochs|reducer|token_limit|time_limit|config_time_limit)",
+                           lambda m: "--" + m.group(1).replace("_", "-")),
                           (r"scoring\.(\w+): (Value error, )?", r"--\1: ")):
         text = re.sub(pattern, flag, text)
     return text

@@ -60,6 +60,9 @@ def result_fields(job: JobSpec) -> dict[str, Any]:
                      "dataset": job.dataset_for(run)})
         if (select := job.select_for(run)) is not None:
             runs[-1]["select"] = select.model_dump(mode="json", exclude_none=True)
+        # epochs change results, limits only which samples fail (a resume may change them); both recorded only where
+        # set, so that a job without them keeps the hash it always had
+        runs[-1].update({k: v for k in ("epochs", "reducer") if (v := getattr(run, k)) not in (1, None)})
         prompts[task.name] = task.prompts_version
     data["runs"] = sorted(runs, key=lambda r: r["label"])
     data["prompts_versions"] = prompts

@@ -35,6 +35,7 @@ from emocaustics.jobs.spec import JobSpec, ModelSpec, RunSpec, dump_job, output_
 from emocaustics.jobs.startup import start_models
 from emocaustics.jobs.together import solve_together
 from emocaustics.models.registry import is_remote
+from emocaustics.stats.reducers import table_rows
 
 if TYPE_CHECKING:
     from emocaustics.jobs.preflight import DryRun
@@ -103,6 +104,7 @@ class Config:
         self.dataset = self.task.Dataset.model_validate(job.dataset_for(run))
         self.select = job.select_for(run)  # applied to the loaded samples by `preflight.load_all`
         self.price = cost.model_price(job, self.model)  # None: unknown (jobs/cost.py)
+        self.epochs = run.epochs  # each sample solved this many times, then reduced (jobs/epochs.py)
 
 
 def _prior(cfg: Config, configs: list[Config]) -> Path | None:
@@ -130,17 +132,26 @@ def predictions_for(cfg: Config, samples: list) -> dict[str, Any]:
     return pair(samples, cfg.task.store.read_predictions(cfg.pred_dir)).predictions
 
 
-def _resume_line(cfg: Config, samples: list) -> str:
+def _resume_line(cfg: Config, samples: list, retry_limits: bool = False) -> str:
     """What a resumed config skips and what it runs."""
     if not needs_model(cfg.task, cfg.options):
         return f"resume: {cfg.label}: calibration predictor, scored again ({len(samples)} samples)"
-    found = cfg.task.store.read_predictions(cfg.pred_dir) if cfg.pred_dir.exists() else {}
-    ids = {s.id for s in samples}
-    done = sum(1 for k, v in found.items() if k in ids and not isinstance(v, Failure))
-    failed = sum(1 for k, v in found.items() if k in ids and isinstance(v, Failure))
-    todo = len(samples) - done
-    return (f"resume: {cfg.label}: {done} of {len(samples)} samples done (skipped); {todo} to run"
-            + (f" ({failed} of them failed before and are tried again)" if failed else ""))
+    from emocaustics.jobs.epochs import epoch_dir, to_solve
+    from emocaustics.solve.plan import LIMIT_STEPS
+
+    done = failed = limited = 0
+    for e in range(1, cfg.epochs + 1):
+        folder = epoch_dir(cfg.pred_dir, e, cfg.epochs)
+        found = cfg.task.store.read_predictions(folder) if folder.exists() else {}
+        got = [found.get(s.id) for s in samples]
+        done += sum(1 for v in got if not to_solve(v, retry_limits))
+        failed += sum(1 for v in got if isinstance(v, Failure) and to_solve(v, retry_limits))
+        limited += sum(1 for v in got if isinstance(v, Failure) and v.step in LIMIT_STEPS and not retry_limits)
+    total = len(samples) * cfg.epochs
+    unit = "samples" if cfg.epochs == 1 else f"sample-epochs ({len(samples)} samples x {cfg.epochs} epochs)"
+    return (f"resume: {cfg.label}: {done} of {total} {unit} done (skipped); {total - done} to run"
+            + (f" ({failed} of them failed before and are tried again)" if failed else "")
+            + (f"; {limited} over a limit kept as failures (--retry-limits tries them again)" if limited else ""))
 
 
 def resume_command(job_file: str | Path | None, run_dir: Path) -> str:
@@ -175,10 +186,14 @@ def plan_job(job: JobSpec, *, out: str | None = None, resume: bool = False) -> D
 
 
 def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force: bool = False,
-            ray_address: str | None = None, check: bool = True, job_file: str | Path | None = None) -> Path:
+            ray_address: str | None = None, check: bool = True, job_file: str | Path | None = None,
+            retry_limits: bool = False) -> Path:
     """Run a job into its folder. Nothing is written until the folder is claimed (`rundir.claim`) and every
     pre-flight check passed (`preflight`; `check=False` skips the network checks, for tests). `job_file`: the spec's
-    file, named in the command a stopped run prints to continue it."""
+    file, named in the command a stopped run prints to continue it. `retry_limits` (with `resume`): samples that
+    failed over a limit are solved again too."""
+    if retry_limits and not resume:
+        raise UsageError("--retry-limits applies to --resume (a fresh run solves every sample)")
     from emocaustics.core.cluster import connect
     from emocaustics.jobs.preflight import cache_dir_for, load_all, preflight
     from emocaustics.report.html import write_report
@@ -231,27 +246,34 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force
             seen_tasks.add(cfg.task.name)
             defects.extend({"task": cfg.task.name, **d.to_json()} for d in loaded_cfg.defects)
         if claimed.resumed:
-            print(_resume_line(cfg, loaded_cfg.samples), flush=True)
+            print(_resume_line(cfg, loaded_cfg.samples, retry_limits), flush=True)
         cfg.pred_dir.mkdir(parents=True, exist_ok=True)
         write_provenance(cfg, job, loaded_cfg)
     with _named(f"job {job.name}", job_file, run_dir):  # every model config on one plan: their prepared samples
         solved = solve_together(job, configs, loaded_by_label, ctx, cache_dir,  # type: ignore[arg-type]
                                 lambda c: model_spec_string(job.models[c.model]), lambda c: _prior(c, configs),
-                                evallog.config, lambda label: rundir.WallClock(claimed, label))
+                                evallog.config, lambda label: rundir.WallClock(claimed, label), retry_limits)
     outputs: dict[str, tuple[Any, ...]] = {}  # label -> what its config adds to the job's tables
     for cfg in _order(configs, to_run=True):
         with rundir.WallClock(claimed, cfg.label) as clock:  # stopped and saved however the config ends
             loaded: Loaded = loaded_by_label[cfg.label]  # type: ignore[assignment]
             samples = solved.get(cfg.label, loaded.samples)
-            predictions = predictions_for(cfg, samples)
-            evallog.config(cfg.label).finish(samples, predictions)
-            scored = cfg.task.scorer.score(samples, predictions, cfg.options, ctx)
-            cfg.task.scorer.finalize(cfg.pred_dir, samples, predictions, cfg.options)
-            from emocaustics.solve.plan import sample_stats
+            epoch_frame = None
+            if cfg.epochs > 1:  # each epoch scored, then reduced (jobs/epochs.py)
+                from emocaustics.jobs.epochs import score_epochs
 
-            stats = sample_stats(cfg.pred_dir) if needs_model(cfg.task, cfg.options) else {}
-            frame = score_table(cfg, scored, stats, loaded)
-            outputs[cfg.label] = (frame, scored, summary_record(cfg, scored, len(loaded.defects), frame))
+                scored, frame, epoch_frame = score_epochs(cfg, samples, ctx, evallog, loaded)
+            else:
+                predictions = predictions_for(cfg, samples)
+                evallog.config(cfg.label).finish(samples, predictions)
+                scored = cfg.task.scorer.score(samples, predictions, cfg.options, ctx)
+                cfg.task.scorer.finalize(cfg.pred_dir, samples, predictions, cfg.options)
+                from emocaustics.solve.plan import sample_stats
+
+                stats = sample_stats(cfg.pred_dir) if needs_model(cfg.task, cfg.options) else {}
+                frame = score_table(cfg, scored, stats, loaded)
+            outputs[cfg.label] = (frame, scored, summary_record(cfg, scored, len(loaded.defects), frame),
+                                  epoch_frame)
             wall[cfg.label] = clock.stop()  # every attempt of this config: a resumed config's time is the sum
         value = scored.summary.get(cfg.task.report.primary_metric, frame["score"].mean())
         failed = int(frame["failed"].sum())
@@ -260,8 +282,8 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force
               flush=True)
     wall = {cfg.label: wall[cfg.label] for cfg in configs}
     for cfg in configs:  # the job's tables in the job's order of configs, whatever order they ran in
-        frame, scored, record = outputs[cfg.label]
-        frames.append(frame)
+        frame, scored, record, epoch_frame = outputs[cfg.label]
+        frames.extend([frame] if epoch_frame is None else [frame, epoch_frame])
         long_rows.append(scored.rows.with_columns(pl.lit(cfg.label).alias("run"), pl.lit(cfg.task.name).alias("task")))
         if scored.items is not None:
             items.append(scored.items.with_columns(pl.lit(cfg.label).alias("run")))
@@ -271,7 +293,7 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force
         records.append(record)
     scores = pl.concat(frames, how="diagonal_relaxed")
     with writing(run_dir):  # the tables and the report on a full disk: one line naming the file (or the folder)
-        pl.concat(long_rows, how="vertical_relaxed").write_parquet(run_dir / "rows.parquet")
+        pl.concat(long_rows, how="diagonal_relaxed").write_parquet(run_dir / "rows.parquet")
         if items:
             pl.concat(items, how="diagonal_relaxed").write_parquet(run_dir / "items.parquet")
         write_extra_tables(run_dir / "tables", tables)
@@ -279,8 +301,9 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force
         (run_dir / "configs.json").write_text(json.dumps(records, ensure_ascii=False, indent=1, default=str),
                                               encoding="utf-8")
         (run_dir / "wall.json").write_text(json.dumps(wall, indent=1), encoding="utf-8")
-        write_tables(run_dir, scores, wall)
+        write_tables(run_dir, scores, wall)  # scores.parquet: every row; the tables: the reduced rows
         report = write_report(run_dir, scores, wall)
+        scores = table_rows(scores)
         claimed.record["failed_samples"] = int(scores["failed"].sum())
         claimed.record["samples"] = scores.height
         from emocaustics.models.pool import registered_pools

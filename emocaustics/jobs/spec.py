@@ -89,6 +89,7 @@ class JobSpec(_Strict):
     def _check_references(self) -> "JobSpec":
         for i, run in enumerate(self.runs):  # errors in the explicit runs name the run's place in the file
             _resolve_named(run, f"runs.{i}")
+            _check_epochs(run, *run.resolve())
             _validate_named(get_task(run.task).Dataset, self.dataset_for(run), f"runs.{i}: dataset")
         if self.grid is not None:
             for run in self.grid.runs():

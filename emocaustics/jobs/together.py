@@ -9,7 +9,8 @@ Through ONE LLM object per model: their requests share its batches and its limit
   every config's own length);
 - an endpoint billed per call: its configs side by side behind the model's one `concurrency` gate (models/breaker.py).
 A config that builds on another one (`SideInputs.builds_on`) starts the moment that one has finished. Samples with a
-prediction are not solved again (failed ones are: a batch already asked its failed lines again live); each config's
+prediction are not solved again (failed ones are: a batch already asked its failed lines again live; those over a
+limit only with `--retry-limits`), and a config of N epochs solves only the epochs a stopped run left; each config's
 progress line counts its samples as the plan writes them. The loop in jobs/runner.py then scores the configs.
 
 A typed stop (a dead endpoint, the budget, a service gone: core/errors.py `Stop`) in one config starts no further
@@ -25,7 +26,8 @@ from typing import Any, Callable
 from emocaustics.core import aio
 from emocaustics.core.errors import Stop
 from emocaustics.core.progress import Progress
-from emocaustics.core.task import Failure, Loaded, ScoreContext, needs_model
+from emocaustics.core.task import Loaded, ScoreContext, needs_model
+from emocaustics.jobs.epochs import epoch_dir, epoch_label, limits_of, to_solve
 from emocaustics.jobs.spec import JobSpec
 
 
@@ -36,10 +38,13 @@ def is_batched(job: JobSpec, model: str, llm_spec: str) -> bool:
 
 def solve_together(job: JobSpec, configs: list[Any], loaded: dict[str, Loaded], ctx: ScoreContext,
                    cache_dir: Path, spec_of: Callable[[Any], str], prior_of: Callable[[Any], Path | None],
-                   log_for: Callable[[str], Any], clock_for: Callable[[str], Any] | None = None) -> dict[str, list]:
+                   log_for: Callable[[str], Any], clock_for: Callable[[str], Any] | None = None,
+                   retry_limits: bool = False) -> dict[str, list]:
     """Solve every config that asks a model, all at once. Returns each one's prepared samples by label (the configs
     without a model are not here). `clock_for(label)`: a clock (`stop()`) that times a config's own solving, from its
-    start (after the config it builds on) to its end. A config builds only on another model config (`builds_on`)."""
+    start (after the config it builds on) to its end. A config builds only on another model config (`builds_on`).
+    A config of N epochs solves its samples N times, one epoch after the other, each into its own folder
+    (jobs/epochs.py); `retry_limits`: a resume solves the samples that failed over a limit again too."""
     chosen = [c for c in configs if needs_model(c.task, c.options)]
     if not chosen:
         return {}
@@ -50,7 +55,7 @@ def solve_together(job: JobSpec, configs: list[Any], loaded: dict[str, Loaded], 
     if len(chosen) > 1:
         print(f"solve: {len(chosen)} configs together ({', '.join(c.label for c in chosen)})", flush=True)
     aio.run(_solve_all(job, chosen, prepared, specs, {c.label: prior_of(c) for c in chosen}, by_dir, cache_dir,
-                       log_for, ctx.embedder_spec, clock_for))
+                       log_for, ctx.embedder_spec, clock_for, retry_limits))
     return prepared
 
 
@@ -74,7 +79,7 @@ def _start_local(chosen: list[Any], specs: dict[str, str]) -> None:
 async def _solve_all(job: JobSpec, chosen: list[Any], prepared: dict[str, list], specs: dict[str, str],
                      priors: dict[str, Path | None], by_dir: dict[Path, Any], cache_dir: Path,
                      log_for: Callable[[str], Any], embedder_spec: str | None,
-                     clock_for: Callable[[str], Any] | None) -> None:
+                     clock_for: Callable[[str], Any] | None, retry_limits: bool) -> None:
     from emocaustics.evallog import sink
     from emocaustics.models.factory import make_llm
     from emocaustics.models.spec import parse_llm_spec
@@ -95,23 +100,33 @@ async def _solve_all(job: JobSpec, chosen: list[Any], prepared: dict[str, list],
         clock = clock_for(cfg.label) if clock_for is not None else None
         progress: Progress | None = None
         try:  # the clock is stopped and saved however this config ends (a sibling's error cancels it)
-            cfg.pred_dir.mkdir(parents=True, exist_ok=True)
-            found = cfg.task.store.read_predictions(cfg.pred_dir)
-            todo = [s for s in prepared[cfg.label] if s.id not in found or isinstance(found[s.id], Failure)]
+            epochs = getattr(cfg, "epochs", 1)
+            todos = []  # per epoch: its folder and the samples it solves (a resume: those not done)
+            for e in range(1, epochs + 1):
+                out = epoch_dir(cfg.pred_dir, e, epochs)
+                out.mkdir(parents=True, exist_ok=True)
+                found = cfg.task.store.read_predictions(out)
+                todos.append((e, out, [s for s in prepared[cfg.label] if to_solve(found.get(s.id), retry_limits)]))
             # each config's own progress; configs side by side print plain lines even on a terminal (their live
             # lines would overwrite each other)
-            progress = Progress(f"solve {cfg.label}", len(prepared[cfg.label]))
+            total = len(prepared[cfg.label]) * epochs
+            progress = Progress(f"solve {cfg.label}", total)
             progress.live = progress.live and len(chosen) == 1
-            progress.done = len(prepared[cfg.label]) - len(todo)
+            progress.done = total - sum(len(todo) for _, _, todo in todos)
             batched = is_batched(job, cfg.model, specs[cfg.label])
-            # batch: every sample in flight, so that their calls join the same batches (live calls keep the model's
-            # concurrency); else the job's concurrency per config
-            concurrency = max(1, len(todo)) if batched else job.concurrency
-            with sink.active(log_for(cfg.label)):  # a context variable: this task's own, not its siblings'
-                await asolve_samples(cfg.task, todo, cfg.options, llms[specs[cfg.label]], cfg.pred_dir,
-                                     concurrency=concurrency, prior=prior, embedder_spec=embedder_spec,
-                                     on_row=lambda row: progress.update(1, failed=0 if row.get("ok") else 1),
-                                     stopped=stopped)
+            limits = limits_of(cfg)  # its time limit counts from here
+            for e, out, todo in todos:
+                if not todo:
+                    continue
+                # batch: every sample in flight, so that their calls join the same batches (live calls keep the
+                # model's concurrency); else the job's concurrency per config
+                concurrency = max(1, len(todo)) if batched else job.concurrency
+                # a context variable: this config's (and epoch's) own log, not its siblings'
+                with sink.active(log_for(epoch_label(cfg.label, e, epochs))):
+                    await asolve_samples(cfg.task, todo, cfg.options, llms[specs[cfg.label]], out,
+                                         concurrency=concurrency, prior=prior, embedder_spec=embedder_spec,
+                                         on_row=lambda row: progress.update(1, failed=0 if row.get("ok") else 1),
+                                         stopped=stopped, epoch=e, limits=limits)
         except Stop:  # not an error of this config: its siblings end their samples in flight (none starts), then
             pass  # the stop is raised below
         finally:

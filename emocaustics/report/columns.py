@@ -40,9 +40,14 @@ def declared_option_columns(task_names: Iterable[str]) -> dict[str, str]:
 
 
 MAIN_COLUMNS = ("run", "task", "method", "model", "samples", "score", "ci", "micro_score", "failures",
-                "judge_failures", "llm_calls", "tokens", "cost_usd", "wall_s")
+                "epochs", "epoch_sd", "epoch_changed", "judge_failures", "llm_calls", "tokens", "cost_usd", "wall_s")
 
 COLUMN_DOCS: dict[str, str] = {
+    "epochs": "how many times each sample was solved (`epochs: N`); its score is the epochs' reduced by the "
+              "config's reducer (configs.json names it)",
+    "epoch_sd": "the between-epoch spread: the mean over samples of the standard deviation of a sample's score "
+                "over its epochs",
+    "epoch_changed": "the share of samples whose score is not the same in every epoch",
     "run": "the config's label: task, method, model, then each option that varies between the job's configs of "
            "that method as key=value (a config alone of its method: the options it sets away from their defaults)",
     "task": "the evaluation task",

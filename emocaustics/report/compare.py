@@ -24,6 +24,7 @@ import polars as pl
 
 from emocaustics.core.errors import UsageError, shorten
 from emocaustics.report.tables import check_scores, failures_count_zero, in_holm_family
+from emocaustics.stats.reducers import table_rows
 
 PAIR_COLUMNS = ("task", "run_a", "config_a", "run_b", "config_b", "n_common", "clusters", "cluster_by", "n_only_a",
                 "n_only_b", "score_a", "score_b", "diff", "diff_low", "diff_high", "p_randomisation", "p_bootstrap",
@@ -70,6 +71,7 @@ def load_run(run_dir: Path, name: str) -> pl.DataFrame:
                          "per-sample scores")
     scores = pl.read_parquet(path)
     check_scores(scores, str(path))
+    scores = table_rows(scores)  # the reduced rows of configs solved in epochs
     if "cluster" not in scores.columns:  # written before clusters: every sample its own
         scores = scores.with_columns(pl.col("sample_id").alias("cluster"), pl.lit("sample").alias("cluster_by"))
     scores = failures_count_zero(scores).select("run", "task", "kind", pl.col("sample_id").cast(pl.Utf8), "score",

@@ -16,6 +16,7 @@ import polars as pl
 
 from emocaustics.report.columns import components_by_task, legend, main_table, option_columns
 from emocaustics.report.tables import DECIMALS, check_scores, cluster_note, failures, summarise
+from emocaustics.stats.reducers import table_rows
 
 # Component tables are cut into chunks of this many metric columns so that each fits the page.
 COMPONENTS_PER_TABLE = 6
@@ -164,6 +165,7 @@ def render(run_dir: Path, scores: pl.DataFrame, wall: dict[str, float] | None = 
     from emocaustics.report.axes import read_axes, with_axes
 
     summary = with_axes(summarise(scores, wall), read_axes(run_dir))
+    scores = table_rows(scores)  # the per-epoch rows are in the summary's spread; the rest reads the reduced rows
     parts = [
         f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
         "<meta name='viewport' content='width=device-width, initial-scale=1'>",

@@ -84,8 +84,10 @@ def summarise(scores: pl.DataFrame, wall: dict[str, float] | None = None,
     (macro: mean over samples, failures count 0), micro score (weighted by the samples' weights), component means,
     failures, cost; `ci` (run, ci_low, ci_high) when already computed."""
     from emocaustics.report.columns import option_columns
+    from emocaustics.stats.reducers import epoch_rows, epoch_spread, table_rows
 
-    scores = failures_count_zero(scores)
+    spread = epoch_spread(epoch_rows(scores))  # configs solved in epochs: how much a sample's score moves
+    scores = failures_count_zero(table_rows(scores))
     comps = component_columns(scores)
     if ci is None:
         ci, _ = config_statistics(scores)
@@ -114,6 +116,8 @@ def summarise(scores: pl.DataFrame, wall: dict[str, float] | None = None,
         .with_columns(note())
         .join(ci, on="run", how="left")
     )
+    if spread.height:
+        summary = summary.join(spread, on="run", how="left")
     wall = wall or {}
     return summary.with_columns(
         pl.col("run").replace_strict(wall, default=None, return_dtype=pl.Float64).alias("wall_s")
@@ -128,8 +132,9 @@ def config_statistics(scores: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]
     calibration rows). Returns (ci: run, ci_low, ci_high, clusters, cluster_by; pairs: task, config_a, config_b, ...,
     family, p_holm, significant)."""
     from emocaustics.stats import config_stats, holm_family
+    from emocaustics.stats.reducers import table_rows
 
-    scores = failures_count_zero(scores)
+    scores = failures_count_zero(table_rows(scores))
     if "cluster" not in scores.columns:  # a table written before clusters: every sample its own
         scores = scores.with_columns(pl.col("sample_id").alias("cluster"), pl.lit("sample").alias("cluster_by"))
     cis, pairs = [], []

@@ -2,11 +2,15 @@
 the driver for an endpoint), and the layer in front of the model that counts what the sample cost.
 
 A work item is the sample's JSON (`SideInputs.solver_view`) plus `side`: where its embeddings come
-from (packed with the item, a ticket to the run's embedding board, or a lazy source in this process).
+from (packed with the item, a ticket to the run's embedding board, or a lazy source in this process); `epoch`: which
+epoch of the sample this is (`epochs: N`; from the second on, `EpochLLM` moves every request's seed, and so its
+cache key, by the epoch); `limits`: the sample's limits (`LimitedLLM`).
 """
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import time
 from typing import Any
 
@@ -39,6 +43,84 @@ class CountingLLM(Layer):
         return completions
 
 
+# Epoch e of a sample asks with seed + (e - 1) * EPOCH_SEED_STRIDE: a seed the task's own seeds (self-consistency's
+# seed + i, a retry's seed + 1000) do not reach, so that no two epochs share a request, or its cached answer.
+EPOCH_SEED_STRIDE = 100_003
+
+
+class EpochLLM(Layer):
+    """Epoch `epoch` (from 2) of a sample: each request's seed moved by the epoch, so that the epochs are sampled apart
+    and answered apart by the response cache (whose key holds the seed). A greedy request still gives one answer."""
+
+    def __init__(self, llm: Any, epoch: int) -> None:
+        super().__init__(llm)
+        self.offset = (epoch - 1) * EPOCH_SEED_STRIDE
+
+    async def generate(self, requests: list[Any]) -> list[Any]:
+        moved = [dataclasses.replace(r, sampling=dataclasses.replace(
+            r.sampling, seed=(r.sampling.seed or 0) + self.offset)) for r in requests]
+        return await self.llm.generate(moved)
+
+
+class LimitReached(SolveFailed):
+    """A sample over one of its limits (`step` token_limit or time_limit): it ends as a failure row."""
+
+
+class LimitedLLM(Layer):
+    """The sample's limits, on every call its solver makes: `tokens` generated over its calls (cached answers too:
+    a resumed sample meets its limit where the first attempt did), `seconds` from its first call, `left` seconds
+    until its config's `config_time_limit` (`config` s). Once over, every further call raises `LimitReached`, and
+    `over` keeps it, so that a solver that catches its own failures still ends as the limit's failure row."""
+
+    def __init__(self, llm: Any, tokens: int | None = None, seconds: float | None = None,
+                 left: float | None = None, config: float | None = None) -> None:
+        super().__init__(llm)
+        self.tokens, self.seconds, self.config = tokens, seconds, config
+        self.deadline = None if left is None else time.monotonic() + left
+        self.first: float | None = None
+        self.generated = 0
+        self.over: LimitReached | None = None
+
+    def _left(self) -> tuple[float | None, str]:
+        """Seconds this call may take, and which limit sets them (`sample` or `config`)."""
+        now = time.monotonic()
+        bounds = []
+        if self.seconds is not None and self.first is not None:
+            bounds.append((self.first + self.seconds - now, "sample"))
+        if self.deadline is not None:
+            bounds.append((self.deadline - now, "config"))
+        return min(bounds) if bounds else (None, "")
+
+    def _reached(self, which: str) -> LimitReached:
+        if which == "config":
+            return LimitReached("time_limit", f"config time_limit: {self.config:g} s reached while the sample ran")
+        took = time.monotonic() - (self.first or 0.0)
+        return LimitReached("time_limit", f"{took:.1f} > {self.seconds:g} s from the sample's first call")
+
+    async def generate(self, requests: list[Any]) -> list[Any]:
+        if self.over is not None:
+            raise self.over
+        if self.first is None:
+            self.first = time.monotonic()
+        left, which = self._left()
+        try:
+            if left is not None and left <= 0:
+                raise TimeoutError
+            completions = await (self.llm.generate(requests) if left is None
+                                 else asyncio.wait_for(self.llm.generate(requests), left))
+        except TimeoutError:
+            still, _ = self._left()
+            if left is None or (still is not None and still > 0):  # the model's own timeout, not a limit's
+                raise
+            self.over = self._reached(which)
+            raise self.over from None
+        self.generated += sum(int(c.generated_tokens or 0) for c in completions)
+        if self.tokens is not None and self.generated > self.tokens:
+            self.over = LimitReached("token_limit", f"{self.generated} > {self.tokens} tokens")
+            raise self.over
+        return completions
+
+
 def side_of(item: dict[str, Any]) -> Side:
     """The sample's side inputs as its solver sees them: where its embeddings come from (see the module docstring)."""
     raw = item.get("side") or {}
@@ -65,7 +147,11 @@ async def solve_item(task: Task, options: Options, llm: Any, item: dict[str, Any
     t0 = time.perf_counter()
     row: dict[str, Any] = {"id": sample.id, "ok": False}
     with recording(llm, bool(log_prompts)) as (recorded, rec):
-        counted = CountingLLM(recorded if log_prompts is not None else llm)
+        base = recorded if log_prompts is not None else llm
+        if int(item.get("epoch") or 1) > 1:
+            base = EpochLLM(base, int(item["epoch"]))
+        limited = LimitedLLM(base, **item["limits"]) if item.get("limits") else None
+        counted = CountingLLM(limited or base)
         try:
             row["prediction"] = await (task.solver.solve(counted, sample, options) if task.side is None
                                        else task.side.solve_with(counted, sample, options, side))
@@ -74,6 +160,9 @@ async def solve_item(task: Task, options: Options, llm: Any, item: dict[str, Any
             row["step"], row["reason"] = exc.step, exc.reason
         except EmbeddingFailed as exc:  # the feed's failure, raised where the solver first awaited its rows
             row["step"], row["reason"] = "embedding", str(exc)
+        if limited is not None and limited.over is not None:  # over a limit, whatever the solver made of it
+            row.pop("prediction", None)
+            row["ok"], row["step"], row["reason"] = False, limited.over.step, limited.over.reason
     row["stats"] = {**counted.counts, **side.stats, "seconds": round(time.perf_counter() - t0, 3)}
     if log_prompts is not None:
         row["log"], row["replica"] = rec.finished(), replica_id()

@@ -30,6 +30,7 @@ import logging
 import os
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -64,17 +65,48 @@ def _failure(sample_id: str, step: str, reason: str) -> dict[str, Any]:
     return {"id": sample_id, "ok": False, "step": step, "reason": reason, "stats": {}}
 
 
+LIMIT_STEPS = ("token_limit", "time_limit")  # the failure steps of a sample over a limit (`--retry-limits`)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """A config's per-sample limits: `tokens` generated and `seconds` from its first call per sample, and the
+    monotonic `deadline` its `config_time_limit` (`config`, seconds) sets for its samples (`solve/item.py`)."""
+
+    tokens: int | None = None
+    seconds: float | None = None
+    config: float | None = None
+    deadline: float | None = None
+
+    @property
+    def any(self) -> bool:
+        return self.tokens is not None or self.seconds is not None or self.deadline is not None
+
+    def of_sample(self) -> dict[str, Any]:
+        """What travels with a sample's item to `LimitedLLM`."""
+        left = None if self.deadline is None else self.deadline - time.monotonic()
+        return {"tokens": self.tokens, "seconds": self.seconds, "left": left, "config": self.config}
+
+    def late(self) -> str | None:
+        """The failure reason of a sample the config's time limit stops before it starts."""
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            return f"config time_limit: {self.config:g} s reached before the sample started"
+        return None
+
+
 async def asolve_samples(task: Task, samples: Sequence[Sample], options: Options, llm: Any, out: Path, *,
                          concurrency: int = 256, prior: Path | None = None, embedder_spec: str | None = None,
                          marks: dict[str, float] | None = None,
                          on_row: Callable[[dict[str, Any]], None] | None = None,
-                         stopped: list[Stop] | None = None) -> list[dict[str, Any]]:
+                         stopped: list[Stop] | None = None, epoch: int = 1,
+                         limits: Limits | None = None) -> list[dict[str, Any]]:
     """Solve `samples` (rows back in their order); `prior`: the folder of the config this one builds on;
     `samples` may be a lazy sequence (a streaming source that builds sample i when indexed): the plan reads each
     sample when it needs it and holds it only while it is in flight, so the samples of a run are never all held here;
     `embedder_spec`: the job's embedder, for tasks with side texts; `marks` gets phase times (startup_bench);
     `on_row` sees each row as it is written (progress); `stopped`: the typed stops of this run, shared by configs
-    solved side by side (a stop in one starts no sample in any)."""
+    solved side by side (a stop in one starts no sample in any); `epoch`: which epoch of the samples this is
+    (`solve/item.py`); `limits`: the config's per-sample limits (a sample over one is a failure row)."""
     from emocaustics.evallog import sink
     from emocaustics.models.base import as_model
     from emocaustics.models.local import RunFailure
@@ -98,6 +130,10 @@ async def asolve_samples(task: Task, samples: Sequence[Sample], options: Options
     async def solve_one(sample: Sample) -> dict[str, Any]:
         view = view_of(sample)
         item: dict[str, Any] = view.to_json()
+        if epoch > 1:
+            item["epoch"] = epoch
+        if limits is not None and limits.any:
+            item["limits"] = limits.of_sample()
         if feed is not None and view.id in texts:
             entry = feed.entry(view.id)
             if in_process:
@@ -125,8 +161,10 @@ async def asolve_samples(task: Task, samples: Sequence[Sample], options: Options
         if stops:  # admitted while the run was stopping: not started
             return None
         p = priors.get(sample.id)
+        late = limits.late() if limits is not None else None  # the config's time_limit passed: not started
         try:
-            res = _failure(sample.id, p.step, p.reason) if isinstance(p, Failure) else await solve_one(sample)
+            res = (_failure(sample.id, p.step, p.reason) if isinstance(p, Failure)
+                   else _failure(sample.id, "time_limit", late) if late else await solve_one(sample))
         except Stop as stop:  # not this sample's failure: it is not done, and no other sample starts
             stops.append(stop)
             return None

@@ -1,0 +1,131 @@
+"""A config solved in N epochs (`epochs: N`): where each epoch's predictions live, which samples a resume solves
+again, and how the epochs are scored and reduced (docs/jobs.md, "Epochs and reducers").
+
+    predictions/<label>/epoch-<e>/   each epoch's predictions, failures and stats.jsonl (one epoch: the label's folder)
+    evallog: config <label>.epoch-<e> each epoch's samples and calls
+    scores.parquet                   one row per sample and epoch (`epoch` 1..N), and the reduced row (`epoch` null)
+                                     that the tables use
+
+The reducer (stats/reducers.py) is the config's `reducer`, else the task's default. A reducer the task's `Options`
+maps in `reduce_predictions` (AER's `mode`: the vote over the epochs' answers) reduces the predictions, which the
+task then scores (its official corpus summary and its submission are those of the reduced predictions); any other
+reduces each sample's per-epoch scores, and its corpus summary is each epoch's (`per_epoch`) with their mean.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from emocaustics.core.task import Failure, Scored
+from emocaustics.jobs.results import COST_COLUMNS, score_table
+from emocaustics.solve.plan import LIMIT_STEPS, Limits, sample_stats
+from emocaustics.stats.reducers import reduce_scores, reducers_of
+
+
+def epoch_dir(pred_dir: Path, epoch: int, epochs: int) -> Path:
+    """The folder of one epoch's predictions: the config's own for a one-epoch config."""
+    return pred_dir if epochs == 1 else pred_dir / f"epoch-{epoch}"
+
+
+def epoch_label(label: str, epoch: int, epochs: int) -> str:
+    """The eval log's name of one epoch of a config."""
+    return label if epochs == 1 else f"{label}.epoch-{epoch}"
+
+
+def limits_of(cfg: Any) -> Limits | None:
+    """The config's per-sample limits, its time limit counted from now (the config starts)."""
+    run = getattr(cfg, "run", None)
+    if run is None:
+        return None
+    limits = Limits(tokens=run.token_limit, seconds=run.time_limit, config=run.config_time_limit,
+                    deadline=None if run.config_time_limit is None else time.monotonic() + run.config_time_limit)
+    return limits if limits.any else None
+
+
+def to_solve(found: Any, retry_limits: bool) -> bool:
+    """Does a resume solve this sample (its prediction or Failure, None when nothing was written)? A sample with no
+    prediction and a failed one yes; one over a limit only with `--retry-limits`."""
+    if found is None:
+        return True
+    if isinstance(found, Failure):
+        return retry_limits or found.step not in LIMIT_STEPS
+    return False
+
+
+def reducer_of(cfg: Any) -> str:
+    return cfg.run.reducer or reducers_of(cfg.task.Options)[1]
+
+
+def score_epochs(cfg: Any, samples: list, ctx: Any, evallog: Any,
+                 loaded: Any = None) -> tuple[Scored, pl.DataFrame, pl.DataFrame]:
+    """Score each epoch of a config and reduce them: (the reduced `Scored`, the reduced per-sample table, the
+    per-epoch tables with their `epoch`); each epoch's and the reduced predictions go to the eval log and to the
+    task's `finalize`."""
+    from emocaustics.core.predictions import pair
+
+    task, epochs, reducer = cfg.task, cfg.run.epochs, reducer_of(cfg)
+    per_epoch, frames, rows, summaries, stats_all = [], [], [], [], []
+    for e in range(1, epochs + 1):
+        folder = epoch_dir(cfg.pred_dir, e, epochs)
+        predictions = pair(samples, task.store.read_predictions(folder)).predictions
+        evallog.config(epoch_label(cfg.label, e, epochs)).finish(samples, predictions)
+        scored = task.scorer.score(samples, predictions, cfg.options, ctx)
+        task.scorer.finalize(folder, samples, predictions, cfg.options)  # each epoch's own submission / official files
+        stats = sample_stats(folder)
+        stats_all.append(stats)
+        frames.append(score_table(cfg, scored, stats, loaded).with_columns(pl.lit(e, pl.Int64).alias("epoch")))
+        rows.append(scored.rows.with_columns(pl.lit(e, pl.Int64).alias("epoch")))
+        per_epoch.append(predictions)
+        summaries.append(scored.summary)
+    epoch_frame = pl.concat(frames, how="diagonal_relaxed")
+    vote = dict(getattr(task.Options, "reduce_predictions", {}) or {}).get(reducer)
+    if vote is not None:  # the task reduces the predictions, then scores them as one
+        reduced = {}
+        for s in samples:
+            got = [p.get(s.id) for p in per_epoch]
+            reduced[s.id] = vote(got) or next((p for p in got if isinstance(p, Failure)), got[0])
+        evallog.config(cfg.label).finish(samples, reduced)
+        scored = task.scorer.score(samples, reduced, cfg.options, ctx)
+        task.scorer.finalize(cfg.pred_dir, samples, reduced, cfg.options)
+        table = score_table(cfg, scored, _summed(stats_all), loaded)
+        scored.summary.update(reducer=reducer, epochs=epochs, per_epoch=summaries)
+        return scored, table, epoch_frame
+    table = reduce_table(epoch_frame, reducer)
+    summary = {k: sum(s[k] for s in summaries) / epochs for k in summaries[0]
+               if all(isinstance(s.get(k), (int, float)) and not isinstance(s.get(k), bool) for s in summaries)}
+    summary.update(reducer=reducer, epochs=epochs, per_epoch=summaries)
+    summary.setdefault(task.report.primary_metric, float(table["score"].mean() or 0.0))
+    return Scored(pl.concat(rows, how="diagonal_relaxed"), summary), table, epoch_frame
+
+
+def reduce_table(epoch_frame: pl.DataFrame, reducer: str) -> pl.DataFrame:
+    """The reduced per-sample rows of a config from its per-epoch rows: `score` by the reducer, the other metrics
+    (`c_*`) by their mean, cost summed over the epochs, `failed` when every epoch failed; the rest as in epoch 1."""
+    comps = [c for c in epoch_frame.columns if c.startswith("c_")]
+    summed = [c for c in (*COST_COLUMNS, "seconds", "cost_usd") if c in epoch_frame.columns]
+    kept = [c for c in epoch_frame.columns if c not in {"sample_id", "score", "failed", "epoch", *comps, *summed}]
+    cost = pl.col("cost_usd")
+    grouped = (epoch_frame.sort("epoch").group_by("sample_id", maintain_order=True)
+               .agg(pl.col("score"), pl.col("failed").all(), *[pl.col(c).mean() for c in comps],
+                    *[pl.col(c).sum() for c in summed if c != "cost_usd"],
+                    *([pl.when(cost.null_count() == 0).then(cost.sum())] if "cost_usd" in summed else []),
+                    *[pl.col(c).first() for c in kept]))
+    reduced = [reduce_scores(v, reducer) for v in grouped["score"].to_list()]
+    return (grouped.with_columns(pl.Series("score", reduced, dtype=pl.Float64))
+            .select(epoch_frame.drop("epoch").columns))
+
+
+def _summed(stats: list[dict[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """Each sample's cost over the epochs."""
+    out: dict[str, dict[str, Any]] = {}
+    for per in stats:
+        for sid, row in per.items():
+            acc = out.setdefault(sid, {})
+            for k, v in row.items():
+                if isinstance(v, (int, float)) and not isinstance(v, bool):
+                    acc[k] = acc.get(k, 0) + v
+    return out
