@@ -137,6 +137,11 @@ def test_two_models_side_by_side(runs: tuple[Path, Path], browser: Browser, tmp_
                                "c.querySelectorAll('pre.answer')).map(p => p.innerText).join('|'))")
         assert '"A"' in answers[0] and ('"B"' in answers[1] or '"C"' in answers[1])  # each model's own answer
         shoot(browser, "across-sample")
+        shown = [x for x in differ if abs(a[x] - b[x]) > 0.75]  # the list's filter: previous / next walk through it
+        after = shown[shown.index(q) + 1]
+        browser.eval("document.getElementById('next').click()")
+        _ready(browser, f"#/x/{g}/{[r['sample_id'] for r in across.table(g)['rows']].index(after)}")
+        assert _text(browser, "#sample-id") == after
         _goto(browser, f"#/x/{g}/{[r['sample_id'] for r in across.table(g)['rows']].index('q-5')}")
         assert "unreadable answer" in _text(browser, ".member-col[data-run] .reason")  # run a's failure reason
         assert errors == [] and errors_of(browser.events) == [], errors_of(browser.events)

@@ -292,8 +292,7 @@ async function viewGroup(g) {
   const search = el("input", { id: "search", type: "search", placeholder: "sample id", size: 16, value: st.q,
     oninput: (e) => { st.q = e.target.value; render(); } });
   function render() {
-    const rows = t.rows.map((r, k) => ({ r, k })).filter(({ r }) => FILTERS[st.filter](r, st.tol)
-      && (!st.q || String(r.sample_id).includes(st.q)));
+    const rows = shownRows(t, st);
     count.textContent = rows.length + " of " + t.rows.length + " samples";
     tbody.replaceChildren(...rows.map(({ r, k }) => el("tr", { class: "sample", "data-id": r.sample_id,
         onclick: () => { location.hash = "#/x/" + g + "/" + k; } },
@@ -309,14 +308,26 @@ async function viewGroup(g) {
   render();
 }
 
+// The samples the group's list shows now (its filter and search), in its order: what previous / next walk through.
+function shownRows(t, st) {
+  return t.rows.map((r, k) => ({ r, k })).filter(({ r }) => FILTERS[st.filter](r, st.tol)
+    && (!st.q || String(r.sample_id).includes(st.q)));
+}
+
 async function viewSideBySide(g, k) {
-  const d = await load("x/" + g + "/" + k);
+  const [d, t] = await Promise.all([load("x/" + g + "/" + k), load("x/" + g)]);
+  const shown = shownRows(t, acrossState[g] || { filter: "shared", tol: 0, q: "" }).map(({ k }) => k);
+  const at = shown.indexOf(k);
+  const step = (n, text, id) => n >= 0 && n < shown.length && at >= 0
+    ? el("a", { id, href: "#/x/" + g + "/" + shown[n] }, text) : null;
   const cols = d.members.map((m, n) => el("div", { class: "col member-col", "data-run": m.run },
     el("div", { class: "member-head" }, memberHead(m)),
     d.samples[n] === null ? el("p", { class: "missing" }, m.run + " has no sample " + d.sample_id)
       : renderSample(d.samples[n])));
   show(el("h2", {}, el("a", { href: "#/x/" + g }, "samples"), " / sample ", el("span", { id: "sample-id" },
-    d.sample_id)), el("div", { class: "cols", id: "sample" }, cols));
+    d.sample_id)), el("div", { class: "filters" }, step(at - 1, "← previous", "prev"), step(at + 1, "next →", "next"),
+    at >= 0 ? el("span", { class: "meta" }, (at + 1) + " of " + shown.length + " shown") : null),
+  el("div", { class: "cols", id: "sample" }, cols));
 }
 
 async function route() {
