@@ -251,7 +251,7 @@ def _dollars(price: Any, figures: list[int], batch: bool) -> float | None:
 
 def _forecast(cfg: Any, configs: list[Any], got: Loaded, job: JobSpec, counters: dict[str, Any]) -> list[int]:
     """[LLM calls, prompt tokens, generated tokens, live calls, live prompt tokens] of one config
-    (solve/forecast.py); one counter per model."""
+    (solve/forecast.py), times its epochs; one counter per model."""
     from emocaustics.solve.forecast import counter_for, forecast
 
     if cfg.model not in counters:
@@ -259,7 +259,8 @@ def _forecast(cfg: Any, configs: list[Any], got: Loaded, job: JobSpec, counters:
     label = builds_on(cfg.task, cfg.options, cfg.model, [(c.task.name, c.options, c.model, c.label) for c in configs])
     prior = label is not None and any(c.label == label for c in configs)
     f = forecast(cfg.task, got.samples, cfg.options, counters[cfg.model], prior=prior)
-    return [f.llm_calls, f.prompt_tokens, f.generated_tokens, f.live_calls, f.live_prompt_tokens]
+    n = getattr(cfg, "epochs", 1)  # each epoch asks every sample again (jobs/epochs.py)
+    return [n * x for x in (f.llm_calls, f.prompt_tokens, f.generated_tokens, f.live_calls, f.live_prompt_tokens)]
 
 
 def check_endpoint(spec: str, timeout: float = 10.0) -> None:

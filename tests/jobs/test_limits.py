@@ -162,3 +162,22 @@ def test_limits_on_a_calibration_method_are_refused() -> None:
 
     with pytest.raises(UsageError, match="token_limit applies to a method that calls a model"):
         eval_job("aer", method="oracle", token_limit=100)
+
+
+def test_the_dry_run_forecasts_every_epoch() -> None:
+    """Each epoch asks every sample again: the dry run's calls and tokens of a 3-epoch config are 3 times one's."""
+    from emocaustics.jobs.oneline import eval_job
+    from emocaustics.jobs.runner import plan_job
+
+    root = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "aer"
+    if not (root / "sample_data" / "questions.jsonl").is_file():
+        pytest.skip(f"the public AER data is not here ({root})")
+
+    def row(epochs: int) -> list[str]:
+        job = eval_job("aer", model="smoke", limit=2, options={"context": "none"}, dataset={"data": str(root)},
+                       epochs=epochs)
+        line = next(x for x in plan_job(job, out="/nonexistent/run").text.splitlines() if x.startswith("| aer_llm"))
+        return [c.strip().replace(",", "") for c in line.strip("|").split("|")]
+
+    one, three = row(1), row(3)
+    assert int(three[5]) == 3 * int(one[5]) and int(three[6]) == 3 * int(one[6])  # calls, prompt tokens
