@@ -69,10 +69,10 @@ def register(subparsers: Any) -> None:
     p.add_argument("--reducer", default=None, help="mean, mode, max or pass@K (default: the task's own)")
     p.add_argument("--token-limit", type=int, default=None, metavar="N",
                    help="a sample that generates more than N tokens over its calls is a failure row")
-    p.add_argument("--time-limit", type=float, default=None, metavar="S",
-                   help="a sample still running S seconds after its first call is a failure row")
-    p.add_argument("--config-time-limit", type=float, default=None, metavar="S",
-                   help="samples still running (or not started) S seconds after the config started are failure rows")
+    p.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
+                   help="a sample still running SECONDS after its first call is a failure row")
+    p.add_argument("--config-time-limit", type=float, default=None, metavar="SECONDS",
+                   help="samples still running (or not started) SECONDS after the config started are failures")
     p.add_argument("--retry-limits", action="store_true",
                    help="with --resume: solve again the samples that failed over a limit (kept as failures otherwise)")
     p.add_argument("--no-cache", dest="cache", action="store_const", const="off", default="on",
