@@ -104,15 +104,19 @@ def score_epochs(cfg: Any, samples: list, ctx: Any, evallog: Any,
 
 def reduce_table(epoch_frame: pl.DataFrame, reducer: str) -> pl.DataFrame:
     """The reduced per-sample rows of a config from its per-epoch rows: `score` by the reducer, the other metrics
-    (`c_*`) by their mean, cost summed over the epochs, `failed` when every epoch failed; the rest as in epoch 1."""
+    (`c_*`) by their mean, cost summed over the epochs, `failed` when every epoch failed (its status and reason then
+    epoch 1's, else those of the first epoch that did not fail); the rest as in epoch 1."""
     comps = [c for c in epoch_frame.columns if c.startswith("c_")]
     summed = [c for c in (*COST_COLUMNS, "seconds", "cost_usd") if c in epoch_frame.columns]
-    kept = [c for c in epoch_frame.columns if c not in {"sample_id", "score", "failed", "epoch", *comps, *summed}]
+    own = [c for c in ("status", "reason") if c in epoch_frame.columns]  # an epoch that did not fail speaks for it
+    kept = [c for c in epoch_frame.columns if c not in {"sample_id", "score", "failed", "epoch", *comps, *summed, *own}]
     cost = pl.col("cost_usd")
     grouped = (epoch_frame.sort("epoch").group_by("sample_id", maintain_order=True)
                .agg(pl.col("score"), pl.col("failed").all(), *[pl.col(c).mean() for c in comps],
                     *[pl.col(c).sum() for c in summed if c != "cost_usd"],
                     *([pl.when(cost.null_count() == 0).then(cost.sum())] if "cost_usd" in summed else []),
+                    *[pl.when(pl.col("failed").all()).then(pl.col(c).first())
+                      .otherwise(pl.col(c).filter(~pl.col("failed")).first()).alias(c) for c in own],
                     *[pl.col(c).first() for c in kept]))
     reduced = [reduce_scores(v, reducer) for v in grouped["score"].to_list()]
     return (grouped.with_columns(pl.Series("score", reduced, dtype=pl.Float64))

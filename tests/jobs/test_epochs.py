@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 
 from emocaustics.jobs.spec import JobSpec
-from emocaustics.stats.reducers import reduce_scores
+from emocaustics.stats.reducers import majority, reduce_scores
 
 pytestmark = [pytest.mark.engine]
 
@@ -50,6 +50,10 @@ def _job(tmp: Path, runs: list[dict], name: str = "epochs") -> JobSpec:
         "runs": runs, "scoring": {"embedder": "minilm", "judge": "none"}})
 
 
+def _lines(path: Path) -> list[str]:
+    return [x for x in path.read_text(encoding="utf-8").splitlines() if x.strip()] if path.is_file() else []
+
+
 @pytest.fixture(scope="module")
 def epochs_run(smoke_pool, tmp_path_factory):
     from emocaustics.jobs.runner import run_job
@@ -77,6 +81,11 @@ def test_every_task_and_reducer_has_epoch_rows_and_a_reduced_row(epochs_run):
         folder = run_dir / "predictions" / run.label
         assert all((folder / f"epoch-{e}" / "stats.jsonl").is_file() for e in (1, 2, 3)), run.label
         if run.task == "aer" and run.reducer == "mode":  # AER's mode votes the answers, then scores the vote
+            read = [json.loads(line)["prediction"]["answer"] for e in (1, 2, 3)
+                    for line in _lines(folder / f"epoch-{e}" / "predictions.jsonl")]
+            voted = ",".join(majority(read, len(read))[0]) if read else ""
+            (submitted,) = [json.loads(line)["answer"] for line in _lines(folder / "submission.jsonl")]
+            assert submitted == voted, (read, submitted)  # the submission is the vote self-consistency takes
             continue
         assert reduced["score"][0] == pytest.approx(reduce_scores(per["score"].to_list(), run.reducer)), run.label
         assert reduced["llm_calls"][0] == per["llm_calls"].sum()  # the reduced row costs its epochs together

@@ -67,3 +67,22 @@ def test_epoch_spread_and_table_rows() -> None:
     both = pl.concat([per, pl.DataFrame({"run": ["r", "r"], "sample_id": ["a", "b"], "epoch": [None, None],
                                          "score": [2 / 3, 0.5]}, schema=per.schema)])
     assert table_rows(both)["sample_id"].to_list() == ["a", "b"] and "epoch" not in table_rows(both).columns
+
+
+def test_the_reduced_row_of_a_config() -> None:
+    """jobs/epochs.py's reduced per-sample row: the score by the reducer, cost summed (unknown when one epoch's is),
+    failed only when every epoch failed, and then with epoch 1's reason; else the status of an epoch that did not."""
+    from emocaustics.jobs.epochs import reduce_table
+
+    per = pl.DataFrame({"sample_id": ["a"] * 3 + ["b"] * 3, "epoch": [1, 2, 3] * 2,
+                        "score": [0.0, 1.0, 0.5, 0.0, 0.0, 0.0], "failed": [True, False, False] + [True] * 3,
+                        "status": ["failed", "ok", "ok"] + ["failed"] * 3,
+                        "reason": ["token_limit: 9 > 8 tokens", None, None, "answer: x", "answer: y", "answer: z"],
+                        "c_exact": [0.0, 1.0, 0.0, 0.0, 0.0, 0.0], "run": ["r"] * 6, "llm_calls": [1, 2, 3, 1, 1, 1],
+                        "cost_usd": [0.1, 0.1, None, 0.0, 0.0, 0.0]})
+    got = {r["sample_id"]: r for r in reduce_table(per, "pass@2").iter_rows(named=True)}
+    assert got["a"]["score"] == pytest.approx(1 - math.comb(2, 2) / math.comb(3, 2))  # n 3, c 1, k 2: 2/3
+    assert (got["a"]["failed"], got["a"]["status"], got["a"]["reason"]) == (False, "ok", None)
+    assert got["a"]["llm_calls"] == 6 and got["a"]["cost_usd"] is None and got["a"]["c_exact"] == pytest.approx(1 / 3)
+    assert (got["b"]["failed"], got["b"]["reason"], got["b"]["cost_usd"]) == (True, "answer: x", 0.0)
+    assert "epoch" not in reduce_table(per, "mean").columns
