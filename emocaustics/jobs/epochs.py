@@ -20,6 +20,7 @@ from typing import Any
 
 import polars as pl
 
+from emocaustics.core.errors import UsageError
 from emocaustics.core.task import Failure, Scored
 from emocaustics.jobs.results import COST_COLUMNS, score_table
 from emocaustics.solve.plan import LIMIT_STEPS, Limits, sample_stats
@@ -44,6 +45,18 @@ def limits_of(cfg: Any) -> Limits | None:
     limits = Limits(tokens=run.token_limit, seconds=run.time_limit, config=run.config_time_limit,
                     deadline=None if run.config_time_limit is None else time.monotonic() + run.config_time_limit)
     return limits if limits.any else None
+
+
+def check_priors(configs: list[Any], prior_of: Any) -> None:
+    """A config another builds on (its predictions read as the other's input: EmoCaustics chains on sextuple windows)
+    is solved in one epoch: of N, which one would it hand on? A UsageError naming both."""
+    by_dir = {c.pred_dir: c for c in configs}
+    for c in configs:
+        prior = by_dir.get(prior_of(c))
+        if prior is not None and prior.epochs > 1:
+            raise UsageError(f"config {c.label} builds on config {prior.label}, which has epochs: {prior.epochs}; a "
+                             "config others build on is solved once: give it epochs: 1 (the one building on it may "
+                             "have more)")
 
 
 def to_solve(found: Any, retry_limits: bool) -> bool:

@@ -181,3 +181,16 @@ def test_the_dry_run_forecasts_every_epoch() -> None:
 
     one, three = row(1), row(3)
     assert int(three[5]) == 3 * int(one[5]) and int(three[6]) == 3 * int(one[6])  # calls, prompt tokens
+
+
+def test_a_config_others_build_on_keeps_one_epoch(tmp_path) -> None:
+    """An emotion chain builds on the same model's sextuple window config (its predictions are the chain's input): of
+    N epochs, none would be the one to hand on, so that config in epochs is refused naming both (epochs check)."""
+    from emocaustics.jobs.runner import plan_job
+
+    job = JobSpec.model_validate({
+        "name": "chain", "dataset": {"subset": "sample"}, "models": {"m": {"spec": "smoke"}},
+        "runs": [{"task": "sextuple", "model": "m", "options": {"method": "window"}, "epochs": 2},
+                 {"task": "emotion", "model": "m", "options": {"method": "window"}}]})
+    with pytest.raises(UsageError, match=r"builds on config sextuple_window_m_\S*epochs=2, which has epochs: 2"):
+        plan_job(job, out=str(tmp_path / "run"))
