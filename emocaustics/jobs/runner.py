@@ -1,6 +1,6 @@
 """`emocaustics run JOB.yaml`: a whole job (runs and grid, any task) from data to report, resumable.
 
-    validate spec -> the job's Ray settings (joined when first needed: `models.factory.join_ray`) -> task.data.load of every config (data defects reported)
+    validate spec -> connect to Ray (once, `core.cluster`) -> task.data.load of every config (data defects reported)
     -> every config that asks a model solved at once on one plan (`jobs/together.py`, `solve.plan`: task.solver.prepare,
       the job's model pool, a typed stop named once) -> for every config: the calibration predictor, or its
       predictions -> task.score (long rows) -> task.finalize
@@ -196,7 +196,7 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force
     failed over a limit are solved again too."""
     if retry_limits and not resume:
         raise UsageError("--retry-limits applies to --resume (a fresh run solves every sample)")
-    from emocaustics.core.cluster import configure
+    from emocaustics.core.cluster import connect
     from emocaustics.jobs.preflight import cache_dir_for, load_all, preflight
     from emocaustics.report.html import write_report
     from emocaustics.report.tables import write_tables
@@ -221,11 +221,12 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force
           flush=True)
     local = sorted({c.model for c in configs if c.model and not is_remote(job.models[c.model].spec)})  # engines here
     address = ray_address or job.ray.address or os.environ.get("RAY_ADDRESS")
-    # The job's Ray, joined when first needed (`models.factory.join_ray`): by a local engine's start, or by scoring
-    # that fans out through Ray Data (large EmoCaustics or narrative inputs), on the cluster named if one is, never on
-    # a private local Ray of its own then. A job against endpoints alone never starts Ray.
-    configure(address=address, num_cpus=job.ray.num_cpus, object_store_memory=job.ray.object_store_memory,
-              namespace=job.ray.namespace)
+    # A cluster the user named is joined up front even when no config hosts a model here: scoring that fans out
+    # through Ray Data later (large EmoCaustics or narrative inputs) then runs on that cluster, never on a private
+    # local Ray of its own. Without an address, Ray starts only when a local engine needs it.
+    if local or address:
+        connect(address=address, num_cpus=job.ray.num_cpus,
+                object_store_memory=job.ray.object_store_memory, namespace=job.ray.namespace)
     from emocaustics.models.embedders import make_embedder
 
     embedder = make_embedder(job.scoring.embedder)  # loaded once, shared by every config's scoring
