@@ -223,7 +223,7 @@ def test_a_path_outside_the_root_is_refused(bench: Workbench, page: Browser, typ
 def test_cancel_stops_a_long_job(bench: Workbench, page: Browser) -> None:
     if not os.environ.get("EMOCAUSTICS_DATA"):
         pytest.skip("EMOCAUSTICS_DATA names no EmoCaustics data set (the whole set is the long job)")
-    _set(page, {"#task": "sextuple", "#pred-path": "oracle", "#data-path": "", "#subset": "all"})
+    _set(page, {"#task": "sextuple", "#pred-path": "baseline", "#data-path": "", "#subset": "all"})
     job = _run(page, "submission", "#score-go", finished=False)
     _wait(page, "document.getElementById('cancel') !== null")
     time.sleep(3)  # into the scorer's start

@@ -110,7 +110,8 @@ function stepView(job, step) {
   if (doc && doc.problems && step.name === "validate") {
     const errors = doc.problems.filter((p) => !p.severity || p.severity === "error");
     box.append(el("p", {class: "verdict"}, doc.ok ? "valid" : `${errors.length} problem(s), every one listed:`),
-               el("ul", {class: "problems"}, doc.problems.map((p) => el("li", {}, problemText(p)))));
+               el("ul", {class: "problems"}, doc.problems.map((p) => el("li", {class: p.severity || "error"},
+                                                                                problemText(p)))));
     if (doc.missing && doc.missing.length) box.append(el("p", {}, `missing (each scores 0): ${doc.missing.join(", ")}`));
   } else if (doc && typeof doc === "object") {
     box.append(el("div", {class: "summary"}, blocks(doc)));
