@@ -111,6 +111,7 @@ NOT_RUN = {
     "extract": "runs the smoke model on the vLLM engine (tests/tasks/longdialogue run extraction on it)",
     "score sextuple": "reads the `preds` folder the extract example before it writes",
     "human": "reads the published HIT files (not shipped) and the folders of the example before it",
+    "ui": "serves the workbench page until Ctrl-C (tests/ui drive it in Chromium)",
 }
 
 
