@@ -29,7 +29,8 @@ VERSION = "2024-10-21"
 
 
 def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "EMOCAUSTICS_CACHE", "EMOCAUSTICS_RESPONSE_CACHE")}
+    drop = ("RAY_ADDRESS", "EMOCAUSTICS_CACHE", "EMOCAUSTICS_RESPONSE_CACHE")
+    env = {k: v for k, v in os.environ.items() if k not in drop}
     env.update(EMOCAUSTICS_CACHE=str(tmp_path / "cache"), **extra)
     return env
 
