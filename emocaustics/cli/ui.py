@@ -13,7 +13,7 @@ from emocaustics.core.clihelp import DefaultsFormatter
 def register(sub: Any) -> None:
     p = sub.add_parser("ui", help="the workbench: a local web page (127.0.0.1) to process human-assessment rounds, "
                                   "validate and score submissions, and open runs in the viewer",
-                       description=__doc__.splitlines()[0], formatter_class=DefaultsFormatter)
+                       description=__doc__, formatter_class=DefaultsFormatter)
     p.add_argument("--root", required=True, metavar="DIR",
                    help="the folder the page may read from: every path it is given is relative to it, and one "
                         "outside it is refused")
