@@ -61,11 +61,11 @@ def register(subparsers: Any) -> None:
 def _connect(address: str | None) -> None:
     import os
 
-    from emocaustics.core.cluster import connect
+    from emocaustics.models.factory import join_ray
     from emocaustics.models.services import NO_CLUSTER
 
     try:  # "auto": the cluster a `ray start` on this machine recorded; never a new Ray of this command's own
-        connect(address=address or os.environ.get("RAY_ADDRESS") or "auto")
+        join_ray(address or os.environ.get("RAY_ADDRESS") or "auto")
     except ConnectionError as exc:
         raise UsageError(f"{NO_CLUSTER} ({exc})") from None
 
@@ -86,7 +86,6 @@ def load_serve_file(path: str | Path) -> ServeFile:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from emocaustics.jobs.runner import model_spec_string
     from emocaustics.models.services import idle_seconds, serve_model
 
     spec = load_serve_file(args.models_file)
@@ -102,7 +101,7 @@ def _serve(args: argparse.Namespace) -> int:
                          "service hosts smoke or vllm: models")
     _connect(args.ray_address or spec.ray_address)
     for name, model in spec.models.items():
-        info = serve_model(model_spec_string(model), name, timeouts[name], lambda line: print(line, flush=True))
+        info = serve_model(model.parsed(), name, timeouts[name], lambda line: print(line, flush=True))
         timeout = "none" if info["idle_timeout"] is None else f"{info['idle_timeout']:g} s"
         print(f"model service {name}: {info['state']}, id {info['id']}, {info['replicas_up']}/{info['replicas']} "
               f"replica(s) up, idle timeout {timeout}; jobs naming {info['spec']} attach to it", flush=True)

@@ -52,16 +52,38 @@ def quiet_ray_data() -> None:
         sys.meta_path.insert(0, _QuietOnImport())
 
 
+# What the front door said about Ray (a job's `ray:` section, `--ray-address`), recorded by `configure` without
+# connecting: Ray is joined or started lazily, by `models.factory.join_ray` alone, when a Ray-hosted model, a model
+# service or a Ray Data fan-out first needs it (a job against endpoints never starts Ray).
+SETTINGS: dict[str, Any] = {}
+
+
+def configure(address: str | None = None, *, num_cpus: int | None = None, object_store_memory: int | None = None,
+              namespace: str = "emocaustics") -> None:
+    """The Ray settings of the job or command this process runs now (no connection made here)."""
+    SETTINGS.clear()
+    SETTINGS.update(address=address, num_cpus=num_cpus, object_store_memory=object_store_memory, namespace=namespace)
+
+
+def held() -> bool:
+    """Whether the job or command named a cluster to join: a fan-out that joined it leaves it joined."""
+    return bool(SETTINGS.get("address"))
+
+
 def connect(address: str | None = None, *, num_cpus: int | None = None, object_store_memory: int | None = None,
-            namespace: str = "emocaustics") -> bool:
-    """Join or start Ray unless this process is already connected; returns whether this call connected."""
+            namespace: str | None = None) -> bool:
+    """Join or start Ray unless this process is already connected; returns whether this call connected. What the
+    caller leaves out comes from the settings in force (`configure`). Called from `models.factory` only."""
     import ray
 
     quiet_ray_data()
     _watch_for_raylet_death()
     if ray.is_initialized():
         return False
-    address = address or os.environ.get("RAY_ADDRESS")
+    address = address or SETTINGS.get("address") or os.environ.get("RAY_ADDRESS")
+    num_cpus = num_cpus if num_cpus is not None else SETTINGS.get("num_cpus")
+    object_store_memory = object_store_memory or SETTINGS.get("object_store_memory")
+    namespace = namespace or SETTINGS.get("namespace") or "emocaustics"
     if address:
         # Ray's "Connecting to existing Ray cluster ..." INFO lines are not ours to print (`emocaustics models`)
         ray.init(address=address, namespace=namespace, log_to_driver=False, logging_level=logging.WARNING)

@@ -6,12 +6,17 @@ the query) where every spec is: `models.spec.parse_llm_spec`."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import json
+from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import urlencode
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from emocaustics.core.errors import UsageError
 from emocaustics.models.prices import PriceOverride
+
+if TYPE_CHECKING:
+    from emocaustics.models.spec import LLMSpec
 
 
 class ModelSpec(BaseModel):
@@ -83,3 +88,35 @@ class ModelSpec(BaseModel):
             return expand_shorthand(spec)
         except UsageError as exc:  # pydantic names the key for a ValueError
             raise ValueError(str(exc)) from None
+
+    def spec_string(self) -> str:
+        """The entry as one model spec string (`models.spec`): the spec with the keys beside it in its query."""
+        from emocaustics.models.registry import is_remote
+
+        query: dict[str, Any] = dict(self.engine)
+        if self.replicas != 1:
+            query["replicas"] = self.replicas
+        if self.placement != "default":
+            query["placement"] = self.placement
+        if self.gpus_per_replica:
+            query["gpus"] = int(self.gpus_per_replica)
+            if self.gpus_per_replica > 1:
+                query["tp"] = int(self.gpus_per_replica)
+        if is_remote(self.spec):
+            breaker = {"max_connection_failures": self.max_connection_failures,
+                       "max_server_errors": self.max_server_errors, "stall_seconds": self.stall_seconds,
+                       "rpm": self.rpm, "tpm": self.tpm}
+            query = {"concurrency": self.concurrency, **{k: v for k, v in breaker.items() if v is not None}, **query}
+        if self.batch:  # a local engine's spec refuses it (models/spec.py): batch APIs are the providers'
+            query["batch"] = True
+        if not query:
+            return self.spec
+        sep = "&" if "?" in self.spec else "?"
+        return self.spec + sep + urlencode({k: v if isinstance(v, str) else json.dumps(v) for k, v in query.items()})
+
+    def parsed(self) -> LLMSpec:
+        """The entry as the model layer takes it, parsed here, where a job is resolved: nothing downstream parses a
+        spec string (a malformed one is a UsageError naming it)."""
+        from emocaustics.models.spec import parse_llm_spec
+
+        return parse_llm_spec(self.spec_string())

@@ -1,6 +1,7 @@
 """`emocaustics run JOB.yaml`: a whole job (runs and grid, any task) from data to report, resumable.
 
-    validate spec -> connect to Ray (once, `core.cluster`) -> task.data.load of every config (data defects reported)
+    validate spec -> the job's Ray settings (joined when first needed: `models.factory.join_ray`)
+    -> task.data.load of every config (data defects reported)
     -> every config that asks a model solved at once on one plan (`jobs/together.py`, `solve.plan`: task.solver.prepare,
       the job's model pool, a typed stop named once) -> for every config: the calibration predictor, or its
       predictions -> task.score (long rows) -> task.finalize
@@ -21,7 +22,6 @@ from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
-from urllib.parse import urlencode
 
 import polars as pl
 
@@ -43,36 +43,15 @@ if TYPE_CHECKING:
 
 
 def model_spec_string(model: ModelSpec) -> str:
-    """A job's model entry as a model spec string (`emocaustics.models.spec`)."""
-    query: dict[str, Any] = dict(model.engine)
-    if model.replicas != 1:
-        query["replicas"] = model.replicas
-    if model.placement != "default":
-        query["placement"] = model.placement
-    if model.gpus_per_replica:
-        query["gpus"] = int(model.gpus_per_replica)
-        if model.gpus_per_replica > 1:
-            query["tp"] = int(model.gpus_per_replica)
-    if is_remote(model.spec):
-        breaker = {"max_connection_failures": model.max_connection_failures,
-                   "max_server_errors": model.max_server_errors, "stall_seconds": model.stall_seconds,
-                   "rpm": model.rpm, "tpm": model.tpm}
-        query = {"concurrency": model.concurrency, **{k: v for k, v in breaker.items() if v is not None}, **query}
-    if model.batch:  # a local engine's spec refuses it (models/spec.py): batch APIs are the providers'
-        query["batch"] = True
-    if not query:
-        return model.spec
-    sep = "&" if "?" in model.spec else "?"
-    return model.spec + sep + urlencode({k: v if isinstance(v, str) else json.dumps(v) for k, v in query.items()})
+    """A job's model entry as a model spec string (`ModelSpec.spec_string`)."""
+    return model.spec_string()
 
 
 def run_kind(task: Task, opts: Options, run: RunSpec, job: JobSpec) -> str:
     if not needs_model(task, opts):
         return "calibration"
-    from emocaustics.models.spec import parse_llm_spec
-
     try:
-        smoke = parse_llm_spec(job.models[run.model].spec).is_smoke
+        smoke = job.models[run.model].parsed().is_smoke
     except UsageError:  # a malformed spec: the pre-flight check names it, with where it is
         smoke = False
     return "engine-check" if smoke else "model"
@@ -196,7 +175,7 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force
     failed over a limit are solved again too."""
     if retry_limits and not resume:
         raise UsageError("--retry-limits applies to --resume (a fresh run solves every sample)")
-    from emocaustics.core.cluster import connect
+    from emocaustics.core.cluster import configure
     from emocaustics.jobs.preflight import cache_dir_for, load_all, preflight
     from emocaustics.report.html import write_report
     from emocaustics.report.tables import write_tables
@@ -221,12 +200,11 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force
           flush=True)
     local = sorted({c.model for c in configs if c.model and not is_remote(job.models[c.model].spec)})  # engines here
     address = ray_address or job.ray.address or os.environ.get("RAY_ADDRESS")
-    # A cluster the user named is joined up front even when no config hosts a model here: scoring that fans out
-    # through Ray Data later (large EmoCaustics or narrative inputs) then runs on that cluster, never on a private
-    # local Ray of its own. Without an address, Ray starts only when a local engine needs it.
-    if local or address:
-        connect(address=address, num_cpus=job.ray.num_cpus,
-                object_store_memory=job.ray.object_store_memory, namespace=job.ray.namespace)
+    # The job's Ray, joined when first needed (`models.factory.join_ray`): by a local engine's start, or by scoring
+    # that fans out through Ray Data (large EmoCaustics or narrative inputs), on the cluster named if one is, never on
+    # a private local Ray of its own then. A job against endpoints alone never starts Ray.
+    configure(address=address, num_cpus=job.ray.num_cpus, object_store_memory=job.ray.object_store_memory,
+              namespace=job.ray.namespace)
     from emocaustics.models.embedders import make_embedder
 
     embedder = make_embedder(job.scoring.embedder)  # loaded once, shared by every config's scoring
@@ -238,7 +216,7 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force
     from emocaustics.evallog.writer import EvalLog
 
     evallog = EvalLog(run_dir, prompts=job.log.prompts)  # every call of every sample: `emocaustics view RUN_DIR`
-    startup = start_models(job, local, lambda name: model_spec_string(job.models[name]), embedder)
+    startup = start_models(job, local, lambda name: job.models[name].parsed(), embedder)
     (run_dir / "startup.json").write_text(json.dumps(startup, indent=1), encoding="utf-8")
     frames, long_rows, items, wall, defects, records = [], [], [], {}, [], []
     tables: dict[str, list[pl.DataFrame]] = {}  # the scorers' extra tables by name, every config's
@@ -254,7 +232,7 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force
         write_provenance(cfg, job, loaded_cfg)
     with _named(f"job {job.name}", job_file, run_dir):  # every model config on one plan: their prepared samples
         solved = solve_together(job, configs, loaded_by_label, ctx, cache_dir,  # type: ignore[arg-type]
-                                lambda c: model_spec_string(job.models[c.model]), lambda c: _prior(c, configs),
+                                lambda c: job.models[c.model].parsed(), lambda c: _prior(c, configs),
                                 evallog.config, lambda label: rundir.WallClock(claimed, label), retry_limits)
     outputs: dict[str, tuple[Any, ...]] = {}  # label -> what its config adds to the job's tables
     for cfg in _order(configs, to_run=True):

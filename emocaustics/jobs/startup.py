@@ -16,7 +16,7 @@ from emocaustics.jobs.spec import JobSpec
 EMBEDDER_WAIT_S = 5.0
 
 
-def start_models(job: JobSpec, local: list[str], spec_of: Callable[[str], str], embedder: Any) -> dict[str, Any]:
+def start_models(job: JobSpec, local: list[str], spec_of: Callable[[str], Any], embedder: Any) -> dict[str, Any]:
     """Start (or attach to) the engines of the job's local models `local` before the first config; the embedder
     loads in the background, once an engine of the job's own starts or the first LLM call has gone out."""
     from emocaustics.models.services import start_job_model

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from emocaustics.core import aio
 from emocaustics.core.errors import Stop
@@ -30,14 +30,17 @@ from emocaustics.core.task import Loaded, ScoreContext, needs_model
 from emocaustics.jobs.epochs import epoch_dir, epoch_label, limits_of, to_solve
 from emocaustics.jobs.spec import JobSpec
 
+if TYPE_CHECKING:
+    from emocaustics.models.spec import LLMSpec
 
-def is_batched(job: JobSpec, model: str, llm_spec: str) -> bool:
+
+def is_batched(job: JobSpec, model: str, llm_spec: LLMSpec) -> bool:
     """Does this config's model send its independent calls through a batch API?"""
-    return bool(job.models[model].batch) or "batch=true" in llm_spec
+    return bool(job.models[model].batch) or llm_spec.client.get("batch") is True
 
 
 def solve_together(job: JobSpec, configs: list[Any], loaded: dict[str, Loaded], ctx: ScoreContext,
-                   cache_dir: Path, spec_of: Callable[[Any], str], prior_of: Callable[[Any], Path | None],
+                   cache_dir: Path, spec_of: Callable[[Any], LLMSpec], prior_of: Callable[[Any], Path | None],
                    log_for: Callable[[str], Any], clock_for: Callable[[str], Any] | None = None,
                    retry_limits: bool = False) -> dict[str, list]:
     """Solve every config that asks a model, all at once. Returns each one's prepared samples by label (the configs
@@ -59,7 +62,7 @@ def solve_together(job: JobSpec, configs: list[Any], loaded: dict[str, Loaded], 
     return prepared
 
 
-def _start_local(chosen: list[Any], specs: dict[str, str]) -> None:
+def _start_local(chosen: list[Any], specs: dict[str, LLMSpec]) -> None:
     """The pools of the local models, in this (main) thread as the plan's `solve_samples` does: `ray.init` installs
     signal handlers, and the driver owns the replicas. The job has started them already; this finds them."""
     from emocaustics.models.registry import is_remote
@@ -67,26 +70,25 @@ def _start_local(chosen: list[Any], specs: dict[str, str]) -> None:
     local = [c for c in chosen if not is_remote(specs[c.label])]
     if not local:
         return
-    from emocaustics.core.cluster import connect
-    from emocaustics.models.pool import _pickle_by_value_if_local, get_pool
+    from emocaustics.models.factory import pool
+    from emocaustics.models.pool import _pickle_by_value_if_local
 
-    connect()
     for c in local:
-        get_pool(specs[c.label])
+        pool(specs[c.label])  # Ray joined there (models.factory.join_ray), if not yet
         _pickle_by_value_if_local(type(c.task))
 
 
-async def _solve_all(job: JobSpec, chosen: list[Any], prepared: dict[str, list], specs: dict[str, str],
+async def _solve_all(job: JobSpec, chosen: list[Any], prepared: dict[str, list], specs: dict[str, LLMSpec],
                      priors: dict[str, Path | None], by_dir: dict[Path, Any], cache_dir: Path,
                      log_for: Callable[[str], Any], embedder_spec: str | None,
                      clock_for: Callable[[str], Any] | None, retry_limits: bool) -> None:
     from emocaustics.evallog import sink
     from emocaustics.models.factory import make_llm
-    from emocaustics.models.spec import parse_llm_spec
     from emocaustics.solve.plan import asolve_samples
 
-    # each model's spec parsed once here: the factory and the pool take the LLMSpec as it is
-    llms = {spec: make_llm(parse_llm_spec(spec), cache_dir=cache_dir) for spec in set(specs.values())}
+    # one LLM per model, its spec parsed where the job was resolved (`ModelSpec.parsed`)
+    by_key = {spec.canonical(): spec for spec in specs.values()}
+    llms = {key: make_llm(spec, cache_dir=cache_dir) for key, spec in by_key.items()}
     finished = {c.label: asyncio.Event() for c in chosen}
     stopped: list[Stop] = []  # a typed stop in one config starts no further sample in any (solve/plan.py)
 
@@ -123,7 +125,7 @@ async def _solve_all(job: JobSpec, chosen: list[Any], prepared: dict[str, list],
                 concurrency = max(1, len(todo)) if batched else job.concurrency
                 # a context variable: this config's (and epoch's) own log, not its siblings'
                 with sink.active(log_for(epoch_label(cfg.label, e, epochs))):
-                    await asolve_samples(cfg.task, todo, cfg.options, llms[specs[cfg.label]], out,
+                    await asolve_samples(cfg.task, todo, cfg.options, llms[specs[cfg.label].canonical()], out,
                                          concurrency=concurrency, prior=prior, embedder_spec=embedder_spec,
                                          on_row=lambda row: progress.update(1, failed=0 if row.get("ok") else 1),
                                          stopped=stopped, epoch=e, limits=limits)

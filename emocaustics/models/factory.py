@@ -137,10 +137,19 @@ def ollama_client(spec: LLMSpec) -> LLM:
     return OpenAIChatLLM(spec.model, url, name=spec.canonical(), **_client_options(spec))
 
 
-def pool(spec: LLMSpec) -> LLM:
-    """The process's one pool of Ray-hosted replicas of a smoke/vllm/hf spec (Ray started here if not yet)."""
+def join_ray(address: str | None = None, *, num_cpus: int | None = None) -> bool:
+    """The one place a process joins or starts Ray (`core.cluster.connect`), lazily: when a Ray-hosted model (`pool`),
+    a model service (`models.services`) or a Ray Data fan-out (`score.fanout`) first needs it, with the settings the
+    job or command gave (`core.cluster.configure`). Returns whether this call connected."""
     from emocaustics.core.cluster import connect
+
+    return connect(address=address, num_cpus=num_cpus)
+
+
+def pool(spec: LLMSpec) -> LLM:
+    """The process's one pool of Ray-hosted replicas of a smoke/vllm/hf spec (Ray joined here if not yet: call it
+    from the main thread, where `ray.init` installs its signal handlers)."""
     from emocaustics.models.pool import get_pool
 
-    connect()
+    join_ray()
     return get_pool(spec)

@@ -155,7 +155,7 @@ def _keeper(prefix: str) -> Any:
         return None
 
 
-def serve_model(spec: str, label: str, idle_timeout: float | None, report: Callable[[str], None] = print,
+def serve_model(spec: Any, label: str, idle_timeout: float | None, report: Callable[[str], None] = print,
                 starting: Callable[[], None] | None = None) -> dict[str, Any]:
     """Start (or find running) the service for `spec` and wait until its engines are up; returns its `info()`.
     `starting()` is called first when engines start here (none running to attach to).
@@ -186,11 +186,14 @@ def serve_pool(pool: ModelPool, label: str, idle_timeout: float | None, report: 
     return ray.get(keeper.info.remote())
 
 
-def start_job_model(spec: str, label: str, keep_alive: Any, report: Callable[[str], None] = print,
+def start_job_model(spec: Any, label: str, keep_alive: Any, report: Callable[[str], None] = print,
                     starting: Callable[[], None] | None = None) -> ModelPool:
     """A job's model: its own replicas (stopped when the job ends), or a service's — the running one for this spec
     (attached), or a new one when the job says `keep_alive` (it stays up after the job, until idle or stopped).
     `starting()` is called before engines start here (never when attaching: jobs/startup.py)."""
+    from emocaustics.models.factory import join_ray
+
+    join_ray()  # in this (main) thread: the job's settings (core.cluster.configure)
     if keep_alive not in (None, False):
         serve_model(spec, label, idle_seconds(keep_alive), report, starting)
         return get_pool(spec, detached=True)

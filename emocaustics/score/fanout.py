@@ -5,7 +5,7 @@ A task that scores many independent units (EmoCaustics' dialogues, narrative's s
 (plain dicts) and its stages: a function of a batch (a plain Ray task per batch) or a class whose instances are the
 stage (an actor pool: a stage that loads a model once, such as an embedder). The task declares its threshold once
 (`RAY_ABOVE` beside its scorer); `wants_ray` is the one rule for every caller: a job, `ec.score`, a task's own
-`score` command. Ray is joined or started through `core.cluster.connect`, and a Ray this call started is stopped
+`score` command. Ray is joined or started through `models.factory.join_ray`, and a Ray this call started is stopped
 after it. Rows cross the Ray boundary as the stages make them (the tasks put irregular documents in JSON strings,
 which Arrow's column inference would coerce), and come back in no particular order: callers key them.
 """
@@ -37,9 +37,10 @@ def ray_map(items: list[dict[str, Any]], stages: list[Stage], *, batch_size: int
     with `num_cpus`, and stopped after); every output row, in no particular order."""
     import ray
 
-    from emocaustics.core.cluster import connect
+    from emocaustics.core.cluster import held
+    from emocaustics.models.factory import join_ray
 
-    started = connect(num_cpus=num_cpus)
+    started = join_ray(num_cpus=num_cpus) and not held()  # a cluster the job named stays joined
     try:
         ray.data.DataContext.get_current().enable_progress_bars = False
         ds = ray.data.from_items(items, override_num_blocks=blocks or max(1, -(-len(items) // batch_size)))

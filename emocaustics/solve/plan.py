@@ -260,12 +260,12 @@ def solve_samples(task: Task, samples: Sequence[Sample], options: Options, *, ll
     marks["llm_start"] = time.time()
     spec = as_llm_spec(llm_spec)
     if not is_remote(spec):
-        from emocaustics.core.cluster import connect
-        from emocaustics.models.pool import get_pool
+        from emocaustics.models.factory import pool
 
         marks["ray_start"] = time.time()
-        connect()  # in this (main) thread: ray.init installs signal handlers
-        get_pool(spec)  # the driver owns the replicas (Ray ties a non-detached actor to its creator)
+        # in this (main) thread: ray.init installs signal handlers (Ray joined by `models.factory.join_ray`); the
+        # driver owns the replicas (Ray ties a non-detached actor to its creator)
+        pool(spec)
         marks["ray_connected"] = time.time()
         _pickle_by_value_if_local(type(task))
     llm = make_llm(spec, cache_dir=cache_dir)

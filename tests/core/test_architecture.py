@@ -4,7 +4,8 @@
 - no module over 350 lines, except the ones listed in OVER_350 at their present size (the list can only shrink: a
   module listed may not grow, and one that comes under 350 must leave the list);
 - no module that says it exists for a line budget (split by what a module does, never to fit a count);
-- Ray is started or joined in one module (`core.cluster`), and called to do so from the modules in CONNECTS only;
+- Ray is started in one module (`core.cluster`), and asked to from one module only (CONNECTS: `models.factory`);
+- a model spec string is parsed at the edges only (PARSE_EDGES; PARSES_LEFT may only shrink);
 - the package stays within PACKAGE_LINES (issue 40's goal is 25,000; this is where it stands, and it may only fall).
 """
 
@@ -21,8 +22,8 @@ MAX_LINES = 350  # the design's "~350 lines"
 OVER_350: dict[str, int] = {"tasks/ecpe/validate.py": 374}
 PACKAGE_LINES = 29_034  # the whole package's lines today: the ceiling until it falls to issue 40's 25,000
 # The modules that may call `core.cluster.connect` (Ray joined or started); ray.init itself only in core/cluster.py.
-CONNECTS = {"emocaustics.cli.serve", "emocaustics.jobs.runner", "emocaustics.jobs.together", "emocaustics.models.factory",
-            "emocaustics.score.fanout", "emocaustics.solve.plan"}
+# `models.factory.join_ray`: lazily, when a Ray-hosted model, a model service or a Ray Data fan-out first needs it.
+CONNECTS = {"emocaustics.models.factory"}
 
 
 def module_name(path: Path) -> str:
@@ -167,6 +168,28 @@ def test_ray_is_connected_in_one_place():
     assert connecting <= CONNECTS, f"modules newly connecting to Ray (do it through the scheduler): " \
                                    f"{sorted(connecting - CONNECTS)}"
     assert not CONNECTS - connecting, f"no longer connect: take them off CONNECTS: {sorted(CONNECTS - connecting)}"
+
+
+# -- a job resolved once (issue 40 point 1): a model spec string is parsed where a job or command is resolved --------
+# `parse_llm_spec`, `expand_shorthand`, `as_llm_spec` (a string parsed) are called only from these edges: the job's
+# resolution (a job file, a one-liner, a model entry: `ModelSpec.parsed`; the pre-flight check of it), the `extract`
+# command and its Python API, and models/spec.py itself. Everything after them takes a parsed `LLMSpec`.
+PARSE_EDGES = {"emocaustics.jobs.spec", "emocaustics.jobs.modelentry", "emocaustics.jobs.oneline",
+               "emocaustics.jobs.preflight", "emocaustics.models.spec", "emocaustics.tasks.longdialogue.extract.cli",
+               "emocaustics.tasks.longdialogue.extract.run"}
+# Downstream modules that still parse a string (the budget ledger and the forecast of an unlisted judge, the
+# factory's and the pool's string arguments, the exports): the list may only shrink.
+PARSES_LEFT = {"emocaustics.jobs.cost", "emocaustics.solve.forecast", "emocaustics.models.factory",
+               "emocaustics.models.pool", "emocaustics.solve.plan", "emocaustics.exports.names"}
+SPEC_PARSERS = ("parse_llm_spec", "expand_shorthand", "as_llm_spec")
+
+
+def test_model_specs_are_parsed_at_the_edges():
+    parsing = {module_name(p) for p in PACKAGE.rglob("*.py") if any(calls_of(p, n) for n in SPEC_PARSERS)}
+    assert parsing <= PARSE_EDGES | PARSES_LEFT, (
+        "modules newly parsing a model spec string (take the parsed LLMSpec of the resolved job: "
+        f"ModelSpec.parsed): {sorted(parsing - PARSE_EDGES - PARSES_LEFT)}")
+    assert not PARSES_LEFT - parsing, f"no longer parse: take them off PARSES_LEFT: {sorted(PARSES_LEFT - parsing)}"
 
 
 # -- the task contract (issue 40 point 5) ---------------------------------------------------------------------------

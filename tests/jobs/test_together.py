@@ -95,7 +95,7 @@ def _solve(tmp_path: Path, job: JobSpec, configs: list[Config], priors: dict[str
 
     loaded = {c.label: Loaded([Sample(f"s{i}", None) for i in range(6)]) for c in configs}  # one dataset
     solved = together.solve_together(
-        job, configs, loaded, ScoreContext(), tmp_path / "cache", lambda c: job.models[c.model].spec,
+        job, configs, loaded, ScoreContext(), tmp_path / "cache", lambda c: job.models[c.model].parsed(),
         lambda c: by_label[priors[c.label]].pred_dir if c.label in priors else None, lambda label: None, Clock)
     return solved, llms, events
 

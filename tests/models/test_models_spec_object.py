@@ -177,7 +177,7 @@ def test_the_job_runner_hands_the_plan_the_parsed_job_model(tmp_path, monkeypatc
     with pytest.raises(Refused):
         together.solve_together(job, [cfg], {cfg.label: Loaded([Sample("1", None)])},
                                 ScoreContext(), tmp_path,
-                                lambda c: runner.model_spec_string(job.models[c.model]), lambda c: None,
+                                lambda c: job.models[c.model].parsed(), lambda c: None,
                                 lambda label: None)
     assert seen == [parse_llm_spec(runner.model_spec_string(job.models["api"]))]
     assert isinstance(seen[0], spec_module.LLMSpec) and seen[0].client["concurrency"] == 3
