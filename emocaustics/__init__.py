@@ -14,15 +14,16 @@ import types
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
-__all__ = ["Run", "Scores", "UsageError", "eval", "load_run", "run", "score"]
+__all__ = ["Run", "Scores", "UsageError", "eval", "export", "load_run", "run", "score"]
 
 if TYPE_CHECKING:
-    from emocaustics.api import Run, eval, load_run, run, score  # noqa: A004
+    from emocaustics.api import Run, eval, export, load_run, run, score  # noqa: A004
     from emocaustics.score.generic import Scores
     from emocaustics.core.errors import UsageError
 
 _LAZY = {"eval": "emocaustics.api", "run": "emocaustics.api", "load_run": "emocaustics.api", "Run": "emocaustics.api",
-         "score": "emocaustics.api", "Scores": "emocaustics.score.generic", "UsageError": "emocaustics.core.errors"}
+         "score": "emocaustics.api", "export": "emocaustics.api", "Scores": "emocaustics.score.generic",
+         "UsageError": "emocaustics.core.errors"}
 
 
 class _Package(types.ModuleType):

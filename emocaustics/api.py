@@ -1,5 +1,5 @@
-"""The Python API: `import emocaustics as ec`, then `ec.eval(...)`, `ec.run(...)`, `ec.score(...)` and
-`ec.load_run(...)`.
+"""The Python API: `import emocaustics as ec`, then `ec.eval(...)`, `ec.run(...)`, `ec.score(...)`,
+`ec.load_run(...)` and `ec.export(...)`.
 
 `eval` and `run` go through the same runner as the command line (`jobs.runner.run_job`: the same run folder, response
 cache, resume, report) and return a `Run`: the run folder read back as Polars frames. They are quiet unless asked
@@ -222,6 +222,21 @@ def score(task: str, predictions: str | Path | Run | dict[str, Any], *, data: st
                                      where="predictions")
     folder = _predictions_folder(task, predictions.dir if isinstance(predictions, Run) else Path(predictions))
     return score_predictions(task, folder, dataset=extra, options=options, ignore_provenance=ignore_provenance)
+
+
+def export(run_dir: str | Path | Run, *, format: str, out: str | Path | None = None) -> list[Path]:  # noqa: A002
+    """Write a finished run as `format` (`inspect`: one inspect_ai eval log per config; `eee`: Every Eval Ever
+    aggregate and instance-level records) under `out` (default `RUN_DIR/export/FORMAT`), as `emocaustics export`;
+    returns the files written. What each format cannot hold: docs/exports.md.
+
+    >>> import emocaustics as ec
+    >>> run = ec.eval("narrative", method="oracle", limit=2, out=str(getfixture("tmp_path") / "run"))
+    >>> [p.suffix for p in ec.export(run, format="inspect")]
+    ['.json']
+    """
+    from emocaustics.exports import export_run
+
+    return export_run(run_dir.dir if isinstance(run_dir, Run) else run_dir, format, out)
 
 
 def _predictions_folder(task: str, path: Path) -> Path:

@@ -20,7 +20,7 @@ from emocaustics.core.errors import (EXIT_CLUSTER_LOST, EXIT_INTERRUPTED, Budget
                                      UsageError, WriteFailed)
 
 CORE_COMMAND_MODULES = ("emocaustics.cli.job", "emocaustics.cli.eval", "emocaustics.cli.serve",
-                        "emocaustics.cli.view", "emocaustics.cli.ui")
+                        "emocaustics.cli.view", "emocaustics.cli.ui", "emocaustics.cli.export")
 
 # The module whose `register(subparsers)` adds each top-level verb: a command builds the parser of its own verb only.
 # Building every verb imports every task package (its task module, polars, numpy, its data layer) and the job
@@ -30,7 +30,7 @@ CORE_COMMAND_MODULES = ("emocaustics.cli.job", "emocaustics.cli.eval", "emocaust
 VERB_MODULES = {
     "run": "emocaustics.cli.job", "tasks": "emocaustics.cli.job", "report": "emocaustics.cli.job",
     "compare": "emocaustics.cli.job", "eval": "emocaustics.cli.eval", "serve": "emocaustics.cli.serve",
-    "models": "emocaustics.cli.serve", "view": "emocaustics.cli.view",
+    "models": "emocaustics.cli.serve", "view": "emocaustics.cli.view", "export": "emocaustics.cli.export",
     "extract": "emocaustics.tasks.longdialogue.cli", "ecpe": "emocaustics.tasks.ecpe.cli",
     "human": "emocaustics.tasks.human.cli", "aer": "emocaustics.tasks.aer.cli", "ui": "emocaustics.cli.ui",
 }

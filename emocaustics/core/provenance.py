@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from emocaustics.core.errors import ProvenanceMismatch, UsageError
+from emocaustics.core.software import software
 
 FILE = "provenance.json"
 VERSION = 1
@@ -40,6 +41,7 @@ def record(task: Any, loaded: Any, *, dataset: dict[str, Any], options: Any, mod
         "method": options.method,
         "options": options.model_dump(mode="json"),
         "prompts_version": task.prompts_version,
+        "software": software(),
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
 

@@ -34,6 +34,7 @@ class RunLog:
 
             raise UsageError(f"{self.run_dir}: no evallog/ folder (is this a run folder of `emocaustics run`?)")
         self._calls: dict[str, pl.DataFrame] = {}
+        self.bad_lines: list[tuple[Path, int, str]] = []  # staged lines that are not JSON: (file, line number, why)
 
     # -- run-wide tables -----------------------------------------------------------------------------------------
     @cached_property
@@ -49,11 +50,12 @@ class RunLog:
     def _staged_lines(self, label: str | None = None) -> list[dict[str, Any]]:
         rows = []
         for path in sorted((self.root / "staging").glob(f"{label}.jsonl" if label else "*.jsonl")):
-            for line in path.read_text(encoding="utf-8").splitlines():
+            for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
                 try:
                     rows.append({**json.loads(line), "_label": path.stem})
-                except json.JSONDecodeError:
-                    continue
+                except json.JSONDecodeError as exc:  # the viewer shows the rest; `bad_lines` names it (export refuses)
+                    if (path, n, exc.msg) not in self.bad_lines:
+                        self.bad_lines.append((path, n, exc.msg))
         return rows
 
     def text(self, refs: list[str] | None) -> str | None:

@@ -104,6 +104,7 @@ NOT_RUN = {
     "models": "lists or stops the model services of a running Ray cluster",
     "report": "reads a run folder the example names as a placeholder (runs/quickstart/<timestamp>)",
     "compare": "reads run folders the example names as placeholders",
+    "export": "reads a run folder the example names as a placeholder (tests/export runs these examples on a run)",
     "view": "serves until stopped (or writes an export) from run folders the example names as placeholders",
     "score aer": "scores a user's predictions or submission (a placeholder path, sub.jsonl)",
     "score ecpe": "scores a user's submission (sub.zip)",

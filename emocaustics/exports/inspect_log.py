@@ -1,0 +1,166 @@
+"""A config of a run as one inspect_ai eval log, in inspect's JSON log format (log version 2: the one
+`inspect_ai.log.read_eval_log` reads and `inspect view` lists when the name starts with a timestamp), written from
+plain data: inspect_ai is not needed to write it.
+
+- header (`eval`): task `emocaustics/<task>`, the config's label as display name, its options as `task_args`, the
+  method as solver, the dataset (name, location, sample ids), the model (`provider/model`; `none` for a calibration
+  method), the software (`packages`, git `revision`) and the prompts version (`task_version`);
+- `results`: the primary metric's corpus value, with every other corpus-level metric of the config beside it;
+- each sample: id, input and target (JSON text where ours is structured), every model call of its latest attempt as
+  a `model` event (messages as sent, answer, sampling, tokens, latency, cache hit, error), the calls' messages in
+  order as `messages`, the answer as `output` (the prediction itself, as JSON, where no model was called), every
+  per-sample metric as a score, token usage under the model's name, timing, and a failed sample's reason as `error`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any
+
+from emocaustics.exports.names import ModelName, jsonable, model_name, text
+from emocaustics.exports.source import ConfigRecord, RunRecord, SampleRecord, utc
+
+ROLES = ("system", "user", "assistant", "tool")
+
+
+def file_name(cfg: ConfigRecord, log: dict[str, Any]) -> str:
+    """`<created>_<label>_<eval id>.json`: inspect lists JSON logs whose names start with their time."""
+    stamp = re.sub(r"[:.]", "-", log["eval"]["created"])[:19] + "+00-00"
+    return f"{stamp}_{re.sub(r'[^A-Za-z0-9-]+', '-', cfg.label).strip('-')}_{log['eval']['eval_id']}.json"
+
+
+def inspect_log(run: RunRecord, cfg: ConfigRecord) -> dict[str, Any]:
+    model = model_name(cfg)
+    name = model.inspect if model else "none"
+    samples = [_sample(s, name) for s in cfg.samples]
+    usage = _total([s.get("model_usage", {}).get(name) for s in samples])
+    soft = cfg.software or {}
+    git = soft.get("git")
+    finished = [s.finished for s in cfg.samples if s.finished is not None]
+    return {
+        "version": 2,
+        "status": "success" if run.state == "finished" else "started",
+        "eval": {
+            "eval_id": _id(run.hash, run.dir.name, cfg.label), "run_id": run.hash or run.dir.name,
+            "created": utc(iso=cfg.created or run.started) or utc(0.0), "task": f"emocaustics/{cfg.task}",
+            "task_id": _id(cfg.task, cfg.label), "task_version": cfg.prompts_version or 0,
+            "task_display_name": cfg.label, "task_args": cfg.options, "task_args_passed": cfg.options,
+            "solver": cfg.method,
+            "dataset": {"name": _dataset_name(cfg), "location": cfg.dataset_info.get("root"),
+                        "samples": len(cfg.samples), "sample_ids": [s.id for s in cfg.samples]},
+            "model": name, **({"model_base_url": model.base_url} if model and model.base_url else {}),
+            "config": {},
+            **({"revision": {"type": "git", "origin": git.get("origin") or "", "commit": git["commit"],
+                             "dirty": git.get("dirty")}} if git else {}),
+            "packages": {"emocaustics": soft.get("emocaustics", "unknown")},
+            "metadata": {"emocaustics": {"run": str(run.dir), "job": run.job, "job_hash": run.hash,
+                                         "config": cfg.label, "model_key": cfg.model, "dataset": cfg.dataset,
+                                         "dataset_info": cfg.dataset_info, "prompts_version": cfg.prompts_version,
+                                         "table": jsonable(cfg.table), "summary": jsonable(cfg.summary)}},
+        },
+        "plan": {"name": "plan", "steps": [{"solver": cfg.method, "params": cfg.options}], "config": {}},
+        "results": _results(cfg),
+        "stats": {"started_at": utc(iso=cfg.created or run.started) or utc(0.0),
+                  "completed_at": utc(max(finished)) if finished else utc(iso=run.finished),
+                  "model_usage": {name: usage} if usage else {}},
+        "samples": samples,
+    }
+
+
+def _id(*parts: str) -> str:
+    return hashlib.sha256("\0".join(parts).encode("utf-8")).hexdigest()[:22]
+
+
+def _dataset_name(cfg: ConfigRecord) -> str:
+    split = cfg.dataset_info.get("split") or cfg.dataset.get("split") or cfg.dataset.get("subset")
+    return f"{cfg.dataset_info.get('dataset') or cfg.task}{f'/{split}' if split else ''}"
+
+
+def _results(cfg: ConfigRecord) -> dict[str, Any]:
+    metrics = {}
+    if cfg.value is not None:
+        metrics[cfg.primary] = {"name": cfg.primary, "value": cfg.value}
+    for key, value in cfg.summary.items():
+        if key not in metrics and isinstance(value, (int, float)) and not isinstance(value, bool) and value == value:
+            metrics[key] = {"name": key, "value": value}
+    failed = sum(s.failed for s in cfg.samples)
+    return {"total_samples": len(cfg.samples), "completed_samples": len(cfg.samples) - failed,
+            "scores": [{"name": cfg.primary, "scorer": f"emocaustics/{cfg.task}", "scored_samples":
+                        len(cfg.samples) - failed, "unscored_samples": failed, "metrics": metrics}]}
+
+
+def _usage(prompt: int, generated: int, cost: float | None = None) -> dict[str, Any]:
+    return {"input_tokens": prompt, "output_tokens": generated, "total_tokens": prompt + generated,
+            **({"total_cost": cost} if cost is not None else {})}
+
+
+def _total(usages: list[dict[str, Any] | None]) -> dict[str, Any] | None:
+    got = [u for u in usages if u]
+    if not got:
+        return None
+    costs = [u["total_cost"] for u in got if "total_cost" in u]
+    return _usage(sum(u["input_tokens"] for u in got), sum(u["output_tokens"] for u in got),
+                  sum(costs) if costs else None)
+
+
+def _message(role: str, content: str | None, model: str | None = None) -> dict[str, Any]:
+    role = role if role in ROLES else "user"
+    out: dict[str, Any] = {"role": role, "content": content or ""}
+    if role == "assistant":
+        out |= {"source": "generate", **({"model": model} if model else {})}
+    return out
+
+
+def _event(call: dict[str, Any], model: str, start: float | None) -> dict[str, Any]:
+    sampling = call.get("sampling") or {}
+    answer = call.get("text") or ""
+    return {
+        "event": "model", "timestamp": utc(start + float(call.get("start") or 0.0)) if start is not None else utc(0.0),
+        "working_start": float(call.get("start") or 0.0), "model": model,
+        "input": [_message(m["role"], m["content"]) for m in call.get("messages") or []],
+        "tools": [], "tool_choice": "none",
+        "config": {k: sampling[k] for k in ("max_tokens", "temperature", "top_p", "seed")
+                   if sampling.get(k) is not None},
+        "output": {"model": model, "choices": [{"message": _message("assistant", answer, model),
+                                               "stop_reason": "stop" if not call.get("error") else "unknown"}],
+                   "completion": answer, "usage": _usage(int(call.get("prompt_tokens") or 0),
+                                                         int(call.get("generated_tokens") or 0)),
+                   "time": call.get("latency"), **({"error": call["error"]} if call.get("error") else {})},
+        "retries": call.get("retry"), **({"error": call["error"]} if call.get("error") else {}),
+        **({"cache": "read"} if call.get("cached") else {}), "working_time": call.get("latency"),
+        "metadata": {k: call.get(k) for k in ("seq", "step", "parse_error", "repaired", "schema", "parsed")
+                     if call.get(k) is not None} or None,
+    }
+
+
+def _sample(s: SampleRecord, model: str) -> dict[str, Any]:
+    started = s.finished - s.seconds if s.finished is not None else None
+    messages: list[dict[str, Any]] = []
+    for call in s.calls:
+        messages += [_message(m["role"], m["content"]) for m in call.get("messages") or []]
+        messages.append(_message("assistant", call.get("text"), model))
+    answer = s.calls[-1].get("text") if s.calls else None
+    completion = answer if answer is not None else text(s.prediction)
+    short = json.dumps(jsonable(s.prediction), ensure_ascii=False)  # the answer column of inspect's sample list
+    out: dict[str, Any] = {
+        "id": s.id, "epoch": 1, "input": text(s.input), "target": text(s.target), "messages": messages,
+        "output": {"model": model, "choices": [{"message": _message("assistant", completion, model),
+                                               "stop_reason": "stop"}], "completion": completion,
+                   **({"usage": _usage(s.prompt_tokens, s.generated_tokens)} if s.calls else {})},
+        "scores": {m: {"value": v, **({"answer": short} if i == 0 else {}),
+                       **({"explanation": s.reason} if s.reason else {}), "metadata": {"status": s.status}}
+                   for i, (m, v) in enumerate((m, v) for m, v in s.metrics.items() if v is not None)},
+        "metadata": {"status": s.status, "reason": s.reason, "prediction": jsonable(s.prediction),
+                     "unscored_metrics": [m for m, v in s.metrics.items() if v is None],
+                     "llm_calls": s.llm_calls, "cache_hits": s.cache_hits, "cost_usd": s.cost_usd},
+        "events": [_event(c, model, started) for c in s.calls],
+        "total_time": s.seconds, "working_time": s.seconds,
+        **({"started_at": utc(started), "completed_at": utc(s.finished)} if started is not None else {}),
+    }
+    if s.calls or s.prompt_tokens or s.generated_tokens:
+        out["model_usage"] = {model: _usage(s.prompt_tokens, s.generated_tokens, s.cost_usd)}
+    if s.failed:
+        out["error"] = {"message": s.reason or "failed", "traceback": "", "traceback_ansi": ""}
+    return out
