@@ -230,7 +230,7 @@ def export(run_dir: str | Path | Run, *, format: str, out: str | Path | None = N
     returns the files written. What each format cannot hold: docs/exports.md.
 
     >>> import emocaustics as ec
-    >>> run = ec.eval("narrative", method="oracle", limit=2, out=str(getfixture("tmp_path") / "run"))
+    >>> run = ec.eval("narrative", method="oracle", limit=2, out=str(getfixture("tmp_path") / "exported"))
     >>> [p.suffix for p in ec.export(run, format="inspect")]
     ['.json']
     """
