@@ -30,11 +30,10 @@ def plan(kind: str, form: dict[str, Any], folders: Folders, folder: Path) -> tup
     """(title, steps) of a job of `kind`; its outputs go into `folder` (a new folder under the output folder)."""
     if kind == "human-process":
         hits = _path(folders, form, "hits", "ratings file")
-        if hits.suffix.lower() == ".csv":
-            raise UsageError(f"{hits.name}: a raw MTurk CSV; the project ships no converter to the normative JSON (how "
-                             "a CSV task slot maps to a system is not documented upstream: see "
-                             "datasets/human/README.md); pick the normative JSON (hits_data.json) built from it")
         argv = ["human", "process", str(hits), "--out", str(folder / "run")]
+        metadata = _path(folders, form, "metadata", "metadata file", required=False)
+        if metadata is not None:  # a raw MTurk CSV's metadata (score types, models, qc-model): `--metadata`
+            argv += ["--metadata", str(metadata)]
         if str(form.get("ranking") or "").strip():
             argv += ["--ranking", str(form["ranking"]).strip()]
         if str(form.get("qc_threshold") or "").strip():

@@ -2,7 +2,8 @@
 the page's <input type=file> (DOM.setFileInputFiles, what a person's file dialog does), buttons are clicked, and what
 the page shows is compared with what the command line prints or writes for the same file:
 - a human round of ../shared/datasets/humaneval processed: the page's tables and the job's files equal `human process`'s;
-  two rounds replicated: the same correlations as `human replicate`;
+  two rounds replicated: the same correlations as `human replicate`; a raw MTurk CSV made from round 1 (with its
+  metadata JSON) gives the same tables;
 - an AER and an ECPE submission scored: the page's figures equal `score aer` / `score ecpe --json`;
 - broken submissions (AER, ECPE): every problem is listed, not the first;
 - paths outside the root (.., absolute, a symbolic link out) are refused on the page;
@@ -154,6 +155,25 @@ def test_a_human_round_has_the_numbers_of_human_process(bench: Workbench, page: 
     assert got.read_bytes() == (tmp_path / "rep" / "corr_zscore_r1r2.csv").read_bytes()
     assert "pearson" in page.eval("document.getElementById('job').innerText")
     _shoot(page, "replicate")
+
+
+def test_a_raw_mturk_csv_has_the_numbers_of_the_json(bench: Workbench, page: Browser, tmp_path: Path) -> None:
+    from emocaustics.tasks.human.mturk import write_mturk_csv
+
+    hits = bench.folders.root / "humaneval" / "hits_data_FreeTopicRound1.json"
+    batch = write_mturk_csv(json.loads(hits.read_text(encoding="utf-8")), tmp_path / "Combined_Batches.csv")
+    _files(page, "#hits-file", [batch])
+    _files(page, "#meta-file", [hits])
+    job = _run(page, "human", "#process-go")
+    assert page.eval("document.body.dataset.state") == "done", page.eval("document.getElementById('job').innerText")
+    assert main(["human", "process", str(hits), "--out", str(tmp_path / "cli")]) == 0
+    ran = bench.folders.out / "jobs" / job / "run"
+    for stem in ("system_scores", "system_raw_scores", "passrate", "duration", "sig_test", "rater_agreement"):
+        assert (ran / f"{stem}.csv").read_bytes() == (tmp_path / "cli" / f"{stem}.csv").read_bytes(), stem
+    shown = page.eval("[...document.querySelectorAll('#job table')][0].innerText")
+    for line in (tmp_path / "cli" / "system_scores.csv").read_text(encoding="utf-8").splitlines()[1:]:
+        model, n, z = line.split(",")[:3]
+        assert f"{model}\t{n}\t{float(z):.4f}" in shown, (model, shown)
 
 
 def test_aer_and_ecpe_submissions_score_as_score_does(bench: Workbench, page: Browser, capsys) -> None:

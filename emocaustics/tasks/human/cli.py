@@ -2,6 +2,7 @@
 
     emocaustics human process HITS.json --out DIR [--ranking a,b,...] [--qc-threshold 0.05]
         (HITS.json is one ratings file: a folder is refused, exit status 2, naming the .json files it holds)
+    emocaustics human process BATCH.csv --metadata HITS.json --out DIR   (a raw MTurk batch-results CSV)
     emocaustics human replicate RUN1_DIR RUN2_DIR --out DIR
     emocaustics human fetch [--dest DIR]   (deprecated: `emocaustics data fetch human [--to DIR]`)
 """
@@ -19,8 +20,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                   description=__doc__.splitlines()[0])
     sub = human.add_subparsers(dest="human_command", required=True)
     p = sub.add_parser("process", help="z-scores, quality control, pass rates, system scores, significance")
-    p.add_argument("hits", help="ratings file in the normative JSON format (hits_data.json); a folder is refused "
+    p.add_argument("hits", help="ratings file in the normative JSON format (hits_data.json) or a raw MTurk CSV; "
+                                "a folder is refused "
                                 "with the list of its .json files to name instead")
+    p.add_argument("--metadata", help="for a raw MTurk batch-results .csv: a JSON holding its metadata (score "
+                                      "types in question order, models, qc-model, ranking), e.g. a hits_data JSON")
     p.add_argument("--out", required=True, help="output folder (tables, plots, summary.json)")
     p.add_argument("--ranking", help="comma-separated system order overriding metadata.ranking")
     p.add_argument("--qc-threshold", type=float, default=0.05, help="QC pass iff p < this (default 0.05)")
@@ -41,7 +45,7 @@ def cmd_process(args: argparse.Namespace) -> int:
     from emocaustics.tasks.human.method import process
     from emocaustics.tasks.human.outputs import write_process
 
-    hits = read_hits(args.hits)
+    hits = read_hits(args.hits, args.metadata)
     ranking = [m.strip() for m in args.ranking.split(",") if m.strip()] if args.ranking else None
     if not 0 < args.qc_threshold <= 1:
         raise UsageError(f"--qc-threshold must be in (0, 1], got {args.qc_threshold}")

@@ -113,9 +113,13 @@ class Hits:
 
 
 # -- reading --------------------------------------------------------------------------------------------------------
-def read_hits(path: str | Path) -> Hits:
-    """Read and validate a normative JSON file."""
+def read_hits(path: str | Path, metadata: str | Path | None = None) -> Hits:
+    """Read and validate a normative JSON file, or a raw MTurk CSV (`.csv`, with the metadata JSON `metadata`)."""
     p = Path(path)
+    if p.suffix.lower() == ".csv" and not p.is_dir():
+        from emocaustics.tasks.human.mturk import read_mturk_csv
+
+        return read_mturk_csv(p, metadata)
     if p.is_dir():  # never guessed: an output folder of `human process` holds JSON files too
         found = sorted(f.name for f in p.glob("*.json"))
         hint = f"name one of its files: {', '.join(found)}" if found else "it holds no .json file"
@@ -328,7 +332,7 @@ def hits_path(data: str | None = None, file: str | None = None) -> Path:
         return target
     found = sorted(p.name for p in root.glob("*.json"))
     hint = (f"it holds {', '.join(found)}" if found else "it holds no normative JSON (the upstream repository "
-            "publishes raw MTurk CSV under data/raw_mturk_csv/; see datasets/human/README.md)")
+            "publishes raw MTurk CSV under data/raw_mturk_csv/: name one such .csv file with a metadata JSON)")
     raise UsageError(f"{target}: no such ratings file; {hint}")
 
 

@@ -27,6 +27,7 @@ from emocaustics.tasks.human.data import DEFAULT_FILE, NAME, SOURCE, Hits, hits_
 
 class HumanDataset(DatasetOptions):
     file: str = DEFAULT_FILE  # a normative JSON file inside the data folder (or `data` names the file itself)
+    metadata: str | None = None  # a raw MTurk .csv needs this: a JSON (e.g. a hits_data file) holding its metadata
 
 
 class HumanOptions(Options):
@@ -68,7 +69,7 @@ class HumanTask(Task):
     def load(self, dataset: DatasetOptions, options: Options) -> Loaded:
         ds: HumanDataset = dataset  # type: ignore[assignment]
         path = hits_path(ds.data, ds.file)
-        hits = read_hits(path)
+        hits = read_hits(path, ds.metadata)
         if not hits.assignments:  # as `human process` says it (issue 41 point 4: no ground truth, no silent run)
             raise UsageError(f"{path}: no assignments ('data' is empty): no ratings to process")
         meta = hits.metadata.to_json()

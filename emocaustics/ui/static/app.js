@@ -196,7 +196,8 @@ async function init() {
   $("#process-go").onclick = async () => {
     try {
       const hits = (await upload($("#hits-file"))) || $("#hits-path").value;
-      start({kind: "human-process", hits, ranking: $("#ranking").value, qc_threshold: $("#qc").value});
+      const metadata = (await upload($("#meta-file"))) || $("#meta-path").value;
+      start({kind: "human-process", hits, metadata, ranking: $("#ranking").value, qc_threshold: $("#qc").value});
     } catch (err) { fail(err); }
   };
   $("#replicate-go").onclick = () => start({kind: "human-replicate", run1: $("#run1").value, run2: $("#run2").value});
