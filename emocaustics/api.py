@@ -70,7 +70,7 @@ class Run:
     @property
     def failed(self) -> int:
         """Samples that failed, over every config (0 when the run has no scores)."""
-        from emocaustics.stats.reducers import table_rows  # not the per-epoch rows
+        from emocaustics.score.reducers import table_rows  # not the per-epoch rows
 
         return 0 if self.scores is None else int(table_rows(self.scores)["failed"].sum())
 

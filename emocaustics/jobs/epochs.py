@@ -6,7 +6,7 @@ again, and how the epochs are scored and reduced (docs/jobs.md, "Epochs and redu
     scores.parquet                   one row per sample and epoch (`epoch` 1..N), and the reduced row (`epoch` null)
                                      that the tables use
 
-The reducer (stats/reducers.py) is the config's `reducer`, else the task's default. A reducer the task's `Options`
+The reducer (score/reducers.py) is the config's `reducer`, else the task's default. A reducer the task's `Options`
 maps in `reduce_predictions` (AER's `mode`: the vote over the epochs' answers) reduces the predictions, which the
 task then scores (its official corpus summary and its submission are those of the reduced predictions); any other
 reduces each sample's per-epoch scores, and its corpus summary is each epoch's (`per_epoch`) with their mean.
@@ -24,7 +24,7 @@ from emocaustics.core.errors import UsageError
 from emocaustics.core.task import Failure, Scored
 from emocaustics.jobs.results import COST_COLUMNS, score_table
 from emocaustics.solve.plan import LIMIT_STEPS, Limits, sample_stats
-from emocaustics.stats.reducers import reduce_scores, reducers_of
+from emocaustics.score.reducers import reduce_scores, reducers_of
 
 
 def epoch_dir(pred_dir: Path, epoch: int, epochs: int) -> Path:

@@ -36,7 +36,7 @@ from emocaustics.jobs.spec import JobSpec, ModelSpec, RunSpec, dump_job, output_
 from emocaustics.jobs.startup import start_models
 from emocaustics.jobs.together import solve_together
 from emocaustics.models.registry import is_remote
-from emocaustics.stats.reducers import table_rows
+from emocaustics.score.reducers import table_rows
 
 if TYPE_CHECKING:
     from emocaustics.jobs.preflight import DryRun

@@ -24,7 +24,7 @@ import polars as pl
 
 from emocaustics.core.errors import UsageError, shorten
 from emocaustics.report.tables import check_scores, failures_count_zero, in_holm_family
-from emocaustics.stats.reducers import table_rows
+from emocaustics.score.reducers import table_rows
 
 PAIR_COLUMNS = ("task", "run_a", "config_a", "run_b", "config_b", "n_common", "clusters", "cluster_by", "n_only_a",
                 "n_only_b", "score_a", "score_b", "diff", "diff_low", "diff_high", "p_randomisation", "p_bootstrap",

@@ -84,7 +84,7 @@ def summarise(scores: pl.DataFrame, wall: dict[str, float] | None = None,
     (macro: mean over samples, failures count 0), micro score (weighted by the samples' weights), component means,
     failures, cost; `ci` (run, ci_low, ci_high) when already computed."""
     from emocaustics.report.columns import option_columns
-    from emocaustics.stats.reducers import epoch_rows, epoch_spread, table_rows
+    from emocaustics.score.reducers import epoch_rows, epoch_spread, table_rows
 
     spread = epoch_spread(epoch_rows(scores))  # configs solved in epochs: how much a sample's score moves
     scores = failures_count_zero(table_rows(scores))
@@ -132,7 +132,7 @@ def config_statistics(scores: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]
     calibration rows). Returns (ci: run, ci_low, ci_high, clusters, cluster_by; pairs: task, config_a, config_b, ...,
     family, p_holm, significant)."""
     from emocaustics.stats import config_stats, holm_family
-    from emocaustics.stats.reducers import table_rows
+    from emocaustics.score.reducers import table_rows
 
     scores = failures_count_zero(table_rows(scores))
     if "cluster" not in scores.columns:  # a table written before clusters: every sample its own
