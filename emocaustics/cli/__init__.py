@@ -120,8 +120,24 @@ def _register_generic_scores(score_sub: argparse._SubParsersAction) -> None:
     register_generic(score_sub, names)
 
 
+def _task_file(argv: list[str]) -> list[str]:
+    """`score PATH.yaml ...`: the task of a task file (tasks/yamltask), by the name it registers under (`score` has
+    one sub-command per task name)."""
+    if len(argv) > 1 and argv[0] == "score":  # the other verbs never import the task registry here (startup)
+        from emocaustics.core.task import get_task, is_task_file
+
+        if is_task_file(argv[1]):
+            return [argv[0], get_task(argv[1]).name, *argv[2:]]
+    return argv
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        argv = _task_file(argv)
+    except UsageError as exc:
+        print(f"emocaustics: error: {exc}", file=sys.stderr)
+        return exc.exit_code
     parser = verb_parser(argv) or build_parser()
     args = parser.parse_args(argv)
     try:
