@@ -113,13 +113,9 @@ class Hits:
 
 
 # -- reading --------------------------------------------------------------------------------------------------------
-def read_hits(path: str | Path, metadata: str | Path | None = None) -> Hits:
-    """Read and validate a normative JSON file, or a raw MTurk CSV (`.csv`, with the metadata JSON `metadata`)."""
+def read_hits(path: str | Path) -> Hits:
+    """Read and validate a normative JSON file (a raw MTurk CSV: `mturk.read_ratings`)."""
     p = Path(path)
-    if p.suffix.lower() == ".csv" and not p.is_dir():
-        from emocaustics.tasks.human.mturk import read_mturk_csv
-
-        return read_mturk_csv(p, metadata)
     if p.is_dir():  # never guessed: an output folder of `human process` holds JSON files too
         found = sorted(f.name for f in p.glob("*.json"))
         hint = f"name one of its files: {', '.join(found)}" if found else "it holds no .json file"

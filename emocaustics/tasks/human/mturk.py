@@ -21,7 +21,7 @@ from typing import Any
 
 from emocaustics.core.errors import UsageError
 from emocaustics.core.textfile import read_text, shown
-from emocaustics.tasks.human.data import Hits, HitsError, UnknownSystem, parse_hits, parse_metadata
+from emocaustics.tasks.human.data import Hits, HitsError, UnknownSystem, parse_hits, parse_metadata, read_hits
 
 COLUMNS = ("HITId", "AssignmentId", "WorkerId", "WorkTimeInSeconds", "Answer.taskAnswers")
 SLOTS = 6  # dialogue0..5 / task0..5 / score0..5 in the published HIT template
@@ -155,3 +155,12 @@ def write_mturk_csv(hits_json: dict[str, Any], path: str | Path) -> Path:
 
 def _num(v: Any) -> str:
     return str(int(v)) if float(v).is_integer() else repr(float(v))
+
+
+def read_ratings(path: str | Path, metadata: str | Path | None = None) -> Hits:
+    """A ratings file in either form: a raw MTurk CSV (`.csv`, with the metadata JSON `metadata`) or the authors'
+    normative JSON (`data.read_hits`)."""
+    p = Path(path)
+    if p.suffix.lower() == ".csv" and not p.is_dir():
+        return read_mturk_csv(p, metadata)
+    return read_hits(p)

@@ -9,7 +9,8 @@ import json
 import pytest
 
 from emocaustics.core.errors import UsageError
-from emocaustics.tasks.human.data import HitsError, UnknownSystem, read_hits
+from emocaustics.tasks.human.data import HitsError, UnknownSystem
+from emocaustics.tasks.human.mturk import read_ratings as read_hits
 from emocaustics.tasks.human.mturk import write_mturk_csv
 from emocaustics.tasks.human.task import HumanDataset, HumanTask
 
