@@ -77,6 +77,11 @@ class JobSpec(_Strict):
     select: SelectSpec | None = None  # which samples every run evaluates (a run's own `select` wins)
     max_cost_usd: float | None = Field(None, gt=0)  # per invocation; stops before crossing it (models/budget.py)
 
+    @field_validator("cache", mode="before")
+    @classmethod
+    def _cache_word(cls, v: Any) -> Any:
+        return {True: "on", False: "off"}.get(v, v) if isinstance(v, bool) else v  # YAML reads a bare off as false
+
     @field_validator("models")
     @classmethod
     def _names(cls, models: dict[str, ModelSpec]) -> dict[str, ModelSpec]:

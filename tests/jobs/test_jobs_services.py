@@ -30,7 +30,9 @@ models:
 runs:
   - {task: sextuple, method: direct, model: smoke}
 scoring: {embedder: minilm, judge: none}
+cache: off
 """
+# `cache: off`: job B repeats job A's calls, which the shared response cache would answer without the service
 
 
 def _cli(*args: str, timeout: float = 400, stdout_only: bool = False) -> str:

@@ -69,3 +69,11 @@ def test_resolved_config_round_trips(tmp_path):
     data.pop("resolved_runs")
     again = load_job(write(tmp_path, yaml.safe_dump(data, allow_unicode=True)))
     assert [r.label for r in again.expand()] == [r.label for r in job.expand()]
+
+
+@pytest.mark.parametrize("word,kept", [("off", "off"), ("on", "on"), ("read-only", "read-only"), ('"off"', "off")])
+def test_the_cache_key_takes_yamls_bare_words(tmp_path, word, kept):
+    # YAML 1.1 reads a bare `off` / `on` as a boolean: the job still means the cache mode the docs name
+    job = load_job(write(tmp_path, "name: x\nmodels: {m: {spec: smoke}}\n"
+                                   f"runs: [{{task: sextuple, method: direct, model: m}}]\ncache: {word}\n"))
+    assert job.cache == kept
