@@ -30,6 +30,14 @@ def _strings(values: dict[str, Any]) -> dict[str, str]:
             for k, v in values.items() if v is not None}
 
 
+def _resampled(table: dict[str, Any]) -> str:
+    """How the interval was drawn: over whole clusters where the task declares them (stats/bootstrap.py)."""
+    unit, clusters = table.get("cluster_by"), table.get("clusters")
+    if unit and clusters:
+        return f"bootstrap over {int(clusters)} clusters ({unit}), percentile"
+    return "bootstrap over samples (percentile)"
+
+
 def _model(cfg: ConfigRecord) -> tuple[str, str, str, dict[str, Any]]:
     """(model id, developer, the id's last part, model_info)."""
     name = model_name(cfg)
@@ -69,7 +77,7 @@ def records(run: RunRecord, cfg: ConfigRecord) -> tuple[str, dict[str, Any], lis
     low, high, same = table.get("ci_low"), table.get("ci_high"), table.get("score")
     if isinstance(low, float) and isinstance(high, float) and isinstance(same, float) and abs(same - score) < 1e-12:
         uncertainty |= {"confidence_interval": {"lower": low, "upper": high, "confidence_level": DEFAULT_LEVEL,
-                                                "method": "bootstrap over samples (percentile)"},
+                                                "method": _resampled(table)},
                         "num_bootstrap_samples": DEFAULT_RESAMPLES}
     details = {k: v for k, v in cfg.summary.items() if k != cfg.primary}
     details |= {f"table.{k}": v for k, v in table.items() if k not in ("run", "task", "method", "model")}

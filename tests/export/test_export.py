@@ -107,7 +107,7 @@ def test_every_config_validates_as_every_eval_ever(run_dir: Path, tmp_path: Path
     configs = _configs(run_dir)
     assert len(aggregates) == len(configs) and len(written) == 2 * len(configs)
     scores = pl.read_parquet(run_dir / "scores.parquet")
-    seen = set()
+    seen, topic_intervals = set(), 0
     for path in aggregates:
         record = json.loads(path.read_text(encoding="utf-8"))
         jsonschema.validate(record, aggregate_schema)
@@ -131,7 +131,11 @@ def test_every_config_validates_as_every_eval_ever(run_dir: Path, tmp_path: Path
             assert with_tokens and all(i["token_usage"]["output_tokens"] > 0 for i in with_tokens)
         failed = [i for i in instances if i["error"]]
         assert len(failed) == mine.filter(pl.col("status") == "failed").height
-    assert seen == {c["run"] for c in configs}
+        interval = record["evaluation_results"][0]["score_details"]["uncertainty"].get("confidence_interval")
+        if interval and label.startswith("aer_"):  # AER's questions cluster by topic: the interval says so
+            assert "clusters (topic)" in interval["method"], interval
+            topic_intervals += 1
+    assert seen == {c["run"] for c in configs} and topic_intervals
 
 
 def test_a_broken_run_folder_is_one_error_naming_the_file(run_dir: Path, tmp_path: Path, capsys) -> None:
