@@ -25,6 +25,7 @@ def register(sub: Any) -> None:
 
 def _cmd_ui(args: argparse.Namespace) -> int:
     from emocaustics.cli import main
+    from emocaustics.cli.view import listen, serve_until_stopped
     from emocaustics.core.errors import UsageError
     from emocaustics.ui.server import Workbench, make_server
 
@@ -35,19 +36,8 @@ def _cmd_ui(args: argparse.Namespace) -> int:
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out}: not a folder")
     bench = Workbench(root, out, main)  # each job calls the command line's own `main` in a worker process
-    try:
-        server = make_server(bench, args.port)
-    except (OSError, OverflowError) as exc:  # a port in use, one below 1024 without the right, one past 65535
-        cause = getattr(exc, "strerror", None) or exc
-        raise UsageError(f"--port {args.port}: cannot listen on 127.0.0.1:{args.port}: {cause}; give another port, "
-                         "or --port 0 for a free one") from None
+    server = listen(make_server, bench, args.port)
     print(f"workbench: http://127.0.0.1:{server.server_address[1]}/  (reads {bench.folders.root}, writes "
           f"{bench.folders.out}; Ctrl-C stops it)", flush=True)
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
-        bench.close()
+    serve_until_stopped(server, bench.close)
     return 0

@@ -44,17 +44,31 @@ def _cmd_view(args: argparse.Namespace) -> int:
         page = export(view, Path(args.export))
         print(f"viewer written: {page.resolve().as_uri()}", flush=True)
         return 0
+    server = listen(make_server, view, args.port)
+    print(f"viewer: http://127.0.0.1:{server.server_address[1]}/  (Ctrl-C stops it)", flush=True)
+    serve_until_stopped(server)
+    return 0
+
+
+def listen(make_server: Any, what: Any, port: int) -> Any:
+    """`make_server(what, port)` on loopback (the viewer's, the workbench's), or one line naming the port."""
+    from emocaustics.core.errors import UsageError
+
     try:
-        server = make_server(view, args.port)
+        return make_server(what, port)
     except (OSError, OverflowError) as exc:  # a port in use, one below 1024 without the right, one past 65535
         cause = getattr(exc, "strerror", None) or exc
-        raise UsageError(f"--port {args.port}: cannot listen on 127.0.0.1:{args.port}: {cause}; give another port, "
+        raise UsageError(f"--port {port}: cannot listen on 127.0.0.1:{port}: {cause}; give another port, "
                          "or --port 0 for a free one") from None
-    print(f"viewer: http://127.0.0.1:{server.server_address[1]}/  (Ctrl-C stops it)", flush=True)
+
+
+def serve_until_stopped(server: Any, close: Any = None) -> None:
+    """Serve until Ctrl-C, then close the server (and `close()`, what the server's handlers used)."""
     try:
         server.serve_forever()
     except KeyboardInterrupt:
         pass
     finally:
         server.server_close()
-    return 0
+        if close is not None:
+            close()

@@ -14,8 +14,6 @@ records the api-key headers and versions it saw.
 
 from __future__ import annotations
 
-import threading
-from http.server import ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -33,18 +31,6 @@ class FakeAzureOpenAIServer(FakeOpenAIServer):
     def base_url(self) -> str:  # an Azure resource's endpoint: no /v1
         assert self._httpd is not None, "server not started"
         return f"http://127.0.0.1:{self._httpd.server_address[1]}"
-
-    def start(self) -> "FakeAzureOpenAIServer":
-        server = self
-
-        class Handler(_AzureHandler):
-            fake = server
-
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="fake-azure", daemon=True)
-        self._thread.start()
-        return self
 
 
 class _AzureHandler(_Handler):
@@ -71,3 +57,6 @@ class _AzureHandler(_Handler):
             return
         self.path = "/v1/chat/completions"  # the rest is the OpenAI stand-in's answer
         super()._handle(raw)
+
+
+FakeAzureOpenAIServer.handler = _AzureHandler

@@ -71,6 +71,8 @@ def example_of(schema: dict[str, Any], text: str) -> Any:
 
 
 class FakeOpenAIServer:
+    handler: type  # the request handler (set below the class: `_Handler`; the Azure stand-in's checks more first)
+
     def __init__(
         self,
         faults: Faults | None = None,
@@ -104,7 +106,7 @@ class FakeOpenAIServer:
     def start(self) -> "FakeOpenAIServer":
         server = self
 
-        class Handler(_Handler):
+        class Handler(self.handler):  # type: ignore[name-defined]
             fake = server
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -262,3 +264,6 @@ class _Handler(BaseHTTPRequestHandler):
                 },
             },
         )
+
+
+FakeOpenAIServer.handler = _Handler
