@@ -19,6 +19,7 @@ import json
 import re
 from typing import Any
 
+from emocaustics.core.errors import UsageError
 from emocaustics.exports.names import ModelName, jsonable, model_name, text
 from emocaustics.exports.source import ConfigRecord, RunRecord, SampleRecord, utc
 
@@ -73,8 +74,19 @@ def _id(*parts: str) -> str:
     return hashlib.sha256("\0".join(parts).encode("utf-8")).hexdigest()[:22]
 
 
+def _split_key(task: str) -> str:
+    """The dataset option a task calls its split (core/optionkeys.py); `split` for a task this process cannot find."""
+    from emocaustics.core.optionkeys import split_field
+    from emocaustics.core.task import get_task
+
+    try:
+        return split_field(get_task(task)) or "split"
+    except UsageError:
+        return "split"
+
+
 def _dataset_name(cfg: ConfigRecord) -> str:
-    split = cfg.dataset_info.get("split") or cfg.dataset.get("split") or cfg.dataset.get("subset")
+    split = cfg.dataset_info.get("split") or cfg.dataset.get(_split_key(cfg.task))
     return f"{cfg.dataset_info.get('dataset') or cfg.task}{f'/{split}' if split else ''}"
 
 

@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from emocaustics.core.errors import UsageError
+from emocaustics.core.optionkeys import split_field
+from emocaustics.core.task import get_task
 from emocaustics.ui.paths import Folders, Refused
 
 SUBMISSION_TASKS = ("aer", "ecpe", "narrative", "sextuple", "emotion")
@@ -72,9 +74,10 @@ def _submission(form: dict[str, Any], folders: Folders, folder: Path) -> tuple[s
     if task == "narrative":
         return title, [("score", ["score", "narrative", "--pred", str(pred), *with_data, "--engine", "local",
                                   "--markdown", str(folder / "report.md"), "--json", "--allow-failures"])]
-    subset = str(form.get("subset") or "")
-    if subset and subset not in SUBSETS:
-        raise UsageError(f"subset {subset!r}: one of {', '.join(SUBSETS)}")
-    return f"{title}{' on ' + subset if subset else ''}", [
-        ("score", ["score", task, "--pred", str(pred), *with_data, *(["--subset", subset] if subset else []),
+    key = split_field(get_task(task)) or "split"  # the task's name for its split (the form's field is named so)
+    part = str(form.get(key) or "")
+    if part and part not in SUBSETS:
+        raise UsageError(f"{key} {part!r}: one of {', '.join(SUBSETS)}")
+    return f"{title}{' on ' + part if part else ''}", [
+        ("score", ["score", task, "--pred", str(pred), *with_data, *([f"--{key}", part] if part else []),
                    "--engine", "local", "--out", str(folder / "report"), "--json", "--allow-failures"])]
