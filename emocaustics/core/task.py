@@ -111,7 +111,8 @@ def _from_file(path: Path) -> Task:
         if not path.is_file():
             raise UsageError(f"task file {path}: no such file")
         task = _FILE_READERS[path.suffix.lower()](path)
-        if task.name in _REGISTRY:
+        taken = _REGISTRY.get(task.name)
+        if taken is not None and not any(t is taken for t in _FILES.values()):  # another task file's name: replaced
             raise UsageError(f"task file {path}: name: {task.name!r} is already the name of a task; give it another")
         _FILES[key] = register(task)
     return _FILES[key]

@@ -36,8 +36,10 @@ BASE = Path(__file__).resolve().parents[1] / "badinput"
 STORIES = Path(__file__).resolve().parents[2] / "datasets" / "narrative" / "gt"
 SECRET = "sk-test-TASKS-91c4e07a2b-do-not-log"
 TASKS = ("aer", "ecpe", "narrative")
+# cost_usd too: the stand-in is unpriced (cost unknown, None), but a sample the resume answers wholly from the
+# response cache made no call and costs 0.0, and how many do depends on where the kill lands.
 VOLATILE = ("llm_calls", "cache_hits", "tokens", "generated_tokens", "prompt_tokens", "seconds", "wall_s",
-            "startup_s", "note")
+            "startup_s", "note", "cost_usd")
 
 
 # -- data: the corpus bases, enlarged so that a run has samples before and after a fault ---------------------------

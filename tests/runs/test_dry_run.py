@@ -48,14 +48,15 @@ def test_every_shipped_job_dry_runs(path, tmp_path, capsys, monkeypatch):
     assert ray.is_initialized() == was_running
 
 
-def test_the_cache_goes_under_emocaustics_cache_or_the_run_folder(tmp_path, monkeypatch, capsys):
+def test_the_response_cache_is_the_shared_one_under_emocaustics_cache(tmp_path, monkeypatch, capsys):
     job = next(p for p in JOBS if p.name == "narrative-quickstart.yaml")  # its data is in the repository
-    monkeypatch.delenv("EMOCAUSTICS_CACHE", raising=False)
-    assert main(["run", str(job), "--dry-run", "--out", str(tmp_path / "r")]) == 0
-    assert f"response cache: {tmp_path / 'r' / 'cache'}/responses.sqlite" in capsys.readouterr().out
+    monkeypatch.delenv("EMOCAUSTICS_RESPONSE_CACHE", raising=False)
     monkeypatch.setenv("EMOCAUSTICS_CACHE", str(tmp_path / "c"))
     assert main(["run", str(job), "--dry-run", "--out", str(tmp_path / "r")]) == 0
-    assert f"response cache: {tmp_path / 'c'}/responses.sqlite" in capsys.readouterr().out
+    assert f"response cache: {tmp_path / 'c' / 'responses'}/responses.sqlite" in capsys.readouterr().out
+    monkeypatch.setenv("EMOCAUSTICS_RESPONSE_CACHE", str(tmp_path / "rc"))
+    assert main(["run", str(job), "--dry-run", "--out", str(tmp_path / "r")]) == 0
+    assert f"response cache: {tmp_path / 'rc'}/responses.sqlite" in capsys.readouterr().out
 
 
 def test_hub_names_are_specs_and_offline_says_so(monkeypatch):
