@@ -1,13 +1,10 @@
 """The in-process scoring path: failures triaged, distinct texts embedded once, judge asked in batches, rows scored.
 
-Public API (also used by the job runner):
-    score_sextuples(dialogues, predictions, *, embedder, judge=None, compat="spec", on_judge_error="zero")
-    score_chains(dialogues, predictions, *, embedder, judge=None, compat="spec", on_judge_error="zero")
-        -> ScoreResult(items, dialogues, summary)
+`ascore(task, dialogues, predictions, *, embedder, judge=None, compat="spec", on_judge_error="zero")` ->
+`ScoreResult(items, dialogues, summary)` (`score_sextuples` / `score_chains` outside an event loop).
 `predictions` maps dialogue id -> parsed prediction (`list[list[Sextuple]]` / `Chains`) or a failure reason (str);
 a dialogue absent from it is a failure "missing prediction". `embedder` is an `Embedder` or a spec string; `judge`
-an `EventJudge`, any `LLM`, a spec string, or None / "none" (embedding only). The async twins `ascore_*` serve
-callers already inside an event loop. The sextuple rules use no judge (the spec scores them by embeddings only).
+an `EventJudge`, any `LLM`, a spec string, or None / "none" (embedding only). The sextuple rules use no judge (the spec scores them by embeddings only).
 The Ray Data path (`emocaustics.tasks.longdialogue.score.plan`) runs the same `triage` / `collect_pairs` / `score_ok` in its stages.
 """
 
@@ -29,6 +26,7 @@ from emocaustics.tasks.longdialogue.score.tables import (
     build_result,
     chain_dialogue_components,
     chain_item_rows,
+    dialogue_row,
     sextuple_dialogue_components,
     sextuple_item_rows,
 )
@@ -53,10 +51,8 @@ def resolve_judge(judge: Any) -> EventJudge | None:
     return EventJudge(judge)  # any LLM
 
 
-def _failure(d: Dialogue, reason: str, status: str = "failed", weight: float | None = None) -> dict[str, Any]:
-    return {"dialogue": d.id, "status": status, "failed": status == "failed", "reason": reason,
-            "n_utterances": len(d.utterances), "weight": float(len(d.utterances)) if weight is None else weight,
-            "score": None if status == "no_gt" else 0.0, "judge_failures": 0, "prediction_notes": 0}
+def _failure(d: Dialogue, reason: str, weight: float, status: str = "failed") -> dict[str, Any]:
+    return dialogue_row(d, status, reason, weight, None if status == "no_gt" else 0.0)
 
 
 def triage(task: str, dialogues: Sequence[Dialogue], predictions: Mapping[int, Any]
@@ -69,16 +65,15 @@ def triage(task: str, dialogues: Sequence[Dialogue], predictions: Mapping[int, A
         weight = float(len(d.utterances)) if task == "sextuple" else float(len(d.chains or {}))
         if not d.utterances:  # an empty or unreadable chat file: nothing to score, said so (never a silent 0)
             failed.append(_failure(d, "the dialogue has no utterances (empty or unreadable chat file); not scored",
-                                   "no_gt", 0.0))
+                                   0.0, "no_gt"))
         elif task == "emotion" and not d.chains:
-            failed.append(_failure(d, "ground truth has no usable emotion chains; not scored", "no_gt", weight))
+            failed.append(_failure(d, "ground truth has no usable emotion chains; not scored", weight, "no_gt"))
         elif pred is None:
-            failed.append(_failure(d, "missing prediction", weight=weight))
+            failed.append(_failure(d, "missing prediction", weight))
         elif isinstance(pred, str):
-            failed.append(_failure(d, pred, weight=weight))
+            failed.append(_failure(d, pred, weight))
         elif task == "sextuple" and len(pred) != len(d.utterances):
-            failed.append(_failure(d, f"length mismatch: {LengthMismatch(len(d.utterances), len(pred))}",
-                                   weight=weight))
+            failed.append(_failure(d, f"length mismatch: {LengthMismatch(len(d.utterances), len(pred))}", weight))
         else:
             ok.append((d, pred))
     return ok, failed
@@ -105,10 +100,8 @@ async def score_ok(task: str, ok: Sequence[tuple[Dialogue, Any]], table: Similar
         for d, pred in ok:
             scored = score_dialogue_sextuples(d.utterances, pred, table.sim)
             items += sextuple_item_rows(d.id, scored)
-            rows.append({"dialogue": d.id, "status": "ok", "failed": False, "reason": None,
-                         "n_utterances": len(d.utterances), "weight": float(len(d.utterances)),
-                         "score": dialogue_points(scored), "judge_failures": 0,
-                         "prediction_notes": notes.get(d.id, 0), **sextuple_dialogue_components(scored)})
+            rows.append(dialogue_row(d, "ok", None, float(len(d.utterances)), dialogue_points(scored), 0,
+                                     notes.get(d.id, 0), **sextuple_dialogue_components(scored)))
         return items, rows
     rules = rules or ChainRules(judge=judge is not None)
     verdicts: dict[tuple[str, str], bool | None] = {}
@@ -127,12 +120,10 @@ async def score_ok(task: str, ok: Sequence[tuple[Dialogue, Any]], table: Similar
         raise RuntimeError(f"judge verdicts still missing after {MAX_JUDGE_ROUNDS} rounds")
     for (d, _), o in zip(ok, outcomes):
         items += chain_item_rows(d.id, o.items)
-        rows.append({"dialogue": d.id, "status": "ok" if o.score is not None else "unscored", "failed": False,
-                     "reason": None if o.score is not None else "every event unscored (judge failures)",
-                     "n_utterances": len(d.utterances),
-                     "weight": float(sum(s is not None for s in o.holder_scores.values())),
-                     "score": o.score, "judge_failures": o.judge_failures, "prediction_notes": notes.get(d.id, 0),
-                     **chain_dialogue_components(o.items)})
+        rows.append(dialogue_row(d, "ok" if o.score is not None else "unscored",
+                                 None if o.score is not None else "every event unscored (judge failures)",
+                                 float(sum(s is not None for s in o.holder_scores.values())), o.score,
+                                 o.judge_failures, notes.get(d.id, 0), **chain_dialogue_components(o.items)))
     return items, rows
 
 
@@ -143,16 +134,20 @@ async def ascore(task: str, dialogues: Sequence[Dialogue], predictions: Mapping[
         raise ValueError(f"task must be one of {TASKS}, not {task!r}")
     if compat not in ("spec", "reference"):
         raise ValueError(f"compat must be 'spec' or 'reference', not {compat!r}")
-    if compat == "reference":
-        return await _ascore_reference(task, dialogues, predictions, embedder, judge, notes)
     t0 = time.perf_counter()
     emb = resolve_embedder(embedder)
-    jdg = resolve_judge(judge) if task == "emotion" else None
-    rules = ChainRules(judge=jdg is not None, on_judge_error=on_judge_error)
-    ok, failed = triage(task, dialogues, predictions)
-    table = await similarity_table(collect_pairs(task, ok), emb)
-    t_embed = time.perf_counter() - t0
+    # the reference asks its judge on both tasks (with the judge's bare LLM: `refengine`); the spec on chains only
+    jdg = resolve_judge(judge) if task == "emotion" or compat == "reference" else None
     try:
+        if compat == "reference":
+            from emocaustics.tasks.longdialogue.score.refengine import ascore_reference
+
+            return await ascore_reference(task, dialogues, predictions, embedder=emb,
+                                          llm=jdg.llm if jdg is not None else None, notes=notes)
+        rules = ChainRules(judge=jdg is not None, on_judge_error=on_judge_error)
+        ok, failed = triage(task, dialogues, predictions)
+        table = await similarity_table(collect_pairs(task, ok), emb)
+        t_embed = time.perf_counter() - t0
         items, rows = await score_ok(task, ok, table, jdg, rules, notes)
     finally:
         if jdg is not None and isinstance(judge, str):  # made here from a spec: its HTTP session ends with this loop
@@ -167,48 +162,18 @@ async def ascore(task: str, dialogues: Sequence[Dialogue], predictions: Mapping[
     return build_result(task, items, rows + failed, extra)
 
 
-async def _ascore_reference(task: str, dialogues: Sequence[Dialogue], predictions: Mapping[int, Any],
-                            embedder: Embedder | str, judge: Any, notes: Mapping[int, int] | None) -> ScoreResult:
-    """`--compat reference` (both tasks): the published scripts' path (`refengine`), with the judge's bare LLM."""
-    from emocaustics.tasks.longdialogue.score.refengine import ascore_reference
-
-    made = resolve_judge(judge) if isinstance(judge, str) else None  # None for "none"
-    if isinstance(judge, str):
-        llm = made.llm if made is not None else None
-    else:
-        llm = judge.llm if isinstance(judge, EventJudge) else judge
-    try:
-        return await ascore_reference(task, dialogues, predictions, embedder=resolve_embedder(embedder), llm=llm,
-                                      notes=notes)
-    finally:
-        if made is not None and llm is not None:  # a judge made here from a spec: its HTTP session ends with this loop
-            await llm.aclose()
-
-
 def _run(coro: Any) -> ScoreResult:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
         return asyncio.run(coro)
     coro.close()
-    raise RuntimeError("score_* called inside a running event loop: await ascore_sextuples/ascore_chains instead")
+    raise RuntimeError("score_* called inside a running event loop: await ascore(task, ...) instead")
 
 
-async def ascore_sextuples(dialogues: Sequence[Dialogue], predictions: Mapping[int, Any], **kw: Any) -> ScoreResult:
-    return await ascore("sextuple", dialogues, predictions, **kw)
+def score_sextuples(dialogues: Sequence[Dialogue], predictions: Mapping[int, Any], **kw: Any) -> ScoreResult:
+    return _run(ascore("sextuple", dialogues, predictions, **kw))
 
 
-async def ascore_chains(dialogues: Sequence[Dialogue], predictions: Mapping[int, Any], **kw: Any) -> ScoreResult:
-    return await ascore("emotion", dialogues, predictions, **kw)
-
-
-def score_sextuples(dialogues: Sequence[Dialogue], predictions: Mapping[int, Any], *, embedder: Embedder | str,
-                    judge: Any = None, compat: str = "spec", on_judge_error: str = "zero") -> ScoreResult:
-    return _run(ascore_sextuples(dialogues, predictions, embedder=embedder, judge=judge, compat=compat,
-                                 on_judge_error=on_judge_error))
-
-
-def score_chains(dialogues: Sequence[Dialogue], predictions: Mapping[int, Any], *, embedder: Embedder | str,
-                 judge: Any = None, compat: str = "spec", on_judge_error: str = "zero") -> ScoreResult:
-    return _run(ascore_chains(dialogues, predictions, embedder=embedder, judge=judge, compat=compat,
-                              on_judge_error=on_judge_error))
+def score_chains(dialogues: Sequence[Dialogue], predictions: Mapping[int, Any], **kw: Any) -> ScoreResult:
+    return _run(ascore("emotion", dialogues, predictions, **kw))

@@ -27,7 +27,7 @@ from emocaustics.models.base import LLM, Embedder
 from emocaustics.tasks.longdialogue.data.schema import Dialogue, chains_to_json
 from emocaustics.tasks.longdialogue.score import refchains, refsextuple
 from emocaustics.tasks.longdialogue.score.refjudge import Answer, ReferenceCrash, ReferenceJudge, answer_value
-from emocaustics.tasks.longdialogue.score.tables import DIALOGUE_SCHEMA, ScoreResult
+from emocaustics.tasks.longdialogue.score.tables import ScoreResult, dialogue_row, dialogues_frame, summarise
 
 MAX_JUDGE_ROUNDS = 64  # chain questions depend on earlier answers; real data needs 2
 
@@ -74,9 +74,8 @@ def _lookup(values: Mapping[tuple[str, str], float]):  # noqa: ANN202 - a SimFn
 
 def _row(d: Dialogue, status: str, reason: str | None, weight: float, score: float | None,
          metrics: Mapping[str, float | None], judge_failures: int = 0, notes: int = 0) -> dict[str, Any]:
-    return {"dialogue": d.id, "status": status, "failed": status == "failed", "reason": reason,
-            "n_utterances": len(d.utterances), "weight": weight, "score": score, "judge_failures": judge_failures,
-            "prediction_notes": notes, **{f"c_{k}": v for k, v in metrics.items()}}
+    return dialogue_row(d, status, reason, weight, score, judge_failures, notes,
+                        **{f"c_{k}": v for k, v in metrics.items()})
 
 
 async def ascore_reference(task: str, dialogues: Sequence[Dialogue], predictions: Mapping[int, Any], *,
@@ -234,21 +233,9 @@ def reference_components(task: str, dialogues: pl.DataFrame) -> dict[str, float 
 def build_reference_result(task: str, items: list[dict[str, Any]], rows: list[dict[str, Any]],
                            info: dict[str, Any]) -> ScoreResult:
     columns = refsextuple.COLUMNS if task == "sextuple" else refchains.COLUMNS
-    schema = dict(DIALOGUE_SCHEMA) | {f"c_{c}": pl.Float64 for c in columns}
-    dia = (pl.DataFrame(rows, schema=schema) if rows else pl.DataFrame(schema=schema)).sort("dialogue")
+    dia = dialogues_frame(rows, [f"c_{c}" for c in columns])
     items_df = pl.DataFrame(items, infer_schema_length=None) if items else pl.DataFrame()
-    counted = dia.filter(pl.col("status") != "no_gt")
-    scores = [s for s in counted["score"].to_list() if s is not None]
-    weighted = counted.filter(pl.col("score").is_not_null() & (pl.col("weight") > 0))
+    weighted = dia.filter((pl.col("status") != "no_gt") & pl.col("score").is_not_null() & (pl.col("weight") > 0))
     micro = (float((weighted["score"] * weighted["weight"]).sum() / weighted["weight"].sum())
              if weighted.height else None)
-    summary = {
-        "task": task, "dialogues": dia.height, "scored": int(dia.filter(pl.col("status") == "ok").height),
-        "score": sum(scores) / len(scores) if scores else None, "micro_score": micro,
-        "components": reference_components(task, dia),
-        "per_dialogue": {str(r["dialogue"]): r["score"] for r in dia.iter_rows(named=True)},
-        "failures": [{"dialogue": r["dialogue"], "reason": r["reason"]}
-                     for r in dia.filter(~pl.col("status").is_in(["ok"])).iter_rows(named=True)],
-        "judge_failures": int(dia["judge_failures"].sum() or 0), **info,
-    }
-    return ScoreResult(items_df, dia, summary)
+    return ScoreResult(items_df, dia, summarise(task, dia, reference_components(task, dia), micro, info))

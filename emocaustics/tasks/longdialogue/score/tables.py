@@ -18,6 +18,7 @@ from typing import Any
 
 import polars as pl
 
+from emocaustics.tasks.longdialogue.data.schema import Dialogue
 from emocaustics.tasks.longdialogue.score.chains import ChainItem
 from emocaustics.tasks.longdialogue.score.sextuple import UtteranceScore
 
@@ -97,35 +98,48 @@ def _mean(values: list[float | None]) -> float | None:
     return sum(vals) / len(vals) if vals else None
 
 
-def build_result(task: str, items: list[dict[str, Any]], dialogues: list[dict[str, Any]],
-                 extra: dict[str, Any]) -> ScoreResult:
-    item_cols = SEXTUPLE_ITEM_COLUMNS if task == "sextuple" else CHAIN_ITEM_COLUMNS
-    items_df = _frame(items, item_cols)
-    comp_names = SEXTUPLE_COMPONENTS if task == "sextuple" else CHAIN_COMPONENTS
-    comp_cols = [f"c_{c}" for c in comp_names] + (["c_target_sim"] if task == "sextuple" else [])
-    schema = dict(DIALOGUE_SCHEMA) | {c: pl.Float64 for c in comp_cols}
-    dia_df = pl.DataFrame(dialogues, schema=schema) if dialogues else pl.DataFrame(schema=schema)
-    dia_df = dia_df.sort("dialogue")
-    components = pooled_components(task, items_df)
-    counted = dia_df.filter(pl.col("status") != "no_gt")
-    score = _mean(counted["score"].to_list())
-    wsum = counted.filter(pl.col("score").is_not_null())
-    micro = (float((wsum["score"] * wsum["weight"]).sum() / wsum["weight"].sum())
-             if wsum.height and wsum["weight"].sum() > 0 else None)
-    summary = {
+def dialogue_row(d: Dialogue, status: str, reason: str | None, weight: float, score: float | None,
+                 judge_failures: int = 0, notes: int = 0, **components: float | None) -> dict[str, Any]:
+    """One row of the dialogues table: `DIALOGUE_SCHEMA`'s columns, then the components `c_<name>`."""
+    return {"dialogue": d.id, "status": status, "failed": status == "failed", "reason": reason,
+            "n_utterances": len(d.utterances), "weight": weight, "score": score, "judge_failures": judge_failures,
+            "prediction_notes": notes, **components}
+
+
+def dialogues_frame(rows: list[dict[str, Any]], components: list[str]) -> pl.DataFrame:
+    schema = dict(DIALOGUE_SCHEMA) | {c: pl.Float64 for c in components}
+    return (pl.DataFrame(rows, schema=schema) if rows else pl.DataFrame(schema=schema)).sort("dialogue")
+
+
+def summarise(task: str, dia: pl.DataFrame, components: dict[str, float | None], micro: float | None,
+              extra: dict[str, Any]) -> dict[str, Any]:
+    """The summary of a dialogues table (both modes): the mean dialogue score with failures counted 0 and dialogues
+    without ground truth left out, the micro-average `micro`, the components, failures and how it was made."""
+    return {
         "task": task,
-        "dialogues": dia_df.height,
-        "scored": int(dia_df.filter(pl.col("status") == "ok").height),
-        "score": score,
+        "dialogues": dia.height,
+        "scored": int(dia.filter(pl.col("status") == "ok").height),
+        "score": _mean(dia.filter(pl.col("status") != "no_gt")["score"].to_list()),
         "micro_score": micro,
         "components": components,
-        "per_dialogue": {str(r["dialogue"]): r["score"] for r in dia_df.iter_rows(named=True)},
+        "per_dialogue": {str(r["dialogue"]): r["score"] for r in dia.iter_rows(named=True)},
         "failures": [{"dialogue": r["dialogue"], "reason": r["reason"]}
-                     for r in dia_df.filter(pl.col("status") != "ok").iter_rows(named=True)],
-        "judge_failures": int(dia_df["judge_failures"].sum() or 0),
+                     for r in dia.filter(pl.col("status") != "ok").iter_rows(named=True)],
+        "judge_failures": int(dia["judge_failures"].sum() or 0),
         **extra,
     }
-    return ScoreResult(items_df, dia_df, summary)
+
+
+def build_result(task: str, items: list[dict[str, Any]], dialogues: list[dict[str, Any]],
+                 extra: dict[str, Any]) -> ScoreResult:
+    items_df = _frame(items, SEXTUPLE_ITEM_COLUMNS if task == "sextuple" else CHAIN_ITEM_COLUMNS)
+    comp_names = SEXTUPLE_COMPONENTS if task == "sextuple" else CHAIN_COMPONENTS
+    dia_df = dialogues_frame(dialogues, [f"c_{c}" for c in comp_names] + (["c_target_sim"] if task == "sextuple"
+                                                                            else []))
+    wsum = dia_df.filter((pl.col("status") != "no_gt") & pl.col("score").is_not_null())
+    micro = (float((wsum["score"] * wsum["weight"]).sum() / wsum["weight"].sum())
+             if wsum.height and wsum["weight"].sum() > 0 else None)
+    return ScoreResult(items_df, dia_df, summarise(task, dia_df, pooled_components(task, items_df), micro, extra))
 
 
 def pooled_components(task: str, items: pl.DataFrame) -> dict[str, float | None]:
