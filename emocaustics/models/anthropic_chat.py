@@ -23,18 +23,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import weakref
-from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
 from emocaustics.core.errors import UsageError
-from emocaustics.models.base import ChatRequest, Completion, ModelBase
+from emocaustics.models.base import ChatRequest, Completion
+from emocaustics.models.chatclient import ChatClient
 from emocaustics.models.jsonout import parse_answer
-from emocaustics.models.usage import Usage
 
 log = logging.getLogger(__name__)
-# Completion errors about the answer's content, not about getting one: the caller judges them.
-ANSWER_PROBLEMS = ("invalid JSON", "answer cut", "model refused")
 KEY_VARIABLE = "ANTHROPIC_API_KEY"
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 NO_KEY = "EMPTY"
@@ -69,62 +65,30 @@ def _transform(schema: dict[str, Any]) -> dict[str, Any]:
     return transform_schema(schema)
 
 
-class AnthropicChatLLM(ModelBase):
+class AnthropicChatLLM(ChatClient):
+    kind = "anthropic"
 
-    def __init__(
-        self,
-        model: str,
-        base_url: str | None = None,
-        *,
-        name: str | None = None,
-        concurrency: int = 8,
-        timeout: float = 120.0,
-        max_retries: int = 4,
-        json_mode: Literal["auto", "schema", "plain"] = "auto",
-        json_retries: int = 1,
-        sampling: Literal["auto", "send", "omit"] = "auto",
-    ) -> None:
-        if json_mode not in ("auto", "schema", "plain"):
-            raise ValueError(f"json_mode must be auto, schema or plain, not {json_mode!r}")
+    def __init__(self, model: str, base_url: str | None = None, *, name: str | None = None, concurrency: int = 8,
+                 timeout: float = 120.0, max_retries: int = 4, json_mode: Literal["auto", "schema", "plain"] = "auto",
+                 json_retries: int = 1, sampling: Literal["auto", "send", "omit"] = "auto") -> None:
         if sampling not in ("auto", "send", "omit"):
             raise ValueError(f"sampling must be auto, send or omit, not {sampling!r}")
-        from emocaustics.models.http import url_auth
-
-        self._auth = url_auth(base_url)  # credentials the spec gave in its URL (models/http.py), sent as Basic
+        super().__init__(model, base_url, name=name, concurrency=concurrency, timeout=timeout,
+                         max_retries=max_retries, json_mode=json_mode, json_retries=json_retries)
         if base_url is None and api_key_from_env() is None:
             raise UsageError(f"anthropic:{model}: set {KEY_VARIABLE} (the key is read from the environment only)")
-        self.model = model
-        self.base_url = base_url
-        where = f"@{base_url}" if base_url else ""
-        self.name = name or f"anthropic:{model}{where}"
-        self.cache_id = f"anthropic:{model}{where}"
-        self.concurrency = int(concurrency)
-        self.timeout = float(timeout)
-        self.max_retries = int(max_retries)
-        self.json_mode = json_mode
-        self.json_retries = int(json_retries)
         self.sampling = sampling
-        self.usage = Usage()
-        self.repaired = 0
-        # Told of every HTTP response, retried ones included (set by the dead-endpoint breaker: models/breaker.py).
-        self.on_response: Callable[..., None] | None = None  # (status, headers)
-        self._per_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[Any, asyncio.Semaphore]] = (
-            weakref.WeakKeyDictionary())
 
-    def _client(self) -> tuple[Any, asyncio.Semaphore]:
-        loop = asyncio.get_running_loop()
-        if loop not in self._per_loop:
-            from anthropic import AsyncAnthropic, DefaultAsyncHttpxClient
+    def _connect(self) -> tuple[Any, asyncio.Semaphore]:
+        from anthropic import AsyncAnthropic, DefaultAsyncHttpxClient
 
-            async def answered(response: Any) -> None:  # the SDK retries inside: each response is seen here
-                if self.on_response is not None:
-                    self.on_response(response.status_code, response.headers)
+        async def answered(response: Any) -> None:  # the SDK retries inside: each response is seen here
+            self._answered(response.status_code, response.headers)
 
-            client = AsyncAnthropic(api_key=api_key_from_env() or NO_KEY, base_url=self.base_url or DEFAULT_BASE_URL,
-                                    timeout=self.timeout, max_retries=self.max_retries, default_headers=self._auth,
-                                    http_client=DefaultAsyncHttpxClient(event_hooks={"response": [answered]}))
-            self._per_loop[loop] = (client, asyncio.Semaphore(self.concurrency))
-        return self._per_loop[loop]
+        client = AsyncAnthropic(api_key=api_key_from_env() or NO_KEY, base_url=self.base_url or DEFAULT_BASE_URL,
+                                timeout=self.timeout, max_retries=self.max_retries, default_headers=self._auth,
+                                http_client=DefaultAsyncHttpxClient(event_hooks={"response": [answered]}))
+        return client, asyncio.Semaphore(self.concurrency)
 
     def _params(self, request: ChatRequest, with_schema: bool) -> dict[str, Any]:
         s = request.sampling
@@ -180,40 +144,6 @@ class AnthropicChatLLM(ModelBase):
         if resp.usage and resp.usage.cache_read_input_tokens:
             self.usage.cached_prompt_tokens += int(resp.usage.cache_read_input_tokens)
         return c
-
-    async def _one(self, request: ChatRequest) -> Completion:
-        try:
-            for attempt in range(self.json_retries + 1):
-                c = await self._once(request)
-                if c.error is None or not c.error.startswith(("invalid JSON", "answer cut")):
-                    break  # transport failures were already retried by the client
-                if attempt < self.json_retries:
-                    log.info("%s: unparseable answer, asking again (%d/%d)", self.name, attempt + 1, self.json_retries)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # anything unexpected still fails only this request
-            c = Completion(text="", error=f"client error: {type(exc).__name__}: {exc}")
-        if c.error and c.error.startswith(ANSWER_PROBLEMS):
-            # An answer came back that is not the JSON asked for: the caller may still read it (AER's text fallback)
-            # or ask again, and reports the sample if it cannot; only failures to get an answer are warned of here.
-            log.debug("%s: answer is not the JSON asked for: %s", self.name, c.error)
-        elif c.error:
-            log.warning("%s: request failed: %s", self.name, c.error)
-        self.repaired += c.repaired
-        return c
-
-    async def generate(self, requests: list[ChatRequest]) -> list[Completion]:
-        answers = list(await asyncio.gather(*(self._one(r) for r in requests)))
-        self.usage.count(answers)
-        return answers
-
-    async def aclose(self) -> None:
-        entry = self._per_loop.pop(asyncio.get_running_loop(), None)
-        if entry is not None:
-            await entry[0].close()
-
-    async def stats(self) -> dict[str, Any]:
-        return {**self.usage.as_dict(), "repaired": self.repaired, "engine_starts": 0, "prefix_cache_hit_rate": None}
 
 
 def completion_from(resp: Any, request: ChatRequest) -> Completion:

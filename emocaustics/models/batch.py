@@ -38,6 +38,7 @@ from emocaustics.models.breaker import answers_or_stop
 from emocaustics.models.base import ChatRequest, Completion, Layer
 from emocaustics.models.batchstore import STORE, BatchStore
 from emocaustics.models.cache import request_key
+from emocaustics.models.chatclient import ANSWER_PROBLEMS
 from emocaustics.models.usage import Usage
 
 log = logging.getLogger(__name__)
@@ -46,7 +47,6 @@ MAX_WAIT = 60.0  # ... and at the latest this long after its first request
 POLL = 30.0  # seconds between status reads
 REPORT_EVERY = 60.0  # a progress line at least this often while a batch runs (and at every change of status)
 POLL_FAILURES = 10  # status reads failing in a row before the batch's requests are asked live
-ANSWER_PROBLEMS = ("invalid JSON", "answer cut", "model refused")
 
 
 @dataclass

@@ -16,22 +16,16 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
-import weakref
-from collections.abc import Awaitable, Callable
-from typing import Any, Literal
+from typing import Any
 
-from emocaustics.models.base import ChatRequest, Completion, ModelBase
+from emocaustics.models.base import ChatRequest, Completion
+from emocaustics.models.chatclient import ChatClient
 from emocaustics.models.gate import PriorityGate
 from emocaustics.models.jsonout import parse_answer
-from emocaustics.models.usage import Usage
 
 log = logging.getLogger(__name__)
-# Completion errors about the answer's content, not about getting one (asked again `json_retries` times, then the
-# caller judges them).
-ANSWER_PROBLEMS = ("invalid JSON", "answer cut")
 KEY_VARIABLES = ("OPENAI_API_KEY", "EMOCAUSTICS_API_KEY")
 NO_KEY = "EMPTY"  # what local servers (vllm serve) accept when they were started without a key
 
@@ -44,61 +38,17 @@ def api_key_from_env() -> str | None:
     return None
 
 
-class OpenAIChatLLM(ModelBase):
+class OpenAIChatLLM(ChatClient):
+    kind = "openai"
 
-    def __init__(
-        self,
-        model: str,
-        base_url: str,
-        *,
-        name: str | None = None,
-        concurrency: int = 16,
-        timeout: float = 60.0,
-        max_retries: int = 4,
-        json_mode: Literal["auto", "schema", "plain"] = "auto",
-        json_retries: int = 1,
-    ) -> None:
-        if json_mode not in ("auto", "schema", "plain"):
-            raise ValueError(f"json_mode must be auto, schema or plain, not {json_mode!r}")
-        self.model = model
-        self.base_url = base_url
-        self.name = name or f"openai:{model}@{base_url}"
-        self.cache_id = f"openai:{model}@{base_url}"
-        self.concurrency = int(concurrency)
-        self.timeout = float(timeout)
-        self.max_retries = int(max_retries)
-        self.json_mode = json_mode
-        self.json_retries = int(json_retries)
-        from emocaustics.models.http import url_auth
+    def _connect(self) -> tuple[Any, PriorityGate]:
+        from emocaustics.models.http import JSONPoster
 
-        # Credentials the spec gave in its URL (`models/http.py`): sent instead of a bearer key; read here, so that
-        # the object carries them wherever it is used.
-        self._auth = url_auth(base_url)
-        self.usage = Usage()
-        self.repaired = 0
-        # Told of every HTTP response, retried ones included (set by the dead-endpoint breaker: models/breaker.py).
-        self.on_response: Callable[..., None] | None = None  # (status, headers)
-        self.retry_throttled = True  # False behind an adaptive rate limit, which requeues a 429 (models/breaker.py)
-        # HTTP sessions and semaphores belong to one event loop; tests and CLIs may run several loops in turn.
-        self._per_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[Any, PriorityGate]] = (
-            weakref.WeakKeyDictionary()
-        )
-
-    def _client(self) -> tuple[Any, PriorityGate]:
-        loop = asyncio.get_running_loop()
-        if loop not in self._per_loop:
-            from emocaustics.models.http import JSONPoster
-
-            auth = self._auth or {"Authorization": f"Bearer {api_key_from_env() or NO_KEY}"}
-            poster = JSONPoster(self.base_url, auth,
-                                timeout=self.timeout, max_retries=self.max_retries, connections=self.concurrency,
-                                on_response=self._answered, retry_throttled=self.retry_throttled)
-            self._per_loop[loop] = (poster, PriorityGate(self.concurrency))
-        return self._per_loop[loop]
-
-    def _answered(self, status: int, headers: Any = None) -> None:
-        if self.on_response is not None:
-            self.on_response(status, headers)
+        auth = self._auth or {"Authorization": f"Bearer {api_key_from_env() or NO_KEY}"}
+        poster = JSONPoster(self.base_url, auth, timeout=self.timeout, max_retries=self.max_retries,
+                            connections=self.concurrency, on_response=self._answered,
+                            retry_throttled=self.retry_throttled)
+        return poster, PriorityGate(self.concurrency)
 
     def _body(self, request: ChatRequest, with_schema: bool) -> dict[str, Any]:
         s = request.sampling
@@ -139,41 +89,6 @@ class OpenAIChatLLM(ModelBase):
                 except HTTPFailure as exc2:
                     return Completion(text="", error=exc2.reason)
         return completion_from(data, request)
-
-    async def _one(self, request: ChatRequest) -> Completion:
-        try:
-            for attempt in range(self.json_retries + 1):
-                c = await self._once(request)
-                if c.error is None or not c.error.startswith(ANSWER_PROBLEMS):
-                    break  # transport failures were already retried by the client
-                if attempt < self.json_retries:
-                    log.info("%s: unparseable answer, asking again (%d/%d)", self.name, attempt + 1, self.json_retries)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # anything unexpected still fails only this request
-            c = Completion(text="", error=f"client error: {type(exc).__name__}: {exc}")
-        if c.error and c.error.startswith(ANSWER_PROBLEMS):
-            # An answer came back that is not the JSON asked for: the caller may still read it (AER's text fallback)
-            # or ask again, and reports the sample if it cannot; only failures to get an answer are warned of here.
-            log.debug("%s: answer is not the JSON asked for: %s", self.name, c.error)
-        elif c.error and not (c.error.startswith("HTTP 429") and not self.retry_throttled):  # requeued, not failed
-            log.warning("%s: request failed: %s", self.name, c.error)
-        self.repaired += c.repaired
-        return c
-
-    async def generate(self, requests: list[ChatRequest]) -> list[Completion]:
-        answers = list(await asyncio.gather(*(self._one(r) for r in requests)))
-        self.usage.count(answers)
-        return answers
-
-    async def aclose(self) -> None:
-        """Close this event loop's HTTP client (call before the loop ends to release its connections cleanly)."""
-        entry = self._per_loop.pop(asyncio.get_running_loop(), None)
-        if entry is not None:
-            await entry[0].close()
-
-    async def stats(self) -> dict[str, Any]:
-        return {**self.usage.as_dict(), "repaired": self.repaired, "engine_starts": 0, "prefix_cache_hit_rate": None}
 
 
 def _mentions_response_format(reason: str) -> bool:

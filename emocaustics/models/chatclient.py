@@ -1,0 +1,103 @@
+"""What the clients of a chat endpoint share (`openai_chat`, `anthropic_chat`): their options, one HTTP client and
+concurrency limit per event loop, asking again for an answer that is not the JSON asked for, and their counters.
+
+A subclass makes its HTTP client (`_connect`) and asks once (`_once`); `generate` never raises for one request: every
+final failure is a Completion with `error` naming the reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import weakref
+from collections.abc import Callable
+from typing import Any, Literal
+
+from emocaustics.models.base import ChatRequest, Completion, ModelBase
+from emocaustics.models.usage import Usage
+
+log = logging.getLogger(__name__)
+# Completion errors about the answer's content, not about getting one (asked again `json_retries` times, then the
+# caller judges them).
+ANSWER_PROBLEMS = ("invalid JSON", "answer cut", "model refused")
+JSON_MODES = ("auto", "schema", "plain")
+
+
+class ChatClient(ModelBase):
+    kind = ""  # the provider's name, in the default name and the cache id: `KIND:MODEL[@BASE_URL]`
+
+    def __init__(self, model: str, base_url: str | None = None, *, name: str | None = None, concurrency: int = 16,
+                 timeout: float = 60.0, max_retries: int = 4, json_mode: Literal["auto", "schema", "plain"] = "auto",
+                 json_retries: int = 1) -> None:
+        if json_mode not in JSON_MODES:
+            raise ValueError(f"json_mode must be auto, schema or plain, not {json_mode!r}")
+        from emocaustics.models.http import url_auth
+
+        self.model, self.base_url = model, base_url
+        self.cache_id = f"{self.kind}:{model}" + (f"@{base_url}" if base_url else "")
+        self.name = name or self.cache_id
+        self.concurrency, self.timeout, self.max_retries = int(concurrency), float(timeout), int(max_retries)
+        self.json_mode, self.json_retries = json_mode, int(json_retries)
+        # Credentials the spec gave in its URL (`models/http.py`): sent instead of a bearer key; read here, so that
+        # the object carries them wherever it is used.
+        self._auth = url_auth(base_url)
+        self.usage = Usage()
+        self.repaired = 0
+        # Told of every HTTP response, retried ones included (set by the dead-endpoint breaker: models/breaker.py).
+        self.on_response: Callable[..., None] | None = None  # (status, headers)
+        self.retry_throttled = True  # False behind an adaptive rate limit, which requeues a 429 (models/breaker.py)
+        # HTTP clients and semaphores belong to one event loop; tests and CLIs may run several loops in turn.
+        self._per_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[Any, Any]] = (
+            weakref.WeakKeyDictionary())
+
+    def _client(self) -> tuple[Any, Any]:
+        """(HTTP client, concurrency limit) of the running event loop."""
+        loop = asyncio.get_running_loop()
+        if loop not in self._per_loop:
+            self._per_loop[loop] = self._connect()
+        return self._per_loop[loop]
+
+    def _connect(self) -> tuple[Any, Any]:
+        raise NotImplementedError
+
+    def _answered(self, status: int, headers: Any = None) -> None:
+        if self.on_response is not None:
+            self.on_response(status, headers)
+
+    async def _once(self, request: ChatRequest) -> Completion:
+        raise NotImplementedError
+
+    async def _one(self, request: ChatRequest) -> Completion:
+        try:
+            for attempt in range(self.json_retries + 1):
+                c = await self._once(request)
+                if c.error is None or not c.error.startswith(ANSWER_PROBLEMS):
+                    break  # transport failures were already retried by the client
+                if attempt < self.json_retries:
+                    log.info("%s: unparseable answer, asking again (%d/%d)", self.name, attempt + 1, self.json_retries)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # anything unexpected still fails only this request
+            c = Completion(text="", error=f"client error: {type(exc).__name__}: {exc}")
+        if c.error and c.error.startswith(ANSWER_PROBLEMS):
+            # An answer came back that is not the JSON asked for: the caller may still read it (AER's text fallback)
+            # or ask again, and reports the sample if it cannot; only failures to get an answer are warned of here.
+            log.debug("%s: answer is not the JSON asked for: %s", self.name, c.error)
+        elif c.error and not (c.error.startswith("HTTP 429") and not self.retry_throttled):  # requeued, not failed
+            log.warning("%s: request failed: %s", self.name, c.error)
+        self.repaired += c.repaired
+        return c
+
+    async def generate(self, requests: list[ChatRequest]) -> list[Completion]:
+        answers = list(await asyncio.gather(*(self._one(r) for r in requests)))
+        self.usage.count(answers)
+        return answers
+
+    async def aclose(self) -> None:
+        """Close this event loop's HTTP client (call before the loop ends to release its connections cleanly)."""
+        entry = self._per_loop.pop(asyncio.get_running_loop(), None)
+        if entry is not None:
+            await entry[0].close()
+
+    async def stats(self) -> dict[str, Any]:
+        return {**self.usage.as_dict(), "repaired": self.repaired, "engine_starts": 0, "prefix_cache_hit_rate": None}
