@@ -6,7 +6,7 @@
 - `score/`   the spec-exact scorer (embedding thresholds, LLM judge, reference-compat mode) and calibration
              predictors;
 - `task.py`  both tasks on the core's task contract, with their side inputs (`side.py`) and prediction files
-             (`store.py`); `cli.py` the `extract`, `data` and `score` verbs;
+             (`extract/output.py`); `cli.py` the `extract`, `data` and `score` verbs;
 - `report.py` the K x S heatmaps and the by-length table of the report.
 """
 

@@ -4,7 +4,7 @@
 Both solve on the shared plan (`solve.plan`): each dialogue's state machine (`extract/dialogue.py`) runs inside a
 replica, its utterances' embeddings streaming in beside the calls, and a chain `window` config builds on the same
 model's sextuple `window` config: the side inputs of `side.py`. Predictions are written in the reference formats
-(`store.py`). Scoring is the spec-exact scorer of `score/`, its per-dialogue table turned into the
+(`extract/output.py`). Scoring is the spec-exact scorer of `score/`, its per-dialogue table turned into the
 core's long rows.
 """
 
@@ -25,7 +25,7 @@ from emocaustics.tasks.longdialogue.data.groundtruth import DialogueGroundTruth,
 from emocaustics.tasks.longdialogue.extract.knobs import ExtractKnobs
 from emocaustics.tasks.longdialogue.extract.windows import DEFAULT_WINDOWS
 from emocaustics.tasks.longdialogue.side import DialogueSide
-from emocaustics.tasks.longdialogue.store import DialogueStore
+from emocaustics.tasks.longdialogue.extract.output import DialogueStore
 
 if TYPE_CHECKING:  # polars loads where scores are tabled: an extract run never imports it (issue 31: start-up)
     import polars as pl

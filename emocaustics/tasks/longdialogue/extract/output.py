@@ -1,8 +1,8 @@
-"""Where a run's files go and what they hold.
+"""Where a run's files go and what they hold, and the task's prediction store (`core.contract.PredictionStore`).
 
 `OUT/output_chat_N.json` holds dialogue N's sextuple prediction and `OUT/output_emotions_N.json` its emotion chains,
-in the reference formats and names, written by the scorer's own writers (`emocaustics.tasks.longdialogue.score.predictions`; the scorer
-pairs files by the N in their names); `OUT/failures.jsonl` one line per failed dialogue with its
+in the reference formats and names, written by the scorer's own writers (`score/predictions.py`; the scorer pairs
+files by the N in their names); `OUT/failures.jsonl` one line per failed dialogue with its
 reason; `OUT/manifest.json` the run's config, model, prompts' version, counts and per-dialogue figures. Each file is
 written to a temporary name and renamed, so a killed run never leaves half a prediction behind.
 """
@@ -10,23 +10,17 @@ written to a temporary name and renamed, so a killed run never leaves half a pre
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 from typing import Any
+
+from emocaustics.core.task import Failure
 
 TASK_PREFIX = {"sextuple": "output_chat", "emotion": "output_emotions"}
 
 
 def prediction_path(out: Path, task: str, dialogue: int) -> Path:
     return out / f"{TASK_PREFIX[task]}_{dialogue}.json"
-
-
-def write_json_atomic(path: Path, obj: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(obj, ensure_ascii=False, indent=2), encoding="utf-8")
-    os.replace(tmp, path)
 
 
 def write_prediction(out: Path, task: str, dialogue: int, prediction: Any) -> Path:
@@ -54,20 +48,13 @@ def clear_previous(out: Path, task: str, dialogues: list[int]) -> None:
 _PRED_RE = re.compile(r"^(?:output_)?chat_(\d+)\.json$")
 
 
-def read_sextuple_predictions(src: Path) -> dict[int, Path]:
-    """The sextuple prediction files of a previous run (for the chain `window` method), by dialogue id
-    (`output_chat_N.json` as we write them, or `chat_N.json`)."""
-    if not src.is_dir():
-        raise FileNotFoundError(f"{src} is not a directory")
-    return {int(m.group(1)): p for p in src.iterdir() if (m := _PRED_RE.match(p.name))}
-
-
 def read_prior(src: Path, dialogues: list[int]) -> dict[str, Any]:
     """Each dialogue's sextuple prediction in a previous run's folder, for the chain `window` method to build on: the
     records as written, or a `Failure` (step `input`) naming the missing or unreadable file."""
-    from emocaustics.core.task import Failure
-
-    files = read_sextuple_predictions(src)
+    if not src.is_dir():
+        raise FileNotFoundError(f"{src} is not a directory")
+    # `output_chat_N.json` as we write them, or `chat_N.json`
+    files = {int(m.group(1)): p for p in src.iterdir() if (m := _PRED_RE.match(p.name))}
     found: dict[str, Any] = {}
     for d in dialogues:
         path = files.get(d)
@@ -101,3 +88,29 @@ def write_provenance(out: Path, *, task: str, dialogues: list[Any], dataset: dic
         "dataset_hash": provenance.dataset_hash(fingerprints), "samples": fingerprints, "model": llm_spec,
         "method": method, "options": options, "prompts_version": PROMPTS_VERSION,
     })
+
+
+class DialogueStore:
+    """The reference formats, one file per dialogue, and `failures.jsonl` keyed by dialogue."""
+
+    def __init__(self, task_name: str) -> None:
+        self.task_name = task_name
+
+    def write_prediction(self, out: Path, sample_id: str, prediction: Any) -> None:
+        write_prediction(out, self.task_name, int(sample_id), prediction)
+
+    def write_failure(self, out: Path, sample_id: str, failure: Failure) -> None:
+        append_failure(out, {"dialogue": int(sample_id), "step": failure.step, "reason": failure.reason})
+
+    def read_predictions(self, out: Path) -> dict[str, Any]:
+        from emocaustics.tasks.longdialogue.score.predictions import read_chain_predictions, read_sextuple_predictions
+
+        reader = read_sextuple_predictions if self.task_name == "sextuple" else read_chain_predictions
+        found: dict[str, Any] = {}
+        path = out / "failures.jsonl"
+        if path.exists():
+            for line in path.read_text(encoding="utf-8").splitlines():
+                row = json.loads(line)
+                found[str(row["dialogue"])] = Failure(f"extraction {row.get('step')}", str(row.get("reason")))
+        found.update({str(k): v for k, v in reader(out).predictions.items()})
+        return found

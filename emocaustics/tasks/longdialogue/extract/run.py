@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from emocaustics.core import aio
 from emocaustics.tasks.longdialogue.extract.dialogue import ExtractConfig
-from emocaustics.tasks.longdialogue.extract.output import clear_previous, write_json_atomic
+from emocaustics.tasks.longdialogue.extract.output import clear_previous
 from emocaustics.tasks.longdialogue.extract.prompts import PROMPTS_VERSION
 
 if TYPE_CHECKING:
@@ -131,5 +131,7 @@ def write_manifest(out: Path, cfg: ExtractConfig, rows: list[dict[str, Any]], *,
     }
     if as_llm_spec(llm_spec).kind == "smoke":  # the vLLM one (hf:smoke never had the note)
         manifest["note"] = SMOKE_NOTE
-    write_json_atomic(out / "manifest.json", manifest)
+    from emocaustics.tasks.longdialogue.score.predictions import write_json
+
+    write_json(out / "manifest.json", manifest, indent=2)
     return summary

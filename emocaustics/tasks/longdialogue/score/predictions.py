@@ -16,6 +16,7 @@ naming the file, the record and the field. Files that match no pattern are liste
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -179,22 +180,22 @@ def write_sextuple_predictions(directory: str | Path, dialogue_id: int, records:
             raise ValueError("write_sextuple_predictions needs records, or candidates/sentences/holders of one length")
         records = [{"input_sentence": s, "holder": h, "final_model_response": [c.to_json() for c in cands]}
                    for s, h, cands in zip(sentences, holders, candidates)]
-    return _write(Path(directory) / f"output_chat_{dialogue_id}.json", list(records))
+    return write_json(Path(directory) / f"output_chat_{dialogue_id}.json", list(records))
 
 
 def write_chain_predictions(directory: str | Path, dialogue_id: int, chains: Chains | dict) -> Path:
     """Write one dialogue's chains as `output_emotions_N.json` (accepts `Chains` or the JSON shape)."""
     obj = chains if _is_json_shape(chains) else chains_to_json(chains)  # type: ignore[arg-type]
-    return _write(Path(directory) / f"output_emotions_{dialogue_id}.json", obj)
+    return write_json(Path(directory) / f"output_emotions_{dialogue_id}.json", obj)
 
 
 def _is_json_shape(chains: Any) -> bool:
     return all(isinstance(v, dict) for v in chains.values())
 
 
-def _write(path: Path, obj: Any) -> Path:
+def write_json(path: Path, obj: Any, indent: int = 1) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(obj, ensure_ascii=False, indent=1), encoding="utf-8")
-    tmp.replace(path)  # atomic: a killed job never leaves half a prediction file
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(obj, ensure_ascii=False, indent=indent), encoding="utf-8")
+    os.replace(tmp, path)  # atomic: a killed job never leaves half a file
     return path
