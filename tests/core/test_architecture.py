@@ -19,7 +19,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[2] / "emocaustics"
 MAX_LINES = 350  # the design's "~350 lines"
 # Modules still over MAX_LINES, at the size they may not exceed (issue 40: each is two things to be told apart).
-OVER_350: dict[str, int] = {"tasks/ecpe/validate.py": 374}
+OVER_350: dict[str, int] = {}
 PACKAGE_LINES = 33_003  # the whole package today: 29,034 plus this round's features (exports, shared cache, viewer across
 # runs, epochs and limits, clusters, YAML tasks, LiteLLM, the workbench, the MTurk CSV); the ceiling until it falls to
 # issue 40's 25,000

@@ -2,7 +2,7 @@
 
 - `spans.py`      emotion categories and the official token rule for cause spans;
 - `official.py`   the official metrics (strict, proportional, subtask 2) to the last digit, per-emotion tables;
-- `validate.py`   gold reading and the submission validator (named errors and warnings);
+- `validate.py`   the submission validator (named errors and warnings); `gold.py` gold reading, the same way;
 - `scoring.py`    gold + prediction -> official figures, per-conversation counts, outcomes (CLI and task alike);
 - `data.py`       locate / fetch / load the organisers' test files;
 - `prompts.py`, `solver.py`  LLM extraction (`direct`, `utterance`); `predictors.py` `oracle`, `baseline`;

@@ -175,7 +175,8 @@ def score_command(args: argparse.Namespace) -> int:
     from emocaustics.tasks.ecpe import data
     from emocaustics.tasks.ecpe.official import scores_txt
     from emocaustics.tasks.ecpe.scoring import score_subtask
-    from emocaustics.tasks.ecpe.validate import SubmissionError, check_prediction, load_json, read_gold
+    from emocaustics.tasks.ecpe.gold import read_gold
+    from emocaustics.tasks.ecpe.validate import SubmissionError, check_prediction, load_json
 
     preds = prediction_files(args.pred)
     gold_dir = args.gold if args.gold is not None else data.locate(None)
@@ -291,7 +292,8 @@ def validate_targets(path: Path, subtask: int | None) -> dict[int, tuple[str, An
 def validate_command(args: argparse.Namespace) -> int:
     from emocaustics.core.errors import DataError
     from emocaustics.tasks.ecpe import data
-    from emocaustics.tasks.ecpe.validate import check_prediction, load_json, read_gold
+    from emocaustics.tasks.ecpe.gold import read_gold
+    from emocaustics.tasks.ecpe.validate import check_prediction, load_json
 
     targets = validate_targets(args.file, args.subtask)
     gold_dir = args.gold if args.gold is not None else data.located()  # as `score ecpe`; None: format only

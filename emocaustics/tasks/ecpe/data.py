@@ -16,7 +16,8 @@ from typing import Any
 from emocaustics.core.datasource import DataSource
 from emocaustics.core.errors import UsageError
 from emocaustics.core.task import Defect, Loaded, Sample
-from emocaustics.tasks.ecpe.validate import Gold, load_json, read_gold
+from emocaustics.tasks.ecpe.gold import read_gold
+from emocaustics.tasks.ecpe.validate import Gold, load_json
 
 NAME = "ecac"
 ENV = "EMOCAUSTICS_ECAC_DATA"

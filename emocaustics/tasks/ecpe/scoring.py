@@ -14,7 +14,8 @@ from typing import Any
 import polars as pl
 
 from emocaustics.tasks.ecpe import official as O
-from emocaustics.tasks.ecpe.validate import Checked, Gold, Problem, read_gold, read_prediction
+from emocaustics.tasks.ecpe.gold import read_gold
+from emocaustics.tasks.ecpe.validate import Checked, Gold, Problem, read_prediction
 
 
 @dataclass

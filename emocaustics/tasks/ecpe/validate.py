@@ -1,4 +1,4 @@
-"""Reading gold files and checking submissions, with every problem named by file, conversation and pair.
+"""Checking submissions, with every problem named by file, conversation and pair (gold files: `gold.py`).
 
 Where the official scorer exits with one terse line or crashes, we report a named error and score nothing:
 `unknown_emotion` (categories are case-sensitive: `Joy` is not `joy`), `repeated_conversation`,
@@ -24,7 +24,7 @@ from typing import Any, Literal
 from emocaustics.core.errors import DataError
 from emocaustics.core.textfile import read_text, shown
 from emocaustics.tasks.ecpe.official import dedup
-from emocaustics.tasks.ecpe.spans import EMOTION_INDEX, EMOTIONS, gold_indices
+from emocaustics.tasks.ecpe.spans import EMOTION_INDEX, EMOTIONS
 
 Severity = Literal["error", "warning"]
 PAIRS_KEY = "emotion-cause_pairs"
@@ -239,62 +239,6 @@ def _utterances(rec: dict[str, Any]) -> tuple[list[str], list[str], list[str | N
     ids_ok = [u.get("utterance_ID") for u in utts] == list(range(1, len(utts) + 1))
     return ([u["text"] for u in utts], [str(u.get("speaker", "")) for u in utts], [u.get("emotion") for u in utts],
             ids_ok)
-
-
-# -- gold ---------------------------------------------------------------------------------------------------------
-def read_gold(records: Any, subtask: int, file: str) -> Gold:
-    """A gold file (official shape) -> parsed, deduplicated pairs per conversation; malformed gold raises
-    `SubmissionError`, data defects are returned as warnings."""
-    problems: list[Problem] = []
-    gold: dict[int, GoldConversation] = {}
-    for cid, raw, rec in _conversations(records, file, problems):
-        texts, speakers, emotions, ids_ok = _utterances(rec)
-        if not texts:
-            problems.append(Problem("malformed_conversation", "error", file, raw, None, None,
-                                    "the gold conversation has no list of utterances with text", "conversation"))
-            continue
-        if not ids_ok:
-            problems.append(Problem("utterance_ids", "warning", file, raw, None, None,
-                                    "utterance_ID is not 1..n in order; positions are used, as officially"))
-        pairs: list[tuple[int, ...]] = []
-        raw_pairs = _pairs_list(rec, raw, file, problems)
-        for n, x in enumerate(raw_pairs, 1):
-            try:
-                if not isinstance(x, list | tuple) or len(x) != 2:
-                    raise _Bad("malformed_pair", "a pair must be a list of two strings")
-                eu, emo = _emotion_part(x[0])
-                if subtask == 1:
-                    if not isinstance(x[1], str) or "_" not in x[1]:
-                        raise _Bad("malformed_pair", "a gold cause must be '<utterance>_<span text>'")
-                    cu_text, span = x[1].split("_", 1)
-                    cu = int(cu_text)
-                    if not 1 <= cu <= len(texts):
-                        raise _Bad("utterance_out_of_range", f"cause utterance {cu} is not in 1..{len(texts)}")
-                    start, end, found = gold_indices(span, texts[cu - 1])
-                    if not found:
-                        problems.append(Problem("span_not_found", "warning", file, raw, n, x,
-                                                f"the span is not in utterance {cu}'s tokens; scored as [0, 0]"))
-                    pairs.append((eu, cu, start, end, emo))
-                else:
-                    pairs.append((eu, _cause_utterance(x[1]), emo))
-            except _Bad as bad:
-                problems.append(Problem(bad.kind, "error", file, raw, n, x, bad.message))
-            except ValueError:
-                problems.append(Problem("malformed_pair", "error", file, raw, n, x,
-                                        "the cause utterance is not an integer"))
-            else:
-                label = emotions[eu - 1] if 1 <= eu <= len(emotions) else None
-                if label is not None and label != EMOTIONS[emo]:
-                    problems.append(Problem("emotion_contradicts_label", "warning", file, raw, n, x,
-                                            f"utterance {eu} is labelled {label!r}"))
-        kept, dropped = dedup(pairs)
-        if dropped:
-            problems.append(Problem("duplicate_pair", "warning", file, raw, None, None,
-                                    f"{dropped} exact duplicate pair(s) dropped, as officially"))
-        gold[cid] = GoldConversation(cid, texts, speakers, emotions, kept, raw_pairs)
-    if any(p.severity == "error" for p in problems):
-        raise SubmissionError(problems)
-    return Gold(subtask, file, gold, problems)
 
 
 # -- predictions --------------------------------------------------------------------------------------------------

@@ -29,7 +29,8 @@ from emocaustics.jobs.spec import load_job
 from emocaustics.tasks.ecpe import cli, data
 from emocaustics.tasks.ecpe import official as O
 from emocaustics.tasks.ecpe.task import EcpeTask
-from emocaustics.tasks.ecpe.validate import check_prediction, read_gold
+from emocaustics.tasks.ecpe.gold import read_gold
+from emocaustics.tasks.ecpe.validate import check_prediction
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
 

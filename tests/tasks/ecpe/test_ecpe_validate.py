@@ -9,7 +9,8 @@ import pytest
 
 from emocaustics.core.errors import DataError, UsageError
 from emocaustics.tasks.ecpe.scoring import score_records
-from emocaustics.tasks.ecpe.validate import SubmissionError, check_prediction, read_gold
+from emocaustics.tasks.ecpe.gold import read_gold
+from emocaustics.tasks.ecpe.validate import SubmissionError, check_prediction
 
 OK1 = ["2_sadness", "1_0_4"]
 SAD = ["2_sadness", "1_I lost my job"]
