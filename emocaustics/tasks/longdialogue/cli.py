@@ -1,22 +1,39 @@
-"""The EmoCaustics verbs: `extract sextuple|emotion`, `data stats`, and `score sextuple|emotion` (its data is fetched by
-the core's `data fetch emocaustics`)."""
+"""The EmoCaustics verbs: `extract sextuple|emotion` (`extract/cli.py`), `score sextuple|emotion` (`score/cli.py`)
+and `data stats` here (its data is fetched by the core's `data fetch emocaustics`)."""
 
 from __future__ import annotations
 
-from typing import Any
+import argparse
+import json
+import logging
+import sys
 
-from emocaustics.tasks.longdialogue.data import cli as data_cli
-from emocaustics.tasks.longdialogue.extract import cli as extract_cli
-from emocaustics.tasks.longdialogue.score import cli as score_cli
-
-
-def register(subparsers: Any) -> None:
-    extract_cli.register(subparsers)
+from emocaustics.tasks.longdialogue.extract.cli import register  # noqa: F401 (the `extract` verb)
+from emocaustics.tasks.longdialogue.score.cli import register_score  # noqa: F401 (`score sextuple|emotion`)
 
 
-def register_data(data_subparsers: Any) -> None:
-    data_cli.register_data(data_subparsers)
+def register_data(sub: argparse._SubParsersAction) -> None:
+    s = sub.add_parser("stats", help="EmoCaustics: files, dialogues, utterances, labels and defects")
+    s.add_argument("--subset", default=None, help="all, paper-100, long-20, sample (default: all of an explicit "
+                                                   "--data folder or of --ids, else sample)")
+    s.add_argument("--ids", default=None, help="comma-separated dialogue ids, e.g. 1,2,3")
+    s.add_argument("--data", default=None, help="dataset folder with chat/ and emo/ (default: $EMOCAUSTICS_DATA)")
+    s.add_argument("--pairing", choices=("verified", "published"), default="verified",
+                   help="verified: pair from content (default); published: by file number, as the reference code")
+    s.add_argument("--repair", action="store_true", help="repair malformed JSON with json-repair (each one reported)")
+    s.add_argument("--strict", action="store_true", help="any malformed file is an error")
+    s.add_argument("--json", action="store_true", help="print JSON")
+    s.set_defaults(func=_stats)
 
 
-def register_score(score_subparsers: Any) -> None:
-    score_cli.register_score(score_subparsers)
+def _stats(args: argparse.Namespace) -> int:
+    from emocaustics.tasks.longdialogue.data import stats
+    from emocaustics.tasks.longdialogue.data.subsets import default_subset, parse_ids, resolve
+
+    logging.basicConfig(level=logging.WARNING, format="emocaustics: %(levelname)s: %(message)s", stream=sys.stderr)
+    ids = parse_ids(args.ids)
+    dialogues, corpus = resolve(default_subset(args.subset, ids, args.data), ids, root=args.data, pairing=args.pairing,
+                                repair=args.repair, strict=args.strict)
+    result = stats.compute(dialogues, corpus)
+    print(json.dumps(result, ensure_ascii=False, indent=1) if args.json else stats.render(result))
+    return 0

@@ -12,16 +12,17 @@ from __future__ import annotations
 
 import asyncio
 import functools
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import model_validator
 
 from emocaustics.core.datasource import DataSource
+from emocaustics.core.errors import UsageError
 from emocaustics.core.task import (DatasetOptions, Defect, Failure, Loaded, Methods, Options, Placement, Sample,
                                    ScoreContext, Scored, Task, rows_frame)
 from emocaustics.score.fanout import wants_ray
 from emocaustics.tasks.longdialogue.data.fetch import SOURCE
-from emocaustics.tasks.longdialogue.data.groundtruth import DialogueGroundTruth, all_of_given_data
 from emocaustics.tasks.longdialogue.extract.knobs import ExtractKnobs
 from emocaustics.tasks.longdialogue.extract.windows import DEFAULT_WINDOWS
 from emocaustics.tasks.longdialogue.side import DialogueSide
@@ -31,6 +32,13 @@ if TYPE_CHECKING:  # polars loads where scores are tabled: an extract run never 
     import polars as pl
 
 RAY_ABOVE = 50  # dialogues; at or below this Ray's start-up costs more than it saves in scoring (`score.fanout`)
+
+
+def all_of_given_data(cls: Any, raw: Any) -> Any:
+    """The dataset options' default subset (a pydantic before-validator): every dialogue of an explicit data folder,
+    as in every other command (`data.subsets.default_subset`); a run with `-D data=DIR` and no subset read the repo's
+    sample dialogues instead of DIR."""
+    return {**raw, "subset": "all"} if isinstance(raw, dict) and raw.get("data") and "subset" not in raw else raw
 
 
 class EmoDataset(DatasetOptions):
@@ -73,7 +81,7 @@ def _resolve(dataset_json: str) -> tuple[list[Any], Any]:
     return resolve(ds.subset, ds.ids, root=ds.data, pairing=ds.pairing, repair=ds.repair, strict=ds.strict)
 
 
-class EmoCausticsTask(DialogueGroundTruth, Task):  # check_ground_truth: data/groundtruth.py
+class EmoCausticsTask(Task):
     Options: ClassVar[type[Options]] = EmoOptions
     Dataset: ClassVar[type[DatasetOptions]] = EmoDataset
     data_sources: ClassVar[tuple[DataSource, ...]] = (SOURCE,)
@@ -151,6 +159,20 @@ class EmoCausticsTask(DialogueGroundTruth, Task):  # check_ground_truth: data/gr
         defects = [Defect(d.kind, d.where(), d.message) for d in corpus.defects]
         return Loaded(samples, defects, {"dataset": "emocaustics", "root": str(corpus.root), "cluster": "dialogue"})
 
+    def check_ground_truth(self, loaded: Loaded, options: Options) -> None:
+        """`sextuple` scores against the sextuples on the chat files' utterances, `emotion` against the emotion
+        chains of the emo files that pair with the dialogues: a selection in which no dialogue has any is refused
+        before a run (an empty `emo/` gave "100 samples, 0 failures, score None", issue 41)."""
+        dialogues = [s.input for s in loaded.samples]
+        root = Path(loaded.info.get("root", "."))
+        n = f"{len(dialogues)} selected dialogue(s)"
+        if self.name == "emotion" and not any(d.chains for d in dialogues):
+            raise UsageError(f"{root / 'emo'}: no emotion-chain annotation (emo_N.json) pairs with any of the {n}: "
+                             "the emotion task's ground truth is missing or empty; nothing to score against")
+        if self.name == "sextuple" and not any(u.gt for d in dialogues for u in d.utterances):
+            raise UsageError(f"{root / 'chat'}: no utterance of the {n} has a ground-truth sextuple: the sextuple "
+                             "task's ground truth is missing or empty; nothing to score against")
+
     # -- solving -------------------------------------------------------------------------------------------------
     def extract_config(self, options: Options) -> Any:
         from emocaustics.tasks.longdialogue.extract.dialogue import ExtractConfig
@@ -180,8 +202,7 @@ class EmoCausticsTask(DialogueGroundTruth, Task):  # check_ground_truth: data/gr
         from emocaustics.tasks.longdialogue.extract.dialogue import ExtractConfig, extract_one, make_item
 
         opts: EmoOptions = options  # type: ignore[assignment]
-        cfg = ExtractConfig(task=self.name, method=opts.method, window=opts.window, step=opts.step,
-                            **opts.extract_options())
+        cfg = self.extract_config(options)
         uncounted = RecordingLLM(TokenCounter("uncounted"))
 
         async def each() -> None:

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from emocaustics.tasks.longdialogue.data.io import parse_chains, parse_chat_records, parse_source_ids, read_json, split_source_ids
+from emocaustics.tasks.longdialogue.data.io import parse_chains, parse_chat_records, read_json, split_source_ids
 
 REC = {"sentence": "你好", "Holder": "1", "Target": "2", "Aspect": "问候", "Opinion": "友好", "Sentiment": "positive",
        "Rationale": "打招呼"}
@@ -98,9 +98,9 @@ def test_source_id_splitting(raw, ids, rest):
 
 
 def test_self_maps_to_the_holder_only_when_known():
-    assert parse_source_ids("self") == ()
-    assert parse_source_ids("self", self_id="3") == ("3",)
-    assert parse_source_ids("妈妈,2", known={"妈妈"}) == ("妈妈", "2")
+    assert split_source_ids("self")[0] == ()
+    assert split_source_ids("self", self_id="3")[0] == ("3",)
+    assert split_source_ids("妈妈,2", known={"妈妈"})[0] == ("妈妈", "2")
 
 
 def test_chains_validation_and_source_reports():

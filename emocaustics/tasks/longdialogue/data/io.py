@@ -186,12 +186,6 @@ def split_source_ids(raw: str, *, self_id: str | None = None,
     return tuple(ids), tuple(rest)
 
 
-def parse_source_ids(raw: str, *, self_id: str | None = None,
-                     known: frozenset[str] | set[str] = frozenset()) -> tuple[str, ...]:
-    """The parseable holder ids of a source_id value ("2", "1,3", "2，4" ...); free text is left out."""
-    return split_source_ids(raw, self_id=self_id, known=known)[0]
-
-
 def _emotion(obj: Any, file: str, holder: str, where: str, known: frozenset[str],
              defects: list[Defect]) -> Emotion | None:
     if not isinstance(obj, dict):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -53,7 +53,6 @@ class Group:
     data: bytes
     obj: Any = None
     defect: Defect | None = None  # malformed / repaired / encoding
-    parse_defects: list[Defect] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -150,7 +149,6 @@ def load_corpus(root: Path | str | None = None, *, pairing: str = "verified", re
         utts, errs = parse_chat_records(g.obj, g.name) if g.obj is not None else ([], [])
         chat_utts.append(utts)
         defects.extend(errs)
-    chat_holders = [frozenset(u.holder for u in utts) for utts in chat_utts]
     emo_chains: list[Chains | None] = []
     for g in emos:
         chains = None

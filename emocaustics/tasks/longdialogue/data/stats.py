@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from emocaustics.tasks.longdialogue.data.schema import LABELS, Corpus, Defect, Dialogue, normalise_label
+from emocaustics.tasks.longdialogue.data.schema import LABELS, Corpus, Dialogue, normalise_label
 
 _NUM = re.compile(r"_(\d+)\.json$")
 _ANNOTATES = re.compile(r"annotates (\S+?\.json)")
@@ -118,7 +118,3 @@ def render(s: dict[str, Any]) -> str:
         lines.append(f"no usable emotion chains: ids {s['without_chains']}")
     lines.append("defects: " + ", ".join(f"{k} {v}" for k, v in s["defect_counts"].items()))
     return "\n".join(lines)
-
-
-def strict_failures(defects: Sequence[Defect]) -> list[Defect]:
-    return [x for x in defects if x.kind in ("malformed", "encoding", "unreadable")]

@@ -98,7 +98,3 @@ PROMPTS_VERSION = "v1-" + hashlib.sha256("\x00".join(f"{k}={v}" for k, v in sort
 def line(index: int, holder: str, sentence: str) -> str:
     """One utterance as shown to the model; ids are 0-based positions, the same ids the answers refer to."""
     return f"[{index}] {holder}：{sentence}"
-
-
-def messages(user: str) -> tuple[dict[str, str], ...]:
-    return ({"role": "system", "content": SYSTEM}, {"role": "user", "content": user})

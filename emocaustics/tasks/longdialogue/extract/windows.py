@@ -49,14 +49,6 @@ def windows(n: int, k: int, s: int) -> list[Window]:
     return out
 
 
-def absorbing_window(n: int, k: int, s: int, utterance: int) -> int:
-    """Index of the window that absorbs `utterance` (the first window that shows it)."""
-    if not 0 <= utterance < n:
-        raise IndexError(f"utterance {utterance} outside a dialogue of {n}")
-    check_window_params(k, s)
-    return utterance // s
-
-
 def recent_history(utterance: int, k: int) -> range:
     """The K utterances ending with `utterance` (used by `rag`): never anything after it."""
     return range(max(0, utterance - k + 1), utterance + 1)
