@@ -55,11 +55,8 @@ def register(subparsers: Any) -> None:
 
 def _select(args: argparse.Namespace) -> list[Any]:
     from emocaustics.core.errors import UsageError
+    from emocaustics.tasks.longdialogue.data.subsets import default_subset, resolve
 
-    try:
-        from emocaustics.tasks.longdialogue.data.subsets import default_subset, resolve
-    except ImportError as exc:
-        raise UsageError(f"the dataset layer is not available: {exc}") from None
     dialogues, _ = resolve(default_subset(args.subset, args.ids, args.data), args.ids, root=args.data,
                            pairing=args.pairing)
     if not dialogues:

@@ -114,12 +114,17 @@ async def rag(asker: Asker, d: DialogueInput, emb: np.ndarray | Embeddings | Non
             pending.append(asyncio.ensure_future(asker.ask_many(asks)))
         answers = [a for task in pending for a in await task]
     finally:
-        for task in pending:  # after a failure: stop the rest, and collect errors nobody awaited
-            if not task.done():
-                task.cancel()
-            elif not task.cancelled():
-                task.exception()
+        _stop(pending)
     return [_record(d, i, a) for i, a in enumerate(answers)]
+
+
+def _stop(pending: list[asyncio.Task[list[SextupleAnswer]]]) -> None:
+    """After a failure: stop the asks still running, and collect the errors nobody awaited."""
+    for task in pending:
+        if not task.done():
+            task.cancel()
+        elif not task.cancelled():
+            task.exception()
 
 
 async def pass1_window(asker: Asker, d: DialogueInput, w: Window, bucket: EventBucket, emb: Embeddings | None,
@@ -205,10 +210,6 @@ async def window(asker: Asker, d: DialogueInput, emb: np.ndarray | Embeddings | 
             for j, a in zip(w.new, await task):
                 answers[j] = a
     finally:
-        for _, task in pending:  # after a failure: stop the rest, and collect errors nobody awaited
-            if not task.done():
-                task.cancel()
-            elif not task.cancelled():
-                task.exception()
+        _stop([task for _, task in pending])
     records = [_record(d, j, answers[j], names[j]) for j in range(len(d))]
     return records, bucket

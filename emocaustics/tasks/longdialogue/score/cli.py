@@ -24,8 +24,8 @@ from typing import Any
 from emocaustics.core.clihelp import DefaultsFormatter
 from emocaustics.core.errors import UsageError
 from emocaustics.score.fanout import wants_ray
+from emocaustics.tasks.longdialogue.score.predictors import PREDICTORS
 from emocaustics.tasks.longdialogue.task import RAY_ABOVE
-
 
 
 def register_score(score_subparsers: Any) -> None:
@@ -70,7 +70,7 @@ def _load_predictions(task: str, pred: str, dialogues: list, compat: str = "spec
     """(predictions by dialogue id, notes per dialogue (non-fatal defects), files matching no name pattern,
     prediction files of no chosen dialogue). Scoring is over the chosen dialogues: one without a prediction is failed
     (`engine.triage`); a folder of which no file pairs with any of them is a usage error."""
-    from emocaustics.tasks.longdialogue.score.predictors import PREDICTORS, predict
+    from emocaustics.tasks.longdialogue.score.predictors import predict
 
     if pred in PREDICTORS:
         return predict(pred, task, dialogues), {}, [], []
@@ -106,8 +106,6 @@ def _say_prediction_defects(chosen: list, notes: dict[int, list[str]]) -> None:
 def run(args: argparse.Namespace) -> int:
     from emocaustics.tasks.longdialogue.data.subsets import default_subset, parse_ids, resolve
     from emocaustics.models.embedders import parse_embedder_spec
-
-    from emocaustics.tasks.longdialogue.score.predictors import PREDICTORS
 
     parse_embedder_spec(args.embedder)  # a bad spec fails before any data is loaded
     record = _provenance(args)
@@ -184,8 +182,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _provenance(args: argparse.Namespace) -> dict[str, Any] | None:
     """The prediction folder's record (`provenance.json`), unless predictions are built in or it is ignored."""
-    from emocaustics.tasks.longdialogue.score.predictors import PREDICTORS
-
     if args.pred in PREDICTORS or args.ignore_provenance:
         return None
     from emocaustics.core.provenance import read

@@ -24,6 +24,7 @@ import numpy as np
 import polars as pl
 
 from emocaustics.models.base import LLM, Embedder
+from emocaustics.score.similarity import SimilarityTable
 from emocaustics.tasks.longdialogue.data.schema import Dialogue, chains_to_json
 from emocaustics.tasks.longdialogue.score import refchains, refsextuple
 from emocaustics.tasks.longdialogue.score.refjudge import Answer, ReferenceCrash, ReferenceJudge, answer_value
@@ -64,12 +65,6 @@ async def reference_sims(pairs: set[tuple[str, str]], embedder: Embedder) -> dic
     vectors = await embedder.embed(texts)
     row = dict(zip(texts, vectors))
     return {(a, b): reference_cosine(row[a], row[b]) for a, b in pairs}
-
-
-def _lookup(values: Mapping[tuple[str, str], float]):  # noqa: ANN202 - a SimFn
-    def sim(a: str, b: str) -> float:
-        return values[(a, b)]
-    return sim
 
 
 def _row(d: Dialogue, status: str, reason: str | None, weight: float, score: float | None,
@@ -123,7 +118,7 @@ async def _score_sextuples(ok: Sequence[tuple[Dialogue, Any]], embedder: Embedde
                              dict.fromkeys(refsextuple.COLUMNS), notes=notes.get(d.id, 0)))
             continue
         ready.append((d, gt, pred, file))
-    sim = _lookup(await reference_sims(pairs, embedder))
+    sim = SimilarityTable(await reference_sims(pairs, embedder)).sim
     chosen = {d.id: refsextuple.score_file(gt, pred, sim, None, file) for d, gt, pred, file in ready}
     answers: dict[tuple[str, str], Answer] | None = None
     if judge is not None:
@@ -172,7 +167,7 @@ async def _score_chains(ok: Sequence[tuple[Dialogue, Any]], embedder: Embedder, 
     pairs: set[tuple[str, str]] = set()
     for d, pred in ok:
         pairs |= refchains.needed_pairs(d.chains or {}, pred)
-    sim = _lookup(await reference_sims(pairs, embedder))
+    sim = SimilarityTable(await reference_sims(pairs, embedder)).sim
     answers: dict[tuple[str, str], Answer] | None = {} if judge is not None else None
     done: dict[int, refchains.RefChainOutcome | ReferenceCrash] = {}
     for _ in range(MAX_JUDGE_ROUNDS):
