@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from emocaustics.solve.schema import validate_answer
+from emocaustics.tasks.longdialogue.data.schema import Emotion
 from emocaustics.tasks.longdialogue.extract import chains as C
 from emocaustics.tasks.longdialogue.extract import sextuple as S
 from emocaustics.solve.ask import Asker, ContextExceeded, StepFailed
@@ -172,7 +173,7 @@ def test_failing_pass1_window_fails_the_dialogue_with_its_step():
 
 
 def emo(state, reason, *ids):
-    return C.Emo(state, reason, list(ids))
+    return Emotion(state, reason, tuple(ids))
 
 
 def test_runs_of_identical_states():
@@ -191,7 +192,7 @@ def test_merge_asks_llm_for_reason_and_unions_source_ids():
     assert "1. 被指责" in llm.requests[0].messages[-1]["content"] and "2. 被误解" in llm.requests[0].messages[-1]["content"]
     out = merged["1"]["甲"]
     assert [(e.state, e.reason, e.source_ids) for e in out] == [
-        ("negative", "合并后的原因", ["2", "3"]), ("positive", "和解", ["2"]), ("negative", "又吵", ["2"])]
+        ("negative", "合并后的原因", ("2", "3")), ("positive", "和解", ("2",)), ("negative", "又吵", ("2",))]
     assert merged["2"] == chains["2"]
     assert chains["1"]["甲"][0].reason == "被指责"  # the input is not modified
 

@@ -4,8 +4,6 @@ emocaustics`, or the task name `sextuple` / `emotion`)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from emocaustics.core.datasource import DataSource
 
 REPO = "zRzRzRzRzRzRzR/EmoCaustics"
@@ -20,7 +18,3 @@ SOURCE = DataSource(
     needs="chat/ and emo/ subfolders",
     notes=(f"Repository: https://github.com/{REPO}, folder `datasets/`, commit {COMMIT}",
            "License: Apache-2.0 (LICENSE beside this note); keep both with the data."))
-
-
-def fetch(dest: Path | None = None, *, url: str = URL) -> Path:
-    return SOURCE.fetch(dest, urls=(url,))

@@ -7,8 +7,7 @@ Output shape (the reference's, and the ground truth's): `{holder: {"events": [{"
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
+from emocaustics.tasks.longdialogue.data.schema import Emotion
 from emocaustics.tasks.longdialogue.extract import prompts as P
 from emocaustics.solve.ask import Ask, Asker
 from emocaustics.tasks.longdialogue.extract.parse import (ChainDirectAnswer, ChainWindowAnswer, MergeAnswer, chain_direct_schema,
@@ -17,18 +16,9 @@ from emocaustics.tasks.longdialogue.extract.sextuple import DialogueInput
 from emocaustics.tasks.longdialogue.extract.windows import windows
 
 
-@dataclass(slots=True)
-class Emo:
-    state: str
-    reason: str
-    source_ids: list[str] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, str]:
-        return {"state": self.state, "reason": self.reason, "source_id": ",".join(self.source_ids)}
-
-
-# holder -> event name -> emotions in order (dicts keep insertion order: the order events first appeared)
-ChainState = dict[str, dict[str, list[Emo]]]
+# holder -> event name -> emotions in order (dicts keep insertion order: the order events first appeared); an emotion's
+# `to_json` joins its source ids with ","
+ChainState = dict[str, dict[str, list[Emotion]]]
 
 
 def holders_of(d: DialogueInput) -> list[str]:
@@ -51,7 +41,7 @@ async def direct(asker: Asker, d: DialogueInput) -> ChainState:
         events = chains.setdefault(h, {})
         for ev in answer.events:  # an event named twice gets both lists, in order
             events.setdefault(ev.event.strip() or P.UNKNOWN, []).extend(
-                Emo(e.state, e.reason, [e.source_id]) for e in ev.emotions)
+                Emotion(e.state, e.reason, (e.source_id,)) for e in ev.emotions)
     return chains
 
 
@@ -98,11 +88,11 @@ async def window(asker: Asker, d: DialogueInput, sextuples: list[dict], *, k: in
                                      priority=-(len(ws) - w.index), live=True))
         for item in answer.emotions:
             chains.setdefault(item.holder, {}).setdefault(item.event.strip() or P.UNKNOWN, []).append(
-                Emo(item.state, item.reason, [item.source_id]))
+                Emotion(item.state, item.reason, (item.source_id,)))
     return chains
 
 
-def runs_to_merge(emos: list[Emo]) -> list[tuple[int, int]]:
+def runs_to_merge(emos: list[Emotion]) -> list[tuple[int, int]]:
     """[start, end) of every run of >= 2 consecutive emotions with the same state."""
     runs, i = [], 0
     while i < len(emos):
@@ -115,8 +105,8 @@ def runs_to_merge(emos: list[Emo]) -> list[tuple[int, int]]:
     return runs
 
 
-def union_ids(emos: list[Emo]) -> list[str]:
-    return list(dict.fromkeys(sid for e in emos for sid in e.source_ids if sid))
+def union_ids(emos: list[Emotion]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(sid for e in emos for sid in e.source_ids if sid))
 
 
 async def merge(asker: Asker, chains: ChainState) -> ChainState:
@@ -137,5 +127,5 @@ async def merge(asker: Asker, chains: ChainState) -> ChainState:
     # replace runs from the back so that earlier indices stay valid
     for (h, ev, a, b), ans in sorted(zip(jobs, answers), key=lambda t: -t[0][2]):
         emos = merged[h][ev]
-        emos[a:b] = [Emo(emos[a].state, ans.reason, union_ids(emos[a:b]))]
+        emos[a:b] = [Emotion(emos[a].state, ans.reason, union_ids(emos[a:b]))]
     return merged
