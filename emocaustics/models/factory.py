@@ -105,36 +105,32 @@ def _batched(live: LLM, client: LLM, parsed: LLMSpec, cache_dir: Path | str | No
 
 
 # -- the built-in providers' models (models/registry.py names them) ------------------------------------------------
-def _client_options(spec: LLMSpec) -> dict[str, Any]:
-    """The spec's options that its client takes (not the breaker's, rate limit's or batch's: models/spec.py)."""
-    return {k: v for k, v in spec.client.items() if k not in BREAKER_KEYS + BATCH_KEYS}
+def _chat(spec: LLMSpec, module: str, cls: str, base_url: str | None) -> LLM:
+    """The client class `cls` of `models.<module>` for `spec`, with the spec's options that the client takes (not the
+    breaker's, rate limit's or batch's: models/spec.py)."""
+    import importlib
+
+    client = getattr(importlib.import_module(f"emocaustics.models.{module}"), cls)
+    options = {k: v for k, v in spec.client.items() if k not in BREAKER_KEYS + BATCH_KEYS}
+    return client(spec.model, base_url, name=spec.canonical(), **options)
 
 
 def openai_client(spec: LLMSpec) -> LLM:
-    from emocaustics.models.openai_chat import OpenAIChatLLM
-
-    return OpenAIChatLLM(spec.model, spec.base_url or "", name=spec.canonical(), **_client_options(spec))
+    return _chat(spec, "openai_chat", "OpenAIChatLLM", spec.base_url or "")
 
 
 def anthropic_client(spec: LLMSpec) -> LLM:
-    from emocaustics.models.anthropic_chat import AnthropicChatLLM
-
-    return AnthropicChatLLM(spec.model, spec.base_url, name=spec.canonical(), **_client_options(spec))
+    return _chat(spec, "anthropic_chat", "AnthropicChatLLM", spec.base_url)
 
 
 def litellm_client(spec: LLMSpec) -> LLM:
-    from emocaustics.models.litellm_chat import LiteLLMChat
-
-    return LiteLLMChat(spec.model, spec.base_url, name=spec.canonical(), **_client_options(spec))
+    return _chat(spec, "litellm_chat", "LiteLLMChat", spec.base_url)
 
 
 def ollama_client(spec: LLMSpec) -> LLM:
     """`ollama:MODEL` is written out as an `openai:` spec at the edges (spec.expand_shorthand); this serves one that
     was not: Ollama's OpenAI-compatible API at the given base URL, else at Ollama's default address."""
-    from emocaustics.models.openai_chat import OpenAIChatLLM
-
-    url = spec.base_url or f"http://{OLLAMA_DEFAULT_HOST}/v1"
-    return OpenAIChatLLM(spec.model, url, name=spec.canonical(), **_client_options(spec))
+    return _chat(spec, "openai_chat", "OpenAIChatLLM", spec.base_url or f"http://{OLLAMA_DEFAULT_HOST}/v1")
 
 
 def join_ray(address: str | None = None, *, num_cpus: int | None = None) -> bool:

@@ -54,15 +54,7 @@ class HFModelActor(VLLMEngineActor):
         self._queue.extend(zip(requests, futures))
         assert self._wake is not None
         self._wake.set()
-        self._inflight += len(requests)
-        self.last_request = time.time()
-        try:
-            answers = list(await asyncio.gather(*futures))
-        finally:
-            self._inflight -= len(requests)
-            self.last_request = time.time()
-        self.usage.count(answers)
-        return answers
+        return await self._counted(len(requests), asyncio.gather(*futures))
 
     def _take(self) -> list[tuple[ChatRequest, asyncio.Future[Completion]]]:
         """The next batch: the oldest waiting request and the next ones with its sampling settings, up to max_batch;

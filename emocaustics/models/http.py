@@ -27,28 +27,19 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import orjson
+
 INITIAL_RETRY_DELAY = 0.5
 MAX_RETRY_DELAY = 8.0
 RETRY_STATUSES = frozenset({408, 409, 429})
 
 
-try:  # a C encoder/decoder: encoding the body and decoding the answer were ~10 % of the driver's CPU per call
-    import orjson
-
-    def _dumps(body: Any) -> bytes:
-        try:
-            return orjson.dumps(body)
-        except TypeError:  # a type orjson does not know: the standard library's encoder decides
-            return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
-
-    def _loads(raw: bytes) -> Any:
-        return orjson.loads(raw)
-except ImportError:  # pragma: no cover - orjson is a declared dependency
-    def _dumps(body: Any) -> bytes:
+def _dumps(body: Any) -> bytes:
+    """orjson, a C encoder (with the decoder: ~10 % of the driver's CPU per call with the standard library's)."""
+    try:
+        return orjson.dumps(body)
+    except TypeError:  # a type orjson does not know: the standard library's encoder decides
         return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
-
-    def _loads(raw: bytes) -> Any:
-        return json.loads(raw)
 
 
 # Credentials a spec gave in its base URL (`https://user:password@host/v1`): aiohttp refuses such a URL, and a run
@@ -183,7 +174,7 @@ class JSONPoster:
                         self.on_response(resp.status, resp.headers)
                     if resp.status < 400:
                         try:
-                            return _loads(raw)
+                            return orjson.loads(raw)
                         except ValueError as exc:
                             raise HTTPFailure("status", f"invalid response body: {exc}"[:240], resp.status) from None
                     headers = resp.headers

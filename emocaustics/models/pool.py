@@ -103,9 +103,6 @@ class ModelPool(ModelBase):
         """Replica `index`'s actor (models/replicas.py); a stand-in pool (benchmarks/sim_cluster.py) overrides it."""
         return replica_actors.make_actor(self, index, max_restarts, cpus)
 
-    def _pick(self, affinity: str | None, avoid: set[int] = frozenset()) -> int:  # type: ignore[assignment]
-        return self._place.pick(affinity, avoid)
-
     async def _call(self, affinity: str | None, weight: int, method: str, *args: Any, chain: int = 0) -> Any:
         """Call `method` on a replica; on actor death retry elsewhere. Raises the last error when retries run out.
         `chain`: the run's answers that wait for each other in sequence (models/placement.py)."""
@@ -168,7 +165,7 @@ class ModelPool(ModelBase):
         """One Completion per request, same order; requests are grouped into one actor call per replica."""
         groups: dict[tuple[int, str | None], list[int]] = {}
         for n, r in enumerate(requests):
-            i = self._pick(r.affinity)
+            i = self._place.pick(r.affinity)
             self._load[i] += 1  # counted while assigning, so that one big batch spreads out
             groups.setdefault((i, r.affinity), []).append(n)
         for (i, _), idx in groups.items():

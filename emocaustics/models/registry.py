@@ -33,6 +33,7 @@ class Provider:
     priced: bool = True  # its calls cost money: priced from models/prices.json or the job's `price:`
     options: tuple[str, ...] = ()  # spec options of its own, beside the endpoint options (spec.CLIENT_KEYS)
     batch: bool = False  # has a batch API (models/batch_api.py): `batch=true` is allowed
+    needs_url: bool = False  # its specs name the endpoint: `name:MODEL@BASE_URL` (else the URL is optional)
 
     def model(self, spec: Any) -> Any:
         """The bare model of `spec` (an `LLMSpec` of this provider)."""
@@ -114,7 +115,7 @@ def _discover() -> None:
 
 # -- the built-in providers: declared as a plug-in declares its own (module:function), made in models/factory.py -----
 _FACTORY = "emocaustics.models.factory"
-register(Provider("openai", f"{_FACTORY}:openai_client", batch=True))
+register(Provider("openai", f"{_FACTORY}:openai_client", batch=True, needs_url=True))
 register(Provider("anthropic", f"{_FACTORY}:anthropic_client", options=("sampling",), batch=True))
 register(Provider("ollama", f"{_FACTORY}:ollama_client", priced=False))
 register(Provider("litellm", f"{_FACTORY}:litellm_client", options=("api_version",)))

@@ -68,13 +68,22 @@ def spread_strategy(index: int, gpus: float) -> Any:
     return NodeAffinitySchedulingStrategy(node_id=nodes[index % len(nodes)], soft=False)
 
 
+def named_actor(name: str) -> Any | None:
+    """The actor of that name in our namespace; None when there is none."""
+    import ray
+
+    try:
+        return ray.get_actor(name, namespace=NAMESPACE)
+    except ValueError:  # no actor of that name
+        return None
+
+
 def service_running(pool: Any) -> bool:
     """Whether a model service holds `pool`'s replicas; attaching counts as a request for its idle clock."""
     import ray
 
-    try:
-        keeper = ray.get_actor(SERVICE_PREFIX + pool.actor_prefix, namespace=NAMESPACE)
-    except ValueError:  # no actor of that name
+    keeper = named_actor(SERVICE_PREFIX + pool.actor_prefix)
+    if keeper is None:
         return False
     state = ray.get(keeper.touch.remote())
     if state == "stopping":

@@ -27,6 +27,7 @@ from typing import Any
 
 from emocaustics.core.errors import UsageError
 from emocaustics.models.pool import NAMESPACE, SERVICE_PREFIX, ModelPool, get_pool
+from emocaustics.models.replicas import named_actor
 
 DEFAULT_IDLE_TIMEOUT = 3600.0  # `keep_alive: true` and `serve` without --idle-timeout
 NO_CLUSTER = ("model services need a Ray cluster that outlives this command: start one with `ray start --head` "
@@ -72,15 +73,7 @@ class ServiceKeeper:
         self._watch: Any = None
 
     def _actors(self) -> list[Any]:
-        import ray
-
-        out = []
-        for i in range(self.replicas):
-            try:
-                out.append(ray.get_actor(f"{self.prefix}-{i}", namespace=NAMESPACE))
-            except ValueError:
-                pass
-        return out
+        return [a for i in range(self.replicas) if (a := named_actor(f"{self.prefix}-{i}")) is not None]
 
     async def begin(self) -> None:
         """Start the idle watch (once; a second `serve` of the same service calls this again)."""
@@ -146,15 +139,6 @@ class ServiceKeeper:
                 return
 
 
-def _keeper(prefix: str) -> Any:
-    import ray
-
-    try:
-        return ray.get_actor(SERVICE_PREFIX + prefix, namespace=NAMESPACE)
-    except ValueError:
-        return None
-
-
 def serve_model(spec: Any, label: str, idle_timeout: float | None, report: Callable[[str], None] = print,
                 starting: Callable[[], None] | None = None) -> dict[str, Any]:
     """Start (or find running) the service for `spec` and wait until its engines are up; returns its `info()`.
@@ -171,7 +155,7 @@ def serve_pool(pool: ModelPool, label: str, idle_timeout: float | None, report: 
     import ray
 
     spec = pool.name
-    keeper = _keeper(pool.actor_prefix)
+    keeper = named_actor(SERVICE_PREFIX + pool.actor_prefix)
     if pool.attached and keeper is not None:
         report(f"model {label}: service {pool.actor_prefix} already running ({spec}); attached")
     else:
@@ -234,7 +218,7 @@ def stop_services(names: list[str], everything: bool = False) -> list[str]:
         raise UsageError(f"no model service named {', '.join(map(repr, unknown))}; running: "
                          + (", ".join(f"{s['name']} ({s['id']})" for s in running) or "none"))
     for s in chosen:
-        keeper = _keeper(s["id"])
+        keeper = named_actor(SERVICE_PREFIX + s["id"])
         if keeper is None:
             continue
         ray.get(keeper.stop.remote(), timeout=120)

@@ -37,6 +37,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from emocaustics.core.errors import UsageError
 from emocaustics.core.redact import redacted, refuse_secrets
 from emocaustics.models.hf_generate import HF_KEYS
+# A remote base URL without `user:password@`: those become the Authorization header its clients send, so that what
+# the run records and prints has no secret in it; aiohttp would refuse the URL anyway.
+from emocaustics.models.http import strip_credentials as without_credentials
 from emocaustics.models.registry import is_remote, provider
 
 ALLOWED = (
@@ -45,7 +48,6 @@ ALLOWED = (
     "'openai:MODEL@BASE_URL[?concurrency=N&timeout=SECONDS&max_retries=N&json_mode=auto|schema|plain]' or "
     "'anthropic:MODEL[@BASE_URL][?concurrency=N&timeout=SECONDS&max_retries=N&json_mode=...&sampling=auto|send|omit]'"
 )
-REMOTE_KINDS = ("openai", "anthropic")  # clients of endpoints: no model pool, no Ray
 POOL_KEYS = ("replicas", "tp", "gpus", "cpus", "placement")
 CLIENT_KEYS = ("concurrency", "timeout", "max_retries", "json_mode", "json_retries", "max_connection_failures",
                "max_server_errors", "stall_seconds", "max_throttled", "rpm", "tpm", "batch", "batch_size",
@@ -57,15 +59,6 @@ BATCH_KEYS = ("batch", "batch_size", "batch_poll", "batch_quiet", "batch_max_wai
 # Client keys of the dead-endpoint breaker (models/breaker.py) and its rate limit (models/ratelimit.py), not of the
 # client itself.
 BREAKER_KEYS = ("max_connection_failures", "max_server_errors", "stall_seconds", "max_throttled", "rpm", "tpm")
-
-
-def without_credentials(url: str) -> str:
-    """A remote base URL without `user:password@`: those become the Authorization header its clients send
-    (`models.http.strip_credentials`), so that what the run records and prints has no secret in it; aiohttp would
-    refuse the URL anyway."""
-    from emocaustics.models.http import strip_credentials
-
-    return strip_credentials(url)
 
 
 OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
@@ -92,7 +85,7 @@ def expand_shorthand(spec: str) -> str:
     elif kind == "openai" and name and "@" not in name:
         base = os.environ.get("OPENAI_BASE_URL", "").strip() or OPENAI_DEFAULT_URL
         head = f"openai:{name}@{without_credentials(base.rstrip('/'))}"
-    elif kind in REMOTE_KINDS and "@" in name:
+    elif "@" in name and is_remote(kind):
         model, _, base = name.partition("@")
         head = f"{kind}:{model}@{without_credentials(base)}"
     elif kind == "ollama":
@@ -123,10 +116,7 @@ class LLMSpec(BaseModel):
 
     def canonical(self) -> str:
         """A stable string for this spec (registry key, reports). Equal specs give equal strings."""
-        if self.kind == "openai":
-            head = f"openai:{self.model}@{self.base_url}"
-            query = dict(sorted(self.client.items()))
-        elif is_remote(self.kind):  # anthropic, and a plug-in provider's endpoint
+        if is_remote(self.kind):  # openai, anthropic, and a plug-in provider's endpoint
             head = f"{self.kind}:{self.model}" + (f"@{self.base_url}" if self.base_url else "")
             query = dict(sorted(self.client.items()))
         else:
@@ -190,26 +180,18 @@ def parse_llm_spec(spec: str) -> LLMSpec:
         raise UsageError(f"model spec {spec!r}: bad option list {redacted('?' + query)[1:]!r}; "
                          f"expected {ALLOWED}") from None
     refuse_secrets(opts, f"model spec {spec!r}")
+    kind, _, rest = head.partition(":")
     if head == "smoke":
         data: dict[str, Any] = {"kind": "smoke"}
-    elif head.startswith("vllm:") and head[5:]:
-        data = {"kind": "vllm", "model": head[5:]}
-    elif head.startswith(("hf:", "huggingface:")) and head.partition(":")[2]:
-        data = {"kind": "hf", "model": head.partition(":")[2]}
-    elif head.startswith("openai:"):
-        model, at, base_url = head[7:].partition("@")
-        if not (model and at and base_url.startswith(("http://", "https://"))):
-            raise UsageError(f"model spec {spec!r}: expected 'openai:MODEL@BASE_URL' with an http(s) URL")
-        data = {"kind": "openai", "model": model, "base_url": without_credentials(base_url)}
-    elif head.startswith("anthropic:") and head[10:]:
-        model, at, base_url = head[10:].partition("@")
-        if not model or (at and not base_url.startswith(("http://", "https://"))):
-            raise UsageError(f"model spec {spec!r}: expected 'anthropic:MODEL' or 'anthropic:MODEL@BASE_URL'")
-        data = {"kind": "anthropic", "model": model, "base_url": without_credentials(base_url) if base_url else None}
-    elif is_remote(head.partition(":")[0]) and head.partition(":")[2]:  # a plug-in provider (models/registry.py)
-        model, _, base_url = head.partition(":")[2].partition("@")
-        data = {"kind": head.partition(":")[0], "model": model,
-                "base_url": without_credentials(base_url) if base_url else None}
+    elif kind in ("vllm", "hf", "huggingface") and rest:
+        data = {"kind": "hf" if kind == "huggingface" else kind, "model": rest}
+    elif is_remote(kind) and (rest or provider(kind).needs_url):  # openai, anthropic, ollama, a plug-in's endpoint
+        model, at, base_url = rest.partition("@")
+        needs_url = provider(kind).needs_url
+        if not model or (at or needs_url) and not base_url.startswith(("http://", "https://")):
+            form = "@BASE_URL' with an http(s) URL" if needs_url else f"' or '{kind}:MODEL@BASE_URL'"
+            raise UsageError(f"model spec {spec!r}: expected '{kind}:MODEL{form}")
+        data = {"kind": kind, "model": model, "base_url": without_credentials(base_url) if base_url else None}
     else:
         raise UsageError(f"unknown model spec {spec!r}; expected {ALLOWED}")
     data.update(engine={}, client={})
@@ -272,52 +254,34 @@ def check_engine_options(spec: LLMSpec) -> None:
 
 
 def pool_arguments(spec: LLMSpec) -> dict[str, Any]:
-    """Keyword arguments of `ModelPool` for a smoke/vllm spec (builds the smoke model when needed)."""
-    if spec.kind in REMOTE_KINDS:
+    """Keyword arguments of `ModelPool` for a smoke/vllm/hf spec (builds the smoke model when needed). `hf:` replicas
+    are `hf_actor.HFModelActor`s, and `hf:smoke` loads the smoke model's folder; the smoke folder's name is part of the
+    response-cache id."""
+    if is_remote(spec.kind):
         raise ValueError(f"{spec.kind} specs have no model pool")
-    if spec.kind == "hf":
-        return _hf_pool_arguments(spec)
-    check_engine_options(spec)
+    hf = spec.kind == "hf"
     engine = dict(spec.engine)
-    if spec.tp > 1:
-        engine["tensor_parallel_size"] = spec.tp
+    if not hf:
+        check_engine_options(spec)
+        if spec.tp > 1:
+            engine["tensor_parallel_size"] = spec.tp
     # Outputs do not depend on placement, so replicas/tp/gpus/cpus stay out of the response-cache id.
     output_spec = spec.model_copy(update={"replicas": 1, "tp": 1, "gpus": None, "cpus": 0.0, "placement": "default"})
-    if spec.kind == "smoke":
-        from emocaustics.models.smoke import build_smoke_model
-
-        path = build_smoke_model()
-        model, cache_id = str(path), output_spec.canonical().replace("smoke", f"smoke:{path.name}", 1)
-    else:
-        model, cache_id = spec.model, output_spec.canonical()
-    return {
-        "model": model,
-        "name": spec.canonical(),
-        "cache_id": cache_id,
-        "replicas": spec.replicas,
-        "engine_opts": engine,
-        "gpus_per_replica": spec.gpus,
-        "cpus_per_replica": spec.cpus,
-        "actor_options": {"scheduling_strategy": "SPREAD"} if spec.placement == "spread" else None,
-    }
-
-
-def _hf_pool_arguments(spec: LLMSpec) -> dict[str, Any]:
-    """`ModelPool` arguments of an `hf:` spec: replicas are `hf_actor.HFModelActor`s; `hf:smoke` loads the smoke
-    model's folder (built when needed), and its folder name is part of the response-cache id, as for `smoke`."""
-    from emocaustics.models.hf_actor import HFModelActor
-
-    output_spec = spec.model_copy(update={"replicas": 1, "gpus": None, "cpus": 0.0, "placement": "default"})
     model, cache_id = spec.model, output_spec.canonical()
-    if spec.model == "smoke":
+    if spec.is_smoke:
         from emocaustics.models.smoke import build_smoke_model
 
         path = build_smoke_model()
-        model, cache_id = str(path), cache_id.replace("hf:smoke", f"hf:smoke:{path.name}", 1)
-    return {"model": model, "name": spec.canonical(), "cache_id": cache_id, "replicas": spec.replicas,
-            "engine_opts": dict(spec.engine), "gpus_per_replica": spec.gpus, "cpus_per_replica": spec.cpus,
-            "actor_cls": HFModelActor,
+        head = "hf:smoke" if hf else "smoke"
+        model, cache_id = str(path), cache_id.replace(head, f"{head}:{path.name}", 1)
+    args = {"model": model, "name": spec.canonical(), "cache_id": cache_id, "replicas": spec.replicas,
+            "engine_opts": engine, "gpus_per_replica": spec.gpus, "cpus_per_replica": spec.cpus,
             "actor_options": {"scheduling_strategy": "SPREAD"} if spec.placement == "spread" else None}
+    if hf:
+        from emocaustics.models.hf_actor import HFModelActor
+
+        args["actor_cls"] = HFModelActor
+    return args
 
 
 def endpoint_name(spec: LLMSpec) -> str:

@@ -217,15 +217,19 @@ class VLLMEngineActor:
     async def generate(self, requests: list[ChatRequest]) -> list[Completion]:
         if self._engine is None:
             await self.start()
-        self._inflight += len(requests)
+        return await self._counted(len(requests), asyncio.gather(*(self._one(r) for r in requests)))
+
+    async def _counted(self, n: int, answers: Awaitable[list[Completion]]) -> list[Completion]:
+        """`n` requests' answers, counted in flight meanwhile (a service's idle clock: models/services.py)."""
+        self._inflight += n
         self.last_request = time.time()
         try:
-            answers = list(await asyncio.gather(*(self._one(r) for r in requests)))
+            done = list(await answers)
         finally:
-            self._inflight -= len(requests)
+            self._inflight -= n
             self.last_request = time.time()
-        self.usage.count(answers)
-        return answers
+        self.usage.count(done)
+        return done
 
     def _llm_for(self, cache_path: str | Path | None) -> Any:
         llm: Any = EngineLLM(self)
@@ -253,9 +257,6 @@ class VLLMEngineActor:
                    start_seconds=self.start_seconds, inflight=self._inflight, started_at=self.started_at,
                    last_request=self.last_request, engine_pids=list(self._engine_pids))
         return out
-
-    async def ping(self) -> str:
-        return self.instance
 
     async def shutdown(self) -> None:
         if self._engine is not None:
