@@ -8,7 +8,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from emocaustics.core.clihelp import DefaultsFormatter, exit_epilog
+from emocaustics.core.clihelp import ExamplesFormatter, exit_epilog
 
 EXAMPLES = """examples:
   emocaustics eval aer --model openai:gpt-4o-mini --split dev --limit 10 --submission-file sub.jsonl
@@ -27,10 +27,6 @@ models: openai:MODEL (base URL $OPENAI_BASE_URL, default https://api.openai.com/
 """ + "\n  ".join(textwrap.wrap(exit_epilog(), 116))
 
 
-class _Formatter(DefaultsFormatter, argparse.RawDescriptionHelpFormatter):
-    """Defaults shown once, and the examples kept as written."""
-
-
 def _ids(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
@@ -40,7 +36,7 @@ def register(subparsers: Any) -> None:
         "eval", help="evaluate one task with one model (or a calibration method) in one line, no job file",
         description="Run one task with one method and model, as a one-config job: predictions, scores, summary and "
                     "report land in a run folder, resumable like `emocaustics run`.",
-        formatter_class=_Formatter, epilog=EXAMPLES)
+        formatter_class=ExamplesFormatter, epilog=EXAMPLES)
     p.add_argument("task", help="the task (aer, ecpe, narrative, sextuple, emotion, human; `emocaustics tasks`)")
     p.add_argument("--model", default=None, help="model spec (see below); none for a calibration method")
     p.add_argument("--method", default=None, help="the task's method (default: its own, e.g. aer llm)")
@@ -82,11 +78,11 @@ def register(subparsers: Any) -> None:
 
 def _eval(args: argparse.Namespace) -> int:
     from emocaustics.api import eval as run_eval
-    from emocaustics.core.errors import SamplesFailed, Stop, UsageError
+    from emocaustics.cli.job import dry_run, resume_or_force
+    from emocaustics.core.errors import SamplesFailed, Stop
     from emocaustics.jobs.oneline import check_submission, eval_job, parse_assignments
 
-    if args.resume and args.force:
-        raise UsageError("--resume and --force exclude each other: continue the run, or move it aside")
+    resume_or_force(args)
     kwargs: dict[str, Any] = dict(model=args.model, method=args.method, split=args.split, limit=args.limit,
                                   ids=args.ids, options=parse_assignments(args.options, "-T"),
                                   dataset=parse_assignments(args.dataset, "-D"), judge=args.judge,
@@ -94,15 +90,10 @@ def _eval(args: argparse.Namespace) -> int:
                                   token_limit=args.token_limit, time_limit=args.time_limit,
                                   config_time_limit=args.config_time_limit)
     if args.dry_run:
-        from emocaustics.jobs.runner import plan_job
-
         job = eval_job(args.task, **kwargs).model_copy(update={"cache": args.cache})
         if args.submission_file:
             check_submission(job, Path(args.submission_file))
-        plan = plan_job(job, out=args.out, resume=args.resume)
-        print(plan.text)
-        plan.check()  # a problem found: exit 2, so that a dry run can gate a CI job
-        return 0
+        return dry_run(job, args)
     try:
         run = run_eval(args.task, **kwargs, submission_file=args.submission_file, out=args.out, resume=args.resume,
                        force=args.force, ray_address=args.ray_address, quiet=False, cache=args.cache,

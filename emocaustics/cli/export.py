@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from emocaustics.core.clihelp import DefaultsFormatter
+from emocaustics.core.clihelp import ExamplesFormatter
 
 EXAMPLES = """examples:
   emocaustics export runs/quickstart/20260101-120000 --format inspect --out logs
@@ -19,15 +19,11 @@ instance-level records (data/<task>/<developer>/<model>/). What each format cann
 """
 
 
-class _Formatter(DefaultsFormatter, argparse.RawDescriptionHelpFormatter):
-    """Defaults shown once, and the examples kept as written."""
-
-
 def register(sub: Any) -> None:
     p = sub.add_parser("export", help="write a finished run as inspect_ai eval logs or Every Eval Ever records",
                        description="Convert every config of a run folder: samples with input, gold, every model "
                                    "call, answer, scores, token usage and timing; the run's task, model, options "
-                                   "and provenance in each header.", formatter_class=_Formatter, epilog=EXAMPLES)
+                                   "and provenance in each header.", formatter_class=ExamplesFormatter, epilog=EXAMPLES)
     p.add_argument("run_dir", metavar="RUN_DIR", help="a finished run folder of `emocaustics run` or `eval`")
     p.add_argument("--format", required=True, choices=("inspect", "eee"), help="the format to write")
     p.add_argument("--out", metavar="PATH", default=None, help="the folder to write into (default RUN_DIR/export/"

@@ -71,24 +71,35 @@ def register(subparsers: Any) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from emocaustics.core.errors import SamplesFailed
-    from emocaustics.jobs.runner import plan_job, run_job
+    from emocaustics.jobs.runner import run_job
     from emocaustics.jobs.spec import load_job
 
-    if args.resume and args.force:
-        raise UsageError("--resume and --force exclude each other: continue the run, or move it aside")
+    resume_or_force(args)
     job = load_job(args.job)
     if args.no_cache:
         job = job.model_copy(update={"cache": "off"})
     if args.dry_run:
-        plan = plan_job(job, out=args.out, resume=args.resume)
-        print(plan.text)
-        plan.check()  # a problem found: exit 2, so that a dry run can gate a CI job
-        return 0
+        return dry_run(job, args)
     run_dir = run_job(job, out=args.out, resume=args.resume, force=args.force, ray_address=args.ray_address,
                       job_file=args.job, retry_limits=args.retry_limits)
     failed, total = _failed_samples(run_dir)
     if failed and not args.allow_failures:
         raise SamplesFailed(failed, total, f"see {run_dir / 'summary.md'}")
+    return 0
+
+
+def resume_or_force(args: argparse.Namespace) -> None:
+    if args.resume and args.force:
+        raise UsageError("--resume and --force exclude each other: continue the run, or move it aside")
+
+
+def dry_run(job: Any, args: argparse.Namespace) -> int:
+    """`--dry-run` of `run` and `eval`: the plan printed, problems first; start nothing, write nothing."""
+    from emocaustics.jobs.runner import plan_job
+
+    plan = plan_job(job, out=args.out, resume=args.resume)
+    print(plan.text)
+    plan.check()  # a problem found: exit 2, so that a dry run can gate a CI job
     return 0
 
 

@@ -45,21 +45,6 @@ def register_generic(score_subparsers: Any, names: list[str]) -> None:
         p.set_defaults(func=score_command, score_task=name)
 
 
-def _pairs(items: list[str], flag: str) -> dict[str, Any]:
-    import yaml
-
-    out: dict[str, Any] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise UsageError(f"{flag} {item!r}: expected KEY=VALUE")
-        try:
-            out[key.strip()] = yaml.safe_load(value)
-        except yaml.YAMLError as exc:
-            raise UsageError(f"{flag} {key.strip()}: not a YAML value: {exc}") from None
-    return out
-
-
 def _pred_dir(path: str) -> Path:
     p = Path(path)
     if p.is_file() and p.name == "predictions.jsonl":
@@ -89,13 +74,14 @@ def _calibration(folder: Path) -> str:
 
 
 def score_command(args: argparse.Namespace) -> int:
+    from emocaustics.jobs.oneline import parse_assignments
     from emocaustics.score.generic import score_predictions
 
-    dataset = _pairs(args.dataset, "-D")
+    dataset = parse_assignments(args.dataset, "-D")
     if args.data is not None:
         dataset["data"] = args.data
     result = score_predictions(args.score_task, _pred_dir(args.pred), dataset=dataset,
-                               options=_pairs(args.options, "-T"), ignore_provenance=args.ignore_provenance,
+                               options=parse_assignments(args.options, "-T"), ignore_provenance=args.ignore_provenance,
                                where=f"--pred {args.pred}", warn=lambda line: print(line, file=sys.stderr))
     failures = result.failures.rename({"sample_id": "id"}).to_dicts()
     summary = {"task": result.task, "pred": str(args.pred), "samples": result.samples, "primary_metric":

@@ -48,3 +48,7 @@ class DefaultsFormatter(argparse.HelpFormatter):
                 or action.option_strings == [] or text == argparse.SUPPRESS):
             return text
         return f"{text} (default: %(default)s)"
+
+
+class ExamplesFormatter(DefaultsFormatter, argparse.RawDescriptionHelpFormatter):
+    """Defaults shown once, and an epilog of examples kept as written."""

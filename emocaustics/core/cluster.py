@@ -117,7 +117,7 @@ def started_own_ray() -> bool:
 
 
 # Set when Ray tells this driver that a raylet died (see `_watch_for_raylet_death`): the command then ends with
-# `ClusterLost` (exit status 5) whatever error the loss caused on the way.
+# the cluster-lost line (exit status 5, `cli._cluster_lost`) whatever error the loss caused on the way.
 RAYLET_DIED: list[str] = []
 _RAYLET_DIED_TEXT = "Raylet is terminated. Termination is unexpected"
 

@@ -102,12 +102,6 @@ class ServiceGone(EndpointDown):
     hint = "once the service is served again"
 
 
-class ClusterLost(Exception):
-    """The Ray cluster under the command went away (its raylet or head died): exit status 5, one line saying so."""
-
-    exit_code = EXIT_CLUSTER_LOST
-
-
 class BudgetReached(Stop):
     """The next call could cross the job's `max_cost_usd` (models/budget.py): the job stops before it (exit status
     6), finished samples are kept and `--resume` continues."""

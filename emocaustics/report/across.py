@@ -23,7 +23,7 @@ import polars as pl
 from emocaustics.core.errors import UsageError
 from emocaustics.evallog.read import RunLog
 from emocaustics.report.compare import Pairs, paired
-from emocaustics.view.data import natural, task_sections
+from emocaustics.view.data import Documents, natural, task_sections
 
 
 def _check_run(folder: Path) -> None:
@@ -62,7 +62,9 @@ def _groups(matched: list[tuple[str, str]]) -> list[list[str]]:
     return list(out.values())
 
 
-class Across:
+class Across(Documents):
+    list_prefix = sample_prefix = "x"
+
     def __init__(self, run_dirs: list[Path], pairs: Pairs | None = None) -> None:
         for folder in run_dirs:
             _check_run(folder)
@@ -164,16 +166,5 @@ class Across:
             out.append(got)
         return {"g": g, "k": k, "sample_id": row["sample_id"], "members": table["members"], "samples": out}
 
-    def document(self, path: str) -> Any:
-        """The document at `path` (index, x/<g>, x/<g>/<k>); KeyError or IndexError where there is none."""
-        parts = path.split("/")
-        if parts == ["index"]:
-            return self.index()
-        if parts[0] != "x" or len(parts) not in (2, 3) or not all(p.isdigit() for p in parts[1:]):
-            raise KeyError(path)
-        return self.table(int(parts[1])) if len(parts) == 2 else self.sample(int(parts[1]), int(parts[2]))
-
-    def paths(self) -> list[str]:
-        """Every document's path (what `--export` writes)."""
-        return ["index", *(p for g in range(len(self.groups))
-                           for p in [f"x/{g}", *(f"x/{g}/{k}" for k in range(len(self.table(g)["rows"])))])]
+    def count(self) -> int:
+        return len(self.groups)

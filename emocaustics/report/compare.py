@@ -23,8 +23,7 @@ from typing import NamedTuple
 import polars as pl
 
 from emocaustics.core.errors import UsageError, shorten
-from emocaustics.report.tables import check_scores, failures_count_zero, in_holm_family
-from emocaustics.score.reducers import table_rows
+from emocaustics.report.tables import check_scores, in_holm_family, scored_rows
 
 PAIR_COLUMNS = ("task", "run_a", "config_a", "run_b", "config_b", "n_common", "clusters", "cluster_by", "n_only_a",
                 "n_only_b", "score_a", "score_b", "diff", "diff_low", "diff_high", "p_randomisation", "p_bootstrap",
@@ -71,10 +70,7 @@ def load_run(run_dir: Path, name: str) -> pl.DataFrame:
                          "per-sample scores")
     scores = pl.read_parquet(path)
     check_scores(scores, str(path))
-    scores = table_rows(scores)  # the reduced rows of configs solved in epochs
-    if "cluster" not in scores.columns:  # written before clusters: every sample its own
-        scores = scores.with_columns(pl.col("sample_id").alias("cluster"), pl.lit("sample").alias("cluster_by"))
-    scores = failures_count_zero(scores).select("run", "task", "kind", pl.col("sample_id").cast(pl.Utf8), "score",
+    scores = scored_rows(scores).select("run", "task", "kind", pl.col("sample_id").cast(pl.Utf8), "score",
                                                 pl.col("cluster").cast(pl.Utf8), "cluster_by")
     frames = []
     for label in scores["run"].unique(maintain_order=True).to_list():

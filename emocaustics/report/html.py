@@ -15,7 +15,7 @@ from pathlib import Path
 import polars as pl
 
 from emocaustics.report.columns import components_by_task, legend, main_table, option_columns
-from emocaustics.report.tables import DECIMALS, check_scores, cluster_note, failures, summarise
+from emocaustics.report.tables import DECIMALS, check_scores, cluster_note, failures, run_summary
 from emocaustics.score.reducers import table_rows
 
 # Component tables are cut into chunks of this many metric columns so that each fits the page.
@@ -162,9 +162,7 @@ def startup_note(run_dir: Path) -> str:
 
 
 def render(run_dir: Path, scores: pl.DataFrame, wall: dict[str, float] | None = None, title: str = "") -> str:
-    from emocaustics.report.axes import read_axes, with_axes
-
-    summary = with_axes(summarise(scores, wall), read_axes(run_dir))
+    summary = run_summary(run_dir, scores, wall)
     scores = table_rows(scores)  # the per-epoch rows are in the summary's spread; the rest reads the reduced rows
     parts = [
         f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>",

@@ -78,6 +78,25 @@ def failures_count_zero(scores: pl.DataFrame) -> pl.DataFrame:
         .otherwise(pl.col("score")).alias("score"))
 
 
+def scored_rows(scores: pl.DataFrame) -> pl.DataFrame:
+    """The rows every statistic reads: a config solved in epochs by its reduced rows, a failure counting 0, and in a
+    table written before clusters, every sample its own cluster."""
+    from emocaustics.score.reducers import table_rows
+
+    scores = failures_count_zero(table_rows(scores))
+    if "cluster" not in scores.columns:
+        scores = scores.with_columns(pl.col("sample_id").alias("cluster"), pl.lit("sample").alias("cluster_by"))
+    return scores
+
+
+def run_summary(run_dir: Path, scores: pl.DataFrame, wall: dict[str, float] | None = None,
+                ci: pl.DataFrame | None = None) -> pl.DataFrame:
+    """`summarise` with the grid's axes the run folder's config.yaml records (`report.axes`)."""
+    from emocaustics.report.axes import read_axes, with_axes
+
+    return with_axes(summarise(scores, wall, ci=ci), read_axes(run_dir))
+
+
 def summarise(scores: pl.DataFrame, wall: dict[str, float] | None = None,
               ci: pl.DataFrame | None = None) -> pl.DataFrame:
     """One row per run config: what ran and the per-config columns its task declares (`Report.option_column_docs`), score
@@ -132,11 +151,8 @@ def config_statistics(scores: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]
     calibration rows). Returns (ci: run, ci_low, ci_high, clusters, cluster_by; pairs: task, config_a, config_b, ...,
     family, p_holm, significant)."""
     from emocaustics.stats import config_stats, holm_family
-    from emocaustics.score.reducers import table_rows
 
-    scores = failures_count_zero(table_rows(scores))
-    if "cluster" not in scores.columns:  # a table written before clusters: every sample its own
-        scores = scores.with_columns(pl.col("sample_id").alias("cluster"), pl.lit("sample").alias("cluster_by"))
+    scores = scored_rows(scores)
     cis, pairs = [], []
     for task in scores["task"].unique(maintain_order=True).to_list():
         of_task = scores.filter(pl.col("task") == task)
@@ -198,10 +214,8 @@ def to_markdown(df: pl.DataFrame, floats: int = 4) -> str:
 def write_tables(run_dir: Path, scores: pl.DataFrame, wall: dict[str, float] | None = None) -> pl.DataFrame:
     """Write scores.parquet, summary.csv and summary.md; return the summary."""
     scores.write_parquet(run_dir / "scores.parquet")
-    from emocaustics.report.axes import read_axes, with_axes
-
     ci, pairs = config_statistics(scores)
-    summary = with_axes(summarise(scores, wall, ci=ci), read_axes(run_dir))
+    summary = run_summary(run_dir, scores, wall, ci)
     summary.write_csv(run_dir / "summary.csv")
     if pairs.height:
         pairs.write_csv(run_dir / "significance.csv")

@@ -42,7 +42,6 @@ def ray_map(items: list[dict[str, Any]], stages: list[Stage], *, batch_size: int
 
     started = join_ray(num_cpus=num_cpus) and not held()  # a cluster the job named stays joined
     try:
-        ray.data.DataContext.get_current().enable_progress_bars = False
         ds = ray.data.from_items(items, override_num_blocks=blocks or max(1, -(-len(items) // batch_size)))
         for stage in stages:
             if stage.actors:

@@ -19,7 +19,7 @@ import mimetypes
 import threading
 import urllib.parse
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,7 @@ from emocaustics.ui import forms
 from emocaustics.ui.jobs import Jobs
 from emocaustics.ui.paths import Folders, Refused
 from emocaustics.ui.results import status
+from emocaustics.view.server import Handler
 
 STATIC = Path(__file__).with_name("static")
 MAX_UPLOAD = 512 * 1024 * 1024
@@ -110,17 +111,8 @@ class Workbench:
 def make_server(bench: Workbench, port: int = 0) -> ThreadingHTTPServer:
     """An HTTP server on 127.0.0.1 (`port` 0: a free one) for `bench`; `serve_forever()` runs it."""
 
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, format: str, *args: Any) -> None:  # quiet: the terminal shows the URL only
-            pass
-
-        def _send(self, code: int, body: bytes, kind: str) -> None:
-            self.send_response(code)
-            self.send_header("Content-Type", kind)
-            self.send_header("Content-Length", str(len(body)))
-            self.send_header("Cache-Control", "no-store")
-            self.end_headers()
-            self.wfile.write(body)
+    class Bench(Handler):
+        static = STATIC
 
         def _json(self, code: int, doc: Any) -> None:
             self._send(code, json.dumps(doc, ensure_ascii=False, default=str).encode("utf-8"),
@@ -135,10 +127,8 @@ def make_server(bench: Workbench, port: int = 0) -> ThreadingHTTPServer:
         def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
             url = urllib.parse.urlsplit(self.path)
             path = urllib.parse.unquote(url.path)
-            if path in ("/", "/index.html", "/app.js"):
-                name = "app.js" if path == "/app.js" else "index.html"
-                kind = "text/javascript" if name == "app.js" else "text/html"
-                self._send(200, (STATIC / name).read_bytes(), f"{kind}; charset=utf-8")
+            if self._page(path):
+                pass
             elif path == "/api/state":
                 self._answer(bench.state)
             elif path.startswith("/api/jobs/"):
@@ -180,4 +170,4 @@ def make_server(bench: Workbench, port: int = 0) -> ThreadingHTTPServer:
             else:
                 self._json(404, {"error": "not found"})
 
-    return ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    return ThreadingHTTPServer(("127.0.0.1", port), Bench)

@@ -28,7 +28,6 @@ from emocaustics.evallog.read import RunLog
 #     {"title": str, "kind": "json", "value": any}
 # A table's marks are a class per row: "ok", "bad", "miss" colour the decision.
 
-_PATH = re.compile(r"^(index|c/(\d+)|s/(\d+)/(\d+))$")
 SEARCH_CHARS = 4000  # of each sample's input, gold and prediction kept for the list's text search
 
 
@@ -51,7 +50,29 @@ def natural(key: str) -> list[Any]:
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", key)]
 
 
-class ViewData:
+class Documents:
+    """The documents of a view by path: `index`, `<list>/<i>` (`table(i)`) and `<sample>/<i>/<j>` (`sample(i, j)`)."""
+
+    list_prefix, sample_prefix = "c", "s"
+
+    def document(self, path: str) -> Any:
+        """The document at `path`; KeyError or IndexError where there is none."""
+        m = re.match(rf"^(?:(index)|{self.list_prefix}/(\d+)|{self.sample_prefix}/(\d+)/(\d+))$", path)
+        if m is None:
+            raise KeyError(path)
+        if m.group(1):
+            return self.index()
+        return self.table(int(m.group(2))) if m.group(2) is not None else self.sample(int(m.group(3)),
+                                                                                       int(m.group(4)))
+
+    def paths(self) -> list[str]:
+        """Every document's path (what `--export` writes)."""
+        return ["index", *(p for i in range(self.count())
+                           for p in [f"{self.list_prefix}/{i}",
+                                     *(f"{self.sample_prefix}/{i}/{j}" for j in range(len(self.table(i)["rows"])))])]
+
+
+class ViewData(Documents):
     def __init__(self, log: RunLog) -> None:
         self.log = log
         self.labels = log.labels()
@@ -97,20 +118,8 @@ class ViewData:
         got["sections"] = task_sections(got)
         return got
 
-    def document(self, path: str) -> Any:
-        """The document at `path` (index, c/<i>, s/<i>/<j>); KeyError or IndexError where there is none."""
-        m = _PATH.match(path)
-        if m is None:
-            raise KeyError(path)
-        if m.group(1) == "index":
-            return self.index()
-        return self.table(int(m.group(2))) if m.group(2) is not None else self.sample(int(m.group(3)),
-                                                                                       int(m.group(4)))
-
-    def paths(self) -> list[str]:
-        """Every document's path (what `--export` writes)."""
-        return ["index", *(p for i in range(len(self.labels))
-                           for p in [f"c/{i}", *(f"s/{i}/{j}" for j in range(len(self.table(i)["rows"])))])]
+    def count(self) -> int:
+        return len(self.labels)
 
 
 def task_sections(sample: dict[str, Any]) -> list[dict[str, Any]]:

@@ -52,34 +52,47 @@ class Documents:
             return self._cache[path]
 
 
+class Handler(BaseHTTPRequestHandler):
+    """What the viewer's and the workbench's handlers share: quiet, uncached answers, and their page's two files."""
+
+    static = STATIC
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet: the terminal shows the URL only
+        pass
+
+    def _send(self, status: int, body: bytes, kind: str) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-store")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _page(self, path: str) -> bool:
+        """`/`, `/index.html` or `/app.js` from `static`; False for any other path."""
+        if path not in ("/", "/index.html", "/app.js"):
+            return False
+        kind = "text/javascript" if path == "/app.js" else "text/html"
+        self._send(200, (self.static / ("app.js" if path == "/app.js" else "index.html")).read_bytes(),
+                   f"{kind}; charset=utf-8")
+        return True
+
+
 def make_server(view: Views, port: int = 0) -> ThreadingHTTPServer:
     """An HTTP server on 127.0.0.1 (`port` 0: a free one); `serve_forever()` runs it."""
     docs = Documents(view)
 
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, format: str, *args: Any) -> None:  # quiet: the terminal shows the URL only
-            pass
-
-        def _send(self, status: int, body: bytes, kind: str) -> None:
-            self.send_response(status)
-            self.send_header("Content-Type", kind)
-            self.send_header("Content-Length", str(len(body)))
-            self.send_header("Cache-Control", "no-store")
-            self.end_headers()
-            self.wfile.write(body)
-
+    class Viewer(Handler):
         def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
             path = self.path.split("?", 1)[0]
-            if path in ("/", "/index.html"):
-                self._send(200, (STATIC / "index.html").read_bytes(), "text/html; charset=utf-8")
-            elif path == "/app.js":
-                self._send(200, (STATIC / "app.js").read_bytes(), "text/javascript; charset=utf-8")
+            if self._page(path):
+                pass
             elif (doc := docs.get(path)) is not None:
                 self._send(200, doc.encode("utf-8"), "text/javascript; charset=utf-8")
             else:
                 self._send(404, b"not found", "text/plain; charset=utf-8")
 
-    return ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    return ThreadingHTTPServer(("127.0.0.1", port), Viewer)
 
 
 def export(view: Views, out: Path) -> Path:

@@ -46,3 +46,10 @@ def test_a_long_id_is_echoed_shortened():
     text = str(err.value)
     assert len(text) < 300 and "(5000 characters)" in text and "q-2" in text
     assert shorten("q-1") == "q-1" and shorten(long_id).startswith("q" * 30)
+
+
+def test_run_refuses_resume_with_force_before_reading_the_job(tmp_path, capsys):
+    from emocaustics.cli import main
+
+    assert main(["run", str(tmp_path / "none.yaml"), "--resume", "--force"]) == 2
+    assert "--resume and --force exclude each other" in capsys.readouterr().err

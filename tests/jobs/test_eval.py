@@ -152,6 +152,7 @@ def test_a_missing_key_or_server_is_one_line_naming_it(tmp_path, monkeypatch, ca
     (["narrative", "--method", "guess"], "--method guess: task narrative has the methods llm, oracle, files, empty"),
     (["aer", "--method", "oracle", "--limit", "0"], "--limit: Input should be greater than or equal to 1"),
     (["nosuchtask"], "unknown task 'nosuchtask'"),
+    (["aer", "--method", "oracle", "--resume", "--force"], "--resume and --force exclude each other"),
 ])
 def test_usage_errors_are_one_line_with_status_2(args, message, tmp_path, capsys):
     assert main(["eval", *args, "--out", str(tmp_path / "run")]) == 2

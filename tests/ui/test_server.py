@@ -64,3 +64,31 @@ def test_a_post_from_another_origin_is_refused(url: str, tmp_path: Path) -> None
 
 def test_the_run_folders_under_the_root_are_listed(url: str) -> None:
     assert json.loads(_call(url + "/api/state")[1])["runs"] == ["runs/a"]
+
+
+@pytest.mark.parametrize("path, name, kind", [("/", "index.html", "text/html"), ("/index.html", "index.html", "text/html"),
+                                              ("/app.js", "app.js", "text/javascript")])
+def test_the_page_and_its_script_are_served_by_the_workbench_and_the_viewer(url, path, name, kind):
+    """Both servers answer their page's two files (`view.server.Handler._page`, shared); anything else is theirs."""
+    from emocaustics.ui.server import STATIC as BENCH
+    from emocaustics.view.server import STATIC as VIEWER
+    from emocaustics.view.server import make_server as viewer
+
+    class Empty:
+        def document(self, path: str):
+            raise KeyError(path)
+
+        def paths(self) -> list[str]:
+            return []
+
+    server = viewer(Empty(), 0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        for base, folder in ((url, BENCH), (f"http://127.0.0.1:{server.server_address[1]}", VIEWER)):
+            with urllib.request.urlopen(base + path) as r:
+                assert r.status == 200 and r.headers["Content-Type"].startswith(kind)
+                assert r.read() == (folder / name).read_bytes()
+            assert _call(base + "/data/c/0.js")[0] == 404
+    finally:
+        server.shutdown()
+        server.server_close()
