@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -83,12 +83,8 @@ def _read_groups(folder: Path, kind: str, repair: bool, defects: list[Defect]) -
         g.obj, g.defect = parse_bytes(g.data, g.name, repair=repair)
         if g.defect is not None:
             # each published name of a broken content is a broken file of its own
-            defects.extend(_rename(g.defect, f) for f in g.files)
+            defects.extend(replace(g.defect, file=f) for f in g.files)
     return list(groups.values())
-
-
-def _rename(d: Defect, file: str) -> Defect:
-    return Defect(d.kind, file, d.message, d.record, d.field, d.line, d.column)
 
 
 # ------------------------------------------------------------------------------------------------------------ evidence

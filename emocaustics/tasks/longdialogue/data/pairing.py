@@ -133,13 +133,14 @@ def match(emos: Sequence[Evidence], chats: Sequence[Evidence]) -> list[Match]:
     from dataclasses import asdict
     from pathlib import Path
 
+    from emocaustics.core.datasource import cache_root
+
     h = hashlib.sha256(Path(__file__).read_bytes())
     for side in (emos, chats):
         h.update(json.dumps([[e.text, sorted(e.holders), list(e.numbers), e.sentences] for e in side],
                             ensure_ascii=False).encode("utf-8"))
         h.update(b"\x00")
-    path = Path(os.environ.get("EMOCAUSTICS_CACHE") or Path.home() / ".cache" / "emocaustics") / "pairing" / (
-        h.hexdigest()[:32] + ".json")
+    path = cache_root() / "pairing" / f"{h.hexdigest()[:32]}.json"
     try:
         return [Match(**m) for m in json.loads(path.read_text(encoding="utf-8"))]
     except (OSError, ValueError, TypeError):
