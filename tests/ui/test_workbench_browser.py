@@ -158,7 +158,7 @@ def test_a_human_round_has_the_numbers_of_human_process(bench: Workbench, page: 
 
 
 def test_a_raw_mturk_csv_has_the_numbers_of_the_json(bench: Workbench, page: Browser, tmp_path: Path) -> None:
-    from emocaustics.tasks.human.mturk import write_mturk_csv
+    from tests.fakes.mturk_csv import write_mturk_csv
 
     hits = bench.folders.root / "humaneval" / "hits_data_FreeTopicRound1.json"
     batch = write_mturk_csv(json.loads(hits.read_text(encoding="utf-8")), tmp_path / "Combined_Batches.csv")

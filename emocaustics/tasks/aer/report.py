@@ -42,7 +42,7 @@ def glance(long: pl.DataFrame, runs: list[str]) -> pl.DataFrame:
     return wide.sort("topic")
 
 
-def sections(scores: pl.DataFrame) -> list[tuple[str, str]]:
+def sections(summary: pl.DataFrame, scores: pl.DataFrame) -> list[tuple[str, str]]:
     if TOPIC not in scores.columns or "run" not in scores.columns:
         return []
     long = by_topic(scores)

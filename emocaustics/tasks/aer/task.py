@@ -21,6 +21,7 @@ from emocaustics.tasks.aer import predictors, prompts, scoring
 from emocaustics.tasks.aer.context import cut_summary
 from emocaustics.tasks.aer.data import load_split, to_sample
 from emocaustics.tasks.aer.fetch import SOURCE
+from emocaustics.tasks.parts import lazy
 
 DEFAULTS = {"shots": 3, "shots_from": None, "top_k": 8, "chunk_tokens": 160, "temperature": 0.7}
 USED_BY = {"shots": ("prompt", "few-shot"), "shots_from": ("prompt", "few-shot"), "top_k": ("context", "retrieve"),
@@ -225,17 +226,8 @@ class AerTask(Task):
             "by_topic": _table(summary["by_topic"], "topic_id"),
             "sample_info": info})
 
-    def report_sections(self, summary: pl.DataFrame, scores: pl.DataFrame) -> list[tuple[str, str]]:
-        from emocaustics.tasks.aer.report import sections
-
-        return sections(scores)
-
-    def view_sample(self, input: Any, target: Any, prediction: Any,
-                    items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """The viewer's sample page (`Report.view_sample`): options marked gold / chosen, the credit."""
-        from emocaustics.tasks.aer.view import view_sample
-
-        return view_sample(input, target, prediction, items)
+    report_sections = lazy("emocaustics.tasks.aer.report", "sections")
+    view_sample = lazy("emocaustics.tasks.aer.view", "view_sample")  # options marked gold / chosen, the credit
 
     def finalize(self, out: Path, samples: list[Sample], predictions: dict[str, Any],
                  options: AerOptions) -> list[Path]:

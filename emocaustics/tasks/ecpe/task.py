@@ -35,6 +35,7 @@ from emocaustics.core.task import (DatasetOptions, Failure, Loaded, Methods, Opt
 from emocaustics.tasks.ecpe import data, official, predictors, prompts
 from emocaustics.tasks.ecpe.scoring import SubtaskResult, count_columns, score_records
 from emocaustics.tasks.ecpe.validate import PAIRS_KEY, check_prediction
+from emocaustics.tasks.parts import lazy
 
 
 class EcpeOptions(Options):
@@ -144,12 +145,7 @@ class EcpeTask(Task):
         assert isinstance(options, EcpeOptions)
         return predictors.predict(method, samples, options.subtasks, options.baseline_emotion)
 
-    def view_sample(self, input: Any, target: Any, prediction: Any,
-                    items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """The viewer's sample page (`Report.view_sample`): the conversation, predicted and gold pairs, cause spans."""
-        from emocaustics.tasks.ecpe.view import view_sample
-
-        return view_sample(input, target, prediction, items)
+    view_sample = lazy("emocaustics.tasks.ecpe.view", "view_sample")  # the conversation, pairs, cause spans
 
     def score(self, samples: list[Sample], predictions: dict[str, Any], options: Options,
               ctx: ScoreContext) -> Scored:
@@ -200,10 +196,7 @@ class EcpeTask(Task):
                                                                   "value", "message")}})
         return Scored(rows_frame(rows), summary, tables, _items(results))
 
-    def report_sections(self, summary: pl.DataFrame, scores: pl.DataFrame) -> list[tuple[str, str]]:
-        from emocaustics.tasks.ecpe.report import sections
-
-        return sections(summary, scores)
+    report_sections = lazy("emocaustics.tasks.ecpe.report", "sections")
 
     def finalize(self, out: Path, samples: list[Sample], predictions: dict[str, Any], options: Options) -> list[Path]:
         assert isinstance(options, EcpeOptions)

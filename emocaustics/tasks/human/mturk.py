@@ -129,34 +129,6 @@ def _record(row: list[str], col: dict[str, int], names: list[str], known: set[st
     return rec
 
 
-def write_mturk_csv(hits_json: dict[str, Any], path: str | Path) -> Path:
-    """The inverse (for tests and examples): one raw-MTurk-shaped row per normative `data` entry."""
-    names = list(hits_json["metadata"]["score"])
-    header = ["HITId", "HITTypeId", "Title", "Description", "Keywords", "Reward", "AssignmentId", "WorkerId",
-              "AssignmentStatus", "RequesterFeedback", "WorkTimeInSeconds"] + [f"Input.u{i}" for i in range(SLOTS)] \
-        + [ANSWER, "Approve", "Reject"]
-    with open(path, "w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f)
-        w.writerow(header)
-        for rec in hits_json["data"]:
-            ans: dict[str, Any] = {"feedback": rec.get("feedback") or ""}
-            shown_systems = []
-            for i, r in enumerate(rec["result"]):
-                ans[f"dialogue{i}"] = f"dialogue {i}"
-                ans[f"seed{i}"] = str(i)
-                ans[f"task{i}"] = r["model"]
-                ans[f"score{i}"] = "".join(f"{_num(r['score'][n])}#" for n in names)
-                shown_systems.append(r["model"])
-            shown_systems += [""] * (SLOTS - len(shown_systems))
-            w.writerow([rec["hit"], "TYPE", "Chat and rate", "", "", "$3.00", rec["assignment"], rec["worker"],
-                        "Approved", "", rec["duration in seconds"], *shown_systems, json.dumps([ans]), "", ""])
-    return Path(path)
-
-
-def _num(v: Any) -> str:
-    return str(int(v)) if float(v).is_integer() else repr(float(v))
-
-
 def read_ratings(path: str | Path, metadata: str | Path | None = None) -> Hits:
     """A ratings file in either form: a raw MTurk CSV (`.csv`, with the metadata JSON `metadata`) or the authors'
     normative JSON (`data.read_hits`)."""

@@ -15,7 +15,7 @@ from emocaustics.stats.matrix import plot_significance
 PREFIX = "c_z:"
 
 
-def sections(scores: pl.DataFrame) -> list[tuple[str, str]]:
+def sections(summary: pl.DataFrame, scores: pl.DataFrame) -> list[tuple[str, str]]:
     out = []
     if "run" not in scores.columns or "score" not in scores.columns:
         return out

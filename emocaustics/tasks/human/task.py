@@ -24,6 +24,7 @@ from emocaustics.core.errors import UsageError
 from emocaustics.core.task import DatasetOptions, Loaded, Methods, Options, Sample, ScoreContext, Scored, Task, rows_frame
 from emocaustics.tasks.human.data import DEFAULT_FILE, NAME, SOURCE, Hits, hits_path, parse_hits
 from emocaustics.tasks.human.mturk import read_ratings
+from emocaustics.tasks.parts import lazy
 
 
 class HumanDataset(DatasetOptions):
@@ -158,12 +159,7 @@ class HumanTask(Task):
         items = pl.DataFrame(decisions, infer_schema_length=None) if decisions else None
         return Scored(rows_frame(rows), summary, tables, items)
 
-    def view_sample(self, input: Any, target: Any, prediction: Any,
-                    items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """The viewer's sample page (`Report.view_sample`): the HIT's ratings and its QC outcome."""
-        from emocaustics.tasks.human.view import view_sample
-
-        return view_sample(input, target, prediction, items)
+    view_sample = lazy("emocaustics.tasks.human.view", "view_sample")  # the HIT's ratings and its QC outcome
 
     def finalize(self, out: Path, samples: list[Sample], predictions: dict[str, Any], options: Options) -> list[Path]:
         from emocaustics.tasks.human.outputs import write_process
@@ -171,7 +167,4 @@ class HumanTask(Task):
         return write_process(self._run(samples, options), out / "human",
                              source=str(samples[0].meta.get("file", "")) if samples else "")
 
-    def report_sections(self, summary: pl.DataFrame, scores: pl.DataFrame) -> list[tuple[str, str]]:
-        from emocaustics.tasks.human.report import sections
-
-        return sections(scores)
+    report_sections = lazy("emocaustics.tasks.human.report", "sections")

@@ -15,7 +15,6 @@ import copy
 from pathlib import Path
 from typing import Any, ClassVar
 
-import polars as pl
 from pydantic import Field
 
 from emocaustics.core.errors import UsageError
@@ -30,6 +29,7 @@ from emocaustics.tasks.narrative.schema import NarrativeFormatError, check_spans
 from emocaustics.tasks.narrative.scoring import assemble, score_sample, taxonomy_for
 from emocaustics.tasks.narrative.solver import annotate, windows
 from emocaustics.tasks.narrative.spans import split_sentences
+from emocaustics.tasks.parts import lazy
 
 
 class NarrativeOptions(Options):
@@ -145,12 +145,7 @@ class NarrativeTask(Task):
             return Failure("files", str(exc))
 
     # -- scoring -------------------------------------------------------------------------------------------------
-    def view_sample(self, input: Any, target: Any, prediction: Any,
-                    items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """The viewer's sample page (`Report.view_sample`): the story, its spans, component matches."""
-        from emocaustics.tasks.narrative.view import view_sample
-
-        return view_sample(input, target, prediction, items)
+    view_sample = lazy("emocaustics.tasks.narrative.view", "view_sample")  # the story, its spans, component matches
 
     def score(self, samples: list[Sample], predictions: dict[str, Any], options: Options,
               ctx: ScoreContext) -> Scored:
@@ -168,11 +163,7 @@ class NarrativeTask(Task):
             path = "local"
         return assemble([s.id for s in samples], outputs, options.weights, {"scoring_path": path})
 
-    def report_sections(self, summary: pl.DataFrame, scores: pl.DataFrame) -> list[tuple[str, str]]:
-        """Precision, recall and F1 per component and config (`narrative.report`)."""
-        from emocaustics.tasks.narrative.report import sections
-
-        return sections(summary, scores)
+    report_sections = lazy("emocaustics.tasks.narrative.report", "sections")  # P/R/F1 per component and config
 
     # -- outputs -------------------------------------------------------------------------------------------------
     def finalize(self, out: Path, samples: list[Sample], predictions: dict[str, Any], options: Options) -> list[Path]:

@@ -141,7 +141,7 @@ def test_registered_and_report_section(ratings, tmp_path):
     assert isinstance(get_task("human"), HumanTask)
     scores = pl.DataFrame({"run": ["h"] * 4, "sample_id": ["A1", "A2", "A3", "A4"], "score": [1.0, 1.0, 0.0, 0.0],
                            "c_z:alpha": [0.9, 1.0, -0.2, 0.0], "c_z:beta": [0.1, 0.2, 0.3, 0.0]})
-    out = sections(scores)
+    out = sections(None, scores)
     assert len(out) == 1 and "<svg" in out[0][1] and "alpha" in out[0][1]
     assert "2 of 4 assignments" in out[0][1]
 
