@@ -96,7 +96,7 @@ class ChatClient(ModelBase):
     async def aclose(self) -> None:
         """Close this event loop's HTTP client (call before the loop ends to release its connections cleanly)."""
         entry = self._per_loop.pop(asyncio.get_running_loop(), None)
-        if entry is not None:
+        if entry is not None and entry[0] is not None:
             await entry[0].close()
 
     async def stats(self) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from emocaustics.models.base import ChatRequest, Completion
-from emocaustics.models.jsonout import parse_answer
+from emocaustics.models.jsonout import read_answer
 
 # Options of an `hf:` spec besides the pool keys (models/spec.py): requests per `generate` call, seconds a batch waits
 # for more concurrent requests, where and in which precision the weights live, and two `from_pretrained` arguments.
@@ -205,10 +205,6 @@ class HFGenerator:
     def _completion(self, request: ChatRequest, tokens: list[int], cut: bool, prompt_tokens: int,
                     limit: int) -> Completion:
         text = self.tokenizer.decode([t for t in tokens if t not in self.eos_ids], skip_special_tokens=True)
-        parsed, repaired, error = parse_answer(text, request.schema)
-        if cut and (error or repaired):
-            # As the vLLM replica: a JSON answer cut at max_tokens is never repaired into a valid-looking half answer.
-            error = f"answer cut at max_tokens={limit}; {error or 'incomplete JSON'}"
-            parsed, repaired = None, False
+        parsed, repaired, error = read_answer(text, request.schema, cut, limit)
         return Completion(text=text, parsed=parsed, error=error, prompt_tokens=prompt_tokens,
                           generated_tokens=len(tokens), repaired=repaired)

@@ -34,3 +34,13 @@ def parse_answer(text: str, schema: dict | None) -> tuple[Any, bool, str | None]
         return value, True, None
     snippet = text[:80].replace("\n", " ")
     return None, False, f"invalid JSON: {strict_error}; not repairable (answer starts {snippet!r})"
+
+
+def read_answer(text: str, schema: dict | None, cut: bool, max_tokens: int) -> tuple[Any, bool, str | None]:
+    """`parse_answer` of an answer that may have been cut at `max_tokens` (`cut`): json-repair would close the brackets
+    of a half answer and call it valid (pairs, events after the cut would vanish), so a cut answer that needed repair
+    is never counted: the caller asks again (a new seed, `json_retries`) and else reports this failure."""
+    parsed, repaired, error = parse_answer(text, schema)
+    if cut and (error or repaired):
+        return None, False, f"answer cut at max_tokens={max_tokens}; {error or 'incomplete JSON'}"
+    return parsed, repaired, error

@@ -21,10 +21,11 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-from typing import Any, Literal
+from typing import Any
 
 from emocaustics.core.redact import redacted
-from emocaustics.models.base import ChatRequest, Completion, ModelBase
+from emocaustics.models.base import ChatRequest, Completion
+from emocaustics.models.chatclient import ChatClient
 from emocaustics.models.jsonout import parse_answer
 
 
@@ -37,28 +38,19 @@ def _litellm() -> Any:
     return litellm
 
 
-class LiteLLMChat(ModelBase):
+class LiteLLMChat(ChatClient):
+    kind = "litellm"
 
     def __init__(self, model: str, base_url: str | None, *, name: str, api_version: str | None = None,
-                 concurrency: int = 16, timeout: float = 60.0, max_retries: int = 4,
-                 json_mode: Literal["auto", "schema", "plain"] = "auto", json_retries: int = 1) -> None:
-        self.model, self.base_url, self.name, self.cache_id = model, base_url, name, name
+                 **options: Any) -> None:
+        super().__init__(model, base_url, name=name, **options)
+        self.cache_id = name  # the whole spec, options included, as it always was
         self.api_version = api_version
-        self.timeout, self.max_retries, self.json_mode, self.json_retries = timeout, max_retries, json_mode, json_retries
-        self._slots = asyncio.Semaphore(concurrency)
 
-    async def generate(self, requests: list[ChatRequest]) -> list[Completion]:
-        return list(await asyncio.gather(*(self._answer(r) for r in requests)))
+    def _connect(self) -> tuple[Any, asyncio.Semaphore]:
+        return None, asyncio.Semaphore(self.concurrency)  # LiteLLM holds its HTTP clients itself
 
-    async def _answer(self, request: ChatRequest) -> Completion:
-        completion = Completion(text="")
-        for _ in range(1 + self.json_retries):  # an answer that does not parse is asked again, then reported
-            completion = await self._ask(request)
-            if completion.ok or not completion.error.startswith(("invalid JSON", "answer cut")):
-                break
-        return completion
-
-    async def _ask(self, request: ChatRequest) -> Completion:
+    async def _once(self, request: ChatRequest) -> Completion:
         litellm = _litellm()
         s = request.sampling
         kwargs: dict[str, Any] = dict(model=self.model, messages=[dict(m) for m in request.messages],
@@ -73,13 +65,13 @@ class LiteLLMChat(ModelBase):
         if request.schema is not None and self.json_mode != "plain":
             kwargs["response_format"] = {"type": "json_schema",
                                          "json_schema": {"name": "answer", "schema": request.schema}}
-        async with self._slots:
+        async with self._client()[1]:
             try:
                 response = await litellm.acompletion(**kwargs)
             except litellm.BadRequestError as exc:
                 if "response_format" in kwargs and self.json_mode == "auto" and "response_format" in str(exc):
                     self.json_mode = "plain"  # this backend has no structured output: plain requests from now on
-                    return await self._ask(request)
+                    return await self._once(request)
                 return Completion(text="", error=self._failure(exc))
             except Exception as exc:  # noqa: BLE001 -- one request's failure is its Completion, never a raise
                 return Completion(text="", error=self._failure(exc))

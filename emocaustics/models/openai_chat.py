@@ -23,7 +23,7 @@ from typing import Any
 from emocaustics.models.base import ChatRequest, Completion
 from emocaustics.models.chatclient import ChatClient
 from emocaustics.models.gate import PriorityGate
-from emocaustics.models.jsonout import parse_answer
+from emocaustics.models.jsonout import read_answer
 
 log = logging.getLogger(__name__)
 KEY_VARIABLES = ("OPENAI_API_KEY", "EMOCAUSTICS_API_KEY")
@@ -106,12 +106,7 @@ def completion_from(data: Any, request: ChatRequest) -> Completion:
         usage = data.get("usage") or {}
     except (ValueError, AttributeError, TypeError) as exc:
         return Completion(text="", error=f"invalid response body: {type(exc).__name__}: {str(exc)[:200]}")
-    parsed, repaired, error = parse_answer(text, request.schema)
-    if finish == "length" and (error or repaired):
-        # Cut at max_tokens: json-repair would close the brackets of a half answer and call it valid. A cut
-        # answer is never counted: it is asked again (json_retries) and else reported as this failure.
-        error = f"answer cut at max_tokens={request.sampling.max_tokens}; {error or 'incomplete JSON'}"
-        parsed, repaired = None, False
+    parsed, repaired, error = read_answer(text, request.schema, finish == "length", request.sampling.max_tokens)
     return Completion(
         text=text,
         parsed=parsed,

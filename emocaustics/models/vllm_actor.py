@@ -24,7 +24,7 @@ from typing import Any
 
 from emocaustics.core import aio
 from emocaustics.models.base import ChatRequest, Completion, ModelBase
-from emocaustics.models.jsonout import parse_answer
+from emocaustics.models.jsonout import read_answer
 from emocaustics.models.local import run_item
 from emocaustics.models.usage import Usage
 
@@ -186,13 +186,7 @@ class VLLMEngineActor:
         if final is None or not final.outputs:
             return Completion(text="", prompt_tokens=len(ids), error="engine returned no output")
         seq = final.outputs[0]
-        parsed, repaired, error = parse_answer(seq.text, request.schema)
-        if seq.finish_reason == "length" and (error or repaired):
-            # Cut at max_tokens: json-repair would close the brackets of a half answer and call it valid (pairs,
-            # events after the cut would vanish). A cut answer is never counted: the Asker asks again on a new seed
-            # and else reports the step as failed — as the OpenAI client does.
-            error = f"answer cut at max_tokens={max_tokens}; {error or 'incomplete JSON'}"
-            parsed, repaired = None, False
+        parsed, repaired, error = read_answer(seq.text, request.schema, seq.finish_reason == "length", max_tokens)
         self.usage.cached_prompt_tokens += int(final.num_cached_tokens or 0)
         return Completion(
             text=seq.text,
