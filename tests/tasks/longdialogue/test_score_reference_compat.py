@@ -157,6 +157,9 @@ def test_sextuple_reference_failures_are_named_and_left_out_of_the_averages():
     assert "output_chat_2.json, record 0" in reasons[2] and "the reference raises" in reasons[2]
     assert reasons[3] == "missing prediction"
     assert res.summary["components"]["scheme1_avg_target_similarity"] == pytest.approx(1.8 / 3, abs=1e-6)
+    # the mean counts the two failures 0; the micro-average weighs by scored lines, so they (weight 0) drop out of it
+    s1 = res.summary["per_dialogue"]["1"]
+    assert s1 > 0 and res.summary["score"] == pytest.approx(s1 / 3) and res.summary["micro_score"] == pytest.approx(s1)
 
 
 def test_sextuple_reference_reads_only_its_keys_and_compares_sentiment_exactly():
