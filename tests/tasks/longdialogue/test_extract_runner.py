@@ -74,6 +74,12 @@ def test_failures_are_rows_with_reasons_and_files_are_not_written(tmp_path):
     assert not (tmp_path / "output_chat_2.json").exists()
     failed = [json.loads(line) for line in (tmp_path / "failures.jsonl").read_text().splitlines()]
     assert sorted(f["dialogue"] for f in failed) == [2, 9, 10]
+    assert all((f["step"], f["reason"]) == (by[f["dialogue"]]["step"], by[f["dialogue"]]["reason"]) for f in failed)
+    from emocaustics.core.task import Failure, get_task
+
+    found = get_task("sextuple").store.read_predictions(tmp_path)  # what a resume reads back: by sample id
+    assert set(found) == {"1", "2", "3", "9", "10"} and isinstance(found["1"], list)
+    assert isinstance(found["2"], Failure) and found["2"].reason == by[2]["reason"]
     from emocaustics.tasks.longdialogue.extract.run import _row
 
     rows = sorted((_row(r, {}) for r in rows), key=lambda r: r["dialogue"])
