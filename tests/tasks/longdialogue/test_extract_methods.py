@@ -172,6 +172,35 @@ def test_failing_pass1_window_fails_the_dialogue_with_its_step():
         run(S.window(Asker(SchemaLLM(answer), retries=1), dialogue(12), None, S.WindowSettings(k=10, s=5)))
 
 
+def test_a_failing_window_stops_the_asks_still_waiting():
+    """Window 1's pass 1 fails while window 0's pass-2 asks still wait on the model: they are cancelled at once, not
+    left running beside the failure (`sextuple._stop`)."""
+    cancelled: list[int] = []
+
+    class Hanging(SchemaLLM):
+        async def generate(self, requests):
+            await asyncio.sleep(0)  # as a model does: the asks already made get under way meanwhile
+            if "请抽取这句话的情感五元组" in requests[0].messages[-1]["content"]:  # a pass-2 ask: never answered
+                try:
+                    await asyncio.Event().wait()
+                except asyncio.CancelledError:
+                    cancelled.append(len(requests))
+                    raise
+            return await super().generate(requests)
+
+    def answer(req, n):
+        if "编号 5、6" in req.messages[-1]["content"]:
+            return Completion(text="", error="engine error: boom")
+
+    async def main() -> list[int]:
+        with pytest.raises(StepFailed, match="pass1 window 1"):
+            await S.window(Asker(Hanging(answer), retries=1), dialogue(12), None, S.WindowSettings(k=10, s=5))
+        await asyncio.sleep(0)  # the cancelled asks run to their end
+        return list(cancelled)
+
+    assert run(main())
+
+
 def emo(state, reason, *ids):
     return Emotion(state, reason, tuple(ids))
 
@@ -211,7 +240,7 @@ def test_chain_window_uses_sextuple_events_and_json_shape():
         for ev in h["events"]:
             assert set(ev) == {"event", "emotions"}
             for e in ev["emotions"]:
-                assert set(e) == {"state", "reason", "source_id"}
+                assert set(e) == {"state", "reason", "source_id"} and e["source_id"] == "1"
     with pytest.raises(ValueError, match="11 records for 12 utterances"):
         run(C.window(Asker(llm), d, prior[:-1]))
 
@@ -227,6 +256,8 @@ def test_chain_direct_one_call_per_holder_dialogue_first():
     src = llm.requests[0].schema["properties"]["events"]["items"]["properties"]["emotions"]["items"]["properties"]
     assert src["source_id"]["enum"] == ["1", "2"]
     assert set(out) == {"1", "2"} and json.dumps(out, ensure_ascii=False)
+    emotions = [e for h in out.values() for ev in h["events"] for e in ev["emotions"]]
+    assert emotions and all(e["source_id"] == "1" for e in emotions)  # the answer's source id, as it named it
 
 
 def test_sequential_steps_carry_critical_path_priorities():
