@@ -190,10 +190,11 @@ def run_ratio(spec: str, task: Any, options: Any, samples: list[Any], work: Path
     from benchmarks.timeline import summarize
     from emocaustics.core.cluster import connect
     from emocaustics.models.pool import get_pool
+    from emocaustics.models.spec import parse_llm_spec
     from emocaustics.solve.plan import asolve_samples
 
     connect()
-    pool = get_pool(spec)
+    pool = get_pool(parse_llm_spec(spec))
     engine_pids: list[int] = []
     rounds: list[dict[str, Any]] = []
     try:

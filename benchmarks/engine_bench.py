@@ -179,13 +179,14 @@ def run_pipeline(methods: dict[str, int], work: Path,
     from emocaustics.tasks.longdialogue.extract.dialogue import ExtractConfig
     from emocaustics.tasks.longdialogue.extract.run import run_extract
     from emocaustics.models.pool import get_pool
+    from emocaustics.models.spec import parse_llm_spec
 
     started_ray = not ray.is_initialized()
     if started_ray:
         ray.init(address="local", num_cpus=2, object_store_memory=300_000_000, include_dashboard=False,
                  log_to_driver=False)
     llm_spec = os.environ.get("ENGINE_BENCH_LLM", "smoke")
-    pool = get_pool(llm_spec)
+    pool = get_pool(parse_llm_spec(llm_spec))
     setup: dict[str, Any] = {}
     figures: dict[str, Any] = {}
     try:

@@ -44,6 +44,7 @@ def run(quick: bool = False) -> dict[str, Any]:
 
     from emocaustics.models.base import ChatRequest, Sampling
     from emocaustics.models.pool import get_pool, shutdown_pools
+    from emocaustics.models.spec import parse_llm_spec
 
     n, repeats = (40, 1) if quick else (REQUESTS, REPEATS)
     started = not ray.is_initialized()
@@ -52,7 +53,7 @@ def run(quick: bool = False) -> dict[str, Any]:
                  log_to_driver=False)
     runs = []
     try:
-        pool = get_pool("smoke")
+        pool = get_pool(parse_llm_spec("smoke"))
         start_s = asyncio.run(pool.start())
         for rep in range(repeats):
             reqs = [ChatRequest(messages=({"role": "system", "content": "你是情感分析助手。"},

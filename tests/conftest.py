@@ -46,8 +46,9 @@ def ray_local():
 @_models_pytest.fixture(scope="session")
 def smoke_pool(ray_local):
     from emocaustics.models.pool import get_pool
+    from emocaustics.models.spec import parse_llm_spec
 
-    pool = get_pool("smoke")
+    pool = get_pool(parse_llm_spec("smoke"))
     pool.start_seconds = _models_asyncio.run(pool.start())
     return pool
 # ==== END models: engine fixtures ====

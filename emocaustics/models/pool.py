@@ -25,7 +25,7 @@ import re
 import sys
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from emocaustics.models import replicas as replica_actors
 from emocaustics.core.errors import ServiceGone
@@ -34,6 +34,9 @@ from emocaustics.models.local import RunFailure
 from emocaustics.models.placement import CHAIN_COST, Placement
 from emocaustics.models.replicas import NAMESPACE, SERVICE_PREFIX  # noqa: F401 (services.py imports them from here)
 from emocaustics.models.usage import Usage
+
+if TYPE_CHECKING:
+    from emocaustics.models.spec import LLMSpec
 
 START_REPORT_EVERY = 10.0  # seconds between "waiting for engines" lines while replicas start
 
@@ -321,16 +324,15 @@ def _pickle_by_value_if_local(fn: Any) -> None:
 _POOLS: dict[str, ModelPool] = {}
 
 
-def get_pool(spec: Any, *, detached: bool = False, **overrides: Any) -> ModelPool:
-    """The one pool of this process for a `smoke` / `vllm:` spec (string or LLMSpec); created on first use.
+def get_pool(spec: LLMSpec, *, detached: bool = False, **overrides: Any) -> ModelPool:
+    """The one pool of this process for a parsed `smoke` / `vllm:` / `hf:` spec; created on first use.
 
     Engine-option overrides are part of the key: the same model with another max_model_len is another pool.
     `detached`: replicas that outlive this process, for a model service (models/services.py).
     """
-    from emocaustics.models.spec import as_llm_spec, pool_arguments
+    from emocaustics.models.spec import pool_arguments
 
-    parsed = as_llm_spec(spec)
-    parsed = parsed.with_options(**overrides) if overrides else parsed
+    parsed = spec.with_options(**overrides) if overrides else spec
     key = parsed.canonical()
     pool = _POOLS.get(key)
     if pool is None:

@@ -182,7 +182,7 @@ PARSE_EDGES = {"emocaustics.jobs.spec", "emocaustics.jobs.modelentry", "emocaust
 # Downstream modules that still parse a string (the budget ledger and the forecast of an unlisted judge, the
 # factory's and the pool's string arguments, the exports): the list may only shrink.
 PARSES_LEFT = {"emocaustics.jobs.cost", "emocaustics.solve.forecast", "emocaustics.models.factory",
-               "emocaustics.models.pool", "emocaustics.solve.plan", "emocaustics.exports.names"}
+               "emocaustics.solve.plan", "emocaustics.exports.names"}
 SPEC_PARSERS = ("parse_llm_spec", "expand_shorthand", "as_llm_spec")
 
 

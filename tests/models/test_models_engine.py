@@ -12,6 +12,7 @@ from emocaustics.models.cache import CachedLLM, ResponseCache
 from emocaustics.models.local import RunFailure
 from emocaustics.models.pool import get_pool
 from emocaustics.models.factory import make_llm
+from emocaustics.models.spec import parse_llm_spec
 
 pytestmark = pytest.mark.engine
 
@@ -152,12 +153,12 @@ def test_cache_second_run_makes_no_engine_calls(smoke_pool, tmp_path) -> None:
 
 
 def test_registry_loads_the_model_once(smoke_pool, tmp_path) -> None:
-    assert get_pool("smoke") is smoke_pool
+    assert get_pool(parse_llm_spec("smoke")) is smoke_pool
     assert make_llm("smoke") is smoke_pool
     cached = make_llm("smoke", cache_dir=tmp_path)
     assert cached.llm is smoke_pool
-    other = get_pool("smoke?max_model_len=2048")  # other engine options: another pool (its engine never starts here)
-    assert other is not smoke_pool and get_pool("smoke?max_model_len=2048") is other
+    other = get_pool(parse_llm_spec("smoke?max_model_len=2048"))  # other engine options: another pool (never started)
+    assert other is not smoke_pool and get_pool(parse_llm_spec("smoke?max_model_len=2048")) is other
     other.shutdown()
     asyncio.run(cached.generate([chat("注册表", max_tokens=4)]))
     stats = asyncio.run(smoke_pool.stats())

@@ -13,6 +13,7 @@ import pytest
 from emocaustics.models.base import ChatRequest, Sampling
 from emocaustics.models.local import RunFailure
 from emocaustics.models.pool import get_pool
+from emocaustics.models.spec import parse_llm_spec
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
 
@@ -33,7 +34,7 @@ async def _dialogue(llm, item):
 
 
 def test_killed_replica_is_restarted_and_in_flight_items_are_retried(ray_local) -> None:
-    pool = get_pool("smoke?max_num_seqs=32&kv_cache_memory_bytes=268435456")
+    pool = get_pool(parse_llm_spec("smoke?max_num_seqs=32&kv_cache_memory_bytes=268435456"))
     try:
         asyncio.run(pool.start())
         victim = pool.actors[0]
@@ -63,7 +64,7 @@ def test_dead_engine_core_ends_the_actor_and_items_are_retried(ray_local) -> Non
     """vLLM's engine core is a child process of the actor; if it dies the actor exits, Ray restarts it, items retry."""
     import psutil
 
-    pool = get_pool("smoke?max_num_seqs=16&kv_cache_memory_bytes=268435456")
+    pool = get_pool(parse_llm_spec("smoke?max_num_seqs=16&kv_cache_memory_bytes=268435456"))
     try:
         asyncio.run(pool.start())
         actor_pid = asyncio.run(pool.stats())["per_replica"][0]["pid"]
@@ -108,10 +109,11 @@ import asyncio
 import psutil
 from emocaustics.core import cluster
 from emocaustics.models.pool import get_pool
+from emocaustics.models.spec import parse_llm_spec
 
 cluster.connect(num_cpus=2, object_store_memory=100_000_000)
 import ray
-pool = get_pool("smoke?max_num_seqs=16&kv_cache_memory_bytes=268435456")
+pool = get_pool(parse_llm_spec("smoke?max_num_seqs=16&kv_cache_memory_bytes=268435456"))
 asyncio.run(pool.start())
 replica = asyncio.run(pool.stats())["per_replica"][0]
 actor = psutil.Process(replica["pid"])

@@ -53,8 +53,8 @@ def test_equal_specs_share_one_pool_whether_string_or_object(monkeypatch):
     monkeypatch.setattr(spec_module, "pool_arguments", lambda parsed: {"name": parsed.canonical()})
     text = "vllm:org/m?max_model_len=4096&replicas=2"
     first = pool_module.get_pool(parse_llm_spec(text))
-    assert pool_module.get_pool(text) is first
-    assert pool_module.get_pool("vllm:org/m?replicas=2&max_model_len=4096") is first  # the same spec, reordered
+    assert pool_module.get_pool(parse_llm_spec(text)) is first
+    assert pool_module.get_pool(parse_llm_spec("vllm:org/m?replicas=2&max_model_len=4096")) is first  # reordered
     assert pool_module.get_pool(parse_llm_spec("vllm:org/m?replicas=2")) is not first
     assert made == [{"name": "vllm:org/m?replicas=2&max_model_len=4096", "detached": False},
                     {"name": "vllm:org/m?replicas=2", "detached": False}]

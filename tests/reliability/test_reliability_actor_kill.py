@@ -59,7 +59,7 @@ def test_replica_killed_mid_job_every_dialogue_accounted_for(ray_local, tmp_path
             assert thread.is_alive(), f"the job ended before the kill: {outcome}"
             assert time.monotonic() - t0 < LIMIT, "no prediction appeared"
             time.sleep(0.05)
-        pool = get_pool(spec)  # the job's pool (same process, same registry entry)
+        pool = get_pool(job.models["victim"].parsed())  # the job's pool (same process, same registry entry)
         pid_before = asyncio.run(pool.stats())["per_replica"][0]["pid"]
         done_at_kill = len(list(pred.glob("output_chat_*.json")))
         ray_local.kill(pool.actors[0], no_restart=False)
