@@ -117,6 +117,12 @@ def test_data_root_resolution(tmp_path, monkeypatch):
     assert data_root(SAMPLE_ROOT) == SAMPLE_ROOT
 
 
+def test_the_pairing_is_kept_in_the_cache_folder(tmp_path, monkeypatch):
+    monkeypatch.setenv("EMOCAUSTICS_CACHE", str(tmp_path / "cache"))
+    load_corpus(_copy(tmp_path / "d"))  # a folder never loaded: matched, and the match kept for the next load
+    assert len(list((tmp_path / "cache" / "pairing").glob("*.json"))) == 1
+
+
 def test_subsets_and_ids(tmp_path):
     dialogues, corpus = resolve("sample", [3, 1])
     assert [d.id for d in dialogues] == [3, 1] and corpus.dialogues[1].source == "sample"
