@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -60,9 +59,8 @@ def validate_command(args: argparse.Namespace) -> int:
         errors = ["the submission has no answer (an empty file): nothing to score"]
     missing = [qid for qid in known if qid not in preds]
     if args.json:
-        json.dump({"ok": not errors, "problems": [{"file": name, "problem": e} for e in errors], "missing": missing},
-                  sys.stdout, ensure_ascii=False)
-        sys.stdout.write("\n")
+        print(json.dumps({"ok": not errors, "problems": [{"file": name, "problem": e} for e in errors],
+                          "missing": missing}, ensure_ascii=False))
     else:
         for e in errors:
             print(f"{name}: {e}")
@@ -94,8 +92,7 @@ def score_command(args: argparse.Namespace) -> int:
     summary = summarize(items, split=args.split, missing=sub.missing)
     summary["failed_in_run"] = [s.id for s in samples if s.id in failed]
     if args.json:
-        json.dump(summary, sys.stdout, ensure_ascii=False)
-        sys.stdout.write("\n")
+        print(json.dumps(summary, ensure_ascii=False))
     else:
         _print_summary(args.split, summary)
     if (summary["missing"] or summary["failed_in_run"]) and not args.allow_failures:

@@ -15,12 +15,13 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, Field, ValidationError
 
 from emocaustics.core.task import SolveFailed
 from emocaustics.evallog.record import note
@@ -31,41 +32,31 @@ from emocaustics.score.reducers import majority
 from emocaustics.tasks.aer.prompts import REASONING_MAX_CHARS
 
 Letter = Literal["A", "B", "C", "D"]
+Letters = Annotated[list[Letter], AfterValidator(lambda v: sorted(set(v))), Field(min_length=1, max_length=4)]
 RAW_KEEP = 2000  # characters of a raw output kept in a failure reason
 
 
 class Answer(BaseModel):
-    answer: list[Letter] = Field(min_length=1, max_length=4)
-
-    @field_validator("answer")
-    @classmethod
-    def _as_set(cls, v: list[str]) -> list[str]:
-        return sorted(set(v))
+    answer: Letters
 
 
 class CotAnswer(BaseModel):
     # The bound is in the schema (guided decoding stops there); a longer text from an unguided backend is still read.
     reasoning: str = Field(json_schema_extra={"maxLength": REASONING_MAX_CHARS})
-    answer: list[Letter] = Field(min_length=1, max_length=4)
-
-    @field_validator("answer")
-    @classmethod
-    def _as_set(cls, v: list[str]) -> list[str]:
-        return sorted(set(v))
+    answer: Letters
 
 
 def answer_model(prompt: str) -> type[Answer] | type[CotAnswer]:
     return CotAnswer if prompt == "cot" else Answer
 
 
-_SCHEMAS: dict[str, dict[str, Any]] = {}
-
-
 def answer_schema(prompt: str) -> dict[str, Any]:
-    key = "cot" if prompt == "cot" else "plain"
-    if key not in _SCHEMAS:
-        _SCHEMAS[key] = schema_of(answer_model(prompt))
-    return _SCHEMAS[key]
+    return _schema(answer_model(prompt))
+
+
+@functools.lru_cache(maxsize=None)
+def _schema(model: type[BaseModel]) -> dict[str, Any]:
+    return schema_of(model)  # one object per model: the requests of a run share it
 
 
 def answer_budget(prompt: str) -> int:

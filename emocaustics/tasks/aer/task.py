@@ -111,7 +111,9 @@ class AerTask(Task):
         if dataset.max_samples is not None:
             samples = samples[:dataset.max_samples]
         if options.method in self.methods.solver and options.prompt == "few-shot":
-            shots = load_split(data.root, options.shots_from or default_shots(dataset.split))
+            from emocaustics.tasks.aer.prepare import default_shots_split
+
+            shots = load_split(data.root, options.shots_from or default_shots_split(dataset.split))
             if shots.split == dataset.split:
                 raise UsageError(f"few-shot examples must come from another split than {dataset.split!r}")
             shots.check(require_documents=False)
@@ -250,12 +252,6 @@ class AerTask(Task):
         res = out / "results.json"
         res.write_text(json.dumps(doc, ensure_ascii=False, indent=2), encoding="utf-8")
         return [sub, zpath, res]
-
-
-def default_shots(split: str) -> str:
-    from emocaustics.tasks.aer.prepare import default_shots_split
-
-    return default_shots_split(split)
 
 
 def _table(block: dict[str, dict[str, Any]], key: str) -> pl.DataFrame:

@@ -115,23 +115,20 @@ class EcpeTask(Task):
         "unparseable": "LLM answers that did not parse against the schema (each re-asked with a new seed)",
     }
 
-    def load(self, dataset: DatasetOptions, options: Options) -> Loaded:
-        assert isinstance(dataset, EcpeDataset) and isinstance(options, EcpeOptions)
+    def load(self, dataset: EcpeDataset, options: EcpeOptions) -> Loaded:
         return data.load(data.locate(dataset.data), options.subtasks, dataset.ids, dataset.max_samples)
 
-    def check_ground_truth(self, loaded: Loaded, options: Options) -> None:  # core.groundtruth
+    def check_ground_truth(self, loaded: Loaded, options: EcpeOptions) -> None:  # core.groundtruth
         """Gold files whose selected conversations hold no emotion-cause pair: every figure would be 0 or nan."""
-        assert isinstance(options, EcpeOptions)
         if any(s.target and s.target.get(f"subtask{st}") for s in loaded.samples for st in options.subtasks):
             return
         files = ", ".join(str(Path(loaded.info["root"]) / data.FILES[st]) for st in options.subtasks)
         raise UsageError(f"{files}: none of the {len(loaded.samples)} selected conversation(s) has an emotion-cause "
                          f"pair ({PAIRS_KEY!r} is empty): the ground truth is missing; nothing to score against")
 
-    async def solve(self, llm: Any, sample: Sample, options: Options) -> Any:
+    async def solve(self, llm: Any, sample: Sample, options: EcpeOptions) -> Any:
         from emocaustics.tasks.ecpe.solver import solve
 
-        assert isinstance(options, EcpeOptions)
         return await solve(llm, sample, options.method, retries=options.retries, max_pairs=options.max_pairs,
                            max_tokens=options.max_tokens_cap)
 
@@ -141,15 +138,13 @@ class EcpeTask(Task):
         return Placement(affinity=sample.id, weight=float(len(sample.input["utterances"]))
                          if options.method == "utterance" else 1.0)
 
-    def predict(self, method: str, samples: list[Sample], options: Options) -> dict[str, Any]:
-        assert isinstance(options, EcpeOptions)
+    def predict(self, method: str, samples: list[Sample], options: EcpeOptions) -> dict[str, Any]:
         return predictors.predict(method, samples, options.subtasks, options.baseline_emotion)
 
     view_sample = lazy("emocaustics.tasks.ecpe.view", "view_sample")  # the conversation, pairs, cause spans
 
-    def score(self, samples: list[Sample], predictions: dict[str, Any], options: Options,
+    def score(self, samples: list[Sample], predictions: dict[str, Any], options: EcpeOptions,
               ctx: ScoreContext) -> Scored:
-        assert isinstance(options, EcpeOptions)
         results = _score_subtasks(samples, predictions, options)
         rows: list[dict[str, Any]] = []
         info: dict[str, dict[str, Any]] = {s.id: {"sample_id": s.id, "n_utterances": len(s.input["utterances"])}
@@ -198,8 +193,8 @@ class EcpeTask(Task):
 
     report_sections = lazy("emocaustics.tasks.ecpe.report", "sections")
 
-    def finalize(self, out: Path, samples: list[Sample], predictions: dict[str, Any], options: Options) -> list[Path]:
-        assert isinstance(options, EcpeOptions)
+    def finalize(self, out: Path, samples: list[Sample], predictions: dict[str, Any],
+                 options: EcpeOptions) -> list[Path]:
         out.mkdir(parents=True, exist_ok=True)
         written: list[Path] = []
         for st in options.subtasks:

@@ -68,8 +68,7 @@ class HumanTask(Task):
               "workers only is in the human-assessment section)",
     }
 
-    def load(self, dataset: DatasetOptions, options: Options) -> Loaded:
-        ds: HumanDataset = dataset  # type: ignore[assignment]
+    def load(self, ds: HumanDataset, options: Options) -> Loaded:
         path = hits_path(ds.data, ds.file)
         hits = read_ratings(path, ds.metadata)
         if not hits.assignments:  # as `human process` says it (issue 41 point 4: no ground truth, no silent run)
@@ -88,12 +87,11 @@ class HumanTask(Task):
             return super().predict(method, samples, options)
         return {s.id: {"method": "process"} for s in samples}  # nothing to predict: the ratings are the input
 
-    def _run(self, samples: list[Sample], options: Options) -> Any:
+    def _run(self, samples: list[Sample], opts: HumanOptions) -> Any:
         """The method over a config's samples. `score` and then `finalize` ask for the same config: the last result
         is kept for the very same samples list and equal options (held here, so the list cannot be another one)."""
         from emocaustics.tasks.human.method import process
 
-        opts: HumanOptions = options  # type: ignore[assignment]
         last = getattr(self, "_last", None)
         if last is not None and last[0] is samples and last[1] == opts:
             return last[2]

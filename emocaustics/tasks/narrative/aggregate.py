@@ -16,7 +16,7 @@ import json
 from typing import Any
 
 from emocaustics.tasks.narrative.composite import COMPONENTS, SCORE_FROM_COUNTS, parse_weights, weighted_overall
-from emocaustics.tasks.narrative.gtmissing import prf, ratio
+from emocaustics.tasks.narrative.gtmissing import mean_of, prf, ratio
 
 SUMMARY_TOTALS = ("total_events", "predicted_events", "aligned_events", "correct_events", "missed_events",
                   "extra_events")
@@ -54,10 +54,6 @@ def prf_counts_row(result: dict[str, Any] | None) -> dict[str, int | None]:
     return row
 
 
-def _mean(values: list[float]) -> float | None:
-    return sum(values) / len(values) if values else None
-
-
 def aggregate(per_file: dict[str, dict[str, Any]], weights: dict[str, float] | str | None = None,
               skipped: dict[str, Any] | None = None) -> dict[str, Any]:
     """Composite results by story name -> `{overall_score, overall_micro, component_scores, stories, files,
@@ -75,7 +71,7 @@ def aggregate(per_file: dict[str, dict[str, Any]], weights: dict[str, float] | s
         for r in scored:
             for key, value in r["detailed_results"][c]["counts"].items():
                 pooled[key] = pooled.get(key, 0) + value
-        components[c] = {"macro": _mean([r["component_scores"][c] for r in scored]),
+        components[c] = {"macro": mean_of([r["component_scores"][c] for r in scored]),
                          "micro": SCORE_FROM_COUNTS[c](pooled) if scored else None,
                          "scored": len(scored), "unscored": len(ok) - len(scored),
                          **(prf_from_counts(c, pooled) if c in PRF_COUNTS and scored else
@@ -83,7 +79,7 @@ def aggregate(per_file: dict[str, dict[str, Any]], weights: dict[str, float] | s
     overall = [r["overall_score"] for r in ok.values() if r["overall_score"] is not None]
     summary = {key: sum(r["summary"].get(key, 0) for r in ok.values()) for key in SUMMARY_TOTALS}
     return {
-        "overall_score": _mean(overall),
+        "overall_score": mean_of(overall),
         "overall_micro": weighted_overall({c: v["micro"] for c, v in components.items()}, w),
         "component_scores": components,
         "stories": len(ok),

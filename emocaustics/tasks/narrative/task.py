@@ -64,8 +64,7 @@ class NarrativeTask(Task):
     prompts_version: ClassVar[str | None] = PROMPTS_VERSION
 
     # -- data ----------------------------------------------------------------------------------------------------
-    def load(self, dataset: DatasetOptions, options: Options) -> Loaded:
-        assert isinstance(dataset, NarrativeDataset)
+    def load(self, dataset: NarrativeDataset, options: Options) -> Loaded:
         root = locate(dataset.data)
         gts = gt_dir(root, dataset.gt)
         preds = root / dataset.pred
@@ -103,8 +102,7 @@ class NarrativeTask(Task):
                                          "stories": len(samples)})
 
     # -- solving -------------------------------------------------------------------------------------------------
-    async def solve(self, llm: Any, sample: Sample, options: Options) -> Any:
-        assert isinstance(options, NarrativeOptions)
+    async def solve(self, llm: Any, sample: Sample, options: NarrativeOptions) -> Any:
         text = (sample.input or {}).get("text")
         if not text:
             raise SolveFailed("input", sample.meta.get("gt_error") or "the story has no text_content to annotate")
@@ -147,11 +145,10 @@ class NarrativeTask(Task):
     # -- scoring -------------------------------------------------------------------------------------------------
     view_sample = lazy("emocaustics.tasks.narrative.view", "view_sample")  # the story, its spans, component matches
 
-    def score(self, samples: list[Sample], predictions: dict[str, Any], options: Options,
+    def score(self, samples: list[Sample], predictions: dict[str, Any], options: NarrativeOptions,
               ctx: ScoreContext) -> Scored:
         """Per story `scoring.score_sample`; more than `narrative_ray_above` stories (a job scoring option, default
         RAY_ABOVE) go through Ray Data when the job allows Ray."""
-        assert isinstance(options, NarrativeOptions)
         kwargs = {"weights": options.weights, "taxonomy": options.taxonomy, "n_t": options.n_t}
         if wants_ray("auto", len(samples), int(ctx.scoring.get("narrative_ray_above", RAY_ABOVE)), allowed=ctx.use_ray):
             outputs = score_samples_ray(samples, predictions, **kwargs)

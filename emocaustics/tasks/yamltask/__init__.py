@@ -125,8 +125,4 @@ class YamlTask(ComposedTask):
         return content_hash([self.spec.dataset.revision, sample.input])
 
 
-def load_task_file(path: Path) -> YamlTask:
-    return YamlTask(path)
-
-
-register_task_file((".yaml", ".yml"), load_task_file)
+register_task_file((".yaml", ".yml"), YamlTask)
