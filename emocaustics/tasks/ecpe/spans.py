@@ -51,20 +51,15 @@ def find_tokens(span: str, utterance: str) -> tuple[int, int] | None:
     return None
 
 
-def gold_indices(span: str, utterance: str) -> tuple[int, int, bool]:
-    """A gold span as the official scorer reads it: (start, end, found); not found -> (0, 0, False)."""
+def gold_indices(span: str, utterance: str, missed: tuple[int, int] = (0, 0)) -> tuple[int, int, bool]:
+    """A gold span as the official scorer reads it: (start, end, found); not found (or nothing left after cleaning)
+    -> (*missed, False)."""
     cleaned = clean_span(span)
     hit = find_tokens(cleaned, utterance) if cleaned else None
-    if hit is None:
-        return 0, 0, False
-    return hit[0], hit[1], True
+    return (*missed, False) if hit is None else (*hit, True)
 
 
 def locate_span(span: str, utterance: str) -> tuple[int, int, bool]:
-    """A predicted span's text located by the same rule; not found (or nothing left after cleaning) -> the whole
-    utterance `(0, n_tokens, False)`, so the pair is kept and the miss can be counted."""
-    cleaned = clean_span(span)
-    hit = find_tokens(cleaned, utterance) if cleaned else None
-    if hit is None:
-        return 0, len(utterance.split()), False
-    return hit[0], hit[1], True
+    """A predicted span's text located by the same rule; not found -> the whole utterance `(0, n_tokens, False)`,
+    so the pair is kept and the miss can be counted."""
+    return gold_indices(span, utterance, (0, len(utterance.split())))
