@@ -127,6 +127,15 @@ def test_extract_one_is_plain_data_in_and_out():
     assert row["ok"] and row["stats"]["llm_calls"] == 4 + 8  # 4 pass-1 windows, 8 pass-2 utterances
 
 
+def test_extract_one_retrieves_with_the_embeddings_packed_in_its_item():
+    cfg = ExtractConfig(task="sextuple", method="rag", window=2, step=1, top_k=1)
+    item = make_item(1, [f"第{i}句" for i in range(6)], ["1", "2"] * 3, cfg, emb=unit_vectors([0, 1, 2, 3, 0, 5]))
+    llm = SchemaLLM()
+    assert asyncio.run(extract_one(llm, item))["ok"]
+    prompt = next(r.messages[-1]["content"] for r in llm.requests if "编号 4" in r.messages[-1]["content"])
+    assert "[0] 1：第0句" in prompt.split("最近的对话")[0]  # utterance 0, found by its embedding
+
+
 def test_item_weight_follows_the_answers_a_method_generates():
     """Placement weights: window answers every utterance twice (pass 1 and 2), chain direct once per holder whatever
     the length, a chain window run on a prior sextuple run costs less than one that makes its own."""
