@@ -11,24 +11,16 @@ from emocaustics.models.prices import Price, price_for
 from emocaustics.models.registry import is_remote
 
 
-def model_price(job: JobSpec, name: str | None) -> Price | None:
-    """The price of the job's model `name` (None: no model, or unknown)."""
-    if name is None or name not in job.models:
-        return None
-    m = job.models[name]
-    return price_for(m.spec, m.price)
-
-
-def _endpoints(job: JobSpec, configs: list[Any]) -> list[tuple[str, str, Price | None]]:
-    """(where, spec, price) of every endpoint the configs or the judge call."""
-    out = []
-    names = sorted({c.model for c in configs if c.model} | ({job.scoring.judge} & set(job.models)))
-    for n in names:
-        if is_remote(job.models[n].spec):
-            out.append((f"models.{n}", job.models[n].spec, model_price(job, n)))
+def _endpoints(job: JobSpec, configs: list[Any]) -> list[tuple[str, str, Price | None, Any]]:
+    """(where, spec, price, parsed spec) of every endpoint the configs (`jobs/configs.py`) or the judge call; the
+    judge's parsed spec is None here (`start_ledger` resolves it)."""
+    models = {c.model: (c.spec, c.price, c.llm) for c in reversed(configs) if c.model}
     judge = job.scoring.judge
+    if judge in job.models and judge not in models:
+        models[judge] = (job.models[judge].spec, price_for(job.models[judge].spec, job.models[judge].price), None)
+    out = [(f"models.{n}", spec, price, llm) for n, (spec, price, llm) in sorted(models.items()) if is_remote(spec)]
     if judge not in job.models and is_remote(judge):
-        out.append(("scoring.judge", judge, price_for(judge)))
+        out.append(("scoring.judge", judge, price_for(judge), None))
     return out
 
 
@@ -38,7 +30,7 @@ def check_budget(job: JobSpec, configs: list[Any]) -> None:
         return
     from emocaustics.models.prices import table
 
-    for where, spec, price in _endpoints(job, configs):
+    for where, spec, price, _ in _endpoints(job, configs):
         if price is None:
             raise UsageError(f"{where}: max_cost_usd is set but {spec.split('?')[0]} has no known price (the shipped "
                              f"table of {table()['as_of']} does not list it): give its `price: {{input: USD, output: "
@@ -51,9 +43,10 @@ def start_ledger(job: JobSpec, configs: list[Any]) -> None:
     from emocaustics.models import budget
 
     check_budget(job, configs)
-    from emocaustics.models.spec import endpoint_name, parse_llm_spec
+    from emocaustics.jobs.configs import judge_spec
+    from emocaustics.models.spec import endpoint_name
 
-    prices = {endpoint_name(parse_llm_spec(spec)): p for _, spec, p in _endpoints(job, configs) if p is not None}
+    prices = {endpoint_name(llm or judge_spec(job)): p for _, _, p, llm in _endpoints(job, configs) if p is not None}
     budget.activate(job.max_cost_usd, prices)
 
 

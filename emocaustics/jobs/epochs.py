@@ -14,7 +14,6 @@ reduces each sample's per-epoch scores, and its corpus summary is each epoch's (
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +22,8 @@ import polars as pl
 from emocaustics.core.errors import UsageError
 from emocaustics.core.task import Failure, Scored
 from emocaustics.jobs.results import COST_COLUMNS, score_table
-from emocaustics.solve.plan import LIMIT_STEPS, Limits, sample_stats
-from emocaustics.score.reducers import reduce_scores, reducers_of
+from emocaustics.solve.plan import LIMIT_STEPS, sample_stats
+from emocaustics.score.reducers import reduce_scores
 
 
 def epoch_dir(pred_dir: Path, epoch: int, epochs: int) -> Path:
@@ -37,22 +36,12 @@ def epoch_label(label: str, epoch: int, epochs: int) -> str:
     return label if epochs == 1 else f"{label}.epoch-{epoch}"
 
 
-def limits_of(cfg: Any) -> Limits | None:
-    """The config's per-sample limits, its time limit counted from now (the config starts)."""
-    run = getattr(cfg, "run", None)
-    if run is None:
-        return None
-    limits = Limits(tokens=run.token_limit, seconds=run.time_limit, config=run.config_time_limit,
-                    deadline=None if run.config_time_limit is None else time.monotonic() + run.config_time_limit)
-    return limits if limits.any else None
-
-
-def check_priors(configs: list[Any], prior_of: Any) -> None:
+def check_priors(configs: list[Any]) -> None:
     """A config another builds on (its predictions read as the other's input: EmoCaustics chains on sextuple windows)
     is solved in one epoch: of N, which one would it hand on? A UsageError naming both."""
     by_dir = {c.pred_dir: c for c in configs}
     for c in configs:
-        prior = by_dir.get(prior_of(c))
+        prior = by_dir.get(c.prior)
         if prior is not None and prior.epochs > 1:
             raise UsageError(f"config {c.label} builds on config {prior.label}, which has epochs: {prior.epochs}; a "
                              "config others build on is solved once: give it epochs: 1 (the one building on it may "
@@ -69,10 +58,6 @@ def to_solve(found: Any, retry_limits: bool) -> bool:
     return False
 
 
-def reducer_of(cfg: Any) -> str:
-    return cfg.run.reducer or reducers_of(cfg.task.Options)[1]
-
-
 def score_epochs(cfg: Any, samples: list, ctx: Any, evallog: Any,
                  loaded: Any = None) -> tuple[Scored, pl.DataFrame, pl.DataFrame]:
     """Score each epoch of a config and reduce them: (the reduced `Scored`, the reduced per-sample table, the
@@ -80,7 +65,7 @@ def score_epochs(cfg: Any, samples: list, ctx: Any, evallog: Any,
     task's `finalize`."""
     from emocaustics.core.predictions import pair
 
-    task, epochs, reducer = cfg.task, cfg.run.epochs, reducer_of(cfg)
+    task, epochs, reducer = cfg.task, cfg.epochs, cfg.reducer
     per_epoch, frames, rows, summaries, stats_all = [], [], [], [], []
     for e in range(1, epochs + 1):
         folder = epoch_dir(cfg.pred_dir, e, epochs)

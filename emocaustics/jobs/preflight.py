@@ -23,7 +23,7 @@ from typing import Any
 
 from emocaustics.core.errors import PreflightError, UsageError
 from emocaustics.core.groundtruth import require_ground_truth
-from emocaustics.core.task import Loaded, builds_on, needs_model
+from emocaustics.core.task import Loaded, needs_model
 from emocaustics.jobs.spec import JobSpec, ModelSpec
 from emocaustics.models.cacheplace import CacheChoice, choose
 
@@ -43,7 +43,7 @@ def load_all(configs: list[Any]) -> dict[str, Loaded | UsageError]:
     memo: dict[str, Loaded | UsageError] = {}
     out: dict[str, Loaded | UsageError] = {}
     for cfg in configs:
-        select = getattr(cfg, "select", None)
+        select = cfg.select
         key = (f"{cfg.task.name}|{cfg.dataset.model_dump_json()}|{cfg.options.model_dump_json()}|"
                f"{select.model_dump_json() if select is not None else ''}")
         if key not in memo:
@@ -176,18 +176,18 @@ def describe(job: JobSpec, configs: list[Any], loaded: dict[str, Loaded | UsageE
     for cfg in configs:
         got = loaded[cfg.label]
         n = "?" if isinstance(got, UsageError) else len(got.samples)
-        remote = bool(cfg.model) and is_remote(job.models[cfg.model].spec)
+        remote = cfg.spec is not None and is_remote(cfg.spec)
         if isinstance(got, UsageError):
             why = problem(f"dataset: {got}", cfg.label)
         elif not got.samples:
             why = problem("the dataset selection has no samples", cfg.label)
         elif cfg.model in bad_models:
             why = problem(bad_models[cfg.model])
-        elif unpriced and remote and getattr(cfg, "price", None) is None:
+        elif unpriced and remote and cfg.price is None:
             why = problem(unpriced)
         elif needs_model(cfg.task, cfg.options):
             try:
-                figures = _forecast(cfg, configs, got, job, counters)
+                figures = _forecast(cfg, got, counters)
                 why = None
             except UsageError as exc:
                 why = problem(f"prompts: {exc}", cfg.label)
@@ -199,10 +199,9 @@ def describe(job: JobSpec, configs: list[Any], loaded: dict[str, Loaded | UsageE
             shown = ["0 (calibration)", "0", "0", "$0"]
         else:
             totals = [a + b for a, b in zip(totals, figures)]
-            batch = job.models[cfg.model].batch
-            usd.append(_dollars(getattr(cfg, "price", None), figures, batch))
+            usd.append(_dollars(cfg.price, figures, cfg.batch))
             shown = [f"{v:,}" for v in figures[:3]] + ["unknown" if usd[-1] is None else f"${usd[-1]:,.4f}"]
-            if batch:  # batch: true -- which calls go through the batch API, which stay live (models/batch.py)
+            if cfg.batch:  # batch: true -- which calls go through the batch API, which stay live (models/batch.py)
                 shown[0] += f" ({figures[0] - figures[3]:,} batch, {figures[3]:,} live)"
         table.append(f"| {cfg.label} | {cfg.task.name} | {cfg.options.method} | {cfg.model or '-'} | {n} | "
                      + " | ".join(shown) + " |")
@@ -249,17 +248,15 @@ def _dollars(price: Any, figures: list[int], batch: bool) -> float | None:
                                                                 batch=True)
 
 
-def _forecast(cfg: Any, configs: list[Any], got: Loaded, job: JobSpec, counters: dict[str, Any]) -> list[int]:
+def _forecast(cfg: Any, got: Loaded, counters: dict[str, Any]) -> list[int]:
     """[LLM calls, prompt tokens, generated tokens, live calls, live prompt tokens] of one config
     (solve/forecast.py), times its epochs; one counter per model."""
     from emocaustics.solve.forecast import counter_for, forecast
 
     if cfg.model not in counters:
-        counters[cfg.model] = counter_for(job.models[cfg.model].spec)
-    label = builds_on(cfg.task, cfg.options, cfg.model, [(c.task.name, c.options, c.model, c.label) for c in configs])
-    prior = label is not None and any(c.label == label for c in configs)
-    f = forecast(cfg.task, got.samples, cfg.options, counters[cfg.model], prior=prior)
-    n = getattr(cfg, "epochs", 1)  # each epoch asks every sample again (jobs/epochs.py)
+        counters[cfg.model] = counter_for(cfg.llm)
+    f = forecast(cfg.task, got.samples, cfg.options, counters[cfg.model], prior=cfg.prior is not None)
+    n = cfg.epochs  # each epoch asks every sample again (jobs/epochs.py)
     return [n * x for x in (f.llm_calls, f.prompt_tokens, f.generated_tokens, f.live_calls, f.live_prompt_tokens)]
 
 

@@ -26,13 +26,14 @@ from typing import TYPE_CHECKING, Any, Iterator
 import polars as pl
 
 from emocaustics.core.errors import NothingToResume, Stop, UsageError
-from emocaustics.core.task import Failure, Loaded, Options, ScoreContext, Task, builds_on, needs_model
+from emocaustics.core.task import Failure, Loaded, ScoreContext, needs_model
 from emocaustics.core.writes import writing
 from emocaustics.jobs import cost, rundir
+from emocaustics.jobs.configs import Config, resolve
 from emocaustics.jobs.epochs import check_priors
 from emocaustics.jobs.rundir import RUN_FILE
 from emocaustics.jobs.results import score_table, summary_record, with_run, write_extra_tables
-from emocaustics.jobs.spec import JobSpec, ModelSpec, RunSpec, dump_job, output_path
+from emocaustics.jobs.spec import JobSpec, dump_job, output_path
 from emocaustics.jobs.startup import start_models
 from emocaustics.jobs.together import solve_together
 from emocaustics.models.registry import is_remote
@@ -40,21 +41,6 @@ from emocaustics.score.reducers import table_rows
 
 if TYPE_CHECKING:
     from emocaustics.jobs.preflight import DryRun
-
-
-def model_spec_string(model: ModelSpec) -> str:
-    """A job's model entry as a model spec string (`ModelSpec.spec_string`)."""
-    return model.spec_string()
-
-
-def run_kind(task: Task, opts: Options, run: RunSpec, job: JobSpec) -> str:
-    if not needs_model(task, opts):
-        return "calibration"
-    try:
-        smoke = job.models[run.model].parsed().is_smoke
-    except UsageError:  # a malformed spec: the pre-flight check names it, with where it is
-        smoke = False
-    return "engine-check" if smoke else "model"
 
 
 def resolve_run_dir(job: JobSpec, out: str | None, resume: bool) -> Path:
@@ -71,36 +57,12 @@ def resolve_run_dir(job: JobSpec, out: str | None, resume: bool) -> Path:
     return base / datetime.now().strftime("%Y%m%d-%H%M%S")
 
 
-class Config:
-    """One expanded run: its task, validated options, label, folder and kind."""
-
-    def __init__(self, run: RunSpec, job: JobSpec, run_dir: Path) -> None:
-        self.run = run
-        self.task, self.options = run.resolve()
-        self.label = run.label
-        self.model = run.model if needs_model(self.task, self.options) else None
-        self.kind = run_kind(self.task, self.options, run, job)
-        self.pred_dir = run_dir / "predictions" / self.label
-        self.dataset = self.task.Dataset.model_validate(job.dataset_for(run))
-        self.select = job.select_for(run)  # applied to the loaded samples by `preflight.load_all`
-        self.price = cost.model_price(job, self.model)  # None: unknown (jobs/cost.py)
-        self.epochs = run.epochs  # each sample solved this many times, then reduced (jobs/epochs.py)
-
-
-def _prior(cfg: Config, configs: list[Config]) -> Path | None:
-    """The folder of another config this one builds on (the task decides), if the job has it."""
-    label = builds_on(cfg.task, cfg.options, cfg.model, [(c.task.name, c.options, c.model, c.label) for c in configs])
-    if label is None:
-        return None
-    return next((c.pred_dir for c in configs if c.label == label), None)
-
-
 def _order(configs: list[Config], *, to_run: bool = False) -> list[Config]:
     """Configs others build on first (`SideInputs.builds_on`: a config that reuses another config's predictions); `to_run`
     (the order they run in): then those that ask a model before the calibration ones, so that a job against a warm
     model reaches its first LLM call at once (the calibration rows' scoring would wait for the embedder's load first;
     warm_bench). The tables keep the job's order."""
-    needed = {p for c in configs if (p := _prior(c, configs)) is not None}
+    needed = {c.prior for c in configs if c.prior is not None}
     return sorted(configs, key=lambda c: (c.pred_dir not in needed, to_run and not needs_model(c.task, c.options)))
 
 
@@ -161,8 +123,8 @@ def plan_job(job: JobSpec, *, out: str | None = None, resume: bool = False) -> D
     from emocaustics.jobs.preflight import cache_dir_for, describe, load_all
 
     run_dir = resolve_run_dir(job, out, resume)
-    configs = _order([Config(run, job, run_dir) for run in job.expand()])
-    check_priors(configs, lambda c: _prior(c, configs))
+    configs = _order(resolve(job, run_dir))
+    check_priors(configs)
     return describe(job, configs, load_all(configs), run_dir, cache_dir_for(job, run_dir), resume=resume)
 
 
@@ -182,8 +144,8 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force
 
     run_dir = resolve_run_dir(job, out, resume)
     claimed = rundir.claim(run_dir, job, resume=resume, force=force)
-    configs = _order([Config(run, job, run_dir) for run in job.expand()])
-    check_priors(configs, lambda c: _prior(c, configs))
+    configs = _order(resolve(job, run_dir))
+    check_priors(configs)
     loaded_by_label = load_all(configs)
     if check:
         preflight(job, configs, loaded_by_label)
@@ -191,6 +153,9 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force
         for label, got in loaded_by_label.items():
             if isinstance(got, UsageError):
                 raise got
+    for c in configs:
+        if c.model and c.llm is None:  # a spec that does not parse as the model layer takes it: its error
+            job.models[c.model].parsed()
     cost.start_ledger(job, configs)  # max_cost_usd: every endpoint priced (else a usage error), then spent against
     cache_dir = cache_dir_for(job, run_dir)  # the response cache it used, in run.json: where, never what it holds
     claimed.record["response_cache"] = cache_dir.record() if cache_dir is not None else {"mode": "off"}
@@ -198,7 +163,7 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force
     (run_dir / "config.yaml").write_text(dump_job(job), encoding="utf-8")
     print(f"job {job.name}: {len(configs)} configs -> {run_dir}" + (" (resumed)" if claimed.resumed else ""),
           flush=True)
-    local = sorted({c.model for c in configs if c.model and not is_remote(job.models[c.model].spec)})  # engines here
+    local = sorted({c.model for c in configs if c.llm is not None and not is_remote(c.llm)})  # engines here
     address = ray_address or job.ray.address or os.environ.get("RAY_ADDRESS")
     # The job's Ray, joined when first needed (`models.factory.join_ray`): by a local engine's start, or by scoring
     # that fans out through Ray Data (large EmoCaustics or narrative inputs), on the cluster named if one is, never on
@@ -209,14 +174,14 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force
 
     embedder = make_embedder(job.scoring.embedder)  # loaded once, shared by every config's scoring
     judge = job.scoring.judge
-    judge = None if judge == "none" else (model_spec_string(job.models[judge]) if judge in job.models else judge)
+    judge = None if judge == "none" else (job.models[judge].spec_string() if judge in job.models else judge)
     ctx = ScoreContext(embedder=embedder, embedder_spec=job.scoring.embedder, judge=judge,
                        scoring=job.scoring.task_options, use_ray=True)
     print(f"response cache: {cache_dir.describe() if cache_dir is not None else 'off'}", flush=True)
     from emocaustics.evallog.writer import EvalLog
 
     evallog = EvalLog(run_dir, prompts=job.log.prompts)  # every call of every sample: `emocaustics view RUN_DIR`
-    startup = start_models(job, local, lambda name: job.models[name].parsed(), embedder)
+    startup = start_models(job, local, {c.model: c.llm for c in configs if c.model}.__getitem__, embedder)
     (run_dir / "startup.json").write_text(json.dumps(startup, indent=1), encoding="utf-8")
     frames, long_rows, items, wall, defects, records = [], [], [], {}, [], []
     tables: dict[str, list[pl.DataFrame]] = {}  # the scorers' extra tables by name, every config's
@@ -229,10 +194,9 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force
         if claimed.resumed:
             print(_resume_line(cfg, loaded_cfg.samples, retry_limits), flush=True)
         cfg.pred_dir.mkdir(parents=True, exist_ok=True)
-        write_provenance(cfg, job, loaded_cfg)
+        write_provenance(cfg, loaded_cfg)
     with _named(f"job {job.name}", job_file, run_dir):  # every model config on one plan: their prepared samples
         solved = solve_together(job, configs, loaded_by_label, ctx, cache_dir,  # type: ignore[arg-type]
-                                lambda c: job.models[c.model].parsed(), lambda c: _prior(c, configs),
                                 evallog.config, lambda label: rundir.WallClock(claimed, label), retry_limits)
     outputs: dict[str, tuple[Any, ...]] = {}  # label -> what its config adds to the job's tables
     for cfg in _order(configs, to_run=True):
@@ -301,14 +265,13 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force
     return run_dir
 
 
-def write_provenance(cfg: Config, job: JobSpec, loaded: Loaded) -> None:
+def write_provenance(cfg: Config, loaded: Loaded) -> None:
     """What the predictions of this config were made from (`core.provenance`): task, dataset with a content hash,
     sample ids with their fingerprints, model, method, options and prompt version."""
     from emocaustics.core.provenance import record, write
 
-    model = job.models[cfg.model].spec if cfg.model else None
     write(cfg.pred_dir, record(cfg.task, loaded, dataset=cfg.dataset.model_dump(mode="json"), options=cfg.options,
-                               model=model))
+                               model=cfg.spec))
 
 
 def rebuild_report(run_dir: Path) -> Path:

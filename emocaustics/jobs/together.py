@@ -27,59 +27,52 @@ from emocaustics.core import aio
 from emocaustics.core.errors import Stop
 from emocaustics.core.progress import Progress
 from emocaustics.core.task import Loaded, ScoreContext, needs_model
-from emocaustics.jobs.epochs import epoch_dir, epoch_label, limits_of, to_solve
+from emocaustics.jobs.epochs import epoch_dir, epoch_label, to_solve
 from emocaustics.jobs.spec import JobSpec
 
 if TYPE_CHECKING:
-    from emocaustics.models.spec import LLMSpec
+    from emocaustics.jobs.configs import Config
 
 
-def is_batched(job: JobSpec, model: str, llm_spec: LLMSpec) -> bool:
-    """Does this config's model send its independent calls through a batch API?"""
-    return bool(job.models[model].batch) or llm_spec.client.get("batch") is True
-
-
-def solve_together(job: JobSpec, configs: list[Any], loaded: dict[str, Loaded], ctx: ScoreContext,
-                   cache_dir: Path, spec_of: Callable[[Any], LLMSpec], prior_of: Callable[[Any], Path | None],
-                   log_for: Callable[[str], Any], clock_for: Callable[[str], Any] | None = None,
+def solve_together(job: JobSpec, configs: list[Config], loaded: dict[str, Loaded], ctx: ScoreContext,
+                   cache_dir: Path, log_for: Callable[[str], Any], clock_for: Callable[[str], Any] | None = None,
                    retry_limits: bool = False) -> dict[str, list]:
     """Solve every config that asks a model, all at once. Returns each one's prepared samples by label (the configs
     without a model are not here). `clock_for(label)`: a clock (`stop()`) that times a config's own solving, from its
     start (after the config it builds on) to its end. A config builds only on another model config (`builds_on`).
-    A config of N epochs solves its samples N times, one epoch after the other, each into its own folder
+    Each config's parsed model, batch flag, limits and the config it builds on were resolved with the job
+    (jobs/configs.py). A config of N epochs solves its samples N times, one epoch after the other, each into its own folder
     (jobs/epochs.py); `retry_limits`: a resume solves the samples that failed over a limit again too."""
     chosen = [c for c in configs if needs_model(c.task, c.options)]
     if not chosen:
         return {}
     by_dir = {c.pred_dir: c for c in chosen}
     prepared = {c.label: c.task.solver.prepare(loaded[c.label].samples, c.options, ctx) for c in chosen}
-    specs = {c.label: spec_of(c) for c in chosen}
-    _start_local(chosen, specs)
+    _start_local(chosen)
     if len(chosen) > 1:
         print(f"solve: {len(chosen)} configs together ({', '.join(c.label for c in chosen)})", flush=True)
-    aio.run(_solve_all(job, chosen, prepared, specs, {c.label: prior_of(c) for c in chosen}, by_dir, cache_dir,
-                       log_for, ctx.embedder_spec, clock_for, retry_limits))
+    aio.run(_solve_all(job, chosen, prepared, by_dir, cache_dir, log_for, ctx.embedder_spec, clock_for, retry_limits))
     return prepared
 
 
-def _start_local(chosen: list[Any], specs: dict[str, LLMSpec]) -> None:
+def _start_local(chosen: list[Config]) -> None:
     """The pools of the local models, in this (main) thread as the plan's `solve_samples` does: `ray.init` installs
     signal handlers, and the driver owns the replicas. The job has started them already; this finds them."""
     from emocaustics.models.registry import is_remote
 
-    local = [c for c in chosen if not is_remote(specs[c.label])]
+    local = [c for c in chosen if not is_remote(c.llm)]
     if not local:
         return
     from emocaustics.models.factory import pool
     from emocaustics.models.pool import _pickle_by_value_if_local
 
     for c in local:
-        pool(specs[c.label])  # Ray joined there (models.factory.join_ray), if not yet
+        pool(c.llm)  # Ray joined there (models.factory.join_ray), if not yet
         _pickle_by_value_if_local(type(c.task))
 
 
-async def _solve_all(job: JobSpec, chosen: list[Any], prepared: dict[str, list], specs: dict[str, LLMSpec],
-                     priors: dict[str, Path | None], by_dir: dict[Path, Any], cache_dir: Path,
+async def _solve_all(job: JobSpec, chosen: list[Config], prepared: dict[str, list], by_dir: dict[Path, Config],
+                     cache_dir: Path,
                      log_for: Callable[[str], Any], embedder_spec: str | None,
                      clock_for: Callable[[str], Any] | None, retry_limits: bool) -> None:
     from emocaustics.evallog import sink
@@ -87,13 +80,13 @@ async def _solve_all(job: JobSpec, chosen: list[Any], prepared: dict[str, list],
     from emocaustics.solve.plan import asolve_samples
 
     # one LLM per model, its spec parsed where the job was resolved (`ModelSpec.parsed`)
-    by_key = {spec.canonical(): spec for spec in specs.values()}
+    by_key = {c.llm.canonical(): c.llm for c in chosen}
     llms = {key: make_llm(spec, cache_dir=cache_dir) for key, spec in by_key.items()}
     finished = {c.label: asyncio.Event() for c in chosen}
     stopped: list[Stop] = []  # a typed stop in one config starts no further sample in any (solve/plan.py)
 
-    async def one(cfg: Any) -> None:
-        prior = priors[cfg.label]
+    async def one(cfg: Config) -> None:
+        prior = cfg.prior
         if prior is not None:  # the config it builds on, solved beside it: its predictions first
             await finished[by_dir[prior].label].wait()
         if stopped:  # the job is stopping: this config does not start (resume solves it)
@@ -102,7 +95,7 @@ async def _solve_all(job: JobSpec, chosen: list[Any], prepared: dict[str, list],
         clock = clock_for(cfg.label) if clock_for is not None else None
         progress: Progress | None = None
         try:  # the clock is stopped and saved however this config ends (a sibling's error cancels it)
-            epochs = getattr(cfg, "epochs", 1)
+            epochs = cfg.epochs
             todos = []  # per epoch: its folder and the samples it solves (a resume: those not done)
             for e in range(1, epochs + 1):
                 out = epoch_dir(cfg.pred_dir, e, epochs)
@@ -115,17 +108,16 @@ async def _solve_all(job: JobSpec, chosen: list[Any], prepared: dict[str, list],
             progress = Progress(f"solve {cfg.label}", total)
             progress.live = progress.live and len(chosen) == 1
             progress.done = total - sum(len(todo) for _, _, todo in todos)
-            batched = is_batched(job, cfg.model, specs[cfg.label])
-            limits = limits_of(cfg)  # its time limit counts from here
+            limits = cfg.limits.started() if cfg.limits is not None else None  # its time limit counts from here
             for e, out, todo in todos:
                 if not todo:
                     continue
                 # batch: every sample in flight, so that their calls join the same batches (live calls keep the
                 # model's concurrency); else the job's concurrency per config
-                concurrency = max(1, len(todo)) if batched else job.concurrency
+                concurrency = max(1, len(todo)) if cfg.batch else job.concurrency
                 # a context variable: this config's (and epoch's) own log, not its siblings'
                 with sink.active(log_for(epoch_label(cfg.label, e, epochs))):
-                    await asolve_samples(cfg.task, todo, cfg.options, llms[specs[cfg.label].canonical()], out,
+                    await asolve_samples(cfg.task, todo, cfg.options, llms[cfg.llm.canonical()], out,
                                          concurrency=concurrency, prior=prior, embedder_spec=embedder_spec,
                                          on_row=lambda row: progress.update(1, failed=0 if row.get("ok") else 1),
                                          stopped=stopped, epoch=e, limits=limits)

@@ -31,11 +31,14 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from emocaustics.models.base import ChatRequest, Completion
+
+if TYPE_CHECKING:
+    from emocaustics.models.spec import LLMSpec
 
 MESSAGE_OVERHEAD = 4  # heuristic counter: role and separators of one chat message
 
@@ -72,17 +75,11 @@ def fast_approx_tokens(text: str) -> int:
     return wide + (len(text) - wide) // 4
 
 
-def counter_for(spec: str | None) -> TokenCounter:
-    """The counter for a model spec: its tokenizer where it is local (smoke: trained here; `vllm:` a local folder or a
-    hub name the cache holds), else the heuristic (endpoints, uncached hub names). Never downloads."""
-    from emocaustics.core.errors import UsageError
-    from emocaustics.models.spec import parse_llm_spec
-
-    head = (spec or "").split("?", 1)[0]  # how the messages name the model
-    try:
-        parsed = parse_llm_spec(spec) if spec else None
-    except UsageError:  # a malformed spec: the pre-flight check names it; its forecast counts by the heuristic
-        parsed = None
+def counter_for(parsed: LLMSpec | None) -> TokenCounter:
+    """The counter for a model (parsed where the job was resolved; None: no model, or a malformed spec, which the
+    pre-flight check names): its tokenizer where it is local (smoke: trained here; `vllm:` a local folder or a hub name
+    the cache holds), else the heuristic (endpoints, uncached hub names). Never downloads."""
+    head = parsed.canonical().split("?", 1)[0] if parsed is not None else ""  # how the messages name the model
     try:
         if parsed is not None and parsed.kind == "smoke":
             from emocaustics.models import smoke
@@ -104,7 +101,7 @@ def counter_for(spec: str | None) -> TokenCounter:
         return TokenCounter(f"approx_tokens heuristic (the tokenizer of {head} did not load: {type(exc).__name__})")
     from emocaustics.models.registry import is_remote
 
-    if is_remote(head):
+    if parsed is not None and is_remote(parsed):
         return TokenCounter("approx_tokens heuristic (an endpoint's tokenizer is not on this machine)")
     return TokenCounter("approx_tokens heuristic")
 

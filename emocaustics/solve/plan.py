@@ -30,7 +30,7 @@ import logging
 import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -80,7 +80,11 @@ class Limits:
 
     @property
     def any(self) -> bool:
-        return self.tokens is not None or self.seconds is not None or self.deadline is not None
+        return self.tokens is not None or self.seconds is not None or self.config is not None
+
+    def started(self) -> Limits:
+        """These limits as the config starts: its time limit counted from now."""
+        return replace(self, deadline=None if self.config is None else time.monotonic() + self.config)
 
     def of_sample(self) -> dict[str, Any]:
         """What travels with a sample's item to `LimitedLLM`."""
@@ -240,16 +244,15 @@ def _warn_failed(task: Task, sample_id: str, step: str, reason: str) -> None:
     log.warning("%s: sample %s failed at %s: %s", task.name, sample_id, step, reason[:300])
 
 
-def solve_samples(task: Task, samples: Sequence[Sample], options: Options, *, llm_spec: str | LLMSpec, out: Path,
+def solve_samples(task: Task, samples: Sequence[Sample], options: Options, *, llm_spec: LLMSpec, out: Path,
                   cache_dir: Path | None, concurrency: int = 256, prior: Path | None = None,
                   embedder_spec: str | None = None, marks: dict[str, float] | None = None,
                   on_row: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
     """Solve the samples that have no prediction in `out` yet (failed ones are tried again). `llm_spec`: the model,
-    parsed (an `LLMSpec`, as the job runner and `extract` hand it) or a spec string, parsed here once."""
+    parsed where the command was resolved (`extract`)."""
     from emocaustics.models.factory import make_llm
     from emocaustics.models.pool import _pickle_by_value_if_local
     from emocaustics.models.registry import is_remote
-    from emocaustics.models.spec import as_llm_spec
 
     marks = marks if marks is not None else {}
     out.mkdir(parents=True, exist_ok=True)
@@ -258,7 +261,7 @@ def solve_samples(task: Task, samples: Sequence[Sample], options: Options, *, ll
     if not todo:
         return []
     marks["llm_start"] = time.time()
-    spec = as_llm_spec(llm_spec)
+    spec = llm_spec
     if not is_remote(spec):
         from emocaustics.models.factory import pool
 

@@ -177,12 +177,14 @@ def test_ray_is_connected_in_one_place():
 # resolution (a job file, a one-liner, a model entry: `ModelSpec.parsed`; the pre-flight check of it), the `extract`
 # command and its Python API, and models/spec.py itself. Everything after them takes a parsed `LLMSpec`.
 PARSE_EDGES = {"emocaustics.jobs.spec", "emocaustics.jobs.modelentry", "emocaustics.jobs.oneline",
-               "emocaustics.jobs.preflight", "emocaustics.models.spec", "emocaustics.tasks.longdialogue.extract.cli",
-               "emocaustics.tasks.longdialogue.extract.run"}
-# Downstream modules that still parse a string (the budget ledger and the forecast of an unlisted judge, the
-# factory's and the pool's string arguments, the exports): the list may only shrink.
-PARSES_LEFT = {"emocaustics.jobs.cost", "emocaustics.solve.forecast", "emocaustics.models.factory",
-               "emocaustics.solve.plan", "emocaustics.exports.names"}
+               "emocaustics.jobs.configs", "emocaustics.jobs.preflight", "emocaustics.models.spec",
+               "emocaustics.tasks.longdialogue.extract.cli", "emocaustics.tasks.longdialogue.extract.run",
+               # the exports read a finished run folder written earlier: it records each model as its spec string
+               # (run.json), and the provider, model and URL they name are that string's
+               "emocaustics.exports.names"}
+# Downstream modules that still parse a string (the factory's and the pool's string arguments): the list may only
+# shrink.
+PARSES_LEFT = {"emocaustics.models.factory"}
 SPEC_PARSERS = ("parse_llm_spec", "expand_shorthand", "as_llm_spec")
 
 

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from emocaustics.jobs.runner import model_spec_string
 from emocaustics.jobs.spec import JobSpec
 from emocaustics.models.spec import parse_llm_spec
 
@@ -57,7 +56,7 @@ def test_the_docs_name_the_keys_this_test_checks():
 def _client(entry: dict) -> dict:
     job = JobSpec.model_validate({"name": "keys", "models": {"m": entry},
                                   "runs": [{"task": "aer", "model": "m", "options": {"method": "llm"}}]})
-    parsed = parse_llm_spec(model_spec_string(job.models["m"]))
+    parsed = parse_llm_spec(job.models["m"].spec_string())
     return {**parsed.client, **parsed.engine}
 
 

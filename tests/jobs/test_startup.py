@@ -94,11 +94,12 @@ import emocaustics.cli
 emocaustics.cli.build_parser()
 from emocaustics.core.cluster import quiet_ray_data
 from emocaustics.jobs.preflight import load_all
-from emocaustics.jobs.runner import Config, _order
+from emocaustics.jobs.configs import resolve
+from emocaustics.jobs.runner import _order
 from emocaustics.jobs.spec import load_job
 import emocaustics.models.services, emocaustics.models.embedders, emocaustics.jobs.startup
 job = load_job("jobs/quickstart.yaml")
-configs = _order([Config(r, job, Path("/tmp/unused")) for r in job.expand()])
+configs = _order(resolve(job, Path("/tmp/unused")))
 load_all(configs)
 quiet_ray_data()
 heavy = ("torch", "vllm", "sentence_transformers", "transformers", "scipy.optimize", "ray.data", "pandas")

@@ -59,11 +59,18 @@ class Tagged(Task):
 
 @dataclass
 class Config:
+    """Stands in for a resolved config (jobs/configs.py): the fields the plan reads."""
+
     label: str
     model: str
     pred_dir: Path
     task: Tagged = field(init=False)
     options: Options = field(default_factory=lambda: Options(method="ask"))
+    llm: Any = None
+    prior: Path | None = None
+    epochs: int = 1
+    batch: bool = False
+    limits: Any = None
 
     def __post_init__(self) -> None:
         self.task = Tagged(self.label)
@@ -81,8 +88,11 @@ def _solve(tmp_path: Path, job: JobSpec, configs: list[Config], priors: dict[str
     llms: dict[str, Overlap] = {}
     # one stand-in per model, by its provider (the plan hands the factory the parsed spec)
     monkeypatch.setattr(factory, "make_llm", lambda spec, **kw: llms.setdefault(spec.kind, Overlap()))
-    monkeypatch.setattr(together, "_start_local", lambda chosen, specs: None)  # no Ray here
+    monkeypatch.setattr(together, "_start_local", lambda chosen: None)  # no Ray here
     by_label = {c.label: c for c in configs}
+    for c in configs:  # resolved with the job: the parsed model, the folder of the config it builds on
+        c.llm = job.models[c.model].parsed()
+        c.prior = by_label[priors[c.label]].pred_dir if c.label in priors else None
     events = [] if events is None else events
 
     class Clock:  # stands in for rundir.WallClock: notes when each config's own solving began and ended
@@ -94,9 +104,7 @@ def _solve(tmp_path: Path, job: JobSpec, configs: list[Config], priors: dict[str
             events.append(f"stop {self.label}")
 
     loaded = {c.label: Loaded([Sample(f"s{i}", None) for i in range(6)]) for c in configs}  # one dataset
-    solved = together.solve_together(
-        job, configs, loaded, ScoreContext(), tmp_path / "cache", lambda c: job.models[c.model].parsed(),
-        lambda c: by_label[priors[c.label]].pred_dir if c.label in priors else None, lambda label: None, Clock)
+    solved = together.solve_together(job, configs, loaded, ScoreContext(), tmp_path / "cache", lambda label: None, Clock)
     return solved, llms, events
 
 

@@ -259,15 +259,14 @@ def test_budget_reserves_at_the_batch_price(tmp_path: Path) -> None:
 
 def test_job_model_entry_batch_wires_the_spec_string() -> None:
     from emocaustics.core.errors import UsageError
-    from emocaustics.jobs.runner import model_spec_string
     from emocaustics.jobs.spec import ModelSpec
     from emocaustics.models.spec import parse_llm_spec
 
-    spec = model_spec_string(ModelSpec(spec="openai:gpt-4o-mini@http://127.0.0.1:1/v1", batch=True))
+    spec = ModelSpec(spec="openai:gpt-4o-mini@http://127.0.0.1:1/v1", batch=True).spec_string()
     assert parse_llm_spec(spec).client["batch"] is True
-    assert "batch" not in model_spec_string(ModelSpec(spec="openai:gpt-4o-mini@http://127.0.0.1:1/v1"))
+    assert "batch" not in ModelSpec(spec="openai:gpt-4o-mini@http://127.0.0.1:1/v1").spec_string()
     with pytest.raises(UsageError, match="batch needs an openai: or anthropic: model"):
-        parse_llm_spec(model_spec_string(ModelSpec(spec="smoke", batch=True)))
+        parse_llm_spec(ModelSpec(spec="smoke", batch=True).spec_string())
 
 
 def test_asker_counts_batched_answers_for_their_price() -> None:

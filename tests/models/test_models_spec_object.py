@@ -64,7 +64,7 @@ class _Stop(Exception):
     pass
 
 
-@pytest.mark.parametrize("given", [ENDPOINT, parse_llm_spec(ENDPOINT)])
+@pytest.mark.parametrize("given", [parse_llm_spec(ENDPOINT)])
 def test_the_plan_hands_the_factory_an_llmspec(given, tmp_path, monkeypatch):
     from emocaustics.models import factory
     from emocaustics.solve.plan import solve_samples
@@ -81,11 +81,10 @@ def test_the_plan_hands_the_factory_an_llmspec(given, tmp_path, monkeypatch):
         solve_samples(task, [Sample("1", None)], task.Options(method="direct"), llm_spec=given, out=tmp_path,
                       cache_dir=None)
     assert seen == [parse_llm_spec(ENDPOINT)] and isinstance(seen[0], spec_module.LLMSpec)
-    if not isinstance(given, str):
-        assert seen[0] is given  # not parsed again
+    assert seen[0] is given  # not parsed again
 
 
-@pytest.mark.parametrize("given", ["vllm:org/m?replicas=2", parse_llm_spec("vllm:org/m?replicas=2")])
+@pytest.mark.parametrize("given", [parse_llm_spec("vllm:org/m?replicas=2")])
 def test_the_plan_hands_the_pool_and_the_factory_one_llmspec(given, tmp_path, monkeypatch):
     from emocaustics.core import cluster
     from emocaustics.models import factory
@@ -109,8 +108,8 @@ def test_the_plan_hands_the_pool_and_the_factory_one_llmspec(given, tmp_path, mo
     assert seen[0][1] is seen[1][1] and seen[0][1] == parse_llm_spec("vllm:org/m?replicas=2")  # parsed once
 
 
-def test_run_kind_knows_the_smoke_model_by_its_spec():
-    from emocaustics.jobs.runner import run_kind
+def test_run_kind_knows_the_smoke_model_by_its_spec(tmp_path):
+    from emocaustics.jobs.configs import resolve
     from emocaustics.jobs.spec import JobSpec
 
     job = JobSpec.model_validate({
@@ -119,10 +118,7 @@ def test_run_kind_knows_the_smoke_model_by_its_spec():
                    "api": {"spec": "openai:m@http://127.0.0.1:1/v1"}},
         "grid": {"task": ["aer"], "model": ["vllm_smoke", "hf_smoke", "api"], "options": {"method": "llm"}},
         "runs": [{"task": "aer", "options": {"method": "oracle"}}]})
-    kinds = {}
-    for run in job.expand():
-        task, opts = run.resolve()
-        kinds[run.model or opts.method] = run_kind(task, opts, run, job)
+    kinds = {c.model or c.options.method: c.kind for c in resolve(job, tmp_path)}
     assert kinds == {"vllm_smoke": "engine-check", "hf_smoke": "engine-check", "api": "model",
                      "oracle": "calibration"}
 
@@ -151,7 +147,7 @@ def test_the_extract_manifest_names_the_model_and_notes_smoke_from_the_spec(give
 
 
 def test_the_job_runner_hands_the_plan_the_parsed_job_model(tmp_path, monkeypatch):
-    from emocaustics.jobs import runner
+    from emocaustics.jobs.configs import resolve
     from emocaustics.jobs.spec import JobSpec
 
     job = JobSpec.model_validate({
@@ -162,7 +158,7 @@ def test_the_job_runner_hands_the_plan_the_parsed_job_model(tmp_path, monkeypatc
     from emocaustics.core.task import Loaded, ScoreContext
     from emocaustics.jobs import together
 
-    cfg = runner.Config(job.expand()[0], job, tmp_path)
+    (cfg,) = resolve(job, tmp_path)
     seen = []
 
     class Refused(Exception):
@@ -176,9 +172,7 @@ def test_the_job_runner_hands_the_plan_the_parsed_job_model(tmp_path, monkeypatc
     monkeypatch.setattr(cfg.task, "prepare", lambda samples, options, ctx: samples)  # a bare sample: nothing to add
     with pytest.raises(Refused):
         together.solve_together(job, [cfg], {cfg.label: Loaded([Sample("1", None)])},
-                                ScoreContext(), tmp_path,
-                                lambda c: job.models[c.model].parsed(), lambda c: None,
-                                lambda label: None)
-    assert seen == [parse_llm_spec(runner.model_spec_string(job.models["api"]))]
+                                ScoreContext(), tmp_path, lambda label: None)
+    assert seen == [parse_llm_spec(job.models["api"].spec_string())]
     assert isinstance(seen[0], spec_module.LLMSpec) and seen[0].client["concurrency"] == 3
     assert seen[0].client["max_server_errors"] == 7

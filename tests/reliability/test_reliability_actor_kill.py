@@ -27,7 +27,7 @@ def test_replica_killed_mid_job_every_dialogue_accounted_for(ray_local, tmp_path
     import polars as pl
 
     from emocaustics.models.pool import get_pool
-    from emocaustics.jobs.runner import model_spec_string, run_job
+    from emocaustics.jobs.runner import run_job
     from emocaustics.jobs.spec import JobSpec
 
     job = JobSpec.model_validate({
@@ -40,7 +40,7 @@ def test_replica_killed_mid_job_every_dialogue_accounted_for(ray_local, tmp_path
         "output": str(tmp_path / "runs"),
         "cache_dir": str(tmp_path / "cache"),
     })
-    spec = model_spec_string(job.models["victim"])
+    spec = job.models["victim"].spec_string()
     run_dir = tmp_path / "run"
     pred = run_dir / "predictions" / "sextuple_direct_victim"
     outcome: dict = {}

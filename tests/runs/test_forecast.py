@@ -31,6 +31,7 @@ from emocaustics.core.task import ScoreContext, get_task, parse_options
 from emocaustics.jobs.runner import plan_job
 from emocaustics.jobs.spec import load_job
 from emocaustics.models.base import ChatRequest, Completion
+from emocaustics.models.spec import parse_llm_spec
 from emocaustics.solve.forecast import counter_for
 
 TOLERANCE = 0.15
@@ -43,7 +44,7 @@ class Double:
     name = "double"
 
     def __init__(self) -> None:
-        self.counter = counter_for("smoke")
+        self.counter = counter_for(parse_llm_spec("smoke"))
         self.max_tokens = 0  # the requests' own generation limits, summed
 
     def value(self, schema: dict[str, Any], rng: random.Random) -> Any:
@@ -207,13 +208,13 @@ def test_a_local_model_folder_is_counted_with_its_own_tokenizer_and_chat_templat
     from emocaustics.models import smoke
 
     smoke._train_tokenizer(smoke.training_text(), tmp_path)  # a Hugging Face tokenizer folder with a chat template
-    counter = counter_for(f"vllm:{tmp_path}")
+    counter = counter_for(parse_llm_spec(f"vllm:{tmp_path}"))
     assert counter.name == f"tokenizer of {tmp_path}, with its chat template"
     msgs = ({"role": "system", "content": "你是一名专家。"}, {"role": "user", "content": 'Hello, 今天 {"a": 1}'})
     ids = AutoTokenizer.from_pretrained(tmp_path).apply_chat_template(list(msgs), add_generation_prompt=True)
     ids = ids["input_ids"] if hasattr(ids, "keys") else ids
-    assert counter.count([msgs]) == [len(ids)] == counter_for("smoke").count([msgs])
-    assert counter_for("openai:gpt-4o@http://localhost:1/v1").name.startswith("approx_tokens heuristic")
+    assert counter.count([msgs]) == [len(ids)] == counter_for(parse_llm_spec("smoke")).count([msgs])
+    assert counter_for(parse_llm_spec("openai:gpt-4o@http://localhost:1/v1")).name.startswith("approx_tokens heuristic")
 
 
 # -- against a real run: the smoke model on the real vLLM CPU engine -------------------------------------------------

@@ -1,0 +1,85 @@
+"""A job resolved once: each expanded run becomes a frozen `Config` (task, validated options, the parsed model, its
+folder, sample source, price, epochs, limits and the config it builds on) before anything runs. Everything after this
+(pre-flight, dry run, solving, scoring, cost) reads these fields: nothing downstream looks a model up again or parses
+a spec string."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from emocaustics.core.errors import UsageError
+from emocaustics.core.task import Options, Task, builds_on, needs_model
+
+if TYPE_CHECKING:
+    from emocaustics.jobs.spec import JobSpec, SelectSpec
+    from emocaustics.models.prices import Price
+    from emocaustics.models.spec import LLMSpec
+    from emocaustics.solve.plan import Limits
+
+
+@dataclass(frozen=True)
+class Config:
+    """One expanded run of a job, resolved."""
+
+    label: str
+    task: Task
+    options: Options
+    model: str | None  # the job's model key (None: a calibration predictor, which asks no model)
+    llm: LLMSpec | None  # that model parsed (`ModelSpec.parsed`); None without a model, or when its spec is malformed
+    spec: str | None  # the model's spec as the job gives it (provenance, messages)
+    kind: str  # calibration | engine-check (the smoke model) | model
+    pred_dir: Path
+    dataset: Any  # the task's validated `Dataset`
+    select: SelectSpec | None  # applied to the loaded samples by `preflight.load_all`
+    price: Price | None  # None: unknown (jobs/cost.py)
+    batch: bool  # independent calls through a batch API
+    epochs: int  # each sample solved this many times, then reduced by `reducer` (jobs/epochs.py)
+    reducer: str
+    limits: Limits | None  # per-sample limits; the time limit counts from the config's start (`Limits.started`)
+    prior: Path | None = None  # the folder of the config this one builds on (`SideInputs.builds_on`), if the job has it
+
+
+def resolve(job: JobSpec, run_dir: Path) -> list[Config]:
+    """Every config of the job, in the job's order."""
+    configs = [_one(run, job, run_dir) for run in job.expand()]
+    candidates = [(c.task.name, c.options, c.model, c.label) for c in configs]
+    by_label = {c.label: c.pred_dir for c in configs}
+    return [replace(c, prior=by_label.get(builds_on(c.task, c.options, c.model, candidates))) for c in configs]
+
+
+def _one(run: Any, job: JobSpec, run_dir: Path) -> Config:
+    from emocaustics.models.prices import price_for
+    from emocaustics.score.reducers import reducers_of
+    from emocaustics.solve.plan import Limits
+
+    task, options = run.resolve()
+    model = run.model if needs_model(task, options) else None
+    entry = job.models[model] if model else None
+    llm = None
+    if entry is not None:
+        try:
+            llm = entry.parsed()
+        except UsageError:  # a malformed spec: the pre-flight check (or the runner, before solving) names it
+            pass
+    kind = "calibration" if model is None else "engine-check" if llm is not None and llm.is_smoke else "model"
+    limits = Limits(tokens=run.token_limit, seconds=run.time_limit, config=run.config_time_limit)
+    return Config(
+        label=run.label, task=task, options=options, model=model, llm=llm, spec=entry.spec if entry else None,
+        kind=kind, pred_dir=run_dir / "predictions" / run.label,
+        dataset=task.Dataset.model_validate(job.dataset_for(run)), select=job.select_for(run),
+        price=price_for(entry.spec, entry.price) if entry else None,
+        batch=entry is not None and (entry.batch or (llm is not None and llm.client.get("batch") is True)),
+        epochs=run.epochs, reducer=run.reducer or reducers_of(task.Options)[1],
+        limits=limits if limits.any else None)
+
+
+def judge_spec(job: JobSpec) -> LLMSpec | None:
+    """The judge as the model layer takes it: a job model's entry, or the spec string `scoring.judge` names."""
+    from emocaustics.models.spec import parse_llm_spec
+
+    judge = job.scoring.judge
+    if judge == "none":
+        return None
+    return job.models[judge].parsed() if judge in job.models else parse_llm_spec(judge)
