@@ -296,7 +296,8 @@ def validate_command(args: argparse.Namespace) -> int:
     from emocaustics.tasks.ecpe.validate import check_prediction, load_json
 
     targets = validate_targets(args.file, args.subtask)
-    gold_dir = args.gold if args.gold is not None else data.located()  # as `score ecpe`; None: format only
+    # as `score ecpe`; None (no $EMOCAUSTICS_ECAC_DATA, nothing fetched): the format only (a bad variable is an error)
+    gold_dir = args.gold if args.gold is not None else data.SOURCE.located()
     if gold_dir is not None and not gold_dir.is_dir():
         raise UsageError(f"{gold_dir}: not a folder (the gold data for --data)")
     if gold_dir is None:

@@ -45,12 +45,6 @@ def locate(data: str | Path | None = None) -> Path:
     return SOURCE.locate(data)
 
 
-def located() -> Path | None:
-    """`locate(None)` when $EMOCAUSTICS_ECAC_DATA is set or the fetch cache holds the data, else None (for checks
-    that can do without the gold; a bad $EMOCAUSTICS_ECAC_DATA is still an error)."""
-    return SOURCE.located()
-
-
 def fetch(dest: Path | None = None, *, url: str = URL) -> Path:
     return SOURCE.fetch(dest, urls=(url,))
 
