@@ -42,7 +42,7 @@ def wait_seconds(configured: float | None = None) -> float:
 
 
 async def wait_for_replica(waits: dict[tuple[str, str], Any], *, model: str, service: str, name: str,
-                           namespace: str, dead: Any, seconds: float) -> Any | None:
+                           dead: Any, seconds: float) -> Any | None:
     """The new actor named `name` once it is not the `dead` handle's actor; None when `name` still names the dead
     actor (Ray restarting it, or its end not recorded yet). `waits` (the pool's) holds one wait per dead actor, shared
     by every call that saw it die. Raises ServiceGone after `seconds` without a new actor."""
@@ -54,20 +54,17 @@ async def wait_for_replica(waits: dict[tuple[str, str], Any], *, model: str, ser
     if ran_out:  # this replica's wait already ran out: fail at once
         raise ServiceGone(str(task.exception()))  # type: ignore[union-attr]
     if not running:  # a wait that found an actor is not kept: its answer was for that moment
-        task = waits[key] = loop.create_task(_poll(model, service, name, namespace, key[1], seconds))
+        task = waits[key] = loop.create_task(_poll(model, service, name, key[1], seconds))
     return await asyncio.shield(task)  # type: ignore[arg-type]
 
 
-async def _poll(model: str, service: str, name: str, namespace: str, dead_id: str, seconds: float) -> Any | None:
-    import ray
+async def _poll(model: str, service: str, name: str, dead_id: str, seconds: float) -> Any | None:
+    from emocaustics.models.replicas import named_actor
 
     deadline = time.monotonic() + seconds
     told = False
     while True:
-        try:
-            actor = ray.get_actor(name, namespace=namespace)
-        except ValueError:  # no actor of that name: the service is stopped (or not yet started again)
-            actor = None
+        actor = named_actor(name)  # None: the service is stopped (or not yet started again)
         if actor is not None:
             if actor._actor_id.hex() == dead_id:
                 return None

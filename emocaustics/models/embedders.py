@@ -29,7 +29,6 @@ from pydantic import BaseModel
 from emocaustics.models.base import Embedder
 
 DEFAULT_EMBEDDER = "minilm"
-API_KEY_VARS = ("OPENAI_API_KEY", "EMOCAUSTICS_API_KEY")
 
 
 class EmbedderSpec(BaseModel):
@@ -147,7 +146,9 @@ class OpenAIEmbedder:
     def _client(self) -> Any:
         from openai import AsyncOpenAI
 
-        key = next((os.environ[v] for v in API_KEY_VARS if os.environ.get(v)), None)
+        from emocaustics.models.openai_chat import api_key_from_env
+
+        key = api_key_from_env()
         # a local server may need no key; the client insists on one, so a placeholder is sent then
         return AsyncOpenAI(api_key=key or "no-key", base_url=self.base_url, max_retries=self.max_retries,
                            timeout=self.timeout)

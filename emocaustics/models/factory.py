@@ -52,6 +52,7 @@ def _endpoint(client: LLM, parsed: LLMSpec, prov: Provider, cache_dir: Path | st
     from emocaustics.models.breaker import (DEFAULT_LIMIT, DEFAULT_SERVER_ERRORS, REQUEUE_LIMIT, BreakerLLM,
                                             default_stall)
     from emocaustics.models.budget import guard
+    from emocaustics.models.ratelimit import limiter_for
 
     opts = parsed.client
     name = endpoint_name(parsed)
@@ -61,23 +62,18 @@ def _endpoint(client: LLM, parsed: LLMSpec, prov: Provider, cache_dir: Path | st
     # A dead endpoint (connection failures, 5xx in a row, or silence past the stall deadline) is no longer called:
     # models/breaker.py. No stall deadline given: two client timeouts, at least 30 s.
     timeout = float(getattr(client, "timeout", None) or 60.0)  # the client's, whatever its default
+    # Its adaptive rate limit (models/ratelimit.py): AIMD under `concurrency`, `rpm`/`tpm` budgets.
+    rpm, tpm = opts.get("rpm"), opts.get("tpm")
+    limiter = limiter_for(name, int(opts.get("concurrency", 16)), rpm=float(rpm) if rpm else None,
+                          tpm=float(tpm) if tpm else None)
     llm = BreakerLLM(llm, name, int(opts.get("max_connection_failures", DEFAULT_LIMIT)),
                      concurrency=int(opts.get("concurrency", 16)),
                      server_errors=int(opts.get("max_server_errors", DEFAULT_SERVER_ERRORS)),
                      stall=float(opts["stall_seconds"]) if opts.get("stall_seconds") else default_stall(timeout),
-                     limiter=_limiter(parsed, opts), max_throttled=int(opts.get("max_throttled", REQUEUE_LIMIT)))
+                     limiter=limiter, max_throttled=int(opts.get("max_throttled", REQUEUE_LIMIT)))
     if prov.batch and _true(opts.get("batch")):
         return _batched(llm, client, parsed, cache_dir, cache)
     return llm
-
-
-def _limiter(parsed: LLMSpec, opts: dict[str, Any]) -> Any:
-    """The endpoint's adaptive rate limit (models/ratelimit.py): AIMD under `concurrency`, `rpm`/`tpm` budgets."""
-    from emocaustics.models.ratelimit import limiter_for
-
-    rpm, tpm = opts.get("rpm"), opts.get("tpm")
-    return limiter_for(endpoint_name(parsed), int(opts.get("concurrency", 16)),
-                       rpm=float(rpm) if rpm else None, tpm=float(tpm) if tpm else None)
 
 
 def _true(value: Any) -> bool:

@@ -142,7 +142,7 @@ class ModelPool(ModelBase):
 
         actor = await comeback.wait_for_replica(
             self._comebacks, model=self.name, service=self.actor_prefix, name=f"{self.actor_prefix}-{i}",
-            namespace=NAMESPACE, dead=self._actors[i], seconds=comeback.wait_seconds(self.service_wait))
+            dead=self._actors[i], seconds=comeback.wait_seconds(self.service_wait))
         if actor is None:
             return False
         self._actors[i] = actor
