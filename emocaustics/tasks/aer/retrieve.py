@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from emocaustics.models.embedders import normalise_rows
 from emocaustics.tasks.aer.context import Chunk, chunk_topic
 from emocaustics.tasks.aer.data import Topic
 
@@ -59,8 +60,7 @@ async def _embed(embedder: Any, texts: list[str]) -> np.ndarray:
     vecs = np.asarray(await embedder.embed(texts), dtype=np.float32)
     if vecs.shape[0] != len(texts):
         raise RuntimeError(f"embedder returned {vecs.shape[0]} vectors for {len(texts)} texts")
-    norms = np.linalg.norm(vecs, axis=1, keepdims=True)
-    return vecs / np.where(norms == 0, 1.0, norms)
+    return normalise_rows(vecs)
 
 
 async def index_topics(embedder: Any, topics: list[Topic], chunk_tokens: int,

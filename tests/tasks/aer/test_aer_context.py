@@ -126,3 +126,18 @@ def test_run_sync_inside_a_running_loop() -> None:
         return retrieve.run_sync(inner())
 
     assert asyncio.run(outer()) == 7
+
+
+def test_embeddings_are_unit_rows_whatever_the_embedder_returns() -> None:
+    """Retrieval ranks by dot product: each vector is scaled to length 1 first (a zero vector stays zero)."""
+    import numpy as np
+
+    class Raw:
+        name = "raw"
+
+        async def embed(self, texts: list[str]) -> list[list[float]]:
+            return [[3.0, 4.0], [0.0, 0.0]][:len(texts)]
+
+    got = asyncio.run(retrieve._embed(Raw(), ["a", "b"]))
+    assert got.dtype == np.float32
+    assert np.allclose(got, [[0.6, 0.8], [0.0, 0.0]])
