@@ -8,6 +8,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+from emocaustics.cli.job import run_flags
 from emocaustics.core.clihelp import ExamplesFormatter, exit_epilog
 
 EXAMPLES = """examples:
@@ -54,12 +55,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--submission-file", default=None, metavar="PATH",
                    help="also copy the task's submission file there (aer: .jsonl or .zip; ecpe: .zip)")
     p.add_argument("--out", default=None, help="run folder (default: runs/eval-<task>-<method>[-<model>]/<time>)")
-    p.add_argument("--resume", action="store_true", help="continue the run in --out (default: the latest)")
-    p.add_argument("--force", action="store_true", help="start afresh in --out, moving the old run aside")
-    p.add_argument("--dry-run", action="store_true",
-                   help="print what would run, its problems first; start nothing, write nothing; exit 2 on a problem")
-    p.add_argument("--allow-failures", action="store_true", help="exit 0 even when some samples failed")
-    p.add_argument("--ray-address", default=None, help="Ray cluster to join (default: a local Ray when needed)")
+    run_flags(p)
     p.add_argument("--epochs", type=int, default=None, metavar="N",
                    help="solve each sample N times and reduce (docs/jobs.md, epochs and reducers)")
     p.add_argument("--reducer", default=None, help="mean, mode, max or pass@K (default: the task's own)")
@@ -69,10 +65,6 @@ def register(subparsers: Any) -> None:
                    help="a sample still running SECONDS after its first call is a failure row")
     p.add_argument("--config-time-limit", type=float, default=None, metavar="SECONDS",
                    help="samples still running (or not started) SECONDS after the config started are failures")
-    p.add_argument("--retry-limits", action="store_true",
-                   help="with --resume: solve again the samples that failed over a limit (kept as failures otherwise)")
-    p.add_argument("--no-cache", dest="cache", action="store_const", const="off", default="on",
-                   help="ask the model again: neither read nor add to the shared response cache")
     p.set_defaults(func=_eval)
 
 

@@ -20,24 +20,7 @@ def register(subparsers: Any) -> None:
                                  "nothing was run)"))
     p.add_argument("job", help="job spec YAML (see jobs/)")
     p.add_argument("--out", default=None, help="run folder (default: <output>/<job name>/<timestamp>)")
-    p.add_argument("--resume", action="store_true",
-                   help="continue the run in --out (default: the job's latest run): samples already predicted are "
-                        "skipped; the folder must hold a run of the same job")
-    p.add_argument("--retry-limits", action="store_true",
-                   help="with --resume: solve again the samples that failed over a token or time limit (a resume "
-                        "keeps them as failures otherwise)")
-    p.add_argument("--force", action="store_true",
-                   help="start afresh in a folder that holds a run: the old folder is moved aside to "
-                        "<folder>.replaced-<timestamp> (never deleted)")
-    p.add_argument("--dry-run", action="store_true",
-                   help="print the configs, samples, estimated LLM calls and tokens, models and where outputs and "
-                        "the cache go, problems first; start nothing, write nothing; exit 2 when it finds a problem")
-    p.add_argument("--allow-failures", action="store_true",
-                   help="exit 0 even when some samples failed (they are still listed in the summary)")
-    p.add_argument("--ray-address", default=None,
-                   help="Ray cluster to join (default: the spec's ray.address, else a local Ray)")
-    p.add_argument("--no-cache", action="store_true",
-                   help="ask the models again: neither read nor add to the response cache (the job's `cache: off`)")
+    run_flags(p)
     p.set_defaults(func=_run)
 
     p = subparsers.add_parser("tasks", help="list the evaluation tasks, their methods and options")
@@ -69,6 +52,28 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=_compare)
 
 
+def run_flags(p: argparse.ArgumentParser) -> None:
+    """The flags `run` and `eval` share (after each one's --out)."""
+    p.add_argument("--resume", action="store_true",
+                   help="continue the run in --out (default: the latest run of the same job or eval): samples "
+                        "already predicted are skipped; the folder must hold a run of the same job")
+    p.add_argument("--retry-limits", action="store_true",
+                   help="with --resume: solve again the samples that failed over a token or time limit (a resume "
+                        "keeps them as failures otherwise)")
+    p.add_argument("--force", action="store_true",
+                   help="start afresh in a folder that holds a run: the old folder is moved aside to "
+                        "<folder>.replaced-<timestamp> (never deleted)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the configs, samples, estimated LLM calls and tokens, models and where outputs and "
+                        "the cache go, problems first; start nothing, write nothing; exit 2 when it finds a problem")
+    p.add_argument("--allow-failures", action="store_true",
+                   help="exit 0 even when some samples failed (they are still listed in the summary)")
+    p.add_argument("--ray-address", default=None,
+                   help="Ray cluster to join (default: the job's ray.address, else a local Ray when one is needed)")
+    p.add_argument("--no-cache", dest="cache", action="store_const", const="off", default="on",
+                   help="ask the models again: neither read nor add to the response cache (the job's `cache: off`)")
+
+
 def _run(args: argparse.Namespace) -> int:
     from emocaustics.core.errors import SamplesFailed
     from emocaustics.jobs.runner import run_job
@@ -76,7 +81,7 @@ def _run(args: argparse.Namespace) -> int:
 
     resume_or_force(args)
     job = load_job(args.job)
-    if args.no_cache:
+    if args.cache == "off":
         job = job.model_copy(update={"cache": "off"})
     if args.dry_run:
         return dry_run(job, args)

@@ -53,3 +53,14 @@ def test_run_refuses_resume_with_force_before_reading_the_job(tmp_path, capsys):
 
     assert main(["run", str(tmp_path / "none.yaml"), "--resume", "--force"]) == 2
     assert "--resume and --force exclude each other" in capsys.readouterr().err
+
+
+def test_run_and_eval_take_no_cache_alike(capsys):
+    """`--no-cache` is one flag of `run` and `eval` (cli/job.run_flags): the dry run of either says the cache is off."""
+    from emocaustics.cli import main
+
+    for argv in (["run", "jobs/quickstart.yaml"], ["eval", "aer", "--method", "oracle", "--limit", "1"]):
+        main([*argv, "--dry-run", "--no-cache"])  # status 2 where the task's data is not here: the plan still prints
+        assert "response cache: off" in capsys.readouterr().out
+        main([*argv, "--dry-run"])
+        assert "response cache: off" not in capsys.readouterr().out
