@@ -5,8 +5,8 @@
   group `emocaustics.providers`); `spec`: spec strings parsed into `LLMSpec`.
 - `factory.make_llm(spec, cache_dir=None, **opts)`: the provider's model with the layers composed in front of it:
   `cache` (response cache), `batch` (batch APIs), `breaker` + `ratelimit`, `budget`.
-- The providers' models: `openai_chat`, `anthropic_chat`, `pool` (Ray-hosted replicas: `vllm_actor`, `hf_actor`),
-  `smoke` (the tiny random model); `embedders` beside them.
+- The providers' models: `openai_chat`, `anthropic_chat`, `litellm_chat` (what they share: `chatclient`), `pool`
+  (Ray-hosted replicas: `vllm_actor`, `hf_actor`), `smoke` (the tiny random model); `embedders` beside them.
 
 Nothing is imported here, so that `import emocaustics.models` stays cheap (no ray, vllm or torch).
 """
