@@ -73,7 +73,7 @@ class BreakerLLM(Layer):
     def __init__(self, llm: Any, endpoint: str, limit: int = DEFAULT_LIMIT, concurrency: int = 16, *,
                  server_errors: int = DEFAULT_SERVER_ERRORS, stall: float | None = None,
                  report: Callable[[str], None] | None = None, limiter: AdaptiveLimiter | None = None,
-                 max_throttled: int = REQUEUE_LIMIT) -> None:
+                 max_throttled: int = REQUEUE_LIMIT, client: Any = None) -> None:
         super().__init__(llm)
         self.endpoint = endpoint
         self.limit = max(1, int(limit))
@@ -95,8 +95,9 @@ class BreakerLLM(Layer):
         self._reported = (self.heard, 0.0)  # (heard, silence) of the last "waiting on" line
         self._lock = threading.Lock()
         self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = weakref.WeakKeyDictionary()
-        if hasattr(llm, "on_response"):
-            llm.on_response = self._answered
+        client = llm if client is None else client  # the endpoint's client, under the layers between (budget)
+        if hasattr(client, "on_response"):
+            client.on_response = self._answered
 
     def down_reason(self) -> str:
         return self.reason or f"{ENDPOINT_DOWN}: {self.endpoint}: stopped calling it"

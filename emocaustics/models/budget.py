@@ -92,15 +92,6 @@ class BudgetLLM(Layer):
         super().__init__(llm)
         self.ledger, self.price = ledger, price
 
-    # The breaker in front sets the client's response hook through this wrapper (models/breaker.py).
-    @property
-    def on_response(self) -> Any:
-        return getattr(self.llm, "on_response", None)
-
-    @on_response.setter
-    def on_response(self, hook: Any) -> None:
-        self.llm.on_response = hook
-
     async def _one(self, request: ChatRequest) -> Completion:
         hold = self.price.cost(reserve_tokens(request), int(request.sampling.max_tokens or 0))
         if not self.ledger.reserve(hold):

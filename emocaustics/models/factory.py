@@ -70,7 +70,7 @@ def _endpoint(client: LLM, parsed: LLMSpec, prov: Provider, cache_dir: Path | st
                      concurrency=int(opts.get("concurrency", 16)),
                      server_errors=int(opts.get("max_server_errors", DEFAULT_SERVER_ERRORS)),
                      stall=float(opts["stall_seconds"]) if opts.get("stall_seconds") else default_stall(timeout),
-                     limiter=limiter, max_throttled=int(opts.get("max_throttled", REQUEUE_LIMIT)))
+                     limiter=limiter, max_throttled=int(opts.get("max_throttled", REQUEUE_LIMIT)), client=client)
     if prov.batch and _true(opts.get("batch")):
         return _batched(llm, client, parsed, cache_dir, cache)
     return llm

@@ -11,8 +11,6 @@ other batches. GPU when the replica has one (the pool reserves one per replica w
 from __future__ import annotations
 
 import asyncio
-import os
-import time
 from collections import deque
 from typing import Any
 
@@ -31,20 +29,14 @@ class HFModelActor(VLLMEngineActor):
         self.batches = 0  # generate calls made, and the requests they answered: stats()["mean_batch"]
         self.batched_requests = 0
 
-    async def start(self) -> dict[str, Any]:
-        async with self._start_lock:
-            if self._engine is None:
-                from emocaustics.models.hf_generate import HFGenerator, HFOptions
+    async def _load(self) -> None:
+        from emocaustics.models.hf_generate import HFGenerator, HFOptions
 
-                t0 = time.perf_counter()
-                options = HFOptions.from_options(self.engine_opts)
-                self._engine = await asyncio.to_thread(HFGenerator, self.model, options)
-                self._max_len = self._engine.max_len
-                self._wake = asyncio.Event()
-                self._batcher = asyncio.ensure_future(self._batches())
-                self.start_seconds = time.perf_counter() - t0
-                self.started_at = time.time()
-        return {"instance": self.instance, "pid": os.getpid(), "start_seconds": self.start_seconds, "engine_pids": []}
+        options = HFOptions.from_options(self.engine_opts)
+        self._engine = await asyncio.to_thread(HFGenerator, self.model, options)
+        self._max_len = self._engine.max_len
+        self._wake = asyncio.Event()
+        self._batcher = asyncio.ensure_future(self._batches())
 
     async def generate(self, requests: list[ChatRequest]) -> list[Completion]:
         if self._engine is None:

@@ -105,35 +105,39 @@ class VLLMEngineActor:
         async with self._start_lock:
             if self._engine is None:
                 t0 = time.perf_counter()
-                from vllm.engine.arg_utils import AsyncEngineArgs
-                from vllm.platforms import current_platform
-                from vllm.usage.usage_lib import UsageContext
-                from vllm.v1.engine.async_llm import AsyncLLM
-
-                from emocaustics.models import reaper
-
-                opts = engine_options(self.engine_opts, cpu=current_platform.is_cpu())
-                before = set(reaper.children(os.getpid())) if os.path.isdir("/proc") else set()
-                # A replica serves many concurrent requests, as `vllm serve` does: its batch limits per hardware
-                # (max_num_seqs, max_num_batched_tokens) are vLLM's server defaults, not the generic 128 sequences
-                # an engine built without a usage context gets (on an H100 the server allows 1024), except for a GPU
-                # replica's prefill budget (GPU_DEFAULTS).
-                self._engine = AsyncLLM.from_engine_args(AsyncEngineArgs(model=self.model, **opts),
-                                                         usage_context=UsageContext.OPENAI_API_SERVER)
-                # The engine core does not watch this process: a watcher ends it (and its workers) when we end.
-                self._engine_pids = [p for p in reaper.children(os.getpid()) if p not in before]
-                self._reaper = reaper.watch(self._engine_pids) if os.path.isdir("/proc") else None
-                self._by_priority = opts.get("scheduling_policy") == "priority"
-                self._tokenizer = self._engine.get_tokenizer()
-                self._max_len = self._engine.model_config.max_model_len
+                await self._load()
                 self.start_seconds = time.perf_counter() - t0
                 self.started_at = time.time()
-                # this process feeds the engine and runs the dialogues' state machines, hundreds in flight: a
-                # collector walking the engine's and the model's objects every few thousand allocations stalls both
-                self._gc = aio.many_calls()
-                self._gc.__enter__()
         return {"instance": self.instance, "pid": os.getpid(), "start_seconds": self.start_seconds,
                 "engine_pids": list(self._engine_pids)}
+
+    async def _load(self) -> None:
+        """Build the engine (the hf replica builds its model instead: hf_actor.py)."""
+        from vllm.engine.arg_utils import AsyncEngineArgs
+        from vllm.platforms import current_platform
+        from vllm.usage.usage_lib import UsageContext
+        from vllm.v1.engine.async_llm import AsyncLLM
+
+        from emocaustics.models import reaper
+
+        opts = engine_options(self.engine_opts, cpu=current_platform.is_cpu())
+        before = set(reaper.children(os.getpid())) if os.path.isdir("/proc") else set()
+        # A replica serves many concurrent requests, as `vllm serve` does: its batch limits per hardware
+        # (max_num_seqs, max_num_batched_tokens) are vLLM's server defaults, not the generic 128 sequences an engine
+        # built without a usage context gets (on an H100 the server allows 1024), except for a GPU replica's prefill
+        # budget (GPU_DEFAULTS).
+        self._engine = AsyncLLM.from_engine_args(AsyncEngineArgs(model=self.model, **opts),
+                                                 usage_context=UsageContext.OPENAI_API_SERVER)
+        # The engine core does not watch this process: a watcher ends it (and its workers) when we end.
+        self._engine_pids = [p for p in reaper.children(os.getpid()) if p not in before]
+        self._reaper = reaper.watch(self._engine_pids) if os.path.isdir("/proc") else None
+        self._by_priority = opts.get("scheduling_policy") == "priority"
+        self._tokenizer = self._engine.get_tokenizer()
+        self._max_len = self._engine.model_config.max_model_len
+        # this process feeds the engine and runs the dialogues' state machines, hundreds in flight: a collector
+        # walking the engine's and the model's objects every few thousand allocations stalls both
+        self._gc = aio.many_calls()
+        self._gc.__enter__()
 
     def _prompt_ids(self, request: ChatRequest) -> list[int]:
         text = self._tokenizer.apply_chat_template(

@@ -140,3 +140,22 @@ def test_the_stall_deadline_holds_when_every_request_in_flight_times_out_togethe
         elapsed, ends = asyncio.run(go())
     assert all(isinstance(e, EndpointDown) and "stall deadline 2 s" in str(e) for e in ends), ends
     assert elapsed < 3.0, elapsed
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_breaker_hears_the_client_under_the_budget_layer(kind):
+    # With a job budget the budget layer sits between the breaker and the client: the client's responses must still
+    # reach the breaker (its sign of life) and the rate limit (its 429s), not stop at the budget layer.
+    from emocaustics.models import budget
+    from emocaustics.models.budget import BudgetLLM
+    from emocaustics.models.prices import Price
+    from emocaustics.models.spec import endpoint_name, parse_llm_spec
+
+    spec = parse_llm_spec(f"{kind}:m@http://127.0.0.1:9/v1")
+    budget.activate(1.0, {endpoint_name(spec): Price(input=1.0, output=1.0)})
+    try:
+        breaker = make_llm(spec)
+    finally:
+        budget.deactivate()
+    assert isinstance(breaker, BreakerLLM) and isinstance(breaker.llm, BudgetLLM)
+    assert breaker.llm.llm.on_response == breaker._answered
