@@ -100,23 +100,13 @@ def choose_name(names: list[str], subtask: int, role: str, where: str) -> str | 
     return found[0] if found else None
 
 
-def _zip_json(zf: zipfile.ZipFile, name: str, label: str) -> Any:
-    from emocaustics.core.errors import DataError
-    from emocaustics.core.textfile import decode
-
-    try:
-        return json.loads(decode(zf.read(name), label))
-    except json.JSONDecodeError as exc:
-        raise DataError(f"not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})", file=label,
-                        record=f"line {exc.lineno}") from None
-
-
 def prediction_files(pred: Path) -> dict[int, tuple[str, Any]]:
     """subtask -> (name, parsed JSON) of the predictions in `pred`: a folder, a zip (its root, where CodaLab looks)
     or one Subtask_N_*.json file. A file that is not JSON stays a `DataError` in place of its records, so that every
     file's problems are reported together."""
     from emocaustics.core.errors import DataError
-    from emocaustics.tasks.ecpe.validate import load_json
+    from emocaustics.core.textfile import decode
+    from emocaustics.tasks.ecpe.validate import load_json, parse_json
 
     def parsed(name: str, read: Any) -> Any:
         try:
@@ -132,7 +122,8 @@ def prediction_files(pred: Path) -> dict[int, tuple[str, Any]]:
                 name = choose_name(names, st, "pred", str(pred))
                 if name is not None:
                     label = f"{pred}:{name}"
-                    out[st] = (label, parsed(label, lambda n=name, label=label: _zip_json(zf, n, label)))
+                    out[st] = (label, parsed(label, lambda n=name, label=label: parse_json(
+                        decode(zf.read(n), label), label)))
         if not out:
             raise UsageError(f"{pred}: no Subtask_1_*.json or Subtask_2_*.json at the root of the zip (where CodaLab "
                              "reads them)")

@@ -127,11 +127,14 @@ class Checked:
 def load_json(path: Path) -> Any:
     """A JSON file (core/textfile: a BOM and CRLF are fine; a folder, a missing file, non-UTF-8 bytes or JSON that
     does not parse are a DataError naming the file and the line)."""
-    text = read_text(path, what="JSON file")
+    return parse_json(read_text(path, what="JSON file"), str(path))
+
+
+def parse_json(text: str, file: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise DataError(f"not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})", file=str(path),
+        raise DataError(f"not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})", file=file,
                         record=f"line {exc.lineno}") from None
 
 

@@ -289,3 +289,14 @@ def test_a_runs_failed_conversations_count_as_failed_when_its_files_are_scored(t
         assert doc["failed_in_run"] == [2] and doc["missing"] == {}
         assert {k: doc[k] for k in SUBTASK1_KEYS} == {k: job.summary[k] for k in SUBTASK1_KEYS}
         assert "1 of 2 samples failed" in captured.err
+
+
+def test_a_zip_entry_that_is_not_json_is_named_by_zip_and_entry(dirs, tmp_path):
+    import zipfile
+
+    g, _ = dirs
+    archive = tmp_path / "submission.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("Subtask_1_pred.json", "[{")
+    with pytest.raises(UsageError, match=r"submission.zip:Subtask_1_pred.json, record line 1: not JSON .* at line 1"):
+        main(["score", "ecpe", "--pred", str(archive), "--gold", str(g)])
