@@ -79,20 +79,21 @@ class EmbedFeed:
             self._futures[self.ticket(it)] = loop.create_future()
         self._worker = asyncio.ensure_future(self._work())
 
-    async def get(self, item: dict[str, Any]) -> np.ndarray:
+    def _wanted(self, item: dict[str, Any]) -> asyncio.Future[np.ndarray]:
+        """The item's future; asked for (served before the rest) while it is not done."""
         fut = self._futures[self.ticket(item)]
         if not fut.done():
             self._asked.append(self.ticket(item))
             self._ask.set()
-        return await asyncio.shield(fut)
+        return fut
+
+    async def get(self, item: dict[str, Any]) -> np.ndarray:
+        return await asyncio.shield(self._wanted(item))
 
     async def upto(self, item: dict[str, Any], n: int) -> np.ndarray:
         """At least the first n rows of the item's embeddings (all of them once done): `rag` asks utterance i as soon
         as utterances 0..i are embedded, instead of waiting for the whole sample."""
-        fut = self._futures[self.ticket(item)]
-        if not fut.done():
-            self._asked.append(self.ticket(item))
-            self._ask.set()
+        fut = self._wanted(item)
         parts = self._parts.setdefault(self.ticket(item), [])
         async with self._progress:
             await self._progress.wait_for(lambda: fut.done() or sum(len(p) for p in parts) >= n)
