@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 from emocaustics.models.base import LLM, ChatRequest, Completion, Sampling
@@ -49,7 +48,6 @@ class JudgeStats:
     retried: int = 0
     failures: int = 0  # still not 0/1 after the retry
     cache_hits: int = 0
-    examples: list[str] = field(default_factory=list)  # a few failing answers, for the summary
 
 
 class EventJudge:
@@ -78,18 +76,15 @@ class EventJudge:
                 answers2 = await self.llm.generate(self._requests(again, retry=True))
                 for p, c in zip(again, answers2, strict=True):
                     verdicts[p] = parse_verdict(c)
-                    if verdicts[p] is None:
-                        self.stats.failures += 1
-                        if len(self.stats.examples) < 5:
-                            self.stats.examples.append(c.error or repr((c.text or "")[:80]))
+                    self.stats.failures += verdicts[p] is None
             self.cache.update(verdicts)
         return {p: self.cache[p] for p in wanted}
 
 
-def make_judge(spec: str | None, *, cache_dir: Path | None = None) -> EventJudge | None:
+def make_judge(spec: str | None) -> EventJudge | None:
     """`none` (or empty) -> no judge (embedding only); anything else is an LLM spec for `make_llm`."""
     if spec is None or spec.strip().lower() in ("", "none"):
         return None
     from emocaustics.models.factory import make_llm
 
-    return EventJudge(make_llm(spec, cache_dir=cache_dir))
+    return EventJudge(make_llm(spec))
