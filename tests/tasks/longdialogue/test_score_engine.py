@@ -150,6 +150,9 @@ def test_judge_batched_retried_and_failures_counted(embedder, monkeypatch):
     bad = RuleJudge(always_garbage={"口服液争执"})
     zero = score_chains([D1], preds, embedder=embedder, judge=EventJudge(bad))
     assert zero.summary["judge_failures"] == 1 and zero.summary["per_dialogue"]["1"] == 0.0
+    # the judge's own count: questions still not 0/1 after the retry (here one of two)
+    assert res.summary["judge_stats"]["failures"] == 0 and zero.summary["judge_stats"]["failures"] == 1
+    assert zero.summary["judge_stats"]["asked"] == 2 and zero.summary["judge_stats"]["retried"] == 1
     uns = score_chains([D1], preds, embedder=embedder, judge=EventJudge(RuleJudge(always_garbage={"口服液争执"})),
                        on_judge_error="unscored")
     # holder 1 leaves the denominator, holder 2 (judge no) scores 0
