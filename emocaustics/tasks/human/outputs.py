@@ -127,19 +127,13 @@ def write_process(result: Processed, out: Path, *, source: str = "") -> list[Pat
     out.mkdir(parents=True, exist_ok=True)
     stats = statistics(result)
     paths: list[Path] = []
-    z_table, raw_table = result.scores["passed"]
-    paths += write_table(z_table, out, "system_scores")
-    paths += write_table(raw_table, out, "system_raw_scores")
-    for group in ("failed", "all"):
+    for group, suffix in (("passed", ""), ("failed", "_failed_workers"), ("all", "_all_workers")):
         gz, graw = result.scores[group]
-        paths += write_table(gz, out, f"system_scores_{group}_workers")
-        paths += write_table(graw, out, f"system_raw_scores_{group}_workers")
-    paths += write_table(result.passrate, out, "passrate")
-    paths += write_table(result.duration, out, "duration")
-    paths += write_table(stats.sig, out, "sig_test")
-    paths += write_table(stats.corr_scores, out, "corr_between_scores")
-    paths += write_table(stats.corr_raw_scores, out, "corr_between_raw_scores")
-    paths += write_table(result.qc, out, "quality_control")
+        paths += write_table(gz, out, f"system_scores{suffix}") + write_table(graw, out, f"system_raw_scores{suffix}")
+    for df, stem in ((result.passrate, "passrate"), (result.duration, "duration"), (stats.sig, "sig_test"),
+                     (stats.corr_scores, "corr_between_scores"), (stats.corr_raw_scores, "corr_between_raw_scores"),
+                     (result.qc, "quality_control")):
+        paths += write_table(df, out, stem)
     agreement = pl.concat([stats.agreement_passed.pairs.with_columns(pl.lit("passed").alias("pass")),
                            stats.agreement_failed.pairs.with_columns(pl.lit("failed").alias("pass"))])
     paths += write_table(agreement, out, "rater_agreement")

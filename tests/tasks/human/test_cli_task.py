@@ -24,7 +24,8 @@ def run_cli(*argv: str) -> int:
 
 TOOL_FILES = ["system_scores.csv", "system_raw_scores.csv", "passrate.csv", "duration.csv", "passed_workers.json",
               "failed_workers.json", "passed_assignment.json", "failed_assignment.json", "sig_test.csv",
-              "corr_between_scores.csv"]
+              "corr_between_scores.csv", "corr_between_raw_scores.csv", "quality_control.csv", "rater_agreement.csv",
+              *(f"system{kind}_scores_{group}_workers.csv" for kind in ("", "_raw") for group in ("failed", "all"))]
 
 
 def test_process_writes_the_tool_files(ratings, tmp_path, capsys):
