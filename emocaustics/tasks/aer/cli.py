@@ -123,12 +123,10 @@ def _print_summary(split: str, summary: dict) -> None:
     print(f"aer {split}: score {summary['score']:.4f} over {summary['total']} questions "
           f"(exact {summary['exact_match']}, partial {summary['partial_match']}, wrong {summary['wrong']}; "
           f"missing {len(summary['missing'])}{', failed ' + str(len(summary['failed_in_run'])) if summary['failed_in_run'] else ''})")
-    for size, block in summary["by_gold_size"].items():
-        print(f"  gold size {size}: score {block['score']:.4f} over {block['total']} "
-              f"(exact {block['exact_match']}, partial {block['partial_match']}, wrong {block['wrong']})")
-    for topic, block in summary["by_topic"].items():
-        print(f"  topic {topic}: score {block['score']:.4f} over {block['total']} "
-              f"(exact {block['exact_match']}, partial {block['partial_match']}, wrong {block['wrong']})")
+    for what, key in (("gold size", "by_gold_size"), ("topic", "by_topic")):
+        for value, block in summary[key].items():
+            print(f"  {what} {value}: score {block['score']:.4f} over {block['total']} "
+                  f"(exact {block['exact_match']}, partial {block['partial_match']}, wrong {block['wrong']})")
     for what in ("missing", "failed_in_run"):
         if summary[what]:
             shown = ", ".join(summary[what][:10])

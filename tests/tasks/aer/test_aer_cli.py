@@ -158,6 +158,7 @@ def test_text_output_shows_the_scores_by_topic(tmp_path: Path, capsys: pytest.Ca
     assert "  topic 1: score 0.7500 over 2 (exact 1, partial 1, wrong 0)" in text
     assert "  topic 2: score 0.5000 over 2 (exact 1, partial 0, wrong 1)" in text
     assert "  topic 3: score 1.0000 over 2 (exact 2, partial 0, wrong 0)" in text
+    assert text.index("  gold size 1: score ") < text.index("  topic 1: ")  # gold sizes first, then topics
 
 
 def test_missing_questions_count_as_the_job_runner_counts_them(tmp_path: Path,
