@@ -214,7 +214,7 @@ def run_pipeline(methods: dict[str, int], work: Path,
             summary = run_extract(dialogues[:n], cfg, llm_spec=llm_spec, out=out, from_dir=from_dir,
                                   cache_dir=work / f"cache-{method.replace('/', '-')}{tag}")  # fresh: nothing cached
             t1 = time.time()
-            from emocaustics.solve.embedprocess import EmbedderProcess
+            from emocaustics.tasks.longdialogue.embedprocess import EmbedderProcess
 
             cpu_split = _cpu_split(snap0, _cpu_snapshot(), {**pids, "child_pids": EmbedderProcess.shared_pids()})
             fig: dict[str, Any] = {"dialogues": n, "wall_s": round(t1 - t0, 2),

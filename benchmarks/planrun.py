@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from emocaustics.core.task import Options, Sample, Side, get_task
-from emocaustics.solve.side import Embeddings, pack, unpack
+from emocaustics.tasks.longdialogue.embeddings import Embeddings, pack, unpack
 from emocaustics.tasks.longdialogue.side import DialogueSide
 from emocaustics.tasks.longdialogue.task import EmoCausticsTask, EmoOptions
 

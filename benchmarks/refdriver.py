@@ -102,7 +102,7 @@ def reference_items(dialogues: list[Any], method: str, from_dir: Path | None, em
     that use embeddings in one batched call, up front; returns the items and the seconds that call took. An item
     whose prior is missing carries `skip_reason` (ours fails it at step `input`, without calls)."""
     from emocaustics.core.task import Failure, Sample, get_task
-    from emocaustics.solve.side import pack
+    from emocaustics.tasks.longdialogue.embeddings import pack
     from emocaustics.tasks.longdialogue.task import EmoOptions
 
     task_name, how = method.split("/")

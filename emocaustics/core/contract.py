@@ -126,14 +126,15 @@ class PredictionStore(Protocol):
 
 class SideInputs(Protocol):
     """The one optional part: what a sample's solver gets beside the sample, for a task with dependent, long solvers.
-    `side_texts`: texts embedded as it runs (`Side.embeddings`; `solve/embedfeed.py`), all ahead (`embeds_ahead`) or
-    on demand; `builds_on`: the label of another config of the job whose predictions this one reuses (run first, read
-    by `read_prior`, handed over by `solver_view`: what of a sample travels to the replica); `solve_with`: the solve
-    that gets them."""
+    `side_texts`: texts its own `feed` embeds beside the calls (its `embeddings(sample id)` travels with the sample as
+    `Side.embeddings`, `close()` at the run's end); `builds_on`: the label of another config whose predictions this one
+    reuses (run first, read by `read_prior`, handed over by `solver_view`: what of a sample travels to the replica);
+    `solve_with`: the solve that gets them."""
 
     def side_texts(self, sample: Sample, options: Options) -> list[str] | None: ...
 
-    def embeds_ahead(self, options: Options) -> bool: ...
+    async def feed(self, texts: dict[str, list[str]], options: Options, embedder_spec: str | None, in_process: bool,
+                   marks: dict[str, float]) -> Any: ...
 
     def builds_on(self, options: Options, model: str | None,
                   candidates: list[tuple[str, Options, str | None, str]]) -> str | None: ...

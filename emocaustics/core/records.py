@@ -68,7 +68,7 @@ class Defect:
 @dataclass
 class Side:
     """What a sample's solver gets beside the sample (`SideInputs.solve_with`): its side texts' embeddings
-    (`solve.side.Embeddings`, rows streaming in), and `stats`, where the solver may count what the plan cannot see
+    (the task's feed's, rows streaming in), and `stats`, where the solver may count what the plan cannot see
     (re-asks, unparseable answers): merged into the sample's cost row (stats.jsonl)."""
 
     embeddings: Any = None

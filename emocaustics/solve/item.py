@@ -1,8 +1,8 @@
 """One sample through its task's solver, next to the engine: the function `solve.plan` ships to a replica (or runs in
 the driver for an endpoint), and the layer in front of the model that counts what the sample cost.
 
-A work item is the sample's JSON (`SideInputs.solver_view`) plus `side`: where its embeddings come
-from (packed with the item, a ticket to the run's embedding board, or a lazy source in this process); `epoch`: which
+A work item is the sample's JSON (`SideInputs.solver_view`) plus `side`: its embeddings as the task's feed gave them
+(`SideInputs.feed`: rows from the feed in this process, or from the run's board inside a replica); `epoch`: which
 epoch of the sample this is (`epochs: N`; from the second on, `EpochLLM` moves every request's seed, and so its
 cache key, by the epoch); `limits`: the sample's limits (`LimitedLLM`).
 """
@@ -16,7 +16,6 @@ from typing import Any
 
 from emocaustics.core.task import Options, Sample, Side, SolveFailed, Task
 from emocaustics.models.base import Layer
-from emocaustics.solve.side import EmbeddingFailed, Embeddings, unpack
 
 
 class CountingLLM(Layer):
@@ -121,21 +120,6 @@ class LimitedLLM(Layer):
         return completions
 
 
-def side_of(item: dict[str, Any]) -> Side:
-    """The sample's side inputs as its solver sees them: where its embeddings come from (see the module docstring)."""
-    raw = item.get("side") or {}
-    emb = None
-    if raw.get("emb") is not None:
-        emb = Embeddings(unpack(raw["emb"]))
-    elif raw.get("emb_board") is not None:
-        from emocaustics.solve.embedboard import board_embeddings
-
-        emb = board_embeddings(*raw["emb_board"])
-    elif raw.get("emb_source") is not None:
-        emb = raw["emb_source"]
-    return Side(embeddings=emb)
-
-
 async def solve_item(task: Task, options: Options, llm: Any, item: dict[str, Any],
                      log_prompts: bool | None = None) -> dict[str, Any]:
     """One sample through the task's solver: a result row with the prediction or the failure, and its cost; with
@@ -143,7 +127,7 @@ async def solve_item(task: Task, options: Options, llm: Any, item: dict[str, Any
     from emocaustics.evallog.record import recording, replica_id
 
     sample = Sample.from_json(item)
-    side = side_of(item)
+    side = Side(embeddings=(item.get("side") or {}).get("emb_source"))  # its side inputs (the module docstring)
     t0 = time.perf_counter()
     row: dict[str, Any] = {"id": sample.id, "ok": False}
     with recording(llm, bool(log_prompts)) as (recorded, rec):
@@ -158,8 +142,6 @@ async def solve_item(task: Task, options: Options, llm: Any, item: dict[str, Any
             row["ok"] = True
         except SolveFailed as exc:
             row["step"], row["reason"] = exc.step, exc.reason
-        except EmbeddingFailed as exc:  # the feed's failure, raised where the solver first awaited its rows
-            row["step"], row["reason"] = "embedding", str(exc)
         if limited is not None and limited.over is not None:  # over a limit, whatever the solver made of it
             row.pop("prediction", None)
             row["ok"], row["step"], row["reason"] = False, limited.over.step, limited.over.reason

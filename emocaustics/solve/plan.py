@@ -13,8 +13,8 @@ it is raised to the caller. They end at once: the stopped model refuses their ne
 flight are abandoned), while an answer already on its way, paid for, is kept. A sample the stop reached is not
 written, so `--resume` runs it (its earlier calls answered by the response cache).
 
-Side texts (`SideInputs.side_texts`) are embedded beside the calls, longest sample first (`embedfeed.py`); a sample awaits
-its rows only when a step needs them, in this process or in its replica (`embedboard.py`). Backends without actors
+Side texts (`SideInputs.side_texts`) are embedded beside the calls by the task's own feed (`SideInputs.feed`); what it
+gives a sample (`Side.embeddings`) goes with it to its solver, here or in its replica. Backends without actors
 (OpenAI-/Anthropic-compatible endpoints, test doubles) run `solve_item` in this process. Per-sample cost (calls,
 cache hits, tokens, seconds, and the solver's own counts) is written to `stats.jsonl` beside the predictions.
 
@@ -27,7 +27,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -40,7 +39,6 @@ from emocaustics.core.inflight import Slot, run_in_flight
 from emocaustics.core.task import Failure, Options, Placement, Sample, Task
 from emocaustics.core.writes import append_line, writing
 from emocaustics.solve.item import Bound, CountingLLM  # noqa: F401 (CountingLLM: importable from here too)
-from emocaustics.solve.side import EmbeddingFailed, Embeddings, pack
 
 if TYPE_CHECKING:
     from emocaustics.models.spec import LLMSpec
@@ -51,14 +49,6 @@ log = logging.getLogger(__name__)
 # dialogues hold 21,949 utterances (86 each), so a run of the dataset itself is never held back, and ten times the
 # data holds about as much as the dataset (before: 2.3 times as much, 51,060; benchmarks/memory_bench.py)
 UNITS_PER_SLOT = 96
-
-
-async def _rows(pending: Any) -> Any:
-    """A sample's rows from the feed; the feed's failure as the `EmbeddingFailed` its solver reports."""
-    try:
-        return await pending
-    except Exception as exc:
-        raise EmbeddingFailed(str(exc)) from None
 
 
 def _failure(sample_id: str, step: str, reason: str) -> dict[str, Any]:
@@ -129,7 +119,7 @@ async def asolve_samples(task: Task, samples: Sequence[Sample], options: Options
 
     texts = {s.id: t for s in samples if side is not None and not isinstance(priors.get(s.id), Failure)
              if (t := side.side_texts(view_of(s), options)) is not None}
-    feed = await _start_feed(task, options, texts, embedder_spec, in_process, marks) if texts else None
+    feed = await side.feed(texts, options, embedder_spec, in_process, marks) if side is not None and texts else None
 
     async def solve_one(sample: Sample) -> dict[str, Any]:
         view = view_of(sample)
@@ -138,18 +128,8 @@ async def asolve_samples(task: Task, samples: Sequence[Sample], options: Options
             item["epoch"] = epoch
         if limits is not None and limits.any:
             item["limits"] = limits.of_sample()
-        if feed is not None and view.id in texts:
-            entry = feed.entry(view.id)
-            if in_process:
-                item["side"] = {"emb_source": Embeddings(lambda: _rows(feed.get(entry)),
-                                                         lambda n: _rows(feed.upto(entry, n)))}
-            elif feed.board is not None:  # shipped now; the replica awaits its rows when a step needs them
-                item["side"] = {"emb_board": (feed.board, feed.ticket(entry))}
-            else:
-                try:
-                    item["side"] = {"emb": pack(await _rows(feed.get(entry)))}
-                except EmbeddingFailed as exc:
-                    return _failure(view.id, "embedding", str(exc))
+        if feed is not None and view.id in texts:  # shipped now; the solver awaits its rows when a step needs them
+            item["side"] = {"emb_source": feed.embeddings(view.id)}
         res = (await llm.run(fn, [item], lambda it: place(it).affinity, weight_key=lambda it: place(it).weight,
                              chain_key=lambda it: place(it).chain))[0]
         if isinstance(res, RunFailure):  # the solver itself crashed, or its replica died for good
@@ -206,36 +186,10 @@ async def asolve_samples(task: Task, samples: Sequence[Sample], options: Options
     finally:
         if feed is not None:
             await feed.close()
-            if feed.board is not None:
-                import ray
-
-                ray.kill(feed.board)
     if stops:
         raise stops[0]
     by_index = dict(zip(order, rows))
     return [by_index[i] for i in range(len(samples))]  # type: ignore[misc]
-
-
-async def _start_feed(task: Task, options: Options, texts: dict[str, list[str]], embedder_spec: str | None,
-                      in_process: bool, marks: dict[str, float]) -> Any:
-    """The embedding feed of this run's side texts, started now beside the model's calls; with replicas, its board."""
-    from emocaustics.solve.embedfeed import EmbedFeed
-
-    # In this process (an endpoint) a solver that consults embeddings only now and then (`embeds_ahead` False) lets
-    # the embedder yield the CPU to the loop that drives the calls; for a replica the embedder runs at full priority
-    # (niced, it starved behind a CPU engine and held window dialogues back). A model in Ray actors may be a CPU
-    # engine on these cores: the embedder then takes half of them.
-    threads = None if in_process else max(1, (os.cpu_count() or 2) // 2)
-    ahead = task.side is None or task.side.embeds_ahead(options)
-    feed = EmbedFeed(embedder_spec or "minilm", [{"id": k, "texts": t} for k, t in texts.items()], marks,
-                     background=in_process and not ahead, threads=threads)
-    feed.start()
-    await asyncio.sleep(0)  # lets the feed start its embedder process before anything else blocks this loop
-    if not in_process:  # samples go to their replicas at once and await their rows there
-        from emocaustics.solve.embedboard import start_board
-
-        feed.attach_board(start_board())
-    return feed
 
 
 def _warn_failed(task: Task, sample_id: str, step: str, reason: str) -> None:

@@ -80,7 +80,7 @@ def test_reference_driver_blocks_one_request_at_a_time_per_worker(tmp_path):
     window item whose prior sextuple run is missing fails at step `input` without a call."""
     from benchmarks.refdriver import BlockingLLM, reference_items, run_reference_style
     from emocaustics.solve.forecast import StandInEmbedder
-    from emocaustics.solve.side import unpack
+    from emocaustics.tasks.longdialogue.embeddings import unpack
     from emocaustics.tasks.longdialogue.data.load import load_sample
     from fakes.openai_chat import FakeOpenAIServer, Faults
 

@@ -35,7 +35,7 @@ def test_views_carry_one_packed_copy_per_dialogue_text(dialogues):
     from ray import cloudpickle
 
     from emocaustics.solve.forecast import StandInEmbedder
-    from emocaustics.solve.side import unpack
+    from emocaustics.tasks.longdialogue.embeddings import unpack
 
     a = dialogues[0]
     task = StandInEmbeddings("sextuple")

@@ -1,7 +1,8 @@
-"""The one solving plan's general mechanisms, on a task defined here (no EmoCaustics): side texts embedded beside the
-calls and read by the solver (`SideInputs.side_texts`, `Side.embeddings`), a config that builds on another's
-predictions (`builds_on` -> `read_prior` -> `solver_view`), a missing prior failing without a call, the solver's own
-counts in stats.jsonl, and largest-first starts (`Placement.size`)."""
+"""The one solving plan's general mechanisms, on a task defined here (only EmoCaustics' embedding feed reused): side
+texts embedded beside the calls by the task's feed and read by the solver (`SideInputs.side_texts`, `feed`,
+`Side.embeddings`), a config that builds on another's predictions (`builds_on` -> `read_prior` -> `solver_view`),
+a missing prior failing without a call, the solver's own counts in stats.jsonl, and largest-first starts
+(`Placement.size`)."""
 
 from __future__ import annotations
 
@@ -41,8 +42,11 @@ class WordsSide:
     def side_texts(self, sample: Sample, options: Options) -> list[str] | None:
         return list(sample.input)
 
-    def embeds_ahead(self, options: Options) -> bool:
-        return True
+    async def feed(self, texts: dict[str, list[str]], options: Options, embedder_spec: str | None, in_process: bool,
+                   marks: dict[str, float]) -> Any:
+        from emocaustics.tasks.longdialogue.embedfeed import start_feed  # EmoCaustics' feed serves any task's texts
+
+        return await start_feed(texts, embedder_spec, in_process, marks, ahead=True)
 
     def builds_on(self, options: Options, model: str | None, candidates: list) -> str | None:
         return None

@@ -6,13 +6,14 @@ driver's feed to a Ray task is tested on the local Ray cluster, with the OpenAI-
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import numpy as np
 import pytest
 
-from emocaustics.solve.embedboard import EmbeddingBoard, board_embeddings, start_board
-from emocaustics.solve.embedfeed import CHUNK, EmbedFeed
-from emocaustics.solve.side import EmbeddingFailed
+from emocaustics.tasks.longdialogue.embedboard import EmbeddingBoard, board_embeddings, start_board
+from emocaustics.tasks.longdialogue.embedfeed import CHUNK, EmbedFeed
+from emocaustics.tasks.longdialogue.embeddings import EmbeddingFailed
 from fakes.openai_embeddings import FakeEmbeddingsServer
 
 
@@ -67,14 +68,13 @@ def test_board_rebuilds_order_when_calls_overtake_each_other() -> None:
 
 
 def test_feed_posts_to_a_board_that_a_ray_task_reads(ray_local) -> None:
-    """The driver's feed embeds; a Ray task (as a replica's state machine would) reads rows of its own dialogue, and
-    a dialogue whose embedding fails gets the reason, not a hang."""
+    """The driver's feed embeds; a Ray task (as a replica's state machine would) reads rows of its own dialogue through
+    the `Embeddings` the feed gave it to travel with the sample, and a dialogue whose embedding fails gets the reason,
+    not a hang."""
     ray = ray_local
 
     @ray.remote(num_cpus=0)
-    def replica_side(board_and_ticket: tuple) -> tuple[int, int]:
-        emb = board_embeddings(*board_and_ticket)
-
+    def replica_side(emb: Any) -> tuple[int, int]:
         async def read() -> tuple[int, int]:
             first = await emb.upto(1)
             return len(first), len(await emb.get())
@@ -82,8 +82,7 @@ def test_feed_posts_to_a_board_that_a_ray_task_reads(ray_local) -> None:
         return asyncio.run(read())
 
     @ray.remote(num_cpus=0)
-    def replica_side_error(board_and_ticket: tuple) -> str:
-        emb = board_embeddings(*board_and_ticket)
+    def replica_side_error(emb: Any) -> str:
         try:
             asyncio.run(emb.get())
         except EmbeddingFailed as exc:
@@ -100,13 +99,12 @@ def test_feed_posts_to_a_board_that_a_ray_task_reads(ray_local) -> None:
             board = start_board()
             feed.attach_board(board)
             try:
-                refs = [replica_side.remote((board, feed.ticket(it))) for it in items]
+                refs = [replica_side.remote(feed.embeddings(it["id"])) for it in items]
                 sizes = [await r for r in refs]
                 await board.fail.remote(424242, "embedding failed: RuntimeError: the embedder process ended")
-                reason = await replica_side_error.remote((board, 424242))
+                reason = await replica_side_error.remote(board_embeddings(board, 424242))
             finally:
-                await feed.close()
-                ray.kill(board)
+                await feed.close()  # kills its board too
             return sizes, reason
 
         sizes, reason = asyncio.run(go())

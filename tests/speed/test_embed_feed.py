@@ -12,8 +12,8 @@ import numpy as np
 from emocaustics.models.embedders import make_embedder
 import pytest
 
-from emocaustics.solve import embedfeed
-from emocaustics.solve.embedfeed import CHUNK, GROUP_TEXTS, EmbedFeed
+from emocaustics.tasks.longdialogue import embedfeed
+from emocaustics.tasks.longdialogue.embedfeed import CHUNK, GROUP_TEXTS, EmbedFeed
 from emocaustics.tasks.longdialogue.extract.dialogue import ExtractConfig, extract_one, make_item
 from extract_doubles import Dialogue, SchemaLLM, solve_dialogues
 from fakes.openai_embeddings import FakeEmbeddingsServer
@@ -48,7 +48,7 @@ def test_rag_through_the_feed_asks_what_precomputed_embeddings_ask(tmp_path: Pat
             return solve_dialogues(llm, _dialogues(n), cfg, tmp_path / "feed", embedder_spec=spec), llm
 
         async def upfront() -> tuple[list[dict], SchemaLLM]:
-            from emocaustics.solve.side import pack
+            from emocaustics.tasks.longdialogue.embeddings import pack
 
             embedder = make_embedder(spec)
             llm = SchemaLLM()
@@ -215,7 +215,7 @@ def test_a_copy_of_an_item_gets_the_original_items_embeddings() -> None:
 def test_the_configs_of_a_job_share_one_embedder_process() -> None:
     """Each feed of a job (one per config that embeds) used to start and load its own embedder child; now the second
     finds the first's, loaded and alive after the first feed closed (issue 31: 5-10 s of CPU per config)."""
-    from emocaustics.solve.embedprocess import EmbedderProcess
+    from emocaustics.tasks.longdialogue.embedprocess import EmbedderProcess
 
     async def feed_rows(texts: list[str]) -> tuple[EmbedderProcess, np.ndarray]:
         feed = EmbedFeed("minilm", [{"id": "1", "texts": texts}], threads=1)
@@ -240,7 +240,7 @@ def test_the_shared_embedder_process_ends_cleanly_with_its_parent() -> None:
     import subprocess
     import sys
 
-    code = ("import asyncio\nfrom emocaustics.solve.embedfeed import EmbedFeed\n"
+    code = ("import asyncio\nfrom emocaustics.tasks.longdialogue.embedfeed import EmbedFeed\n"
             "async def go():\n    f = EmbedFeed('minilm', [{'id': '1', 'texts': ['a', 'b']}], threads=1)\n"
             "    f.start()\n    rows = await f.get(f.entry('1'))\n    await f.close()\n    return rows.shape\n"
             "print(asyncio.run(go()))\n")

@@ -1,7 +1,8 @@
 """EmoCaustics's side inputs (`core.contract.SideInputs`), the one optional part of the task contract: a dialogue
 travels to its replica as its state machine's work item (`solver_view`), its utterances' embeddings stream in beside
-the calls (`side_texts`, `embeds_ahead`; `solve/embedfeed.py`), and a chain `window` config builds on the same
-model's sextuple `window` config (`builds_on`, `read_prior`), reusing its events instead of extracting them again."""
+the calls (`side_texts`, `feed`: `embedfeed.py`, and `embedboard.py` for dialogues inside replicas), and a chain
+`window` config builds on the same model's sextuple `window` config (`builds_on`, `read_prior`), reusing its events
+instead of extracting them again."""
 
 from __future__ import annotations
 
@@ -34,6 +35,13 @@ class DialogueSide:
     def embeds_ahead(self, options: Options) -> bool:
         """`window` consults embeddings only when an answer names no known event; `rag` waits on every utterance's."""
         return options.method != "window"
+
+    async def feed(self, texts: dict[str, list[str]], options: Options, embedder_spec: str | None, in_process: bool,
+                   marks: dict[str, float]) -> Any:
+        """The run's embedding feed of these utterances (dialogue id -> texts), started now beside the calls."""
+        from emocaustics.tasks.longdialogue.embedfeed import start_feed
+
+        return await start_feed(texts, embedder_spec, in_process, marks, ahead=self.embeds_ahead(options))
 
     def builds_on(self, options: Options, model: str | None, candidates: list[tuple[str, Any, Any, str]]) -> str | None:
         """A chain `window` config builds on the same model's sextuple `window` config (with default extraction

@@ -68,7 +68,7 @@ def test_rag_passes_retrieved_history_from_this_dialogue_only():
 def test_rag_waits_for_embeddings_only_from_utterance_k_on():
     """Utterances before K have nothing older than their recent history to retrieve: their calls go out before any
     row is embedded, and a dialogue of at most K utterances never asks for embeddings (its texts are not embedded)."""
-    from emocaustics.solve.side import Embeddings
+    from emocaustics.tasks.longdialogue.embeddings import Embeddings
     from emocaustics.tasks.longdialogue.extract.dialogue import ExtractConfig
 
     emb = unit_vectors([i % 5 for i in range(30)])

@@ -8,7 +8,7 @@ import re
 
 import numpy as np
 
-from emocaustics.solve.side import pack, unpack
+from emocaustics.tasks.longdialogue.embeddings import pack, unpack
 from emocaustics.tasks.longdialogue.extract.dialogue import ExtractConfig, extract_one, make_item
 from emocaustics.tasks.longdialogue.extract.run import write_manifest
 from emocaustics.models.base import Completion

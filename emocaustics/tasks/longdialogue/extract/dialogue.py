@@ -21,7 +21,7 @@ from emocaustics.evallog.record import recording, replica_id
 from emocaustics.tasks.longdialogue.extract import chains as chain_methods
 from emocaustics.tasks.longdialogue.extract import sextuple as sx
 from emocaustics.solve.ask import Asker, StepFailed
-from emocaustics.solve.side import EmbeddingFailed, Embeddings, pack
+from emocaustics.tasks.longdialogue.embeddings import EmbeddingFailed, Embeddings, pack, unpack
 from emocaustics.tasks.longdialogue.extract.knobs import ExtractKnobs
 from emocaustics.tasks.longdialogue.extract.prompts import SYSTEM
 from emocaustics.tasks.longdialogue.extract.windows import DEFAULT_WINDOWS, windows
@@ -178,10 +178,8 @@ async def solve_dialogue(llm: Any, item: dict[str, Any], emb: Embeddings | None,
 
 async def extract_one(llm: Any, item: dict[str, Any]) -> dict[str, Any]:
     """One item outside the plan (the dry run; benchmarks that drive a pool directly): a row with the prediction or
-    the failure. Embeddings come packed with the item (`emb`), from a run's board (`emb_board`) or a lazy source."""
-    from emocaustics.solve.item import side_of
-
-    emb = side_of({"side": item}).embeddings  # the item's `emb`, `emb_board` or `emb_source`, as the plan reads them
+    the failure. Embeddings come packed with the item (`emb`, `make_item`)."""
+    emb = None if item.get("emb") is None else Embeddings(unpack(item["emb"]))
     log_prompts = item.get("log_prompts")
     t0 = time.perf_counter()
     row: dict[str, Any] = {"dialogue": int(item["id"]), "utterances": len(item["sentences"]), "ok": False,

@@ -16,7 +16,7 @@ import numpy as np
 from emocaustics.tasks.longdialogue.extract import prompts as P
 from emocaustics.tasks.longdialogue.extract.bucket import EventBucket
 from emocaustics.solve.ask import Ask, Asker
-from emocaustics.solve.side import EmbeddingFailed, Embeddings  # noqa: F401 (the methods' inputs)
+from emocaustics.tasks.longdialogue.embeddings import EmbeddingFailed, Embeddings  # noqa: F401 (the methods' inputs)
 from emocaustics.tasks.longdialogue.extract.parse import Pass1Answer, SextupleAnswer, pass1_schema, sextuple_schema
 from emocaustics.tasks.longdialogue.extract.windows import Window, recent_history, windows
 

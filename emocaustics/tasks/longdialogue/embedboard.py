@@ -101,7 +101,7 @@ def start_board() -> Any:
 
 def board_embeddings(board: Any, ticket: int) -> Any:
     """The `Embeddings` of a sample whose rows come from `board`, for its state machine inside a replica."""
-    from emocaustics.solve.side import EmbeddingFailed, Embeddings
+    from emocaustics.tasks.longdialogue.embeddings import EmbeddingFailed, Embeddings
 
     async def upto(n: int | None) -> np.ndarray:
         try:

@@ -1,5 +1,6 @@
 """A sample's side texts embedded beside the LLM calls, as the samples need them (for
-EmoCaustics: a dialogue's utterances; each entry is `{"id": sample id, "texts": [...]}`, made by `solve.plan`).
+EmoCaustics: a dialogue's utterances; each entry is `{"id": sample id, "texts": [...]}`). `start_feed` makes it for the
+plan (`SideInputs.feed`), and `embeddings(sample id)` is what travels with that sample to its solver.
 
 An EmoCaustics run used to embed every dialogue in a Ray Data stage before any of them reached the model (blocks of
 64: the first LLM call waited minutes on a 400-dialogue run). Here each sample asks for its own embeddings when a step first needs
@@ -22,11 +23,14 @@ Samples that run inside replica actors cannot await this process's futures: with
 from __future__ import annotations
 
 import asyncio
+import os
 from typing import Any
 
 import numpy as np
 
-from emocaustics.solve.embedprocess import EmbedderProcess, in_daemon_thread
+from emocaustics.tasks.longdialogue.embedboard import board_embeddings, start_board
+from emocaustics.tasks.longdialogue.embeddings import EmbeddingFailed, Embeddings
+from emocaustics.tasks.longdialogue.embedprocess import EmbedderProcess, in_daemon_thread
 
 
 # The key of an item in the feed (and its ticket on the board), set on the item when the feed is made: a copy of the
@@ -118,6 +122,14 @@ class EmbedFeed:
     def entry(self, sample_id: str) -> dict[str, Any]:
         """The feed's entry of a sample (what `get`, `upto` and `ticket` take)."""
         return self._by_id[sample_id]
+
+    def embeddings(self, sample_id: str) -> Embeddings:
+        """What travels with the sample to its solver: its rows from this feed (in this process) or from the board
+        (inside its replica, awaited when a step needs them); the feed's failure as `EmbeddingFailed`."""
+        entry = self.entry(sample_id)
+        if self.board is not None:
+            return board_embeddings(self.board, self.ticket(entry))
+        return Embeddings(lambda: _rows(self.get(entry)), lambda n: _rows(self.upto(entry, n)))
 
     @staticmethod
     def ticket(item: dict[str, Any]) -> int:
@@ -274,3 +286,33 @@ class EmbedFeed:
             if fut.done() and not fut.cancelled():
                 fut.exception()
         # The process stays for the next config of the job (`EmbedderProcess.shared`): a daemon, gone with this one.
+        if self.board is not None:
+            import ray
+
+            ray.kill(self.board)
+
+
+async def _rows(pending: Any) -> Any:
+    """A sample's rows from the feed; the feed's failure as the `EmbeddingFailed` its solver reports."""
+    try:
+        return await pending
+    except Exception as exc:
+        raise EmbeddingFailed(str(exc)) from None
+
+
+async def start_feed(texts: dict[str, list[str]], embedder_spec: str | None, in_process: bool,
+                     marks: dict[str, float], *, ahead: bool) -> EmbedFeed:
+    """The embedding feed of a run's side texts (sample id -> texts), started now beside the model's calls; with
+    replicas (not `in_process`), its board. `ahead`: the solver waits on every sample's rows (`embeds_ahead`)."""
+    # In this process (an endpoint) a solver that consults embeddings only now and then (`embeds_ahead` False) lets
+    # the embedder yield the CPU to the loop that drives the calls; for a replica the embedder runs at full priority
+    # (niced, it starved behind a CPU engine and held window dialogues back). A model in Ray actors may be a CPU
+    # engine on these cores: the embedder then takes half of them.
+    threads = None if in_process else max(1, (os.cpu_count() or 2) // 2)
+    feed = EmbedFeed(embedder_spec or "minilm", [{"id": k, "texts": t} for k, t in texts.items()], marks,
+                     background=in_process and not ahead, threads=threads)
+    feed.start()
+    await asyncio.sleep(0)  # lets the feed start its embedder process before anything else blocks this loop
+    if not in_process:  # samples go to their replicas at once and await their rows there
+        feed.attach_board(start_board())
+    return feed
