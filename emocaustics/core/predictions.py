@@ -1,4 +1,4 @@
-"""Predictions paired with the samples they answer: the one rule a job (`jobs.runner.predictions_for`) and
+"""Predictions paired with the samples they answer: the one rule a job (`jobs.runner`, from its rows in memory) and
 `emocaustics score TASK` share, so that a folder scores the same either way.
 
 A sample with neither a prediction nor a failure row is a failure ("no prediction was written"), never a silent

@@ -42,11 +42,21 @@ class Config:
 
 
 def resolve(job: JobSpec, run_dir: Path) -> list[Config]:
-    """Every config of the job, in the job's order."""
+    """Every config of the job, in the job's order. A config another builds on (its predictions read as the other's
+    input: EmoCaustics chains on sextuple windows) is solved in one epoch: of N, which one would it hand on? A
+    UsageError naming both."""
     configs = [_one(run, job, run_dir) for run in job.expand()]
     candidates = [(c.task.name, c.options, c.model, c.label) for c in configs]
-    by_label = {c.label: c.pred_dir for c in configs}
-    return [replace(c, prior=by_label.get(builds_on(c.task, c.options, c.model, candidates))) for c in configs]
+    by_label = {c.label: c for c in configs}
+    out = []
+    for c in configs:
+        prior = by_label.get(builds_on(c.task, c.options, c.model, candidates))
+        if prior is not None and prior.epochs > 1:
+            raise UsageError(f"config {c.label} builds on config {prior.label}, which has epochs: {prior.epochs}; a "
+                             "config others build on is solved once: give it epochs: 1 (the one building on it may "
+                             "have more)")
+        out.append(replace(c, prior=prior.pred_dir if prior is not None else None))
+    return out
 
 
 def _one(run: Any, job: JobSpec, run_dir: Path) -> Config:

@@ -48,8 +48,3 @@ def start_ledger(job: JobSpec, configs: list[Any]) -> None:
 
     prices = {endpoint_name(llm or judge_spec(job)): p for _, _, p, llm in _endpoints(job, configs) if p is not None}
     budget.activate(job.max_cost_usd, prices)
-
-
-def dollars(price: Price | None, prompt_tokens: int, generated_tokens: int) -> str:
-    """A forecast or a total in dollars, or "unknown"."""
-    return "unknown" if price is None else f"${price.cost(prompt_tokens, generated_tokens):,.4f}"

@@ -19,10 +19,9 @@ from typing import Any
 
 import polars as pl
 
-from emocaustics.core.errors import UsageError
 from emocaustics.core.task import Failure, Scored
 from emocaustics.jobs.results import COST_COLUMNS, score_table
-from emocaustics.solve.plan import LIMIT_STEPS, sample_stats
+from emocaustics.solve.plan import LIMIT_STEPS
 from emocaustics.score.reducers import reduce_scores
 
 
@@ -36,18 +35,6 @@ def epoch_label(label: str, epoch: int, epochs: int) -> str:
     return label if epochs == 1 else f"{label}.epoch-{epoch}"
 
 
-def check_priors(configs: list[Any]) -> None:
-    """A config another builds on (its predictions read as the other's input: EmoCaustics chains on sextuple windows)
-    is solved in one epoch: of N, which one would it hand on? A UsageError naming both."""
-    by_dir = {c.pred_dir: c for c in configs}
-    for c in configs:
-        prior = by_dir.get(c.prior)
-        if prior is not None and prior.epochs > 1:
-            raise UsageError(f"config {c.label} builds on config {prior.label}, which has epochs: {prior.epochs}; a "
-                             "config others build on is solved once: give it epochs: 1 (the one building on it may "
-                             "have more)")
-
-
 def to_solve(found: Any, retry_limits: bool) -> bool:
     """Does a resume solve this sample (its prediction or Failure, None when nothing was written)? A sample with no
     prediction and a failed one yes; one over a limit only with `--retry-limits`."""
@@ -58,22 +45,22 @@ def to_solve(found: Any, retry_limits: bool) -> bool:
     return False
 
 
-def score_epochs(cfg: Any, samples: list, ctx: Any, evallog: Any,
+def score_epochs(cfg: Any, solved: Any, ctx: Any, evallog: Any,
                  loaded: Any = None) -> tuple[Scored, pl.DataFrame, pl.DataFrame]:
     """Score each epoch of a config and reduce them: (the reduced `Scored`, the reduced per-sample table, the
     per-epoch tables with their `epoch`); each epoch's and the reduced predictions go to the eval log and to the
-    task's `finalize`."""
+    task's `finalize`. `solved`: the config's samples and each epoch's rows (`jobs.together.Solved`)."""
     from emocaustics.core.predictions import pair
 
-    task, epochs, reducer = cfg.task, cfg.epochs, cfg.reducer
+    task, epochs, reducer, samples = cfg.task, cfg.epochs, cfg.reducer, solved.samples
     per_epoch, frames, rows, summaries, stats_all = [], [], [], [], []
     for e in range(1, epochs + 1):
         folder = epoch_dir(cfg.pred_dir, e, epochs)
-        predictions = pair(samples, task.store.read_predictions(folder)).predictions
+        found, stats = solved.epoch(e)
+        predictions = pair(samples, found).predictions
         evallog.config(epoch_label(cfg.label, e, epochs)).finish(samples, predictions)
         scored = task.scorer.score(samples, predictions, cfg.options, ctx)
         task.scorer.finalize(folder, samples, predictions, cfg.options)  # each epoch's own submission / official files
-        stats = sample_stats(folder)
         stats_all.append(stats)
         frames.append(score_table(cfg, scored, stats, loaded).with_columns(pl.lit(e, pl.Int64).alias("epoch")))
         rows.append(scored.rows.with_columns(pl.lit(e, pl.Int64).alias("epoch")))

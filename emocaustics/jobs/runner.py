@@ -26,16 +26,16 @@ from typing import TYPE_CHECKING, Any, Iterator
 import polars as pl
 
 from emocaustics.core.errors import NothingToResume, Stop, UsageError
-from emocaustics.core.task import Failure, Loaded, ScoreContext, needs_model
+from emocaustics.core.predictions import pair
+from emocaustics.core.task import Loaded, ScoreContext, needs_model
 from emocaustics.core.writes import writing
 from emocaustics.jobs import cost, rundir
 from emocaustics.jobs.configs import Config, resolve
-from emocaustics.jobs.epochs import check_priors
 from emocaustics.jobs.rundir import RUN_FILE
 from emocaustics.jobs.results import score_table, summary_record, with_run, write_extra_tables
 from emocaustics.jobs.spec import JobSpec, dump_job, output_path
 from emocaustics.jobs.startup import start_models
-from emocaustics.jobs.together import solve_together
+from emocaustics.jobs.together import resume_line, solve_together
 from emocaustics.models.registry import is_remote
 from emocaustics.score.reducers import table_rows
 
@@ -66,34 +66,6 @@ def _order(configs: list[Config], *, to_run: bool = False) -> list[Config]:
     return sorted(configs, key=lambda c: (c.pred_dir not in needed, to_run and not needs_model(c.task, c.options)))
 
 
-def predictions_for(cfg: Config, samples: list) -> dict[str, Any]:
-    if not needs_model(cfg.task, cfg.options):
-        return cfg.task.predict(cfg.options.method, samples, cfg.options)
-    from emocaustics.core.predictions import pair  # the rule `score TASK` shares: nothing written is a Failure
-
-    return pair(samples, cfg.task.store.read_predictions(cfg.pred_dir)).predictions
-
-
-def _resume_line(cfg: Config, samples: list, retry_limits: bool = False) -> str:
-    """What a resumed config skips and what it runs."""
-    if not needs_model(cfg.task, cfg.options):
-        return f"resume: {cfg.label}: calibration predictor, scored again ({len(samples)} samples)"
-    from emocaustics.jobs.epochs import epoch_dir, to_solve
-    from emocaustics.solve.plan import LIMIT_STEPS
-
-    done = failed = limited = 0
-    for e in range(1, cfg.epochs + 1):
-        folder = epoch_dir(cfg.pred_dir, e, cfg.epochs)
-        found = cfg.task.store.read_predictions(folder) if folder.exists() else {}
-        got = [found.get(s.id) for s in samples]
-        done += sum(1 for v in got if not to_solve(v, retry_limits))
-        failed += sum(1 for v in got if isinstance(v, Failure) and to_solve(v, retry_limits))
-        limited += sum(1 for v in got if isinstance(v, Failure) and v.step in LIMIT_STEPS and not retry_limits)
-    total = len(samples) * cfg.epochs
-    unit = "samples" if cfg.epochs == 1 else f"sample-epochs ({len(samples)} samples x {cfg.epochs} epochs)"
-    return (f"resume: {cfg.label}: {done} of {total} {unit} done (skipped); {total - done} to run"
-            + (f" ({failed} of them failed before and are tried again)" if failed else "")
-            + (f"; {limited} over a limit kept as failures (--retry-limits tries them again)" if limited else ""))
 
 
 def resume_command(job_file: str | Path | None, run_dir: Path) -> str:
@@ -124,7 +96,6 @@ def plan_job(job: JobSpec, *, out: str | None = None, resume: bool = False) -> D
 
     run_dir = resolve_run_dir(job, out, resume)
     configs = _order(resolve(job, run_dir))
-    check_priors(configs)
     return describe(job, configs, load_all(configs), run_dir, cache_dir_for(job, run_dir), resume=resume)
 
 
@@ -145,7 +116,6 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force
     run_dir = resolve_run_dir(job, out, resume)
     claimed = rundir.claim(run_dir, job, resume=resume, force=force)
     configs = _order(resolve(job, run_dir))
-    check_priors(configs)
     loaded_by_label = load_all(configs)
     if check:
         preflight(job, configs, loaded_by_label)
@@ -192,7 +162,7 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force
             seen_tasks.add(cfg.task.name)
             defects.extend({"task": cfg.task.name, **d.to_json()} for d in loaded_cfg.defects)
         if claimed.resumed:
-            print(_resume_line(cfg, loaded_cfg.samples, retry_limits), flush=True)
+            print(resume_line(cfg, loaded_cfg.samples, retry_limits), flush=True)
         cfg.pred_dir.mkdir(parents=True, exist_ok=True)
         write_provenance(cfg, loaded_cfg)
     with _named(f"job {job.name}", job_file, run_dir):  # every model config on one plan: their prepared samples
@@ -202,20 +172,22 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force
     for cfg in _order(configs, to_run=True):
         with rundir.WallClock(claimed, cfg.label) as clock:  # stopped and saved however the config ends
             loaded: Loaded = loaded_by_label[cfg.label]  # type: ignore[assignment]
-            samples = solved.get(cfg.label, loaded.samples)
+            rows = solved.pop(cfg.label, None)  # a model config's rows, in memory (scored, then let go)
+            samples = rows.samples if rows is not None else loaded.samples
             epoch_frame = None
-            if cfg.epochs > 1:  # each epoch scored, then reduced (jobs/epochs.py)
+            if rows is not None and cfg.epochs > 1:  # each epoch scored, then reduced (jobs/epochs.py)
                 from emocaustics.jobs.epochs import score_epochs
 
-                scored, frame, epoch_frame = score_epochs(cfg, samples, ctx, evallog, loaded)
+                scored, frame, epoch_frame = score_epochs(cfg, rows, ctx, evallog, loaded)
             else:
-                predictions = predictions_for(cfg, samples)
+                if rows is None:  # a calibration predictor
+                    predictions, stats = cfg.task.predict(cfg.options.method, samples, cfg.options), {}
+                else:  # the rule `score TASK` shares: nothing written is a Failure
+                    predictions, stats = rows.epoch(1)
+                    predictions = pair(samples, predictions).predictions
                 evallog.config(cfg.label).finish(samples, predictions)
                 scored = cfg.task.scorer.score(samples, predictions, cfg.options, ctx)
                 cfg.task.scorer.finalize(cfg.pred_dir, samples, predictions, cfg.options)
-                from emocaustics.solve.plan import sample_stats
-
-                stats = sample_stats(cfg.pred_dir) if needs_model(cfg.task, cfg.options) else {}
                 frame = score_table(cfg, scored, stats, loaded)
             outputs[cfg.label] = (frame, scored, summary_record(cfg, scored, len(loaded.defects), frame),
                                   epoch_frame)

@@ -11,7 +11,9 @@ Through ONE LLM object per model: their requests share its batches and its limit
 A config that builds on another one (`SideInputs.builds_on`) starts the moment that one has finished. Samples with a
 prediction are not solved again (failed ones are: a batch already asked its failed lines again live; those over a
 limit only with `--retry-limits`), and a config of N epochs solves only the epochs a stopped run left; each config's
-progress line counts its samples as the plan writes them. The loop in jobs/runner.py then scores the configs.
+progress line counts its samples as the plan writes them. Each sample's row comes back in memory as it is written
+(`Solved`); a resume reads what earlier runs wrote (`resume_line` too: this is the one read back of a job). The loop in
+jobs/runner.py then scores the configs from those rows.
 
 A typed stop (a dead endpoint, the budget, a service gone: core/errors.py `Stop`) in one config starts no further
 sample in any; the samples in flight end (their answers kept), then the stop is raised.
@@ -20,13 +22,14 @@ sample in any; the samples in flight end (their answers kept), then the stop is 
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from emocaustics.core import aio
 from emocaustics.core.errors import Stop
 from emocaustics.core.progress import Progress
-from emocaustics.core.task import Loaded, ScoreContext, needs_model
+from emocaustics.core.task import Failure, Loaded, ScoreContext, needs_model
 from emocaustics.jobs.epochs import epoch_dir, epoch_label, to_solve
 from emocaustics.jobs.spec import JobSpec
 
@@ -36,13 +39,13 @@ if TYPE_CHECKING:
 
 def solve_together(job: JobSpec, configs: list[Config], loaded: dict[str, Loaded], ctx: ScoreContext,
                    cache_dir: Path, log_for: Callable[[str], Any], clock_for: Callable[[str], Any] | None = None,
-                   retry_limits: bool = False) -> dict[str, list]:
-    """Solve every config that asks a model, all at once. Returns each one's prepared samples by label (the configs
-    without a model are not here). `clock_for(label)`: a clock (`stop()`) that times a config's own solving, from its
-    start (after the config it builds on) to its end. A config builds only on another model config (`builds_on`).
-    Each config's parsed model, batch flag, limits and the config it builds on were resolved with the job
-    (jobs/configs.py). A config of N epochs solves its samples N times, one epoch after the other, each into its own folder
-    (jobs/epochs.py); `retry_limits`: a resume solves the samples that failed over a limit again too."""
+                   retry_limits: bool = False) -> dict[str, Solved]:
+    """Solve every config that asks a model, all at once (each one's model, batch flag, limits and the config it
+    builds on as the job was resolved: jobs/configs.py). Returns each one's prepared samples and rows by label (the
+    configs without a model are not here). `clock_for(label)`: a clock (`stop()`) that times a config's own solving,
+    from its start (after the config it builds on) to its end. A config builds only on another model config
+    (`builds_on`). A config of N epochs solves its samples N times, one epoch after the other, each into its own
+    folder (jobs/epochs.py); `retry_limits`: a resume solves the samples that failed over a limit again too."""
     chosen = [c for c in configs if needs_model(c.task, c.options)]
     if not chosen:
         return {}
@@ -51,8 +54,45 @@ def solve_together(job: JobSpec, configs: list[Config], loaded: dict[str, Loaded
     _start_local(chosen)
     if len(chosen) > 1:
         print(f"solve: {len(chosen)} configs together ({', '.join(c.label for c in chosen)})", flush=True)
-    aio.run(_solve_all(job, chosen, prepared, by_dir, cache_dir, log_for, ctx.embedder_spec, clock_for, retry_limits))
-    return prepared
+    solved = {c.label: Solved(prepared[c.label]) for c in chosen}
+    aio.run(_solve_all(job, chosen, solved, by_dir, cache_dir, log_for, ctx.embedder_spec, clock_for, retry_limits))
+    return solved
+
+
+@dataclass
+class Solved:
+    """A config's prepared samples, and per epoch its rows as its folder holds them: predictions (a Failure for a
+    failed sample) and stats rows by sample id, in the samples' order. The rows this process solved come from
+    memory (`asolve_samples`'s `keep`); a resume reads the rest from the folder (the one read back of a job)."""
+
+    samples: list
+    epochs: list[tuple[dict[str, Any], dict[str, dict[str, Any]]]] = field(default_factory=list)
+
+    def epoch(self, e: int) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+        """Epoch `e`'s predictions (in the samples' order, then any id that is no sample's) and stats rows."""
+        predictions, stats = self.epochs[e - 1]
+        return {s.id: predictions[s.id] for s in self.samples if s.id in predictions} | predictions, stats
+
+
+def resume_line(cfg: Config, samples: list, retry_limits: bool = False) -> str:
+    """What a resumed config skips and what it runs."""
+    if not needs_model(cfg.task, cfg.options):
+        return f"resume: {cfg.label}: calibration predictor, scored again ({len(samples)} samples)"
+    from emocaustics.solve.plan import LIMIT_STEPS
+
+    done = failed = limited = 0
+    for e in range(1, cfg.epochs + 1):
+        folder = epoch_dir(cfg.pred_dir, e, cfg.epochs)
+        found = cfg.task.store.read_predictions(folder) if folder.exists() else {}  # the resume's read
+        got = [found.get(s.id) for s in samples]
+        done += sum(1 for v in got if not to_solve(v, retry_limits))
+        failed += sum(1 for v in got if isinstance(v, Failure) and to_solve(v, retry_limits))
+        limited += sum(1 for v in got if isinstance(v, Failure) and v.step in LIMIT_STEPS and not retry_limits)
+    total = len(samples) * cfg.epochs
+    unit = "samples" if cfg.epochs == 1 else f"sample-epochs ({len(samples)} samples x {cfg.epochs} epochs)"
+    return (f"resume: {cfg.label}: {done} of {total} {unit} done (skipped); {total - done} to run"
+            + (f" ({failed} of them failed before and are tried again)" if failed else "")
+            + (f"; {limited} over a limit kept as failures (--retry-limits tries them again)" if limited else ""))
 
 
 def _start_local(chosen: list[Config]) -> None:
@@ -71,13 +111,13 @@ def _start_local(chosen: list[Config]) -> None:
         _pickle_by_value_if_local(type(c.task))
 
 
-async def _solve_all(job: JobSpec, chosen: list[Config], prepared: dict[str, list], by_dir: dict[Path, Config],
+async def _solve_all(job: JobSpec, chosen: list[Config], solved: dict[str, Solved], by_dir: dict[Path, Config],
                      cache_dir: Path,
                      log_for: Callable[[str], Any], embedder_spec: str | None,
                      clock_for: Callable[[str], Any] | None, retry_limits: bool) -> None:
     from emocaustics.evallog import sink
     from emocaustics.models.factory import make_llm
-    from emocaustics.solve.plan import asolve_samples
+    from emocaustics.solve.plan import asolve_samples, sample_stats
 
     # one LLM per model, its spec parsed where the job was resolved (`ModelSpec.parsed`)
     by_key = {c.llm.canonical(): c.llm for c in chosen}
@@ -95,23 +135,29 @@ async def _solve_all(job: JobSpec, chosen: list[Config], prepared: dict[str, lis
         clock = clock_for(cfg.label) if clock_for is not None else None
         progress: Progress | None = None
         try:  # the clock is stopped and saved however this config ends (a sibling's error cancels it)
-            epochs = cfg.epochs
+            epochs, samples = cfg.epochs, solved[cfg.label].samples
             todos = []  # per epoch: its folder and the samples it solves (a resume: those not done)
             for e in range(1, epochs + 1):
                 out = epoch_dir(cfg.pred_dir, e, epochs)
                 out.mkdir(parents=True, exist_ok=True)
-                found = cfg.task.store.read_predictions(out)
-                todos.append((e, out, [s for s in prepared[cfg.label] if to_solve(found.get(s.id), retry_limits)]))
+                found = cfg.task.store.read_predictions(out)  # a resume: what earlier runs wrote (fresh: nothing)
+                solved[cfg.label].epochs.append((found, sample_stats(out) if found else {}))
+                todos.append((e, out, [s for s in samples if to_solve(found.get(s.id), retry_limits)]))
             # each config's own progress; configs side by side print plain lines even on a terminal (their live
             # lines would overwrite each other)
-            total = len(prepared[cfg.label]) * epochs
+            total = len(samples) * epochs
             progress = Progress(f"solve {cfg.label}", total)
             progress.live = progress.live and len(chosen) == 1
             progress.done = total - sum(len(todo) for _, _, todo in todos)
             limits = cfg.limits.started() if cfg.limits is not None else None  # its time limit counts from here
             for e, out, todo in todos:
+                predictions, stats = solved[cfg.label].epochs[e - 1]
                 if not todo:
                     continue
+
+                def keep(sid: str, value: Any, row: dict[str, Any], predictions=predictions, stats=stats) -> None:
+                    predictions[sid], stats[sid] = value, row
+
                 # batch: every sample in flight, so that their calls join the same batches (live calls keep the
                 # model's concurrency); else the job's concurrency per config
                 concurrency = max(1, len(todo)) if cfg.batch else job.concurrency
@@ -120,7 +166,7 @@ async def _solve_all(job: JobSpec, chosen: list[Config], prepared: dict[str, lis
                     await asolve_samples(cfg.task, todo, cfg.options, llms[cfg.llm.canonical()], out,
                                          concurrency=concurrency, prior=prior, embedder_spec=embedder_spec,
                                          on_row=lambda row: progress.update(1, failed=0 if row.get("ok") else 1),
-                                         stopped=stopped, epoch=e, limits=limits)
+                                         stopped=stopped, epoch=e, limits=limits, keep=keep)
         except Stop:  # not an error of this config: its siblings end their samples in flight (none starts), then
             pass  # the stop is raised below
         finally:

@@ -16,7 +16,8 @@ written, so `--resume` runs it (its earlier calls answered by the response cache
 Side texts (`SideInputs.side_texts`) are embedded beside the calls by the task's own feed (`SideInputs.feed`); what it
 gives a sample (`Side.embeddings`) goes with it to its solver, here or in its replica. Backends without actors
 (OpenAI-/Anthropic-compatible endpoints, test doubles) run `solve_item` in this process. Per-sample cost (calls,
-cache hits, tokens, seconds, and the solver's own counts) is written to `stats.jsonl` beside the predictions.
+cache hits, tokens, seconds, and the solver's own counts) is written to `stats.jsonl` beside the predictions; both go
+back to the caller in memory (`keep`), as reading them back would give them (`read_back`, `sample_stats`).
 
 Why not `ray.data.llm`'s processor: it is built for one-shot prompts; EmoCaustics `window` makes 5-40 dependent calls
 per dialogue, so each sample runs as an async loop next to a long-lived engine instead (see docs/architecture.md).
@@ -92,15 +93,17 @@ async def asolve_samples(task: Task, samples: Sequence[Sample], options: Options
                          concurrency: int = 256, prior: Path | None = None, embedder_spec: str | None = None,
                          marks: dict[str, float] | None = None,
                          on_row: Callable[[dict[str, Any]], None] | None = None,
-                         stopped: list[Stop] | None = None, epoch: int = 1,
-                         limits: Limits | None = None) -> list[dict[str, Any]]:
+                         stopped: list[Stop] | None = None, epoch: int = 1, limits: Limits | None = None,
+                         keep: Callable[[str, Any, dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
     """Solve `samples` (rows back in their order); `prior`: the folder of the config this one builds on;
     `samples` may be a lazy sequence (a streaming source that builds sample i when indexed): the plan reads each
     sample when it needs it and holds it only while it is in flight, so the samples of a run are never all held here;
     `embedder_spec`: the job's embedder, for tasks with side texts; `marks` gets phase times (startup_bench);
     `on_row` sees each row as it is written (progress); `stopped`: the typed stops of this run, shared by configs
     solved side by side (a stop in one starts no sample in any); `epoch`: which epoch of the samples this is
-    (`solve/item.py`); `limits`: the config's per-sample limits (a sample over one is a failure row)."""
+    (`solve/item.py`); `limits`: the config's per-sample limits (a sample over one is a failure row); `keep(sample id,
+    prediction or Failure, stats row)` gets each written sample's row in memory, as the store and `sample_stats`
+    would read it back (`read_back`), so that a job scores from memory."""
     from emocaustics.evallog import sink
     from emocaustics.models.base import as_model
     from emocaustics.models.local import RunFailure
@@ -160,11 +163,17 @@ async def asolve_samples(task: Task, samples: Sequence[Sample], options: Options
         res.pop("log", None)  # written: not held for the whole config
         with writing(out):  # a task's own file that cannot be written (a full disk) stops the run: `WriteFailed`
             if res["ok"]:
-                task.store.write_prediction(out, sample.id, res.pop("prediction"))
+                value = res.pop("prediction")
+                task.store.write_prediction(out, sample.id, value)
             else:
-                task.store.write_failure(out, sample.id, Failure(res["step"], res["reason"]))
+                value = Failure(res["step"], res["reason"])
+                task.store.write_failure(out, sample.id, value)
                 _warn_failed(task, sample.id, res["step"], res["reason"])
-            append_line(out / "stats.jsonl", json.dumps({"id": sample.id, **res.get("stats", {})}))
+            line = json.dumps({"id": sample.id, **res.get("stats", {})})
+            append_line(out / "stats.jsonl", line)
+        if keep is not None:
+            stats = json.loads(line)
+            keep(str(stats.pop("id")), read_back(task.store, sample.id, value), stats)
         if on_row is not None:
             on_row(res)
         return res
@@ -236,6 +245,18 @@ def solve_samples(task: Task, samples: Sequence[Sample], options: Options, *, ll
             await llm.aclose()
 
     return aio.run(solve_and_close())
+
+
+def read_back(store: Any, sample_id: str, value: Any) -> Any:
+    """A prediction (or Failure) just written, as the store's `read_predictions` gives it back: the store's own
+    `read_back` where it has one (EmoCaustics parses its reference files), else what a JSON line gives back
+    (`JsonlStore`)."""
+    own = getattr(store, "read_back", None)
+    if own is not None:
+        return own(sample_id, value)
+    if isinstance(value, Failure):
+        return Failure(str(value.step), str(value.reason))
+    return json.loads(json.dumps(value, ensure_ascii=False))
 
 
 def sample_stats(out: Path) -> dict[str, dict[str, Any]]:

@@ -196,6 +196,34 @@ def test_model_specs_are_parsed_at_the_edges():
     assert not PARSES_LEFT - parsing, f"no longer parse: take them off PARSES_LEFT: {sorted(PARSES_LEFT - parsing)}"
 
 
+# -- rows in memory (issue 40 point 2): prediction files are output and resume state ---------------------------------
+# A job scores the rows its plan hands back (`solve.plan.asolve_samples`'s `keep`); reading predictions or stats.jsonl
+# back from a folder (`read_predictions`, `sample_stats`) is left to these modules:
+READS_BACK = {
+    "emocaustics.jobs.together",  # --resume: what earlier runs of a config wrote (skipped, then scored with the rest)
+    "emocaustics.solve.plan",  # `extract`'s resume (`solve_samples`: the dialogues without a prediction yet)
+    "emocaustics.score.generic",  # `score TASK`: a predictions folder scored
+    "emocaustics.tasks.aer.cli", "emocaustics.tasks.ecpe.cli",  # their submission checks: the predictions beside it
+}
+READERS = ("read_predictions", "sample_stats")
+
+
+def reads_back(path: Path) -> bool:
+    return any(calls_of(path, n) for n in READERS)
+
+
+def test_rows_are_read_back_only_by_resume_and_scoring(tmp_path):
+    found = {module_name(p) for p in PACKAGE.rglob("*.py") if reads_back(p)}
+    assert found <= READS_BACK, f"modules newly reading predictions back (take the rows in memory): " \
+                                f"{sorted(found - READS_BACK)}"
+    assert not READS_BACK - found, f"no longer read back: take them off READS_BACK: {sorted(READS_BACK - found)}"
+    runner = PACKAGE / "jobs" / "runner.py"
+    planted = tmp_path / "runner.py"  # the runner reading a config's predictions back again is caught
+    planted.write_text(runner.read_text(encoding="utf-8") + "\n\ndef planted(cfg):\n"
+                       "    return cfg.task.store.read_predictions(cfg.pred_dir)\n", encoding="utf-8")
+    assert not reads_back(runner) and reads_back(planted)
+
+
 # -- the task contract (issue 40 point 5) ---------------------------------------------------------------------------
 # What the core may read on a task: core/contract.py's CONTRACT, at most 15 names. A task is an object named `task`
 # or `the_task`, anything's `.task` (a config's), or what `get_task(...)` returns; reading anything else on it from

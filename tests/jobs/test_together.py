@@ -117,8 +117,10 @@ def test_engine_configs_run_side_by_side_and_a_config_waits_for_the_one_it_build
     (llm,) = llms.values()  # one LLM object for the model, shared by its configs
     assert frozenset({"a", "b"}) in llm.seen_together  # their calls were in flight at once
     assert llm.order.index("c") > max(i for i, t in enumerate(llm.order) if t == "a")  # c after all of a
-    for c in configs:  # every sample has its prediction, in the config's own folder
+    for c in configs:  # every sample has its prediction, in the config's own folder, and in memory the same
         assert c.task.store.read_predictions(c.pred_dir) == {f"s{i}": f"{c.label}:s{i}" for i in range(6)}
+        assert solved[c.label].epoch(1)[0] == c.task.store.read_predictions(c.pred_dir)
+        assert list(solved[c.label].epoch(1)[1]) == [f"s{i}" for i in range(6)]  # a stats row each
 
 
 def test_configs_of_an_endpoint_billed_per_call_are_solved_on_the_same_plan(tmp_path, monkeypatch):
@@ -181,3 +183,31 @@ def test_a_typed_stop_starts_no_further_sample_keeps_those_in_flight_and_is_rais
     assert 1 <= len(a) < 6 and all(v == f"a:{k}" for k, v in a.items()), a  # no Failure rows: simply not done
     assert not configs[2].pred_dir.exists() or not configs[2].task.store.read_predictions(configs[2].pred_dir)
     assert sorted(events) == ["start a", "start b", "stop a", "stop b"], events
+
+
+@pytest.mark.parametrize("task", ["sextuple", "emotion", "narrative"])
+def test_a_row_in_memory_is_what_reading_its_folder_back_gives(task, tmp_path):
+    """The job scores the rows the plan hands back (`solve.plan.read_back`): equal to what the store reads back from
+    the files it wrote (EmoCaustics parses its reference files; a JSON line gives lists for tuples)."""
+    from emocaustics.core.task import Failure, get_task, parse_options
+    from emocaustics.solve.plan import read_back
+
+    the_task = get_task(task)
+    if task == "emotion":  # chains as the task's own objects
+        opts = parse_options(the_task, {"method": "oracle"})
+        samples = the_task.data.load(the_task.Dataset.model_validate({}), opts).samples[:2]
+        values = the_task.predict("oracle", samples, opts)
+    else:
+        records = [{"input_sentence": "你好", "holder": "A", "final_model_response": [
+            {"target": "t", "aspect": "a", "opinion": "o", "sentiment": "positive", "rationale": "r"}]},
+                   {"input_sentence": "b", "holder": "B", "final_model_response": {"target": "x", "opinion": None}}]
+        values = {"1": records, "2": {"pair": (1, 2)} if task == "narrative" else []}
+    values = {**values, "7": Failure("window", "no answer")}
+    kept = {}
+    for sid, value in values.items():
+        if isinstance(value, Failure):
+            the_task.store.write_failure(tmp_path, sid, value)
+        else:
+            the_task.store.write_prediction(tmp_path, sid, value)
+        kept[sid] = read_back(the_task.store, sid, value)
+    assert kept == the_task.store.read_predictions(tmp_path)

@@ -102,6 +102,18 @@ class DialogueStore:
     def write_failure(self, out: Path, sample_id: str, failure: Failure) -> None:
         append_failure(out, {"dialogue": int(sample_id), "step": failure.step, "reason": failure.reason})
 
+    def read_back(self, sample_id: str, value: Any) -> Any:
+        """A prediction (or Failure) just written, as `read_predictions` gives it back (a job scores it from memory):
+        its file's JSON, parsed."""
+        from emocaustics.tasks.longdialogue.score import predictions as p
+
+        if isinstance(value, Failure):
+            return Failure(f"extraction {value.step}", str(value.reason))
+        if self.task_name == "sextuple":
+            return p._parse_sextuple_file(json.loads(json.dumps(list(value))), f"output_chat_{int(sample_id)}.json")[0]
+        obj = value if p._is_json_shape(value) else p.chains_to_json(value)
+        return p._parse_chain_file(json.loads(json.dumps(obj)), f"output_emotions_{int(sample_id)}.json")[0]
+
     def read_predictions(self, out: Path) -> dict[str, Any]:
         from emocaustics.tasks.longdialogue.score.predictions import read_chain_predictions, read_sextuple_predictions
 
