@@ -85,6 +85,15 @@ def _one(run: Any, job: JobSpec, run_dir: Path) -> Config:
         limits=limits if limits.any else None)
 
 
+def models_called(job: JobSpec, configs: list[Config]) -> list[tuple[str, str, str]]:
+    """(where, name, spec) of every model the configs or the judge call: the job's models by name, then a judge given
+    as a spec string (named by it)."""
+    judge = job.scoring.judge
+    names = sorted({c.model for c in configs if c.model} | ({judge} & set(job.models)))
+    return [(f"models.{n}", n, job.models[n].spec) for n in names] + (
+        [("scoring.judge", judge, judge)] if judge != "none" and judge not in job.models else [])
+
+
 def judge_spec(job: JobSpec) -> LLMSpec | None:
     """The judge as the model layer takes it: a job model's entry, or the spec string `scoring.judge` names."""
     from emocaustics.models.spec import parse_llm_spec

@@ -11,17 +11,14 @@ from emocaustics.models.prices import Price, price_for
 from emocaustics.models.registry import is_remote
 
 
-def _endpoints(job: JobSpec, configs: list[Any]) -> list[tuple[str, str, Price | None, Any]]:
-    """(where, spec, price, parsed spec) of every endpoint the configs (`jobs/configs.py`) or the judge call; the
-    judge's parsed spec is None here (`start_ledger` resolves it)."""
-    models = {c.model: (c.spec, c.price, c.llm) for c in reversed(configs) if c.model}
-    judge = job.scoring.judge
-    if judge in job.models and judge not in models:
-        models[judge] = (job.models[judge].spec, price_for(job.models[judge].spec, job.models[judge].price), None)
-    out = [(f"models.{n}", spec, price, llm) for n, (spec, price, llm) in sorted(models.items()) if is_remote(spec)]
-    if judge not in job.models and is_remote(judge):
-        out.append(("scoring.judge", judge, price_for(judge), None))
-    return out
+def _endpoints(job: JobSpec, configs: list[Any]) -> list[tuple[str, str, str, Price | None]]:
+    """(where, name, spec, price) of every endpoint the configs (`jobs/configs.py`) or the judge call."""
+    from emocaustics.jobs.configs import models_called
+
+    prices = {c.model: c.price for c in configs if c.model}
+    return [(where, name, spec, prices[name] if name in prices else
+             price_for(spec, job.models[name].price if name in job.models else None))
+            for where, name, spec in models_called(job, configs) if is_remote(spec)]
 
 
 def check_budget(job: JobSpec, configs: list[Any]) -> None:
@@ -30,7 +27,7 @@ def check_budget(job: JobSpec, configs: list[Any]) -> None:
         return
     from emocaustics.models.prices import table
 
-    for where, spec, price, _ in _endpoints(job, configs):
+    for where, _, spec, price in _endpoints(job, configs):
         if price is None:
             raise UsageError(f"{where}: max_cost_usd is set but {spec.split('?')[0]} has no known price (the shipped "
                              f"table of {table()['as_of']} does not list it): give its `price: {{input: USD, output: "
@@ -46,5 +43,7 @@ def start_ledger(job: JobSpec, configs: list[Any]) -> None:
     from emocaustics.jobs.configs import judge_spec
     from emocaustics.models.spec import endpoint_name
 
-    prices = {endpoint_name(llm or judge_spec(job)): p for _, _, p, llm in _endpoints(job, configs) if p is not None}
+    llms = {c.model: c.llm for c in configs if c.model}  # the judge, when it is no config's model: resolved here
+    prices = {endpoint_name(llms[name] if name in llms else judge_spec(job)): p
+              for _, name, _, p in _endpoints(job, configs) if p is not None}
     budget.activate(job.max_cost_usd, prices)

@@ -25,15 +25,9 @@ from emocaustics.core.errors import PreflightError, UsageError
 from emocaustics.core.groundtruth import require_ground_truth
 from emocaustics.core.task import Loaded, needs_model
 from emocaustics.jobs.spec import JobSpec, ModelSpec
-from emocaustics.models.cacheplace import CacheChoice, choose
+from emocaustics.models.cacheplace import CacheChoice
 
 REMOTE_PREFIXES = ("openai:", "anthropic:")
-
-
-def cache_dir_for(job: JobSpec, run_dir: Path) -> CacheChoice | None:
-    """The LLM response cache of the job's `cache:` (models/cacheplace.py): the shared one by default, read-only, a
-    folder of the job's, or None (`off`, `--no-cache`)."""
-    return choose(job.cache)
 
 
 def load_all(configs: list[Any]) -> dict[str, Loaded | UsageError]:
@@ -119,11 +113,10 @@ class DryRun:
 def _model_problems(job: JobSpec, configs: list[Any]) -> dict[str, str]:
     """What stops a model the configs use, or the judge, found without the network (a spec that does not parse, a
     path that does not exist): by job model name (the judge's spec when it is no job model)."""
+    from emocaustics.jobs.configs import models_called
+
     found: dict[str, str] = {}
-    judge = job.scoring.judge
-    names = sorted({c.model for c in configs if c.model} | ({judge} & set(job.models)))
-    for where, name, spec in [(f"models.{n}", n, job.models[n].spec) for n in names] + \
-            ([("scoring.judge", judge, judge)] if judge != "none" and judge not in job.models else []):
+    for where, name, spec in models_called(job, configs):
         try:
             model_source(spec, network=False)
         except UsageError as exc:
@@ -318,16 +311,10 @@ def preflight(job: JobSpec, configs: list[Any], loaded: dict[str, Loaded | Usage
         check_embedder(job.scoring.embedder)
     except UsageError as exc:
         raise PreflightError(f"scoring.embedder: {exc}") from None
-    names = {c.model for c in configs if c.model}
-    judge = job.scoring.judge
-    if judge in job.models:
-        names.add(judge)
-    specs = [(f"models.{n}", job.models[n].spec) for n in sorted(names)]
-    if judge != "none" and judge not in job.models:
-        specs.append(("scoring.judge", judge))
+    from emocaustics.jobs.configs import models_called
     from emocaustics.models.spec import parse_llm_spec
 
-    for where, spec in specs:
+    for where, _, spec in models_called(job, configs):
         try:
             parse_llm_spec(spec)
             if spec.startswith(REMOTE_PREFIXES):

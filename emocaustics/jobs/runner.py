@@ -92,11 +92,12 @@ def _named(where: str, job_file: str | Path | None, run_dir: Path) -> Iterator[N
 def plan_job(job: JobSpec, *, out: str | None = None, resume: bool = False) -> DryRun:
     """The dry run: what `run_job` would do, without starting Ray or writing anything; its problems first
     (`DryRun.check` raises the exit-2 error when there is one)."""
-    from emocaustics.jobs.preflight import cache_dir_for, describe, load_all
+    from emocaustics.jobs.preflight import describe, load_all
+    from emocaustics.models.cacheplace import choose
 
     run_dir = resolve_run_dir(job, out, resume)
     configs = _order(resolve(job, run_dir))
-    return describe(job, configs, load_all(configs), run_dir, cache_dir_for(job, run_dir), resume=resume)
+    return describe(job, configs, load_all(configs), run_dir, choose(job.cache), resume=resume)
 
 
 def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force: bool = False,
@@ -109,7 +110,8 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force
     if retry_limits and not resume:
         raise UsageError("--retry-limits applies to --resume (a fresh run solves every sample)")
     from emocaustics.core.cluster import configure
-    from emocaustics.jobs.preflight import cache_dir_for, load_all, preflight
+    from emocaustics.jobs.preflight import load_all, preflight
+    from emocaustics.models.cacheplace import choose
     from emocaustics.report.html import write_report
     from emocaustics.report.tables import write_tables
 
@@ -127,7 +129,9 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force
         if c.model and c.llm is None:  # a spec that does not parse as the model layer takes it: its error
             job.models[c.model].parsed()
     cost.start_ledger(job, configs)  # max_cost_usd: every endpoint priced (else a usage error), then spent against
-    cache_dir = cache_dir_for(job, run_dir)  # the response cache it used, in run.json: where, never what it holds
+    # the job's `cache:` (models/cacheplace.py): the shared cache by default (read-only), a folder of the job's, or
+    # None (`off`, `--no-cache`); in run.json: where, never what it holds
+    cache_dir = choose(job.cache)
     claimed.record["response_cache"] = cache_dir.record() if cache_dir is not None else {"mode": "off"}
     rundir.start(claimed)
     (run_dir / "config.yaml").write_text(dump_job(job), encoding="utf-8")
