@@ -13,7 +13,7 @@ from emocaustics.score.generic import per_sample
 
 
 class Config(Protocol):
-    """What these builders read of one expanded run (`jobs.runner.Config`)."""
+    """What these builders read of one expanded run (`jobs.configs.Config`)."""
 
     task: Task
     options: Options

@@ -178,7 +178,7 @@ def test_missing_questions_count_as_the_job_runner_counts_them(tmp_path: Path,
     options = parse_options(task, {"method": "oracle"})
     samples = task.load(task.Dataset(split="sample", data=str(root)), options).samples
     predictions: dict = {s.id: {"answer": s.target} for s in samples if s.id != "q-5"}
-    predictions["q-5"] = Failure("solve", "no prediction was written for this sample")  # runner.predictions_for
+    predictions["q-5"] = Failure("solve", "no prediction was written for this sample")  # core.predictions.pair
     scored = task.score(samples, predictions, options, ScoreContext())
     assert scored.summary["score"] == cli_summary["score"] == 5 / 6
     failed = scored.rows.filter(scored.rows["status"] == "failed")["sample_id"].unique().to_list()

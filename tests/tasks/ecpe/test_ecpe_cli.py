@@ -242,7 +242,7 @@ def test_a_missing_conversation_is_a_failed_sample_as_in_the_job_runner(tmp_path
     assert "1 of 2 samples failed" in err and "conversation(s) missing" in err
     assert cli_main(["score", "ecpe", "--pred", str(p), "--data", str(root), "--json", "--allow-failures"]) == 0
     assert json.loads(capsys.readouterr().out) == doc
-    # the job runner's way: conversation 2 has no prediction (runner.predictions_for makes it a Failure)
+    # the job runner's way: conversation 2 has no prediction (core.predictions.pair makes it a Failure)
     task = EcpeTask()
     options = parse_options(task, {"method": "oracle", "subtask": 2})
     samples = task.load(task.Dataset(data=str(root)), options).samples
