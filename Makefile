@@ -46,16 +46,40 @@ soak: install
 bench: install
 	$(PY) -m benchmarks
 
-# Not in CI: mutants of every task's scoring and of stats/ ([tool.mutmut] in pyproject.toml); then every mutant that
-# mutmut's fork runner reported as `timeout` is rechecked in-process without fork (a forked child can hang on a lock
-# taken at fork time, which mutmut counts as a kill; tests/mutation_recheck.py); then the kill rate per module and the
-# surviving mutants. A subset: make mutation MUTANTS='emocaustics.tasks.aer.scoring*'.
-MUTANTS      ?=
+# Not in CI: mutants of every task's scoring, of stats/ and of the framework's decisions ([tool.mutmut] in
+# pyproject.toml); then every mutant that mutmut's fork runner reported as `timeout` is rechecked in-process without
+# fork (a forked child can hang on a lock taken at fork time, which mutmut counts as a kill; tests/mutation_recheck.py);
+# then the kill rate per module and the surviving mutants. One area: make mutation AREA=cost (the areas below, each
+# the mutant-name globs of its modules; their reports are tests/mutation_survivors/AREA.md). Any subset:
+# make mutation MUTANTS='emocaustics.tasks.aer.scoring*'. mutmut 3.8.1 generates the mutants of every `only_mutate`
+# file and, on its first run in a fresh mutants/, runs the whole `pytest_add_cli_args_test_selection` once to learn
+# which tests cover which function (kept in mutants/mutmut-stats.json); it then runs only the mutants that match the
+# globs, each against the tests that cover its function.
+AREA_stats             := emocaustics.stats.*
+AREA_emocaustics_score := emocaustics.tasks.longdialogue.score.*
+AREA_aer_ecpe          := emocaustics.tasks.aer.scoring* emocaustics.tasks.ecpe.*
+AREA_narrative         := emocaustics.tasks.narrative.*
+AREA_human             := emocaustics.tasks.human.*
+AREA_cost              := emocaustics.jobs.cost.* emocaustics.models.budget.* emocaustics.models.prices.* \
+                          emocaustics.models.usage.*
+AREA_breaker           := emocaustics.models.breaker.* emocaustics.models.ratelimit.* emocaustics.models.gate.* \
+                          emocaustics.models.comeback.*
+AREA_resume            := emocaustics.jobs.epochs.* emocaustics.jobs.rundir.* emocaustics.core.predictions.* \
+                          emocaustics.jobs.together.x_resume_line*
+AREA_compare           := emocaustics.report.compare.* emocaustics.report.across.*
+AREA_evallog           := emocaustics.evallog.record.* emocaustics.evallog.read.* emocaustics.view.data.*
+AREA_forecast          := emocaustics.solve.forecast.*
+AREA_stops             := emocaustics.solve.plan.x*Limits* emocaustics.solve.plan.x__failure* emocaustics.core.errors.*
+AREAS := stats emocaustics_score aer_ecpe narrative human cost breaker resume compare evallog forecast stops
+AREA         ?=
+MUTANTS      ?= $(AREA_$(AREA))
 MAX_CHILDREN ?= 2
+GLOBS         = $(foreach g,$(MUTANTS),'$(g)')
 mutation: install
-	$(VENV)/bin/mutmut run --max-children $(MAX_CHILDREN) $(MUTANTS)
-	$(PY) tests/mutation_recheck.py $(MUTANTS)
-	$(PY) tests/mutation_report.py $(MUTANTS)
+	@if [ -n "$(AREA)" ] && [ -z "$(AREA_$(AREA))" ]; then echo "unknown AREA=$(AREA); the areas: $(AREAS)"; exit 2; fi
+	$(VENV)/bin/mutmut run --max-children $(MAX_CHILDREN) $(GLOBS)
+	$(PY) tests/mutation_recheck.py $(GLOBS)
+	$(PY) tests/mutation_report.py $(GLOBS)
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache mutants
