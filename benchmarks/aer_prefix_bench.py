@@ -116,8 +116,9 @@ def prepared(split: str, data: str | None, n: int | None, prompt: str = "zero-sh
 
 async def run_affinity(spec: str, task: Any, options: Any, samples: list[Any]) -> dict[str, Any]:
     from emocaustics.models.factory import make_llm
+    from emocaustics.models.spec import parse_llm_spec
 
-    pool = make_llm(spec)
+    pool = make_llm(parse_llm_spec(spec))
     start_s = await pool.start()
     try:
         phases = [await affinity_phase(pool, task, samples, options, affinity=False, tag="phase-1"),

@@ -26,13 +26,14 @@ def _measure(n: int, adapt: bool) -> dict:
     from emocaustics.models import ratelimit
     from emocaustics.models.base import ChatRequest
     from emocaustics.models.factory import make_llm
+    from emocaustics.models.spec import parse_llm_spec
 
     original = ratelimit.AdaptiveLimiter.answered
     if not adapt:
         ratelimit.AdaptiveLimiter.answered = lambda self, status, headers=None: None  # type: ignore[method-assign]
     try:
         with FakeOpenAIServer(Faults(max_rps=MAX_RPS, latency=LATENCY)) as server:
-            llm = make_llm(f"openai:bench@{server.base_url}", concurrency=32, max_retries=6)
+            llm = make_llm(parse_llm_spec(f"openai:bench@{server.base_url}"), concurrency=32, max_retries=6)
 
             async def go() -> list:
                 try:

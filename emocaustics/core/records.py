@@ -84,11 +84,11 @@ class Loaded:
 
 @dataclass
 class ScoreContext:
-    """What a scorer may use: the job's loaded embedder, a judge spec, scoring options, whether Ray may be used."""
+    """What a scorer may use: the job's loaded embedder, its parsed judge, scoring options, whether Ray may be used."""
 
     embedder: Any = None
     embedder_spec: str | None = None
-    judge: str | None = None
+    judge: Any = None  # its LLMSpec (`jobs.configs.judge_spec`; the core imports no models layer), or None
     scoring: dict[str, Any] = field(default_factory=dict)
     use_ray: bool = False
 

@@ -30,7 +30,7 @@ from emocaustics.core.predictions import pair
 from emocaustics.core.task import Loaded, ScoreContext, needs_model
 from emocaustics.core.writes import writing
 from emocaustics.jobs import cost, rundir
-from emocaustics.jobs.configs import Config, resolve
+from emocaustics.jobs.configs import Config, judge_spec, resolve
 from emocaustics.jobs.rundir import RUN_FILE
 from emocaustics.jobs.results import score_table, summary_record, with_run, write_extra_tables
 from emocaustics.jobs.spec import JobSpec, dump_job, output_path
@@ -147,9 +147,7 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force
     from emocaustics.models.embedders import make_embedder
 
     embedder = make_embedder(job.scoring.embedder)  # loaded once, shared by every config's scoring
-    judge = job.scoring.judge
-    judge = None if judge == "none" else (job.models[judge].spec_string() if judge in job.models else judge)
-    ctx = ScoreContext(embedder=embedder, embedder_spec=job.scoring.embedder, judge=judge,
+    ctx = ScoreContext(embedder=embedder, embedder_spec=job.scoring.embedder, judge=judge_spec(job),
                        scoring=job.scoring.task_options, use_ray=True)
     print(f"response cache: {cache_dir.describe() if cache_dir is not None else 'off'}", flush=True)
     from emocaustics.evallog.writer import EvalLog

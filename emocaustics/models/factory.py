@@ -18,11 +18,10 @@ from typing import Any
 from emocaustics.models.base import LLM, as_model
 from emocaustics.models.cacheplace import CacheChoice, as_choice
 from emocaustics.models.registry import Provider, provider
-from emocaustics.models.spec import (BATCH_KEYS, BREAKER_KEYS, OLLAMA_DEFAULT_HOST, LLMSpec, as_llm_spec,
-                                    endpoint_name)
+from emocaustics.models.spec import BATCH_KEYS, BREAKER_KEYS, OLLAMA_DEFAULT_HOST, LLMSpec, endpoint_name
 
 
-def make_llm(spec: str | LLMSpec, *, cache_dir: CacheChoice | Path | str | None = None, **opts: Any) -> LLM:
+def make_llm(spec: LLMSpec, *, cache_dir: CacheChoice | Path | str | None = None, **opts: Any) -> LLM:
     """The model for the spec, usable from asyncio code in the driver; `opts` override the spec's options.
 
     A local provider (smoke/vllm/hf) gives the process's shared `ModelPool` (Ray is started locally if it is not
@@ -30,9 +29,7 @@ def make_llm(spec: str | LLMSpec, *, cache_dir: CacheChoice | Path | str | None 
     folder, or a run's `CacheChoice`: models/cacheplace.py), calls go through `<cache_dir>/responses.sqlite`, read-only
     if the choice says so; `batch=true` keeps its batch ids in `<cache_dir>/batches.jsonl` (without a cache_dir they
     are not kept: a killed run's batches are lost)."""
-    parsed = as_llm_spec(spec)
-    if opts:
-        parsed = parsed.with_options(**opts)
+    parsed = spec.with_options(**opts) if opts else spec  # parsed where it was given (a job, a command line)
     prov = provider(parsed.kind)
     llm = as_model(prov.model(parsed))
     choice = as_choice(cache_dir)

@@ -156,10 +156,12 @@ class LLMJudge(PerSample):
         return {"judge": 0.0}  # a placeholder: the rows of the samples to ask are replaced by the verdicts
 
     def _llm(self, ctx: ScoreContext | None) -> Any:
-        if self.model is not None and not isinstance(self.model, str):
-            return self.model  # an LLM handed in (a test's stand-in, or a model made by the caller)
-        spec = self.model or (ctx.judge if ctx is not None else None)
-        if not spec:
+        from emocaustics.models.spec import LLMSpec
+
+        spec = self.model or (ctx.judge if ctx is not None else None)  # an LLMSpec is parsed where it was given
+        if spec is not None and not isinstance(spec, LLMSpec):
+            return spec  # an LLM handed in (a test's stand-in, or a model made by the caller)
+        if spec is None:
             from emocaustics.core.errors import UsageError
 
             raise UsageError("the llm_judge scorer needs a judge model: set scoring.judge in the job (or --judge "

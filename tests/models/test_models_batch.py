@@ -24,6 +24,7 @@ import pytest
 
 from emocaustics.models.base import ChatRequest, Sampling
 from emocaustics.models.factory import make_llm
+from emocaustics.models.spec import parse_llm_spec
 from fakes.anthropic_batch import FakeAnthropicBatchServer
 from fakes.openai_batch import FakeOpenAIBatchServer
 
@@ -31,6 +32,10 @@ SCHEMA = {"type": "object", "properties": {"answer": {"type": "string", "maxLeng
 FAST = "batch=true&batch_poll=0.02&batch_quiet=0.05"
 # the kill tests need every request in the one batch: under CI load they came more than 0.05 s apart
 ONE_BATCH = "batch=true&batch_poll=0.02&batch_quiet=0.5"
+
+
+def _llm(spec: str, **kw: Any) -> Any:  # a spec string here, parsed as a job's edge parses it
+    return make_llm(parse_llm_spec(spec), **kw)
 
 
 def _requests(n: int, tag: str = "q") -> list[ChatRequest]:
@@ -64,9 +69,9 @@ def test_openai_batch_answers_as_live_in_chunks_from_shuffled_output(tmp_path: P
     reqs = _requests(7)
     with FakeOpenAIBatchServer(seed=2) as server:
         spec = f"openai:fake-chat@{server.base_url}?json_mode=schema"
-        live = _run(make_llm(spec, cache_dir=tmp_path / "live"), reqs)
+        live = _run(_llm(spec, cache_dir=tmp_path / "live"), reqs)
         assert server.chat_calls == 7 and server.creates == 0
-        batched = _run(make_llm(f"{spec}&{FAST}&batch_size=3", cache_dir=tmp_path / "run"), reqs)
+        batched = _run(_llm(f"{spec}&{FAST}&batch_size=3", cache_dir=tmp_path / "run"), reqs)
         _same(batched, live)
         assert all(c.batched and c.ok for c in batched)
         assert server.chat_calls == 7  # nothing more was asked live
@@ -83,7 +88,7 @@ def test_openai_batch_answers_as_live_in_chunks_from_shuffled_output(tmp_path: P
         rows = [json.loads(x) for x in (tmp_path / "run" / "batches.jsonl").read_text().splitlines()]
         assert sorted(r["event"] for r in rows) == ["finished"] * 3 + ["submitted"] * 3
         # a rerun on the same folder: every answer from the response cache, nothing sent
-        again = _run(make_llm(f"{spec}&{FAST}&batch_size=3", cache_dir=tmp_path / "run"), reqs)
+        again = _run(_llm(f"{spec}&{FAST}&batch_size=3", cache_dir=tmp_path / "run"), reqs)
         _same(again, live)
         assert all(c.cached for c in again)
         assert server.creates == 3 and server.chat_calls == 7
@@ -93,9 +98,9 @@ def test_anthropic_batch_answers_as_live(tmp_path: Path) -> None:
     reqs = _requests(6)
     with FakeAnthropicBatchServer(seed=1) as server:
         spec = f"anthropic:claude-fake@{server.base_url}?json_mode=schema"
-        live = _run(make_llm(spec, cache_dir=tmp_path / "live"), reqs)
+        live = _run(_llm(spec, cache_dir=tmp_path / "live"), reqs)
         assert server.live_calls == 6
-        batched = _run(make_llm(f"{spec}&{FAST}", cache_dir=tmp_path / "run"), reqs)
+        batched = _run(_llm(f"{spec}&{FAST}", cache_dir=tmp_path / "run"), reqs)
         _same(batched, live)
         assert all(c.batched and c.ok for c in batched)
         assert [c.prompt_tokens for c in batched] == [c.prompt_tokens for c in live]
@@ -111,7 +116,7 @@ def test_kill_during_batch_resumes_it_and_creates_nothing_twice(tmp_path: Path) 
         spec = f"openai:fake-chat@{server.base_url}?json_mode=schema&{ONE_BATCH}"
 
         async def killed() -> None:
-            llm = make_llm(spec, cache_dir=tmp_path)
+            llm = _llm(spec, cache_dir=tmp_path)
             task = asyncio.ensure_future(asyncio.gather(*(llm.generate([r]) for r in reqs)))
             while server.creates == 0 or not (tmp_path / "batches.jsonl").exists():
                 await asyncio.sleep(0.01)
@@ -122,14 +127,14 @@ def test_kill_during_batch_resumes_it_and_creates_nothing_twice(tmp_path: Path) 
 
         asyncio.run(killed())
         assert server.creates == 1 and server.chat_calls == 0
-        llm = make_llm(spec, cache_dir=tmp_path)  # a new process's LLM on the same run folder
+        llm = _llm(spec, cache_dir=tmp_path)  # a new process's LLM on the same run folder
         resumed = _run(llm, reqs)
         assert server.creates == 1 and server.uploads == 1  # the pending batch was followed, not sent again
         assert server.chat_calls == 0
         assert all(c.batched and c.ok for c in resumed)
         assert resumed[1].parsed == {"answer": "q001 which cause came first?"[:40]}
         assert asyncio.run(llm.llm.stats())["batches_resumed"] == 1
-        live = _run(make_llm(f"openai:fake-chat@{server.base_url}?json_mode=schema"), reqs)
+        live = _run(_llm(f"openai:fake-chat@{server.base_url}?json_mode=schema"), reqs)
         _same(resumed, live)
 
 
@@ -139,7 +144,7 @@ def test_resumed_batch_answers_requests_nobody_asks_again_into_the_cache(tmp_pat
         spec = f"anthropic:claude-fake@{server.base_url}?json_mode=schema&{ONE_BATCH}"
 
         async def killed() -> None:
-            llm = make_llm(spec, cache_dir=tmp_path)
+            llm = _llm(spec, cache_dir=tmp_path)
             task = asyncio.ensure_future(asyncio.gather(*(llm.generate([r]) for r in reqs)))
             while not (tmp_path / "batches.jsonl").exists():
                 await asyncio.sleep(0.01)
@@ -150,9 +155,9 @@ def test_resumed_batch_answers_requests_nobody_asks_again_into_the_cache(tmp_pat
 
         asyncio.run(killed())
         # the rerun asks for one of the four only; the batch's other answers still land in the cache
-        first = _run(make_llm(spec, cache_dir=tmp_path), reqs[:1])
+        first = _run(_llm(spec, cache_dir=tmp_path), reqs[:1])
         assert first[0].batched and server.creates == 1
-        rest = _run(make_llm(spec, cache_dir=tmp_path), reqs[1:])
+        rest = _run(_llm(spec, cache_dir=tmp_path), reqs[1:])
         assert all(c.cached for c in rest) and server.creates == 1 and server.live_calls == 0
 
 
@@ -160,23 +165,23 @@ def test_expired_batch_and_failed_lines_are_finished_live(tmp_path: Path) -> Non
     reqs = _requests(6)
     with FakeOpenAIBatchServer(expire_after=3, fail_markers=("q001",)) as server:
         spec = f"openai:fake-chat@{server.base_url}?json_mode=schema"
-        out = _run(make_llm(f"{spec}&{FAST}", cache_dir=tmp_path), reqs)
+        out = _run(_llm(f"{spec}&{FAST}", cache_dir=tmp_path), reqs)
         batch = next(iter(server.batches.values()))
         assert batch.final["status"] == "expired"
         # 3 processed (one of them failed), 3 expired: 4 asked live
         assert server.chat_calls == 4
         assert [c.batched for c in out] == [True, False, True, False, False, False]
-        _same(out, _run(make_llm(spec), reqs))
+        _same(out, _run(_llm(spec), reqs))
 
 
 def test_anthropic_errored_and_expired_results_are_finished_live(tmp_path: Path) -> None:
     reqs = _requests(5)
     with FakeAnthropicBatchServer(expire_after=4, fail_markers=("q002",)) as server:
         spec = f"anthropic:claude-fake@{server.base_url}?json_mode=schema"
-        out = _run(make_llm(f"{spec}&{FAST}", cache_dir=tmp_path), reqs)
+        out = _run(_llm(f"{spec}&{FAST}", cache_dir=tmp_path), reqs)
         assert server.live_calls == 2  # q002 errored, q004 expired
         assert [c.batched for c in out] == [True, True, False, True, False]
-        _same(out, _run(make_llm(spec), reqs))
+        _same(out, _run(_llm(spec), reqs))
 
 
 def test_a_request_that_fails_live_too_is_reported_with_its_error(tmp_path: Path) -> None:
@@ -185,7 +190,7 @@ def test_a_request_that_fails_live_too_is_reported_with_its_error(tmp_path: Path
     reqs = _requests(2)
     with FakeOpenAIBatchServer(Faults(rate_500=1.0, retry_after_ms=1), fail_markers=("q000",)) as server:
         spec = f"openai:fake-chat@{server.base_url}?json_mode=schema&max_retries=0&{FAST}"
-        out = _run(make_llm(spec, cache_dir=tmp_path), reqs)
+        out = _run(_llm(spec, cache_dir=tmp_path), reqs)
         assert out[0].error and out[0].error.startswith("HTTP 500") and not out[0].batched
         assert out[1].ok and out[1].batched
 
@@ -194,7 +199,7 @@ def test_live_requests_stay_live(tmp_path: Path) -> None:
     reqs = [ChatRequest(messages=r.messages, schema=r.schema, sampling=r.sampling, live=i < 2)
             for i, r in enumerate(_requests(4))]
     with FakeOpenAIBatchServer() as server:
-        out = _run(make_llm(f"openai:fake-chat@{server.base_url}?json_mode=schema&{FAST}", cache_dir=tmp_path), reqs)
+        out = _run(_llm(f"openai:fake-chat@{server.base_url}?json_mode=schema&{FAST}", cache_dir=tmp_path), reqs)
         assert [c.batched for c in out] == [False, False, True, True]
         assert server.chat_calls == 2 and len(server.lines) == 2
 
@@ -209,7 +214,7 @@ def test_batched_tokens_are_billed_at_the_batch_price(tmp_path: Path) -> None:
         spec = f"openai:fake-chat@{server.base_url}?json_mode=schema"
 
         def stats(spec_: str, folder: str) -> dict[str, int]:
-            counted = CountingLLM(make_llm(spec_, cache_dir=tmp_path / folder))
+            counted = CountingLLM(_llm(spec_, cache_dir=tmp_path / folder))
             _run(counted, reqs)
             return counted.counts
 
@@ -235,7 +240,7 @@ def test_budget_reserves_at_the_batch_price(tmp_path: Path) -> None:
         one = price.cost(budget.reserve_tokens(reqs[0]), 64, batch=True)
         # room for three requests' worst case at the batch price (two at the live price)
         ledger = budget.activate(3.5 * one, {name: price})
-        llm = make_llm(spec, cache_dir=tmp_path)
+        llm = _llm(spec, cache_dir=tmp_path)
 
         async def go() -> list[Any]:  # as `_run`, with each request's typed stop kept beside the answers
             try:

@@ -22,6 +22,7 @@ from emocaustics.core.errors import EndpointDown
 from emocaustics.models.base import ChatRequest, Sampling
 from emocaustics.models.breaker import BreakerLLM
 from emocaustics.models.factory import make_llm
+from emocaustics.models.spec import LLMSpec, parse_llm_spec
 from fakes.anthropic_messages import AnthropicFaults, FakeAnthropicServer
 from fakes.openai_chat import FakeOpenAIServer, Faults
 
@@ -44,9 +45,9 @@ def _server(kind: str, *, hang: bool = False, status: str | None = None, script:
     return FakeAnthropicServer(faults, script=script)
 
 
-def _spec(kind: str, server, options: str) -> str:
+def _spec(kind: str, server, options: str) -> LLMSpec:
     head = f"openai:fake@{server.base_url}" if kind == "openai" else f"anthropic:claude-fake@{server.base_url}"
-    return f"{head}?{options}"
+    return parse_llm_spec(f"{head}?{options}")
 
 
 REQ = ChatRequest(messages=({"role": "user", "content": "hello"},), sampling=Sampling(max_tokens=8))
@@ -149,7 +150,7 @@ def test_the_breaker_hears_the_client_under_the_budget_layer(kind):
     from emocaustics.models import budget
     from emocaustics.models.budget import BudgetLLM
     from emocaustics.models.prices import Price
-    from emocaustics.models.spec import endpoint_name, parse_llm_spec
+    from emocaustics.models.spec import endpoint_name
 
     spec = parse_llm_spec(f"{kind}:m@http://127.0.0.1:9/v1")
     budget.activate(1.0, {endpoint_name(spec): Price(input=1.0, output=1.0)})

@@ -154,8 +154,8 @@ def test_cache_second_run_makes_no_engine_calls(smoke_pool, tmp_path) -> None:
 
 def test_registry_loads_the_model_once(smoke_pool, tmp_path) -> None:
     assert get_pool(parse_llm_spec("smoke")) is smoke_pool
-    assert make_llm("smoke") is smoke_pool
-    cached = make_llm("smoke", cache_dir=tmp_path)
+    assert make_llm(parse_llm_spec("smoke")) is smoke_pool
+    cached = make_llm(parse_llm_spec("smoke"), cache_dir=tmp_path)
     assert cached.llm is smoke_pool
     other = get_pool(parse_llm_spec("smoke?max_model_len=2048"))  # other engine options: another pool (never started)
     assert other is not smoke_pool and get_pool(parse_llm_spec("smoke?max_model_len=2048")) is other

@@ -70,7 +70,7 @@ def test_hf_smoke_pool_arguments_load_the_smoke_folder_with_the_transformers_act
 def hf_llm(ray_local):
     from emocaustics.models.factory import make_llm
 
-    return make_llm("hf:smoke")  # the pool eval's `--model hf:smoke` below shares (one pool per spec and process)
+    return make_llm(parse_llm_spec("hf:smoke"))  # the pool eval's `--model hf:smoke` below shares (one pool per spec and process)
 
 
 async def _replica_stats(llm) -> dict:

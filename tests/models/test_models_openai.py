@@ -11,6 +11,7 @@ from fakes.openai_chat import Faults, FakeOpenAIServer
 from emocaustics.models.base import ChatRequest, Sampling
 from emocaustics.models.openai_chat import OpenAIChatLLM
 from emocaustics.models.factory import make_llm
+from emocaustics.models.spec import parse_llm_spec
 
 SCHEMA = {"type": "object", "properties": {"answer": {"type": "string", "maxLength": 8}}, "required": ["answer"]}
 
@@ -112,7 +113,7 @@ def test_api_key_is_sent_but_never_logged(monkeypatch: pytest.MonkeyPatch, caplo
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     caplog.set_level(logging.DEBUG)  # openai, httpx and our own loggers at their most verbose
     with FakeOpenAIServer(Faults(rate_429=0.3, rate_500=0.3, seed=3), expected_key=key) as server:
-        llm = make_llm(f"openai:fake@{{url}}?max_retries=1&timeout=1".replace("{url}", server.base_url))
+        llm = make_llm(parse_llm_spec(f"openai:fake@{server.base_url}?max_retries=1&timeout=1"))
         out = ask(llm, requests(20))
         stats = asyncio.run(llm.stats())
     assert server.auth_headers and all(h == f"Bearer {key}" for h in server.auth_headers)

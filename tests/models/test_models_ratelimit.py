@@ -11,6 +11,7 @@ from fakes.openai_chat import FakeOpenAIServer, Faults
 
 from emocaustics.models.base import ChatRequest
 from emocaustics.models.factory import make_llm
+from emocaustics.models.spec import parse_llm_spec
 from emocaustics.models.gate import PriorityGate
 from emocaustics.models.ratelimit import (GROW_AFTER, PROBE_SLOWER, RATE_MARGIN, RATE_NEAR, RATE_PROBE,
                                           RATE_PROBE_FIRST, RATE_PROBE_NEAR, AdaptiveLimiter, parse_duration, server_pause)
@@ -180,7 +181,7 @@ def test_a_lowered_gate_lets_nobody_in_until_holders_drop_below_it():
 
 
 def _run(url: str, n: int, **opts) -> tuple[list, object]:
-    llm = make_llm(f"openai:fake@{url}", **opts)
+    llm = make_llm(parse_llm_spec(f"openai:fake@{url}"), **opts)
 
     async def go() -> list:
         try:

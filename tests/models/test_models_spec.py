@@ -182,7 +182,7 @@ def test_anthropic_specs_parse_and_make_a_client():
     spec = parse_llm_spec("anthropic:claude-test@http://127.0.0.1:9?concurrency=4")
     assert (spec.kind, spec.model, spec.base_url, spec.client) == ("anthropic", "claude-test", "http://127.0.0.1:9",
                                                                    {"concurrency": 4})
-    llm = make_llm("anthropic:claude-test@http://127.0.0.1:9")
+    llm = make_llm(parse_llm_spec("anthropic:claude-test@http://127.0.0.1:9"))
     assert isinstance(llm.llm, AnthropicChatLLM)  # behind the endpoint's circuit breaker (models/breaker.py)
     with pytest.raises(UsageError, match="unknown option 'replicas'"):
         parse_llm_spec("anthropic:claude-test?replicas=2")

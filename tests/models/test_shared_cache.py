@@ -17,6 +17,7 @@ from emocaustics.models.base import ChatRequest, Completion
 from emocaustics.models.cacheplace import CacheChoice, choose, shared_folder
 from emocaustics.models.cachestore import ResponseCache, journal_mode
 from emocaustics.models.factory import make_llm
+from emocaustics.models.spec import parse_llm_spec
 from fakes.openai_chat import FakeOpenAIServer
 
 KEY_1, KEY_2, PASSWORD = "sk-first-Qx81vv", "sk-second-Rw02tt", "pw-Zq9-hunter2"
@@ -33,7 +34,7 @@ def _bytes_of(folder: Path) -> bytes:
 
 def _ask(spec: str, choice: CacheChoice, text: str = "hello") -> Completion:
     async def go() -> Completion:
-        llm = make_llm(spec, cache_dir=choice)
+        llm = make_llm(parse_llm_spec(spec), cache_dir=choice)
         try:
             return (await llm.generate([ChatRequest(messages=({"role": "user", "content": text},))]))[0]
         finally:

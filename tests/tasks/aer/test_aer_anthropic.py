@@ -189,4 +189,4 @@ def test_spec_takes_sampling_for_anthropic_only() -> None:
     with pytest.raises(UsageError, match="unknown option 'sampling'"):
         parse_llm_spec("openai:m@http://127.0.0.1:9/v1?sampling=omit")
     with pytest.raises(ValueError, match="sampling must be auto, send or omit"):
-        make_llm("anthropic:claude-x@http://127.0.0.1:9?sampling=never")
+        make_llm(parse_llm_spec("anthropic:claude-x@http://127.0.0.1:9?sampling=never"))

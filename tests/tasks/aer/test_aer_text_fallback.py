@@ -12,6 +12,7 @@ import pytest
 
 from emocaustics.core.task import SolveFailed
 from emocaustics.models.factory import make_llm
+from emocaustics.models.spec import parse_llm_spec
 from emocaustics.tasks.aer.solver import ask_samples
 from fakes.anthropic_messages import FakeAnthropicServer
 from fakes.openai_chat import FakeOpenAIServer
@@ -21,7 +22,7 @@ MESSAGES = ({"role": "system", "content": "Pick the direct causes."}, {"role": "
 
 
 def _ask(spec: str):
-    llm = make_llm(spec)
+    llm = make_llm(parse_llm_spec(spec))
 
     async def go():
         try:

@@ -139,7 +139,9 @@ def run(args: argparse.Namespace) -> int:
     if unpaired:  # named before the score: predictions of dialogues outside the selection are not in it
         print(f"warning: {len(unpaired)} prediction file(s) in {args.pred} pair with no chosen dialogue and were not "
               f"scored: {', '.join(unpaired[:20])}{' ...' if len(unpaired) > 20 else ''}", file=sys.stderr)
-    judge = None if args.judge.strip().lower() == "none" else args.judge
+    from emocaustics.models.spec import parse_llm_spec
+
+    judge = None if args.judge.strip().lower() == "none" else parse_llm_spec(args.judge)  # an edge: parsed here
     use_ray = wants_ray(args.engine, len(dialogues), RAY_ABOVE)
     if use_ray:
         from emocaustics.tasks.longdialogue.score.plan import score_with_ray

@@ -4,7 +4,7 @@
 `ScoreResult(items, dialogues, summary)` (`score_sextuples` / `score_chains` outside an event loop).
 `predictions` maps dialogue id -> parsed prediction (`list[list[Sextuple]]` / `Chains`) or a failure reason (str);
 a dialogue absent from it is a failure "missing prediction". `embedder` is an `Embedder` or a spec string; `judge`
-an `EventJudge`, any `LLM`, a spec string, or None / "none" (embedding only). The sextuple rules use no judge (the spec scores them by embeddings only).
+an `EventJudge`, any `LLM`, a parsed `LLMSpec`, or None / "none" (embedding only). The sextuple rules use no judge (the spec scores them by embeddings only).
 The Ray Data path (`emocaustics.tasks.longdialogue.score.plan`) runs the same `triage` / `collect_pairs` / `score_ok` in its stages.
 """
 
@@ -17,6 +17,7 @@ from typing import Any
 
 from emocaustics.tasks.longdialogue.data.schema import Dialogue
 from emocaustics.models.base import Embedder
+from emocaustics.models.spec import LLMSpec
 from emocaustics.tasks.longdialogue.score.chains import ChainRules, event_pairs, judge_prefetch, reason_pairs, score_dialogue_chains
 from emocaustics.tasks.longdialogue.score.judge import EventJudge, make_judge
 from emocaustics.tasks.longdialogue.score.sextuple import LengthMismatch, dialogue_points, pairs_needed, score_dialogue_sextuples
@@ -44,9 +45,9 @@ def resolve_embedder(embedder: Embedder | str) -> Embedder:
 
 
 def resolve_judge(judge: Any) -> EventJudge | None:
-    if judge is None or isinstance(judge, EventJudge):
-        return judge
-    if isinstance(judge, str):
+    if judge is None or judge == "none" or isinstance(judge, EventJudge):
+        return None if judge == "none" else judge
+    if isinstance(judge, LLMSpec):  # parsed where it was given (a job's judge_spec, `--judge`)
         return make_judge(judge)
     return EventJudge(judge)  # any LLM
 
@@ -150,7 +151,7 @@ async def ascore(task: str, dialogues: Sequence[Dialogue], predictions: Mapping[
         t_embed = time.perf_counter() - t0
         items, rows = await score_ok(task, ok, table, jdg, rules, notes)
     finally:
-        if jdg is not None and isinstance(judge, str):  # made here from a spec: its HTTP session ends with this loop
+        if jdg is not None and isinstance(judge, LLMSpec):  # made here from a spec: its HTTP session ends with this loop
             await jdg.llm.aclose()
     extra = {"compat": compat, "embedder": emb.name, "judge": jdg.name if jdg else "none",
              "on_judge_error": on_judge_error, "texts_requested": table.texts_requested,

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from emocaustics.models.base import LLM, ChatRequest, Completion, Sampling
+from emocaustics.models.spec import LLMSpec
 from emocaustics.tasks.longdialogue.score.prompts import JUDGE_SCHEMA, judge_messages
 
 Pair = tuple[str, str]
@@ -81,9 +82,9 @@ class EventJudge:
         return {p: self.cache[p] for p in wanted}
 
 
-def make_judge(spec: str | None) -> EventJudge | None:
-    """`none` (or empty) -> no judge (embedding only); anything else is an LLM spec for `make_llm`."""
-    if spec is None or spec.strip().lower() in ("", "none"):
+def make_judge(spec: LLMSpec | None) -> EventJudge | None:
+    """None -> no judge (embedding only); a parsed spec (parsed where it was given: a job, `--judge`) -> its model."""
+    if spec is None:
         return None
     from emocaustics.models.factory import make_llm
 

@@ -54,7 +54,7 @@ class EmbedStage:
 class ScoreStage:
     """UDF: the judge (if any) and the rules over a batch -> {dialogue, items (JSON), row (JSON)}."""
 
-    def __init__(self, task: str, judge: str | None, compat: str, on_judge_error: str,
+    def __init__(self, task: str, judge: Any, compat: str, on_judge_error: str,
                  ok: dict[int, tuple[Dialogue, Any]], notes: Mapping[int, int]) -> None:
         from emocaustics.tasks.longdialogue.score.chains import ChainRules
 
