@@ -32,6 +32,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from emocaustics.core.task import Failure, Sample, ScoreContext, Scored, SolveFailed, rows_frame
+from emocaustics.models.spec import LLMSpec
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 
@@ -156,8 +157,6 @@ class LLMJudge(PerSample):
         return {"judge": 0.0}  # a placeholder: the rows of the samples to ask are replaced by the verdicts
 
     def _llm(self, ctx: ScoreContext | None) -> Any:
-        from emocaustics.models.spec import LLMSpec
-
         spec = self.model or (ctx.judge if ctx is not None else None)  # an LLMSpec is parsed where it was given
         if spec is not None and not isinstance(spec, LLMSpec):
             return spec  # an LLM handed in (a test's stand-in, or a model made by the caller)
