@@ -16,7 +16,6 @@ Both run before Ray starts and before the run folder is touched:
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,8 +25,7 @@ from emocaustics.core.groundtruth import require_ground_truth
 from emocaustics.core.task import Loaded, needs_model
 from emocaustics.jobs.spec import JobSpec, ModelSpec
 from emocaustics.models.cacheplace import CacheChoice
-
-REMOTE_PREFIXES = ("openai:", "anthropic:")
+from emocaustics.models.registry import probed, provider
 
 
 def load_all(configs: list[Any]) -> dict[str, Loaded | UsageError]:
@@ -62,7 +60,7 @@ def _selected(loaded: Loaded, select: Any, cfg: Any) -> Loaded:
 
 
 def placement(model: ModelSpec) -> str:
-    if model.spec.startswith(REMOTE_PREFIXES):
+    if probed(model.spec):  # as before: a litellm model (no pre-flight GET) shows as replicas
         stall = f"{model.stall_seconds:g} s" if model.stall_seconds else "two client timeouts (>= 30 s)"
         return (f"remote endpoint, {model.concurrency} requests in flight, declared dead after "
                 f"{model.max_connection_failures} connection failures or {model.max_server_errors} server errors in a "
@@ -259,30 +257,21 @@ def check_endpoint(spec: str, timeout: float = 10.0) -> None:
     endpoint."""
     import httpx
 
+    from emocaustics.models.http import url_auth
     from emocaustics.models.spec import endpoint_name, parse_llm_spec
 
     parsed = parse_llm_spec(spec)
     name = endpoint_name(parsed)
-    if parsed.kind == "anthropic":
-        base = (parsed.base_url or "https://api.anthropic.com").rstrip("/")
-        url = base + ("/models" if base.endswith("/v1") else "/v1/models")
-        key = os.environ.get("ANTHROPIC_API_KEY", "").strip()
-        headers = {"x-api-key": key, "anthropic-version": "2023-06-01"} if key else {}
-        var = "ANTHROPIC_API_KEY"
-    else:
-        from emocaustics.models.openai_chat import api_key_from_env
-
-        url = (parsed.base_url or "").rstrip("/") + "/models"
-        key = api_key_from_env() or ""
-        headers = {"Authorization": f"Bearer {key}"} if key else {}
-        var = "OPENAI_API_KEY"
-    from emocaustics.models.http import url_auth
-
+    prov = provider(parsed.kind)  # one that `probed` names
+    base = (parsed.base_url or prov.home).rstrip("/")
+    url = base + (prov.models_path.removeprefix("/v1") if base.endswith("/v1") else prov.models_path)
+    key = prov.key()
+    headers = prov.auth(key) if key and prov.auth else {}
     headers.update(url_auth(parsed.base_url))  # credentials written in the spec's URL (models/http.py)
     key = key or headers.get("Authorization", "")
     # The providers' own APIs never answer without a key (a local server may): say which variable, before asking.
-    if not key and url.startswith(("https://api.openai.com/", "https://api.anthropic.com/")):
-        raise PreflightError(f"endpoint {name}: no API key: set {var}")
+    if not key and prov.home and url.startswith(prov.home + "/"):
+        raise PreflightError(f"endpoint {name}: no API key: set {prov.key_variables[0]}")
     try:
         resp = httpx.get(url, headers=headers, timeout=timeout)
     except httpx.TimeoutException:
@@ -290,8 +279,8 @@ def check_endpoint(spec: str, timeout: float = 10.0) -> None:
     except httpx.HTTPError as exc:
         raise PreflightError(f"endpoint {name}: cannot connect ({type(exc).__name__})") from None
     if resp.status_code in (401, 403):
-        var = "ANTHROPIC_API_KEY" if parsed.kind == "anthropic" else "OPENAI_API_KEY or EMOCAUSTICS_API_KEY"
-        raise PreflightError(f"endpoint {name}: the key was refused (HTTP {resp.status_code}); set {var}")
+        raise PreflightError(f"endpoint {name}: the key was refused (HTTP {resp.status_code}); set "
+                             + " or ".join(prov.key_variables))
 
 
 def preflight(job: JobSpec, configs: list[Any], loaded: dict[str, Loaded | UsageError]) -> None:
@@ -317,7 +306,7 @@ def preflight(job: JobSpec, configs: list[Any], loaded: dict[str, Loaded | Usage
     for where, _, spec in models_called(job, configs):
         try:
             parse_llm_spec(spec)
-            if spec.startswith(REMOTE_PREFIXES):
+            if probed(spec):
                 check_endpoint(spec)
             else:
                 model_source(spec, network=True)

@@ -7,9 +7,10 @@
 A provider of another package is declared in the entry-point group `emocaustics.providers`
 (`myprov = "mypkg.module:provider"`, a `Provider` or a function `make(spec) -> model`), found the first time a spec
 names a kind that is not built in, and used as the built-in ones are: `myprov:MODEL[@URL][?OPTION=VALUE...]` parses,
-and `models.factory.make_llm` puts the same layers in front of it (docs/models.md, "Plug-in providers").
+and `models.factory.make_llm` puts the same layers in front of it (docs/models.md, "Plug-in providers"); one with a
+`models_path` is checked by the pre-flight as the built-in endpoints are.
 
-Code outside this module asks the provider (`remote`, `priced`), never the spelling of a spec.
+Code outside this module asks the provider (`remote`, `priced`, `probed`), never the spelling of a spec.
 """
 
 from __future__ import annotations
@@ -34,6 +35,17 @@ class Provider:
     options: tuple[str, ...] = ()  # spec options of its own, beside the endpoint options (spec.CLIENT_KEYS)
     batch: bool = False  # has a batch API (models/batch_api.py): `batch=true` is allowed
     needs_url: bool = False  # its specs name the endpoint: `name:MODEL@BASE_URL` (else the URL is optional)
+    # What a pre-flight (jobs/preflight.py) needs to reach its endpoint with one cheap GET of its model list:
+    key_variables: tuple[str, ...] = ()  # where its key is read from, in order; the first is the one to set
+    home: str = ""  # its own API: the base URL when a spec names none; it never answers without a key
+    models_path: str = ""  # the GET's path below the base URL (one ending in /v1 has its /v1); "": no pre-flight GET
+    auth: Callable[[str], dict[str, str]] | None = None  # the headers that carry a key
+
+    def key(self) -> str:
+        """Its API key from the environment ("" if none)."""
+        import os
+
+        return next((v for v in (os.environ.get(k, "").strip() for k in self.key_variables) if v), "")
 
     def model(self, spec: Any) -> Any:
         """The bare model of `spec` (an `LLMSpec` of this provider)."""
@@ -93,6 +105,12 @@ def is_priced(spec: Any) -> bool:
     return found is not None and found.priced
 
 
+def probed(spec: Any) -> Provider | None:
+    """The spec's provider when a pre-flight reaches its endpoint (it has a `models_path`), else None."""
+    found = find(kind_of(spec))
+    return found if found is not None and found.models_path else None
+
+
 def _discover() -> None:
     """Register the providers other installed packages declare (`ENTRY_POINT_GROUP`); a broken one is named."""
     from importlib.metadata import entry_points
@@ -115,8 +133,12 @@ def _discover() -> None:
 
 # -- the built-in providers: declared as a plug-in declares its own (module:function), made in models/factory.py -----
 _FACTORY = "emocaustics.models.factory"
-register(Provider("openai", f"{_FACTORY}:openai_client", batch=True, needs_url=True))
-register(Provider("anthropic", f"{_FACTORY}:anthropic_client", options=("sampling",), batch=True))
+register(Provider("openai", f"{_FACTORY}:openai_client", batch=True, needs_url=True,
+                  key_variables=("OPENAI_API_KEY", "EMOCAUSTICS_API_KEY"), home="https://api.openai.com",
+                  models_path="/models", auth=lambda key: {"Authorization": f"Bearer {key}"}))
+register(Provider("anthropic", f"{_FACTORY}:anthropic_client", options=("sampling",), batch=True,
+                  key_variables=("ANTHROPIC_API_KEY",), home="https://api.anthropic.com", models_path="/v1/models",
+                  auth=lambda key: {"x-api-key": key, "anthropic-version": "2023-06-01"}))
 register(Provider("ollama", f"{_FACTORY}:ollama_client", priced=False))
 register(Provider("litellm", f"{_FACTORY}:litellm_client", options=("api_version",)))
 for _name in ("vllm", "hf", "smoke"):

@@ -16,14 +16,13 @@ from emocaustics.models.base import LLM, ChatRequest, Completion, Layer, ModelBa
 PACKAGE = Path(__file__).resolve().parents[2] / "emocaustics"
 PROVIDER_NAMES = {"openai", "anthropic", "ollama", "openai:", "anthropic:", "ollama:"}
 PROVIDER_CONSTANTS = {"REMOTE_KINDS", "REMOTE_PREFIXES"}
-# Files that still test a provider's name, and how often (2026-11-28). spec.py parses the built-in spec syntaxes;
-# embedders.py and the EmoCaustics scoring plan name embedder kinds (not models of the registry); preflight.py's
-# remote checks and which API key a provider needs are left for the registry (Provider.key_variable) to take over.
+# Files that still test a provider's name, and how often (2026-11-29): spec.py parses the built-in spec syntaxes (its
+# endpoint_name still spells anthropic's default URL, `Provider.home`); the others name embedder kinds (an `openai:`
+# embedder is no model of the registry). A provider's key variables and pre-flight request are the registry's.
 ALLOWED = {
     "models/spec.py": 3,
     "models/embedders.py": 4,
     "tasks/longdialogue/score/plan.py": 1,
-    "jobs/preflight.py": 5,
 }
 # Classes that still pass unknown attribute names through: a task's own wrapper (ecpe's CutAnswers).
 GETATTR_ALLOWED = {"tasks/ecpe/solver.py": 1}
