@@ -62,3 +62,17 @@ def test_a_local_server_is_asked_without_a_key_the_providers_own_api_is_not(sent
     with pytest.raises(PreflightError, match="no API key: set ANTHROPIC_API_KEY$"):
         check_endpoint("anthropic:claude-x")
     assert len(got) == 1
+
+
+def test_a_plug_in_provider_declares_the_same_facts(sent, monkeypatch):
+    got, status = sent
+    mine = registry.Provider("probeme", lambda spec: None, key_variables=("PROBEME_KEY",), models_path="/models",
+                             auth=lambda key: {"X-Key": key})
+    monkeypatch.setitem(registry._PROVIDERS, "probeme", mine)
+    monkeypatch.setenv("PROBEME_KEY", "k1")
+    check_endpoint("probeme:m@http://host:1/v1")
+    assert got == [("http://host:1/v1/models", {"X-Key": "k1"})]
+    status[0] = 403
+    with pytest.raises(PreflightError, match=r"probeme:m@http://host:1/v1: the key was refused \(HTTP 403\); set "
+                                             r"PROBEME_KEY$"):
+        check_endpoint("probeme:m@http://host:1/v1")
