@@ -278,3 +278,16 @@ def test_no_limit_needs_no_price_and_the_ledger_then_has_no_limit(tmp_path):
         assert budget.active().prices == {"openai:mine@http://x/v1": Price(input=1.0, output=2.0)}
     finally:
         budget.deactivate()
+
+
+def test_a_row_without_cached_tokens_or_with_zero_has_none_cached():
+    assert sample_cost(P, {"prompt_tokens": 1000, "generated_tokens": 100}) == pytest.approx(P.cost(1000, 100))
+    assert sample_cost(P, {"prompt_tokens": 1000, "generated_tokens": 100, "cached_prompt_tokens": 0}) == \
+        pytest.approx(P.cost(1000, 100))
+
+
+def test_a_request_with_max_tokens_0_reserves_its_prompt_only():
+    price = Price(input=1e6, output=1e6)  # a dollar a token; "abcd" reserves 4 // 2 + 8 = 10 prompt tokens
+    led = budget.Ledger(10.0)
+    out = asyncio.run(budget.BudgetLLM(_Answers(1, 0), led, price).generate([_request("abcd", max_tokens=0)]))
+    assert [c.text for c in out] == ["ok"] and led.spent == pytest.approx(1.0)
