@@ -212,6 +212,7 @@ models:
   listed: {{spec: "openai:gpt-4o-mini@http://x/v1"}}
   bare: {{spec: "openai:nope@http://x/v1?timeout=5"}}
   smoke: {{spec: smoke}}
+  judgey: {{spec: "openai:gpt-4o@http://j/v1", price: {{input: 7.0, output: 9.0}}}}
 runs:
 {runs}
 scoring: {{embedder: minilm, judge: {judge}}}
@@ -291,3 +292,20 @@ def test_a_request_with_max_tokens_0_reserves_its_prompt_only():
     led = budget.Ledger(10.0)
     out = asyncio.run(budget.BudgetLLM(_Answers(1, 0), led, price).generate([_request("abcd", max_tokens=0)]))
     assert [c.text for c in out] == ["ok"] and led.spent == pytest.approx(1.0)
+
+
+def test_the_judge_is_priced_by_its_model_entry_or_by_its_spec(tmp_path):
+    from emocaustics.jobs import cost
+
+    gpt4o, mini = listed("gpt-4o"), listed("gpt-4o-mini")
+    try:
+        job, configs = _job(tmp_path, ["listed"], judge="judgey")  # a job model no run uses: its price override
+        cost.start_ledger(job, configs)
+        assert budget.active().prices == {"openai:gpt-4o@http://j/v1": gpt4o.model_copy(update={"input": 7.0,
+                                                                                              "output": 9.0}),
+                                          "openai:gpt-4o-mini@http://x/v1": mini}
+        job, configs = _job(tmp_path, ["listed"], judge='"openai:gpt-4o@http://j/v1"')  # a spec: the table's price
+        cost.start_ledger(job, configs)
+        assert budget.active().prices == {"openai:gpt-4o@http://j/v1": gpt4o, "openai:gpt-4o-mini@http://x/v1": mini}
+    finally:
+        budget.deactivate()
