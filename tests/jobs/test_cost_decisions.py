@@ -111,7 +111,7 @@ def test_a_reservation_counts_utf8_bytes_halved_plus_overhead_per_message():
 
 def test_the_ledger_refuses_past_the_limit_and_then_everything():
     led = budget.Ledger(1.0)
-    assert led.prices == {} and led.spent == 0.0 and led.reserved == 0.0 and not led.stopped
+    assert led.prices == {} and led.spent == 0.0 and led.reserved == 0.0 and led.stopped is False
     assert led.reserve(0.6)
     assert led.reserve(0.4)  # exactly at the limit is allowed
     assert led.reserved == pytest.approx(1.0)
@@ -309,3 +309,14 @@ def test_the_judge_is_priced_by_its_model_entry_or_by_its_spec(tmp_path):
         assert budget.active().prices == {"openai:gpt-4o@http://j/v1": gpt4o, "openai:gpt-4o-mini@http://x/v1": mini}
     finally:
         budget.deactivate()
+
+
+def test_usage_adds_up_errors_over_the_completions():
+    u = Usage()
+    u.count([Completion("a"), Completion("", error="x"), Completion("", error="y")])
+    assert u.errors == 2 and u.calls == 3
+
+
+def test_a_model_name_ends_at_the_first_question_mark_and_the_first_at():
+    assert model_name("openai:gpt-4o?x=1?y=2") == "gpt-4o"
+    assert model_name("openai:gpt-4o@http://user@host/v1") == "gpt-4o"
