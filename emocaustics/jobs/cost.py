@@ -31,7 +31,7 @@ def check_budget(job: JobSpec, configs: list[Any]) -> None:
         if price is None:
             raise UsageError(f"{where}: max_cost_usd is set but {spec.split('?')[0]} has no known price (the shipped "
                              f"table of {table()['as_of']} does not list it): give its `price: {{input: USD, output: "
-                             "USD}}` per 1M tokens")
+                             "USD}` per 1M tokens")  # not an f-string: one brace
 
 
 def start_ledger(job: JobSpec, configs: list[Any]) -> None:

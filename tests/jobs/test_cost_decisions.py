@@ -254,12 +254,9 @@ def test_a_limit_with_an_unpriced_endpoint_is_a_usage_error_naming_it(tmp_path):
     job, configs = _job(tmp_path, ["remote", "bare"])
     with pytest.raises(UsageError) as err:
         cost.check_budget(job, configs)
-    # the message's end reads `price: {input: USD, output: USD}}` today (a literal "}}" outside the f-string in
-    # jobs/cost.py, reported with issue 44): pinned up to there
-    assert str(err.value).startswith(
+    assert str(err.value) == (  # once printed `output: USD}}` (a doubled brace outside the f-string)
         f"models.bare: max_cost_usd is set but openai:nope@http://x/v1 has no known price (the shipped table of "
-        f"{table()['as_of']} does not list it): give its `price: {{input: USD, output: USD")
-    assert str(err.value).endswith("}` per 1M tokens")
+        f"{table()['as_of']} does not list it): give its `price: {{input: USD, output: USD}}` per 1M tokens")
     try:
         with pytest.raises(UsageError):
             cost.start_ledger(job, configs)
