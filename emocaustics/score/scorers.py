@@ -156,10 +156,11 @@ class LLMJudge(PerSample):
     def values(self, pred: Any, target: Any) -> dict[str, float]:
         return {"judge": 0.0}  # a placeholder: the rows of the samples to ask are replaced by the verdicts
 
-    def _llm(self, ctx: ScoreContext | None) -> Any:
+    def _llm(self, ctx: ScoreContext | None) -> tuple[Any, bool]:
+        """The judge, and whether it was made here (and so is closed here)."""
         spec = self.model or (ctx.judge if ctx is not None else None)  # an LLMSpec is parsed where it was given
         if spec is not None and not isinstance(spec, LLMSpec):
-            return spec  # an LLM handed in (a test's stand-in, or a model made by the caller)
+            return spec, False  # an LLM handed in (a test's stand-in, or a model made by the caller, who closes it)
         if spec is None:
             from emocaustics.core.errors import UsageError
 
@@ -168,14 +169,14 @@ class LLMJudge(PerSample):
         from emocaustics.models.cacheplace import choose
         from emocaustics.models.factory import make_llm
 
-        return make_llm(spec, cache_dir=choose("on"))  # the shared response cache
+        return make_llm(spec, cache_dir=choose("on")), True  # the shared response cache
 
     def score(self, samples: list[Sample], predictions: dict[str, Any], ctx: ScoreContext | None = None) -> Scored:
         from emocaustics.core import aio
 
         base = {s.id: self.rows_of(s, predictions.get(s.id)) for s in samples}  # failed / unscored as the others
         asked = [s for s in samples if base[s.id][0].get("status", "ok") == "ok"]
-        verdicts = aio.run(self._ask(self._llm(ctx), asked, predictions)) if asked else {}
+        verdicts = aio.run(self._ask(*self._llm(ctx), asked, predictions)) if asked else {}
         rows, items = [], []
         for s in samples:
             got = verdicts.get(s.id)
@@ -191,7 +192,7 @@ class LLMJudge(PerSample):
 
         return summarized(rows_frame(rows), pl.DataFrame(items) if items else None)
 
-    async def _ask(self, llm: Any, samples: list[Sample], predictions: dict[str, Any]) -> dict[str, Any]:
+    async def _ask(self, llm: Any, owned: bool, samples: list[Sample], predictions: dict[str, Any]) -> dict[str, Any]:
         import asyncio
 
         from emocaustics.solve.ask import Ask, Asker
@@ -208,7 +209,11 @@ class LLMJudge(PerSample):
             except SolveFailed as exc:
                 return exc
 
-        got = await asyncio.gather(*(one(s) for s in samples))
+        try:
+            got = await asyncio.gather(*(one(s) for s in samples))
+        finally:
+            if owned:  # a judge made here holds an HTTP session (and a cache connection) bound to this loop
+                await llm.aclose()
         return {s.id: g for s, g in zip(samples, got)}
 
 

@@ -90,6 +90,29 @@ def test_llm_judge_asks_a_schema_constrained_verdict_per_sample() -> None:
                                                       {"sample_id": "b", "correct": False, "reason": "compared"}]
 
 
+class ClosableJudge(JudgeStandIn):
+    def __init__(self) -> None:
+        super().__init__()
+        self.closed = 0
+
+    async def aclose(self) -> None:
+        self.closed += 1
+
+
+def test_a_judge_made_from_a_spec_is_closed_and_a_judge_handed_in_is_not(monkeypatch) -> None:
+    from emocaustics.models import factory
+    from emocaustics.models.spec import parse_llm_spec
+
+    made = ClosableJudge()
+    monkeypatch.setattr(factory, "make_llm", lambda spec, **kw: made)
+    preds = {"a": {"answer": "It is Paris"}, "b": {"answer": "4"}}
+    LLMJudge(field="answer", model=parse_llm_spec("openai:judge@http://127.0.0.1:9/v1")).score(SAMPLES[:2], preds)
+    assert made.closed == 1  # its HTTP session is closed in the loop that opened it
+    given = ClosableJudge()
+    LLMJudge(field="answer", model=given).score(SAMPLES[:2], preds)
+    assert given.closed == 0 and len(given.requests) == 2  # the caller's model stays open for the caller
+
+
 def test_llm_judge_without_a_judge_model_is_a_usage_error() -> None:
     with pytest.raises(UsageError, match="needs a judge model: set scoring.judge"):
         LLMJudge().score(SAMPLES[:1], {"a": "Paris"})
