@@ -20,7 +20,8 @@ Decisions:
   charged (cost, budget);
 - a resume that meets the stall again stops again (exit 4 within the stall deadline, the endpoint and the resume
   command named), and a third run finishes with every sample once in predictions, stats and the eval log, no
-  finished sample asked again, and the tables of an uninterrupted run (breaker, resume, eval log);
+  finished sample asked again, and the tables of an uninterrupted run, with which `compare` pairs it on every sample
+  (breaker, resume, eval log, cross-run compare);
 - the dry run's forecast of calls and generated tokens is what the endpoint then receives (forecast).
 """
 
@@ -278,6 +279,13 @@ def test_a_resume_that_meets_the_stall_again_stops_again_and_a_third_run_finishe
     assert sorted(log.calls(LABEL)["sample_id"].to_list()) == every
     scores, summary = _tables(run_dir)
     assert scores.equals(reference[0]) and summary.equals(reference[1]), (scores, summary)
+    # cross-run compare: the run pieced together by two resumes pairs with the uninterrupted one on every sample
+    assert main(["compare", str(tmp_path / "reference"), str(run_dir), "--out", str(tmp_path / "pairs.csv")]) == 0
+    pairs = pl.read_csv(tmp_path / "pairs.csv")
+    assert sorted(pairs["config_a"].to_list()) == sorted(pairs["config_b"].to_list()) == ["count_ask_remote",
+                                                                                          "count_right"]
+    assert pairs.select("n_common", "n_only_a", "n_only_b", "diff").unique().rows() == [(12, 0, 0, 0.0)]
+    capsys.readouterr()
 
 
 def test_the_dry_runs_forecast_of_calls_is_what_the_endpoint_receives(count_task, tmp_path, capsys, monkeypatch):
