@@ -8,6 +8,7 @@ looked at; a sample solved more than once (a resume after a failure) shows its l
 from __future__ import annotations
 
 import json
+import re
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,9 @@ from typing import Any
 import polars as pl
 
 from emocaustics.evallog.writer import ATTEMPT_SCHEMA, CALL_SCHEMA, SAMPLE_SCHEMA
+
+
+NOT_SOLVED = "not solved: the run stopped before this sample (--resume solves it)"
 
 
 def _read(path: Path, schema: dict[str, Any]) -> pl.DataFrame:
@@ -121,6 +125,14 @@ class RunLog:
                 "retry": c.get("attempt"), "sampling": json.dumps(c.get("sampling")),
                 "messages": [{"role": r, "text": t} for r, t in c.get("messages") or []] or None}
 
+    def _planned(self, label: str) -> list[str]:
+        """The config's sample ids, from the provenance written before its first sample (none: nothing planned); an
+        epoch's log (`LABEL.epoch-E`) plans its config's samples."""
+        from emocaustics.core.provenance import read
+
+        rec = read(self.run_dir / "predictions" / re.sub(r"\.epoch-\d+$", "", label))
+        return [str(i) for i in rec["samples"]] if rec else []
+
     def samples(self, label: str) -> pl.DataFrame:
         return _read(self.root / "samples" / f"{label}.parquet", SAMPLE_SCHEMA)
 
@@ -129,6 +141,11 @@ class RunLog:
         base = self.samples(label).select("sample_id", "status", "reason")
         att = self.attempts(label).select("sample_id", pl.col("ok").alias("_ok"), pl.col("reason").alias("_reason"),
                                           "calls", "replica")
+        if base.is_empty():  # not finished: a sample the run stopped before has no line yet, and is still counted
+            tried = set(att["sample_id"].to_list())
+            base = pl.DataFrame({"sample_id": [i for i in self._planned(label) if i not in tried]},
+                                schema={"sample_id": pl.String}).with_columns(status=pl.lit("missing"),
+                                                                              reason=pl.lit(NOT_SOLVED))
         frame = base.join(att, on="sample_id", how="full", coalesce=True).with_columns(
             pl.coalesce(pl.col("status"), pl.when(pl.col("_ok")).then(pl.lit("ok")).otherwise(pl.lit("failed")))
             .alias("status"), pl.coalesce("reason", "_reason").alias("reason")).drop("_ok", "_reason")
@@ -177,7 +194,8 @@ class RunLog:
             "target": _loads(self.text([rec["target"]])) if rec.get("target") else None,
             "prediction": _loads(rec.get("prediction")),
             "status": rec.get("status") or ("ok" if latest.get("ok") else "failed" if latest else "missing"),
-            "reason": rec.get("reason") or latest.get("reason"), "replica": latest.get("replica"),
+            "reason": rec.get("reason") or latest.get("reason") or (None if rec or latest else NOT_SOLVED),
+            "replica": latest.get("replica"),
             "stats": _loads(latest.get("stats")), "attempts": len(att), "calls": out_calls, "items": items,
             "scores": scored, "prompts": latest.get("prompts", True),
         }
