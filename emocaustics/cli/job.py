@@ -102,7 +102,7 @@ def dry_run(job: Any, args: argparse.Namespace) -> int:
     """`--dry-run` of `run` and `eval`: the plan printed, problems first; start nothing, write nothing."""
     from emocaustics.jobs.runner import plan_job
 
-    plan = plan_job(job, out=args.out, resume=args.resume)
+    plan = plan_job(job, out=args.out, resume=args.resume, retry_limits=args.retry_limits)
     print(plan.text)
     plan.check()  # a problem found: exit 2, so that a dry run can gate a CI job
     return 0

@@ -123,9 +123,9 @@ def _model_problems(job: JobSpec, configs: list[Any]) -> dict[str, str]:
 
 
 def describe(job: JobSpec, configs: list[Any], loaded: dict[str, Loaded | UsageError], run_dir: Path,
-             cache_dir: CacheChoice | None, *, resume: bool = False) -> DryRun:
+             cache_dir: CacheChoice | None, *, resume: bool = False, retry_limits: bool = False) -> DryRun:
     """The dry run: its problems first, numbered (a config that cannot run is not forecast: its row names its
-    problem), then the plan."""
+    problem), then the plan; with `resume`, of the samples the resume would solve (the done ones are skipped)."""
     from emocaustics.jobs import rundir
     from emocaustics.jobs.cost import check_budget
     from emocaustics.models.prices import table as price_table
@@ -163,6 +163,7 @@ def describe(job: JobSpec, configs: list[Any], loaded: dict[str, Loaded | UsageE
              "generated tokens (at most) | cost (USD) |", "|" + "---|" * 9]
     totals = [0, 0, 0]
     usd: list[float | None] = []  # each model config's forecast dollars (None: price unknown)
+    resumed: list[str] = []  # with `resume`: each config's done and to-run counts, as the resume will print them
     counters: dict[str, Any] = {}
     for cfg in configs:
         got = loaded[cfg.label]
@@ -178,7 +179,13 @@ def describe(job: JobSpec, configs: list[Any], loaded: dict[str, Loaded | UsageE
             why = problem(unpriced)
         elif needs_model(cfg.task, cfg.options):
             try:
-                figures = _forecast(cfg, got, counters)
+                left = None
+                if resume and cfg.pred_dir.exists():
+                    from emocaustics.jobs.together import left_per_epoch, resume_line
+
+                    left = left_per_epoch(cfg, got.samples, retry_limits)
+                    resumed.append("  " + resume_line(cfg, got.samples, retry_limits))
+                figures = _forecast(cfg, got, counters, left)
                 why = None
             except UsageError as exc:
                 why = problem(f"prompts: {exc}", cfg.label)
@@ -199,6 +206,8 @@ def describe(job: JobSpec, configs: list[Any], loaded: dict[str, Loaded | UsageE
     if unpriced:
         problem(unpriced)  # the judge's, when no config's model is the one unpriced
     lines += table
+    if resumed:
+        lines += ["forecast of the resume: only the samples it solves (the done ones are skipped):", *resumed]
     known = sum(u for u in usd if u is not None)
     skipped = sum(1 for row in table if "| not forecast: problem" in row)
     lines.append(f"total: {totals[0]:,} LLM calls, {totals[1]:,} prompt tokens, at most {totals[2]:,} generated "
@@ -239,16 +248,22 @@ def _dollars(price: Any, figures: list[int], batch: bool) -> float | None:
                                                                 batch=True)
 
 
-def _forecast(cfg: Any, got: Loaded, counters: dict[str, Any]) -> list[int]:
+def _forecast(cfg: Any, got: Loaded, counters: dict[str, Any], left: list[list] | None = None) -> list[int]:
     """[LLM calls, prompt tokens, generated tokens, live calls, live prompt tokens] of one config
-    (solve/forecast.py), times its epochs; one counter per model."""
+    (solve/forecast.py), summed over its epochs: each asks every sample again (jobs/epochs.py), or, for a resume,
+    the samples `left` in it; one counter per model."""
     from emocaustics.solve.forecast import counter_for, forecast
 
     if cfg.model not in counters:
         counters[cfg.model] = counter_for(cfg.llm)
-    f = forecast(cfg.task, got.samples, cfg.options, counters[cfg.model], prior=cfg.prior is not None)
-    n = cfg.epochs  # each epoch asks every sample again (jobs/epochs.py)
-    return [n * x for x in (f.llm_calls, f.prompt_tokens, f.generated_tokens, f.live_calls, f.live_prompt_tokens)]
+    figures, seen = [0] * 5, {}
+    for samples in left if left is not None else [got.samples] * cfg.epochs:
+        ids = tuple(s.id for s in samples)
+        if ids not in seen:  # epochs with the same samples are forecast once
+            f = forecast(cfg.task, samples, cfg.options, counters[cfg.model], prior=cfg.prior is not None)
+            seen[ids] = (f.llm_calls, f.prompt_tokens, f.generated_tokens, f.live_calls, f.live_prompt_tokens)
+        figures = [a + b for a, b in zip(figures, seen[ids] if samples else [0] * 5)]
+    return figures
 
 
 def check_endpoint(spec: str, timeout: float = 10.0) -> None:

@@ -89,7 +89,7 @@ def _named(where: str, job_file: str | Path | None, run_dir: Path) -> Iterator[N
         raise stop.continued(where, resume_command(job_file, run_dir)) from None
 
 
-def plan_job(job: JobSpec, *, out: str | None = None, resume: bool = False) -> DryRun:
+def plan_job(job: JobSpec, *, out: str | None = None, resume: bool = False, retry_limits: bool = False) -> DryRun:
     """The dry run: what `run_job` would do, without starting Ray or writing anything; its problems first
     (`DryRun.check` raises the exit-2 error when there is one)."""
     from emocaustics.jobs.preflight import describe, load_all
@@ -97,7 +97,8 @@ def plan_job(job: JobSpec, *, out: str | None = None, resume: bool = False) -> D
 
     run_dir = resolve_run_dir(job, out, resume)
     configs = _order(resolve(job, run_dir))
-    return describe(job, configs, load_all(configs), run_dir, choose(job.cache), resume=resume)
+    return describe(job, configs, load_all(configs), run_dir, choose(job.cache), resume=resume,
+                    retry_limits=retry_limits)
 
 
 def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force: bool = False,

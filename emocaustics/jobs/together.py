@@ -74,6 +74,16 @@ class Solved:
         return {s.id: predictions[s.id] for s in self.samples if s.id in predictions} | predictions, stats
 
 
+def left_per_epoch(cfg: Config, samples: list, retry_limits: bool = False) -> list[list]:
+    """Per epoch, the samples a resume of this config solves (the others are done and skipped)."""
+    out = []
+    for e in range(1, cfg.epochs + 1):
+        folder = epoch_dir(cfg.pred_dir, e, cfg.epochs)
+        found = cfg.task.store.read_predictions(folder) if folder.exists() else {}  # the resume's read
+        out.append([s for s in samples if to_solve(found.get(s.id), retry_limits)])
+    return out
+
+
 def resume_line(cfg: Config, samples: list, retry_limits: bool = False) -> str:
     """What a resumed config skips and what it runs."""
     if not needs_model(cfg.task, cfg.options):

@@ -23,7 +23,8 @@ Decisions:
   command named), and a third run finishes with every sample once in predictions, stats and the eval log, no
   finished sample asked again, and the tables of an uninterrupted run, with which `compare` pairs it on every sample
   (breaker, resume, eval log, cross-run compare);
-- the dry run's forecast of calls and generated tokens is what the endpoint then receives (forecast).
+- the dry run's forecast of calls and generated tokens is what the endpoint then receives, and a dry run of a resume
+  forecasts only the samples the resume solves (forecast).
 """
 
 from __future__ import annotations
@@ -184,9 +185,16 @@ def test_samples_a_stop_left_without_a_row_are_failures_in_score_and_resume_runs
         assert got["failures"] == [{"id": s, "reason": NOT_WRITTEN} for s in ("s1", "s4", "s5")]
         server.faults = Faults()  # the endpoint is back
         before = len(server.bodies)
+        # the dry run of the resume forecasts the 3 samples it solves, not the job's 6, and says which are done
+        assert _run(monkeypatch, job, run_dir, tmp_path / "cache-2", "--resume", "--dry-run") == 0
+        dry = capsys.readouterr().out
+        row = next(x for x in dry.splitlines() if x.startswith(f"| {LABEL} |"))
+        samples, calls = (int(c.strip()) for c in row.split("|")[5:7])
+        assert "  resume: count_ask_remote: 3 of 6 samples done (skipped); 3 to run\n" in dry, dry
         assert _run(monkeypatch, job, run_dir, tmp_path / "cache-2", "--resume") == 0
         assert "resume: count_ask_remote: 3 of 6 samples done (skipped); 3 to run\n" in capsys.readouterr().out
         assert sorted(_asked(server, before)) == ["s1", "s4", "s5"]
+        assert (samples, calls) == (6, len(server.bodies) - before)
     scores, summary = _tables(run_dir)
     assert scores.equals(reference[0]) and summary.equals(reference[1]), (scores, summary)
 
