@@ -15,6 +15,7 @@ import io
 import selectors
 import sys
 import time as _real_time
+from collections.abc import Callable
 from types import SimpleNamespace
 
 import pytest
@@ -139,7 +140,8 @@ def _ask(b: BreakerLLM, clock: Clock, schedule: list[tuple[float, str]]):
     return _run(clock, go())
 
 
-def _lines(clock: Clock) -> tuple[list, callable]:
+def _lines(clock: Clock) -> tuple[list[tuple[float, str]], Callable[[str], None]]:
+    """The lines the breaker reports, each with when (virtual seconds), and the `report` that records them."""
     lines: list[tuple[float, str]] = []
     return lines, lambda line: lines.append((clock.t, line))
 
@@ -259,7 +261,7 @@ def test_an_answer_resets_both_counts_and_a_5xx_does_not_reset_the_connection_co
 
 def test_only_errors_that_start_as_named_count(clock):
     b = BreakerLLM(Endpoint(clock, {}), "e", limit=1, server_errors=1)
-    _count(b, "HTTP 400 bad request", "provider said: HTTP 500", "HTTP 5000 odd", "read timeout" , "")
+    _count(b, "HTTP 400 bad request", "provider said: HTTP 500", "HTTP 5000 odd", "read timeout", "")
     assert not b.tripped and (b.consecutive, b.consecutive_5xx) == (0, 0)
 
 
@@ -337,7 +339,7 @@ def test_a_throttled_request_goes_back_through_the_rate_limit_up_to_max_throttle
     llm = Endpoint(clock, {"t": [(1, "HTTP 429 too many")], "ok": [(1, "HTTP 429 too many"), (1, None)]})
     b = BreakerLLM(llm, "e", limiter=limiter, max_throttled=2, concurrency=3, limit=1, server_errors=1)
     ends = _ask(b, clock, [(0, "t"), (10, "ok")])
-    assert ends[0] == (3, ends[0][1]) and ends[0][1].error == "HTTP 429 too many"  # three tries, then its answer
+    assert ends[0][0] == 3 and ends[0][1].error == "HTTP 429 too many"  # three tries, then its answer
     assert ends[1][0] == 12 and ends[1][1].error is None
     assert limiter.admitted == ["t", "t", "t", "ok", "ok"] and not b.tripped
     assert len(limiter.gates) == 1 and isinstance(limiter.gates[0], PriorityGate) and limiter.gates[0].limit == 3
@@ -359,11 +361,11 @@ def test_answers_or_stop_answers_in_order_and_prefers_the_stop_to_another_except
         await asyncio.sleep(after)
         raise exc
 
-    assert asyncio.run(answers_or_stop([answer("a", 0.02), answer("b")])) == ["a", "b"]
+    assert _run(Clock(), answers_or_stop([answer("a", 2), answer("b")])) == ["a", "b"]
     with pytest.raises(EndpointDown, match="down"):
-        asyncio.run(answers_or_stop([fail(ValueError("boom")), fail(EndpointDown("down"), 0.02)]))
+        _run(Clock(), answers_or_stop([fail(ValueError("boom")), fail(EndpointDown("down"), 2)]))
     with pytest.raises(ValueError, match="boom"):
-        asyncio.run(answers_or_stop([answer("a"), fail(ValueError("boom"))]))
+        _run(Clock(), answers_or_stop([answer("a"), fail(ValueError("boom"))]))
 
 
 # ---- the stall deadline, the silence clock and the "waiting on" lines
@@ -633,7 +635,7 @@ GONE_LINE = ("model m7: model service svc is gone (stopped or restarting); waiti
 BACK_LINE = "model m7: model service svc is back; re-attached to svc-replica-0\n"
 
 
-def test_the_same_actor_under_the_name_means_ray_restarts_it(clock, named, stderr, capsys):
+def test_the_same_actor_under_the_name_means_ray_restarts_it(clock, named, stderr):
     stderr = stderr()
     lookup = named(actor("dead1"))
     assert _run(clock, _wait({}, actor("dead1"))) is None
