@@ -372,8 +372,10 @@ def test_the_first_window_measures_over_its_span_and_the_servers_wait(clock):
     assert lim.paused_until == 100.75
     lim.answered(429, {**LIMIT_REACHED, "retry-after-ms": "900"})  # lower: the higher measure is kept
     assert lim.learned.rate == approx(5 / 0.75 * RATE_MARGIN) and lim.rate_cuts == 1
+    lim.answered(429, {**LIMIT_REACHED, "retry-after-ms": "240"})  # a little higher (1.4 %): taken
+    assert lim.learned.rate == approx(5 / 0.74 * RATE_MARGIN) and lim.rate_cuts == 2
     lim.answered(429, {**LIMIT_REACHED, "retry-after-ms": "100"})  # higher: taken
-    assert lim.learned.rate == approx(5 / 0.6 * RATE_MARGIN) and lim.rate_cuts == 2
+    assert lim.learned.rate == approx(5 / 0.6 * RATE_MARGIN) and lim.rate_cuts == 3
 
 
 def test_the_first_window_spans_at_least_a_tenth_of_a_second(clock):
@@ -529,6 +531,49 @@ def test_admit_paces_by_tpm_and_gives_the_request_slot_back_while_it_waits(sleep
     assert lim2.tokens.level == -54.0
     asyncio.run(lim2.admit(_req(10)))
     assert sleeps.sleeps[-1] == approx((14 + 54) / 1000)
+
+
+def test_admit_does_not_take_a_learned_slot_while_paused(sleeps):
+    lim = AdaptiveLimiter(4)
+    lim.learned = TokenBucket(6000)  # full: 10 slots
+    lim.paused_until = 100.5  # under a second of pause left
+    asyncio.run(lim.admit(_req()))
+    assert sleeps.sleeps == [0.5] and lim.learned.level == 9.0
+
+
+def test_admit_takes_no_tokens_while_it_waits_for_the_rpm_budget(sleeps):
+    lim = AdaptiveLimiter(4, rpm=600, tpm=60000)
+    lim.requests.level = 0.0  # 0.1 s to the next request slot; tokens aplenty
+    asyncio.run(lim.admit(_req(50)))
+    assert sleeps.sleeps == [approx(0.1)] and lim.tokens.level == approx(46.0)
+
+
+def test_a_slot_given_back_is_exactly_one(sleeps):
+    lim = AdaptiveLimiter(4, rpm=60000)  # requests: 1000 a second
+    lim.learned = TokenBucket(6000)  # 100 a second, holds 10
+    lim.learned.level = 5.0
+    lim.requests.level = 1 - 1e-2  # 10 us short
+    asyncio.run(lim.admit(_req()))
+    assert sleeps.sleeps == [approx(1e-5)]
+    assert lim.learned.level == approx(4.0, abs=1e-2)  # 5, less 1 taken after the wait (the first one given back)
+    lim = AdaptiveLimiter(4, rpm=6000, tpm=60000)  # requests: 100 a second, holds 10; tokens: 1000 a second
+    lim.requests.level = 5.0
+    lim.tokens.level = 54 - 1e-2  # 54 tokens wanted: 10 us short
+    asyncio.run(lim.admit(_req(50)))
+    assert sleeps.sleeps[-1] == approx(1e-5)
+    assert lim.requests.level == approx(4.0, abs=1e-2)
+
+
+def test_the_rate_is_measured_over_rate_window_seconds(clock, monkeypatch):
+    monkeypatch.setattr(ratelimit, "RATE_WINDOW", 2.0)
+    lim = AdaptiveLimiter(4)
+    _successes(lim, clock, [100.0 + i / 2 for i in range(7)])  # 100.0 .. 103.0, two a second
+    lim.answered(429, LIMIT_REACHED)  # the last 2 s hold 5 (101.0 .. 103.0)
+    assert lim._cut_rate == 5 / 2.0 * 60 and lim.learned.rate == approx(2.5 * RATE_MARGIN)
+    _successes(lim, clock, [104.5])  # 1.5 s on: no probe within a window of 2 s
+    assert lim.learned.rate == approx(2.5 * RATE_MARGIN)
+    _successes(lim, clock, [105.0])
+    assert lim.learned.rate == approx(2.5 * RATE_MARGIN * RATE_PROBE)
 
 
 # ---- limiter_for: one per endpoint and process
