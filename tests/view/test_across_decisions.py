@@ -9,7 +9,7 @@ Real run folders of calibration-only jobs of the test task `count` (tests/runs/c
 endpoint), built once for the module in about a second each:
     A  12 samples (s0..s11), configs count_right and count_half
     B   8 samples (s0..s7), configs count_wrong and count_half
-    B2  a copy of B in another folder (a third run)
+    B2  a copy of B in another folder, `b 2/` (a third run; a space in a run's name)
     C   3 samples with A's ids but other numbers (offset 1): nothing pairs with A
 `half` fails every even sample ("predict: no answer", score 0) and answers the odd ones right; `right` answers every
 sample right, `wrong` every one wrong. A calibration config records no model, so the fixture writes the spec a run
@@ -71,11 +71,12 @@ def _set_record_model(run: Path, label: str, model: str | None) -> None:
     _edit_json(run / "configs.json", lambda recs: [r.update(model=model) for r in recs if r["run"] == label])
 
 
-def _set_log_reason(run: Path, label: str, sid: str, reason: str | None) -> None:
+def _set_logged(run: Path, label: str, sid: str, column: str, text: str | None) -> None:
+    """A sample's `reason` or `prediction` (its JSON text) as the run's eval log holds it."""
     path = run / "evallog" / "samples" / f"{label}.parquet"
     frame = pl.read_parquet(path)
-    frame.with_columns(pl.when(pl.col("sample_id") == sid).then(pl.lit(reason, pl.Utf8)).otherwise(pl.col("reason"))
-                       .alias("reason")).write_parquet(path)
+    frame.with_columns(pl.when(pl.col("sample_id") == sid).then(pl.lit(text, pl.Utf8)).otherwise(pl.col(column))
+                       .alias(column)).write_parquet(path)
 
 
 @pytest.fixture(scope="module")
@@ -96,9 +97,9 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     _set_record_model(a, "count_half", "a record's model (the provenance wins)")
     _edit_json(a / "predictions" / "count_right" / "provenance.json", lambda p: p.update(model=MODEL_A_RIGHT))
     _set_record_model(b, "count_half", MODEL_B)
-    _set_log_reason(b, "count_half", "s0", None)
-    _set_log_reason(a, "count_half", "s2", LOG_REASON)
-    b2 = tmp / "runs" / "b2" / STAMP
+    _set_logged(b, "count_half", "s0", "reason", None)
+    _set_logged(a, "count_half", "s2", "reason", LOG_REASON)
+    b2 = tmp / "runs" / "b 2" / STAMP  # a run name with a space: keys split on the tab alone
     shutil.copytree(b, b2)
     return {"a": a, "b": b, "b2": b2, "c": c}
 
@@ -227,6 +228,14 @@ def test_three_runs_of_one_label_are_one_group_of_three(runs) -> None:
     assert across.table(0)["rows"] == _rows(runs, [("a", "half"), ("b", "half"), ("b2", "half")])
     assert across.table(1)["rows"] == _rows(runs, [("b", "wrong"), ("b2", "wrong")])
     assert [r["models"] for r in index["runs"]] == [[MODEL_A], [MODEL_B], [MODEL_B]]
+    assert [(m["run"], m["label"]) for m in index["groups"][1]["members"]] == [(_name(b), "count_wrong"),
+                                                                               (_name(b2), "count_wrong")]
+    page = across.sample(0, 9)  # only A has s9: the two B runs' columns are empty, each in its place
+    assert page["sample_id"] == "s9" and len(page["samples"]) == 3
+    assert page["samples"][0]["sample_id"] == "s9" and page["samples"][1:] == [None, None]
+    page = across.sample(1, 0)
+    got = [(s["config"], s["sample_id"], s["prediction"]) for s in page["samples"]]
+    assert got == [("count_wrong", "s0", False)] * 2
 
 
 # -- the index page ------------------------------------------------------------------------------------------------
@@ -266,6 +275,13 @@ def test_a_members_model_is_the_provenances_else_the_records(runs, tmp_path: Pat
     prov.unlink()  # none: the record's model
     assert across._member(key)["model"] == "a record's model (the provenance wins)"
     assert across._member(_key(runs["b"], "count_half"))["model"] == MODEL_B
+    # a run whose configs.json has no record of the config: the provenance's model, no method or task
+    a2 = tmp_path / "runs" / "a2" / STAMP
+    shutil.copytree(runs["a"], a2)
+    _edit_json(a2 / "configs.json", lambda recs: recs.remove(next(r for r in recs if r["run"] == "count_half")))
+    got = Across([a2, runs["b"]]).member(_key(a2, "count_half"))
+    assert got == {"run": _name(a2), "label": "count_half", "path": str(a2), "model": MODEL_A, "method": None,
+                   "task": None}
 
 
 # -- a group's table -----------------------------------------------------------------------------------------------
@@ -296,6 +312,19 @@ def test_one_run_failing_a_sample_another_answers(runs) -> None:
     assert rows[0]["cells"] == [{"score": 0.0, "failed": True, "status": "failed", "reason": FAILED},
                                 {"score": 0.0, "failed": False, "status": "ok", "reason": None}]
     assert rows[0]["answers_differ"]  # no answer against an answer
+
+
+def test_answers_differ_by_their_json_not_by_how_it_was_written(runs, tmp_path: Path) -> None:
+    a, b = tmp_path / "runs" / "a" / STAMP, tmp_path / "runs" / "b" / STAMP
+    shutil.copytree(runs["a"], a)
+    shutil.copytree(runs["b"], b)
+    # s1: the same answer with its keys in another order (and a non-ASCII string); s3: another answer
+    _set_logged(a, "count_half", "s1", "prediction", '{"answer": false, "why": "\u00e9tude"}')
+    _set_logged(b, "count_half", "s1", "prediction", '{"why": "étude", "answer": false}')
+    _set_logged(a, "count_half", "s3", "prediction", '{"answer": false}')
+    _set_logged(b, "count_half", "s3", "prediction", '{"answer": true}')
+    rows = Across([a, b]).table(0)["rows"]
+    assert [r["answers_differ"] for r in rows[:4]] == [False, False, False, True]
 
 
 # -- a sample's page -----------------------------------------------------------------------------------------------
