@@ -66,11 +66,13 @@ AREA_breaker           := emocaustics.models.breaker.* emocaustics.models.comeba
 AREA_ratelimit         := emocaustics.models.ratelimit.* emocaustics.models.gate.*
 AREA_resume            := emocaustics.jobs.epochs.* emocaustics.jobs.rundir.* emocaustics.core.predictions.* \
                           emocaustics.jobs.together.x_resume_line*
-AREA_compare           := emocaustics.report.compare.* emocaustics.report.across.*
+AREA_compare           := emocaustics.report.compare.*
+AREA_across            := emocaustics.report.across.*
 AREA_evallog           := emocaustics.evallog.record.* emocaustics.evallog.read.* emocaustics.view.data.*
 AREA_forecast          := emocaustics.solve.forecast.*
 AREA_stops             := emocaustics.solve.plan.x*Limits* emocaustics.solve.plan.x__failure* emocaustics.core.errors.*
-AREAS := stats emocaustics_score aer_ecpe narrative human cost breaker ratelimit resume compare evallog forecast stops
+AREAS := stats emocaustics_score aer_ecpe narrative human cost breaker ratelimit resume compare across evallog \
+         forecast stops
 AREA         ?=
 MUTANTS      ?= $(AREA_$(AREA))
 MAX_CHILDREN ?= 2
