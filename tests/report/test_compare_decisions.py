@@ -50,8 +50,9 @@ def _fp(ids, other: str = "") -> dict[str, str]:
 def runs(tmp_path_factory) -> tuple[Path, Path, Path]:
     """Runs x and y (the same `<job>/<timestamp>` tail): task t1 fingerprinted everywhere (y's s4 is other content;
     x's s5 failed, so it counts 0), a calibration config `oracle` in both, `lonely` only in x; task t2 without
-    provenance (pairs by id; the runs disagree on the cluster unit); task t3 whose configs share no sample. Run z:
-    t1's `m` with an unreadable provenance.json (so t1 pairs by id between x and z)."""
+    provenance (pairs by id; the runs disagree on the cluster unit); tasks t3 and t4 whose configs share no sample.
+    Run z: t1's `m` with an unreadable provenance.json (so t1 pairs by id between x and z). Runs p and q: one config
+    `c<task>` in each of 10 tasks (the pairs come in the order of the tasks)."""
     root = tmp_path_factory.mktemp("cmp")
     six = range(6)
     x = _write(root / "x" / "job" / "20260101-000000",
@@ -60,18 +61,24 @@ def runs(tmp_path_factory) -> tuple[Path, Path, Path]:
                + _rows("oracle", "t1", "calibration", {f"s{i}": 1.0 for i in six}, "topic")
                + _rows("lonely", "t1", "model", {f"s{i}": 0.5 for i in six}, "topic")
                + _rows("m2", "t2", "model", {"s0": 1.0, "s1": 1.0, "s2": 1.0, "s3": 1.0}, "topic")
-               + _rows("z", "t3", "model", {"s0": 1.0, "s1": 0.0}),
+               + _rows("z", "t3", "model", {"s0": 1.0, "s1": 0.0})
+               + _rows("w", "t4", "model", {"s0": 1.0}),
                {"m": _fp(six), "oracle": _fp(six), "lonely": _fp(six)})
     y = _write(root / "y" / "job" / "20260101-000000",
                _rows("m", "t1", "model", {"s0": 0.0, "s1": 0.0, "s2": 0.0, "s3": 0.0, "s4": 0.0, "s5": 0.0},
                      "topic")
                + _rows("oracle", "t1", "calibration", {f"s{i}": 1.0 for i in six}, "topic")
-               + _rows("m2", "t2", "model", {"s0": 0.0, "s1": 0.0, "s2": 0.0, "s3": None})
-               + _rows("z", "t3", "model", {"s8": 1.0, "s9": 0.0}),
+               + _rows("m2", "t2", "model", {"s0": 0.0, "s1": 0.0, "s2": 0.0, "s3": None}, "speaker")
+               + _rows("z", "t3", "model", {"s8": 1.0, "s9": 0.0})
+               + _rows("w", "t4", "model", {"s9": 1.0}),
                {"m": _fp(six, "'"), "oracle": _fp(six, "'")})
     z = _write(root / "z" / "job" / "20260101-000000",
                _rows("m", "t1", "model", {f"s{i}": 0.0 for i in six}, "topic"), {"m": "not json"})
-    return x, y, z
+    tasks = [f"t{i}" for i in (9, 1, 5, 3, 0, 7, 2, 8, 4, 6)]  # an order `unique` without maintain_order changes
+    many = [_write(root / name / "job" / "20260101-000000",
+                   [r for t in tasks for r in _rows(f"c{t}", t, "model", {"s0": 1.0, "s1": v, "s2": 0.0})], {})
+            for name, v in (("p", 1.0), ("q", 0.0))]
+    return x, y, z, *many
 
 
 @pytest.fixture(scope="module")
@@ -162,6 +169,7 @@ def test_common_mean_is_each_sides_mean_over_the_items_both_sides_scored():
     assert _common_mean(per_item, pairs, 0).to_list() == [0.75, 0.125, None]
     assert _common_mean(per_item, pairs, 1).to_list() == [0.125, 0.75, None]
     assert _common_mean(per_item, pairs, 0).dtype == pl.Float64
+    assert _common_mean(per_item, [("a", "c")], 1).dtype == pl.Float64  # no common item: an empty float, not Null
 
 
 # --- load_run, paired --------------------------------------------------------------------------------------------
@@ -176,14 +184,19 @@ def test_load_run_gives_each_sample_its_fingerprint_and_a_failure_scores_0(runs)
     assert m["score"].to_list() == [1.0, 1.0, 1.0, 0.0, 1.0, 0.0]  # s5 failed: 0, not left out
     assert m["cluster"].to_list() == ["k0", "k0", "k1", "k1", "k2", "k2"] and (m["cluster_by"] == "topic").all()
     assert got.filter(pl.col("config") == "m2")["fingerprint"].to_list() == [None] * 4
-    assert load_run(runs[2], "z").filter(pl.col("config") == "m")["fingerprint"].to_list() == [None] * 6
+    unread = load_run(runs[2], "z")  # provenance.json not JSON: no fingerprints, not an error
+    assert unread["fingerprint"].to_list() == [None] * 6 and unread["fingerprint"].dtype == pl.Utf8
 
 
-def test_load_run_without_scores_is_a_usage_error(tmp_path):
+def test_load_run_without_scores_or_with_an_old_table_is_a_usage_error(tmp_path):
     with pytest.raises(UsageError) as err:
         load_run(tmp_path, "n")
     assert str(err.value) == (f"{tmp_path}: no scores.parquet (a finished run folder holds one); compare needs each "
                               "run's per-sample scores")
+    pl.DataFrame({"run": ["a"], "dialogue": ["d"]}).write_parquet(tmp_path / "scores.parquet")
+    with pytest.raises(UsageError) as err:
+        load_run(tmp_path, "n")
+    assert str(err.value).startswith(f"{tmp_path / 'scores.parquet'}: lacks column(s) ['task', ")
 
 
 def test_paired_keys_items_by_content_only_where_every_config_of_the_task_recorded_it(runs):
@@ -197,10 +210,11 @@ def test_paired_keys_items_by_content_only_where_every_config_of_the_task_record
     assert got.configs.rows() == [
         (A, "m", "t1", "model", 6, 4 / 6), (A, "oracle", "t1", "calibration", 6, 1.0),
         (A, "lonely", "t1", "model", 6, 0.5), (A, "m2", "t2", "model", 4, 1.0), (A, "z", "t3", "model", 2, 0.5),
-        (B, "m", "t1", "model", 6, 0.0), (B, "oracle", "t1", "calibration", 6, 1.0),
-        (B, "m2", "t2", "model", 4, 0.0), (B, "z", "t3", "model", 2, 0.5)]
+        (A, "w", "t4", "model", 1, 1.0), (B, "m", "t1", "model", 6, 0.0), (B, "oracle", "t1", "calibration", 6, 1.0),
+        (B, "m2", "t2", "model", 4, 0.0), (B, "z", "t3", "model", 2, 0.5),
+        (B, "w", "t4", "model", 1, 1.0)]
     assert got.matched == [(f"{A}\tm", f"{B}\tm"), (f"{A}\toracle", f"{B}\toracle"), (f"{A}\tm2", f"{B}\tm2"),
-                           (f"{A}\tz", f"{B}\tz")]
+                           (f"{A}\tz", f"{B}\tz"), (f"{A}\tw", f"{B}\tw")]
     by_id = paired([runs[0], runs[2]], {"m": "m"})  # z's provenance unreadable: t1 pairs by id alone
     assert set(by_id.rows.filter(pl.col("task") == "t1")["item"]) == {f"s{i}" for i in range(6)}
     assert by_id.matched == [(f"x/job/20260101-000000\tm", f"z/job/20260101-000000\tm")]
@@ -208,10 +222,11 @@ def test_paired_keys_items_by_content_only_where_every_config_of_the_task_record
 
 # --- compare_runs ------------------------------------------------------------------------------------------------
 
-def test_compare_runs_pairs_samples_of_the_same_content_and_holm_leaves_calibration_out(result):
+def test_compare_runs_pairs_samples_of_the_same_content_and_holm_leaves_calibration_out(runs, result):
     pairs = result.pairs
     assert pairs.columns == list(PAIR_COLUMNS)
-    assert result.unpaired == 1  # t3's z: no sample in common
+    assert result.unpaired == 2  # t3's z and t4's w: no sample in common
+    assert result.configs.equals(paired(list(runs[:2])).configs)
     assert result.unmatched == (f"{A}: lonely",)
     got = {r["config_a"]: r for r in pairs.iter_rows(named=True)}
     assert list(got) == ["m", "oracle", "m2"]
@@ -235,11 +250,14 @@ def test_compare_runs_by_id_where_a_provenance_is_unreadable_and_nothing_tested_
     got = compare_runs([runs[0], runs[2]])
     assert got.pairs.select("config_a", "n_common", "n_only_a", "n_only_b").rows() == [("m", 6, 0, 0)]
     assert got.pairs["score_a"].to_list() == pytest.approx([4 / 6])
-    assert got.unmatched == tuple(f"x/job/20260101-000000: {c}" for c in ("oracle", "lonely", "m2", "z"))
+    assert got.unmatched == tuple(f"x/job/20260101-000000: {c}" for c in ("oracle", "lonely", "m2", "z", "w"))
     none = compare_runs(list(runs[:2]), {"z": "z"})
     assert none.pairs.height == 0 and none.pairs.columns == list(PAIR_COLUMNS) and none.unpaired == 1
     assert all(d == pl.Utf8 for d in none.pairs.dtypes)
-    assert len(none.unmatched) == 7 and none.configs.height == 9
+    assert len(none.unmatched) == 9 and none.configs.height == 11
+    ordered = compare_runs(list(runs[3:]))
+    assert ordered.pairs["task"].to_list() == [f"t{i}" for i in (9, 1, 5, 3, 0, 7, 2, 8, 4, 6)]
+    assert (ordered.pairs["n_common"] == 3).all() and ordered.pairs["diff"].to_list() == pytest.approx([1 / 3] * 10)
 
 
 # --- describe ----------------------------------------------------------------------------------------------------
@@ -253,7 +271,7 @@ METHOD = ("\nPaired approximate randomisation on the samples both configs scored
 def _pair(config: str, family: str, significant: bool, p: float, holm: float | None) -> dict:
     return {"task": "t", "run_a": "ra", "config_a": config, "run_b": "rb", "config_b": config + "2", "n_common": 10,
             "clusters": 5, "cluster_by": "topic", "n_only_a": 1, "n_only_b": 0, "score_a": 0.5, "score_b": 0.25,
-            "diff": 0.25, "diff_low": 0.123449, "diff_high": 0.37, "p_randomisation": p, "p_bootstrap": p,
+            "diff": 0.25, "diff_low": 0.123449, "diff_high": 0.876549, "p_randomisation": p, "p_bootstrap": p,
             "p_wilcoxon": p, "family": family, "p_holm": holm, "significant": significant}
 
 
@@ -268,13 +286,13 @@ def test_describe_prints_each_pair_its_verdict_the_family_and_alpha():
                     alpha=0.01)
     assert text == (
         HEADER
-        + "| t | ra | a | rb | a2 | 10 | 5 (topic) | 0.5000 | 0.2500 | 0.2500 | [0.1234, 0.37] | 0.0100 | 0.0200 "
+        + "| t | ra | a | rb | a2 | 10 | 5 (topic) | 0.5000 | 0.2500 | 0.2500 | [0.1234, 0.8765] | 0.0100 | 0.0200 "
           "| significant |\n"
-        + "| t | ra | b | rb | b2 | 10 | 5 (topic) | 0.5000 | 0.2500 | 0.2500 | [0.1234, 0.37] | 0.2000 | 0.2000 "
+        + "| t | ra | b | rb | b2 | 10 | 5 (topic) | 0.5000 | 0.2500 | 0.2500 | [0.1234, 0.8765] | 0.2000 | 0.2000 "
           "| NOT significant |\n"
-        + "| t | ra | c | rb | c2 | 10 | 5 (topic) | 0.5000 | 0.2500 | 0.2500 | [0.1234, 0.37] | 0.0010 |  "
+        + "| t | ra | c | rb | c2 | 10 | 5 (topic) | 0.5000 | 0.2500 | 0.2500 | [0.1234, 0.8765] | 0.0010 |  "
           "| calibration: p < 0.05 unadjusted |\n"
-        + "| t | ra | d | rb | d2 | 10 | 5 (topic) | 0.5000 | 0.2500 | 0.2500 | [0.1234, 0.37] | 0.5000 |  "
+        + "| t | ra | d | rb | d2 | 10 | 5 (topic) | 0.5000 | 0.2500 | 0.2500 | [0.1234, 0.8765] | 0.5000 |  "
           "| calibration: p >= 0.05 unadjusted |\n"
         + METHOD + "2 pairs of matched configs compared (all tasks): 1 significant at 0.01. 2 pairs with a calibration "
           "row (oracle, baseline) are outside the family: their p is unadjusted. 2 matched pairs share no sample: "
@@ -301,5 +319,5 @@ def test_describe_of_a_real_comparison(result):
     text = describe(result)
     assert text.count(f"| {A} |") == 3 and "| t2 | " in text and "3 (sample)" in text and "3 (topic)" in text
     assert (" 1 pairs with a calibration row (oracle, baseline) are outside the family: their p is unadjusted. "
-            "1 matched pairs share no sample: not compared.\n") in text
+            "2 matched pairs share no sample: not compared.\n") in text
     assert text.endswith(f"(pair them with --pair A B): {A}: lonely.\n")
