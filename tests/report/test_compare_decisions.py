@@ -8,6 +8,7 @@ built once for the module."""
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import polars as pl
@@ -88,13 +89,24 @@ def result(runs) -> Comparison:
 
 # --- run_names ---------------------------------------------------------------------------------------------------
 
+def _names(paths: list[Path]) -> list[str]:
+    """`run_names` in a thread that must end within seconds: a naming loop that never grows its depth fails here
+    rather than hanging the suite."""
+    got: list = []
+    worker = threading.Thread(target=lambda: got.append(run_names(paths)), daemon=True)
+    worker.start()
+    worker.join(5)
+    assert got, f"run_names({paths}) did not return"
+    return got[0]
+
+
 def test_run_names_are_the_shortest_tails_of_at_least_two_parts_that_differ():
-    assert run_names([Path("/r/a/job/t1"), Path("/r/a/job/t2")]) == ["job/t1", "job/t2"]
-    assert run_names([Path("/r/x/job/t1"), Path("/r/y/job/t1")]) == ["x/job/t1", "y/job/t1"]
-    assert run_names([Path("/r/p/x/job/t"), Path("/r/q/x/job/t"), Path("/r/q/y/job/t")]) == [
+    assert _names([Path("/r/a/job/t1"), Path("/r/a/job/t2")]) == ["job/t1", "job/t2"]
+    assert _names([Path("/r/x/job/t1"), Path("/r/y/job/t1")]) == ["x/job/t1", "y/job/t1"]
+    assert _names([Path("/r/p/x/job/t"), Path("/r/q/x/job/t"), Path("/r/q/y/job/t")]) == [
         "p/x/job/t", "q/x/job/t", "q/y/job/t"]
-    assert run_names([Path("/job/t"), Path("/x/job/t")]) == ["//job/t", "x/job/t"]
-    assert run_names([Path("/r/a/b")]) == ["a/b"]
+    assert _names([Path("/job/t"), Path("/x/job/t")]) == ["//job/t", "x/job/t"]
+    assert _names([Path("/r/a/b")]) == ["a/b"]
 
 
 def test_a_run_folder_given_twice_is_a_usage_error_naming_it():
