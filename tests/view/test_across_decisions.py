@@ -21,7 +21,9 @@ eval log words it otherwise) so that which source wins is visible.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -82,6 +84,31 @@ def _set_logged(run: Path, label: str, sid: str, column: str, text: str | None) 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     tmp = tmp_path_factory.mktemp("across")
+    if "__mutmut_" not in os.environ.get("MUTANT_UNDER_TEST", ""):
+        return _build(tmp)
+    # Under mutmut (`make mutation`: a fresh process per mutant) the runs are built once, with no mutant on (the
+    # trampolines read MUTANT_UNDER_TEST on every call; "" is the original code), kept beside mutmut's own state in
+    # mutants/, and copied for each mutant: what is tested is reading them (report/across.py), not writing them.
+    sources = hashlib.sha256(b"".join(p.read_bytes() for p in sorted(Path("emocaustics").rglob("*.py"))))
+    kept = Path(f"across-decisions-runs-{sources.hexdigest()[:12]}").resolve()  # rebuilt when the package changes
+    if not kept.is_dir():
+        mutant, os.environ["MUTANT_UNDER_TEST"] = os.environ["MUTANT_UNDER_TEST"], ""
+        try:
+            built = _build(tmp_path_factory.mktemp("build"))
+        finally:
+            os.environ["MUTANT_UNDER_TEST"] = mutant
+        staged = kept.with_name(f"{kept.name}.{os.getpid()}")
+        shutil.copytree(built["a"].parents[1], staged)  # the runs/ folder
+        try:
+            staged.rename(kept)  # atomic: a sibling process that built them too keeps its own copy
+        except OSError:
+            shutil.rmtree(staged, ignore_errors=True)
+    shutil.copytree(kept, tmp / "runs")
+    return {name: tmp / "runs" / folder / STAMP for name, folder in (("a", "a"), ("b", "b"), ("b2", "b 2"),
+                                                                     ("c", "c"))}
+
+
+def _build(tmp: Path) -> dict[str, Path]:
     mp = pytest.MonkeyPatch()
     mp.setenv("EMOCAUSTICS_CACHE", str(tmp / "cache"))
     mp.setenv("EMOCAUSTICS_RESPONSE_CACHE", str(tmp / "responses"))
