@@ -102,3 +102,18 @@ def _session_response_cache(tmp_path_factory):
 def _own_response_cache(_session_response_cache, tmp_path_factory, monkeypatch):
     monkeypatch.setenv("EMOCAUSTICS_RESPONSE_CACHE", str(tmp_path_factory.mktemp("responses")))
 # ==== END cache ====
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under mutmut (a worker testing one mutant: `make mutation`), the covering tests run fastest first, by the
+    durations mutmut recorded in its coverage pass (mutants/mutmut-stats.json). mutmut runs them with -x, and its fork
+    server hands them over in no order (mutmut 3.8's plain fork runner sorts them; the fork server, which this project
+    uses, does not): a mutant a fast unit test kills then costs that test, not first the real-time end-to-end tests that
+    also cover its function. Outside mutmut nothing changes."""
+    import json
+    import os
+
+    if "__mutmut_" not in os.environ.get("MUTANT_UNDER_TEST", "") or not _Path("mutmut-stats.json").is_file():
+        return
+    seconds = json.loads(_Path("mutmut-stats.json").read_text(encoding="utf-8")).get("duration_by_test", {})
+    items.sort(key=lambda item: seconds.get(item.nodeid, float("inf")))
