@@ -117,3 +117,30 @@ def pytest_collection_modifyitems(config, items):
         return
     seconds = json.loads(_Path("mutmut-stats.json").read_text(encoding="utf-8")).get("duration_by_test", {})
     items.sort(key=lambda item: seconds.get(item.nodeid, float("inf")))
+
+
+ALARM_S = 60  # under mutmut: the wall time a test may take (the slowest test of the selection takes about 7 s)
+
+
+@_models_pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    """Under mutmut, a test a mutant makes hang fails after 60 s of wall time (a hang is a kill, as mutmut means a
+    timeout to be). mutmut limits a mutant by CPU time only, and a test asleep in an event loop that a mutant left
+    waiting forever (a gate that never grants) uses none: the area's run never ended. Outside mutmut nothing changes."""
+    import os
+    import signal
+
+    if "__mutmut_" not in os.environ.get("MUTANT_UNDER_TEST", ""):
+        yield
+        return
+
+    def hung(signum, frame):
+        raise TimeoutError(f"{item.nodeid}: no end after {ALARM_S} s under {os.environ['MUTANT_UNDER_TEST']}")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(ALARM_S)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
