@@ -297,3 +297,31 @@ def test_the_forecast_holds_against_a_real_run_for_every_task_and_mode(engine_ru
         if a_generated > (1 + TOLERANCE) * generated:
             off.append(f"{label}: generated tokens: at most {generated:,} forecast, {a_generated:,} generated")
     assert not off, "\n".join(off)
+
+
+def test_a_resume_forecasts_each_epochs_samples_left_and_nothing_for_an_epoch_with_none(monkeypatch):
+    """jobs/preflight._forecast: a resume's per-epoch samples are forecast, an epoch with none left adds 0 without a
+    forecast of no samples, and epochs with the same samples are forecast once."""
+    from types import SimpleNamespace
+
+    from emocaustics.jobs import preflight
+    from emocaustics.solve import forecast as forecast_module
+
+    asked = []
+
+    def forecast(task, samples, options, counter, prior):
+        asked.append([s.id for s in samples])
+        n = len(samples)
+        return SimpleNamespace(llm_calls=n, prompt_tokens=10 * n, generated_tokens=3 * n, live_calls=n,
+                               live_prompt_tokens=10 * n)
+
+    monkeypatch.setattr(forecast_module, "forecast", forecast)
+    monkeypatch.setattr(forecast_module, "counter_for", lambda llm: "counter")
+    a, b = SimpleNamespace(id="a"), SimpleNamespace(id="b")
+    cfg = SimpleNamespace(model="m", llm=None, task=None, options=None, prior=None, epochs=3)
+    got = SimpleNamespace(samples=[a, b])
+    assert preflight._forecast(cfg, got, {}) == [6, 60, 18, 6, 60] and asked == [["a", "b"]]
+    asked.clear()
+    assert preflight._forecast(cfg, got, {}, [[a], [], [a]]) == [2, 20, 6, 2, 20] and asked == [["a"]]
+    asked.clear()
+    assert preflight._forecast(cfg, got, {}, [[], [], []]) == [0] * 5 and asked == []
