@@ -187,7 +187,7 @@ def test_driver_killed_mid_run_then_resume_gives_identical_tables_and_no_repeate
     reference, rc_ref, _ = _undisturbed(task, tmp_path, n, capsys)
     work = tmp_path / "killed"
     run_dir = work / "run"
-    with FakeOpenAIServer(Faults(latency=0.15), expected_key=SECRET) as server:
+    with FakeOpenAIServer(Faults(latency=0.5), expected_key=SECRET) as server:
         job = _job(task, work, server.base_url, n, cache=work / "cache", concurrency=concurrency)
         env = {"OPENAI_API_KEY": SECRET}
         child = start_cli(["run", str(job), "--out", str(run_dir)], logs=work / "logs", env=env)
