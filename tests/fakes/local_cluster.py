@@ -26,10 +26,19 @@ BIN = Path(sys.executable).parent
 RAY = str(BIN / "ray")
 
 
+_ISSUED: set[int] = set()
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free port never handed out before in this process: the kernel gives a port it just released to the next
+    bind, so two calls in a row can return the same one, and `ray start` refuses a port given to two components."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _ISSUED:
+            _ISSUED.add(port)
+            return port
 
 
 def client_env() -> dict[str, str]:
