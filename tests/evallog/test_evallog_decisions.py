@@ -381,3 +381,264 @@ def test_replica_id_is_the_actor_id_only_inside_an_initialised_ray(monkeypatch: 
     assert replica_id() is None
     _fake_ray(monkeypatch, True, RuntimeError("no context"))
     assert replica_id() is None
+
+
+# -- reading a run folder --------------------------------------------------------------------------------------------
+from emocaustics.core.errors import UsageError  # noqa: E402
+from emocaustics.evallog.read import NOT_SOLVED, RunLog  # noqa: E402
+from emocaustics.evallog.tables import ATTEMPT_SCHEMA, CALL_SCHEMA, SAMPLE_SCHEMA  # noqa: E402
+
+TEXTS_0 = {"h_sys": "You are terse. ", "h_q1": "Question one?", "h_in": '{"q": 1}', "h_gold": '["A"]',
+           "h_schema": '{"type": "object"}'}  # 15, 13, 8, 5, 18 characters
+TEXTS_1 = {"h_q2": "Question two?"}  # 13
+STAGED_TEXTS = {"h_q3": "Question three?"}  # 15
+
+
+def _msgs(*pairs: tuple[str, list[str]]) -> list[dict]:
+    return [{"role": r, "text": t} for r, t in pairs]
+
+
+def _call(sample: str, attempt: str, seq: int, **kw) -> dict:
+    row = {k: None for k in CALL_SCHEMA}
+    row.update(sample_id=sample, attempt=attempt, seq=seq, sampling='{"max_tokens": 8}', cached=False,
+               repaired=False, prompt_tokens=0, generated_tokens=0, start=0.0, latency=0.0)
+    row.update(kw)
+    return row
+
+
+def _attempt(sample: str, attempt: str, finished: float, ok: bool, **kw) -> dict:
+    row = {k: None for k in ATTEMPT_SCHEMA}
+    row.update(sample_id=sample, attempt=attempt, finished=finished, ok=ok, calls=0, stats="{}", prompts=True)
+    row.update(kw)
+    return row
+
+
+def _parquet(path: Path, rows: list[dict], schema: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pl.DataFrame(rows, schema=schema).write_parquet(path)
+
+
+def _line(**kw) -> str:
+    return json.dumps(kw)
+
+
+@pytest.fixture
+def run(tmp_path: Path) -> Path:
+    """cfgA: finished (samples table), s1 compacted with two calls, s2 failed once compacted and again staged, s3
+    staged only (prompts off) and a cut line; cfgB: unfinished, three planned samples, two tried; cfgY: staged only;
+    cfgZ: attempts only; scores and items for both configs in the run's shared tables."""
+    root = tmp_path / "evallog"
+    for sub in ("staging", "calls", "attempts", "samples", "texts"):
+        (root / sub).mkdir(parents=True)
+    _parquet(root / "texts" / "part-00000.parquet", [{"hash": h, "text": t} for h, t in TEXTS_0.items()],
+             {"hash": pl.Utf8, "text": pl.Utf8})
+    _parquet(root / "texts" / "part-00001.parquet", [{"hash": h, "text": t} for h, t in TEXTS_1.items()],
+             {"hash": pl.Utf8, "text": pl.Utf8})
+    _parquet(root / "calls" / "cfgA.parquet", [
+        _call("s1", "att-1", 1, step="answer", retry=1, start=0.5, latency=0.25, schema=["h_schema"],
+              messages=_msgs(("system", ["h_sys"]), ("user", ["h_q1", "h_gone"])), text='{"a":1}',
+              parsed='{"a": 1}', prompt_tokens=10, generated_tokens=3, repaired=True),
+        _call("s1", "att-1", 0, step="answer", retry=0, start=0.0, latency=0.5,
+              messages=_msgs(("system", ["h_sys"]), ("user", ["h_q1"])), text="oops", error="invalid JSON",
+              parse_error="bad", prompt_tokens=9, generated_tokens=2, cached=True),
+        _call("s2", "att-1", 0, messages=_msgs(("system", ["h_sys"]), ("user", ["h_q2"])), prompt_tokens=9),
+    ], CALL_SCHEMA)
+    _parquet(root / "attempts" / "cfgA.parquet", [
+        _attempt("s1", "att-1", 10.0, True, replica="r1", calls=2, stats='{"calls": 2}'),
+        _attempt("s2", "att-1", 5.0, False, step="answer", reason="timeout", calls=1),
+    ], ATTEMPT_SCHEMA)
+    _parquet(root / "samples" / "cfgA.parquet", [
+        {"sample_id": "s1", "input": "h_in", "target": "h_gold", "prediction": '{"answer": ["A"]}', "status": "ok",
+         "reason": None},
+        {"sample_id": "s2", "input": None, "target": None, "prediction": None, "status": "failed",
+         "reason": "bad answer"},
+    ], SAMPLE_SCHEMA)
+    staged_call = {"seq": 0, "start": 0.0, "latency": 1.5, "sampling": {"max_tokens": 8}, "prompt_tokens": 4,
+                   "generated_tokens": 1, "cached": False, "repaired": False, "error": None, "step": "answer",
+                   "attempt": 0, "parse_error": "no JSON", "messages": [["system", ["h_sys"]], ["user", ["h_q3"]]],
+                   "schema": None, "text": "x", "parsed": None}
+    (root / "staging" / "cfgA.jsonl").write_text("\n".join([
+        _line(sample_id="s2", attempt="att-2", finished=20.0, ok=False, step="answer", reason="bad answer",
+              replica="r2", calls=[staged_call], stats='{"calls": 1}', prompts=True, texts=STAGED_TEXTS),
+        "{not json",
+        _line(sample_id="s3", attempt="att-2", finished=15.0, ok=True, step=None, reason=None, replica=None,
+              calls=[], stats="{}", prompts=False, texts={}),
+    ]) + "\n", encoding="utf-8")
+    (root / "staging" / "cfgY.jsonl").write_text(_line(
+        sample_id="y1", attempt="att-2", finished=1.0, ok=True, step=None, reason=None, replica=None,
+        calls=[{"seq": 0, "prompt_tokens": 3, "sampling": None, "messages": None}], stats="{}", prompts=False,
+        texts={}) + "\n", encoding="utf-8")
+    _parquet(root / "attempts" / "cfgB.parquet", [
+        _attempt("1", "att-1", 1.0, True), _attempt("2", "att-1", 2.0, False, reason="boom"),
+    ], ATTEMPT_SCHEMA)
+    _parquet(root / "attempts" / "cfgZ.parquet", [_attempt("z", "att-1", 1.0, True)], ATTEMPT_SCHEMA)
+    (tmp_path / "configs.json").write_text(json.dumps([{"run": "cfgB", "task": "tB"}, {"run": "cfgA", "task": "tA"},
+                                                       {"run": "cfgC", "task": "tC"}]), encoding="utf-8")
+    prov = tmp_path / "predictions" / "cfgB"
+    prov.mkdir(parents=True)
+    (prov / "provenance.json").write_text(json.dumps({"task": "tB", "samples": {"1": "f", "2": "f", "3": "f"}}))
+    pl.DataFrame({"run": ["cfgA", "cfgA", "cfgB"], "sample_id": ["s1", "s2", "1"], "score": [1.0, 0.0, 0.5],
+                  "c_acc": [1.0, 0.0, None], "c_b": [None, None, 2.0], "cache_hits": [0, 1, 2],
+                  "prompt_tokens": [19, 9, 5]}).write_parquet(tmp_path / "scores.parquet")
+    pl.DataFrame({"run": ["cfgA", "cfgA", "cfgA", "cfgB"], "sample_id": ["s1", "s1", "s2", None],
+                  "dialogue": [None, None, None, 1], "item": ["e1", "e2", "e3", "d1"]}).write_parquet(
+        tmp_path / "items.parquet")
+    return tmp_path
+
+
+def test_a_folder_without_an_eval_log_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="no evallog/ folder"):
+        RunLog(tmp_path)
+
+
+def test_texts_come_from_every_part_and_the_staged_lines(run: Path) -> None:
+    log = RunLog(run)
+    assert log.texts == {**TEXTS_0, **TEXTS_1, **STAGED_TEXTS}
+    assert log.text(None) is None and log.text([]) == ""
+    assert log.text(["h_sys", "h_q1", "h_nope"]) == "You are terse. Question one?[missing text h_nope]"
+
+
+def test_a_cut_staged_line_is_named_once_and_the_others_are_read(run: Path) -> None:
+    log = RunLog(run)
+    log.all_attempts("cfgA")
+    log.all_attempts("cfgA")
+    assert [(p.name, n) for p, n, _ in log.bad_lines] == [("cfgA.jsonl", 2)]
+    assert log.bad_lines[0][2] == "Expecting property name enclosed in double quotes"
+    assert [r["_label"] for r in log._staged_lines()] == ["cfgA", "cfgA", "cfgY"]
+
+
+def test_labels_follow_the_configs_then_the_rest_sorted(run: Path) -> None:
+    log = RunLog(run)
+    assert log.labels() == ["cfgB", "cfgA", "cfgY", "cfgZ"]
+    assert log.records["cfgA"] == {"run": "cfgA", "task": "tA"}
+
+
+def test_records_of_a_run_still_going_come_from_the_provenance(tmp_path: Path) -> None:
+    (tmp_path / "evallog").mkdir()
+    for name, opts in (("b", {"method": "zs"}), ("a", None)):
+        (tmp_path / "predictions" / name).mkdir(parents=True)
+        (tmp_path / "predictions" / name / "provenance.json").write_text(json.dumps(
+            {"task": "t" + name, "model": "m", "options": opts, "samples": {}}))
+    log = RunLog(tmp_path)
+    assert log.records == {"a": {"run": "a", "task": "ta", "model": "m", "method": None},
+                           "b": {"run": "b", "task": "tb", "model": "m", "method": "zs"}}
+    assert list(log.records) == ["a", "b"]
+    assert log.scores is None and log.items is None and log.labels() == []
+    assert log.table("a").height == 0 and log.size_report()["dedup_share"] is None
+
+
+def test_attempts_merge_compacted_and_staged_and_keep_each_samples_latest(run: Path) -> None:
+    log = RunLog(run)
+    every = log.all_attempts("cfgA")
+    assert every.select("sample_id", "attempt", "finished", "ok", "calls", "replica").rows() == [
+        ("s2", "att-1", 5.0, False, 1, None), ("s1", "att-1", 10.0, True, 2, "r1"),
+        ("s3", "att-2", 15.0, True, 0, None), ("s2", "att-2", 20.0, False, 1, "r2")]
+    assert every.columns == list(ATTEMPT_SCHEMA)
+    latest = log.attempts("cfgA")
+    assert latest.select("sample_id", "attempt").rows() == [("s1", "att-1"), ("s3", "att-2"), ("s2", "att-2")]
+    assert log.all_attempts("nothing").height == 0 and log.all_attempts("nothing").columns == list(ATTEMPT_SCHEMA)
+
+
+def test_calls_hold_the_compacted_and_the_staged_ones(run: Path) -> None:
+    log = RunLog(run)
+    calls = log.calls("cfgA")
+    assert calls is log.calls("cfgA") and calls.columns == list(CALL_SCHEMA)
+    assert calls.select("sample_id", "attempt", "seq", "retry").rows() == [
+        ("s1", "att-1", 1, 1), ("s1", "att-1", 0, 0), ("s2", "att-1", 0, None), ("s2", "att-2", 0, 0)]
+    staged = calls.row(3, named=True)
+    assert staged["messages"] == [{"role": "system", "text": ["h_sys"]}, {"role": "user", "text": ["h_q3"]}]
+    assert (staged["sampling"], staged["parse_error"], staged["latency"], staged["step"]) == (
+        '{"max_tokens": 8}', "no JSON", 1.5, "answer")
+    y = log.calls("cfgY").row(0, named=True)
+    assert y["messages"] is None and y["sampling"] == "null" and y["prompt_tokens"] == 3 and y["retry"] is None
+    assert log.calls("nothing").height == 0
+
+
+def test_the_table_has_a_status_and_reason_per_sample_with_its_scores(run: Path) -> None:
+    table = RunLog(run).table("cfgA").sort("sample_id")
+    assert table.columns == ["sample_id", "status", "reason", "calls", "replica", "score", "c_acc", "cache_hits",
+                             "prompt_tokens"]
+    assert table.rows() == [("s1", "ok", None, 2, "r1", 1.0, 1.0, 0, 19),
+                            ("s2", "failed", "bad answer", 1, "r2", 0.0, 0.0, 1, 9),
+                            ("s3", "ok", None, 0, None, None, None, None, None)]
+
+
+def test_an_unfinished_config_counts_its_planned_samples_never_solved_as_missing(run: Path) -> None:
+    log = RunLog(run)
+    table = log.table("cfgB").sort("sample_id")
+    assert table.select("sample_id", "status", "reason", "calls", "score", "c_b").rows() == [
+        ("1", "ok", None, 0, 0.5, 2.0), ("2", "failed", "boom", 0, None, None), ("3", "missing", NOT_SOLVED, None,
+                                                                                  None, None)]
+    assert "c_acc" not in table.columns
+    epoch = log.table("cfgB.epoch-2").sort("sample_id")  # an epoch's log plans its config's samples
+    assert epoch.select("sample_id", "status", "reason").rows() == [(i, "missing", NOT_SOLVED) for i in "123"]
+    assert log.table("cfgBepoch-2").height == 0 and log.table("cfgB.epoch-x").height == 0
+
+
+def test_a_planned_id_is_read_as_text(run: Path) -> None:
+    prov = run / "predictions" / "cfgN"
+    prov.mkdir(parents=True)
+    (prov / "provenance.json").write_text(json.dumps({"samples": {"7": "f"}}))
+    assert RunLog(run)._planned("cfgN") == ["7"] and RunLog(run)._planned("cfgN.epoch-12") == ["7"]
+
+
+def test_a_sample_shows_its_input_gold_prediction_calls_items_and_scores(run: Path) -> None:
+    s = RunLog(run).sample("cfgA", "s1")
+    calls = s.pop("calls")
+    assert s == {"config": "cfgA", "sample_id": "s1", "task": "tA", "input": {"q": 1}, "target": ["A"],
+                 "prediction": {"answer": ["A"]}, "status": "ok", "reason": None, "replica": "r1",
+                 "stats": {"calls": 2}, "attempts": 1,
+                 "items": [{"sample_id": "s1", "item": "e1"}, {"sample_id": "s1", "item": "e2"}],
+                 "scores": {"score": 1.0, "c_acc": 1.0}, "prompts": True}
+    assert calls == [
+        {"seq": 0, "step": "answer", "retry": 0, "start": 0.0, "latency": 0.5, "text": "oops", "error": "invalid JSON",
+         "parse_error": "bad", "prompt_tokens": 9, "generated_tokens": 2, "cached": True, "repaired": False,
+         "messages": [{"role": "system", "content": "You are terse. "}, {"role": "user", "content": "Question one?"}],
+         "schema": None, "sampling": {"max_tokens": 8}, "parsed": None},
+        {"seq": 1, "step": "answer", "retry": 1, "start": 0.5, "latency": 0.25, "text": '{"a":1}', "error": None,
+         "parse_error": None, "prompt_tokens": 10, "generated_tokens": 3, "cached": False, "repaired": True,
+         "messages": [{"role": "system", "content": "You are terse. "},
+                      {"role": "user", "content": "Question one?[missing text h_gone]"}],
+         "schema": {"type": "object"}, "sampling": {"max_tokens": 8}, "parsed": {"a": 1}}]
+
+
+def test_a_sample_solved_twice_shows_its_latest_attempt(run: Path) -> None:
+    s = RunLog(run).sample("cfgA", "s2")
+    assert (s["status"], s["reason"], s["replica"], s["attempts"], s["stats"]) == ("failed", "bad answer", "r2", 2,
+                                                                                   {"calls": 1})
+    assert s["input"] is None and s["target"] is None and s["prediction"] is None
+    assert [(c["retry"], c["parse_error"], c["messages"][1]["content"]) for c in s["calls"]] == [
+        (0, "no JSON", "Question three?")]
+    assert s["items"] == [{"sample_id": "s2", "item": "e3"}] and s["scores"] == {"score": 0.0, "c_acc": 0.0}
+
+
+def test_a_sample_with_only_a_staged_attempt_and_prompts_off(run: Path) -> None:
+    s = RunLog(run).sample("cfgA", "s3")
+    assert (s["status"], s["reason"], s["replica"], s["attempts"], s["calls"], s["prompts"]) == (
+        "ok", None, None, 1, [], False)
+    assert s["items"] == [] and s["scores"] == {} and s["stats"] == {}
+
+
+def test_a_sample_never_solved_is_missing_and_a_failed_one_says_why(run: Path) -> None:
+    log = RunLog(run)
+    s = log.sample("cfgB", "3")
+    assert (s["status"], s["reason"], s["replica"], s["stats"], s["attempts"], s["calls"], s["prompts"]) == (
+        "missing", NOT_SOLVED, None, None, 0, [], True)
+    assert s["task"] == "tB" and s["scores"] == {}
+    failed = log.sample("cfgB", "2")
+    assert (failed["status"], failed["reason"], failed["attempts"]) == ("failed", "boom", 1)
+    one = log.sample("cfgB", "1")  # this task's items have no sample_id column: their first column is the key
+    assert (one["status"], one["reason"]) == ("ok", None)
+    assert one["items"] == [{"dialogue": 1, "item": "d1"}] and one["scores"] == {"score": 0.5, "c_b": 2.0}
+    assert log.sample("cfgZ", "z")["task"] is None
+
+
+def test_the_size_report_counts_prompt_text_sent_against_text_stored(run: Path) -> None:
+    import os
+
+    log = RunLog(run)
+    disk = sum(os.path.getsize(Path(d) / n) for d, _, names in os.walk(run / "evallog") for n in names)
+    # sent: cfgA's calls 15+13(+0 for a missing chunk), 15+13, 15+13, and the staged 15+15; cfgY's has no messages
+    # stored: 15+13+8+5+18 + 13 + 15
+    assert log.size_report() == {"bytes_on_disk": disk, "prompt_chars_sent": 114, "text_chars_stored": 87,
+                                 "dedup_share": 0.2368}
