@@ -68,6 +68,8 @@ def test_text_hash_is_16_hex_digits_of_blake2b() -> None:
 def test_short_texts_and_one_line_texts_are_one_chunk() -> None:
     short = "a\n" + "x" * 198  # 200 characters with a newline
     assert len(short) == 200 and chunks(short) == [short]
+    blank = "p\n\n" + "q" * 197  # 200 characters: its blank line does not cut it
+    assert chunks(blank) == [blank] and chunks(blank + "q") == ["p\n\n", "q" * 198]
     one_line = "y" * 500
     assert chunks(one_line) == [one_line]
     ch = Chunker()
@@ -422,11 +424,12 @@ def _line(**kw) -> str:
     return json.dumps(kw)
 
 
-@pytest.fixture
-def run(tmp_path: Path) -> Path:
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """cfgA: finished (samples table), s1 compacted with two calls, s2 failed once compacted and again staged, s3
     staged only (prompts off) and a cut line; cfgB: unfinished, three planned samples, two tried; cfgY: staged only;
-    cfgZ: attempts only; scores and items for both configs in the run's shared tables."""
+    cfgZ: attempts only; scores and items for both configs in the run's shared tables. Read only (made once)."""
+    tmp_path = tmp_path_factory.mktemp("run")
     root = tmp_path / "evallog"
     for sub in ("staging", "calls", "attempts", "samples", "texts"):
         (root / sub).mkdir(parents=True)
@@ -479,7 +482,8 @@ def run(tmp_path: Path) -> Path:
     (prov / "provenance.json").write_text(json.dumps({"task": "tB", "samples": {"1": "f", "2": "f", "3": "f"}}))
     pl.DataFrame({"run": ["cfgA", "cfgA", "cfgB"], "sample_id": ["s1", "s2", "1"], "score": [1.0, 0.0, 0.5],
                   "c_acc": [1.0, 0.0, None], "c_b": [None, None, 2.0], "cache_hits": [0, 1, 2],
-                  "prompt_tokens": [19, 9, 5]}).write_parquet(tmp_path / "scores.parquet")
+                  "prompt_tokens": [19, 9, 5], "generated_tokens": [5, 1, 0], "seconds": [0.75, 0.5, 0.0],
+                  "other": ["o", "o", "o"]}).write_parquet(tmp_path / "scores.parquet")
     pl.DataFrame({"run": ["cfgA", "cfgA", "cfgA", "cfgB"], "sample_id": ["s1", "s1", "s2", None],
                   "dialogue": [None, None, None, 1], "item": ["e1", "e2", "e3", "d1"]}).write_parquet(
         tmp_path / "items.parquet")
@@ -557,10 +561,10 @@ def test_calls_hold_the_compacted_and_the_staged_ones(run: Path) -> None:
 def test_the_table_has_a_status_and_reason_per_sample_with_its_scores(run: Path) -> None:
     table = RunLog(run).table("cfgA").sort("sample_id")
     assert table.columns == ["sample_id", "status", "reason", "calls", "replica", "score", "c_acc", "cache_hits",
-                             "prompt_tokens"]
-    assert table.rows() == [("s1", "ok", None, 2, "r1", 1.0, 1.0, 0, 19),
-                            ("s2", "failed", "bad answer", 1, "r2", 0.0, 0.0, 1, 9),
-                            ("s3", "ok", None, 0, None, None, None, None, None)]
+                             "prompt_tokens", "generated_tokens", "seconds"]
+    assert table.rows() == [("s1", "ok", None, 2, "r1", 1.0, 1.0, 0, 19, 5, 0.75),
+                            ("s2", "failed", "bad answer", 1, "r2", 0.0, 0.0, 1, 9, 1, 0.5),
+                            ("s3", "ok", None, 0, None, None, None, None, None, None, None)]
 
 
 def test_an_unfinished_config_counts_its_planned_samples_never_solved_as_missing(run: Path) -> None:
@@ -575,11 +579,13 @@ def test_an_unfinished_config_counts_its_planned_samples_never_solved_as_missing
     assert log.table("cfgBepoch-2").height == 0 and log.table("cfgB.epoch-x").height == 0
 
 
-def test_a_planned_id_is_read_as_text(run: Path) -> None:
-    prov = run / "predictions" / "cfgN"
+def test_a_planned_id_is_read_as_text(tmp_path: Path) -> None:
+    (tmp_path / "evallog").mkdir()
+    prov = tmp_path / "predictions" / "cfgN"
     prov.mkdir(parents=True)
     (prov / "provenance.json").write_text(json.dumps({"samples": {"7": "f"}}))
-    assert RunLog(run)._planned("cfgN") == ["7"] and RunLog(run)._planned("cfgN.epoch-12") == ["7"]
+    log = RunLog(tmp_path)
+    assert log._planned("cfgN") == ["7"] and log._planned("cfgN.epoch-12") == ["7"] and log._planned("x") == []
 
 
 def test_a_sample_shows_its_input_gold_prediction_calls_items_and_scores(run: Path) -> None:
