@@ -47,8 +47,10 @@ ORC = pl.DataFrame({"sample_id": ["s3"], "status": ["ok"], "reason": [None], "ca
                    schema_overrides={"replica": pl.String})
 ORC_SAMPLES = pl.DataFrame({"sample_id": ["s3"], "input": ["h-long"], "target": ["h-nohash"],
                             "prediction": ["y" * 4001], "status": ["ok"], "reason": [None]}, schema=SAMPLE_SCHEMA)
-# config `staged`: only staged lines so far, no record in configs.json; its one sample failed
+# config `staged`: only staged lines so far, no record in configs.json; its one sample failed, and has no gold
 STAGED = pl.DataFrame({"sample_id": ["a"], "status": ["failed"], "reason": ["boom"]})
+STAGED_SAMPLES = pl.DataFrame({"sample_id": ["a"], "input": ["h-in10"], "target": [None], "prediction": ["p"],
+                               "status": ["failed"], "reason": ["boom"]}, schema=SAMPLE_SCHEMA)  # no gold
 
 
 class StandInLog:
@@ -60,7 +62,7 @@ class StandInLog:
                         "orc": {"run": "orc", "task": "t-plain", "method": "oracle", "model": None,
                                 "kind": "calibration"}}
         self.frames = {"win": WIN, "orc": ORC, "staged": STAGED}
-        self.inputs = {"win": WIN_SAMPLES, "orc": ORC_SAMPLES, "staged": pl.DataFrame(schema=SAMPLE_SCHEMA)}
+        self.inputs = {"win": WIN_SAMPLES, "orc": ORC_SAMPLES, "staged": STAGED_SAMPLES}
         self.tables_read: list[str] = []
         self.asked: list[tuple[str, str]] = []
 
@@ -221,7 +223,7 @@ def test_a_configs_table_lists_its_samples_in_natural_order_with_metrics_and_sea
         {"sample_id": "s3", "status": "ok", "reason": None, "calls": 0, "replica": None,
          "search": "s3 " + "x" * 4000 + " [missing text h-nohash] " + "y" * 4000}]}
     assert view.table(2) == {"i": 2, "label": "staged", "task": None, "metrics": [], "rows": [
-        {"sample_id": "a", "status": "failed", "reason": "boom", "search": "a boom"}]}
+        {"sample_id": "a", "status": "failed", "reason": "boom", "search": "a boom dialogue ten  p"}]}
     assert view.document("c/2") is view.table(2)  # built once, kept
     view.index()
     assert log.tables_read == ["win", "orc", "staged"]
