@@ -89,6 +89,17 @@ def perf(monkeypatch: pytest.MonkeyPatch) -> SimpleNamespace:
     return clock
 
 
+@pytest.fixture
+def track():
+    """Every wall clock a test starts ends with the test, whatever the test (or a mutant of the module) did: a clock
+    left running would save into a later test's run."""
+    clocks: list[WallClock] = []
+    yield lambda clock: clocks.append(clock) or clock
+    for clock in clocks:
+        clock._stop.set()
+        clock._thread.join(timeout=5)
+
+
 ROOM = "; what was written is kept, and `--resume` continues once there is room"
 ENOSPC = OSError(errno.ENOSPC, "No space left on device")
 
@@ -246,10 +257,11 @@ def test_a_file_or_a_folder_under_a_file_is_refused(count_task, tmp_path):
             claim(run_dir, job(), resume=False, force=False)
         assert type(e.value) is UsageError
         assert str(e.value) == f"the run folder {run_dir} cannot be made: {afile} is not a folder"
-    (tmp_path / "gone").symlink_to(tmp_path / "nowhere")
+    gone = tmp_path / "gone"
+    gone.symlink_to(tmp_path / "nowhere")  # a broken link
     with pytest.raises(UsageError) as e:
-        claim(tmp_path / "gone" / "run", job(), resume=False, force=False)
-    assert str(e.value) == f"the run folder {tmp_path / 'gone' / 'run'} cannot be made: {tmp_path / 'gone'} is not a folder"
+        claim(gone / "run", job(), resume=False, force=False)
+    assert str(e.value) == f"the run folder {gone / 'run'} cannot be made: {gone} is not a folder"
 
 
 def test_resume_needs_a_run_to_continue(count_task, tmp_path):
@@ -439,9 +451,9 @@ def on_disk(folder: Path) -> dict[str, Any]:
     return json.loads((folder / "run.json").read_text(encoding="utf-8"))
 
 
-def test_an_attempt_s_wall_time_is_added_to_the_config_s_earlier_ones(tmp_path, perf):
+def test_an_attempt_s_wall_time_is_added_to_the_config_s_earlier_ones(tmp_path, perf, track):
     c = Claim(tmp_path, True, {"job": "j", "wall_parts": {"cfg": [1.234]}})
-    clock = WallClock(c, "cfg", interval=60)
+    clock = track(WallClock(c, "cfg", interval=60))
     assert (clock.index, clock.interval, c.record["wall_parts"]) == (1, 60, {"cfg": [1.234, 0.0]})
     assert clock._thread.name == "wallclock cfg" and clock._thread.daemon is True
     perf.now = 103.456
@@ -453,38 +465,39 @@ def test_an_attempt_s_wall_time_is_added_to_the_config_s_earlier_ones(tmp_path, 
     assert not clock._thread.is_alive()
 
 
-def test_a_first_attempt_starts_the_wall_parts_and_saves_every_5_s_by_default(tmp_path, perf):
+def test_a_first_attempt_starts_the_wall_parts_and_saves_every_5_s_by_default(tmp_path, perf, track):
     c = Claim(tmp_path, False, {"job": "j"})
-    with WallClock(c, "x") as clock:
+    with track(WallClock(c, "x")) as clock:
         assert clock.interval == 5.0 and clock.index == 0 and c.record["wall_parts"] == {"x": [0.0]}
         perf.now = 100.5
     assert on_disk(tmp_path) == {"job": "j", "wall_parts": {"x": [0.5]}}
     assert not clock._thread.is_alive()
 
 
-def test_the_clock_saves_as_it_goes(tmp_path, perf):
+def test_the_clock_saves_as_it_goes(tmp_path, perf, track):
     c = Claim(tmp_path, False, {"job": "j", "wall_parts": {}})
     perf.now = 101.25
-    clock = WallClock(c, "cfg", interval=0.001)
+    clock = track(WallClock(c, "cfg", interval=0.001))
     perf.now = 102.5
-    deadline = time.monotonic() + 2.0
-    while not (tmp_path / "run.json").exists() and time.monotonic() < deadline:
+    expected = {"job": "j", "wall_parts": {"cfg": [1.25]}}
+    deadline = time.monotonic() + 2.0  # saves come every 1 ms; 2 s of real time is a clock that does not save
+    while time.monotonic() < deadline and not ((tmp_path / "run.json").exists() and on_disk(tmp_path) == expected):
         time.sleep(0.001)
-    assert on_disk(tmp_path) == {"job": "j", "wall_parts": {"cfg": [1.25]}}  # saved while the attempt runs
+    assert on_disk(tmp_path) == expected  # saved while the attempt runs
     clock.stop()
 
 
 def test_a_full_disk_at_the_end_is_named_unless_the_run_already_stops_with_its_own_error(tmp_path, perf,
-                                                                                           monkeypatch):
+                                                                                           monkeypatch, track):
     c = Claim(tmp_path, False, {"job": "j", "wall_parts": {}})
     monkeypatch.setattr(Path, "write_text", no_room)
     with pytest.raises(WriteFailed, match="No space left on device"):
-        with WallClock(c, "a", interval=60):
+        with track(WallClock(c, "a", interval=60)):
             pass
     with pytest.raises(KeyboardInterrupt):
-        with WallClock(c, "b", interval=60):
+        with track(WallClock(c, "b", interval=60)):
             raise KeyboardInterrupt
     with pytest.raises(ValueError, match="the run's own"):
-        with WallClock(c, "c", interval=60):
+        with track(WallClock(c, "c", interval=60)):
             raise ValueError("the run's own")
     assert os.listdir(tmp_path) == []
