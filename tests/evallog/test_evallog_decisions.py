@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import pickle
 import sys
+import zlib
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
 
@@ -146,6 +147,58 @@ def test_a_paragraph_as_long_as_a_recent_one_is_not_an_extension() -> None:
     same_len = lines(0, 7) + "\n" + L(7).upper()
     assert [ch.texts[h] for h in ch.refs(same_len)] == [L(0) + "\n" + L(1) + "\n", lines(2, 5) + "\n",
                                                          lines(5, 7) + "\n" + L(7).upper()]
+
+
+@pytest.fixture
+def looked_at(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[str]]:
+    """What the chunker cuts (`split`), hashes (`hash`) and checks for a boundary (`crc`), in order."""
+    seen: dict[str, list[str]] = {"split": [], "hash": [], "crc": []}
+    split, hash_ = Chunker._split, record.text_hash
+    monkeypatch.setattr(Chunker, "_split", lambda self, para: (seen["split"].append(para), split(self, para))[1])
+    monkeypatch.setattr(record, "text_hash", lambda t: (seen["hash"].append(t), hash_(t))[1])
+    monkeypatch.setattr(record, "zlib", SimpleNamespace(crc32=lambda b: (seen["crc"].append(b.decode()),
+                                                                          zlib.crc32(b))[1]))
+    return seen
+
+
+def test_text_chunked_before_is_not_looked_at_again(looked_at: dict[str, list[str]]) -> None:
+    ch = Chunker()
+    ch.refs(lines(0, 8))
+    assert looked_at["split"] == [lines(0, 8)] and looked_at["crc"] == [L(i) for i in range(8)]
+    assert looked_at["hash"] == [L(0) + "\n" + L(1) + "\n", lines(2, 5) + "\n", lines(5, 8)]
+    ch.refs(lines(0, 8))  # the same paragraph: a dictionary hit
+    assert len(looked_at["split"]) == 1 and len(looked_at["hash"]) == 3
+    ch.refs(lines(0, 11))  # a longer history: from the start of the last chunk, new lines' boundaries only
+    assert looked_at["split"][1:] == [lines(5, 11)] and looked_at["crc"][8:] == [L(8), L(9), L(10)]
+    assert looked_at["hash"][3:] == [lines(5, 10) + "\n", L(10)]
+    ch.refs("x\n" + "y" * 300)
+    ch.refs("x\n" + "y" * 300 + "\n\nz")  # the same paragraph with a blank line: cut afresh
+    assert looked_at["split"][2:] == ["x\n" + "y" * 300, "x\n" + "y" * 300 + "\n\n", "z"]
+    assert looked_at["hash"][5:] == ["x\n" + "y" * 300, "x\n" + "y" * 300 + "\n\n", "z"]
+
+
+def test_a_paragraph_ending_in_a_boundary_line_is_not_extended_from_its_blank_line(
+        looked_at: dict[str, list[str]]) -> None:
+    ch = Chunker()
+    first = ch.refs(lines(0, 10) + "\n\nend")  # line 9 ends a chunk: the paragraph's blank line is a chunk alone
+    assert [ch.texts[h] for h in first] == [L(0) + "\n" + L(1) + "\n", lines(2, 5) + "\n", lines(5, 10) + "\n",
+                                            "\n", "end"]
+    got = ch.refs(lines(0, 11) + "\n\nend")
+    assert [ch.texts[h] for h in got] == [L(0) + "\n" + L(1) + "\n", lines(2, 5) + "\n", lines(5, 10) + "\n",
+                                          L(10) + "\n\n", "end"]
+    assert looked_at["split"][2:] == [lines(0, 11) + "\n\n"]
+
+
+def test_an_extension_is_looked_for_among_the_last_four_paragraphs(looked_at: dict[str, list[str]]) -> None:
+    for others, tail in ((3, lines(5, 11)), (4, lines(0, 11))):
+        ch = Chunker()
+        ch.refs(lines(0, 8))
+        for k in range(others):
+            ch.refs(f"para {k}\n" + "q" * 210)
+        looked_at["split"].clear()
+        assert [ch.texts[h] for h in ch.refs(lines(0, 11))] == [L(0) + "\n" + L(1) + "\n", lines(2, 5) + "\n",
+                                                                 lines(5, 10) + "\n", L(10)]
+        assert looked_at["split"] == [tail], others
 
 
 # -- the recorder ----------------------------------------------------------------------------------------------------
