@@ -65,7 +65,8 @@ AREA_cost              := emocaustics.jobs.cost.* emocaustics.models.budget.* em
 AREA_breaker           := emocaustics.models.breaker.* emocaustics.models.comeback.*
 AREA_ratelimit         := emocaustics.models.ratelimit.* emocaustics.models.gate.*
 AREA_resume            := emocaustics.jobs.epochs.* emocaustics.jobs.rundir.* emocaustics.core.predictions.* \
-                          emocaustics.jobs.together.x_resume_line*
+                          emocaustics.jobs.together.x_resume_line* \
+                          emocaustics.jobs.together.x_left_per_epoch*
 AREA_compare           := emocaustics.report.compare.*
 AREA_across            := emocaustics.report.across.*
 AREA_evallog           := emocaustics.evallog.record.* emocaustics.evallog.read.* emocaustics.view.data.*
