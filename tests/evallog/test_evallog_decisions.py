@@ -321,10 +321,14 @@ def test_to_json_chunks_messages_and_schema_once_and_pauses_after_each_call(cloc
     assert again["calls"][2]["schema"] is None
 
 
-def test_a_schema_object_is_encoded_once_and_a_new_one_at_the_same_id_again(clock: Clock) -> None:
+def test_a_schema_object_is_encoded_once_and_a_new_one_at_the_same_id_again(clock: Clock, monkeypatch) -> None:
+    encoded: list = []
+    dumps_ = json.dumps
+    monkeypatch.setattr(record, "json", SimpleNamespace(dumps=lambda v, **kw: (encoded.append(v), dumps_(v, **kw))[1]))
     rec = Recorder()
     s1 = {"type": "object"}
     assert rec._schema(s1) == [text_hash('{"type": "object"}')]
+    assert rec._schema(s1) == [text_hash('{"type": "object"}')] and encoded == [s1]  # many calls share one schema
     rec._schemas[id(s1)] = ({"type": "array"}, ["stale"])  # another object once at this id
     assert rec._schema(s1) == [text_hash('{"type": "object"}')]
     rec._schemas[id(s1)] = (s1, ["kept"])
@@ -507,9 +511,13 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
         {"sample_id": "s1", "input": "h_in", "target": "h_gold", "prediction": '{"answer": ["A"]}', "status": "ok",
          "reason": None},
         {"sample_id": "s2", "input": None, "target": None, "prediction": None, "status": "failed",
-         "reason": "bad answer"},
+         "reason": "failed: bad answer"},
+        {"sample_id": "s4", "input": None, "target": None, "prediction": None, "status": "missing", "reason": None},
     ], SAMPLE_SCHEMA)
-    staged_call = {"seq": 0, "start": 0.0, "latency": 1.5, "sampling": {"max_tokens": 8}, "prompt_tokens": 4,
+    _parquet(root / "samples" / "cfgS.parquet", [  # a calibration config: samples only, no attempt, no call
+        {"sample_id": "c1", "input": None, "target": "h_gold", "prediction": '["A"]', "status": "ok", "reason": None},
+    ], SAMPLE_SCHEMA)
+    staged_call = {"seq": 0, "start": 0.0, "latency": 2, "sampling": {"max_tokens": 8}, "prompt_tokens": 4,
                    "generated_tokens": 1, "cached": False, "repaired": False, "error": None, "step": "answer",
                    "attempt": 0, "parse_error": "no JSON", "messages": [["system", ["h_sys"]], ["user", ["h_q3"]]],
                    "schema": None, "text": "x", "parsed": None}
@@ -517,7 +525,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
         _line(sample_id="s2", attempt="att-2", finished=20.0, ok=False, step="answer", reason="bad answer",
               replica="r2", calls=[staged_call], stats='{"calls": 1}', prompts=True, texts=STAGED_TEXTS),
         "{not json",
-        _line(sample_id="s3", attempt="att-2", finished=15.0, ok=True, step=None, reason=None, replica=None,
+        _line(sample_id="s3", attempt="att-2", finished=15, ok=True, step=None, reason=None, replica=None,
               calls=[], stats="{}", prompts=False, texts={}),
     ]) + "\n", encoding="utf-8")
     (root / "staging" / "cfgY.jsonl").write_text(_line(
@@ -537,8 +545,8 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
                   "c_acc": [1.0, 0.0, None], "c_b": [None, None, 2.0], "cache_hits": [0, 1, 2],
                   "prompt_tokens": [19, 9, 5], "generated_tokens": [5, 1, 0], "seconds": [0.75, 0.5, 0.0],
                   "other": ["o", "o", "o"]}).write_parquet(tmp_path / "scores.parquet")
-    pl.DataFrame({"run": ["cfgA", "cfgA", "cfgA", "cfgB"], "sample_id": ["s1", "s1", "s2", None],
-                  "dialogue": [None, None, None, 1], "item": ["e1", "e2", "e3", "d1"]}).write_parquet(
+    pl.DataFrame({"run": ["cfgA", "cfgA", "cfgA", "cfgB"], "dialogue": [None, None, None, 1],
+                  "item": ["e1", "e2", "e3", "d1"], "sample_id": ["s1", "s1", "s2", None]}).write_parquet(
         tmp_path / "items.parquet")
     return tmp_path
 
@@ -566,7 +574,7 @@ def test_a_cut_staged_line_is_named_once_and_the_others_are_read(run: Path) -> N
 
 def test_labels_follow_the_configs_then_the_rest_sorted(run: Path) -> None:
     log = RunLog(run)
-    assert log.labels() == ["cfgB", "cfgA", "cfgY", "cfgZ"]
+    assert log.labels() == ["cfgB", "cfgA", "cfgS", "cfgY", "cfgZ"]
     assert log.records["cfgA"] == {"run": "cfgA", "task": "tA"}
 
 
@@ -582,6 +590,8 @@ def test_records_of_a_run_still_going_come_from_the_provenance(tmp_path: Path) -
     assert list(log.records) == ["a", "b"]
     assert log.scores is None and log.items is None and log.labels() == []
     assert log.table("a").height == 0 and log.size_report()["dedup_share"] is None
+    s = log.sample("a", "1")  # no items nor scores tables
+    assert (s["items"], s["scores"], s["status"], s["reason"], s["task"]) == ([], {}, "missing", NOT_SOLVED, "ta")
 
 
 def test_attempts_merge_compacted_and_staged_and_keep_each_samples_latest(run: Path) -> None:
@@ -605,7 +615,7 @@ def test_calls_hold_the_compacted_and_the_staged_ones(run: Path) -> None:
     staged = calls.row(3, named=True)
     assert staged["messages"] == [{"role": "system", "text": ["h_sys"]}, {"role": "user", "text": ["h_q3"]}]
     assert (staged["sampling"], staged["parse_error"], staged["latency"], staged["step"]) == (
-        '{"max_tokens": 8}', "no JSON", 1.5, "answer")
+        '{"max_tokens": 8}', "no JSON", 2.0, "answer")  # an integral JSON number in a float column
     y = log.calls("cfgY").row(0, named=True)
     assert y["messages"] is None and y["sampling"] == "null" and y["prompt_tokens"] == 3 and y["retry"] is None
     assert log.calls("nothing").height == 0
@@ -616,8 +626,9 @@ def test_the_table_has_a_status_and_reason_per_sample_with_its_scores(run: Path)
     assert table.columns == ["sample_id", "status", "reason", "calls", "replica", "score", "c_acc", "cache_hits",
                              "prompt_tokens", "generated_tokens", "seconds"]
     assert table.rows() == [("s1", "ok", None, 2, "r1", 1.0, 1.0, 0, 19, 5, 0.75),
-                            ("s2", "failed", "bad answer", 1, "r2", 0.0, 0.0, 1, 9, 1, 0.5),
-                            ("s3", "ok", None, 0, None, None, None, None, None, None, None)]
+                            ("s2", "failed", "failed: bad answer", 1, "r2", 0.0, 0.0, 1, 9, 1, 0.5),
+                            ("s3", "ok", None, 0, None, None, None, None, None, None, None),
+                            ("s4", "missing", None, None, None, None, None, None, None, None, None)]
 
 
 def test_an_unfinished_config_counts_its_planned_samples_never_solved_as_missing(run: Path) -> None:
@@ -663,8 +674,8 @@ def test_a_sample_shows_its_input_gold_prediction_calls_items_and_scores(run: Pa
 
 def test_a_sample_solved_twice_shows_its_latest_attempt(run: Path) -> None:
     s = RunLog(run).sample("cfgA", "s2")
-    assert (s["status"], s["reason"], s["replica"], s["attempts"], s["stats"]) == ("failed", "bad answer", "r2", 2,
-                                                                                   {"calls": 1})
+    assert (s["status"], s["reason"], s["replica"], s["attempts"], s["stats"]) == (
+        "failed", "failed: bad answer", "r2", 2, {"calls": 1})  # the status and reason of the samples table
     assert s["input"] is None and s["target"] is None and s["prediction"] is None
     assert [(c["retry"], c["parse_error"], c["messages"][1]["content"]) for c in s["calls"]] == [
         (0, "no JSON", "Question three?")]
@@ -690,6 +701,10 @@ def test_a_sample_never_solved_is_missing_and_a_failed_one_says_why(run: Path) -
     assert (one["status"], one["reason"]) == ("ok", None)
     assert one["items"] == [{"dialogue": 1, "item": "d1"}] and one["scores"] == {"score": 0.5, "c_b": 2.0}
     assert log.sample("cfgZ", "z")["task"] is None
+    calibration = log.sample("cfgS", "c1")  # no attempt: the samples table's status
+    assert (calibration["status"], calibration["reason"], calibration["attempts"], calibration["calls"]) == (
+        "ok", None, 0, [])
+    assert calibration["target"] == ["A"] and calibration["prediction"] == ["A"] and calibration["input"] is None
 
 
 def test_the_size_report_counts_prompt_text_sent_against_text_stored(run: Path) -> None:
