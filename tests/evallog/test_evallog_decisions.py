@@ -171,6 +171,10 @@ def test_text_chunked_before_is_not_looked_at_again(looked_at: dict[str, list[st
     ch.refs(lines(0, 11))  # a longer history: from the start of the last chunk, new lines' boundaries only
     assert looked_at["split"][1:] == [lines(5, 11)] and looked_at["crc"][8:] == [L(8), L(9), L(10)]
     assert looked_at["hash"][3:] == [lines(5, 10) + "\n", L(10)]
+    other = lines(0, 3) + "\nsomething else entirely, a new line here\n" + lines(5, 8)
+    ch.refs(other)  # a new paragraph whose first chunk is known: only its new chunk is hashed
+    assert looked_at["hash"][5:] == [other[78:]]
+    del looked_at["hash"][5:], looked_at["split"][2:]
     ch.refs("x\n" + "y" * 300)
     ch.refs("x\n" + "y" * 300 + "\n\nz")  # the same paragraph with a blank line: cut afresh
     assert looked_at["split"][2:] == ["x\n" + "y" * 300, "x\n" + "y" * 300 + "\n\n", "z"]
@@ -529,7 +533,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
               calls=[], stats="{}", prompts=False, texts={}),
     ]) + "\n", encoding="utf-8")
     (root / "staging" / "cfgY.jsonl").write_text(_line(
-        sample_id="y1", attempt="att-2", finished=1.0, ok=True, step=None, reason=None, replica=None,
+        sample_id="y1", attempt="att-2", finished=1, ok=True, step=None, reason=None, replica=None,
         calls=[{"seq": 0, "prompt_tokens": 3, "sampling": None, "messages": None}], stats="{}", prompts=False,
         texts={}) + "\n", encoding="utf-8")
     _parquet(root / "attempts" / "cfgB.parquet", [
@@ -603,6 +607,7 @@ def test_attempts_merge_compacted_and_staged_and_keep_each_samples_latest(run: P
     assert every.columns == list(ATTEMPT_SCHEMA)
     latest = log.attempts("cfgA")
     assert latest.select("sample_id", "attempt").rows() == [("s1", "att-1"), ("s3", "att-2"), ("s2", "att-2")]
+    assert log.all_attempts("cfgY").select("sample_id", "finished", "calls").rows() == [("y1", 1.0, 1)]
     assert log.all_attempts("nothing").height == 0 and log.all_attempts("nothing").columns == list(ATTEMPT_SCHEMA)
 
 
