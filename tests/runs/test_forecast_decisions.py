@@ -291,7 +291,7 @@ WORDS_TEMPLATE = "{% for m in messages %}{{ bos_token }} {{ m['content'] }} {% e
 def model_folder(folder: Path, config: dict[str, Any] | None = None, jinja: str | None = None) -> Path:
     words_tokenizer_json(folder)
     if config is not None:
-        (folder / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
+        (folder / "tokenizer_config.json").write_text(json.dumps(config, ensure_ascii=False), encoding="utf-8")
     if jinja is not None:
         (folder / "chat_template.jinja").write_text(jinja, encoding="utf-8")
     return folder
@@ -336,6 +336,17 @@ def test_a_folder_without_config_uses_its_jinja_file_with_no_special_tokens(tmp_
     assert render(counter, "a") == "情 a"
     counter = _folder_counter("n", model_folder(tmp_path / "e", {"chat_template": ""}))
     assert counter.template is None and counter.name.endswith("message contents (no chat template)")
+
+
+def test_a_folder_s_files_are_read_as_utf8_whatever_the_locale(tmp_path, monkeypatch):
+    import io
+
+    folder = model_folder(tmp_path / "m", {"chat_template": "情 {{ bos_token }}", "bos_token": "感"})
+    other = model_folder(tmp_path / "j", None, jinja="事件 {{ messages[0]['content'] }}")
+    # a Latin-1 locale: what Path.read_text decodes with when it is given no encoding
+    monkeypatch.setattr(io, "text_encoding", lambda encoding, *a: encoding or "latin-1")
+    assert render(_folder_counter("n", folder), "a") == "情 感"
+    assert render(_folder_counter("n", other), "a") == "事件 a"
 
 
 def test_chat_templates_render_as_transformers_renders_them():
