@@ -611,6 +611,14 @@ def test_attempts_merge_compacted_and_staged_and_keep_each_samples_latest(run: P
     assert log.all_attempts("nothing").height == 0 and log.all_attempts("nothing").columns == list(ATTEMPT_SCHEMA)
 
 
+def test_each_samples_latest_attempt_comes_in_the_order_of_those_attempts(tmp_path: Path) -> None:
+    """500 samples solved twice (a resume): the latest attempts are the second round's, in its order."""
+    rows = [_attempt(f"s{i % 500}", "a" if i < 500 else "b", float(i), True) for i in range(1000)]
+    _parquet(tmp_path / "evallog" / "attempts" / "big.parquet", rows, ATTEMPT_SCHEMA)
+    latest = RunLog(tmp_path).attempts("big")
+    assert latest["sample_id"].to_list() == [f"s{i}" for i in range(500)] and set(latest["attempt"]) == {"b"}
+
+
 def test_calls_hold_the_compacted_and_the_staged_ones(run: Path) -> None:
     log = RunLog(run)
     calls = log.calls("cfgA")
