@@ -30,24 +30,21 @@ from emocaustics.tasks.aer.prompts import CUT_MARK, DOCUMENT_ITEM, PASSAGE_ITEM
 _PIECE = re.compile(r"[^\W\d_\u3000-\u9fff\uac00-\ud7af]+|\d|[\u3000-\u9fff\uac00-\ud7af]|[^\w\s]|_", re.UNICODE)
 
 
-def _piece_tokens(piece: str, chars_per_token: float) -> int:
-    if len(piece) > 1:  # a letter run (every other kind of piece is one character)
-        return math.ceil(len(piece) / chars_per_token)
-    return 1
+def _length_tokens(length: int, chars_per_token: float) -> int:  # a piece's count depends on its length alone
+    return math.ceil(length / chars_per_token) if length > 1 else 1  # a letter run; other pieces are one character
 
 
 @functools.lru_cache(maxsize=8192)  # a topic's documents are counted again for each of its questions and configs
 def approx_tokens(text: str, chars_per_token: float = 4.0) -> int:
-    # Pieces counted by length (in C), not one by one: a piece's count depends on its length alone.
-    by_length = Counter(map(len, _PIECE.findall(text)))
-    return sum(n * (math.ceil(k / chars_per_token) if k > 1 else 1) for k, n in by_length.items())
+    by_length = Counter(map(len, _PIECE.findall(text)))  # counted by length in C, not piece by piece
+    return sum(n * _length_tokens(k, chars_per_token) for k, n in by_length.items())
 
 
 def cut_to_tokens(text: str, budget: int, chars_per_token: float = 4.0) -> tuple[str, int]:
     """The longest prefix of `text` ending after a whole piece whose approximate count is <= budget, with its count."""
     used, end = 0, 0
     for m in _PIECE.finditer(text):
-        t = _piece_tokens(m.group(), chars_per_token)
+        t = _length_tokens(m.end() - m.start(), chars_per_token)
         if used + t > budget:
             break
         used, end = used + t, m.end()
