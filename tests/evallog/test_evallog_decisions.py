@@ -576,6 +576,17 @@ def test_a_cut_staged_line_is_named_once_and_the_others_are_read(run: Path) -> N
     assert [r["_label"] for r in log._staged_lines()] == ["cfgA", "cfgA", "cfgY"]
 
 
+def test_staged_lines_are_read_as_utf8_whatever_the_locale(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a host whose locale is Latin-1 (simulated: a read without an encoding decodes Latin-1), prompts stay whole."""
+    read_text = Path.read_text
+    monkeypatch.setattr(Path, "read_text", lambda self, encoding=None, errors=None: read_text(
+        self, encoding=encoding or "latin-1", errors=errors))
+    (tmp_path / "evallog" / "staging").mkdir(parents=True)
+    (tmp_path / "evallog" / "staging" / "x.jsonl").write_text(
+        '{"sample_id": "1", "calls": [], "texts": {"h": "café ✓"}}\n', encoding="utf-8")
+    assert RunLog(tmp_path).texts == {"h": "café ✓"}
+
+
 def test_labels_follow_the_configs_then_the_rest_sorted(run: Path) -> None:
     log = RunLog(run)
     assert log.labels() == ["cfgB", "cfgA", "cfgS", "cfgY", "cfgZ"]
