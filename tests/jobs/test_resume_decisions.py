@@ -20,7 +20,7 @@ import polars as pl
 import pytest
 
 from emocaustics.core.predictions import NOT_WRITTEN, Paired, pair
-from emocaustics.core.task import Failure, Methods, Options, Sample, Scored, Task, rows_frame
+from emocaustics.core.task import Failure, JsonlStore, Loaded, Methods, Options, Sample, Scored, Task, rows_frame
 from emocaustics.jobs.epochs import _summed, epoch_dir, epoch_label, reduce_table, score_epochs, to_solve
 from emocaustics.jobs.together import Solved, left_per_epoch, resume_line
 
@@ -107,14 +107,24 @@ class GuessOptions(Options):
     reduce_predictions: ClassVar[dict[str, Any]] = {"mode": _vote}
 
 
+class FolderStore(JsonlStore):
+    """The real store, as a task's own may be: it reads only a folder that is there (a resume never asks it for
+    an epoch never started)."""
+
+    def read_predictions(self, out: Path) -> dict[str, Any]:
+        assert out.is_dir(), f"asked to read {out}, which a run never made"
+        return super().read_predictions(out)
+
+
 class Guess(Task):
     name: ClassVar[str] = "guess"
+    store = FolderStore()
     Options: ClassVar[type[Options]] = GuessOptions
     methods = Methods(solver=("ask",), calibration=("right",))
     primary_metric: ClassVar[str] = "acc"
 
-    def __init__(self, summary_has_primary: bool = True) -> None:
-        self.summary_has_primary = summary_has_primary
+    def __init__(self, summary_has_primary: bool = True, f1_of_failures: bool = True) -> None:
+        self.summary_has_primary, self.f1_of_failures = summary_has_primary, f1_of_failures
         self.scored: list[tuple[Any, Any, dict[str, Any]]] = []
         self.finalized: list[tuple[Path, list[str], dict[str, Any]]] = []
 
@@ -125,7 +135,7 @@ class Guess(Task):
             p = predictions[s.id]
             if isinstance(p, Failure):
                 rows += [{"sample_id": s.id, "metric": m, "value": 0.0, "status": "failed", "reason": str(p)}
-                         for m in ("acc", "f1")]
+                         for m in ("acc", "f1")[:2 if self.f1_of_failures else 1]]
             else:
                 right = p == s.target
                 rows += [{"sample_id": s.id, "metric": "acc", "value": float(right)},
@@ -139,6 +149,7 @@ class Guess(Task):
         return Scored(frame, summary)
 
     def finalize(self, out, samples, predictions, options):
+        assert isinstance(options, Options)
         self.finalized.append((out, [s.id for s in samples], dict(predictions)))
         return []
 
@@ -242,8 +253,8 @@ def test_resume_line_of_a_calibration_predictor(tmp_path):
 def _solved() -> Solved:
     """s1 right twice; s2 failed then right; s3 nothing written then failed; s4 '' then failed; s5 '' then 0 (its
     target is ''); epoch 1 also holds an id that is no sample's."""
-    samples = [Sample("s1", {}, "x"), Sample("s2", {}, "y"), Sample("s3", {}, "z"), Sample("s4", {}, "q"),
-               Sample("s5", {}, "")]
+    samples = [Sample(i, {}, t, {"cluster": c}) for i, t, c in
+               (("s1", "x", "d1"), ("s2", "y", "d1"), ("s3", "z", "d2"), ("s4", "q", "d2"), ("s5", "", "d3"))]
     e1 = {"zz": "stray", "s2": Failure("parse", "bad"), "s1": "x", "s4": "", "s5": ""}
     e2 = {"s1": "x", "s2": "y", "s3": Failure("solve", "boom"), "s4": Failure("parse", "p2"), "s5": 0}
     st1 = {"s1": {"llm_calls": 1, "seconds": 0.5, "prompt_tokens": 10, "generated_tokens": 2, "flag": True},
@@ -260,8 +271,12 @@ def test_epochs_are_scored_apart_and_the_scores_reduced_by_the_mean(tmp_path):
     task, log, ctx = Guess(), Log(), object()
     cfg = _cfg(tmp_path, task, epochs=2)
     solved = _solved()
-    scored, table, per_epoch = score_epochs(cfg, solved, ctx, log)
+    loaded = Loaded(solved.samples, info={"cluster": "doc"})
+    scored, table, per_epoch = score_epochs(cfg, solved, ctx, log, loaded)
     ids = ["s1", "s2", "s3", "s4", "s5"]
+    # each epoch's rows resample by the task's cluster (the samples' meta), as does the reduced row
+    assert per_epoch["cluster"].to_list() == ["d1", "d1", "d2", "d2", "d3"] * 2
+    assert table["cluster"].to_list() == ["d1", "d1", "d2", "d2", "d3"] and set(table["cluster_by"]) == {"doc"}
     # each epoch's predictions, paired: the sample without a row a NOT_WRITTEN failure, the stray id kept
     e1 = {"s1": "x", "s2": Failure("parse", "bad"), "s4": "", "s5": "", "zz": "stray", "s3": NOT_WRITTEN}
     e2 = {"s1": "x", "s2": "y", "s3": Failure("solve", "boom"), "s4": Failure("parse", "p2"), "s5": 0}
@@ -320,6 +335,33 @@ def test_a_summary_of_all_zero_scores_says_zero(tmp_path):
     assert per_epoch["epoch"].to_list() == [1, 1]
 
 
+def test_epochs_whose_metrics_differ_are_reduced_together(tmp_path):
+    """Epoch 1 failed and has no f1 row (its table no c_f1 column), epoch 2 has one: the epochs still make one
+    table, the missing metric null in epoch 1 and left out of the mean."""
+    task = Guess(f1_of_failures=False)
+    cfg = _cfg(tmp_path, task, epochs=2)
+    solved = Solved([Sample("s1", {}, "x")], [({"s1": Failure("parse", "bad")}, {}), ({"s1": "x"}, {})])
+    scored, table, per_epoch = score_epochs(cfg, solved, None, Log())
+    assert _rows(per_epoch, "epoch", "score", "c_f1") == [(1, 0.0, None), (2, 1.0, 0.5)]
+    assert _rows(table, "score", "c_f1", "failed") == [(0.5, 0.5, False)]
+
+
+class Plain(Guess):
+    """A task whose Options declare no `reduce_predictions`: every reducer reduces the scores."""
+
+    Options: ClassVar[type[Options]] = Options
+
+
+def test_a_task_without_prediction_reducers_reduces_the_scores(tmp_path):
+    task = Plain()
+    cfg = _cfg(tmp_path, task, epochs=2, reducer="mode")
+    cfg.options = Options(method="ask")
+    solved = Solved([Sample("s1", {}, "x")], [({"s1": "x"}, {}), ({"s1": "n"}, {})])
+    scored, table, _ = score_epochs(cfg, solved, None, Log())
+    assert table["score"].to_list() == [1.0]  # a tie of 1.0 and 0.0: epoch 1's
+    assert len(task.finalized) == 2 and scored.summary["reducer"] == "mode"
+
+
 def test_one_epoch_scores_as_itself(tmp_path):
     task, log = Guess(), Log()
     cfg = _cfg(tmp_path, task, epochs=1, reducer="mode")
@@ -332,8 +374,11 @@ def test_one_epoch_scores_as_itself(tmp_path):
 def test_a_task_that_votes_the_predictions_scores_the_vote(tmp_path):
     task, log, ctx = Guess(), Log(), object()
     cfg = _cfg(tmp_path, task, epochs=2, reducer="mode")
-    scored, table, per_epoch = score_epochs(cfg, _solved(), ctx, log)
+    solved = _solved()
+    scored, table, per_epoch = score_epochs(cfg, solved, ctx, log, Loaded(solved.samples, info={"cluster": "doc"}))
     ids = ["s1", "s2", "s3", "s4", "s5"]
+    assert per_epoch["cluster"].to_list() == ["d1", "d1", "d2", "d2", "d3"] * 2
+    assert table["cluster"].to_list() == ["d1", "d1", "d2", "d2", "d3"] and set(table["cluster_by"]) == {"doc"}
     # s1 x,x -> x; s2 failed,y -> y; s3 nothing,failed -> no vote: the first failure (NOT_WRITTEN);
     # s4 '',failed -> '' is no answer: the failure; s5 '',0 -> '' no answer, no failure: epoch 1's ''
     reduced = {"s1": "x", "s2": "y", "s3": NOT_WRITTEN, "s4": Failure("parse", "p2"), "s5": ""}
