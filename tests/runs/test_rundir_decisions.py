@@ -112,6 +112,7 @@ def no_room(self: Path, *a: Any, **k: Any) -> None:
 
 def test_the_result_fields_of_a_job_are_its_dataset_models_scoring_log_runs_and_prompts(count_task):
     assert result_fields(job()) == FIELDS
+    assert list(result_fields(job())) == list(FIELDS)  # run.json's "fields" in this order: the expanded runs last
     assert job_hash(job()) == HASH == sha16(FIELDS)
 
 
