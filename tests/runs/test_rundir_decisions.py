@@ -421,6 +421,19 @@ def test_run_json_is_written_whole_as_indented_utf8(tmp_path):
     assert read_run(tmp_path) == {"job": "café", "parts": [1.5]}
 
 
+def test_run_json_is_utf8_whatever_the_locale(tmp_path, monkeypatch):
+    """On a host whose locale is Latin-1 (simulated: a read or write without an encoding uses Latin-1)."""
+    read_text, write_text = Path.read_text, Path.write_text
+    monkeypatch.setattr(Path, "read_text", lambda self, encoding=None, errors=None: read_text(
+        self, encoding=encoding or "latin-1", errors=errors))
+    monkeypatch.setattr(Path, "write_text", lambda self, data, encoding=None, errors=None, newline=None: write_text(
+        self, data, encoding=encoding or "latin-1", errors=errors, newline=newline))
+    Claim(tmp_path, False, {"job": "café"}).save()
+    assert (tmp_path / "run.json").read_bytes() == '{\n "job": "café"\n}'.encode("utf-8")
+    (tmp_path / "run.json").write_bytes('{"job": "café ✓"}'.encode("utf-8"))
+    assert read_run(tmp_path) == {"job": "café ✓"}
+
+
 def test_a_full_disk_keeps_the_last_whole_run_json_and_leaves_no_temporary(tmp_path, monkeypatch):
     c = Claim(tmp_path, False, {"job": "j", "state": "running"})
     c.save()
