@@ -7,11 +7,15 @@ blank line; a chunk ends after a line whose crc32 ends in two zero bits; a parag
 chunked from that one's last chunk and gives the chunks of the whole), `to_json`, `dumps`, `replica_id`.
 The clock is a stand-in (`time.perf_counter` of the module reads a list), Ray is a stand-in module in `sys.modules`.
 Which of the test lines end a chunk was worked out once by hand from crc32 (`BOUND` lists them) and is pinned.
+That the chunker looks at no text twice (a known paragraph is a hit, a longer history is cut from the last chunk of
+one of the last four paragraphs, a known chunk is not hashed again, a schema object is encoded once) is pinned with
+spies on what it cuts, hashes and encodes (`looked_at`).
 
 read.py: a run folder written by hand in the writer's format (Parquet tables with the writer's schemas, staged JSON
 lines, texts parts, configs.json or provenance files, scores and items): labels and their order, attempts (staged and
 compacted, latest per sample), calls, the status table (`missing` for a planned sample the run never solved), one
-sample's detail, and the size report's figures, all computed by hand.
+sample's detail, and the size report's figures, all computed by hand; staged lines read as UTF-8 on a host with
+another locale (simulated).
 """
 
 from __future__ import annotations
