@@ -465,6 +465,19 @@ def on_disk(folder: Path) -> dict[str, Any]:
     return json.loads((folder / "run.json").read_text(encoding="utf-8"))
 
 
+def test_the_clock_saves_as_it_goes(tmp_path, perf, track):
+    c = Claim(tmp_path, False, {"job": "j", "wall_parts": {}})
+    perf.now = 101.25
+    clock = track(WallClock(c, "cfg", interval=0.001))
+    perf.now = 102.5
+    expected = {"job": "j", "wall_parts": {"cfg": [1.25]}}
+    deadline = time.monotonic() + 2.0  # saves come every 1 ms; 2 s of real time is a clock that does not save
+    while time.monotonic() < deadline and not ((tmp_path / "run.json").exists() and on_disk(tmp_path) == expected):
+        time.sleep(0.001)
+    assert on_disk(tmp_path) == expected  # saved while the attempt runs
+    clock.stop()
+
+
 def test_an_attempt_s_wall_time_is_added_to_the_config_s_earlier_ones(tmp_path, perf, track):
     c = Claim(tmp_path, True, {"job": "j", "wall_parts": {"cfg": [1.234]}})
     clock = track(WallClock(c, "cfg", interval=60))
@@ -486,19 +499,6 @@ def test_a_first_attempt_starts_the_wall_parts_and_saves_every_5_s_by_default(tm
         perf.now = 100.5
     assert on_disk(tmp_path) == {"job": "j", "wall_parts": {"x": [0.5]}}
     assert not clock._thread.is_alive()
-
-
-def test_the_clock_saves_as_it_goes(tmp_path, perf, track):
-    c = Claim(tmp_path, False, {"job": "j", "wall_parts": {}})
-    perf.now = 101.25
-    clock = track(WallClock(c, "cfg", interval=0.001))
-    perf.now = 102.5
-    expected = {"job": "j", "wall_parts": {"cfg": [1.25]}}
-    deadline = time.monotonic() + 2.0  # saves come every 1 ms; 2 s of real time is a clock that does not save
-    while time.monotonic() < deadline and not ((tmp_path / "run.json").exists() and on_disk(tmp_path) == expected):
-        time.sleep(0.001)
-    assert on_disk(tmp_path) == expected  # saved while the attempt runs
-    clock.stop()
 
 
 def test_a_full_disk_at_the_end_is_named_unless_the_run_already_stops_with_its_own_error(tmp_path, perf,
