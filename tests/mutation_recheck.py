@@ -130,6 +130,12 @@ def _worker(job_path: Path, progress_path: Path) -> int:
             sys.stdout = sys.stderr = devnull
             try:
                 code = int(pytest.main(MUTMUT_RUN_ARGS + tests + job["add_cli_args"]))
+            except Exception:
+                if not mutant:
+                    raise
+                # raised out of pytest itself under a mutant (a thread's error that the warnings filter turns into
+                # an exception at the session's end): the mutant broke the run, a kill, as a crashed child is for mutmut
+                code = 1
             finally:
                 sys.stdout, sys.stderr = saved
         if code == 4:
