@@ -18,7 +18,6 @@ TRIM_RULE, and the document/passage templates live in prompts.py and are part of
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 from collections import Counter
@@ -34,7 +33,6 @@ def _length_tokens(length: int, chars_per_token: float) -> int:  # a piece's cou
     return math.ceil(length / chars_per_token) if length > 1 else 1  # a letter run; other pieces are one character
 
 
-@functools.lru_cache(maxsize=8192)  # a topic's documents are counted again for each of its questions and configs
 def approx_tokens(text: str, chars_per_token: float = 4.0) -> int:
     by_length = Counter(map(len, _PIECE.findall(text)))  # counted by length in C, not piece by piece
     return sum(n * _length_tokens(k, chars_per_token) for k, n in by_length.items())
