@@ -41,9 +41,6 @@ class Document:
     title: str
     content: str
     snippet: str = ""
-    source: str = ""
-    link: str = ""
-    doc_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -92,7 +89,6 @@ class SplitData:
         """Raise the first errors as one DataError; return the defects (plus, in context-free runs, one per topic
         without documents)."""
         errors = list(self.errors)
-        extra: list[Defect] = []
         qfile = self.files.get("questions", "questions.jsonl")
         missing = self.missing_topics()
         if missing and require_documents:
@@ -103,10 +99,10 @@ class SplitData:
                 f"split {self.split}: {len(missing)} topic(s) with {n} question(s) have no documents -- topic(s) "
                 f"{listed}; run with context: none (the baseline's --no-context), or supply the documents",
                 file=docs, field="docs"))
-        for topic, ids in missing.items():
-            if not require_documents:
-                extra.append(Defect("topic-without-documents", f"{qfile}: topic {topic}",
-                                    f"split {self.split}: topic {topic} has no documents ({len(ids)} question(s))"))
+        extra = [] if require_documents else [
+            Defect("topic-without-documents", f"{qfile}: topic {topic}",
+                   f"split {self.split}: topic {topic} has no documents ({len(ids)} question(s))")
+            for topic, ids in missing.items()]
         if errors:
             more = f" (and {len(errors) - MAX_LISTED} more)" if len(errors) > MAX_LISTED else ""
             first = errors[0]
@@ -246,17 +242,14 @@ def _topics(path: Path, errors: list[DataError], defects: list[Defect]) -> dict[
                 defects.append(Defect("document-without-content", f"{name}: topic {tid}, document {j} "
                                       f"({d.get('id', '?')})", f"no content (title {title[:60]!r}); "
                                       + ("its snippet stands in" if snippet else "nothing to show")))
-            docs.append(Document(title.strip(), content.strip(), snippet.strip(), str(d.get("source") or ""),
-                                 str(d.get("link") or ""), str(d.get("id") or "")))
+            docs.append(Document(title.strip(), content.strip(), snippet.strip()))
         topics[tid] = Topic(tid, str(rec.get("topic") or "").strip(), tuple(docs))
     return topics
 
 
 def _reference(root: Path) -> Path | None:
-    for cand in (root / "reference.jsonl", root / SPLIT_DIRS["test"] / "reference.jsonl"):
-        if cand.is_file():
-            return cand
-    return None
+    return next((p for p in (root / "reference.jsonl", root / SPLIT_DIRS["test"] / "reference.jsonl") if p.is_file()),
+                None)
 
 
 def _join_reference(path: Path, questions: list[Question], errors: list[DataError]) -> list[Question]:

@@ -16,8 +16,6 @@ import json
 from string import Template
 from typing import Any
 
-PROMPT_MODES = ("zero-shot", "few-shot", "cot")
-CONTEXT_MODES = ("none", "full", "retrieve")
 REASONING_MAX_CHARS = 600  # the cot reasoning string's bound (maxLength in the schema)
 
 SYSTEM = (

@@ -30,7 +30,6 @@ class TopicIndex:
 
 
 _INDEX: dict[tuple[str, str, int, float], TopicIndex] = {}  # (embedder, topic digest, chunk_tokens, chars/token)
-stats = {"topics_embedded": 0, "chunks_embedded": 0, "embed_calls": 0}
 
 
 def clear_cache() -> None:
@@ -56,7 +55,6 @@ def chunk_text(c: Chunk) -> str:
 
 
 async def _embed(embedder: Any, texts: list[str]) -> np.ndarray:
-    stats["embed_calls"] += 1
     vecs = np.asarray(await embedder.embed(texts), dtype=np.float32)
     if vecs.shape[0] != len(texts):
         raise RuntimeError(f"embedder returned {vecs.shape[0]} vectors for {len(texts)} texts")
@@ -75,8 +73,6 @@ async def index_topics(embedder: Any, topics: list[Topic], chunk_tokens: int,
         for t, chunks in zip(todo, chunked):
             _INDEX[_key(embedder, t, chunk_tokens, chars_per_token)] = TopicIndex(chunks, vecs[at:at + len(chunks)])
             at += len(chunks)
-            stats["topics_embedded"] += 1
-            stats["chunks_embedded"] += len(chunks)
     return {t.topic_id: _INDEX[_key(embedder, t, chunk_tokens, chars_per_token)] for t in topics}
 
 
