@@ -49,21 +49,14 @@ def _task_cli_modules() -> list:
     return modules
 
 
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("emocaustics")
-    except PackageNotFoundError:
-        return "unknown"
-
-
 class _Version(argparse._VersionAction):
     """`--version`, reading the installed version only when asked (importlib.metadata: ~15 ms at every start)."""
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
                  option_string: str | None = None) -> None:
-        self.version = f"emocaustics {_version()}"
+        from emocaustics.core.software import version
+
+        self.version = f"emocaustics {version()}"
         super().__call__(parser, namespace, values, option_string)
 
 
@@ -104,20 +97,14 @@ def build_parser() -> argparse.ArgumentParser:
             module.register_data(data_sub)
         if hasattr(module, "register_score"):
             module.register_score(score_sub)
-    _register_generic_scores(score_sub)
-    return parser
-
-
-def _register_generic_scores(score_sub: argparse._SubParsersAction) -> None:
-    """`score TASK` over `Task.score` for every task (plug-ins included) without a score verb of its own."""
-    from emocaustics.core.task import task_names
     from emocaustics.cli.score import register_generic
+    from emocaustics.core.task import task_names
 
-    try:
-        names = task_names()
+    try:  # `score TASK` over `Task.score` for every task (plug-ins included) without a score verb of its own
+        register_generic(score_sub, task_names())
     except UsageError:  # a broken plug-in: named by the command that needs the tasks, not by every --help
-        return
-    register_generic(score_sub, names)
+        pass
+    return parser
 
 
 def _task_file(argv: list[str]) -> list[str]:

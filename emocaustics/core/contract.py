@@ -315,7 +315,6 @@ def needs_model(task: Task, options: Options) -> bool:
     return options.method in task.methods.solver
 
 
-
 def builds_on(task: Task, options: Options, model: str | None,
               candidates: list[tuple[str, Options, str | None, str]]) -> str | None:
     """The label of the config among `candidates` (task, options, model, label) this one reuses; only a task with

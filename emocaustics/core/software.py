@@ -13,16 +13,20 @@ from typing import Any
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 
 
+def version() -> str:
+    """The installed emocaustics's version, else "unknown" (also `emocaustics --version`)."""
+    from importlib.metadata import PackageNotFoundError, version as installed
+
+    try:
+        return installed("emocaustics")
+    except PackageNotFoundError:
+        return "unknown"
+
+
 @functools.cache
 def software() -> dict[str, Any]:
     """`{"emocaustics": VERSION, "git": {"commit", "dirty", "origin"} or None}`, asked once per process."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        ours = version("emocaustics")
-    except PackageNotFoundError:
-        ours = "unknown"
-    return {"emocaustics": ours, "git": _git(PACKAGE_DIR.parent)}
+    return {"emocaustics": version(), "git": _git(PACKAGE_DIR.parent)}
 
 
 def _git(root: Path) -> dict[str, Any] | None:

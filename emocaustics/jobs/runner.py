@@ -67,8 +67,6 @@ def _order(configs: list[Config], *, to_run: bool = False) -> list[Config]:
     return sorted(configs, key=lambda c: (c.pred_dir not in needed, to_run and not needs_model(c.task, c.options)))
 
 
-
-
 def resume_command(job_file: str | Path | None, run_dir: Path) -> str:
     """The command that continues a run, ready to paste. A job sent by `jobs/submit.sh` (it runs in Ray's copy of
     the project, which goes away) is continued by sending it again."""

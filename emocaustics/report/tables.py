@@ -50,10 +50,6 @@ def note() -> pl.Expr:
             .alias("note"))
 
 
-def component_columns(df: pl.DataFrame) -> list[str]:
-    return [c for c in df.columns if c.startswith("c_")]
-
-
 # The columns every report needs (the rest of SCORE_COLUMNS only adds cost figures).
 REQUIRED = ("run", "task", "method", "model", "kind", "sample_id", "weight", "score", "failed")
 
@@ -107,7 +103,7 @@ def summarise(scores: pl.DataFrame, wall: dict[str, float] | None = None,
 
     spread = epoch_spread(epoch_rows(scores))  # configs solved in epochs: how much a sample's score moves
     scores = failures_count_zero(table_rows(scores))
-    comps = component_columns(scores)
+    comps = [c for c in scores.columns if c.startswith("c_")]
     if ci is None:
         ci, _ = config_statistics(scores)
     summary = (
