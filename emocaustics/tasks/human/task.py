@@ -121,18 +121,17 @@ class HumanTask(Task):
             by_model: dict[str, list[float]] = {}
             for m, z in zip(part.get_column("model").to_list(), part.get_column("z").to_list()):
                 by_model.setdefault(m, []).append(z)
-            sys_z = [z for m, zl in by_model.items() if m in systems for z in zl]
-            qc_z = by_model.get(result.metadata.qc_model, [])
+            means = {}
+            for metric, values, why in (("z_systems", [z for m, zl in by_model.items() if m in systems for z in zl],
+                                         "no competing system rated"),
+                                        ("z_qc", by_model.get(result.metadata.qc_model, []),
+                                         "no qc conversation in this assignment")):
+                means[metric] = sum(values) / len(values) if values else None
+                rows.append({"sample_id": assignment, "metric": metric, "value": means[metric],
+                             "status": "ok" if values else "unscored", "reason": None if values else why})
             decisions.append({"sample_id": assignment, "worker": worker, "passed": bool(q["passed"]),
                               "qc_p": None if math.isnan(p) else p, "qc_threshold": threshold,
-                              "qc_model": result.metadata.qc_model, "reason": q["reason"] or None,
-                              "z_systems": sum(sys_z) / len(sys_z) if sys_z else None,
-                              "z_qc": sum(qc_z) / len(qc_z) if qc_z else None})
-            for metric, values, why in (("z_systems", sys_z, "no competing system rated"),
-                                        ("z_qc", qc_z, "no qc conversation in this assignment")):
-                rows.append({"sample_id": assignment, "metric": metric,
-                             "value": sum(values) / len(values) if values else None,
-                             "status": "ok" if values else "unscored", "reason": None if values else why})
+                              "qc_model": result.metadata.qc_model, "reason": q["reason"] or None, **means})
             for m, zl in by_model.items():
                 if m in systems:
                     rows.append({"sample_id": assignment, "metric": f"z:{m}", "value": sum(zl) / len(zl)})

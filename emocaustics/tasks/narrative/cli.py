@@ -88,8 +88,8 @@ def score_paths(pred: Path, gt: Path, weights: str | None = None, taxonomy: str 
                              f"ground-truth stories in {gt} (a prediction for GT <story>.json is named <story>.json "
                              f"or <story>_pred.json; found: {shown or 'no .json file'})")
         # every GT story, with its prediction file or None (failed: no prediction)
-        stories = sorted([(n, p, g) for n, p, g in pairing.pairs]
-                         + [(n, None, gt / f"{n}.json") for n in pairing.unpaired_gt], key=lambda t: t[0])
+        stories = sorted(pairing.pairs + [(n, None, gt / f"{n}.json") for n in pairing.unpaired_gt],
+                         key=lambda t: t[0])
         missing = {n: missing_prediction(n, pred) for n in pairing.unpaired_gt}
         if wants_ray(engine, len(stories), RAY_ABOVE, allowed=_cluster_at_hand()):
             per_file = score_file_pairs(stories, weights=w, taxonomy=taxonomy, n_t=n_t, missing=missing)

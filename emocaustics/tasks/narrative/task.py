@@ -69,17 +69,15 @@ class NarrativeTask(Task):
         gts = gt_dir(root, dataset.gt)
         preds = root / dataset.pred
         files = sorted(gts.glob("*.json"))
-        if dataset.stories:
-            wanted = set(dataset.stories)
+        wanted = set(dataset.stories or ())
+        if wanted:
             files = [f for f in files if f.stem in wanted]
-            defects_missing = sorted(wanted - {f.stem for f in files})
-        else:
-            defects_missing = []
         if not files:  # a run with no ground truth would score nothing and say so nowhere (issue 41 point 4)
             asked = f" of the {len(dataset.stories)} stories asked for" if dataset.stories else ""
             raise UsageError(f"{gts}: no ground-truth story file (*.json){asked}: nothing to score against")
         samples: list[Sample] = []
-        defects = [Defect("missing", str(gts / f"{n}.json"), "story asked for but no GT file") for n in defects_missing]
+        defects = [Defect("missing", str(gts / f"{n}.json"), "story asked for but no GT file")
+                   for n in sorted(wanted - {f.stem for f in files})]
         for path in files:
             try:
                 raw = decode(path)
