@@ -108,45 +108,38 @@ def prediction_files(pred: Path) -> dict[int, tuple[str, Any]]:
     from emocaustics.core.textfile import decode
     from emocaustics.tasks.ecpe.validate import load_json, parse_json
 
-    def parsed(name: str, read: Any) -> Any:
+    def parsed(read: Any) -> Any:
         try:
             return read()
         except DataError as exc:
             return exc
 
-    out: dict[int, tuple[str, Any]] = {}
-    if pred.is_file() and zipfile.is_zipfile(pred):
-        with zipfile.ZipFile(pred) as zf:
-            names = [n for n in zf.namelist() if "/" not in n]
-            for st in (1, 2):
-                name = choose_name(names, st, "pred", str(pred))
-                if name is not None:
-                    label = f"{pred}:{name}"
-                    out[st] = (label, parsed(label, lambda n=name, label=label: parse_json(
-                        decode(zf.read(n), label), label)))
-        if not out:
-            raise UsageError(f"{pred}: no Subtask_1_*.json or Subtask_2_*.json at the root of the zip (where CodaLab "
-                             "reads them)")
-        return out
-    if pred.is_file():
+    if pred.is_file() and not zipfile.is_zipfile(pred):
         m = re.match(r"Subtask_([12])_.*\.json$", pred.name)
         if not m:
             raise UsageError(f"{pred}: pass a folder of Subtask_N_*.json predictions, a submission zip, or one file "
                              "named Subtask_1_*.json or Subtask_2_*.json")
-        return {int(m.group(1)): (str(pred), parsed(str(pred), lambda: load_json(pred)))}
+        return {int(m.group(1)): (str(pred), parsed(lambda: load_json(pred)))}
     if not pred.exists():
         raise UsageError(f"{pred}: no such prediction folder, zip or file")
-    for st in (1, 2):
-        path = find_file(pred, st, "pred")
-        if path is not None:
-            out[st] = (str(path), parsed(str(path), lambda p=path: load_json(p)))
+    out: dict[int, tuple[str, Any]] = {}
+    if not pred.is_file():  # a folder (find_file refuses anything else)
+        for st in (1, 2):
+            if (path := find_file(pred, st, "pred")) is not None:
+                out[st] = (str(path), parsed(lambda p=path: load_json(p)))
+        if not out:
+            raise UsageError(f"{pred}: no Subtask_1_*.json or Subtask_2_*.json prediction file")
+        return out
+    with zipfile.ZipFile(pred) as zf:
+        names = [n for n in zf.namelist() if "/" not in n]
+        for st in (1, 2):
+            if (name := choose_name(names, st, "pred", str(pred))) is not None:
+                label = f"{pred}:{name}"
+                out[st] = (label, parsed(lambda n=name, label=label: parse_json(decode(zf.read(n), label), label)))
     if not out:
-        raise UsageError(f"{pred}: no Subtask_1_*.json or Subtask_2_*.json prediction file")
+        raise UsageError(f"{pred}: no Subtask_1_*.json or Subtask_2_*.json at the root of the zip (where CodaLab "
+                         "reads them)")
     return out
-
-
-def _number(v: float) -> float | None:
-    return None if math.isnan(v) else v
 
 
 def _report_problems(problems: list[Any], limit: int = 5) -> None:
@@ -220,7 +213,7 @@ def score_command(args: argparse.Namespace) -> int:
     for r in results:
         _report_problems(r.problems)
     if args.json:
-        doc: dict[str, Any] = {k: _number(v) for r in results for k, v in r.scores.items()}
+        doc: dict[str, Any] = {k: None if math.isnan(v) else v for r in results for k, v in r.scores.items()}
         doc["per_emotion"] = {f"subtask_{r.subtask}": r.table.to_dicts() for r in results}
         doc["problems"] = [p.to_json() for r in results for p in r.problems]
         doc["missing"] = {f"subtask_{st}": ids for st, ids in missing.items()}
