@@ -175,9 +175,8 @@ class EcpeTask(Task):
             if isinstance(pred, dict):
                 rows.extend({"sample_id": s.id, "metric": k, "value": float(pred[k])}
                             for k in ("span_misses", "unparseable") if isinstance(pred.get(k), int | float))
-        summary: dict[str, Any] = {}
         primary = official.PRIMARY[options.subtasks[0]]
-        summary[primary] = results[options.subtasks[0]].scores[primary]
+        summary: dict[str, Any] = {primary: results[options.subtasks[0]].scores[primary]}
         for res in results.values():
             summary.update(res.scores)
         tables = {f"ecpe_subtask{st}_per_emotion": r.table for st, r in results.items()}

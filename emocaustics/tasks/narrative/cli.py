@@ -111,27 +111,26 @@ def run(args: argparse.Namespace) -> int:
     from emocaustics.tasks.narrative.aggregate import markdown_aggregate, markdown_story, to_json
 
     result, folder = score_paths(Path(args.pred), Path(args.gt), args.weights, args.taxonomy, args.n_t, args.engine)
-    unpaired = (result.get("skipped") or {}).get("unpaired_pred") or []
+    skipped = result.get("skipped") or {}
+    unpaired = skipped.get("unpaired_pred") or []
     if unpaired:  # on stderr as well, before the score: --json readers see it too
         print(f"emocaustics: warning: {len(unpaired)} prediction file(s) in {args.pred} pair with no ground-truth "
               f"story and were not scored: {', '.join(unpaired)}", file=sys.stderr)
-    duplicates = (result.get("skipped") or {}).get("duplicates") or []
+    duplicates = skipped.get("duplicates") or []
     if duplicates:  # two files for one story: which one was scored is said, never left to a guess
         print(f"emocaustics: warning: {len(duplicates)} story(ies) with two files, the *_pred.json one scored (the "
               f"other ignored): {'; '.join(duplicates)}", file=sys.stderr)
+    md = markdown_aggregate(result) if folder else markdown_story(Path(args.gt).stem, result)
     if args.markdown:
-        md = markdown_aggregate(result) if folder else markdown_story(Path(args.gt).stem, result)
         Path(args.markdown).write_text(md, encoding="utf-8")
     if args.json:
         print(to_json(result))
-    elif folder:
-        print(markdown_aggregate(result), end="")
     else:
-        print(markdown_story(Path(args.gt).stem, result), end="")
+        print(md, end="")
     if not folder and result.get("error"):
         print(f"emocaustics: error: {result['error']}", file=sys.stderr)
         return 2
-    not_scored = len(result.get("failed") or {}) + len((result.get("skipped") or {}).get("errors") or {})
+    not_scored = len(result.get("failed") or {}) + len(skipped.get("errors") or {})
     if folder and not_scored and not args.allow_failures:
         from emocaustics.core.errors import SamplesFailed
 

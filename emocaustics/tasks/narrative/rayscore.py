@@ -41,7 +41,7 @@ def _score_file_batch(batch: dict[str, np.ndarray], *, weights: dict[str, float]
     out = [json.dumps(compact(score_files(str(p) or None, str(g), missing=str(m), weights=weights, taxonomy=tax,
                                           n_t=n_t)), ensure_ascii=False)
            for p, g, m in zip(batch["pred"], batch["gt"], batch["missing"])]
-    return {"story": batch["story"], "result": np.array(out, dtype=object)}
+    return {"key": batch["key"], "result": np.array(out, dtype=object)}
 
 
 def _encode_pred(pred: Any) -> Any:
@@ -56,14 +56,21 @@ def _score_sample_batch(batch: dict[str, np.ndarray], *, weights: dict[str, floa
                         n_t: int) -> dict[str, np.ndarray]:
     from emocaustics.tasks.narrative.scoring import score_sample
 
-    ids, out = [], []
+    out = []
     for raw in batch["sample"]:
         s = json.loads(raw)
-        res = score_sample(s["id"], _decode_pred(s["pred"]), s["target"], s["meta"], weights=weights,
-                           taxonomy=taxonomy, n_t=n_t)
-        ids.append(s["id"])
-        out.append(json.dumps(res, ensure_ascii=False))
-    return {"id": np.array(ids, dtype=object), "output": np.array(out, dtype=object)}
+        out.append(json.dumps(score_sample(s["id"], _decode_pred(s["pred"]), s["target"], s["meta"], weights=weights,
+                                           taxonomy=taxonomy, n_t=n_t), ensure_ascii=False))
+    return {"key": batch["key"], "result": np.array(out, dtype=object)}
+
+
+def _stream(items: list[dict[str, Any]], batch_fn: Any, batch_size: int, **kwargs: Any) -> dict[str, dict[str, Any]]:
+    """{item key: its decoded result} of `batch_fn` over `items` as a Ray Data stream; every item comes back."""
+    rows = ray_map(items, [Stage(batch_fn, kwargs)], batch_size=batch_size)
+    got = {str(r["key"]): json.loads(r["result"]) for r in rows}
+    if len(got) != len(items):  # never a silent gap: every story comes back
+        raise RuntimeError(f"Ray Data scoring returned {len(got)} of {len(items)} stories")
+    return got
 
 
 def score_file_pairs(pairs: list[tuple[str, Path | None, Path]], *, weights: dict[str, float] | None = None,
@@ -73,13 +80,9 @@ def score_file_pairs(pairs: list[tuple[str, Path | None, Path]], *, weights: dic
     (`scoring.score_files` per story; `missing[story]` is the reason of a story without a prediction file)."""
     if not pairs:
         return {}
-    items = [{"story": name, "pred": str(p) if p else "", "gt": str(g), "missing": (missing or {}).get(name, "")}
+    items = [{"key": name, "pred": str(p) if p else "", "gt": str(g), "missing": (missing or {}).get(name, "")}
              for name, p, g in pairs]
-    rows = ray_map(items, [Stage(_score_file_batch, {"weights": weights, "taxonomy": taxonomy, "n_t": n_t})],
-                   batch_size=batch_size)
-    got = {str(r["story"]): json.loads(r["result"]) for r in rows}
-    if len(got) != len(pairs):  # never a silent gap: every pair comes back
-        raise RuntimeError(f"Ray Data scoring returned {len(got)} of {len(pairs)} stories")
+    got = _stream(items, _score_file_batch, batch_size, weights=weights, taxonomy=taxonomy, n_t=n_t)
     return {name: got[name] for name, _, _ in pairs}  # in the pairs' order: the aggregate's sums are then identical
 
 
@@ -90,12 +93,7 @@ def score_samples_ray(samples: list[Sample], predictions: dict[str, Any], *, wei
     if not samples:
         return {}
     missing = Failure("predict", "no prediction for this story")
-    items = [{"sample": json.dumps({"id": s.id, "target": s.target, "meta": s.meta,
-                                    "pred": _encode_pred(predictions.get(s.id, missing))}, ensure_ascii=False)}
-             for s in samples]
-    rows = ray_map(items, [Stage(_score_sample_batch, {"weights": weights, "taxonomy": taxonomy, "n_t": n_t})],
-                   batch_size=batch_size)
-    got = {str(r["id"]): json.loads(r["output"]) for r in rows}
-    if len(got) != len(samples):
-        raise RuntimeError(f"Ray Data scoring returned {len(got)} of {len(samples)} stories")
-    return got
+    items = [{"key": s.id, "sample": json.dumps({"id": s.id, "target": s.target, "meta": s.meta,
+                                                 "pred": _encode_pred(predictions.get(s.id, missing))},
+                                                ensure_ascii=False)} for s in samples]
+    return _stream(items, _score_sample_batch, batch_size, weights=weights, taxonomy=taxonomy, n_t=n_t)
