@@ -4,23 +4,15 @@ configs.json, and the scorers' extra tables (tables/<name>.parquet), each row ca
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from emocaustics.core.task import Loaded, Options, Scored, Task
+from emocaustics.core.task import Loaded, Scored
 from emocaustics.score.generic import per_sample
 
-
-class Config(Protocol):
-    """What these builders read of one expanded run (`jobs.configs.Config`)."""
-
-    task: Task
-    options: Options
-    label: str
-    model: str | None
-    kind: str
-    price: Any  # the model's `models.prices.Price`, None when unknown (or no model)
+if TYPE_CHECKING:
+    from emocaustics.jobs.configs import Config
 
 COST_COLUMNS = ("llm_calls", "cache_hits", "prompt_tokens", "generated_tokens")
 
@@ -38,7 +30,7 @@ def score_table(cfg: Config, scored: Scored, stats: dict[str, dict[str, Any]],
         main = main.join(info, on="sample_id", how="left")
     from emocaustics.models.prices import sample_cost
 
-    price = getattr(cfg, "price", None)
+    price = cfg.price
     cost = pl.DataFrame(
         [{"sample_id": k, **{c: int(v.get(c, 0)) for c in COST_COLUMNS}, "seconds": float(v.get("seconds", 0.0)),
           "cost_usd": sample_cost(price, v)} for k, v in stats.items()],
