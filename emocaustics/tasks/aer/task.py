@@ -23,7 +23,6 @@ from emocaustics.tasks.aer.data import load_split, to_sample
 from emocaustics.tasks.aer.fetch import SOURCE
 from emocaustics.tasks.parts import lazy
 
-DEFAULTS = {"shots": 3, "shots_from": None, "top_k": 8, "chunk_tokens": 160, "temperature": 0.7}
 USED_BY = {"shots": ("prompt", "few-shot"), "shots_from": ("prompt", "few-shot"), "top_k": ("context", "retrieve"),
            "chunk_tokens": ("context", "retrieve")}
 
@@ -51,11 +50,12 @@ class AerOptions(Options):
 
     @model_validator(mode="after")
     def _relevant(self) -> "AerOptions":
+        default = {key: field.default for key, field in type(self).model_fields.items()}
         for key, (mode, value) in USED_BY.items():
-            if getattr(self, key) != DEFAULTS[key] and getattr(self, mode) != value:
+            if getattr(self, key) != default[key] and getattr(self, mode) != value:
                 raise ValueError(f"option {key} applies to {mode}: {value} only (this run has {mode}: "
                                  f"{getattr(self, mode)})")
-        if self.samples == 1 and self.temperature != DEFAULTS["temperature"]:
+        if self.samples == 1 and self.temperature != default["temperature"]:
             raise ValueError("temperature applies to self-consistency only (samples > 1); one sample is greedy")
         return self
 
