@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from emocaustics.core.errors import ProvenanceMismatch, UsageError
+from emocaustics.core.redact import redacted
 from emocaustics.core.software import software
 
 FILE = "provenance.json"
@@ -37,23 +38,15 @@ def record(task: Any, loaded: Any, *, dataset: dict[str, Any], options: Any, mod
         "dataset_info": {k: v for k, v in (loaded.info or {}).items() if isinstance(v, (str, int, float, bool))},
         "dataset_hash": dataset_hash(fingerprints),
         "samples": fingerprints,
-        "model": _without_secrets(model),
+        # a caller may hand the spec as the user wrote it: a password in its URL or a key in its query must not
+        # reach the file
+        "model": None if model is None else redacted(model),
         "method": options.method,
         "options": options.model_dump(mode="json"),
         "prompts_version": task.prompts_version,
         "software": software(),
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
-
-
-def _without_secrets(model: str | None) -> str | None:
-    """The model spec as recorded: a caller may hand the string as the user wrote it, and a password in its URL or a
-    key in its query must not reach the file (`core.redact.redacted`)."""
-    if model is None:
-        return None
-    from emocaustics.core.redact import redacted
-
-    return redacted(model)
 
 
 def write(folder: Path, rec: dict[str, Any]) -> Path:
