@@ -16,11 +16,6 @@ from collections.abc import Iterable
 
 import polars as pl
 
-# The main columns, in the order shown; a column absent from the summary (or null in every row) is left out. The
-# grid's axes and the tasks' own option columns go after what ran (`place_config_columns`).
-# A task's own per-config columns in the report: its report part's `summary_columns(options)` puts values on every row
-# of a config (a window size, say), and its `option_column_docs` (column -> meaning, in the order shown) has those
-# columns shown right after what ran and defined in the glossary. A report mixing tasks shows the union.
 
 def declared_option_columns(task_names: Iterable[str]) -> dict[str, str]:
     """The option columns (name -> meaning) the named tasks declare, first task first; a column two tasks declare is
@@ -39,6 +34,9 @@ def declared_option_columns(task_names: Iterable[str]) -> dict[str, str]:
     return out
 
 
+# The main columns, in the order shown; a column absent from the summary (or null in every row) is left out. The
+# grid's axes and the tasks' own option columns (a task's `summary_columns(options)` values, defined by its
+# `option_column_docs`; a report mixing tasks shows the union) go after what ran (`place_config_columns`).
 MAIN_COLUMNS = ("run", "task", "method", "model", "samples", "score", "ci", "micro_score", "failures",
                 "epochs", "epoch_sd", "epoch_changed", "judge_failures", "llm_calls", "tokens", "cost_usd", "wall_s")
 
