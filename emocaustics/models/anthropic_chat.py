@@ -22,22 +22,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from typing import Any, Literal
 
 from emocaustics.core.errors import UsageError
 from emocaustics.models.base import ChatRequest, Completion
 from emocaustics.models.chatclient import ChatClient
 from emocaustics.models.jsonout import parse_answer
+from emocaustics.models.registry import provider
 
 log = logging.getLogger(__name__)
-KEY_VARIABLE = "ANTHROPIC_API_KEY"
+KEY_VARIABLE = "ANTHROPIC_API_KEY"  # the registry's `Provider.key_variables` (a test holds it)
 DEFAULT_BASE_URL = "https://api.anthropic.com"
-NO_KEY = "EMPTY"
-
-
-def api_key_from_env() -> str | None:
-    return os.environ.get(KEY_VARIABLE, "").strip() or None
 
 
 def to_messages(messages: tuple[dict[str, str], ...] | list[dict[str, str]]) -> tuple[str | None, list[dict[str, str]]]:
@@ -75,7 +70,7 @@ class AnthropicChatLLM(ChatClient):
             raise ValueError(f"sampling must be auto, send or omit, not {sampling!r}")
         super().__init__(model, base_url, name=name, concurrency=concurrency, timeout=timeout,
                          max_retries=max_retries, json_mode=json_mode, json_retries=json_retries)
-        if base_url is None and api_key_from_env() is None:
+        if base_url is None and not provider(self.kind).key():
             raise UsageError(f"anthropic:{model}: set {KEY_VARIABLE} (the key is read from the environment only)")
         self.sampling = sampling
 
@@ -85,7 +80,7 @@ class AnthropicChatLLM(ChatClient):
         async def answered(response: Any) -> None:  # the SDK retries inside: each response is seen here
             self._answered(response.status_code, response.headers)
 
-        client = AsyncAnthropic(api_key=api_key_from_env() or NO_KEY, base_url=self.base_url or DEFAULT_BASE_URL,
+        client = AsyncAnthropic(api_key=self.api_key(), base_url=self.base_url or DEFAULT_BASE_URL,
                                 timeout=self.timeout, max_retries=self.max_retries, default_headers=self._auth,
                                 http_client=DefaultAsyncHttpxClient(event_hooks={"response": [answered]}))
         return client, asyncio.Semaphore(self.concurrency)

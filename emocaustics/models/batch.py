@@ -31,10 +31,10 @@ import time
 import uuid
 import weakref
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from emocaustics.core.errors import Stop
-from emocaustics.models.breaker import answers_or_stop
+from emocaustics.models.breaker import _print_line, answers_or_stop
 from emocaustics.models.base import ChatRequest, Completion, Layer
 from emocaustics.models.batchstore import STORE, BatchStore
 from emocaustics.models.cache import request_key
@@ -78,15 +78,12 @@ class BatchLLM(Layer):
 
     def __init__(self, live: Any, api: Any, *, endpoint: str, store: BatchStore | None = None, cache: Any = None,
                  batch_size: int | None = None, quiet: float = QUIET, max_wait: float = MAX_WAIT,
-                 poll: float = POLL, report: Callable[[str], None] | None = None, ledger: Any = None,
-                 price: Any = None) -> None:
+                 poll: float = POLL, ledger: Any = None, price: Any = None) -> None:
         super().__init__(live)
         self.live, self.api, self.endpoint, self.store, self.cache = self.llm, api, endpoint, store, cache
         self.max_requests = min(int(batch_size or api.max_requests), api.max_requests)
         self.quiet, self.max_wait, self.poll = float(quiet), float(max_wait), float(poll)
-        if report is None:
-            from emocaustics.models.breaker import _print_line as report
-        self.report = report
+        self.report = _print_line  # the breaker's progress lines
         self.ledger, self.price = ledger, price  # the job's max_cost_usd (models/budget.py), when set and priced
         self.usage = Usage()  # the calls answered through batches
         self.counts = {"batches": 0, "batches_resumed": 0, "batched_calls": 0, "batch_live_retries": 0}
@@ -182,8 +179,6 @@ class BatchLLM(Layer):
             if self.store is not None:
                 self.store.write_requests(local, [(e.key, e.request) for e in chunk])
             batch_id = await self.api.submit([e.line for e in chunk], note=self.endpoint)
-        except asyncio.CancelledError:
-            raise
         except Exception as exc:
             self.report(f"batch of {len(chunk)} requests to {self.endpoint} could not be created "
                         f"({type(exc).__name__}: {str(exc)[:200]}); asking them live")
@@ -205,8 +200,6 @@ class BatchLLM(Layer):
             try:
                 st = await self.api.state(batch_id)
                 failures = 0
-            except asyncio.CancelledError:
-                raise
             except Exception as exc:
                 failures += 1
                 if failures >= POLL_FAILURES:
@@ -229,16 +222,14 @@ class BatchLLM(Layer):
         if ended:
             try:
                 results = await self.api.results(batch_id)
-            except asyncio.CancelledError:
-                raise
             except Exception as exc:
                 self.report(f"batch {batch_id} ({self.endpoint}): results unreadable ({type(exc).__name__}: "
                             f"{str(exc)[:160]}); asking its requests live")
         answered: list[tuple[str, Completion]] = []
         retry: list[str] = []
         for key, request in requests.items():
-            res = results.get(key)
-            c = self.api.completion(res, request) if res is not None and res.answer is not None else None
+            answer = results.get(key)
+            c = self.api.completion(answer, request) if answer is not None else None
             if c is not None and (c.error is None or not c.error.startswith(ANSWER_PROBLEMS)):
                 c.batched = True
                 answered.append((key, c))

@@ -21,6 +21,7 @@ log = logging.getLogger(__name__)
 # caller judges them).
 ANSWER_PROBLEMS = ("invalid JSON", "answer cut", "model refused")
 JSON_MODES = ("auto", "schema", "plain")
+NO_KEY = "EMPTY"  # what local servers (vllm serve) accept when they were started without a key
 
 
 class ChatClient(ModelBase):
@@ -50,6 +51,12 @@ class ChatClient(ModelBase):
         self._per_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[Any, Any]] = (
             weakref.WeakKeyDictionary())
 
+    def api_key(self) -> str:
+        """The provider's key from the environment (`Provider.key`: models/registry.py), else `NO_KEY`."""
+        from emocaustics.models.registry import provider
+
+        return provider(self.kind).key() or NO_KEY
+
     def _client(self) -> tuple[Any, Any]:
         """(HTTP client, concurrency limit) of the running event loop."""
         loop = asyncio.get_running_loop()
@@ -75,8 +82,6 @@ class ChatClient(ModelBase):
                     break  # transport failures were already retried by the client
                 if attempt < self.json_retries:
                     log.info("%s: unparseable answer, asking again (%d/%d)", self.name, attempt + 1, self.json_retries)
-        except asyncio.CancelledError:
-            raise
         except Exception as exc:  # anything unexpected still fails only this request
             c = Completion(text="", error=f"client error: {type(exc).__name__}: {exc}")
         if c.error and c.error.startswith(ANSWER_PROBLEMS):

@@ -79,20 +79,16 @@ class HTTPFailure(Exception):
 
 def server_wait(headers: Any) -> float | None:
     """The server's `retry-after-ms` / `retry-after` (seconds or an HTTP date) in seconds, if it gave one."""
-    wait: float | None = None
-    ms = headers.get("retry-after-ms")
-    if ms is not None:
-        try:
-            wait = float(ms) / 1000
-        except ValueError:
-            wait = None
-    if wait is None and (after := headers.get("retry-after")) is not None:
-        try:
-            wait = float(after)
-        except ValueError:
-            when = email.utils.parsedate_tz(after)
-            wait = (email.utils.mktime_tz(when) - time.time()) if when else None
-    return wait
+    try:
+        return float(headers["retry-after-ms"]) / 1000
+    except (KeyError, ValueError):
+        pass
+    after = headers.get("retry-after")
+    try:
+        return float(after) if after is not None else None
+    except ValueError:
+        when = email.utils.parsedate_tz(after)
+        return (email.utils.mktime_tz(when) - time.time()) if when else None
 
 
 def retry_delay(retries_done: int, headers: Any = None) -> float:
@@ -189,10 +185,7 @@ class JSONPoster:
             except (asyncio.TimeoutError, aiohttp.ServerTimeoutError):
                 failure = HTTPFailure("timeout", f"timeout: no answer within {self.timeout:g}s (after retries)")
                 retry = True
-            except aiohttp.ClientError as exc:  # refused, reset, dropped mid-answer, bad payload
-                failure = HTTPFailure("connection", f"connection error: {type(exc).__name__} (after retries)")
-                retry = True
-            except OSError as exc:
+            except (aiohttp.ClientError, OSError) as exc:  # refused, reset, dropped mid-answer, bad payload
                 failure = HTTPFailure("connection", f"connection error: {type(exc).__name__} (after retries)")
                 retry = True
             if not retry or retries >= self.max_retries:

@@ -17,25 +17,20 @@
 from __future__ import annotations
 
 import logging
-import os
 from typing import Any
 
 from emocaustics.models.base import ChatRequest, Completion
-from emocaustics.models.chatclient import ChatClient
+from emocaustics.models.chatclient import NO_KEY, ChatClient  # noqa: F401 (NO_KEY: benchmarks/refdriver.py)
 from emocaustics.models.gate import PriorityGate
 from emocaustics.models.jsonout import read_answer
+from emocaustics.models.registry import provider
 
 log = logging.getLogger(__name__)
-KEY_VARIABLES = ("OPENAI_API_KEY", "EMOCAUSTICS_API_KEY")
-NO_KEY = "EMPTY"  # what local servers (vllm serve) accept when they were started without a key
+KEY_VARIABLES = ("OPENAI_API_KEY", "EMOCAUSTICS_API_KEY")  # the registry's `Provider.key_variables` (a test holds it)
 
 
 def api_key_from_env() -> str | None:
-    for var in KEY_VARIABLES:
-        value = os.environ.get(var, "").strip()
-        if value:
-            return value
-    return None
+    return provider("openai").key() or None
 
 
 class OpenAIChatLLM(ChatClient):
@@ -44,7 +39,7 @@ class OpenAIChatLLM(ChatClient):
     def _connect(self) -> tuple[Any, PriorityGate]:
         from emocaustics.models.http import JSONPoster
 
-        auth = self._auth or {"Authorization": f"Bearer {api_key_from_env() or NO_KEY}"}
+        auth = self._auth or {"Authorization": f"Bearer {self.api_key()}"}
         poster = JSONPoster(self.base_url, auth, timeout=self.timeout, max_retries=self.max_retries,
                             connections=self.concurrency, on_response=self._answered,
                             retry_throttled=self.retry_throttled)
@@ -79,7 +74,7 @@ class OpenAIChatLLM(ChatClient):
                 data = await poster.post("chat/completions", self._body(request, use_schema))
             except HTTPFailure as exc:
                 if not (exc.status == 400 and use_schema and self.json_mode != "schema"
-                        and _mentions_response_format(exc.reason)):
+                        and any(w in exc.reason.lower() for w in ("response_format", "json_schema"))):
                     return Completion(text="", error=exc.reason)
                 if self.json_mode == "auto":
                     log.info("%s: endpoint rejects response_format json_schema; using plain requests", self.name)
@@ -89,11 +84,6 @@ class OpenAIChatLLM(ChatClient):
                 except HTTPFailure as exc2:
                     return Completion(text="", error=exc2.reason)
         return completion_from(data, request)
-
-
-def _mentions_response_format(reason: str) -> bool:
-    text = reason.lower()
-    return "response_format" in text or "json_schema" in text
 
 
 def completion_from(data: Any, request: ChatRequest) -> Completion:
