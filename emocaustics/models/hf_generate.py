@@ -45,6 +45,22 @@ class HFOptions:
         return out
 
 
+def prompt_or_failure(tokenizer: Any, request: ChatRequest, max_len: int | None,
+                      limit: str) -> tuple[list[int], int] | Completion:
+    """A request's prompt token ids (its chat template applied) and the new tokens it may have, or the Completion of
+    why it cannot be asked: the template failed, or the prompt leaves no room in `max_len` (named `limit`)."""
+    try:
+        text = tokenizer.apply_chat_template([dict(m) for m in request.messages], tokenize=False,
+                                             add_generation_prompt=True)
+        # The template already wrote every special token; encoding must not add a BOS a second time.
+        ids = list(tokenizer.encode(text, add_special_tokens=False))
+    except Exception as exc:
+        return Completion(text="", error=f"chat template failed: {type(exc).__name__}: {exc}")
+    if max_len is not None and len(ids) + 1 > max_len:
+        return Completion(text="", prompt_tokens=len(ids), error=f"prompt too long: {len(ids)} tokens, {limit} {max_len}")
+    return ids, min(request.sampling.max_tokens, max_len - len(ids)) if max_len else request.sampling.max_tokens
+
+
 def sampling_key(request: ChatRequest) -> tuple[float, float, int | None]:
     """Requests that can share one `generate` call: same temperature, top_p and seed (max_tokens may differ)."""
     s = request.sampling
@@ -116,12 +132,7 @@ class HFGenerator:
         self._tokenizer_info: Any = None
         self._grammars: dict[str, Any] = {}
 
-    # -- prompts and grammars --------------------------------------------------------------------------------
-    def prompt_ids(self, request: ChatRequest) -> list[int]:
-        text = self.tokenizer.apply_chat_template([dict(m) for m in request.messages], tokenize=False,
-                                                  add_generation_prompt=True)
-        return list(self.tokenizer.encode(text, add_special_tokens=False))  # the template wrote the special tokens
-
+    # -- grammars --------------------------------------------------------------------------------------------
     def grammar(self, schema: dict) -> Any:
         """The schema compiled for this tokenizer (cached); raises what xgrammar raises for a schema it rejects."""
         import xgrammar as xgr
@@ -144,22 +155,17 @@ class HFGenerator:
         out: list[Completion | None] = [None] * len(requests)
         rows: list[tuple[int, list[int], Any, int]] = []  # (request index, prompt ids, grammar, max new tokens)
         for n, r in enumerate(requests):
-            try:
-                ids = self.prompt_ids(r)
-            except Exception as exc:
-                out[n] = Completion(text="", error=f"chat template failed: {type(exc).__name__}: {exc}")
+            prompt = prompt_or_failure(self.tokenizer, r, self.max_len, "max_position_embeddings")
+            if isinstance(prompt, Completion):
+                out[n] = prompt
                 continue
-            if self.max_len is not None and len(ids) + 1 > self.max_len:
-                out[n] = Completion(text="", prompt_tokens=len(ids),
-                                    error=f"prompt too long: {len(ids)} tokens, max_position_embeddings {self.max_len}")
-                continue
+            ids, limit = prompt
             try:
                 grammar = self.grammar(r.schema) if r.schema is not None else None
             except Exception as exc:
                 out[n] = Completion(text="", prompt_tokens=len(ids),
                                     error=f"schema rejected: {type(exc).__name__}: {exc}")
                 continue
-            limit = min(r.sampling.max_tokens, self.max_len - len(ids)) if self.max_len else r.sampling.max_tokens
             rows.append((n, ids, grammar, max(1, limit)))
         if rows:
             for (n, ids, _, limit), (tokens, cut) in zip(rows, self._generate_rows(requests[rows[0][0]], rows)):

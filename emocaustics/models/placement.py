@@ -125,6 +125,3 @@ class Placement:
                 continue
             i = self.pick(affinity)
             fut.set_result((i, self.hold(i, weight, chain)))
-
-
-__all__ = ["CHAIN_COST", "MAX_AFFINITY_KEYS", "Placement"]

@@ -31,7 +31,7 @@ from emocaustics.models import replicas as replica_actors
 from emocaustics.core.errors import ServiceGone
 from emocaustics.models.base import ChatRequest, Completion, ModelBase
 from emocaustics.models.local import RunFailure
-from emocaustics.models.placement import CHAIN_COST, Placement
+from emocaustics.models.placement import Placement
 from emocaustics.models.replicas import NAMESPACE, SERVICE_PREFIX  # noqa: F401 (services.py imports them from here)
 from emocaustics.models.usage import Usage
 
@@ -64,7 +64,6 @@ class ModelPool(ModelBase):
         actor_cls: type | None = None,
         actor_options: dict[str, Any] | None = None,
         detached: bool = False,
-        chain_cost: float = CHAIN_COST,
     ) -> None:
         import ray
 
@@ -92,7 +91,7 @@ class ModelPool(ModelBase):
             self._actors = [ray.get_actor(f"{self.actor_prefix}-{i}", namespace=NAMESPACE) for i in range(replicas)]
         else:
             self._actors = [self._make_actor(i, max_restarts, cpus_per_replica) for i in range(replicas)]
-        self._place = Placement(replicas, chain_cost)  # load and affinity per replica
+        self._place = Placement(replicas)  # load and affinity per replica
         self._load = self._place.work
         self._instances: dict[str, float | None] = {}  # engine instance id -> its start seconds
         self.retried = 0  # calls re-sent after a replica died
@@ -304,7 +303,6 @@ def _pickle_by_value_if_local(fn: Any) -> None:
 
     Functions of installed packages (ours included) keep travelling by reference, which is smaller and faster.
     """
-    import sys
     from pathlib import Path
 
     from ray import cloudpickle

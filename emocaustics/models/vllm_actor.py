@@ -24,6 +24,7 @@ from typing import Any
 
 from emocaustics.core import aio
 from emocaustics.models.base import ChatRequest, Completion, ModelBase
+from emocaustics.models.hf_generate import prompt_or_failure
 from emocaustics.models.jsonout import read_answer
 from emocaustics.models.local import run_item
 from emocaustics.models.usage import Usage
@@ -139,28 +140,15 @@ class VLLMEngineActor:
         self._gc = aio.many_calls()
         self._gc.__enter__()
 
-    def _prompt_ids(self, request: ChatRequest) -> list[int]:
-        text = self._tokenizer.apply_chat_template(
-            [dict(m) for m in request.messages], tokenize=False, add_generation_prompt=True
-        )
-        # The template already wrote every special token; encoding must not add a BOS a second time.
-        return list(self._tokenizer.encode(text, add_special_tokens=False))
-
     async def _one(self, request: ChatRequest) -> Completion:
         from vllm import SamplingParams
         from vllm.inputs import TokensPrompt
         from vllm.sampling_params import RequestOutputKind, StructuredOutputsParams
 
-        try:
-            ids = self._prompt_ids(request)
-        except Exception as exc:
-            return Completion(text="", error=f"chat template failed: {type(exc).__name__}: {exc}")
-        s = request.sampling
-        if self._max_len is not None and len(ids) + 1 > self._max_len:
-            return Completion(
-                text="", prompt_tokens=len(ids), error=f"prompt too long: {len(ids)} tokens, max_model_len {self._max_len}"
-            )
-        max_tokens = min(s.max_tokens, self._max_len - len(ids)) if self._max_len else s.max_tokens
+        prompt = prompt_or_failure(self._tokenizer, request, self._max_len, "max_model_len")
+        if isinstance(prompt, Completion):
+            return prompt
+        (ids, max_tokens), s = prompt, request.sampling
         params = SamplingParams(
             max_tokens=max_tokens,
             temperature=s.temperature,
@@ -178,8 +166,6 @@ class VLLMEngineActor:
                 priority=request.priority if self._by_priority else 0,
             ):
                 final = out
-        except asyncio.CancelledError:
-            raise
         except Exception as exc:  # a rejected request (bad schema, engine error) fails alone
             if type(exc).__name__ == "EngineDeadError":
                 # The engine core process is gone and this actor cannot bring it back: end the actor so that Ray

@@ -20,8 +20,6 @@ import numpy as np
 from vllm.v1.worker.cpu_model_runner import CPUModelRunner
 from vllm.v1.worker.cpu_worker import CPUWorker
 
-WORKER_CLS = f"{__name__}.SeededCPUWorker"
-
 
 class SeededCPUModelRunner(CPUModelRunner):
     """CPUModelRunner whose discarded samples do not touch the request's own generator (no CUDA-only rewind)."""
