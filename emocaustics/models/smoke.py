@@ -104,9 +104,9 @@ def model_hash(text: str) -> str:
     return hashlib.sha256((recipe + "\0" + CHAT_TEMPLATE + "\0" + text).encode("utf-8")).hexdigest()[:16]
 
 
-def smoke_model_dir(sample_dir: Path | None = None) -> Path:
+def smoke_model_dir() -> Path:
     """Where `build_smoke_model()` puts (or finds) the model for the current sample text."""
-    return cache_root() / "models" / f"smoke-{model_hash(training_text(sample_dir))}"
+    return cache_root() / "models" / f"smoke-{model_hash(training_text())}"
 
 
 def bpe_tokenizer(text: str) -> Any:

@@ -49,9 +49,6 @@ ALLOWED = (
     "'anthropic:MODEL[@BASE_URL][?concurrency=N&timeout=SECONDS&max_retries=N&json_mode=...&sampling=auto|send|omit]'"
 )
 POOL_KEYS = ("replicas", "tp", "gpus", "cpus", "placement")
-CLIENT_KEYS = ("concurrency", "timeout", "max_retries", "json_mode", "json_retries", "max_connection_failures",
-               "max_server_errors", "stall_seconds", "max_throttled", "rpm", "tpm", "batch", "batch_size",
-               "batch_poll", "batch_quiet", "batch_max_wait")
 # Client keys of batch mode (models/batch.py): `batch=true` sends independent calls through the provider's batch API;
 # `batch_size` caps a batch's requests (default and ceiling: the provider's limit), `batch_poll` is the seconds between
 # status reads (30), `batch_quiet` / `batch_max_wait` when a partial batch is sent (2 s without new requests, 60 s).
@@ -59,6 +56,7 @@ BATCH_KEYS = ("batch", "batch_size", "batch_poll", "batch_quiet", "batch_max_wai
 # Client keys of the dead-endpoint breaker (models/breaker.py) and its rate limit (models/ratelimit.py), not of the
 # client itself.
 BREAKER_KEYS = ("max_connection_failures", "max_server_errors", "stall_seconds", "max_throttled", "rpm", "tpm")
+CLIENT_KEYS = ("concurrency", "timeout", "max_retries", "json_mode", "json_retries") + BREAKER_KEYS + BATCH_KEYS
 
 
 OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
@@ -285,7 +283,6 @@ def pool_arguments(spec: LLMSpec) -> dict[str, Any]:
 
 
 def endpoint_name(spec: LLMSpec) -> str:
-    """How messages name a remote endpoint: kind, model and URL (never a key: keys come from the environment)."""
-    if spec.kind == "anthropic":
-        return f"anthropic:{spec.model}@{spec.base_url or 'https://api.anthropic.com'}"
-    return f"{spec.kind}:{spec.model}@{spec.base_url}"
+    """How messages name a remote endpoint: kind, model and URL (its provider's own API when the spec names none;
+    never a key: keys come from the environment)."""
+    return f"{spec.kind}:{spec.model}@{spec.base_url or provider(spec.kind).home or None}"
