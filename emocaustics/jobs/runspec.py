@@ -49,24 +49,6 @@ class SelectSpec(_Strict):
         return samples if self.limit is None else samples[:self.limit]
 
 
-def _lift_legacy(raw: Any) -> Any:
-    """Run keys that older job files put beside `task` instead of under `options` (still accepted, moved on load):
-    `method`, and the options the task declares (`core.optionkeys.LegacyRunKeys`); an unknown task is named here."""
-    if not isinstance(raw, dict):
-        return raw
-    keys = run_level_keys(get_task(raw["task"])) if isinstance(raw.get("task"), str) else ("method",)
-    if any(k in raw for k in keys):
-        raw = dict(raw)
-        options = dict(raw.get("options") or {})
-        for key in keys:
-            if key in raw:
-                value = raw.pop(key)
-                if value is not None:
-                    options.setdefault(key, value)
-        raw["options"] = options
-    return raw
-
-
 class RunSpec(_Strict):
     """One configuration: a task, its options (method and the task's own knobs), the model it uses (a key of
     `models`; none for calibration predictors) and optionally its own dataset (else the job's)."""
@@ -91,7 +73,22 @@ class RunSpec(_Strict):
     @model_validator(mode="before")
     @classmethod
     def _legacy(cls, raw: Any) -> Any:
-        return _lift_legacy(raw)
+        """Run keys that older job files put beside `task` instead of under `options` (still accepted, moved on
+        load): `method`, and the options the task declares (`core.optionkeys.LegacyRunKeys`); an unknown task is
+        named here."""
+        if not isinstance(raw, dict):
+            return raw
+        keys = run_level_keys(get_task(raw["task"])) if isinstance(raw.get("task"), str) else ("method",)
+        if any(k in raw for k in keys):
+            raw = dict(raw)
+            options = dict(raw.get("options") or {})
+            for key in keys:
+                if key in raw:
+                    value = raw.pop(key)
+                    if value is not None:
+                        options.setdefault(key, value)
+            raw["options"] = options
+        return raw
 
     def resolve(self) -> tuple[Task, Options]:
         """The task and its validated options (errors name the option and what is allowed)."""
@@ -173,5 +170,3 @@ def _check_epochs(run: RunSpec, task: Task, opts: Options) -> None:
             check_reducer(run.reducer, task.Options, run.epochs)
         except ValueError as exc:
             raise ValueError(f"run {run.label!r}: reducer: {exc}") from None
-
-
