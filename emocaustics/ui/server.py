@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import mimetypes
+import os
 import threading
 import urllib.parse
 from collections.abc import Callable
@@ -38,21 +39,16 @@ RUN_DEPTH = 4
 def run_folders(root: Path) -> list[str]:
     """Run folders under `root` (a folder holding evallog/), relative to it, up to RUN_DEPTH levels down."""
     found: list[str] = []
-
-    def walk(folder: Path, depth: int) -> None:
-        try:
-            children = sorted(p for p in folder.iterdir() if p.is_dir() and not p.is_symlink())
-        except OSError:
-            return
-        if any(p.name == "evallog" for p in children):
-            found.append(folder.relative_to(root).as_posix() or ".")
-            return
-        if depth < RUN_DEPTH:
-            for child in children:
-                if not child.name.startswith("."):
-                    walk(child, depth + 1)
-
-    walk(root, 0)
+    for folder, subs, _ in os.walk(root):  # top down, each level sorted; links not followed, unreadable ones skipped
+        rel = Path(folder).relative_to(root)
+        subs[:] = sorted(s for s in subs if not os.path.islink(os.path.join(folder, s)))
+        if "evallog" in subs:
+            found.append(rel.as_posix())
+            subs.clear()
+        elif len(rel.parts) >= RUN_DEPTH:
+            subs.clear()
+        else:
+            subs[:] = [s for s in subs if not s.startswith(".")]
     return found
 
 
