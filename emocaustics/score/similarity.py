@@ -31,11 +31,6 @@ class SimilarityTable:
             raise KeyError(f"no similarity computed for {a!r} vs {b!r}: the pair was not collected before embedding")
         return v
 
-    def update(self, other: SimilarityTable) -> None:
-        self.values.update(other.values)
-        self.texts_requested += other.texts_requested
-        self.distinct_texts += other.distinct_texts
-
 
 def clean_pairs(pairs: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
     """Stripped, non-empty, non-identical pairs (the others have fixed similarities), de-duplicated, order kept."""

@@ -50,10 +50,6 @@ class Stats:
     batch_prompt_tokens: int = 0
     batch_generated_tokens: int = 0
 
-    def add(self, other: "Stats") -> None:
-        for f in fields(self):
-            setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
-
     def to_json(self) -> dict[str, int]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
