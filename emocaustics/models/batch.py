@@ -183,7 +183,7 @@ class BatchLLM(Layer):
             self.report(f"batch of {len(chunk)} requests to {self.endpoint} could not be created "
                         f"({type(exc).__name__}: {str(exc)[:200]}); asking them live")
             self._release(holds)
-            await self._ask_live(state, [e.key for e in chunk], {e.key: e.request for e in chunk})
+            await self._ask_live(state, [e.key for e in chunk])
             return
         if self.store is not None:
             self.store.submitted(self.endpoint, batch_id, local, len(chunk))
@@ -196,28 +196,24 @@ class BatchLLM(Layer):
         """Poll until the batch ends, then answer its requests (failed ones live)."""
         t0, seen, said, failures = time.monotonic(), None, 0.0, 0
         status, ended = "unknown", False
-        while True:
+        while not ended:
             try:
                 st = await self.api.state(batch_id)
-                failures = 0
             except Exception as exc:
                 failures += 1
                 if failures >= POLL_FAILURES:
                     self.report(f"batch {batch_id} ({self.endpoint}): status unreadable {failures} times "
                                 f"({type(exc).__name__}: {str(exc)[:160]}); asking its requests live")
                     break
+            else:
+                failures, status, ended, now = 0, st.status, st.ended, time.monotonic()
+                if (st.status, st.done, st.failed) != seen or now - said >= REPORT_EVERY:
+                    seen, said = (st.status, st.done, st.failed), now
+                    self.report(f"batch {batch_id} ({self.endpoint}): {st.status}, {st.done + st.failed}/"
+                                f"{st.total} done" + (f", {st.failed} failed" if st.failed else "")
+                                + f", {now - t0:.0f} s")
+            if not ended:
                 await asyncio.sleep(self.poll)
-                continue
-            status = st.status
-            now = time.monotonic()
-            if (st.status, st.done, st.failed) != seen or now - said >= REPORT_EVERY:
-                seen, said = (st.status, st.done, st.failed), now
-                self.report(f"batch {batch_id} ({self.endpoint}): {st.status}, {st.done + st.failed}/{st.total} "
-                            f"done" + (f", {st.failed} failed" if st.failed else "") + f", {now - t0:.0f} s")
-            if st.ended:
-                ended = True
-                break
-            await asyncio.sleep(self.poll)
         results = {}
         if ended:
             try:
@@ -252,9 +248,9 @@ class BatchLLM(Layer):
         if retry:
             self.report(f"batch {batch_id} ({self.endpoint}): {len(answered)} answered, {len(retry)} without an "
                         f"answer ({status}); asking the {len(waiting)} still wanted live")
-        await self._ask_live(state, waiting, requests)
+        await self._ask_live(state, waiting)
 
-    async def _ask_live(self, state: _LoopState, keys: list[str], requests: dict[str, ChatRequest]) -> None:
+    async def _ask_live(self, state: _LoopState, keys: list[str]) -> None:
         keys = [k for k in keys if k in state.waiting]
         self.counts["batch_live_retries"] += len(keys)
         if not keys:
