@@ -325,7 +325,5 @@ def preflight(job: JobSpec, configs: list[Any], loaded: dict[str, Loaded | Usage
                 check_endpoint(spec)
             else:
                 model_source(spec, network=True)
-        except PreflightError as exc:
-            raise PreflightError(f"{where}: {exc}") from None
-        except UsageError as exc:
+        except UsageError as exc:  # a PreflightError too
             raise PreflightError(f"{where}: {exc}") from None
