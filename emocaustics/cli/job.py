@@ -160,13 +160,12 @@ def _compare(args: argparse.Namespace) -> int:
     path = dirs[0] / "significance.csv"  # one run: which differences between its configs are significant
     pairs = pl.read_csv(path) if path.exists() else pl.DataFrame()
     for r in pairs.iter_rows(named=True):
+        head = (f"{dirs[0]}: {r['config_a']} vs {r['config_b']}: diff {r['diff']:+.4f} over {r['n_common']} common "
+                "samples")
         if r.get("p_holm") is None:  # a pair with a calibration row: outside Holm's family
-            print(f"{dirs[0]}: {r['config_a']} vs {r['config_b']}: diff {r['diff']:+.4f} over {r['n_common']} "
-                  f"common samples, p {r['p_randomisation']:.4f} unadjusted (calibration row, not in Holm's family)")
-            continue
-        verdict = "significant" if r["significant"] else "NOT significant"
-        print(f"{dirs[0]}: {r['config_a']} vs {r['config_b']}: diff {r['diff']:+.4f} over {r['n_common']} "
-              f"common samples, p_holm {r['p_holm']:.4f} -> {verdict}")
+            print(f"{head}, p {r['p_randomisation']:.4f} unadjusted (calibration row, not in Holm's family)")
+        else:
+            print(f"{head}, p_holm {r['p_holm']:.4f} -> {'significant' if r['significant'] else 'NOT significant'}")
     if args.out:
         pairs.write_csv(args.out)
     return 0
