@@ -55,10 +55,16 @@ bench: install
 # file and, on its first run in a fresh mutants/, runs the whole `pytest_add_cli_args_test_selection` once to learn
 # which tests cover which function (kept in mutants/mutmut-stats.json); it then runs only the mutants that match the
 # globs, each against the tests that cover its function.
-AREA_stats             := emocaustics.stats.*
+AREA_stats_tables      := emocaustics.stats.tables.* emocaustics.stats.pairsums.* emocaustics.stats.threads.*
+AREA_stats_tests       := emocaustics.stats.bootstrap.* emocaustics.stats.paired.* emocaustics.stats.correlation.* \
+                          emocaustics.stats.mannwhitney.* emocaustics.stats.matrix.*
 AREA_emocaustics_score := emocaustics.tasks.longdialogue.score.*
 AREA_aer_ecpe          := emocaustics.tasks.aer.scoring* emocaustics.tasks.ecpe.*
-AREA_narrative         := emocaustics.tasks.narrative.*
+AREA_narrative_match   := emocaustics.tasks.narrative.alignment.* emocaustics.tasks.narrative.characters.* \
+                          emocaustics.tasks.narrative.spans.* emocaustics.tasks.narrative.gtmissing.* \
+                          emocaustics.tasks.narrative.actions.*
+AREA_narrative_scores  := emocaustics.tasks.narrative.relationships.* emocaustics.tasks.narrative.sentiment.* \
+                          emocaustics.tasks.narrative.composite.* emocaustics.tasks.narrative.aggregate.*
 AREA_human             := emocaustics.tasks.human.*
 AREA_cost              := emocaustics.jobs.cost.* emocaustics.models.budget.* emocaustics.models.prices.* \
                           emocaustics.models.usage.*
@@ -72,7 +78,7 @@ AREA_across            := emocaustics.report.across.*
 AREA_evallog           := emocaustics.evallog.record.* emocaustics.evallog.read.* emocaustics.view.data.*
 AREA_forecast          := emocaustics.solve.forecast.*
 AREA_stops             := emocaustics.solve.plan.x*Limits* emocaustics.solve.plan.x__failure* emocaustics.core.errors.*
-AREAS := stats emocaustics_score aer_ecpe narrative human cost breaker ratelimit resume compare across evallog \
+AREAS := stats_tables stats_tests emocaustics_score aer_ecpe narrative_match narrative_scores human cost breaker ratelimit resume compare across evallog \
          forecast stops
 AREA         ?=
 MUTANTS      ?= $(AREA_$(AREA))
