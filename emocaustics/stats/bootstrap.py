@@ -132,14 +132,14 @@ def bootstrap_table(values: np.ndarray, present: np.ndarray, pairs: list[tuple[i
     pairs_out = np.empty((len(plan.pairs), n_resamples))
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     at = 0
-    # a resample without any of a row's items: NaN there
+    # a resample without any of a row's (a pair's common) items: NaN there, not the +-inf of a sum missing 0 by rounding
     with np.errstate(invalid="ignore", divide="ignore"), blas_threads():
         for counts in resample_counts(n, n_resamples, rng, clusters):
             b = counts.shape[0]
             sums = row_sums(plan, counts)
             rows_out[:, at:at + b] = (sums / row_weights(plan, counts)).T
             num, den = pair_sums(plan, counts, sums, weights=True)
-            pairs_out[:, at:at + b] = (num / den).T  # type: ignore[operator]
+            pairs_out[:, at:at + b] = np.where(den > 0, num / den, np.nan).T  # type: ignore[operator]
             at += b
     return rows_out, pairs_out
 
