@@ -9,6 +9,11 @@ for mutation testing by inputs whose right answer is exact and known by hand:
 - `cluster_index` tells labels apart by their own text: two integers that a float64 cannot tell apart stay two
   clusters beside a float label;
 - `n_clusters` of an empty cluster array (no items) is 0, and `randomisation_table` on no items with one is NaN;
+- a missing value given as None (what polars' `to_list()` gives for a null) is read as NaN, the missing value each
+  function documents: `holm` leaves it out of the family, `wilcoxon_p` (one or two vectors) returns NaN,
+  `percentile_interval` and `paired_bootstrap_p` skip such a resample, an observed None gives p NaN,
+  `significance_frame` writes a NaN cell; none of them raises a TypeError on None;
+- `mannwhitney_p` with an empty side is NaN by its own guard, quietly: scipy would warn (SmallSampleWarning);
 - a bug found here and fixed (bootstrap.bootstrap_table): a resample that draws none of a pair's common items gave
   the pair +-inf instead of NaN when the pair is corrected item by item and its float sums did not cancel exactly
   (clusters make such resamples common: here one in four); the inf then spoilt the interval and p_bootstrap.
@@ -18,11 +23,15 @@ No Ray, no engine, tiny inputs: the file runs in about a second.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from emocaustics.stats.bootstrap import (bootstrap_ci, bootstrap_masked_means, bootstrap_table, cluster_index,
-                                         n_clusters)
-from emocaustics.stats.paired import paired_bootstrap, randomisation_table
+                                         n_clusters, percentile_interval)
+from emocaustics.stats.mannwhitney import mannwhitney_p
+from emocaustics.stats.matrix import significance_frame
+from emocaustics.stats.paired import holm, paired_bootstrap, paired_bootstrap_p, randomisation_table, wilcoxon_p
 
 R = 200  # enough resamples that an item bootstrap of two items draws each of its four outcomes
 ONE = np.array([0, 0], dtype=np.int64)  # both items in cluster 0
@@ -71,6 +80,43 @@ def test_no_items_make_no_clusters():
     p = randomisation_table(np.zeros((2, 0)), np.zeros((2, 0), dtype=bool), [(0, 1)], n_permutations=10,
                             clusters=np.zeros(0, dtype=np.int64))
     assert p.shape == (1,) and np.isnan(p[0])
+
+
+def test_holm_leaves_a_none_out_of_the_family():
+    """Two p-values in the family: 0.25 * 2 = 0.5, then max(0.5, 0.5 * 1) = 0.5."""
+    np.testing.assert_array_equal(holm([0.25, None, 0.5]), [0.5, np.nan, 0.5])
+
+
+def test_wilcoxon_of_a_none_is_nan():
+    assert np.isnan(wilcoxon_p([1.0, None]))
+    assert np.isnan(wilcoxon_p([1.0, None], [0.0, 0.0]))
+    assert np.isnan(wilcoxon_p([1.0, 2.0], [0.0, None]))
+
+
+def test_percentile_interval_skips_a_none_resample():
+    """[0, 1] left: the 25 % and 75 % quantiles (linear) are 0.25 and 0.75."""
+    low, high = percentile_interval([[0.0, None, 1.0]], 0.5)
+    assert (low.tolist(), high.tolist()) == ([0.25], [0.75])
+
+
+def test_paired_bootstrap_p_reads_none_as_no_value():
+    """d = 1; resamples None, 1, 3: |1 - 1| = 0 < 1, |3 - 1| = 2 >= 1, so p = (1 + 1) / (2 + 1)."""
+    assert paired_bootstrap_p([[None, 1.0, 3.0]], [1.0]).tolist() == [2 / 3]
+    assert np.isnan(paired_bootstrap_p([[1.0, 2.0]], [None])).all()
+
+
+def test_significance_frame_writes_a_none_cell_as_nan():
+    frame = significance_frame([[1.0, None], [0.25, 1.0]], ["a", "b"])
+    assert frame.columns == ["", "a", "b"] and frame[""].to_list() == ["a", "b"]
+    assert frame["a"].to_list() == [1.0, 0.25]
+    assert np.isnan(frame["b"][0]) and frame["b"][1] == 1.0
+
+
+def test_mann_whitney_with_an_empty_side_is_nan_without_a_warning():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert np.isnan(mannwhitney_p([], [1.0, 2.0], "greater"))
+        assert np.isnan(mannwhitney_p([1.0, 2.0], [], "greater"))
 
 
 def test_pair_without_a_common_item_drawn_is_nan_not_inf():
