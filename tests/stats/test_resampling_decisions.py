@@ -13,6 +13,8 @@ for mutation testing by inputs whose right answer is exact and known by hand:
   function documents: `holm` leaves it out of the family, `wilcoxon_p` (one or two vectors) returns NaN,
   `percentile_interval` and `paired_bootstrap_p` skip such a resample, an observed None gives p NaN,
   `significance_frame` writes a NaN cell; none of them raises a TypeError on None;
+- the same for `bootstrap_masked_means`: a None value where the row does not score the item is never read, a None
+  presence flag is "not scored"; `bootstrap_means` rejects a None with its own message (use the masked means);
 - `mannwhitney_p` with an empty side is NaN by its own guard, quietly: scipy would warn (SmallSampleWarning);
 - a bug found here and fixed (bootstrap.bootstrap_table): a resample that draws none of a pair's common items gave
   the pair +-inf instead of NaN when the pair is corrected item by item and its float sums did not cancel exactly
@@ -27,9 +29,10 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+import pytest
 
-from emocaustics.stats.bootstrap import (bootstrap_ci, bootstrap_masked_means, bootstrap_table, cluster_index,
-                                         n_clusters, percentile_interval)
+from emocaustics.stats.bootstrap import (bootstrap_ci, bootstrap_masked_means, bootstrap_means, bootstrap_table,
+                                         cluster_index, n_clusters, percentile_interval)
 from emocaustics.stats.mannwhitney import mannwhitney_p
 from emocaustics.stats.matrix import significance_frame
 from emocaustics.stats.paired import holm, paired_bootstrap, paired_bootstrap_p, randomisation_table, wilcoxon_p
@@ -111,6 +114,19 @@ def test_significance_frame_writes_a_none_cell_as_nan():
     assert frame.columns == ["", "a", "b"] and frame[""].to_list() == ["a", "b"]
     assert frame["a"].to_list() == [1.0, 0.25]
     assert np.isnan(frame["b"][0]) and frame["b"][1] == 1.0
+
+
+def test_masked_means_read_none_as_not_scored():
+    """Item 0 (1.0) scored, item 1 not: a resample is 1.0 when it draws item 0, NaN when it draws item 1 twice."""
+    for values, present in (([[1.0, None]], [[True, False]]), ([[1.0, 2.0]], [[True, None]])):
+        boot = bootstrap_masked_means(values, present, n_resamples=R)[0]
+        assert set(boot[~np.isnan(boot)]) == {1.0}
+        assert 0 < np.isnan(boot).sum() < R
+
+
+def test_bootstrap_means_send_a_none_to_the_masked_means():
+    with pytest.raises(ValueError, match="values contain NaN .use bootstrap_masked_means for missing items"):
+        bootstrap_means([1.0, None], n_resamples=4)
 
 
 def test_mann_whitney_with_an_empty_side_is_nan_without_a_warning():
