@@ -250,3 +250,12 @@ def test_prf_from_counts_reads_absent_counts_as_zero():
 
 def test_to_json_keeps_non_ascii_and_indents_by_two():
     assert to_json({"名": [1]}) == '{\n  "名": [\n    1\n  ]\n}'
+
+
+def test_pooled_counts_add_so_a_zero_score_is_never_negative_zero():
+    # c alone: events 0 aligned of 3 -> micro 0 / 3 = 0.0; pooling by subtraction gives 0 / -3 = -0.0, which equals 0.0
+    # but prints as -0.0 in the JSON and -0.0000 in the report (aggregate.x_aggregate__mutmut_32, narrative_scores.md)
+    agg = aggregate({"c": FILES["c"]})
+    events = agg["component_scores"]["events"]
+    assert repr(events["micro"]) == "0.0"
+    assert "-0.0" not in to_json(agg) and "-0.0000" not in markdown_aggregate(agg)
