@@ -10,14 +10,21 @@ attempts (`wall_parts`: a killed attempt's time is kept, so a resumed config's w
   for a missing or empty folder);
 - a folder holding anything else: `RunFolderTaken`, unless `--force`, which moves the old folder aside to a sibling
   (`<name>.replaced-<timestamp>`), never deleting it.
+`start` makes it real under an exclusive `flock` of the folder's `run.lock` (which says who holds it), held for the
+run's life and let go by the kernel however the process ends: two processes that both found a folder free cannot both
+run in it (the second is refused with a line naming the first), and a killed run's folder can be resumed at once.
 """
 
 from __future__ import annotations
 
 import errno
+import fcntl
 import hashlib
 import json
 import os
+import shlex
+import socket
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -25,11 +32,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from emocaustics.core.redact import redacted
 from emocaustics.core.errors import NothingToResume, ResumeMismatch, RunFolderTaken, UsageError, WriteFailed
 from emocaustics.core.writes import NO_ROOM, failed
 from emocaustics.jobs.spec import JobSpec
 
 RUN_FILE = "run.json"
+LOCK_FILE = "run.lock"
 # Keys of a job that do not change its results: names, where outputs and the cache go, how work is spread.
 NOT_RESULT_KEYS = ("name", "description", "output", "cache", "concurrency", "ray", "max_cost_usd")
 NOT_RESULT_MODEL_KEYS = ("replicas", "gpus_per_replica", "concurrency", "placement", "max_connection_failures",
@@ -117,16 +126,56 @@ class Claim:
     # run.json's writers (the job, each running config's clock thread) change `record` and save it under this lock,
     # so that the file on disk is always the newest record (a save of an older one cannot land after it)
     lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
+    held: Any = field(default=None, repr=False, compare=False)  # run.lock, open and locked (`start` to `finish`)
 
     def save(self) -> None:
         with self.lock:
             _write_atomic(self.run_dir / RUN_FILE, self.record)
 
 
+# The run folders this process holds, by path: a run stopped by an error and resumed in the same process (the Python
+# API, a test) takes its own lock again; a Ctrl-C marks them all interrupted (`interrupted`).
+_HELD: dict[Path, Claim] = {}
+
+
+def _occupied(run_dir: Path) -> bool:
+    return run_dir.is_dir() and any(p.name != LOCK_FILE for p in run_dir.iterdir())
+
+
+def _hold(run_dir: Path) -> Any:
+    """run.lock of `run_dir`, open and exclusively locked with this process's line in it; RunFolderTaken naming the
+    holder when another process has it."""
+    if run_dir in _HELD:
+        return _HELD.pop(run_dir).held
+    f = open(run_dir / LOCK_FILE, "a+", encoding="utf-8")  # noqa: SIM115 (open for the run's life)
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        f.seek(0)
+        holder = f.read().strip() or "a process that has not yet written its line"
+        f.close()
+        raise RunFolderTaken(f"{run_dir} is in use by another run: {holder}; wait for it to end (then --resume "
+                             "continues it), or give another --out") from None
+    f.truncate(0)
+    command = redacted(shlex.join(sys.argv))  # a URL's password in a model spec stays out of the file
+    f.write(f"pid {os.getpid()} on {socket.gethostname()} since "
+            f"{datetime.now(timezone.utc).isoformat(timespec='seconds')}: {command}\n")
+    f.flush()
+    return f
+
+
+def _let_go(c: Claim) -> None:
+    if _HELD.get(c.run_dir) is c:
+        del _HELD[c.run_dir]
+    if c.held is not None:
+        c.held.close()  # closing the file lets go of the lock
+        c.held = None
+
+
 def claim(run_dir: Path, job: JobSpec, *, resume: bool, force: bool) -> Claim:
     """May `job` use `run_dir`? Raises a named error when not; writes nothing (see `start`)."""
     digest = job_hash(job)
-    present = run_dir.is_dir() and any(run_dir.iterdir())
+    present = _occupied(run_dir)
     if run_dir.exists() and not run_dir.is_dir():
         raise RunFolderTaken(f"{run_dir} is a file, not a run folder")
     above = next((p for p in run_dir.parents if os.path.lexists(p)), None)
@@ -166,15 +215,23 @@ def start(c: Claim) -> None:
     """Make the claim real, after every pre-flight check passed: move a forced-out run aside, create the folder,
     write run.json (state `running`)."""
     try:
-        if c.moved_to is not None:
+        if c.moved_to is not None:  # not from under a run still going in it
+            aside = Claim(c.run_dir, False, {}, held=_hold(c.run_dir))
             os.replace(c.run_dir, c.moved_to)
+            _let_go(aside)
             print(f"--force: the previous run in {c.run_dir} was moved to {c.moved_to}", flush=True)
         c.run_dir.mkdir(parents=True, exist_ok=True)
+        c.held = _hold(c.run_dir)
     except OSError as exc:  # nothing has run: a folder that cannot be made (/proc/x, no permission) is a usage error
         if exc.errno in NO_ROOM:
             raise failed(c.run_dir, exc) from None
         raise UsageError(f"the run folder {c.run_dir} cannot be made: {exc.strerror or exc} "
                          f"({errno.errorcode.get(exc.errno or 0, 'error')}); give another --out") from None
+    _HELD[c.run_dir] = c
+    if not c.resumed and _occupied(c.run_dir):  # another run started and ended here since `claim` found it free
+        _let_go(c)
+        raise RunFolderTaken(f"{_describe(read_run(c.run_dir), c.run_dir)}; it started after this job found the "
+                             "folder free: use --resume to continue it (same job), or another --out")
     with c.lock:
         c.record["state"] = "running"
         c.record.setdefault("started", datetime.now(timezone.utc).isoformat(timespec="seconds"))
@@ -187,6 +244,20 @@ def finish(c: Claim) -> None:
         c.record["state"] = "finished"
         c.record["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
         c.save()
+    _let_go(c)
+
+
+def interrupted() -> list[Claim]:
+    """After a Ctrl-C: the runs this process had going, each marked `interrupted` in its run.json (`--resume`
+    continues it) and let go."""
+    stopped = [c for c in _HELD.values() if c.record.get("state") == "running"]
+    for c in list(_HELD.values()):
+        with c.lock:
+            if c in stopped:
+                c.record["state"] = "interrupted"
+                c.save()
+        _let_go(c)
+    return stopped
 
 
 class WallClock:

@@ -1,0 +1,111 @@
+"""Issue 53 finding 4: two runs into the same new `--out` both ran (the "folder is free" check and the claim raced).
+A run folder is claimed by an exclusive `flock` of its `run.lock`, held for the run's life: of two real processes
+claiming one new folder exactly one wins, the other is refused with a line naming the first (pid, host, start,
+command); a holder killed mid-run leaves the folder claimable, so its resume works. No Ray, no model: the `count`
+test task, a tiny Python snippet per process."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from emocaustics.core.errors import RunFolderTaken
+from emocaustics.jobs import rundir
+from emocaustics.jobs.spec import JobSpec
+
+RUNS = Path(__file__).resolve().parents[1] / "runs"  # count_task.py, the test task
+JOB = {"name": "h", "dataset": {"n": 3}, "runs": [{"task": "count", "method": "ask", "model": "m"}],
+       "models": {"m": {"spec": "vllm:org/model"}}}
+# claims the folder (argv[1]: the folder, argv[2]: "resume" or not), waits for argv[4] to exist (so that both
+# processes have checked the folder before either starts: the race, every time), starts, says so, then holds it for
+# argv[3] seconds
+SNIPPET = textwrap.dedent("""
+    import sys, time
+    from count_task import CountTask
+    from emocaustics.core.task import register
+    from emocaustics.jobs import rundir
+    from emocaustics.jobs.spec import JobSpec
+    from pathlib import Path
+    register(CountTask())
+    job = JobSpec.model_validate(%r)
+    try:
+        c = rundir.claim(Path(sys.argv[1]), job, resume=sys.argv[2] == "resume", force=False)
+        print("CHECKED", flush=True)
+        while not Path(sys.argv[4]).exists():
+            time.sleep(0.01)
+        rundir.start(c)
+    except Exception as exc:
+        print("REFUSED", exc, flush=True)
+        sys.exit(2)
+    print("CLAIMED", flush=True)
+    time.sleep(float(sys.argv[3]))
+""") % JOB
+
+
+def _spawn(run_dir: Path, mode: str = "fresh", hold: float = 0.5, go: Path | None = None) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(RUNS), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.Popen([sys.executable, "-c", SNIPPET, str(run_dir), mode, str(hold), str(go or "/")],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "CHECKED", proc.communicate()
+    return proc
+
+
+def test_of_two_processes_on_one_new_folder_exactly_one_runs_and_the_other_is_told_which(tmp_path: Path) -> None:
+    run_dir = tmp_path / "new" / "run"
+    go = tmp_path / "go"
+    procs = [_spawn(run_dir, go=go), _spawn(run_dir, go=go)]  # both found the folder free
+    go.touch()
+    outs = [p.communicate(timeout=60) for p in procs]  # (stdout, None)
+    said = sorted(out.split()[0] for out, _ in outs)
+    assert said == ["CLAIMED", "REFUSED"], outs
+    winner = next(p for p, (out, _) in zip(procs, outs) if out.startswith("CLAIMED"))
+    refusal = next(out for out, _ in outs if out.startswith("REFUSED"))
+    assert str(run_dir) in refusal and f"pid {winner.pid} on " in refusal and " since 20" in refusal, refusal
+    assert "-c" in refusal or sys.executable in refusal  # the command that holds it
+    assert sorted(p.returncode for p in procs) == [0, 2]
+    assert json.loads((run_dir / "run.json").read_text(encoding="utf-8"))["state"] == "running"
+
+
+def test_a_killed_holder_leaves_the_folder_claimable_and_its_run_resumes(tmp_path: Path, count_task) -> None:
+    run_dir = tmp_path / "run"
+    holder = _spawn(run_dir, hold=30)
+    assert holder.stdout.readline().strip() == "CLAIMED"
+    second = _spawn(run_dir, "resume", hold=0)
+    assert second.communicate(timeout=60)[0].startswith("REFUSED") and second.returncode == 2
+    holder.send_signal(signal.SIGKILL)  # no clean-up at all: the kernel lets go of the lock
+    holder.wait(timeout=30)
+    job = JobSpec.model_validate(JOB)
+    c = rundir.claim(run_dir, job, resume=True, force=False)
+    rundir.start(c)
+    assert c.resumed and json.loads((run_dir / "run.json").read_text(encoding="utf-8"))["state"] == "running"
+    rundir.finish(c)
+
+
+def test_a_run_that_ended_while_another_waited_to_start_is_not_overwritten(tmp_path: Path, count_task) -> None:
+    """Both claimed a free folder; the first ran and finished before the second started: the second is refused when
+    it starts (the check is made again under the lock)."""
+    job = JobSpec.model_validate(JOB)
+    first, second = (rundir.claim(tmp_path / "run", job, resume=False, force=False) for _ in range(2))
+    rundir.start(first)
+    rundir.finish(first)
+    with pytest.raises(RunFolderTaken, match="holds a finished run of job 'h'"):
+        rundir.start(second)
+
+
+@pytest.fixture
+def count_task(monkeypatch):
+    monkeypatch.syspath_prepend(str(RUNS))
+    from count_task import CountTask
+
+    from emocaustics.core.task import register, unregister
+
+    task = register(CountTask())
+    yield task
+    unregister(task.name)
