@@ -102,6 +102,8 @@ class AerTask(Task):
         data = load_split(dataset.data, dataset.split)
         defects = data.check(require_documents=not self.context_free(options))
         samples = [to_sample(q, data) for q in data.questions]
+        for s in samples:  # finalize says when a submission covers fewer (ids, max_samples, a --limit run)
+            s.meta["set_size"] = len(samples)
         if dataset.ids is not None:
             by_id = {s.id: s for s in samples}
             unknown = [i for i in dataset.ids if i not in by_id]
@@ -245,9 +247,12 @@ class AerTask(Task):
                 raw[s.id] = "\n---\n".join(p["raw_outputs"]) if "raw_outputs" in p else p.get("raw_output", "")
             elif isinstance(p, Failure):
                 raw[s.id] = str(p)
-        split = samples[0].meta.get("split") if samples else None
+        split, of = (samples[0].meta.get("split"), samples[0].meta.get("set_size", 0)) if samples else (None, 0)
+        if len(samples) < of:  # Codabench scores every question the file lacks as 0
+            print(f"{zpath}: a partial submission: it covers {len(samples)} of the {of} questions of split {split}",
+                  flush=True)
         config = {"task": "aer", "split": split, **options.model_dump(mode="json"),
-                  "prompts_version": prompts.PROMPTS_VERSION}
+                  "prompts_version": prompts.PROMPTS_VERSION, "covers": {"questions": len(samples), "of": of}}
         doc = scoring.results_document(config, scoring.summarize(items, split=split), items, raw)
         res = out / "results.json"
         res.write_text(json.dumps(doc, ensure_ascii=False, indent=2), encoding="utf-8")

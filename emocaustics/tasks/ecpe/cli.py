@@ -277,7 +277,7 @@ def validate_command(args: argparse.Namespace) -> int:
     from emocaustics.core.errors import DataError
     from emocaustics.tasks.ecpe import data
     from emocaustics.tasks.ecpe.gold import read_gold
-    from emocaustics.tasks.ecpe.validate import check_prediction, load_json
+    from emocaustics.tasks.ecpe.validate import check_prediction, grouped, load_json
 
     targets = validate_targets(args.file, args.subtask)
     # as `score ecpe`; None (no $EMOCAUSTICS_ECAC_DATA, nothing fetched): the format only (a bad variable is an error)
@@ -304,14 +304,14 @@ def validate_command(args: argparse.Namespace) -> int:
         print(json.dumps({"ok": not errors, "problems": [p.to_json() for p in problems]}, indent=1,
                          ensure_ascii=False))
     else:
-        for c in checked:
-            for p in c.problems:
-                print(p)
+        for c in checked:  # problems alike but for the conversation are one line (a partial submission's)
+            for line in grouped(c.problems):
+                print(line)
             print(f"{c.file}: {len(c.errors)} error(s), {len(c.warnings)} warning(s)")
     if errors:
         kinds = Counter(p.kind for p in errors)
         first = errors[0].as_error()  # the error line names the first error's file, record and field
         raise DataError(f"not a valid submission: {len(errors)} error(s) ("
-                        + ", ".join(f"{k} x{n}" for k, n in kinds.most_common()) + "), each listed above; the "
+                        + ", ".join(f"{k} x{n}" for k, n in kinds.most_common()) + "), listed above; the "
                         f"first: {first.detail}", file=first.file, record=first.record, field=first.field)
     return 0

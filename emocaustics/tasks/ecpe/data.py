@@ -103,11 +103,12 @@ def _where(p: Any) -> str:
 
 
 def _sample(cid: int, golds: dict[int, Gold]) -> Sample:
-    conv = next(iter(golds.values())).conversations[cid]
+    first = next(iter(golds.values()))  # set_size: finalize says when a submission covers fewer (a --limit run)
+    conv = first.conversations[cid]
     utterances = [{"utterance_ID": i, "speaker": s, "text": t}
                   for i, (s, t) in enumerate(zip(conv.speakers, conv.texts), 1)]
     target = {"emotions": list(conv.emotions),
               "subtask1": golds[1].conversations[cid].raw_pairs if 1 in golds else None,
               "subtask2": golds[2].conversations[cid].raw_pairs if 2 in golds else None}
-    return Sample(str(cid), {"conversation_ID": cid, "utterances": utterances}, target,
-                  {"n_utterances": len(conv.texts), "cluster": str(cid)})  # a sample is one conversation
+    return Sample(str(cid), {"conversation_ID": cid, "utterances": utterances}, target,  # a sample: one conversation
+                  {"n_utterances": len(conv.texts), "cluster": str(cid), "set_size": len(first.conversations)})

@@ -208,6 +208,9 @@ class EcpeTask(Task):
         with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zf:
             for path in written:  # at the archive's root, where CodaLab looks for them
                 zf.write(path, path.name)
+        if len(samples) < (of := samples[0].meta.get("set_size", 0) if samples else 0):  # --limit, ids, select
+            print(f"{archive}: a partial submission: it covers {len(samples)} of the {of} test conversations (the "
+                  "official scorer refuses it: `ecpe validate` lists the missing ones)", flush=True)
         # the config's official figures as the organisers' scorer writes them, and its per-emotion tables
         results = _score_subtasks(samples, predictions, options)
         scores_txt = out / "scores.txt"

@@ -313,6 +313,21 @@ def _pair_warnings(pair: tuple[int, ...], texts: list[str], labels: list[str | N
     return found
 
 
+def grouped(problems: list[Problem], shown: int = 3) -> list[str]:
+    """Each problem as its line, but problems alike but for the place (one file, kind and message: the 642
+    conversations a partial submission lacks) as one line counting them, with the first places."""
+    alike: dict[tuple[str, str, str, str], list[Problem]] = {}
+    for p in problems:
+        alike.setdefault((p.file, p.severity, p.kind, p.message), []).append(p)
+    lines = []
+    for (file, severity, kind, message), same in alike.items():
+        places = [str(p.conversation) + ("" if p.pair is None else f" pair {p.pair}") for p in same[:shown]]
+        unit = "conversations" if all(p.pair is None for p in same) else "pairs"
+        lines.append(str(same[0]) if len(same) == 1 else f"{file}: {severity} {kind}: {message}: {len(same)} {unit}, "
+                     f"e.g. {', '.join(places)}{' ...' if len(same) > shown else ''}")
+    return lines
+
+
 def read_prediction(records: Any, subtask: int, file: str, gold: Gold) -> Checked:
     """`check_prediction` against the gold, raising `SubmissionError` when anything is an error."""
     checked = check_prediction(records, subtask, file, gold)
