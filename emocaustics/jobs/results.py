@@ -97,6 +97,21 @@ def config_cost(table: pl.DataFrame) -> float | None:
     return round(float(table["cost_usd"].sum()), 6)
 
 
+def score_line(cfg: Config, scored: Scored, table: pl.DataFrame, wall: float) -> str:
+    """The console's line of a config, `[score LABEL] METRIC VALUE, F failures, N samples, T s`: summary.csv's
+    figures (`report.tables.headline` of the config's per-sample table: for epochs its reduced rows), named by the
+    per-sample metric its `score` holds (the primary metric, or where that is a corpus figure such as ECPE's official
+    F1, the first per-sample one: `per_sample`) and, for epochs, the reducer that made it."""
+    from emocaustics.report.tables import headline
+
+    top = headline(table).row(0, named=True)
+    metrics, name = scored.rows["metric"], cfg.task.report.primary_metric
+    name = name if name in metrics or metrics.is_empty() else metrics[0]
+    name += f" ({cfg.reducer} over {cfg.epochs} epochs)" if cfg.epochs > 1 else ""
+    value = None if top["score"] is None else round(top["score"], 4)
+    return f"[score {cfg.label}] {name} {value}, {top['failures']} failures, {top['samples']} samples, {wall} s"
+
+
 def summary_record(cfg: Config, scored: Scored, loaded_defects: int,
                    table: pl.DataFrame | None = None) -> dict[str, Any]:
     return {"run": cfg.label, "task": cfg.task.name, "method": cfg.options.method, "model": cfg.model,

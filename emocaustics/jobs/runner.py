@@ -33,7 +33,7 @@ from emocaustics.core.writes import writing
 from emocaustics.jobs import cost, rundir
 from emocaustics.jobs.configs import Config, judge_spec, resolve
 from emocaustics.jobs.rundir import RUN_FILE
-from emocaustics.jobs.results import score_table, summary_record, with_run, write_extra_tables
+from emocaustics.jobs.results import score_line, score_table, summary_record, with_run, write_extra_tables
 from emocaustics.jobs.spec import JobSpec, dump_job, output_path
 from emocaustics.jobs.startup import start_models
 from emocaustics.jobs.together import resume_line, solve_together
@@ -196,11 +196,7 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force
             outputs[cfg.label] = (frame, scored, summary_record(cfg, scored, len(loaded.defects), frame),
                                   epoch_frame)
             wall[cfg.label] = clock.stop()  # every attempt of this config: a resumed config's time is the sum
-        value = scored.summary.get(cfg.task.report.primary_metric, frame["score"].mean())
-        failed = int(frame["failed"].sum())
-        print(f"[score {cfg.label}] {cfg.task.report.primary_metric} "
-              f"{value if value is None else round(float(value), 4)}, {failed} failures, {wall[cfg.label]} s",
-              flush=True)
+        print(score_line(cfg, scored, frame, wall[cfg.label]), flush=True)  # summary.csv's headline, not its own
     wall = {cfg.label: wall[cfg.label] for cfg in configs}
     for cfg in configs:  # the job's tables in the job's order of configs, whatever order they ran in
         frame, scored, record, epoch_frame = outputs[cfg.label]
@@ -222,8 +218,8 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force
         (run_dir / "configs.json").write_text(json.dumps(records, ensure_ascii=False, indent=1, default=str),
                                               encoding="utf-8")
         (run_dir / "wall.json").write_text(json.dumps(wall, indent=1), encoding="utf-8")
-        write_tables(run_dir, scores, wall)  # scores.parquet: every row; the tables: the reduced rows
-        report = write_report(run_dir, scores, wall)
+        # scores.parquet: every row; the tables: the reduced rows; the report reads the tables' statistics
+        report = write_report(run_dir, scores, write_tables(run_dir, scores, wall))
         scores = table_rows(scores)
         claimed.record["failed_samples"] = int(scores["failed"].sum())
         claimed.record["samples"] = scores.height
@@ -251,11 +247,14 @@ def write_provenance(cfg: Config, loaded: Loaded) -> None:
 
 
 def rebuild_report(run_dir: Path) -> Path:
+    """The tables and report.html of a finished run again, from its scores.parquet (e.g. after an upgrade)."""
     from emocaustics.report.html import write_report
+    from emocaustics.report.tables import write_tables
 
     scores_path = run_dir / "scores.parquet"
     if not scores_path.exists():
         raise UsageError(f"{run_dir}: no scores.parquet (is this a finished run directory?)")
     wall_path = run_dir / "wall.json"
     wall = json.loads(wall_path.read_text(encoding="utf-8")) if wall_path.exists() else None
-    return write_report(run_dir, pl.read_parquet(scores_path), wall)
+    scores = pl.read_parquet(scores_path)
+    return write_report(run_dir, scores, write_tables(run_dir, scores, wall))

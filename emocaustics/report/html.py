@@ -15,7 +15,7 @@ from pathlib import Path
 import polars as pl
 
 from emocaustics.report.columns import components_by_task, legend, main_table, option_columns
-from emocaustics.report.tables import DECIMALS, check_scores, cluster_note, failures, run_summary
+from emocaustics.report.tables import DECIMALS, cluster_note, failures, run_title
 from emocaustics.score.reducers import table_rows
 
 # Component tables are cut into chunks of this many metric columns so that each fits the page.
@@ -161,8 +161,9 @@ def startup_note(run_dir: Path) -> str:
             + ".</p>")
 
 
-def render(run_dir: Path, scores: pl.DataFrame, wall: dict[str, float] | None = None, title: str = "") -> str:
-    summary = run_summary(run_dir, scores, wall)
+def render(run_dir: Path, scores: pl.DataFrame, summary: pl.DataFrame, title: str = "") -> str:
+    """The page of the run's `summary` (`tables.write_tables`'s: its intervals, and significance.csv's pairs, are
+    read, never computed again) and its per-sample `scores`."""
     scores = table_rows(scores)  # the per-epoch rows are in the summary's spread; the rest reads the reduced rows
     parts = [
         f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
@@ -234,9 +235,8 @@ def significance_sections(pairs: pl.DataFrame) -> list[str]:
     return parts
 
 
-def write_report(run_dir: Path, scores: pl.DataFrame, wall: dict[str, float] | None = None) -> Path:
-    check_scores(scores, str(run_dir / "scores.parquet"))
+def write_report(run_dir: Path, scores: pl.DataFrame, summary: pl.DataFrame) -> Path:
+    """report.html of the run's per-sample `scores` and the `summary` that `tables.write_tables` wrote of them."""
     path = run_dir / "report.html"
-    title = f"emocaustics report: {run_dir.parent.name} / {run_dir.name}"
-    path.write_text(render(run_dir, scores, wall, title), encoding="utf-8")
+    path.write_text(render(run_dir, scores, summary, f"emocaustics report: {run_title(run_dir)}"), encoding="utf-8")
     return path

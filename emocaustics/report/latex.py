@@ -86,13 +86,13 @@ def summary_latex(summary: pl.DataFrame, label: str = "emocaustics-summary", dig
 def write_latex(run_dir: Path) -> Path:
     """RUN/summary.tex from the run's per-sample scores (scores.parquet: the same summary, intervals included, as
     the report, also for a folder whose summary.csv predates them), else from RUN/summary.csv; returns its path."""
-    from emocaustics.report.tables import check_scores, run_summary
+    from emocaustics.report.tables import check_scores, summarise
 
     scores_path, summary_path = run_dir / "scores.parquet", run_dir / "summary.csv"
     if scores_path.exists():
         scores = pl.read_parquet(scores_path)
         check_scores(scores, str(scores_path))
-        summary = run_summary(run_dir, scores)
+        summary = summarise(scores, run_dir=run_dir)
     elif summary_path.exists():
         summary = pl.read_csv(summary_path)
     else:

@@ -85,24 +85,32 @@ def scored_rows(scores: pl.DataFrame) -> pl.DataFrame:
     return scores
 
 
-def run_summary(run_dir: Path, scores: pl.DataFrame, wall: dict[str, float] | None = None,
-                ci: pl.DataFrame | None = None) -> pl.DataFrame:
-    """`summarise` with the grid's axes the run folder's config.yaml records (`report.axes`)."""
-    from emocaustics.report.axes import read_axes, with_axes
+# A config's headline, defined once: every output reads it through `headline` or `summarise` (the console's score
+# line, summary.csv/.md, report.html, compare, the viewer, the exports), over the rows the statistics read
+# (`scored_rows`: a config solved in epochs by its reduced rows, a failure counting 0, an unscored sample counted in
+# `samples` but not in the mean).
+HEADLINE = {"samples": pl.len(), "score": pl.col("score").mean(), "failures": pl.col("failed").sum()}
 
-    return with_axes(summarise(scores, wall, ci=ci), read_axes(run_dir))
+
+def headline(scores: pl.DataFrame) -> pl.DataFrame:
+    """One row per config of a score table (scores.parquet's columns; per-epoch rows are left out): run, task,
+    samples, score, failures, as summary.csv has them."""
+    return (scored_rows(scores).group_by("run", maintain_order=True)
+            .agg(pl.first("task"), *(e.alias(k) for k, e in HEADLINE.items())))
 
 
-def summarise(scores: pl.DataFrame, wall: dict[str, float] | None = None,
+def summarise(scores: pl.DataFrame, wall: dict[str, float] | None = None, run_dir: Path | None = None,
               ci: pl.DataFrame | None = None) -> pl.DataFrame:
-    """One row per run config: what ran and the per-config columns its task declares (`Report.option_column_docs`), score
-    (macro: mean over samples, failures count 0), micro score (weighted by the samples' weights), component means,
-    failures, cost; `ci` (run, ci_low, ci_high) when already computed."""
+    """One row per run config: what ran and the per-config columns its task declares (`Report.option_column_docs`), the
+    `HEADLINE` (samples, score: macro, mean over samples, failures count 0), micro score (weighted by the samples'
+    weights), component means, failures, cost, the interval (`ci`: run, ci_low, ci_high when already computed), and
+    with `run_dir` the grid's axes its config.yaml records (`report.axes`)."""
+    from emocaustics.report.axes import read_axes, with_axes
     from emocaustics.report.columns import option_columns
-    from emocaustics.score.reducers import epoch_rows, epoch_spread, table_rows
+    from emocaustics.score.reducers import epoch_rows, epoch_spread
 
     spread = epoch_spread(epoch_rows(scores))  # configs solved in epochs: how much a sample's score moves
-    scores = failures_count_zero(table_rows(scores))
+    scores = scored_rows(scores)
     comps = [c for c in scores.columns if c.startswith("c_")]
     if ci is None:
         ci, _ = config_statistics(scores)
@@ -114,11 +122,11 @@ def summarise(scores: pl.DataFrame, wall: dict[str, float] | None = None,
             pl.first("model"),
             *[pl.first(c) for c in option_columns(scores)],  # the tasks' own, e.g. a window size
             pl.first("kind"),
-            pl.len().alias("samples"),
-            pl.col("score").mean().alias("score"),
+            HEADLINE["samples"].alias("samples"),
+            HEADLINE["score"].alias("score"),
             ((pl.col("score") * pl.col("weight")).sum() / pl.col("weight").sum()).alias("micro_score"),
             *[pl.col(c).mean() for c in comps],
-            pl.col("failed").sum().alias("failures"),
+            HEADLINE["failures"].alias("failures"),
             *([pl.col("judge_failures").sum()] if "judge_failures" in scores.columns else []),
             pl.col("llm_calls").sum(),
             pl.col("cache_hits").sum(),
@@ -134,9 +142,9 @@ def summarise(scores: pl.DataFrame, wall: dict[str, float] | None = None,
     if spread.height:
         summary = summary.join(spread, on="run", how="left")
     wall = wall or {}
-    return summary.with_columns(
-        pl.col("run").replace_strict(wall, default=None, return_dtype=pl.Float64).alias("wall_s")
-    )
+    summary = summary.with_columns(
+        pl.col("run").replace_strict(wall, default=None, return_dtype=pl.Float64).alias("wall_s"))
+    return summary if run_dir is None else with_axes(summary, read_axes(run_dir))
 
 
 def config_statistics(scores: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -208,16 +216,24 @@ def to_markdown(df: pl.DataFrame, floats: int = 4) -> str:
 
 
 def write_tables(run_dir: Path, scores: pl.DataFrame, wall: dict[str, float] | None = None) -> pl.DataFrame:
-    """Write scores.parquet, summary.csv and summary.md; return the summary."""
+    """Write scores.parquet, summary.csv, significance.csv and summary.md; return the summary (the report reads its
+    intervals, and significance.csv's pairs: the statistics are computed once, here)."""
+    check_scores(scores, str(run_dir / "scores.parquet"))
     scores.write_parquet(run_dir / "scores.parquet")
     ci, pairs = config_statistics(scores)
-    summary = run_summary(run_dir, scores, wall, ci)
+    summary = summarise(scores, wall, run_dir, ci)
     summary.write_csv(run_dir / "summary.csv")
     if pairs.height:
         pairs.write_csv(run_dir / "significance.csv")
-    (run_dir / "summary.md").write_text(summary_markdown(summary, pairs, f"{run_dir.parent.name} / {run_dir.name}"),
-                                        encoding="utf-8")
+    (run_dir / "summary.md").write_text(summary_markdown(summary, pairs, run_title(run_dir)), encoding="utf-8")
     return summary
+
+
+def run_title(run_dir: Path) -> str:
+    """`<job name> / <run folder>`: the job's name as run.json records it (else the folder's parent, an old run)."""
+    from emocaustics.jobs.rundir import read_run
+
+    return f"{(read_run(run_dir) or {}).get('job') or run_dir.parent.name} / {run_dir.name}"
 
 
 def summary_markdown(summary: pl.DataFrame, pairs: pl.DataFrame, title: str) -> str:

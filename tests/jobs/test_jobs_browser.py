@@ -75,8 +75,7 @@ def run_dir(tmp_path) -> Path:
     scores = pl.DataFrame(data, schema_overrides=SCORE_COLUMNS)
     out = tmp_path / "job" / "20260101-000000"
     out.mkdir(parents=True)
-    write_tables(out, scores)
-    write_report(out, scores)
+    write_report(out, scores, write_tables(out, scores))
     return out
 
 
@@ -141,8 +140,7 @@ def human_run_dir(tmp_path) -> Path:
     scores = pl.DataFrame(data, schema_overrides=SCORE_COLUMNS)
     out = tmp_path / "human-job" / "20260101-000000"
     out.mkdir(parents=True)
-    write_tables(out, scores)
-    write_report(out, scores)
+    write_report(out, scores, write_tables(out, scores))
     return out
 
 
@@ -225,8 +223,7 @@ def demo_run_dir(tmp_path) -> Path:
     scores = pl.DataFrame(data, schema_overrides=SCORE_COLUMNS)
     out = tmp_path / "demo" / "20260101-000000"
     out.mkdir(parents=True)
-    write_tables(out, scores)
-    write_report(out, scores)
+    write_report(out, scores, write_tables(out, scores))
     return out
 
 

@@ -35,8 +35,7 @@ def run_dir(tmp_path) -> Path:
                   "failed": False, "status": "ok", "reason": None, "llm_calls": 1, "cache_hits": 0,
                   "prompt_tokens": 10, "generated_tokens": 2, "seconds": 0.1} for i in range(4)]
     scores = pl.DataFrame(rows, schema_overrides=SCORE_COLUMNS)
-    write_tables(out, scores)
-    write_report(out, scores)
+    write_report(out, scores, write_tables(out, scores))
     return out
 
 

@@ -55,8 +55,7 @@ def test_by_length_splits_short_and_long(scores):
 def test_written_tables_report_and_compare(tmp_path: Path, scores):
     run_dir = tmp_path / "job" / "20260101-000000"
     run_dir.mkdir(parents=True)
-    write_tables(run_dir, scores)
-    page = write_report(run_dir, scores).read_text(encoding="utf-8")
+    page = write_report(run_dir, scores, write_tables(run_dir, scores)).read_text(encoding="utf-8")
     assert pl.read_parquet(run_dir / "scores.parquet").height == scores.height
     md = (run_dir / "summary.md").read_text(encoding="utf-8")
     assert "| sextuple_oracle |" in md and "1.0000" in md
@@ -90,9 +89,8 @@ def test_report_shows_engine_startup_once(tmp_path: Path, scores):
 
     run_dir = tmp_path / "job" / "20260101-000000"
     run_dir.mkdir(parents=True)
-    write_tables(run_dir, scores)
     (run_dir / "startup.json").write_text(json.dumps({"models": {"smoke": 46.21}, "embedder": 3.04}))
-    page = write_report(run_dir, scores, wall={"w10": 12.5}).read_text(encoding="utf-8")
+    page = write_report(run_dir, scores, write_tables(run_dir, scores, wall={"w10": 12.5})).read_text(encoding="utf-8")
     assert page.count("model smoke: 46.2 s") == 1 and "embedder: 3.0 s" in page
     assert "not part of any config's wall_s" in page
 
