@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -85,12 +86,27 @@ def _run(args: argparse.Namespace) -> int:
         job = job.model_copy(update={"cache": "off"})
     if args.dry_run:
         return dry_run(job, args)
-    run_dir = run_job(job, out=args.out, resume=args.resume, force=args.force, ray_address=args.ray_address,
-                      job_file=args.job, retry_limits=args.retry_limits)
+    try:
+        run_dir = run_job(job, out=args.out, resume=args.resume, force=args.force, ray_address=args.ray_address,
+                          job_file=args.job, retry_limits=args.retry_limits)
+    except KeyboardInterrupt:
+        interrupted(args.job)
+        raise
     failed, total = _failed_samples(run_dir)
     if failed and not args.allow_failures:
         raise SamplesFailed(failed, total, f"see {run_dir / 'summary.md'}")
     return 0
+
+
+def interrupted(job_file: str | None) -> None:
+    """A Ctrl-C of a run: its run.json says `interrupted` (`rundir.interrupted`) and the command that continues it
+    is printed, before the CLI's own line and status 130."""
+    from emocaustics.jobs.rundir import interrupted as stopped
+    from emocaustics.jobs.runner import resume_command
+
+    for c in stopped():
+        print(f"{c.run_dir}: interrupted, kept; continue it with: {resume_command(job_file, c.run_dir)}",
+              file=sys.stderr, flush=True)
 
 
 def resume_or_force(args: argparse.Namespace) -> None:
