@@ -88,21 +88,23 @@ def resume_line(cfg: Config, samples: list, retry_limits: bool = False) -> str:
     """What a resumed config skips and what it runs."""
     if not needs_model(cfg.task, cfg.options):
         return f"resume: {cfg.label}: calibration predictor, scored again ({len(samples)} samples)"
-    from emocaustics.solve.plan import LIMIT_STEPS
-
-    done = failed = limited = 0
+    done = failed = kept = 0  # answered (skipped); failed and solved again; failed over a limit and kept so
     for e in range(1, cfg.epochs + 1):
         folder = epoch_dir(cfg.pred_dir, e, cfg.epochs)
         found = cfg.task.store.read_predictions(folder) if folder.exists() else {}  # the resume's read
-        got = [found.get(s.id) for s in samples]
-        done += sum(1 for v in got if not to_solve(v, retry_limits))
-        failed += sum(1 for v in got if isinstance(v, Failure) and to_solve(v, retry_limits))
-        limited += sum(1 for v in got if isinstance(v, Failure) and v.step in LIMIT_STEPS and not retry_limits)
+        for got in (found.get(s.id) for s in samples):
+            if to_solve(got, retry_limits):
+                failed += isinstance(got, Failure)
+            elif isinstance(got, Failure):
+                kept += 1
+            else:
+                done += 1
     total = len(samples) * cfg.epochs
     unit = "samples" if cfg.epochs == 1 else f"sample-epochs ({len(samples)} samples x {cfg.epochs} epochs)"
-    return (f"resume: {cfg.label}: {done} of {total} {unit} done (skipped); {total - done} to run"
-            + (f" ({failed} of them failed before and are tried again)" if failed else "")
-            + (f"; {limited} over a limit kept as failures (--retry-limits tries them again)" if limited else ""))
+    return (f"resume: {cfg.label}: {done} of {total} {unit} done (skipped)"
+            + (f"; {kept} failed over a limit, kept as failures (--retry-limits tries them again)" if kept else "")
+            + f"; {total - done - kept} to run" + (f" ({failed} of them failed before and are tried again)"
+                                                    if failed else ""))
 
 
 def _start_local(chosen: list[Config]) -> None:

@@ -212,11 +212,11 @@ def test_resume_of_an_epoch_never_started_solves_all_of_it(tmp_path):
 def test_resume_line_of_many_epochs_counts_sample_epochs(tmp_path):
     cfg = _cfg(tmp_path, Guess(), epochs=2)
     samples = _two_epoch_folders(cfg)
-    # done: epoch 1 a, c (kept), e; epoch 2 a, b, d (kept) = 6 of 10; failed tried again: b; limited: c, d
+    # done: epoch 1 a, e; epoch 2 a, b = 4 of 10; kept over a limit: c, d (not "done"); failed tried again: b
     assert resume_line(cfg, samples) == (
-        "resume: guess_ask: 6 of 10 sample-epochs (5 samples x 2 epochs) done (skipped); 4 to run"
-        " (1 of them failed before and are tried again)"
-        "; 2 over a limit kept as failures (--retry-limits tries them again)")
+        "resume: guess_ask: 4 of 10 sample-epochs (5 samples x 2 epochs) done (skipped)"
+        "; 2 failed over a limit, kept as failures (--retry-limits tries them again)"
+        "; 4 to run (1 of them failed before and are tried again)")
     # --retry-limits: c and d run again, counted with the failed; none kept
     assert resume_line(cfg, samples, retry_limits=True) == (
         "resume: guess_ask: 4 of 10 sample-epochs (5 samples x 2 epochs) done (skipped); 6 to run"
@@ -230,9 +230,9 @@ def test_resume_line_of_one_epoch_counts_samples(tmp_path):
     _write(cfg.pred_dir, {"a": "A"})
     assert resume_line(cfg, samples) == "resume: guess_ask: 1 of 3 samples done (skipped); 2 to run"
     _write(cfg.pred_dir, failures={"b": Failure("time_limit", "slow")})
-    assert resume_line(cfg, samples) == (
-        "resume: guess_ask: 2 of 3 samples done (skipped); 1 to run"
-        "; 1 over a limit kept as failures (--retry-limits tries them again)")
+    assert resume_line(cfg, samples) == (  # issue 53: a sample kept as a failure is not "done"
+        "resume: guess_ask: 1 of 3 samples done (skipped)"
+        "; 1 failed over a limit, kept as failures (--retry-limits tries them again); 1 to run")
     assert [[s.id for s in e] for e in left_per_epoch(cfg, samples)] == [["c"]]
 
 
