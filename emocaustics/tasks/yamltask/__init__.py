@@ -82,11 +82,13 @@ class YamlTask(ComposedTask):
         self.check_columns(rows, origin)
         columns = [c for c in rows[0] if c != "__where"] if rows else []
         inputs = fields.input or [c for c in columns if c not in (fields.target, fields.id)]
-        if fields.input is not None and (left := [c for c in self.prompt_columns() if c not in inputs]):
-            raise UsageError(f"{self._at('solver', 'prompt')}: the solver needs {', '.join(map(repr, left))}, which "
-                             f"fields.input leaves out (it gives {', '.join(inputs)})")
-        samples = data.to_samples(rows, str(origin), fields.target, fields.id, inputs)
-        return Loaded(samples, info={"dataset": self.name, "task_file": str(self.path), "root": str(origin),
+        if left := [c for c in self.prompt_columns() if c not in inputs]:  # else every sample fails when solved
+            why = ("the id column (fields.id), no input: write {id} for the sample's id" if left[0] == fields.id else
+                   "the target column (fields.target): the model would be shown the answer" if left[0] == fields.target
+                   else f"which fields.input leaves out (it gives {', '.join(inputs)})")
+            raise UsageError(f"{self._at('solver', 'prompt')}: the solver needs {left[0]!r}, {why}")
+        samples = data.to_samples(rows, str(origin), fields.target, fields.id, inputs, self.prompt_columns())
+        return Loaded(samples, info={"dataset": self.name, "task_file": str(self.path.resolve()), "root": str(origin),
                                      "sha256": digest, "hf": ds.hf, "revision": ds.revision, "split": ds.split,
                                      "samples": len(samples)})
 

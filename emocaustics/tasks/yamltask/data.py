@@ -77,13 +77,18 @@ def read_saved(folder: Path, split: str | None) -> tuple[list[dict[str, Any]], l
 
 
 def to_samples(rows: list[dict[str, Any]], where: str, target: str, id_col: str | None,
-               inputs: list[str]) -> list[Sample]:
+               inputs: list[str], shown: list[str]) -> list[Sample]:
+    """The rows as samples; a mapped field missing, or null where the prompt shows it (`shown`) or as the id, is an
+    error naming the file, the record and the field (a null was printed as "None" into the prompt)."""
     samples, seen = [], {}
     for i, row in enumerate(rows):
         at = row.pop("__where")
         for col in [target, *inputs, *([id_col] if id_col else [])]:
             if col not in row:
                 raise UsageError(f"{where}: {at}: no field {col!r} (its fields: {', '.join(sorted(row))})")
+            if row[col] is None and (col in shown or col == id_col):
+                raise UsageError(f"{where}: {at}: field {col!r} is null (the {'id' if col == id_col else 'prompt'} "
+                                 "needs a value: give it one, or leave the record out)")
         sid = str(row[id_col]) if id_col else str(i)
         if sid in seen:
             raise UsageError(f"{where}: {at}: id {sid!r} again (first at {seen[sid]}): ids must be unique")
