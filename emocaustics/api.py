@@ -70,9 +70,9 @@ class Run:
     @property
     def failed(self) -> int:
         """Samples that failed, over every config (0 when the run has no scores)."""
-        from emocaustics.score.reducers import table_rows  # not the per-epoch rows
+        from emocaustics.report.tables import headline  # the summary's failures: not the per-epoch rows
 
-        return 0 if self.scores is None else int(table_rows(self.scores)["failed"].sum())
+        return 0 if self.scores is None else int(headline(self.scores)["failures"].sum())
 
     def compare(self, *others: Run | str | Path, pairs: Pairs | None = None) -> Comparison:
         """Paired tests between this run's configs and those of `others` of the same label (or, with `pairs`, each

@@ -83,7 +83,6 @@ def score_epochs(cfg: Any, solved: Any, ctx: Any, evallog: Any,
     summary = {k: sum(s[k] for s in summaries) / epochs for k in summaries[0]
                if all(isinstance(s.get(k), (int, float)) and not isinstance(s.get(k), bool) for s in summaries)}
     summary.update(reducer=reducer, epochs=epochs, per_epoch=summaries)
-    summary.setdefault(task.report.primary_metric, float(table["score"].mean() or 0.0))
     return Scored(pl.concat(rows, how="diagonal_relaxed"), summary), table, epoch_frame
 
 

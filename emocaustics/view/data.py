@@ -79,15 +79,18 @@ class ViewData(Documents):
         self._tables: dict[int, dict[str, Any]] = {}
 
     def index(self) -> dict[str, Any]:
+        """The run's configs with summary.csv's figures (`report.tables.headline`); a config not scored yet (a run
+        still going, an epoch's own log) with its samples and failures so far, and no score."""
+        from emocaustics.report.tables import headline
+
+        heads = {} if self.log.scores is None else {r["run"]: r for r in headline(self.log.scores).to_dicts()}
         configs = []
         for i, label in enumerate(self.labels):
-            rec = self.log.records.get(label, {})
-            table = self.table(i)
-            scores = [r["score"] for r in table["rows"] if isinstance(r.get("score"), (int, float))]
+            rec, rows = self.log.records.get(label, {}), self.table(i)["rows"]
+            head = heads.get(label) or {"samples": len(rows), "failures": sum(r["status"] != "ok" for r in rows)}
             configs.append({"i": i, "label": label, "task": rec.get("task"), "method": rec.get("method"),
-                            "model": rec.get("model"), "kind": rec.get("kind"), "samples": len(table["rows"]),
-                            "failed": sum(1 for r in table["rows"] if r["status"] != "ok"),
-                            "score": sum(scores) / len(scores) if scores else None})
+                            "model": rec.get("model"), "kind": rec.get("kind"), "samples": head["samples"],
+                            "failed": head["failures"], "score": head.get("score")})
         return {"run": self.log.run_dir.name, "path": str(self.log.run_dir), "configs": configs}
 
     def table(self, i: int) -> dict[str, Any]:

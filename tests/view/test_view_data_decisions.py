@@ -2,8 +2,8 @@
 Ray, a browser or a task's discovery: how a document becomes the script the page loads (`script`: NaN and infinities
 null at any depth, non-ASCII kept as it is, `</script>` untouched since the file is loaded by `src`, never inlined,
 dates and other values as text), natural sample order (`natural`: s2 before s10), which path is which document and
-the list of every path `--export` writes (`Documents`), the index's per-config counts (samples, failed = every status
-but ok, the mean of the numeric scores, None when there is none), a config's table (rows in natural order, its
+the list of every path `--export` writes (`Documents`), the index's per-config counts (summary.csv's headline of a scored config;
+of one not scored yet its samples, failed = every status but ok, no score), a config's table (rows in natural order, its
 metric columns, each row's search text: id, reason, then the first SEARCH_CHARS characters of input, gold and
 prediction), a sample's page (the row's id asked of the log, its position, its sections) and how those sections are
 chosen (`task_sections`: the task's own view, else input / gold / prediction as JSON, and a view that raises named).
@@ -63,6 +63,10 @@ class StandInLog:
                                 "kind": "calibration"}}
         self.frames = {"win": WIN, "orc": ORC, "staged": STAGED}
         self.inputs = {"win": WIN_SAMPLES, "orc": ORC_SAMPLES, "staged": STAGED_SAMPLES}
+        # scores.parquet of the scored configs (win, orc): the index's figures are its headline, as summary.csv's
+        self.scores = pl.DataFrame({"run": ["win"] * 3 + ["orc"], "task": ["t-view"] * 3 + ["t-plain"],
+                                    "sample_id": ["s10", "s2", "s1", "s3"], "score": [1.0, 0.5, None, None],
+                                    "failed": [False, True, True, False]})
         self.tables_read: list[str] = []
         self.asked: list[tuple[str, str]] = []
 
@@ -194,9 +198,10 @@ def test_export_writes_the_index_then_each_list_followed_by_its_samples():
 def test_the_index_counts_each_configs_samples_failures_and_mean_score_in_the_logs_order():
     log = StandInLog()
     assert ViewData(log).index() == {"run": "20260101-000000", "path": "/runs/job/20260101-000000", "configs": [
-        # failed: every status but ok (a missing sample is not a success); score: mean of the numeric scores only
+        # scored: summary.csv's headline (a failure counts 0, an unscored sample is out of the mean); not scored
+        # (staged): failed is every status but ok (a missing sample is not a success), no score
         {"i": 0, "label": "win", "task": "t-view", "method": "window", "model": "m1", "kind": "model",
-         "samples": 3, "failed": 2, "score": 0.75},
+         "samples": 3, "failed": 2, "score": 0.5},
         {"i": 1, "label": "orc", "task": "t-plain", "method": "oracle", "model": None, "kind": "calibration",
          "samples": 1, "failed": 0, "score": None},
         {"i": 2, "label": "staged", "task": None, "method": None, "model": None, "kind": None,
@@ -260,7 +265,8 @@ def test_the_viewers_counts_of_a_hand_written_run_folder_match_its_samples(tmp_p
                  schema=SAMPLE_SCHEMA).write_parquet(run / "evallog" / "samples" / "done.parquet")
     pl.DataFrame([{"sample_id": "s1", "attempt": "a1", "finished": 1.0, "ok": True, "calls": 1}],
                  schema=ATTEMPT_SCHEMA).write_parquet(run / "evallog" / "attempts" / "cut.parquet")
-    pl.DataFrame({"run": ["done"] * 3, "sample_id": ["s1", "s2", "s10"], "score": [1.0, 0.0, 0.5],
+    pl.DataFrame({"run": ["done"] * 3, "task": ["t-plain"] * 3, "sample_id": ["s1", "s2", "s10"],
+                  "score": [1.0, 0.0, 0.5], "failed": [False, True, False],
                   "c_acc": [1.0, 0.0, 1.0]}).write_parquet(run / "scores.parquet")
     view = ViewData(RunLog(run))
     assert view.index()["configs"] == [
