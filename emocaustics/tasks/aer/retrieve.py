@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from emocaustics.core.progress import Progress
 from emocaustics.models.embedders import normalise_rows
 from emocaustics.tasks.aer.context import Chunk, chunk_topic
 from emocaustics.tasks.aer.data import Topic
@@ -30,6 +31,7 @@ class TopicIndex:
 
 
 _INDEX: dict[tuple[str, str, int, float], TopicIndex] = {}  # (embedder, topic digest, chunk_tokens, chars/token)
+EMBED_BATCH = 256  # passages per embedder call: the progress line moves between calls
 
 
 def clear_cache() -> None:
@@ -63,12 +65,19 @@ async def _embed(embedder: Any, texts: list[str]) -> np.ndarray:
 
 async def index_topics(embedder: Any, topics: list[Topic], chunk_tokens: int,
                        chars_per_token: float) -> dict[int, TopicIndex]:
-    """topic id -> its chunks and vectors; topics not yet cached are embedded together in one call."""
+    """topic id -> its chunks and vectors; the chunks of topics not yet cached are embedded EMBED_BATCH at a time,
+    with a progress line (minutes on a loaded machine, before any question is asked)."""
     todo = [t for t in topics if _key(embedder, t, chunk_tokens, chars_per_token) not in _INDEX]
     if todo:
         chunked = [chunk_topic(t, chunk_tokens, chars_per_token) for t in todo]
         texts = [chunk_text(c) for chunks in chunked for c in chunks]
-        vecs = await _embed(embedder, texts) if texts else np.zeros((0, 1), np.float32)
+        progress, parts = Progress(f"embed documents of {len(todo)} topic(s)", len(texts)), []
+        for at in range(0, len(texts), EMBED_BATCH):
+            parts.append(await _embed(embedder, texts[at:at + EMBED_BATCH]))
+            progress.update(len(parts[-1]))
+        if parts:  # on a terminal: the live line's newline
+            progress.close()
+        vecs = np.concatenate(parts) if parts else np.zeros((0, 1), np.float32)
         at = 0
         for t, chunks in zip(todo, chunked):
             _INDEX[_key(embedder, t, chunk_tokens, chars_per_token)] = TopicIndex(chunks, vecs[at:at + len(chunks)])
