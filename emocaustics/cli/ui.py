@@ -4,6 +4,8 @@ human-assessment rounds, validates and scores submissions of every task, and ope
 from __future__ import annotations
 
 import argparse
+import signal
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +35,12 @@ def _cmd_ui(args: argparse.Namespace) -> int:
     if not root.is_dir():
         raise UsageError(f"--root {args.root}: {'not a folder' if root.exists() else 'no such folder'}")
     out = Path(args.out) if args.out else root / "workbench"
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {out}: not a folder")
-    bench = Workbench(root, out, main)  # each job calls the command line's own `main` in a worker process
+    try:
+        bench = Workbench(root, out, main)  # each job calls the command line's own `main` in a worker process
+    except OSError as exc:  # a file there, /proc/x, no permission
+        raise UsageError(f"--out {out}: cannot be made: {exc.strerror or exc}; give a folder it may write") from None
+    # SIGTERM (a service manager, `kill`) stops it as Ctrl-C does: the running jobs are ended, then it exits
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     server = listen(make_server, bench, args.port)
     print(f"workbench: http://127.0.0.1:{server.server_address[1]}/  (reads {bench.folders.root}, writes "
           f"{bench.folders.out}; Ctrl-C stops it)", flush=True)

@@ -1,10 +1,12 @@
 """The two folders of a workbench: `root`, the only one it reads from (paths typed on the page are relative to it), and
 `out`, the only one it writes to (uploads, job folders). A path that leaves `root` (`..`, an absolute path, a symlink
-to somewhere else) is refused with a message that says which and why; so is an upload name that is not a plain name."""
+to somewhere else, or a folder holding one: a job reads through it) is refused with a message that says which and why;
+so is an upload name that is not a plain name, or one too long for the disk."""
 
 from __future__ import annotations
 
 import itertools
+import os
 import re
 import threading
 from pathlib import Path, PurePosixPath
@@ -49,6 +51,8 @@ class Folders:
     def save_upload(self, folder: Path, name: str, body: bytes) -> Path:
         if not re.fullmatch(r"[^/\\\x00]+", name or "") or name in (".", ".."):
             raise Refused(f"upload name {name!r}: not a plain file name")
+        if len(name.encode("utf-8")) > 255:  # the longest name a file system takes
+            raise Refused(f"upload name {name[:40]!r}...: too long ({len(name)} characters); rename the file")
         target = folder / name
         target.write_bytes(body)
         return target
@@ -66,8 +70,23 @@ def _inside(base: Path, typed: str, what: str, where: str) -> Path:
         raise Refused(f"{what} {text!r}: '..' leaves {where}; paths are refused outside it")
     path = base.joinpath(*pure.parts)
     resolved = path.resolve()
-    if resolved != base and base not in resolved.parents:
+    if not _under(base, resolved):
         raise Refused(f"{what} {text!r}: a symbolic link to {resolved}, outside {where}; paths are refused outside it")
     if not resolved.exists():
         raise Refused(f"{what} {text!r}: no such file or folder in {where}")
+    seen: set[str] = set()  # folders walked (a link back up would loop)
+    for folder, subs, files in os.walk(resolved, followlinks=True):  # what a job reads: its links stay inside too
+        if os.path.realpath(folder) in seen:
+            subs.clear()
+            continue
+        seen.add(os.path.realpath(folder))
+        for name in subs + files:
+            inner = Path(folder, name)
+            if inner.is_symlink() and not _under(base, inner.resolve()):
+                raise Refused(f"{what} {text!r}: {inner.relative_to(base)} is a symbolic link to "
+                              f"{inner.resolve()}, outside {where}; paths are refused outside it")
     return resolved
+
+
+def _under(base: Path, resolved: Path) -> bool:
+    return resolved == base or base in resolved.parents

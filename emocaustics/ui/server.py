@@ -8,8 +8,10 @@
     POST /api/view              {"run": path}: a viewer (`view.server`) for that run folder on a port of its own
     GET  /out/<path>            a file the workbench wrote (under the output folder only)
 
-Only the loopback address is bound, and a POST from a page of another origin is refused: the files it reads are the
-user's. Every path is checked by `paths.Folders` (refused outside the root or the output folder).
+Only the loopback address is bound, every request must name it (Host: 127.0.0.1 or localhost on this port: a page of
+another site whose name was pointed at 127.0.0.1, DNS rebinding, names its own), and a POST from a page of another
+origin is refused (Origin compared whole): the files it reads are the user's. Every path is checked by
+`paths.Folders` (refused outside the root or the output folder).
 """
 
 from __future__ import annotations
@@ -120,6 +122,22 @@ def make_server(bench: Workbench, port: int = 0) -> ThreadingHTTPServer:
             except (UsageError, KeyError, ValueError) as exc:  # a refused path, a bad field: the page shows it
                 self._json(400 if not isinstance(exc, KeyError) else 404, {"error": str(exc).strip("'\"")})
 
+        def parse_request(self) -> bool:  # every request, before its method's handler
+            if not super().parse_request():
+                return False
+            port = self.server.server_address[1]
+            host = (self.headers.get("Host") or "").lower()
+            origin = self.headers.get("Origin")
+            if host not in (f"127.0.0.1:{port}", f"localhost:{port}"):
+                self._json(403, {"error": f"a request for host {host!r} is refused: open http://127.0.0.1:{port}/"})
+            elif self.command != "GET" and origin not in (None, f"http://{host}"):  # the page's own origin only
+                self._json(403, {"error": f"a request from {origin} is refused"})
+            elif not (self.headers.get("Content-Length") or "0").isdecimal():
+                self._json(400, {"error": f"Content-Length {self.headers['Content-Length']!r}: not a number of bytes"})
+            else:
+                return True
+            return False
+
         def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
             url = urllib.parse.urlsplit(self.path)
             path = urllib.parse.unquote(url.path)
@@ -142,9 +160,6 @@ def make_server(bench: Workbench, port: int = 0) -> ThreadingHTTPServer:
                 self._send(404, b"not found", "text/plain; charset=utf-8")
 
         def do_POST(self) -> None:  # noqa: N802
-            origin = self.headers.get("Origin")
-            if origin and origin != f"http://127.0.0.1:{self.server.server_address[1]}":
-                return self._json(403, {"error": f"a request from {origin} is refused"})
             url = urllib.parse.urlsplit(self.path)
             size = int(self.headers.get("Content-Length") or 0)
             if size > MAX_UPLOAD:
