@@ -1,8 +1,8 @@
 """Provenance of a prediction folder: what the predictions were made from, so they are never scored against other data.
 
 `provenance.json` beside the predictions records the task, the dataset options and a content hash of the selected
-samples, every sample id with its fingerprint (`Task.fingerprint`: a hash of what the solver saw), the model, the
-method and options, and the prompt version. `check` compares it with the ground truth a scorer was given and names
+samples, every sample id with its fingerprint (`Task.fingerprint`: a hash of what the solver saw) and its gold's
+(`gold`), the model, the method and options, and the prompt version. `check` compares it with the ground truth a scorer was given and names
 the first samples that do not match (another subset, another dataset, a renumbered file).
 """
 
@@ -15,6 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from emocaustics.core.content import content_hash
 from emocaustics.core.errors import ProvenanceMismatch, UsageError
 from emocaustics.core.redact import redacted
 from emocaustics.core.software import software
@@ -38,6 +39,8 @@ def record(task: Any, loaded: Any, *, dataset: dict[str, Any], options: Any, mod
         "dataset_info": {k: v for k, v in (loaded.info or {}).items() if isinstance(v, (str, int, float, bool))},
         "dataset_hash": dataset_hash(fingerprints),
         "samples": fingerprints,
+        # each sample's gold apart (`compare` pairs by input and gold: a corrected answer is no model difference)
+        "gold": {s.id: content_hash(s.target) for s in loaded.samples},
         # a caller may hand the spec as the user wrote it: a password in its URL or a key in its query must not
         # reach the file
         "model": None if model is None else redacted(model),

@@ -69,7 +69,7 @@ class Across(Documents):
         for folder in run_dirs:
             _check_run(folder)
         self.dirs = list(run_dirs)
-        got = paired(self.dirs, pairs)
+        got = paired(self.dirs, pairs, "view")
         self.names, self.rows = got.names, got.rows
         self.logs = {name: RunLog(d) for name, d in zip(self.names, self.dirs)}
         order = {k: n for n, k in enumerate(got.configs.select(pl.col("run") + "\t" + pl.col("config")).to_series())}

@@ -6,8 +6,9 @@ labelled A of a run with the config labelled B of a later run given. Testing eve
 = 9 pairs, mirrored ones included) spent the Holm family on pairs nobody asked about; a config with no partner is
 listed, not tested. A pair is tested on the samples both configs scored (`stats.config_stats`: approximate
 randomisation, paired bootstrap, Wilcoxon), and where both runs recorded what each sample was
-(`predictions/<config>/provenance.json` fingerprints), a sample id only pairs with the same content (another subset
-that reuses the id is not the same sample). The tests resample the task's clusters (`cluster_by`, e.g. AER's topics)
+(`predictions/<config>/provenance.json` fingerprints of its input and of its gold), a sample id only pairs with the same
+input and gold (another subset that reuses the id, or a corrected gold answer, is not the same sample); a config whose
+provenance predates the gold's fingerprint is named as paired without that check. The tests resample the task's clusters (`cluster_by`, e.g. AER's topics)
 where every run recorded the same unit in scores.parquet, else each sample is its own cluster. Holm's correction runs
 across the pairs tested (all tasks), leaving out pairs with a calibration row as the run's own tables do
 (`tables.in_holm_family`). A config is named by its run (the shortest tail of the run folder's path that tells the
@@ -23,7 +24,7 @@ from typing import NamedTuple
 import polars as pl
 
 from emocaustics.core.errors import UsageError, shorten
-from emocaustics.report.tables import check_scores, in_holm_family, scored_rows
+from emocaustics.report.tables import HEADLINE, check_scores, in_holm_family, scored_rows
 
 PAIR_COLUMNS = ("task", "run_a", "config_a", "run_b", "config_b", "n_common", "clusters", "cluster_by", "n_only_a",
                 "n_only_b", "score_a", "score_b", "diff", "diff_low", "diff_high", "p_randomisation", "p_bootstrap",
@@ -31,18 +32,20 @@ PAIR_COLUMNS = ("task", "run_a", "config_a", "run_b", "config_b", "n_common", "c
 
 
 class Comparison(NamedTuple):
-    configs: pl.DataFrame  # run, config, task, kind, samples, score (mean, failures count 0)
+    configs: pl.DataFrame  # run, config, task, kind and the headline: samples, score, failures (`tables.HEADLINE`)
     pairs: pl.DataFrame  # PAIR_COLUMNS, one row per pair of configs matched (by label or mapping) with common samples
     unpaired: int  # pairs matched that share no sample (not tested)
     unmatched: tuple[str, ...] = ()  # "<run>: <label>" of each config with no partner (not tested)
+    unchecked: tuple[str, ...] = ()  # "<run>: <label>" of each config whose provenance records no gold fingerprints
 
 
-def run_names(run_dirs: list[Path]) -> list[str]:
-    """The shortest path tails (at least two parts, `<job>/<timestamp>`) that tell the run folders apart."""
+def run_names(run_dirs: list[Path], command: str = "compare") -> list[str]:
+    """The shortest path tails (at least two parts, `<job>/<timestamp>`) that tell the run folders apart; `command`
+    (compare, view) names the command in an error."""
     resolved = [d.resolve() for d in run_dirs]
     if len(set(resolved)) < len(resolved):
         twice = next(str(d) for d, r in zip(run_dirs, resolved) if resolved.count(r) > 1)
-        raise UsageError(f"compare: run folder {twice} is given twice; compare different runs")
+        raise UsageError(f"{command}: run folder {twice} is given twice; {command} different runs")
     depth = 2
     while True:
         names = ["/".join(r.parts[-depth:]) for r in resolved]
@@ -51,35 +54,37 @@ def run_names(run_dirs: list[Path]) -> list[str]:
         depth += 1
 
 
-def _fingerprints(run_dir: Path, label: str) -> dict[str, str] | None:
+def _fingerprints(run_dir: Path, label: str) -> tuple[dict[str, str], ...]:
+    """(input, gold) fingerprints by sample id of a config's provenance.json; empty where it records none."""
     from emocaustics.core.provenance import read
 
     try:
-        rec = read(run_dir / "predictions" / label)
+        rec = read(run_dir / "predictions" / label) or {}
     except UsageError:
-        return None
-    return {str(k): str(v) for k, v in rec["samples"].items()} if rec else None
+        rec = {}
+    return tuple({str(k): str(v) for k, v in (rec.get(key) or {}).items()} for key in ("samples", "gold"))
 
 
 def load_run(run_dir: Path, name: str) -> pl.DataFrame:
-    """A run's per-sample scores as (run, config, task, kind, sample_id, item, score): `item` is the sample id with
-    the sample's content fingerprint when the config's provenance records it."""
+    """A run's per-sample scores as (run, config, task, kind, sample_id, fingerprint, gold, score, failed, cluster,
+    cluster_by): `fingerprint` and `gold` the sample's input and gold fingerprints where the config's provenance
+    records them."""
     path = run_dir / "scores.parquet"
     if not path.is_file():
         raise UsageError(f"{run_dir}: no scores.parquet (a finished run folder holds one); compare needs each run's "
                          "per-sample scores")
     scores = pl.read_parquet(path)
     check_scores(scores, str(path))
-    scores = scored_rows(scores).select("run", "task", "kind", pl.col("sample_id").cast(pl.Utf8), "score",
-                                                pl.col("cluster").cast(pl.Utf8), "cluster_by")
+    scores = scored_rows(scores).select("run", "task", "kind", pl.col("sample_id").cast(pl.Utf8), "score", "failed",
+                                        pl.col("cluster").cast(pl.Utf8), "cluster_by")
     frames = []
     for label in scores["run"].unique(maintain_order=True).to_list():
         rows = scores.filter(pl.col("run") == label)
-        prints = _fingerprints(run_dir, label) or {}
         frames.append(rows.with_columns(
-            pl.col("sample_id").replace_strict(prints, default=None, return_dtype=pl.Utf8).alias("fingerprint")))
+            pl.col("sample_id").replace_strict(prints, default=None, return_dtype=pl.Utf8).alias(column)
+            for column, prints in zip(("fingerprint", "gold"), _fingerprints(run_dir, label))))
     return pl.concat(frames).select(pl.lit(name).alias("run"), pl.col("run").alias("config"), "task", "kind",
-                                    "sample_id", "fingerprint", "score", "cluster", "cluster_by")
+                                    "sample_id", "fingerprint", "gold", "score", "failed", "cluster", "cluster_by")
 
 
 Pairs = Mapping[str, str] | Iterable[tuple[str, str]]
@@ -88,24 +93,26 @@ Pairs = Mapping[str, str] | Iterable[tuple[str, str]]
 class Paired(NamedTuple):
     names: list[str]  # each run's name (`run_names`), in the order given
     rows: pl.DataFrame  # load_run's rows of every run, with `item` (what pairs a sample) and `key` ("<run>\t<label>")
-    configs: pl.DataFrame  # run, config, task, kind, samples, score
+    configs: pl.DataFrame  # run, config, task, kind, samples, score, failures
     matched: list[tuple[str, str]]  # `match`'s pairs of keys
 
 
-def paired(run_dirs: list[Path], pairs: Pairs | None = None) -> Paired:
+def paired(run_dirs: list[Path], pairs: Pairs | None = None, command: str = "compare") -> Paired:
     """The runs' per-sample rows and the pairs of configs `match` makes: what `compare_runs` tests and what the
-    cross-run viewer (`report.across`) lines up."""
-    names = run_names(run_dirs)
+    cross-run viewer (`report.across`, `command` view) lines up."""
+    names = run_names(run_dirs, command)
     rows = pl.concat([load_run(d, n) for d, n in zip(run_dirs, names)])
-    # a sample pairs by id and content where every config of the task recorded its content, else by id alone
-    checked = rows.group_by("task").agg(pl.col("fingerprint").is_not_null().all().alias("checked"))
+    # a sample pairs by id, input and gold where every config of the task recorded each, else by what all recorded
+    checked = rows.group_by("task").agg(pl.col(c).is_not_null().all().alias(f"{c}_checked") for c in ("fingerprint",
+                                                                                                        "gold"))
     rows = rows.join(checked, on="task").with_columns(
-        pl.when(pl.col("checked")).then(pl.col("sample_id") + "#" + pl.col("fingerprint"))
-        .otherwise(pl.col("sample_id")).alias("item"),
+        pl.concat_str("sample_id", *(pl.when(pl.col(f"{c}_checked")).then("#" + pl.col(c)) for c in ("fingerprint",
+                                                                                                    "gold")),
+                      ignore_nulls=True).alias("item"),
         (pl.col("run") + "\t" + pl.col("config")).alias("key"))
     configs = (rows.group_by("run", "config", maintain_order=True)
-               .agg(pl.first("task"), pl.first("kind"), pl.len().alias("samples"), pl.col("score").mean()))
-    return Paired(names, rows, configs, match(configs, names, pairs))
+               .agg(pl.first("task"), pl.first("kind"), *(e.alias(k) for k, e in HEADLINE.items())))
+    return Paired(names, rows, configs, match(configs, names, pairs, command))
 
 
 def compare_runs(run_dirs: list[Path], pairs: Pairs | None = None) -> Comparison:
@@ -117,6 +124,8 @@ def compare_runs(run_dirs: list[Path], pairs: Pairs | None = None) -> Comparison
     paired_keys = {k for pair in matched for k in pair}
     unmatched = tuple(f"{r}: {c}" for r, c in configs.select("run", "config").iter_rows()
                       if f"{r}\t{c}" not in paired_keys)
+    unchecked = tuple(f"{r}: {c}" for r, c in rows.filter(pl.col("gold").is_null() & pl.col("key").is_in(paired_keys))
+                      .select("run", "config").unique(maintain_order=True).iter_rows())
     task_of = {f"{r}\t{c}": t for r, c, t in configs.select("run", "config", "task").iter_rows()}
     tables, unpaired = [], 0
     for task in rows["task"].unique(maintain_order=True).to_list():
@@ -136,7 +145,8 @@ def compare_runs(run_dirs: list[Path], pairs: Pairs | None = None) -> Comparison
                                        _common_mean(per_item, shared, 0).alias("score_a"),
                                        _common_mean(per_item, shared, 1).alias("score_b")))
     if not tables:
-        return Comparison(configs, pl.DataFrame(schema={c: pl.Utf8 for c in PAIR_COLUMNS}), unpaired, unmatched)
+        return Comparison(configs, pl.DataFrame(schema={c: pl.Utf8 for c in PAIR_COLUMNS}), unpaired, unmatched,
+                          unchecked)
     tested = pl.concat(tables)
     kinds = dict(rows.group_by("key").agg(pl.first("kind")).iter_rows())
     tested = holm_family(tested, in_holm_family(tested, kinds))
@@ -144,10 +154,11 @@ def compare_runs(run_dirs: list[Path], pairs: Pairs | None = None) -> Comparison
         pl.col("config_a").str.split_exact("\t", 1).struct.rename_fields(["run_a", "label_a"]).alias("a"),
         pl.col("config_b").str.split_exact("\t", 1).struct.rename_fields(["run_b", "label_b"]).alias("b"),
     ).unnest("a", "b").drop("config_a", "config_b").rename({"label_a": "config_a", "label_b": "config_b"})
-    return Comparison(configs, tested.select(PAIR_COLUMNS), unpaired, unmatched)
+    return Comparison(configs, tested.select(PAIR_COLUMNS), unpaired, unmatched, unchecked)
 
 
-def match(configs: pl.DataFrame, runs: list[str], pairs: Pairs | None = None) -> list[tuple[str, str]]:
+def match(configs: pl.DataFrame, runs: list[str], pairs: Pairs | None = None, command: str = "compare"
+          ) -> list[tuple[str, str]]:
     """The pairs of configs to test, as ("<run>\t<label>", ...) keys, each once (run given earlier first): for
     every two runs, the configs of the same label, or with `pairs`, the config labelled A of the earlier run and the
     one labelled B of the later. A label of the mapping no run has, or a pair across tasks, is a UsageError."""
@@ -159,11 +170,11 @@ def match(configs: pl.DataFrame, runs: list[str], pairs: Pairs | None = None) ->
         missing = [x for x in (a, b) if x not in everywhere]
         if missing:
             known = sorted(everywhere)
-            raise UsageError(f"compare: pair {shorten(a)} -> {shorten(b)}: no run has a config labelled "
+            raise UsageError(f"{command}: pair {shorten(a)} -> {shorten(b)}: no run has a config labelled "
                              f"{shorten(missing[0])} (labels: {', '.join(known[:12])}"
                              f"{' ...' if len(known) > 12 else ''})")
         if everywhere[a] != everywhere[b]:
-            raise UsageError(f"compare: pair {a} -> {b}: a config of task {everywhere[a]} with one of task "
+            raise UsageError(f"{command}: pair {a} -> {b}: a config of task {everywhere[a]} with one of task "
                              f"{everywhere[b]}; only configs of one task are compared")
     out = []
     for i, run_a in enumerate(runs):
@@ -172,7 +183,7 @@ def match(configs: pl.DataFrame, runs: list[str], pairs: Pairs | None = None) ->
             out += [(f"{run_a}\t{a}", f"{run_b}\t{b}") for a, b in wanted
                     if a in labels[run_a] and b in labels[run_b] and labels[run_a][a] == labels[run_b][b]]
     if named and not out:
-        raise UsageError("compare: no pair named holds a config of an earlier run and one of a later run ("
+        raise UsageError(f"{command}: no pair named holds a config of an earlier run and one of a later run ("
                          f"{', '.join(f'{a} -> {b}' for a, b in named)}; runs in the order given: {', '.join(runs)})")
     return out
 
@@ -195,8 +206,10 @@ def describe(result: Comparison, alpha: float = 0.05) -> str:
     from emocaustics.report.tables import to_markdown
 
     pairs = result.pairs
-    unmatched = (f"Not compared, no config of the same label in another run (pair them with --pair A B): "
-                 f"{'; '.join(result.unmatched)}.\n" if result.unmatched else "")
+    unmatched = (f"Samples paired without checking their gold (a provenance.json written before it recorded the gold): "
+                 f"{'; '.join(result.unchecked)}.\n" if result.unchecked else "")
+    unmatched += (f"Not compared, no config of the same label in another run (pair them with --pair A B): "
+                  f"{'; '.join(result.unmatched)}.\n" if result.unmatched else "")
     if not pairs.height:
         return ("No two configs of different runs are matched and share samples: nothing to compare"
                 + (f" ({result.unpaired} matched pairs share no sample)." if result.unpaired else ".")

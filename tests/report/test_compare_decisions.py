@@ -188,8 +188,8 @@ def test_common_mean_is_each_sides_mean_over_the_items_both_sides_scored():
 
 def test_load_run_gives_each_sample_its_fingerprint_and_a_failure_scores_0(runs):
     got = load_run(runs[0], "name")
-    assert got.columns == ["run", "config", "task", "kind", "sample_id", "fingerprint", "score", "cluster",
-                           "cluster_by"]
+    assert got.columns == ["run", "config", "task", "kind", "sample_id", "fingerprint", "gold", "score", "failed",
+                           "cluster", "cluster_by"]
     m = got.filter(pl.col("config") == "m")
     assert (got["run"] == "name").all()
     assert m["fingerprint"].to_list() == [f"f{i}" for i in range(6)]
@@ -218,13 +218,13 @@ def test_paired_keys_items_by_content_only_where_every_config_of_the_task_record
     item = dict(zip(rows["key"] + "|" + rows["sample_id"], rows["item"]))
     assert item[f"{A}\tm|s4"] == "s4#f4" and item[f"{B}\tm|s4"] == "s4#f4'" and item[f"{B}\tm|s0"] == "s0#f0"
     assert item[f"{A}\tm2|s1"] == "s1" and item[f"{B}\tz|s8"] == "s8"
-    assert got.configs.columns == ["run", "config", "task", "kind", "samples", "score"]
+    assert got.configs.columns == ["run", "config", "task", "kind", "samples", "score", "failures"]  # the headline
     assert got.configs.rows() == [
-        (A, "m", "t1", "model", 6, 4 / 6), (A, "oracle", "t1", "calibration", 6, 1.0),
-        (A, "lonely", "t1", "model", 6, 0.5), (A, "m2", "t2", "model", 4, 1.0), (A, "z", "t3", "model", 2, 0.5),
-        (A, "w", "t4", "model", 1, 1.0), (B, "m", "t1", "model", 6, 0.0), (B, "oracle", "t1", "calibration", 6, 1.0),
-        (B, "m2", "t2", "model", 4, 0.0), (B, "z", "t3", "model", 2, 0.5),
-        (B, "w", "t4", "model", 1, 1.0)]
+        (A, "m", "t1", "model", 6, 4 / 6, 1), (A, "oracle", "t1", "calibration", 6, 1.0, 0),
+        (A, "lonely", "t1", "model", 6, 0.5, 0), (A, "m2", "t2", "model", 4, 1.0, 0),
+        (A, "z", "t3", "model", 2, 0.5, 0), (A, "w", "t4", "model", 1, 1.0, 0), (B, "m", "t1", "model", 6, 0.0, 0),
+        (B, "oracle", "t1", "calibration", 6, 1.0, 0), (B, "m2", "t2", "model", 4, 0.0, 0),
+        (B, "z", "t3", "model", 2, 0.5, 0), (B, "w", "t4", "model", 1, 1.0, 0)]
     assert got.matched == [(f"{A}\tm", f"{B}\tm"), (f"{A}\toracle", f"{B}\toracle"), (f"{A}\tm2", f"{B}\tm2"),
                            (f"{A}\tz", f"{B}\tz"), (f"{A}\tw", f"{B}\tw")]
     by_id = paired([runs[0], runs[2]], {"m": "m"})  # z's provenance unreadable: t1 pairs by id alone

@@ -152,9 +152,9 @@ def _cell(method: str, i: int) -> dict:
 
 
 def _items(run: Path) -> dict[str, str]:
-    """What pairs a sample across runs: its id and the fingerprint of its content the run recorded."""
+    """What pairs a sample across runs: its id and the fingerprints of its input and its gold the run recorded."""
     rec = json.loads((run / "predictions" / "count_half" / "provenance.json").read_text(encoding="utf-8"))
-    return {sid: f"{sid}#{fp}" for sid, fp in rec["samples"].items()}
+    return {sid: f"{sid}#{fp}#{rec['gold'][sid]}" for sid, fp in rec["samples"].items()}
 
 
 def _rows(runs: dict[str, Path], members: list[tuple[str, str]]) -> list[dict]:
