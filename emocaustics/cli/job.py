@@ -151,6 +151,10 @@ def _compare(args: argparse.Namespace) -> int:
     dirs = [Path(d) for d in args.run_dirs]
     if args.pair and len(dirs) < 2:
         raise UsageError("compare --pair pairs the configs of different runs: give two run folders or more")
+    html = Path(args.html) if args.html else None  # a folder; a file there (or above) is said before any work
+    if html is not None and (file := next((p for p in (html, *html.parents) if p.is_file()), None)) is not None:
+        raise UsageError(f"--html {html}: {file} is a file; --html takes a folder (it writes DIR/compare.html and "
+                         "the viewer in DIR/view/)")
     try:
         table = compare(dirs)
     except FileNotFoundError as exc:
