@@ -56,8 +56,8 @@ COLUMN_DOCS: dict[str, str] = {
     "samples": "samples of the config that were scored (dialogues, questions, conversations, stories, assignments)",
     "score": "the task's primary metric, mean over the config's samples (a failed sample counts 0)",
     "ci": "95 % confidence interval of score: percentile bootstrap over the samples' clusters (each cluster drawn with "
-          "all its samples; the line under the table names the unit: an AER topic, else one sample each), 10,000 "
-          "resamples, seed 0",
+          "all its samples; the line under the table names each task's unit, e.g. an AER topic, else one sample "
+          "each), 10,000 resamples, seed 0",
     "ci_low": "lower end of the 95 % bootstrap interval of score (10,000 resamples of the samples' clusters, seed 0)",
     "ci_high": "upper end of the 95 % bootstrap interval of score",
     "micro_score": "score weighted by each sample's weight (the task decides it, e.g. a dialogue's length); "

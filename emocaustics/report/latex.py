@@ -84,19 +84,11 @@ def summary_latex(summary: pl.DataFrame, label: str = "emocaustics-summary", dig
 
 
 def write_latex(run_dir: Path) -> Path:
-    """RUN/summary.tex from the run's per-sample scores (scores.parquet: the same summary, intervals included, as
-    the report, also for a folder whose summary.csv predates them), else from RUN/summary.csv; returns its path."""
-    from emocaustics.report.tables import check_scores, summarise
-
-    scores_path, summary_path = run_dir / "scores.parquet", run_dir / "summary.csv"
-    if scores_path.exists():
-        scores = pl.read_parquet(scores_path)
-        check_scores(scores, str(scores_path))
-        summary = summarise(scores, run_dir=run_dir)
-    elif summary_path.exists():
-        summary = pl.read_csv(summary_path)
-    else:
-        raise UsageError(f"{run_dir}: neither scores.parquet nor summary.csv (is this a finished run directory?)")
+    """RUN/summary.tex from RUN/summary.csv (`emocaustics report --latex` writes the tables again first, so an old
+    folder's summary gains the intervals: the statistics are computed once, there); returns its path."""
+    if not (run_dir / "summary.csv").exists():
+        raise UsageError(f"{run_dir}: no summary.csv (is this a finished run directory?)")
+    summary = pl.read_csv(run_dir / "summary.csv")
     label = f"{run_dir.parent.name}-{run_dir.name}"
     out = run_dir / "summary.tex"
     out.write_text(summary_latex(summary, label=label), encoding="utf-8")

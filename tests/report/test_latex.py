@@ -79,7 +79,7 @@ def test_latex_needs_a_finished_run(tmp_path, capsys):
 
     assert main(["report", str(tmp_path), "--latex"]) != 0  # not a run folder: a named error, no traceback
     assert "emocaustics: error:" in capsys.readouterr().err and not (tmp_path / "summary.tex").exists()
-    with pytest.raises(UsageError, match="neither scores.parquet nor summary.csv"):
+    with pytest.raises(UsageError, match="no summary.csv"):
         write_latex(tmp_path)
 
 

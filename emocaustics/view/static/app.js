@@ -288,7 +288,7 @@ async function viewGroup(g) {
   const filter = el("select", { id: "filter", onchange: (e) => { st.filter = e.target.value; render(); } },
     Object.keys(FILTERS).map((f) => el("option", { value: f, selected: f === st.filter ? "selected" : null }, f)));
   const tol = el("input", { id: "tol", type: "number", step: "any", min: 0, size: 6, value: st.tol,
-    title: "scores this far apart or less agree", oninput: (e) => { st.tol = Number(e.target.value) || 0; render(); } });
+    title: "scores this far apart or less agree", oninput: (e) => { st.tol = Math.max(0, Number(e.target.value) || 0); render(); } });  // -1 would split equal scores
   const search = el("input", { id: "search", type: "search", placeholder: "sample id", size: 16, value: st.q,
     oninput: (e) => { st.q = e.target.value; render(); } });
   function render() {
