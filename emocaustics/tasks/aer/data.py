@@ -94,11 +94,12 @@ class SplitData:
         if missing and require_documents:
             n = sum(len(ids) for ids in missing.values())
             listed = ", ".join(f"{t} ({ids[0]}{' ...' if len(ids) > 1 else ''})" for t, ids in missing.items())
-            docs = self.files.get("docs", str(self.root / SPLIT_DIRS[self.split] / "docs.json"))
+            docs = self.files.get("docs")  # None: the split has no docs.json (dev in the public snapshot)
+            absent = "" if docs else f" (there is no {self.root / SPLIT_DIRS[self.split] / 'docs.json'})"
             errors.insert(0, DataError(
-                f"split {self.split}: {len(missing)} topic(s) with {n} question(s) have no documents -- topic(s) "
-                f"{listed}; run with context: none (the baseline's --no-context), or supply the documents",
-                file=docs, field="docs"))
+                f"split {self.split}: {len(missing)} topic(s) with {n} question(s) have no documents{absent} -- "
+                f"topic(s) {listed}; run with context: none (the baseline's --no-context), or supply the documents",
+                file=docs or qfile, field="docs"))
         extra = [] if require_documents else [
             Defect("topic-without-documents", f"{qfile}: topic {topic}",
                    f"split {self.split}: topic {topic} has no documents ({len(ids)} question(s))")
