@@ -76,6 +76,8 @@ class JobSpec(_Strict):
     log: LogSpec = Field(default_factory=LogSpec)
     select: SelectSpec | None = None  # which samples every run evaluates (a run's own `select` wins)
     max_cost_usd: float | None = Field(None, gt=0)  # per invocation; stops before crossing it (models/budget.py)
+    # solve and write the predictions only (`eval --no-score`); outside the hash: a `--resume` without it scores them
+    no_score: bool = Field(False, exclude=True)
 
     @field_validator("cache", mode="before")
     @classmethod
