@@ -4,11 +4,11 @@ laid out as that project's repository holds them:
     data/<task>/<developer>/<model>/<uuid>.json            the aggregate record
     data/<task>/<developer>/<model>/<uuid>_samples.jsonl   one instance record per sample
 
-The aggregate holds the primary metric's corpus value (the official one where the task has it) with its 95 %
-bootstrap interval where the run's table computed it for that value, and every other corpus-level metric as its
-`details` (the schema's details are texts); the instances hold each sample's input, gold, answer (or, for several
-calls, every call's messages), score, token usage, latency and error. A calibration method is the model
-`emocaustics/<method>`. What the schema has no field for is named in docs/exports.md.
+The aggregate holds the headline, summary.csv's score (the mean of the per-sample metric, each sample's epochs
+reduced by the config's reducer) with summary.csv's 95 % bootstrap interval, and every other corpus-level metric as
+its `details` (the schema's details are texts); the instances, one per sample and epoch (`metadata.epoch`), hold its
+input, gold, answer (or, for several calls, every call's messages), score, token usage, latency and error. A
+calibration method is the model `emocaustics/<method>`. What the schema has no field for is in docs/exports.md.
 """
 
 from __future__ import annotations
@@ -72,15 +72,15 @@ def records(run: RunRecord, cfg: ConfigRecord) -> tuple[str, dict[str, Any], lis
     eid = f"{cfg.task}/{model_id}/{retrieved}"
     instances = [_instance(cfg, s, eid, model_id) for s in cfg.samples]
     table = cfg.table
-    score = cfg.value if cfg.value is not None else 0.0
-    uncertainty: dict[str, Any] = {"num_samples": len(cfg.samples)}
-    low, high, same = table.get("ci_low"), table.get("ci_high"), table.get("score")
-    if isinstance(low, float) and isinstance(high, float) and isinstance(same, float) and abs(same - score) < 1e-12:
+    uncertainty: dict[str, Any] = {"num_samples": len(cfg.reduced)}
+    low, high = table.get("ci_low"), table.get("ci_high")
+    if isinstance(low, float) and isinstance(high, float):
         uncertainty |= {"confidence_interval": {"lower": low, "upper": high, "confidence_level": DEFAULT_LEVEL,
                                                 "method": _resampled(table)},
                         "num_bootstrap_samples": DEFAULT_RESAMPLES}
-    details = {k: v for k, v in cfg.summary.items() if k != cfg.primary}
+    details = dict(cfg.summary)  # the task's own corpus values (epochs: the mean over the epochs' own)
     details |= {f"table.{k}": v for k, v in table.items() if k not in ("run", "task", "method", "model")}
+    epochs = f", each sample's {cfg.epochs} epochs reduced by {cfg.reducer}" if cfg.reducer else ""
     sampling = next((c.get("sampling") for s in cfg.samples for c in s.calls if c.get("sampling")), None) or {}
     soft = cfg.software or {}
     git = soft.get("git") or {}
@@ -97,14 +97,18 @@ def records(run: RunRecord, cfg: ConfigRecord) -> tuple[str, dict[str, Any], lis
                                                          "prompts_version": cfg.prompts_version})},
         "model_info": info,
         "evaluation_results": [{
-            "evaluation_result_id": cfg.primary, "evaluation_name": cfg.task,
+            "evaluation_result_id": cfg.sample_metric, "evaluation_name": cfg.task,
             "source_data": {"dataset_name": str(cfg.dataset_info.get("dataset") or cfg.task), "source_type": "other",
                             "additional_details": _strings({**cfg.dataset, **cfg.dataset_info})},
             "evaluation_timestamp": utc(iso=cfg.created or run.started),
-            "metric_config": {"evaluation_description": f"{cfg.task}, method {cfg.method}: the primary metric "
-                                                        f"{cfg.primary}", "metric_id": f"emocaustics.{cfg.task}."
-                              f"{cfg.primary}", "metric_name": cfg.primary, "lower_is_better": False},
-            "score_details": {"score": score, "details": _strings(details), "uncertainty": uncertainty},
+            "metric_config": {"evaluation_description": f"{cfg.task}, method {cfg.method}: the mean over samples of "
+                                                        f"{cfg.sample_metric} (a failure counts 0){epochs}",
+                              "metric_id": f"emocaustics.{cfg.task}.{cfg.sample_metric}",
+                              "metric_name": cfg.sample_metric, "lower_is_better": False,
+                              **({"metric_parameters": {"epochs": cfg.epochs, "reducer": cfg.reducer}}
+                                 if cfg.reducer else {})},
+            "score_details": {"score": cfg.value if cfg.value is not None else 0.0, "details": _strings(details),
+                              "uncertainty": uncertainty},
             "generation_config": {
                 "generation_args": {k: sampling[k] for k in ("temperature", "top_p", "max_tokens") if k in sampling},
                 "additional_details": _strings({"method": cfg.method, **cfg.options})},
@@ -121,7 +125,7 @@ def _instance(cfg: ConfigRecord, s: SampleRecord, eid: str, model_id: str) -> di
     multi = len(s.calls) > 1
     record: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION, "evaluation_id": eid, "model_id": model_id, "evaluation_name": cfg.task,
-        "evaluation_result_id": cfg.primary, "sample_id": s.id,
+        "evaluation_result_id": cfg.sample_metric, "sample_id": s.id,
         "sample_hash": hashlib.sha256((raw + "".join(reference)).encode("utf-8")).hexdigest(),
         "interaction_type": "multi_turn" if multi else "single_turn",
         "input": {"raw": raw, "reference": reference},
@@ -153,7 +157,7 @@ def _instance(cfg: ConfigRecord, s: SampleRecord, eid: str, model_id: str) -> di
     record["performance"] = {"latency_ms": s.seconds * 1000.0, "additional_details": _strings(
         {"llm_calls": s.llm_calls, "cache_hits": s.cache_hits, "cost_usd": s.cost_usd})}
     record["error"] = (s.reason or "failed") if s.failed else None
-    record["metadata"] = _strings({"config": cfg.label, "status": s.status, "metric": cfg.sample_metric,
+    record["metadata"] = _strings({"config": cfg.label, "epoch": s.epoch, "status": s.status,
                                    **{f"metric.{k}": v for k, v in s.metrics.items()},
                                    **({"score_missing": "true"} if s.score is None else {})})
     return record

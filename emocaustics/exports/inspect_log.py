@@ -5,8 +5,11 @@ plain data: inspect_ai is not needed to write it.
 - header (`eval`): task `emocaustics/<task>`, the config's label as display name, its options as `task_args`, the
   method as solver, the dataset (name, location, sample ids), the model (`provider/model`; `none` for a calibration
   method), the software (`packages`, git `revision`) and the prompts version (`task_version`);
-- `results`: the primary metric's corpus value, with every other corpus-level metric of the config beside it;
-- each sample: id, input and target (JSON text where ours is structured), every model call of its latest attempt as
+- `results`: the headline (summary.csv's score and interval: the mean of the per-sample score, each sample's epochs
+  reduced) as the metric `mean` of the per-sample metric, with every other corpus-level metric of the config beside
+  it; a config solved in epochs has its `epochs` and reducer in `eval.config` and each sample's reduced score in
+  `reductions`;
+- each sample (once per epoch, with its `epoch`): id, input and target (JSON text where ours is structured), every model call of its latest attempt as
   a `model` event (messages as sent, answer, sampling, tokens, latency, cache hit, error), the calls' messages in
   order as `messages`, the answer as `output` (the prediction itself, as JSON, where no model was called), every
   per-sample metric as a score, token usage under the model's name, timing, and a failed sample's reason as `error`.
@@ -19,8 +22,7 @@ import json
 import re
 from typing import Any
 
-from emocaustics.core.errors import UsageError
-from emocaustics.exports.names import ModelName, jsonable, model_name, text
+from emocaustics.exports.names import jsonable, model_name, text
 from emocaustics.exports.source import ConfigRecord, RunRecord, SampleRecord, utc
 
 ROLES = ("system", "user", "assistant", "tool")
@@ -34,12 +36,16 @@ def file_name(cfg: ConfigRecord, log: dict[str, Any]) -> str:
 
 def inspect_log(run: RunRecord, cfg: ConfigRecord) -> dict[str, Any]:
     model = model_name(cfg)
-    name = model.inspect if model else "none"
+    name = f"{model.provider}/{model.model}" if model else "none"  # inspect's `provider/model`
     samples = [_sample(s, name) for s in cfg.samples]
-    usage = _total([s.get("model_usage", {}).get(name) for s in samples])
+    used = [s for s in cfg.samples if s.calls or s.prompt_tokens or s.generated_tokens]  # as a sample's model_usage
+    costs = [s.cost_usd for s in used if s.cost_usd is not None]
+    usage = _usage(sum(s.prompt_tokens for s in used), sum(s.generated_tokens for s in used),
+                   sum(costs) if costs else None) if used else None
     soft = cfg.software or {}
     git = soft.get("git")
     finished = [s.finished for s in cfg.samples if s.finished is not None]
+    reducer = cfg.reducer and cfg.reducer.replace("pass@", "pass_at_")  # inspect's name of that reducer
     return {
         "version": 2,
         "status": "success" if run.state == "finished" else "started",
@@ -50,9 +56,9 @@ def inspect_log(run: RunRecord, cfg: ConfigRecord) -> dict[str, Any]:
             "task_display_name": cfg.label, "task_args": cfg.options, "task_args_passed": cfg.options,
             "solver": cfg.method,
             "dataset": {"name": _dataset_name(cfg), "location": cfg.dataset_info.get("root"),
-                        "samples": len(cfg.samples), "sample_ids": [s.id for s in cfg.samples]},
+                        "samples": len(cfg.reduced), "sample_ids": list(cfg.reduced)},
             "model": name, **({"model_base_url": model.base_url} if model and model.base_url else {}),
-            "config": {},
+            "config": {"epochs": cfg.epochs, **({"epochs_reducer": [reducer]} if reducer else {})},
             **({"revision": {"type": "git", "origin": git.get("origin") or "", "commit": git["commit"],
                              "dirty": git.get("dirty")}} if git else {}),
             "packages": {"emocaustics": soft.get("emocaustics", "unknown")},
@@ -62,11 +68,13 @@ def inspect_log(run: RunRecord, cfg: ConfigRecord) -> dict[str, Any]:
                                          "table": jsonable(cfg.table), "summary": jsonable(cfg.summary)}},
         },
         "plan": {"name": "plan", "steps": [{"solver": cfg.method, "params": cfg.options}], "config": {}},
-        "results": _results(cfg),
+        "results": _results(cfg, reducer),
         "stats": {"started_at": utc(iso=cfg.created or run.started) or utc(0.0),
                   "completed_at": utc(max(finished)) if finished else utc(iso=run.finished),
                   "model_usage": {name: usage} if usage else {}},
         "samples": samples,
+        **({"reductions": [{"scorer": cfg.sample_metric, "reducer": reducer, "samples": [
+            {"value": v, "sample_id": sid} for sid, v in cfg.reduced.items() if v is not None]}]} if reducer else {}),
     }
 
 
@@ -74,47 +82,36 @@ def _id(*parts: str) -> str:
     return hashlib.sha256("\0".join(parts).encode("utf-8")).hexdigest()[:22]
 
 
-def _split_key(task: str) -> str:
-    """The dataset option a task calls its split (core/optionkeys.py); `split` for a task this process cannot find."""
+def _dataset_name(cfg: ConfigRecord) -> str:
+    """The dataset and its split: the dataset option the task calls its split (core/optionkeys.py; the run's tasks
+    were all found when the run folder was read)."""
     from emocaustics.core.optionkeys import split_field
     from emocaustics.core.task import get_task
 
-    try:
-        return split_field(get_task(task)) or "split"
-    except UsageError:
-        return "split"
-
-
-def _dataset_name(cfg: ConfigRecord) -> str:
-    split = cfg.dataset_info.get("split") or cfg.dataset.get(_split_key(cfg.task))
+    split = cfg.dataset_info.get("split") or cfg.dataset.get(split_field(get_task(cfg.task)) or "split")
     return f"{cfg.dataset_info.get('dataset') or cfg.task}{f'/{split}' if split else ''}"
 
 
-def _results(cfg: ConfigRecord) -> dict[str, Any]:
-    metrics = {}
+def _results(cfg: ConfigRecord, reducer: str | None) -> dict[str, Any]:
+    """inspect's results: the headline as the metric `mean` (its interval in the metric's metadata), then the
+    config's other corpus-level values (configs.json's summary: for epochs, the mean over the epochs' own)."""
+    table = cfg.table
+    metrics: dict[str, Any] = {}
     if cfg.value is not None:
-        metrics[cfg.primary] = {"name": cfg.primary, "value": cfg.value}
+        metrics["mean"] = {"name": "mean", "value": cfg.value, "metadata": {
+            k: table[k] for k in ("ci_low", "ci_high", "clusters", "cluster_by") if table.get(k) is not None}}
     for key, value in cfg.summary.items():
         if key not in metrics and isinstance(value, (int, float)) and not isinstance(value, bool) and value == value:
             metrics[key] = {"name": key, "value": value}
     failed = sum(s.failed for s in cfg.samples)
     return {"total_samples": len(cfg.samples), "completed_samples": len(cfg.samples) - failed,
-            "scores": [{"name": cfg.primary, "scorer": f"emocaustics/{cfg.task}", "scored_samples":
-                        len(cfg.samples) - failed, "unscored_samples": failed, "metrics": metrics}]}
+            "scores": [{"name": cfg.sample_metric, "scorer": f"emocaustics/{cfg.task}", "reducer": reducer,
+                        "scored_samples": len(cfg.samples) - failed, "unscored_samples": failed, "metrics": metrics}]}
 
 
 def _usage(prompt: int, generated: int, cost: float | None = None) -> dict[str, Any]:
     return {"input_tokens": prompt, "output_tokens": generated, "total_tokens": prompt + generated,
             **({"total_cost": cost} if cost is not None else {})}
-
-
-def _total(usages: list[dict[str, Any] | None]) -> dict[str, Any] | None:
-    got = [u for u in usages if u]
-    if not got:
-        return None
-    costs = [u["total_cost"] for u in got if "total_cost" in u]
-    return _usage(sum(u["input_tokens"] for u in got), sum(u["output_tokens"] for u in got),
-                  sum(costs) if costs else None)
 
 
 def _message(role: str, content: str | None, model: str | None = None) -> dict[str, Any]:
@@ -157,7 +154,7 @@ def _sample(s: SampleRecord, model: str) -> dict[str, Any]:
     completion = answer if answer is not None else text(s.prediction)
     short = json.dumps(jsonable(s.prediction), ensure_ascii=False)  # the answer column of inspect's sample list
     out: dict[str, Any] = {
-        "id": s.id, "epoch": 1, "input": text(s.input), "target": text(s.target), "messages": messages,
+        "id": s.id, "epoch": s.epoch, "input": text(s.input), "target": text(s.target), "messages": messages,
         "output": {"model": model, "choices": [{"message": _message("assistant", completion, model),
                                                "stop_reason": "stop"}], "completion": completion,
                    **({"usage": _usage(s.prompt_tokens, s.generated_tokens)} if s.calls else {})},

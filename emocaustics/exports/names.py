@@ -17,30 +17,27 @@ class ModelName:
     model: str  # the model as the spec names it (a local path: its folder's name)
     base_url: str | None
     remote: bool  # a client of an endpoint (registry), else replicas this job ran itself
-
-    @property
-    def inspect(self) -> str:
-        """inspect's `provider/model`."""
-        return f"{self.provider}/{self.model}"
-
-    @property
-    def developer(self) -> str:
-        """The organisation of a hub-style name (`Qwen/Qwen2.5-7B` -> `Qwen`), else unknown."""
-        return self.model.split("/", 1)[0] if "/" in self.model else "unknown"
+    developer: str  # the organisation of a hub-style name (`Qwen/Qwen2.5-7B` -> `Qwen`), else a provider's own
+    #                 model at its own API (`openai:gpt-4o@https://api.openai.com/v1` -> `openai`), else unknown
 
 
 def model_name(cfg: ConfigRecord) -> ModelName | None:
     if cfg.spec is None:
         return None
-    from emocaustics.models.registry import is_remote
+    from urllib.parse import urlsplit
+
+    from emocaustics.models.registry import is_remote, provider
     from emocaustics.models.spec import as_llm_spec, without_credentials
 
     spec = as_llm_spec(cfg.spec)
     model = spec.model.rstrip("/") or spec.kind
     if model.startswith(("/", ".", "~")):  # a local folder: its name, not where it lay on the machine
         model = model.rsplit("/", 1)[-1]
+    home = provider(spec.kind).home
+    own = bool(home) and urlsplit(spec.base_url or home).hostname == urlsplit(home).hostname
+    developer = model.split("/", 1)[0] if "/" in model else spec.kind if own else "unknown"
     return ModelName(spec.kind, model, without_credentials(spec.base_url) if spec.base_url else None,
-                     is_remote(spec))
+                     is_remote(spec), developer)
 
 
 def jsonable(value: Any) -> Any:

@@ -250,6 +250,7 @@ def rebuild_report(run_dir: Path) -> Path:
     """The tables and report.html of a finished run again, from its scores.parquet (e.g. after an upgrade)."""
     from emocaustics.report.html import write_report
     from emocaustics.report.tables import write_tables
+    from emocaustics.tasks.yamltask.recorded import register_run_tasks
 
     scores_path = run_dir / "scores.parquet"
     if not scores_path.exists():
@@ -257,4 +258,5 @@ def rebuild_report(run_dir: Path) -> Path:
     wall_path = run_dir / "wall.json"
     wall = json.loads(wall_path.read_text(encoding="utf-8")) if wall_path.exists() else None
     scores = pl.read_parquet(scores_path)
+    register_run_tasks(run_dir)  # a task file's task, by the name the run knows it by, in this process too
     return write_report(run_dir, scores, write_tables(run_dir, scores, wall))
