@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import threading
 import time
 import weakref
@@ -40,36 +39,15 @@ from typing import Any
 import orjson
 import polars as pl
 
+from emocaustics.core.redact import Redactor, secrets as known_secrets
 from emocaustics.core.writes import append_line, atomic_parquet, writing
 from emocaustics.evallog.process import ChildWriter
 from emocaustics.evallog.record import Finished, dumps, text_hash
 from emocaustics.evallog.tables import ATTEMPT_SCHEMA, CALL_SCHEMA, SAMPLE_SCHEMA, _json, _tables
 
-__all__ = ["ATTEMPT_SCHEMA", "CALL_SCHEMA", "SAMPLE_SCHEMA", "EvalLog", "ConfigLog", "secrets_from_env"]
+__all__ = ["ATTEMPT_SCHEMA", "CALL_SCHEMA", "SAMPLE_SCHEMA", "EvalLog", "ConfigLog"]
 
 BATCH = 50  # a config's staged rows whose tables are built together in the background (of a 400-sample config: 8)
-SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH", re.IGNORECASE)
-REDACTED = "[redacted]"
-def secrets_from_env(environ: dict[str, str] | None = None) -> list[str]:
-    """Values of variables whose names say they hold a secret (8 characters or more: shorter ones are not keys)."""
-    env = os.environ if environ is None else environ
-    return sorted({v for k, v in env.items() if SECRET_NAME.search(k) and len(v.strip()) >= 8}, key=len, reverse=True)
-
-
-class Redactor:
-    def __init__(self, secrets: list[str]) -> None:
-        forms = set()
-        for s in secrets:
-            forms.update({s, json.dumps(s)[1:-1], json.dumps(s, ensure_ascii=False)[1:-1]})
-        self.forms = sorted(forms, key=len, reverse=True)
-
-    def __call__(self, text: str) -> str:
-        for form in self.forms:
-            if form in text:
-                text = text.replace(form, REDACTED)
-        return text
-
-
 _FIELDS: dict[type, tuple[str, ...]] = {}  # a dataclass's field names
 
 
@@ -106,7 +84,7 @@ class EvalLog:
                  process: bool = True, _state: dict[str, Any] | None = None) -> None:
         self.root = Path(run_dir) / "evallog"
         self.prompts, self.process = prompts, process  # process=False: the work in a thread of this process
-        self.secrets = secrets_from_env() if secrets is None else secrets
+        self.secrets = known_secrets() if secrets is None else secrets  # the URL credentials too (core/redact.py)
         self.redact = Redactor(self.secrets)
         self.attempt = f"{time.time():.6f}-{os.getpid()}"  # this process's attempt at the run
         self._lock = threading.Lock()

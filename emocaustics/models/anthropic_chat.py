@@ -25,7 +25,7 @@ import logging
 from typing import Any, Literal
 
 from emocaustics.core.errors import UsageError
-from emocaustics.models.base import ChatRequest, Completion
+from emocaustics.models.base import ChatRequest, Completion, ErrorKind
 from emocaustics.models.chatclient import ChatClient
 from emocaustics.models.jsonout import parse_answer
 from emocaustics.models.registry import provider
@@ -134,7 +134,7 @@ class AnthropicChatLLM(ChatClient):
             try:
                 resp = await self._create(client, request)
             except anthropic.AnthropicError as exc:
-                return Completion(text="", error=_reason(exc, self.timeout))
+                return _failure(exc, self.timeout)
         c = completion_from(resp, request)
         if resp.usage and resp.usage.cache_read_input_tokens:
             self.usage.cached_prompt_tokens += int(resp.usage.cache_read_input_tokens)
@@ -150,25 +150,29 @@ def completion_from(resp: Any, request: ChatRequest) -> Completion:
         error = f"answer cut at max_tokens={request.sampling.max_tokens}; {error or 'empty answer'}"
     elif resp.stop_reason == "refusal" and error:
         error = f"model refused; {error}"
-    return Completion(text=text, parsed=parsed, error=error, repaired=repaired,
+    return Completion(text=text, parsed=parsed, error=error, kind=ErrorKind.ANSWER if error else None,
+                      repaired=repaired,
                       prompt_tokens=(usage.input_tokens + (usage.cache_read_input_tokens or 0)
                                      + (usage.cache_creation_input_tokens or 0)) if usage else 0,
                       generated_tokens=usage.output_tokens if usage else 0)
 
 
-def _reason(exc: Exception, timeout: float) -> str:
-    """One line. The client's messages carry the server's error text, never the request headers (so never the key)."""
+def _failure(exc: Exception, timeout: float) -> Completion:
+    """The failed request's Completion: its kind from the exception's type and status, its error one line (the
+    client's messages carry the server's error text, never the request headers; `Completion` scrubs an echoed key)."""
     import anthropic
 
     if isinstance(exc, anthropic.APITimeoutError):
-        return f"timeout: no answer within {timeout:g}s (after retries)"
+        return Completion("", error=f"timeout: no answer within {timeout:g}s (after retries)", kind=ErrorKind.TIMEOUT)
     if isinstance(exc, anthropic.APIConnectionError):
         cause = exc.__cause__
-        return f"connection error: {type(cause).__name__ if cause else exc} (after retries)"
+        return Completion("", error=f"connection error: {type(cause).__name__ if cause else exc} (after retries)",
+                          kind=ErrorKind.CONNECTION)
     if isinstance(exc, anthropic.APIStatusError):
         body = exc.body if isinstance(exc.body, dict) else {}
         err = body.get("error") if isinstance(body.get("error"), dict) else {}
         kind = f" {err['type']}" if err.get("type") else ""
         message = err.get("message") or str(exc.message)
-        return f"HTTP {exc.status_code}{kind}: {str(message)[:200]}"
-    return f"{type(exc).__name__}: {str(exc)[:200]}"
+        return Completion("", error=f"HTTP {exc.status_code}{kind}: {str(message)[:200]}",
+                          kind=ErrorKind.of_status(exc.status_code))
+    return Completion("", error=f"{type(exc).__name__}: {str(exc)[:200]}")

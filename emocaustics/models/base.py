@@ -9,9 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from collections.abc import Awaitable, Callable
+from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
+
+from emocaustics.core.redact import scrub
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,16 +44,49 @@ class ChatRequest:
     live: bool = False
 
 
+class ErrorKind(StrEnum):
+    """What kind of failure a Completion is, set by the client that saw it (from the HTTP status, the exception's
+    type, the server's error code): the breaker, the rate limit and the solvers decide on this, never on the text."""
+
+    CONNECTION = "connection"  # refused, reset, dropped: nobody answered
+    TIMEOUT = "timeout"  # no answer within the client's timeout
+    SERVER = "server"  # HTTP 5xx (an overloaded 503/529 included)
+    THROTTLED = "throttled"  # HTTP 429
+    AUTH = "auth"  # HTTP 401/403: the key (or the URL's credentials) was refused
+    BAD_REQUEST = "bad_request"  # any other HTTP 4xx
+    CONTEXT_LENGTH = "context_length"  # the prompt does not fit the model's context
+    ANSWER = "answer"  # an answer came back that is not the JSON asked for (invalid, cut at max_tokens, refused)
+    OTHER = "other"
+
+    @classmethod
+    def of_status(cls, status: int | None, code: Any = None) -> ErrorKind:
+        """The kind of an HTTP error answer; `code`: the server's own error code where it gives one (OpenAI's)."""
+        if code == "context_length_exceeded":
+            return cls.CONTEXT_LENGTH
+        if status is None or status < 400:  # a 2xx whose body could not be read
+            return cls.OTHER
+        if status in (401, 403):
+            return cls.AUTH
+        return cls.THROTTLED if status == 429 else cls.SERVER if status >= 500 else cls.BAD_REQUEST
+
+
 @dataclass(slots=True)
 class Completion:
     text: str
     parsed: Any = None  # the JSON value when a schema was given and the text parsed (possibly after repair)
-    error: str | None = None  # why this request failed for good (after retries); text may then be ""
+    # Why this request failed for good (after retries), without any secret the run knows (`core.redact.scrub`, applied
+    # here, where every error is made, so an endpoint that echoes a key stores it nowhere); text may then be "".
+    error: str | None = None
     prompt_tokens: int = 0
     generated_tokens: int = 0
     cached: bool = False
     repaired: bool = False  # json-repair had to fix the text
     batched: bool = False  # answered through a provider's batch API (billed at the batch price: models/prices.py)
+    kind: ErrorKind | None = None  # set with `error` (OTHER when its maker did not say); None when it succeeded
+
+    def __post_init__(self) -> None:
+        if self.error is not None:
+            self.error, self.kind = scrub(self.error), self.kind or ErrorKind.OTHER
 
     @property
     def ok(self) -> bool:

@@ -35,10 +35,9 @@ from typing import Any
 
 from emocaustics.core.errors import Stop
 from emocaustics.models.breaker import _print_line, answers_or_stop
-from emocaustics.models.base import ChatRequest, Completion, Layer
+from emocaustics.models.base import ChatRequest, Completion, ErrorKind, Layer
 from emocaustics.models.batchstore import STORE, BatchStore
 from emocaustics.models.cache import request_key
-from emocaustics.models.chatclient import ANSWER_PROBLEMS
 from emocaustics.models.usage import Usage
 
 log = logging.getLogger(__name__)
@@ -226,7 +225,7 @@ class BatchLLM(Layer):
         for key, request in requests.items():
             answer = results.get(key)
             c = self.api.completion(answer, request) if answer is not None else None
-            if c is not None and (c.error is None or not c.error.startswith(ANSWER_PROBLEMS)):
+            if c is not None and c.kind is not ErrorKind.ANSWER:
                 c.batched = True
                 answered.append((key, c))
             else:

@@ -15,7 +15,8 @@ dead, and every further request raises `EndpointDown` (core/errors.py: a typed s
   out together and are sent again do not start a new silence (they did, and the deadline slipped to the connection
   failure count).
 
-Any other answer resets the counts. While requests wait with no answer, a line every `report_every` seconds says so
+Any other answer resets the counts. Failures are told apart by the kind their client gave them (models/base.py:
+`ErrorKind`), never by their text. While requests wait with no answer, a line every `report_every` seconds says so
 ("waiting on ENDPOINT: 4 requests in flight, no answer for 45 s"). The stop goes up through the solver and the
 solving plan, where no further sample starts (those in flight end at their next call); the job runner names it once
 and exits with status 4. Finished samples are kept and `--resume` continues.
@@ -24,7 +25,6 @@ and exits with status 4. Finished samples are kept and `--resume` continues.
 from __future__ import annotations
 
 import asyncio
-import re
 import sys
 import threading
 import time
@@ -33,7 +33,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from emocaustics.core.errors import EndpointDown, Stop
-from emocaustics.models.base import ChatRequest, Completion, Layer
+from emocaustics.models.base import ChatRequest, Completion, ErrorKind, Layer
 from emocaustics.models.gate import PriorityGate
 from emocaustics.models.ratelimit import AdaptiveLimiter
 
@@ -43,12 +43,9 @@ DEFAULT_SERVER_ERRORS = 10  # requests in a row that ended in HTTP 5xx after the
 STALL_TIMEOUTS = 2.0  # default stall deadline, in client timeouts ...
 STALL_FLOOR = 30.0  # ... and never below this (a short client timeout does not make a short silence fatal)
 REPORT_EVERY = 15.0  # seconds between "waiting on" lines (at most a third of the stall deadline)
-# Completion errors (see openai_chat._reason / anthropic_chat._reason) that mean "nobody answered".
-CONNECTION_ERRORS = ("connection error", "timeout")
-SERVER_ERROR = re.compile(r"HTTP 5\d\d\b")
-# "Too many requests": requeued behind the adaptive limit. Overload (503/529) lowers the limit too, but counts as a
-# server error here: an endpoint overloaded for good is dead.
-THROTTLED_ERROR = re.compile(r"HTTP 429\b")
+# "Nobody answered". A throttled request (429) is requeued behind the adaptive limit. Overload (503/529) lowers the
+# limit too, but is a server error here: an endpoint overloaded for good is dead.
+NO_ANSWER = (ErrorKind.CONNECTION, ErrorKind.TIMEOUT)
 REQUEUE_LIMIT = 20  # default `max_throttled`: times a request answered 429 goes back through the adaptive queue
 
 
@@ -117,12 +114,12 @@ class BreakerLLM(Layer):
         for c in answers:
             error = c.error or ""
             with self._lock:
-                if error.startswith(CONNECTION_ERRORS):
+                if c.kind in NO_ANSWER:
                     self.consecutive += 1
                     self.last_error = error
                     n, limit, what, key = self.consecutive, self.limit, "connection failures or timeouts", \
                         "max_connection_failures"
-                elif SERVER_ERROR.match(error):
+                elif c.kind is ErrorKind.SERVER:
                     self.heard = time.monotonic()
                     self.consecutive_5xx += 1
                     self.last_error = error
@@ -150,7 +147,7 @@ class BreakerLLM(Layer):
         requeued = 0
         # Throttled with an adaptive limit in front (the client does not retry a 429 then): back through the queue,
         # whose concurrency the answer lowered and which waits out the server's Retry-After (models/ratelimit.py).
-        while self.limiter is not None and requeued < self.max_throttled and THROTTLED_ERROR.match(answer.error or ""):
+        while self.limiter is not None and requeued < self.max_throttled and answer.kind is ErrorKind.THROTTLED:
             requeued += 1
             answer = await self._attempt(request)
         self._count([answer])

@@ -13,13 +13,10 @@ import weakref
 from collections.abc import Callable
 from typing import Any, Literal
 
-from emocaustics.models.base import ChatRequest, Completion, ModelBase
+from emocaustics.models.base import ChatRequest, Completion, ErrorKind, ModelBase
 from emocaustics.models.usage import Usage
 
 log = logging.getLogger(__name__)
-# Completion errors about the answer's content, not about getting one (asked again `json_retries` times, then the
-# caller judges them).
-ANSWER_PROBLEMS = ("invalid JSON", "answer cut", "model refused")
 JSON_MODES = ("auto", "schema", "plain")
 NO_KEY = "EMPTY"  # what local servers (vllm serve) accept when they were started without a key
 
@@ -78,17 +75,17 @@ class ChatClient(ModelBase):
         try:
             for attempt in range(self.json_retries + 1):
                 c = await self._once(request)
-                if c.error is None or not c.error.startswith(ANSWER_PROBLEMS):
-                    break  # transport failures were already retried by the client
+                if c.kind is not ErrorKind.ANSWER:  # an answer not the JSON asked for is asked again; a transport
+                    break  # failure was already retried by the client
                 if attempt < self.json_retries:
                     log.info("%s: unparseable answer, asking again (%d/%d)", self.name, attempt + 1, self.json_retries)
         except Exception as exc:  # anything unexpected still fails only this request
             c = Completion(text="", error=f"client error: {type(exc).__name__}: {exc}")
-        if c.error and c.error.startswith(ANSWER_PROBLEMS):
+        if c.kind is ErrorKind.ANSWER:
             # An answer came back that is not the JSON asked for: the caller may still read it (AER's text fallback)
             # or ask again, and reports the sample if it cannot; only failures to get an answer are warned of here.
             log.debug("%s: answer is not the JSON asked for: %s", self.name, c.error)
-        elif c.error and not (c.error.startswith("HTTP 429") and not self.retry_throttled):  # requeued, not failed
+        elif c.error and not (c.kind is ErrorKind.THROTTLED and not self.retry_throttled):  # requeued, not failed
             log.warning("%s: request failed: %s", self.name, c.error)
         self.repaired += c.repaired
         return c

@@ -11,8 +11,9 @@ The policy, as the SDK's (`openai._base_client`), so that `max_retries` and `tim
 - the wait before a retry is the server's `retry-after-ms` / `retry-after` when it is given and at most 60 s, else
   0.5 s doubling per retry up to 8 s, shortened by up to 25 % at random (jitter), so that many clients do not retry
   in step.
-Final failures raise `HTTPFailure` whose `reason` is one line ("HTTP 429: ...", "timeout: ...", "connection error:
-...") that never contains the request's headers, so never the key. `on_response(status)` is told of every response
+Final failures raise `HTTPFailure` with its `kind` (models/base.py: `ErrorKind`, what the layers above decide on) and a
+`reason` of one line ("HTTP 429: ...", "timeout: ...", "connection error: ...") that never contains the request's
+headers, so never the key (an echoed one is scrubbed as every error is). `on_response(status)` is told of every response
 read, retried ones included, with its headers (the dead-endpoint breaker's sign of life: models/breaker.py; the
 adaptive rate limit's signal: models/ratelimit.py).
 """
@@ -28,6 +29,8 @@ from collections.abc import Callable
 from typing import Any
 
 import orjson
+
+from emocaustics.models.base import ErrorKind
 
 INITIAL_RETRY_DELAY = 0.5
 MAX_RETRY_DELAY = 8.0
@@ -50,16 +53,17 @@ _URL_AUTH: dict[str, str] = {}
 
 
 def strip_credentials(url: str) -> str:
-    """`url` without its `user:password@` (remembered for `url_auth`); a URL without credentials as it is."""
-    import base64
+    """`url` without its `user:password@` (remembered for `url_auth`, and by `core.redact` so that no error or log
+    shows them in any form); a URL without credentials as it is."""
     from urllib.parse import unquote, urlsplit, urlunsplit
+
+    from emocaustics.core.redact import learn_credentials
 
     parts = urlsplit(url)
     if "@" not in parts.netloc:
         return url
     clean = urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
-    pair = f"{unquote(parts.username or '')}:{unquote(parts.password or '')}".encode()
-    _URL_AUTH[clean.rstrip("/")] = "Basic " + base64.b64encode(pair).decode("ascii")
+    _URL_AUTH[clean.rstrip("/")] = learn_credentials(unquote(parts.username or ""), unquote(parts.password or ""))
     return clean
 
 
@@ -70,9 +74,9 @@ def url_auth(url: str | None) -> dict[str, str]:
 
 
 class HTTPFailure(Exception):
-    """The final failure of a request (after its retries). `kind`: "status", "timeout" or "connection"."""
+    """The final failure of a request (after its retries)."""
 
-    def __init__(self, kind: str, reason: str, status: int | None = None, body: Any = None) -> None:
+    def __init__(self, kind: ErrorKind, reason: str, status: int | None = None, body: Any = None) -> None:
         super().__init__(reason)
         self.kind, self.reason, self.status, self.body = kind, reason, status, body
 
@@ -172,21 +176,24 @@ class JSONPoster:
                         try:
                             return orjson.loads(raw)
                         except ValueError as exc:
-                            raise HTTPFailure("status", f"invalid response body: {exc}"[:240], resp.status) from None
+                            raise HTTPFailure(ErrorKind.OTHER, f"invalid response body: {exc}"[:240], resp.status) \
+                                from None
                     headers = resp.headers
                     text = raw.decode("utf-8", "replace")
                     try:
                         parsed: Any = json.loads(text)
                     except ValueError:
                         parsed = None
-                    failure = HTTPFailure("status", f"HTTP {resp.status}: {error_message(parsed, text)[:200]}",
-                                          resp.status, parsed)
+                    err = parsed.get("error") if isinstance(parsed, dict) else None
+                    failure = HTTPFailure(ErrorKind.of_status(resp.status, isinstance(err, dict) and err.get("code")),
+                                          f"HTTP {resp.status}: {error_message(parsed, text)[:200]}", resp.status,
+                                          parsed)
                     retry = should_retry(resp.status, headers) and (self.retry_throttled or resp.status != 429)
             except (asyncio.TimeoutError, aiohttp.ServerTimeoutError):
-                failure = HTTPFailure("timeout", f"timeout: no answer within {self.timeout:g}s (after retries)")
+                failure = HTTPFailure(ErrorKind.TIMEOUT, f"timeout: no answer within {self.timeout:g}s (after retries)")
                 retry = True
             except (aiohttp.ClientError, OSError) as exc:  # refused, reset, dropped mid-answer, bad payload
-                failure = HTTPFailure("connection", f"connection error: {type(exc).__name__} (after retries)")
+                failure = HTTPFailure(ErrorKind.CONNECTION, f"connection error: {type(exc).__name__} (after retries)")
                 retry = True
             if not retry or retries >= self.max_retries:
                 raise failure

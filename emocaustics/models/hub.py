@@ -52,7 +52,7 @@ def check(name: str, what: str = "model", timeout: float = 10.0) -> str:
         HfApi().model_info(name, timeout=timeout)
     except Exception as exc:  # noqa: BLE001 - any failure here means "cannot get it": say which
         kind = type(exc).__name__
-        if "RepositoryNotFound" in kind or "404" in str(exc):
+        if "RepositoryNotFound" in kind or getattr(getattr(exc, "response", None), "status_code", None) == 404:
             raise UsageError(f"{what} {name!r}: no such model on the Hugging Face hub") from None
         raise UsageError(f"{what} {name!r} is not in the local Hugging Face cache and the hub cannot be reached "
                          f"({kind}): {fix}") from None

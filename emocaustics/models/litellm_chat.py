@@ -11,7 +11,8 @@ measured (docs/performance.md) and have the batch APIs.
 - LiteLLM is imported on the first call (about 3 s), with its model-price map read from the package (no network) and
   its telemetry and debug hints off.
 - Retries of 408/429/5xx are LiteLLM's (`max_retries`, exponential backoff); a final failure is a Completion whose
-  error starts with `HTTP <status>` or `connection error`, the words the breaker counts (models/breaker.py).
+  kind (models/base.py: from the exception's type and HTTP status) the breaker counts (models/breaker.py), and whose
+  error `Completion` scrubs of every secret the run knows, as any client's (core/redact.py).
 - JSON: `response_format` json_schema; a backend that refuses it (a 400 naming response_format) is asked plainly from
   then on (`json_mode=auto`), and the text goes through json-repair (models/jsonout.py).
 """
@@ -20,11 +21,9 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 from typing import Any
 
-from emocaustics.core.redact import redacted
-from emocaustics.models.base import ChatRequest, Completion
+from emocaustics.models.base import ChatRequest, Completion, ErrorKind
 from emocaustics.models.chatclient import ChatClient
 from emocaustics.models.jsonout import parse_answer
 
@@ -72,33 +71,27 @@ class LiteLLMChat(ChatClient):
                 if "response_format" in kwargs and self.json_mode == "auto" and "response_format" in str(exc):
                     self.json_mode = "plain"  # this backend has no structured output: plain requests from now on
                     return await self._once(request)
-                return Completion(text="", error=self._failure(exc))
+                return self._failure(litellm, exc)
             except Exception as exc:  # noqa: BLE001 -- one request's failure is its Completion, never a raise
-                return Completion(text="", error=self._failure(exc))
+                return self._failure(litellm, exc)
         choice = response.choices[0]
         text = choice.message.content or ""
         usage = getattr(response, "usage", None)
         prompt, generated = (int(usage.prompt_tokens or 0), int(usage.completion_tokens or 0)) if usage else (0, 0)
         if request.schema is not None and choice.finish_reason == "length":
-            return Completion(text=text, error="answer cut at max_tokens", prompt_tokens=prompt,
-                              generated_tokens=generated)
+            return Completion(text=text, error="answer cut at max_tokens", kind=ErrorKind.ANSWER,
+                              prompt_tokens=prompt, generated_tokens=generated)
         parsed, repaired, error = parse_answer(text, request.schema)
         return Completion(text=text, parsed=parsed, repaired=repaired, prompt_tokens=prompt, generated_tokens=generated,
-                          error=f"invalid JSON: {error}" if error else None)
+                          error=f"invalid JSON: {error}" if error else None,
+                          kind=ErrorKind.ANSWER if error else None)
 
-    def _failure(self, exc: Exception) -> str:
-        status = getattr(exc, "status_code", None)
-        text = _scrubbed(redacted(str(exc)))[:300]
-        if isinstance(status, int) and status >= 400:
-            return f"HTTP {status} {type(exc).__name__}: {text}"
-        if "timeout" in type(exc).__name__.lower():
-            return f"timeout after {self.timeout:g} s: {text}"
-        return f"connection error: {type(exc).__name__}: {text}"
-
-
-def _scrubbed(text: str) -> str:
-    """`text` without the value of any secret-looking environment variable: a backend's error may echo a header."""
-    for var, value in os.environ.items():
-        if len(value) >= 8 and re.search(r"(KEY|TOKEN|SECRET|PASSWORD)$", var) and value in text:
-            text = text.replace(value, "***")
-    return text
+    def _failure(self, litellm: Any, exc: Exception) -> Completion:
+        status, text = getattr(exc, "status_code", None), str(exc)[:300]
+        if isinstance(exc, litellm.ContextWindowExceededError):
+            return Completion("", error=f"HTTP {status} {type(exc).__name__}: {text}", kind=ErrorKind.CONTEXT_LENGTH)
+        if isinstance(exc, litellm.Timeout):
+            return Completion("", error=f"timeout after {self.timeout:g} s: {text}", kind=ErrorKind.TIMEOUT)
+        if isinstance(status, int) and status >= 400 and not isinstance(exc, litellm.APIConnectionError):
+            return Completion("", error=f"HTTP {status} {type(exc).__name__}: {text}", kind=ErrorKind.of_status(status))
+        return Completion("", error=f"connection error: {type(exc).__name__}: {text}", kind=ErrorKind.CONNECTION)

@@ -10,8 +10,9 @@
   names it and then stays plain), else a plain request whose text goes through json-repair. An answer that does not
   parse, or that was cut at max_tokens (`finish_reason: "length"`; never json-repaired), is asked again up to
   `json_retries` times, then reported as a failure.
-- Every final failure is a Completion with `error` naming the reason (HTTP status, timeout, connection, invalid
-  JSON); `generate` never raises for one request.
+- Every final failure is a Completion with its `kind` (models/base.py: from the HTTP status and the server's error
+  code) and `error` naming the reason (HTTP status, timeout, connection, invalid JSON); `generate` never raises for
+  one request.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from emocaustics.models.base import ChatRequest, Completion
+from emocaustics.models.base import ChatRequest, Completion, ErrorKind
 from emocaustics.models.chatclient import NO_KEY, ChatClient  # noqa: F401 (NO_KEY: benchmarks/refdriver.py)
 from emocaustics.models.gate import PriorityGate
 from emocaustics.models.jsonout import read_answer
@@ -75,14 +76,14 @@ class OpenAIChatLLM(ChatClient):
             except HTTPFailure as exc:
                 if not (exc.status == 400 and use_schema and self.json_mode != "schema"
                         and any(w in exc.reason.lower() for w in ("response_format", "json_schema"))):
-                    return Completion(text="", error=exc.reason)
+                    return Completion(text="", error=exc.reason, kind=exc.kind)
                 if self.json_mode == "auto":
                     log.info("%s: endpoint rejects response_format json_schema; using plain requests", self.name)
                     self.json_mode = "plain"
                 try:
                     data = await poster.post("chat/completions", self._body(request, False))
                 except HTTPFailure as exc2:
-                    return Completion(text="", error=exc2.reason)
+                    return Completion(text="", error=exc2.reason, kind=exc2.kind)
         return completion_from(data, request)
 
 
@@ -101,6 +102,7 @@ def completion_from(data: Any, request: ChatRequest) -> Completion:
         text=text,
         parsed=parsed,
         error=error,
+        kind=ErrorKind.ANSWER if error else None,
         prompt_tokens=int(usage.get("prompt_tokens") or 0),
         generated_tokens=int(usage.get("completion_tokens") or 0),
         repaired=repaired,

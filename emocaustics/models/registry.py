@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from emocaustics.core.errors import UsageError
+from emocaustics.core.redact import KEY_VARIABLES
 
 ENTRY_POINT_GROUP = "emocaustics.providers"
 
@@ -40,6 +41,15 @@ class Provider:
     home: str = ""  # its own API: the base URL when a spec names none; it never answers without a key
     models_path: str = ""  # the GET's path below the base URL (one ending in /v1 has its /v1); "": no pre-flight GET
     auth: Callable[[str], dict[str, str]] | None = None  # the headers that carry a key
+    # The form of its specs' model part, and whether a model part has it: checked when a spec is parsed, so that a
+    # spec its backend cannot route is a usage error there, not a failure of every request.
+    form: str = "MODEL"
+    fits: Callable[[str], bool] = bool
+
+    def check(self, model: str, spec: str) -> None:
+        """A UsageError naming `spec` (as the user wrote it, redacted) when `model` lacks this provider's form."""
+        if not self.fits(model):
+            raise UsageError(f"model spec {spec!r}: expected {self.name}:{self.form}")
 
     def key(self) -> str:
         """Its API key from the environment ("" if none)."""
@@ -64,6 +74,7 @@ _DISCOVERED = False
 
 def register(provider: Provider) -> Provider:
     _PROVIDERS[provider.name] = provider
+    KEY_VARIABLES.update(provider.key_variables)  # their values are scrubbed from every error (core/redact.py)
     return provider
 
 
@@ -140,6 +151,9 @@ register(Provider("anthropic", f"{_FACTORY}:anthropic_client", options=("samplin
                   key_variables=("ANTHROPIC_API_KEY",), home="https://api.anthropic.com", models_path="/v1/models",
                   auth=lambda key: {"x-api-key": key, "anthropic-version": "2023-06-01"}))
 register(Provider("ollama", f"{_FACTORY}:ollama_client", priced=False))
-register(Provider("litellm", f"{_FACTORY}:litellm_client", options=("api_version",)))
+register(Provider("litellm", f"{_FACTORY}:litellm_client", options=("api_version",),
+                  form="PROVIDER/MODEL, the backend as LiteLLM names it (litellm:openai/gpt-4o, "
+                       "litellm:gemini/gemini-1.5-pro, litellm:azure/DEPLOYMENT)",
+                  fits=lambda model: all(model.partition("/")[::2])))
 for _name in ("vllm", "hf", "smoke"):
     register(Provider(_name, f"{_FACTORY}:pool", remote=False, priced=False))

@@ -22,7 +22,7 @@ import pytest
 
 from emocaustics.core.errors import EndpointDown, ServiceGone
 from emocaustics.models import breaker, comeback
-from emocaustics.models.base import ChatRequest, Completion, ModelBase
+from emocaustics.models.base import ChatRequest, Completion, ErrorKind, ModelBase
 from emocaustics.models.breaker import BreakerLLM, answers_or_stop, default_stall
 from emocaustics.models.gate import PriorityGate
 
@@ -116,7 +116,7 @@ class Endpoint(ModelBase):
             await asyncio.get_running_loop().create_future()
         seconds, error = step
         await asyncio.sleep(seconds)
-        return [Completion("" if error else "answer", error=error)]
+        return [failure(error) if error else Completion("answer")]
 
     async def aclose(self) -> None:
         self.closed += 1
@@ -216,10 +216,20 @@ def test_any_response_is_a_sign_of_life_and_goes_to_the_rate_limit(clock):
 CONN = "connection error: refused"
 TIMEOUT = "timeout after 60 s"
 E500 = "HTTP 500 Internal Server Error"
+# The kind each of these failures has, as its client sets it (the breaker reads the kind, never the text).
+KINDS = {CONN: ErrorKind.CONNECTION, TIMEOUT: ErrorKind.TIMEOUT, E500: ErrorKind.SERVER,
+         "HTTP 503 overloaded": ErrorKind.SERVER, "HTTP 529": ErrorKind.SERVER, "HTTP 429 slow down": ErrorKind.THROTTLED,
+         "HTTP 429 too many": ErrorKind.THROTTLED, "HTTP 400 no": ErrorKind.BAD_REQUEST}
 
 
-def _count(b: BreakerLLM, *errors: str | None) -> None:
-    b._count([Completion("", error=e) for e in errors])
+def failure(error: str | tuple[str, ErrorKind] | None) -> Completion:
+    """A failed Completion: `error` with its kind from KINDS, or (text, kind); None: an answer."""
+    text, kind = error if isinstance(error, tuple) else (error, KINDS.get(error or ""))
+    return Completion("" if text is not None else "answer", error=text, kind=kind)
+
+
+def _count(b: BreakerLLM, *errors: str | tuple[str, ErrorKind] | None) -> None:
+    b._count([failure(e) for e in errors])
 
 
 def test_connection_failures_in_a_row_trip_at_exactly_the_limit(clock):
@@ -259,10 +269,17 @@ def test_an_answer_resets_both_counts_and_a_5xx_does_not_reset_the_connection_co
     assert b.tripped and "failed 3 requests in a row with connection failures" in b.reason
 
 
-def test_only_errors_that_start_as_named_count(clock):
+def test_only_the_kinds_named_count_whatever_the_text_says(clock):
     b = BreakerLLM(Endpoint(clock, {}), "e", limit=1, server_errors=1)
-    _count(b, "HTTP 400 bad request", "provider said: HTTP 500", "HTTP 5000 odd", "read timeout", "")
+    _count(b, ("HTTP 400 bad request", ErrorKind.BAD_REQUEST), ("HTTP 500: connection error", ErrorKind.AUTH),
+           ("timeout", ErrorKind.CONTEXT_LENGTH), ("HTTP 503", ErrorKind.ANSWER), ("connection error", ErrorKind.OTHER),
+           ("HTTP 502", ErrorKind.THROTTLED), ("", None))
     assert not b.tripped and (b.consecutive, b.consecutive_5xx) == (0, 0)
+    _count(b, ("provider said no", ErrorKind.SERVER))
+    assert b.tripped and "server errors (HTTP 5xx)" in b.reason and "(last: provider said no;" in b.reason
+    b = BreakerLLM(Endpoint(clock, {}), "e", limit=2)
+    _count(b, ("odd", ErrorKind.TIMEOUT), ("odder", ErrorKind.CONNECTION))
+    assert b.tripped and "connection failures or timeouts" in b.reason
 
 
 def test_answers_after_an_answer_in_one_batch_are_counted_too(clock):
