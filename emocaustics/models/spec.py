@@ -189,6 +189,7 @@ def parse_llm_spec(spec: str) -> LLMSpec:
         if not model or (at or needs_url) and not base_url.startswith(("http://", "https://")):
             form = "@BASE_URL' with an http(s) URL" if needs_url else f"' or '{kind}:MODEL@BASE_URL'"
             raise UsageError(f"model spec {spec!r}: expected '{kind}:MODEL{form}")
+        provider(kind).check(model, spec)  # a form of its own (litellm: PROVIDER/MODEL)
         data = {"kind": kind, "model": model, "base_url": without_credentials(base_url) if base_url else None}
     else:
         raise UsageError(f"unknown model spec {spec!r}; expected {ALLOWED}")
