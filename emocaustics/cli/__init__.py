@@ -1,6 +1,6 @@
 """`emocaustics` command line: the core's verbs (run, report, compare, tasks) and each task package's own verbs.
 
-A task package's `cli` module may define `register(subparsers)` (top-level verbs, e.g. `extract`, `human`),
+A task package's `cli` module may define `register(subparsers)` (top-level verbs, e.g. `human`, `ecpe`),
 `register_data(data_subparsers)` (`data` verbs of its own) and `register_score(score_subparsers)` (its `emocaustics
 score <task>` verb; a task without one is scored by the core's `score TASK` over `Task.score`). Handlers keep heavy
 imports (ray, torch, vllm) inside, so that `--help` and bad-argument errors stay instant.
@@ -24,14 +24,14 @@ CORE_COMMAND_MODULES = ("emocaustics.cli.job", "emocaustics.cli.eval", "emocaust
 
 # The module whose `register(subparsers)` adds each top-level verb: a command builds the parser of its own verb only.
 # Building every verb imports every task package (its task module, polars, numpy, its data layer) and the job
-# layer; for `emocaustics extract` that was about 0.15 s of a 0.45 s start before its first call (issue 31). `data`
+# layer; for the old `emocaustics extract` that was about 0.15 s of a 0.45 s start before its first call (issue 31). `data`
 # and `score` gather verbs of every task, and `--help`, `--version` and unknown words list or name them all, so
 # those build the whole parser (`build_parser`). tests/core/test_cli_verbs.py checks this table against it.
 VERB_MODULES = {
     "run": "emocaustics.cli.job", "tasks": "emocaustics.cli.job", "report": "emocaustics.cli.job",
     "compare": "emocaustics.cli.job", "eval": "emocaustics.cli.eval", "serve": "emocaustics.cli.serve",
     "models": "emocaustics.cli.serve", "view": "emocaustics.cli.view", "export": "emocaustics.cli.export",
-    "extract": "emocaustics.tasks.longdialogue.cli", "ecpe": "emocaustics.tasks.ecpe.cli",
+    "ecpe": "emocaustics.tasks.ecpe.cli",
     "human": "emocaustics.tasks.human.cli", "aer": "emocaustics.tasks.aer.cli", "ui": "emocaustics.cli.ui",
 }
 
@@ -125,6 +125,10 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as exc:
         print(f"emocaustics: error: {exc}", file=sys.stderr)
         return exc.exit_code
+    if argv[:1] == ["extract"]:  # the verb it became (issue 54): one driver of the solving plan
+        print("emocaustics: error: `extract TASK --method M --llm SPEC` is now `eval TASK --method M --model SPEC "
+              "--no-score` (the predictions under RUN/predictions/<config>/)", file=sys.stderr)
+        return 2
     parser = verb_parser(argv) or build_parser()
     args = parser.parse_args(argv)
     try:

@@ -17,6 +17,7 @@ EXAMPLES = """examples:
   emocaustics eval ecpe --method oracle --ids 1401,1424
   emocaustics eval sextuple --model vllm:Qwen/Qwen2.5-7B-Instruct --method window --split paper-100
   emocaustics eval aer --model hf:Qwen/Qwen2.5-0.5B-Instruct --limit 10
+  emocaustics eval emotion --model openai:gpt-4o-mini --method window --ids 207 --no-score
 
 models: openai:MODEL (base URL $OPENAI_BASE_URL, default https://api.openai.com/v1; key $OPENAI_API_KEY),
   anthropic:MODEL (key $ANTHROPIC_API_KEY), ollama:MODEL ($OLLAMA_HOST, default localhost:11434), vllm:PATH_OR_NAME
@@ -55,6 +56,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--submission-file", default=None, metavar="PATH",
                    help="also copy the task's submission file there (aer: .jsonl or .zip; ecpe: .zip)")
     p.add_argument("--out", default=None, help="run folder (default: runs/eval-<task>-<method>[-<model>]/<time>)")
+    p.add_argument("--no-score", action="store_true",
+                   help="solve and write the predictions only (predictions/<config>/): no scores, tables or report")
     run_flags(p)
     p.add_argument("--epochs", type=int, default=None, metavar="N",
                    help="solve each sample N times and reduce (docs/jobs.md, epochs and reducers)")
@@ -71,7 +74,7 @@ def register(subparsers: Any) -> None:
 def _eval(args: argparse.Namespace) -> int:
     from emocaustics.api import eval as run_eval
     from emocaustics.cli.job import dry_run, resume_or_force
-    from emocaustics.core.errors import SamplesFailed, Stop
+    from emocaustics.core.errors import SamplesFailed, Stop, UsageError
     from emocaustics.jobs.oneline import check_submission, eval_job, parse_assignments
 
     resume_or_force(args)
@@ -81,12 +84,17 @@ def _eval(args: argparse.Namespace) -> int:
                                   embedder=args.embedder, epochs=args.epochs, reducer=args.reducer,
                                   token_limit=args.token_limit, time_limit=args.time_limit,
                                   config_time_limit=args.config_time_limit)
-    if args.dry_run:
-        job = eval_job(args.task, **kwargs).model_copy(update={"cache": args.cache})
-        if args.submission_file:
-            check_submission(job, Path(args.submission_file))
-        return dry_run(job, args)
+    if args.no_score and args.submission_file:  # the scorer writes it
+        raise UsageError("--submission-file: a --no-score run writes no submission (scoring does); leave out one")
+    if args.dry_run or args.no_score:
+        job = eval_job(args.task, **kwargs, no_score=args.no_score).model_copy(update={"cache": args.cache})
+        if args.dry_run:
+            if args.submission_file:
+                check_submission(job, Path(args.submission_file))
+            return dry_run(job, args)
     try:
+        if args.no_score:  # the job stops after solving (`jobs.runner`): predictions, no scores to read back
+            return _solved(job, args)
         run = run_eval(args.task, **kwargs, submission_file=args.submission_file, out=args.out, resume=args.resume,
                        force=args.force, ray_address=args.ray_address, quiet=False, cache=args.cache,
                        retry_limits=args.retry_limits)
@@ -100,4 +108,20 @@ def _eval(args: argparse.Namespace) -> int:
     if failed and not args.allow_failures:
         raise SamplesFailed(failed, run.scores.height if run.scores is not None else failed,
                             f"see {run.dir / 'summary.md'}")
+    return 0
+
+
+def _solved(job: Any, args: argparse.Namespace) -> int:
+    """`--no-score`: the job solved and its predictions written (`score TASK --pred FOLDER`, or this command again
+    with `--resume` and without `--no-score`, scores them); exit 3 when samples failed, as a scored run."""
+    from emocaustics.core.errors import SamplesFailed
+    from emocaustics.jobs.rundir import read_run
+    from emocaustics.jobs.runner import run_job
+
+    run_dir = run_job(job, out=args.out, resume=args.resume, force=args.force, ray_address=args.ray_address,
+                      retry_limits=args.retry_limits)
+    record = read_run(run_dir) or {}
+    failed = int(record.get("failed_samples") or 0)
+    if failed and not args.allow_failures:
+        raise SamplesFailed(failed, int(record.get("samples") or failed), f"see {run_dir / 'predictions'}")
     return 0

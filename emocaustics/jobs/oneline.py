@@ -97,11 +97,11 @@ def model_entry(spec: str) -> dict[str, Any]:
 def eval_job(task: str, *, model: str | None = None, method: str | None = None, split: str | None = None,
              limit: int | None = None, ids: list[str | int] | None = None, options: dict[str, Any] | None = None,
              dataset: dict[str, Any] | None = None, judge: str | None = None, embedder: str | None = None,
-             name: str | None = None, **run_keys: Any) -> JobSpec:
+             name: str | None = None, no_score: bool = False, **run_keys: Any) -> JobSpec:
     """The one-config job of an eval (see the module docstring). `options` are the task's options (`-T`),
     `dataset` its dataset options (`-D`), `split` the value of the dataset option the task's `--split` sets;
-    `ids`/`limit` the selection; `run_keys`: the run's epochs, reducer and limits (`jobs.runspec.RUN_KEYS`), where
-    given."""
+    `ids`/`limit` the selection; `no_score`: solve and write the predictions only; `run_keys`: the run's epochs,
+    reducer and limits (`jobs.runspec.RUN_KEYS`), where given."""
     from emocaustics.jobs.spec import _messages  # one wording for spec errors
 
     the_task = get_task(task)
@@ -127,6 +127,9 @@ def eval_job(task: str, *, model: str | None = None, method: str | None = None, 
     if model and not needs_model:  # the run would ignore it: a user who named a model wants it used
         raise UsageError(f"--model {model_key(model)}: method {chosen} of task {task} calls no model; leave out "
                          f"--model, or choose a method that calls one ({', '.join(the_task.methods.solver) or 'none'})")
+    if no_score and not needs_model:  # its predictions are made while scoring: nothing is solved without it
+        raise UsageError(f"--no-score: method {chosen} of task {task} calls no model, so there is nothing to solve; "
+                         "leave out --no-score")
     if ids is not None and not [i for i in ids if str(i).strip()]:  # `--ids ,` would select every sample
         raise UsageError("--ids: no sample id given (an empty list would select every sample); give ids separated "
                          "by commas, or leave out --ids")
@@ -139,7 +142,7 @@ def eval_job(task: str, *, model: str | None = None, method: str | None = None, 
         "runs": [{"task": task, "model": key, "options": {"method": chosen, **options},
                   **{k: v for k, v in run_keys.items() if v is not None}}],
         "scoring": {k: v for k, v in (("embedder", embedder), ("judge", judge)) if v is not None},
-        **({"select": select} if select else {}),
+        **({"select": select} if select else {}), **({"no_score": True} if no_score else {}),
     }
     try:
         job = JobSpec.model_validate(raw)

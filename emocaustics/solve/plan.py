@@ -32,17 +32,13 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from emocaustics.core import aio
 from emocaustics.core.errors import Stop
 from emocaustics.core.inflight import Slot, run_in_flight
 from emocaustics.core.task import Failure, Options, Placement, Sample, Task
 from emocaustics.core.writes import append_line, writing
 from emocaustics.solve.item import Bound, CountingLLM  # noqa: F401 (CountingLLM: importable from here too)
-
-if TYPE_CHECKING:
-    from emocaustics.models.spec import LLMSpec
 
 log = logging.getLogger(__name__)
 
@@ -205,46 +201,6 @@ def _warn_failed(task: Task, sample_id: str, step: str, reason: str) -> None:
     """One line per sample that failed for good. The requests and re-asks before it stay silent (an answer the
     solver's fallback read is no failure); a typed stop is no sample's failure and is named once by its caller."""
     log.warning("%s: sample %s failed at %s: %s", task.name, sample_id, step, reason[:300])
-
-
-def solve_samples(task: Task, samples: Sequence[Sample], options: Options, *, llm_spec: LLMSpec, out: Path,
-                  cache_dir: Path | None, concurrency: int = 256, prior: Path | None = None,
-                  embedder_spec: str | None = None, marks: dict[str, float] | None = None,
-                  on_row: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
-    """Solve the samples that have no prediction in `out` yet (failed ones are tried again). `llm_spec`: the model,
-    parsed where the command was resolved (`extract`)."""
-    from emocaustics.models.factory import make_llm
-    from emocaustics.models.pool import _pickle_by_value_if_local
-    from emocaustics.models.registry import is_remote
-
-    marks = marks if marks is not None else {}
-    out.mkdir(parents=True, exist_ok=True)
-    done = {k for k, v in task.store.read_predictions(out).items() if not isinstance(v, Failure)}
-    todo = [s for s in samples if s.id not in done] if done else samples  # a fresh run keeps a lazy source lazy
-    if not todo:
-        return []
-    marks["llm_start"] = time.time()
-    spec = llm_spec
-    if not is_remote(spec):
-        from emocaustics.models.factory import pool
-
-        marks["ray_start"] = time.time()
-        # in this (main) thread: ray.init installs signal handlers (Ray joined by `models.factory.join_ray`); the
-        # driver owns the replicas (Ray ties a non-detached actor to its creator)
-        pool(spec)
-        marks["ray_connected"] = time.time()
-        _pickle_by_value_if_local(type(task))
-    llm = make_llm(spec, cache_dir=cache_dir)
-    marks["llm_ready"] = time.time()
-
-    async def solve_and_close() -> list[dict[str, Any]]:
-        try:
-            return await asolve_samples(task, todo, options, llm, out, concurrency=concurrency, prior=prior,
-                                        embedder_spec=embedder_spec, marks=marks, on_row=on_row)
-        finally:  # an endpoint's HTTP session belongs to this loop: closed before the loop ends, not left to the GC
-            await llm.aclose()
-
-    return aio.run(solve_and_close())
 
 
 def read_back(store: Any, sample_id: str, value: Any) -> Any:

@@ -177,11 +177,10 @@ def test_ray_is_connected_in_one_place():
 
 # -- a job resolved once (issue 40 point 1): a model spec string is parsed where a job or command is resolved --------
 # `parse_llm_spec`, `expand_shorthand`, `as_llm_spec` (a string parsed) are called only from these edges: the job's
-# resolution (a job file, a one-liner, a model entry: `ModelSpec.parsed`; the pre-flight check of it), the `extract`
-# command and its Python API, and models/spec.py itself. Everything after them takes a parsed `LLMSpec`.
+# resolution (a job file, a one-liner, a model entry: `ModelSpec.parsed`; the pre-flight check of it) and
+# models/spec.py itself. Everything after them takes a parsed `LLMSpec`.
 PARSE_EDGES = {"emocaustics.jobs.spec", "emocaustics.jobs.modelentry", "emocaustics.jobs.oneline",
                "emocaustics.jobs.configs", "emocaustics.jobs.preflight", "emocaustics.models.spec",
-               "emocaustics.tasks.longdialogue.extract.cli", "emocaustics.tasks.longdialogue.extract.run",
                "emocaustics.tasks.longdialogue.score.cli",  # its --judge, given on the command line
                # the exports read a finished run folder written earlier: it records each model as its spec string
                # (run.json), and the provider, model and URL they name are that string's
@@ -201,7 +200,6 @@ def test_model_specs_are_parsed_at_the_edges():
 # back from a folder (`read_predictions`, `sample_stats`) is left to these modules:
 READS_BACK = {
     "emocaustics.jobs.together",  # --resume: what earlier runs of a config wrote (skipped, then scored with the rest)
-    "emocaustics.solve.plan",  # `extract`'s resume (`solve_samples`: the dialogues without a prediction yet)
     "emocaustics.score.generic",  # `score TASK`: a predictions folder scored
     "emocaustics.tasks.aer.cli", "emocaustics.tasks.ecpe.cli",  # their submission checks: the predictions beside it
 }

@@ -32,7 +32,7 @@ def test_the_table_names_every_verb_of_the_whole_parser_but_data_and_score_and_i
         assert verb in _verbs_of(module), (verb, module)
 
 
-@pytest.mark.parametrize("argv", [["extract", "sextuple", "--method", "window", "--ids", "207,218"],
+@pytest.mark.parametrize("argv", [["eval", "sextuple", "--method", "window", "--ids", "207,218", "--no-score"],
                                   ["ecpe", "validate", "pred.json"], ["tasks"]])
 def test_a_verbs_own_parser_reads_its_arguments_as_the_whole_parser_does(argv) -> None:
     mine, whole = vars(cli.verb_parser(argv).parse_args(argv)), vars(cli.build_parser().parse_args(argv))
@@ -55,19 +55,12 @@ def test_version_is_read_when_asked(capsys) -> None:
     assert capsys.readouterr().out == f"emocaustics {version('emocaustics')}\n"
 
 
-def test_extract_parses_without_the_other_tasks_or_the_job_layer() -> None:
-    code = """
-import sys
-from emocaustics.cli import verb_parser
-args = verb_parser(["extract", "sextuple", "--method", "window"]).parse_args(["extract", "sextuple", "--method",
-                                                                            "window"])
-others = ("emocaustics.tasks.ecpe", "emocaustics.tasks.aer", "emocaustics.tasks.human", "emocaustics.tasks.narrative",
-          "emocaustics.jobs.spec", "emocaustics.cli.score")
-print(args.func.__module__, [m for m in others if m in sys.modules])
-"""
-    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.strip() == "emocaustics.tasks.longdialogue.extract.cli []"
+def test_extract_names_the_verb_it_became(capsys) -> None:
+    """`extract` is `eval ... --no-score` now (issue 54 item 5): one line naming it, exit status 2."""
+    from emocaustics.cli import main
+
+    assert main(["extract", "sextuple", "--method", "window", "--llm", "smoke"]) == 2
+    assert "is now `eval TASK --method M --model SPEC --no-score`" in capsys.readouterr().err
 
 
 PROGRAM = """
@@ -115,9 +108,9 @@ def test_a_command_that_raises_leaves_as_the_interpreter_does() -> None:
     assert done.stderr.rstrip().endswith("RuntimeError: boom")
 
 
-def test_an_extract_run_s_modules_leave_polars_unloaded() -> None:
-    """Polars (~0.1 s of start-up) loads where scores are tabled, not on a run that only extracts."""
-    code = ("import sys\nimport emocaustics.tasks.longdialogue.task, emocaustics.tasks.longdialogue.extract.cli, "
+def test_the_solving_modules_leave_polars_unloaded() -> None:
+    """Polars (~0.1 s of start-up) loads where scores are tabled, not by the plan or a dialogue's solver."""
+    code = ("import sys\nimport emocaustics.tasks.longdialogue.task, "
             "emocaustics.solve.plan, emocaustics.tasks.longdialogue.extract.dialogue\n"
             "print([m for m in ('polars', 'torch', 'ray') if m in sys.modules])\n")
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)

@@ -1,15 +1,13 @@
-"""A model spec travels as an `LLMSpec` past the edges (issue 26): the job runner and `extract` parse the string once,
+"""A model spec travels as an `LLMSpec` past the edges (issue 26): the job runner (`run`, `eval`) parses the string once,
 and the plan, the pool and the factory take the object; strings are still taken where users hand them in. The smoke
 model is recognised by `LLMSpec.is_smoke`, not by splitting strings. No engine starts here."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 
 import pytest
 
-from emocaustics.core.task import Sample, get_task
+from emocaustics.core.task import Sample
 from emocaustics.models import pool as pool_module
 from emocaustics.models import spec as spec_module
 from emocaustics.models.factory import make_llm
@@ -58,54 +56,6 @@ def test_equal_specs_share_one_pool_whether_string_or_object(monkeypatch):
                     {"name": "vllm:org/m?replicas=2", "detached": False}]
 
 
-class _Stop(Exception):
-    pass
-
-
-@pytest.mark.parametrize("given", [parse_llm_spec(ENDPOINT)])
-def test_the_plan_hands_the_factory_an_llmspec(given, tmp_path, monkeypatch):
-    from emocaustics.models import factory
-    from emocaustics.solve.plan import solve_samples
-
-    seen = []
-
-    def fake_make_llm(spec, **kwargs):
-        seen.append(spec)
-        raise _Stop
-
-    monkeypatch.setattr(factory, "make_llm", fake_make_llm)
-    task = get_task("sextuple")
-    with pytest.raises(_Stop):
-        solve_samples(task, [Sample("1", None)], task.Options(method="direct"), llm_spec=given, out=tmp_path,
-                      cache_dir=None)
-    assert seen == [parse_llm_spec(ENDPOINT)] and isinstance(seen[0], spec_module.LLMSpec)
-    assert seen[0] is given  # not parsed again
-
-
-@pytest.mark.parametrize("given", [parse_llm_spec("vllm:org/m?replicas=2")])
-def test_the_plan_hands_the_pool_and_the_factory_one_llmspec(given, tmp_path, monkeypatch):
-    from emocaustics.core import cluster
-    from emocaustics.models import factory
-    from emocaustics.solve.plan import solve_samples
-
-    seen = []
-    monkeypatch.setattr(cluster, "connect", lambda **kwargs: None)  # no Ray here
-    monkeypatch.setattr(pool_module, "_pickle_by_value_if_local", lambda cls: None)
-    monkeypatch.setattr(pool_module, "get_pool", lambda spec: seen.append(("pool", spec)))
-
-    def fake_make_llm(spec, **kwargs):
-        seen.append(("llm", spec))
-        raise _Stop
-
-    monkeypatch.setattr(factory, "make_llm", fake_make_llm)
-    task = get_task("sextuple")
-    with pytest.raises(_Stop):
-        solve_samples(task, [Sample("1", None)], task.Options(method="direct"), llm_spec=given, out=tmp_path,
-                      cache_dir=None)
-    assert [where for where, _ in seen] == ["pool", "llm"]
-    assert seen[0][1] is seen[1][1] and seen[0][1] == parse_llm_spec("vllm:org/m?replicas=2")  # parsed once
-
-
 def test_run_kind_knows_the_smoke_model_by_its_spec(tmp_path):
     from emocaustics.jobs.configs import resolve
     from emocaustics.jobs.spec import JobSpec
@@ -127,21 +77,6 @@ def test_model_source_knows_the_smoke_model_by_its_spec():
     for text in ("smoke?replicas=2", "hf:smoke"):
         assert model_source(text, network=False) == "built locally (tiny random model)"
     assert model_source(ENDPOINT, network=False) == "endpoint"
-
-
-@pytest.mark.parametrize("given, recorded, note", [
-    ("smoke?replicas=2", "smoke?replicas=2", True),  # a string: as written
-    (parse_llm_spec("smoke?replicas=2"), "smoke?replicas=2", True),
-    (parse_llm_spec("hf:smoke"), "hf:smoke", False),
-    (parse_llm_spec(ENDPOINT), "openai:m@http://127.0.0.1:9/v1?concurrency=4&max_retries=1", False)])
-def test_the_extract_manifest_names_the_model_and_notes_smoke_from_the_spec(given, recorded, note, tmp_path: Path):
-    from emocaustics.tasks.longdialogue.extract.dialogue import ExtractConfig
-    from emocaustics.tasks.longdialogue.extract.run import write_manifest
-
-    write_manifest(tmp_path, ExtractConfig(task="sextuple", method="direct"), [], llm_spec=given, embedder_spec=None,
-                   from_dir=None, seconds=0.0)
-    manifest = json.loads((tmp_path / "manifest.json").read_text(encoding="utf-8"))
-    assert manifest["model"] == recorded and ("note" in manifest) == note
 
 
 def test_the_job_runner_hands_the_plan_the_parsed_job_model(tmp_path, monkeypatch):

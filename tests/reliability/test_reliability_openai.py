@@ -4,8 +4,8 @@ failure reported with its reason.
 
 The endpoint is the local fake (fakes/openai_routed.py, on 127.0.0.1): five dialogues get one fault on every request
 (so they must end as failure rows), two get a mix of all faults at random rates (so retries must carry them through).
-The run goes through the job's own path: `run_extract` (Ray Data, the extract stage in a Ray worker) with the spec
-`openai:MODEL@http://127.0.0.1:PORT/v1`.
+The run goes through the job's own solving plan (`solve.plan.asolve_samples`) with the model the factory makes of the
+spec `openai:MODEL@http://127.0.0.1:PORT/v1`.
 """
 
 from __future__ import annotations
@@ -33,9 +33,10 @@ FATAL_UTTERANCES = 3
 
 def test_endpoint_faults_lose_no_dialogue_and_name_each_final_failure(ray_local, tmp_path: Path) -> None:
     from emocaustics.tasks.longdialogue.data.load import load_sample
-    from emocaustics.tasks.longdialogue.extract.output import prediction_path
+    from emocaustics.models.factory import make_llm
+    from emocaustics.models.spec import parse_llm_spec
     from emocaustics.tasks.longdialogue.extract.dialogue import ExtractConfig
-    from emocaustics.tasks.longdialogue.extract.run import run_extract
+    from extract_doubles import solve_dialogues
 
     corpus = load_sample()
     # The doomed dialogues keep their first FATAL_UTTERANCES utterances: every one of their calls runs out its whole
@@ -58,7 +59,7 @@ def test_endpoint_faults_lose_no_dialogue_and_name_each_final_failure(ray_local,
                 # limit, not retried by the client: max_throttled bounds it like max_retries bounds the rest.
                 "&max_connection_failures=1000&max_server_errors=1000")
         t0 = time.perf_counter()
-        summary = run_extract(dialogues, cfg, llm_spec=spec, out=out, concurrency=8)
+        rows = solve_dialogues(make_llm(parse_llm_spec(spec), cache_dir=None), dialogues, cfg, out, concurrency=8)
         seconds = time.perf_counter() - t0
 
     # no dialogue lost: each one is exactly one prediction file or exactly one failure row
@@ -68,10 +69,10 @@ def test_endpoint_faults_lose_no_dialogue_and_name_each_final_failure(ray_local,
         assert row["dialogue"] not in failed, f"dialogue {row['dialogue']} has two failure rows"
         failed[row["dialogue"]] = row
     for d in dialogues:
-        has_file = prediction_path(out, "sextuple", d.id).exists()
+        has_file = (out / f"output_chat_{d.id}.json").exists()
         assert has_file != (d.id in failed), f"dialogue {d.id}: prediction file {has_file}, failure row {d.id in failed}"
-    assert summary["dialogues"] == len(dialogues)
-    assert summary["predicted"] + len(summary["failures"]) == len(dialogues)
+    assert sorted(int(r["id"]) for r in rows) == sorted(d.id for d in dialogues)
+    assert {int(r["id"]) for r in rows if not r["ok"]} == set(failed)
 
     # the always-faulty dialogues fail, each with its own reason and the step it failed in
     assert set(failed) == set(FATAL), f"failed: {sorted(failed)}; mixed-fault dialogues must come through"
@@ -103,7 +104,7 @@ def test_endpoint_faults_lose_no_dialogue_and_name_each_final_failure(ray_local,
     # bounded time: a guard against a run that never ends, not a speed target (those live in benchmarks/)
     assert seconds < 600, f"run took {seconds:.1f}s"
     print(f"\n[reliability] openai faults: {len(server.arrivals)} requests, {dict(server.counts)}, "
-          f"{summary['predicted']} predicted, {len(failed)} failure rows, {seconds:.1f}s")
+          f"{sum(r['ok'] for r in rows)} predicted, {len(failed)} failure rows, {seconds:.1f}s")
 
 
 def _same_body_counts(server: RoutedFakeServer, marker: str) -> list[int]:

@@ -1,5 +1,5 @@
-"""The EmoCaustics verbs: `extract sextuple|emotion` (`extract/cli.py`), `score sextuple|emotion` (`score/cli.py`)
-and `data stats` here (its data is fetched by the core's `data fetch emocaustics`)."""
+"""The EmoCaustics verbs: `score sextuple|emotion` (`score/cli.py`) and `data stats` here (its data is fetched by the
+core's `data fetch emocaustics`); its solving is `eval sextuple|emotion` (`--no-score`: the predictions only)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import json
 import logging
 import sys
 
-from emocaustics.tasks.longdialogue.extract.cli import register  # noqa: F401 (the `extract` verb)
 from emocaustics.tasks.longdialogue.score.cli import register_score  # noqa: F401 (`score sextuple|emotion`)
 
 

@@ -1,6 +1,6 @@
 """EmoCaustics dialogues on the shared plan (`solve.plan`): every dialogue becomes a prediction file or a failure row
-with a reason; the response cache makes a second run call the model zero times; the manifest and --json summary carry
-the issue's fields; placement's weight and chain of a dialogue's work item."""
+with a reason; the response cache makes a second run call the model zero times; placement's weight and chain of a
+dialogue's work item."""
 
 import asyncio
 import json
@@ -10,7 +10,6 @@ import numpy as np
 
 from emocaustics.tasks.longdialogue.embeddings import pack, unpack
 from emocaustics.tasks.longdialogue.extract.dialogue import ExtractConfig, extract_one, make_item
-from emocaustics.tasks.longdialogue.extract.run import write_manifest
 from emocaustics.models.base import Completion
 from emocaustics.models.cache import CachedLLM, ResponseCache
 from extract_doubles import Dialogue, SchemaLLM, solve_dialogues, unit_vectors
@@ -80,16 +79,6 @@ def test_failures_are_rows_with_reasons_and_files_are_not_written(tmp_path):
     found = get_task("sextuple").store.read_predictions(tmp_path)  # what a resume reads back: by sample id
     assert set(found) == {"1", "2", "3", "9", "10"} and isinstance(found["1"], list)
     assert isinstance(found["2"], Failure) and found["2"].reason == by[2]["reason"]
-    from emocaustics.tasks.longdialogue.extract.run import _row
-
-    rows = sorted((_row(r, {}) for r in rows), key=lambda r: r["dialogue"])
-    summary = write_manifest(tmp_path, cfg, rows, llm_spec="smoke",
-                             embedder_spec=None, from_dir=None, seconds=1.0)
-    assert set(summary) == {"task", "method", "dialogues", "predicted", "failures", "llm_calls", "cache_hits",
-                            "prompt_tokens", "generated_tokens", "unparseable", "retries", "seconds"}
-    assert summary["dialogues"] == 5 and summary["predicted"] == 2 and len(summary["failures"]) == 3
-    manifest = json.loads((tmp_path / "manifest.json").read_text())
-    assert manifest["prompts_version"].startswith("v1-") and "smoke model" in manifest["note"]
 
 
 def test_a_crashing_state_machine_is_a_failure_row(tmp_path, monkeypatch):

@@ -3,8 +3,7 @@
 `OUT/output_chat_N.json` holds dialogue N's sextuple prediction and `OUT/output_emotions_N.json` its emotion chains,
 in the reference formats and names, written by the scorer's own writers (`score/predictions.py`; the scorer pairs
 files by the N in their names); `OUT/failures.jsonl` one line per failed dialogue with its
-reason; `OUT/manifest.json` the run's config, model, prompts' version, counts and per-dialogue figures. Each file is
-written to a temporary name and renamed, so a killed run never leaves half a prediction behind.
+reason. Each file is written to a temporary name and renamed, so a killed run never leaves half a prediction behind.
 """
 
 from __future__ import annotations
@@ -17,10 +16,6 @@ from typing import Any
 from emocaustics.core.task import Failure
 
 TASK_PREFIX = {"sextuple": "output_chat", "emotion": "output_emotions"}
-
-
-def prediction_path(out: Path, task: str, dialogue: int) -> Path:
-    return out / f"{TASK_PREFIX[task]}_{dialogue}.json"
 
 
 def write_prediction(out: Path, task: str, dialogue: int, prediction: Any) -> Path:
@@ -36,13 +31,6 @@ def append_failure(out: Path, row: dict[str, Any]) -> None:
     out.mkdir(parents=True, exist_ok=True)
     with (out / "failures.jsonl").open("a", encoding="utf-8") as fh:
         fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-
-
-def clear_previous(out: Path, task: str, dialogues: list[int]) -> None:
-    """A rerun replaces what it will write: stale failure rows and stale predictions of the selected dialogues."""
-    (out / "failures.jsonl").unlink(missing_ok=True)
-    for d in dialogues:
-        prediction_path(out, task, d).unlink(missing_ok=True)
 
 
 _PRED_RE = re.compile(r"^(?:output_)?chat_(\d+)\.json$")
@@ -71,23 +59,6 @@ def read_prior(src: Path, dialogues: list[int]) -> dict[str, Any]:
             continue
         found[str(d)] = obj
     return found
-
-
-def write_provenance(out: Path, *, task: str, dialogues: list[Any], dataset: dict[str, Any], method: str,
-                     options: dict[str, Any], llm_spec: str) -> Path:
-    """`OUT/provenance.json` for an `extract` run, the same record a job run writes (`core.provenance`): the dataset
-    selection (`subset`, `ids`, `data`, `pairing`), each dialogue's fingerprint, model, method, options and prompt
-    version, so that `emocaustics score` takes the right ground truth and refuses the wrong one."""
-    from emocaustics.core import provenance
-    from emocaustics.core.task import content_hash
-    from emocaustics.tasks.longdialogue.extract.prompts import PROMPTS_VERSION
-
-    fingerprints = {str(d.id): content_hash(d) for d in dialogues}
-    return provenance.write(out, {
-        "version": provenance.VERSION, "task": task, "dataset": dataset, "dataset_info": {"dataset": "emocaustics"},
-        "dataset_hash": provenance.dataset_hash(fingerprints), "samples": fingerprints, "model": llm_spec,
-        "method": method, "options": options, "prompts_version": PROMPTS_VERSION,
-    })
 
 
 class DialogueStore:
