@@ -177,7 +177,7 @@ def run_pipeline(methods: dict[str, int], work: Path,
     import ray
 
     from emocaustics.tasks.longdialogue.extract.dialogue import ExtractConfig
-    from emocaustics.tasks.longdialogue.extract.run import run_extract
+    from benchmarks.extractrun import run_extract
     from emocaustics.models.pool import get_pool
     from emocaustics.models.spec import parse_llm_spec
 

@@ -73,7 +73,7 @@ def run(quick: bool = False, methods: dict[str, int] | None = None) -> dict[str,
     from benchmarks.vllm_server import SERVED_NAME, reset_prefix_cache, serve_smoke
     from emocaustics.models.embedders import make_embedder
     from emocaustics.tasks.longdialogue.extract.dialogue import ExtractConfig
-    from emocaustics.tasks.longdialogue.extract.run import run_extract
+    from benchmarks.extractrun import run_extract
 
     methods = {m: n for m, n in (methods or (N_QUICK if quick else N_FULL)).items() if n > 0}
     repeats = 1 if quick else REPEATS
