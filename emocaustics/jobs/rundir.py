@@ -32,8 +32,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from emocaustics.core.redact import redacted
 from emocaustics.core.errors import NothingToResume, ResumeMismatch, RunFolderTaken, UsageError, WriteFailed
+from emocaustics.core.redact import redacted
 from emocaustics.core.writes import NO_ROOM, failed
 from emocaustics.jobs.spec import JobSpec
 
@@ -145,8 +145,9 @@ def _occupied(run_dir: Path) -> bool:
 def _hold(run_dir: Path) -> Any:
     """run.lock of `run_dir`, open and exclusively locked with this process's line in it; RunFolderTaken naming the
     holder when another process has it."""
-    if run_dir in _HELD:
-        return _HELD.pop(run_dir).held
+    if (mine := _HELD.pop(run_dir, None)) is not None:  # this process's own, from a run that stopped
+        held, mine.held = mine.held, None
+        return held
     f = open(run_dir / LOCK_FILE, "a+", encoding="utf-8")  # noqa: SIM115 (open for the run's life)
     try:
         fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -165,8 +166,7 @@ def _hold(run_dir: Path) -> Any:
 
 
 def _let_go(c: Claim) -> None:
-    if _HELD.get(c.run_dir) is c:
-        del _HELD[c.run_dir]
+    _HELD.pop(c.run_dir, None)
     if c.held is not None:
         c.held.close()  # closing the file lets go of the lock
         c.held = None
@@ -216,9 +216,9 @@ def start(c: Claim) -> None:
     write run.json (state `running`)."""
     try:
         if c.moved_to is not None:  # not from under a run still going in it
-            aside = Claim(c.run_dir, False, {}, held=_hold(c.run_dir))
+            held = _hold(c.run_dir)
             os.replace(c.run_dir, c.moved_to)
-            _let_go(aside)
+            held.close()
             print(f"--force: the previous run in {c.run_dir} was moved to {c.moved_to}", flush=True)
         c.run_dir.mkdir(parents=True, exist_ok=True)
         c.held = _hold(c.run_dir)
@@ -250,14 +250,13 @@ def finish(c: Claim) -> None:
 def interrupted() -> list[Claim]:
     """After a Ctrl-C: the runs this process had going, each marked `interrupted` in its run.json (`--resume`
     continues it) and let go."""
-    stopped = [c for c in _HELD.values() if c.record.get("state") == "running"]
-    for c in list(_HELD.values()):
+    going = list(_HELD.values())  # started, not finished
+    for c in going:
         with c.lock:
-            if c in stopped:
-                c.record["state"] = "interrupted"
-                c.save()
+            c.record["state"] = "interrupted"
+            c.save()
         _let_go(c)
-    return stopped
+    return going
 
 
 class WallClock:

@@ -109,3 +109,17 @@ def count_task(monkeypatch):
     task = register(CountTask())
     yield task
     unregister(task.name)
+
+
+def test_force_does_not_move_a_folder_from_under_a_run_still_going_in_it(tmp_path: Path, count_task) -> None:
+    run_dir = tmp_path / "run"
+    holder = _spawn(run_dir, hold=30)
+    try:
+        assert holder.stdout.readline().strip() == "CLAIMED"
+        c = rundir.claim(run_dir, JobSpec.model_validate(JOB), resume=False, force=True)
+        with pytest.raises(RunFolderTaken, match=f"pid {holder.pid} on "):
+            rundir.start(c)
+        assert run_dir.is_dir() and not c.moved_to.exists()
+    finally:
+        holder.kill()
+        holder.wait(timeout=30)
