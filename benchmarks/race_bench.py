@@ -2,8 +2,9 @@
 
 Both sides are new processes started the same way from this one (`subprocess`, the same interpreter, environment and
 working directory) and timed from process start to exit, against the SAME OpenAI-compatible endpoint:
-- ours: `python -m emocaustics extract TASK --method M --llm openai:standin@URL?concurrency=SLOTS --ids ... --out ...
-  --cache-dir FRESH --json` (chains window: `--from` the sextuple window run of the same size);
+- ours: `python -m emocaustics eval TASK --method M --model openai:standin@URL?concurrency=SLOTS --split all --ids ...
+  --out ... --no-score` with a fresh response cache (`EMOCAUSTICS_RESPONSE_CACHE`); chains window solves its
+  sextuple window pass too (a one-line eval builds on no earlier run), and so does the reference side;
 - reference: `python -m benchmarks.refdriver --method TASK/M --ids ... --url URL --out ...`: what a reference script
   does in one process (load the dialogues, load the sentence-transformers embedder in-process and embed up front when
   the method needs embeddings, then blocking calls from the reference's own thread count per method,
@@ -67,14 +68,13 @@ def _load() -> float:
     return round(os.getloadavg()[0], 2)
 
 
-def side_command(side: str, method: str, ids: list[int], url: str, out: Path, cache: Path,
-                 from_dir: Path | None) -> list[str]:
+def side_command(side: str, method: str, ids: list[int], url: str, out: Path, from_dir: Path | None) -> list[str]:
     task, how = method.split("/")
     frm = ["--from", str(from_dir)] if from_dir is not None else []
     if side == "ours":
-        return [sys.executable, "-m", "emocaustics", "extract", task, "--method", how,
-                "--llm", f"openai:standin@{url}?concurrency={SLOTS}", "--ids", ",".join(map(str, ids)),
-                "--out", str(out), "--cache-dir", str(cache), "--json", *frm]
+        return [sys.executable, "-m", "emocaustics", "eval", task, "--method", how,
+                "--model", f"openai:standin@{url}?concurrency={SLOTS}", "--split", "all", "--ids", ",".join(map(str, ids)),
+                "--out", str(out), "--no-score", "--allow-failures", *frm]
     return [sys.executable, "-m", "benchmarks.refdriver", "--method", method, "--ids", ",".join(map(str, ids)),
             "--url", url, "--model", "standin", "--out", str(out), *frm]
 
@@ -95,19 +95,26 @@ def phases(side: str, t0: float, t_exit: float, marks: dict[str, float] | None) 
 
 def run_side(side: str, standin: Any, method: str, ids: list[int], work: Path, from_dir: Path | None) -> dict:
     out, cache = work / f"{side}-out", work / f"{side}-cache"
-    cmd = side_command(side, method, ids, standin.url, out, cache, from_dir)
+    cmd = side_command(side, method, ids, standin.url, out, from_dir)
+    env = dict(os.environ, EMOCAUSTICS_RESPONSE_CACHE=str(cache))  # ours: a fresh response cache per side and run
     standin.reset()
     before = _load()
     ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.time()
-    proc = subprocess.run(cmd, cwd=REPO, env=dict(os.environ), capture_output=True, text=True)
+    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)
     t_exit = time.time()
     ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)  # the side's process and the children it waited for
     st = standin.stats()
-    try:
-        summary = json.loads(proc.stdout.strip().splitlines()[-1])
-    except (json.JSONDecodeError, IndexError):
-        summary = {}
+    if side == "ours":  # the run folder's record; the predictions in its one config's folder
+        from benchmarks.startup_bench import run_record
+
+        summary = run_record(out)[0]
+        out = next(iter(sorted((out / "predictions").glob("*"))), out / "predictions")
+    else:
+        try:
+            summary = json.loads(proc.stdout.strip().splitlines()[-1])
+        except (json.JSONDecodeError, IndexError):
+            summary = {}
     prefix = "output_chat_" if method.startswith("sextuple") else "output_emotions_"
     predicted = sorted(int(p.stem.rsplit("_", 1)[1]) for p in out.glob(f"{prefix}*.json")) if out.is_dir() else []
     first = st["first_request_epoch"]
@@ -116,11 +123,16 @@ def run_side(side: str, standin: Any, method: str, ids: list[int], work: Path, f
             "max_in_service": st["max_in_service"], "predicted_ids": predicted,
             "cpu_s": round(ru1.ru_utime + ru1.ru_stime - ru0.ru_utime - ru0.ru_stime, 3),
             "in_service_by_second": st.get("mean_in_service_by_second"),
-            "failures": len(summary.get("failures", [])) if summary else None,
+            "failures": _failures(summary.get("failures")) if summary else None,
             "phases": phases(side, t0, t_exit, summary.get("timings")),
             "load_avg_1m": [before, _load()], "out": str(out),
             "command": " ".join(cmd[1:]).replace(str(work), "WORK"),
             **({"stderr_tail": proc.stderr[-1500:]} if proc.returncode or not summary else {})}
+
+
+def _failures(value: Any) -> int | None:
+    """A side's failures: the reference's list of rows, or ours' count (run.json's `failed_samples`)."""
+    return len(value) if isinstance(value, list) else value
 
 
 def _spread(values: list[float]) -> dict[str, Any]:
@@ -141,8 +153,6 @@ def race(methods: dict[str, int], scales: tuple[int, ...] = SCALES, *, latency: 
     from benchmarks.refdriver import REFERENCE_CONCURRENCY
     from benchmarks.startup_bench import Standin
 
-    if "emotion/window" in methods and "sextuple/window" not in methods:
-        raise ValueError("race_bench: emotion/window builds on the sextuple/window run; run both")
     work = work or Path(tempfile.mkdtemp(prefix="race-bench-"))
     standin = Standin(latency, slots)
     per: dict[str, dict[str, Any]] = {}
@@ -155,8 +165,7 @@ def race(methods: dict[str, int], scales: tuple[int, ...] = SCALES, *, latency: 
                 runs = []
                 for rep in range(repeats):
                     order = ("ours", "reference") if (rep + mi + si) % 2 == 0 else ("reference", "ours")
-                    from_dir = work / size / "sextuple-window" / "r0" / "ours-out" \
-                        if method == "emotion/window" else None
+                    from_dir = None  # chains window: both sides solve its sextuple window pass too
                     one: dict[str, Any] = {"first": order[0]}
                     for side in order:
                         one[side] = run_side(side, standin, method, ids, work / size / method.replace("/", "-") /
@@ -216,8 +225,8 @@ def run(quick: bool = False) -> dict[str, Any]:
         res = race(methods, scales, work=Path(tmp))
     return {"name": "race_bench", **res,
             "inputs": {"reference_sizes": methods, "scales": list(scales), "latency_s": LATENCY, "slots": SLOTS,
-                       "repeats": REPEATS, "ours": f"python -m emocaustics extract ... --llm openai:standin@URL?"
-                                                   f"concurrency={SLOTS} --cache-dir FRESH --json",
+                       "repeats": REPEATS, "ours": f"python -m emocaustics eval ... --model openai:standin@URL?"
+                                                   f"concurrency={SLOTS} --no-score (fresh response cache)",
                        "reference": "python -m benchmarks.refdriver --method M --ids ... --url URL --out DIR",
                        "seconds_total": round(time.time() - t0, 1)},
             "notes": NOTES}
@@ -237,7 +246,7 @@ NOTES = [
     "7aa88ef) and embed through an OpenAI-compatible /embeddings endpoint, one text per blocking request in the "
     "dialogue's thread (utils.call_embedding); here the reference side imports torch only when it embeds and embeds "
     "every utterance up front in one batch with the same local model as ours",
-    "chains window builds on ours' sextuple window predictions of the same size, on both sides",
+    "chains window solves its sextuple window pass first, on both sides (a one-line eval builds on no earlier run)",
     "2 shared CPU cores: the 1-minute load average before and after every side is recorded; sides alternate first",
 ]
 

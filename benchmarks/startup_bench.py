@@ -1,4 +1,4 @@
-"""What a user waits for: `emocaustics extract TASK --method M --json` as a new process against an OpenAI-compatible
+"""What a user waits for: `emocaustics eval TASK --method M --no-score` as a new process against an OpenAI-compatible
 stand-in (`standin_server.py`: fixed per-call latency, limited slots, queueing beyond them), compared with the floor
 the workload itself sets.
 
@@ -8,10 +8,14 @@ Per run it reports
   its last answer; `calls`, peak calls in service;
 - `floor_s`: the larger of the critical path (the longest chain of dependent calls of one dialogue x latency) and
   the calls / server capacity; `overhead_s` = wall - floor;
-- `breakdown`: the fixed costs, from the command's own phase marks (`timings` in its `--json` summary, epoch seconds):
-  process start (interpreter + imports, up to the command's handler), dataset load, Ray connect/start, LLM client or
-  model pool start, embedder load, plan start (dialogues submitted), LLM phase, teardown (after the last dialogue
-  until exit). Marks a version of the command does not write are reported as null.
+- `breakdown`: the fixed costs, from the command's own phase marks (epoch seconds: `timings` in the run's startup.json,
+  or in the `--json` summary of the `extract` verb `eval --no-score` replaced): process start (interpreter + imports,
+  up to the command's handler), dataset load, Ray connect/start, LLM client or model pool start, embedder load, plan
+  start (dialogues submitted), LLM phase, teardown (after the last dialogue until exit). Marks a version of the command
+  does not write are reported as null (the eval run writes none of them yet: wall, first request and busy span are
+  the stand-in's and this process's own clocks);
+- `predicted`, `dialogues`, `failures`: from the run's run.json (`samples`, `failed_samples`); `cpu_s`: the command's
+  CPU seconds (its process and the children it waited for).
 - the 1-minute load average before and after each run (the machine is shared: timings move with it).
 
     python -m benchmarks.startup_bench [--ids 207,218,223 | --subset all] [--methods sextuple/window,...]
@@ -25,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -114,33 +119,47 @@ def breakdown(t0: float, t_exit: float, marks: dict[str, float] | None) -> dict[
     }
 
 
+def run_record(out: Path) -> tuple[dict[str, Any], bool]:
+    """What an `eval --no-score` run folder says of its run: counts from run.json, phase marks from startup.json
+    (`timings`, where the runner writes them); ({}, False) when there is no run.json."""
+    try:
+        record = json.loads((out / "run.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}, False
+    try:
+        startup = json.loads((out / "startup.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        startup = {}
+    samples, failed = record.get("samples"), record.get("failed_samples")
+    return {"dialogues": samples, "failures": failed, "timings": startup.get("timings"),
+            "predicted": samples - failed if samples is not None and failed is not None else None}, True
+
+
 def run_one(standin: Standin, task: str, method: str, selector: list[str], lengths: list[int], latency: float,
             slots: int, work: Path, data: str | None, concurrency: int | None = None) -> dict[str, Any]:
     out = work / f"{task}-{method}"
-    cmd = [sys.executable, "-m", "emocaustics", "extract", task, "--method", method,
-           "--llm", f"openai:standin@{standin.url}?concurrency={concurrency or slots}", *selector, "--out", str(out),
-           "--cache-dir", str(work / f"cache-{task}-{method}"), "--json"]
-    env = dict(os.environ)
+    cmd = [sys.executable, "-m", "emocaustics", "eval", task, "--method", method,
+           "--model", f"openai:standin@{standin.url}?concurrency={concurrency or slots}", *selector, "--out", str(out),
+           "--no-score", "--allow-failures"]
+    env = dict(os.environ, EMOCAUSTICS_RESPONSE_CACHE=str(work / f"cache-{task}-{method}"))  # fresh: nothing cached
     if data:
         env["EMOCAUSTICS_DATA"] = data
     standin.reset()
     load_before = load1()
+    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.time()
     proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)
     t_exit = time.time()
+    ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     st = standin.stats()
-    try:
-        summary = json.loads(proc.stdout)
-        json_ok = True
-    except json.JSONDecodeError:
-        summary, json_ok = {}, False
+    summary, json_ok = run_record(out)
     calls = st["calls"]
     fl = floor(task, method, lengths, calls, latency, slots)
     wall = t_exit - t0
     first = st["first_request_epoch"]
     return {
         "task": task, "method": method, "rc": proc.returncode,
-        "stdout_is_one_json_document": json_ok,
+        "run_record_read": json_ok,
         "wall_s": round(wall, 3),
         "first_request_s": round(first - t0, 3) if first else None,
         "busy_span_s": st["busy_span_seconds"], "server_busy_s": st["busy_seconds"],
@@ -152,9 +171,9 @@ def run_one(standin: Standin, task: str, method: str, selector: list[str], lengt
         **fl,
         "overhead_s": round(wall - fl["floor_s"], 3),
         "predicted": summary.get("predicted"), "dialogues": summary.get("dialogues"),
-        "failures": len(summary.get("failures", [])) if summary else None,
+        "failures": summary.get("failures"),
         "breakdown": breakdown(t0, t_exit, summary.get("timings")),
-        "cpu_s": summary.get("cpu_seconds"),
+        "cpu_s": round(ru1.ru_utime + ru1.ru_stime - ru0.ru_utime - ru0.ru_stime, 3),
         "load_1m_before_after": [load_before, load1()],
         "command": " ".join(cmd[1:]).replace(str(work), "WORK"),
         "stderr_tail": proc.stderr[-1500:] if proc.returncode or not json_ok else proc.stderr[-300:],
@@ -164,14 +183,14 @@ def run_one(standin: Standin, task: str, method: str, selector: list[str], lengt
 def measure(*, ids: list[int] | None, subset: str | None, methods: list[str], latency: float = 0.2,
             slots: int = 256, repeat: int = 1, data: str | None = None, command: str = "",
             concurrency: int | None = None) -> dict[str, Any]:
-    """Each TASK/METHOD as a new `emocaustics extract` process against one stand-in; the results document."""
+    """Each TASK/METHOD as a new `emocaustics eval --no-score` process against one stand-in; the results document."""
     from emocaustics.tasks.longdialogue.data.subsets import resolve
 
     data = data or os.environ.get("EMOCAUSTICS_DATA") or str(REPO.parent / "shared/datasets/emocaustics")
     os.environ["EMOCAUSTICS_DATA"] = data
     dialogues, _ = resolve(subset, ids, root=data)
     lengths = [len(d.utterances) for d in dialogues]
-    selector = ["--subset", subset] if subset else ["--ids", ",".join(map(str, ids or []))]
+    selector = ["--split", subset] if subset else ["--split", "all", "--ids", ",".join(map(str, ids or []))]
     standin = Standin(latency, slots)
     runs = []
     try:
