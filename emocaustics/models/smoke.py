@@ -15,12 +15,18 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
+from emocaustics.core.datasource import cache_root
+
+# Held by whoever uses transformers first in this process: the smoke build (the main thread) and the embedder's load
+# (a background thread at a job's start, jobs/startup.py). Its lazy module is not safe to import from two threads at
+# once: the other's `from transformers import ...` fails with "cannot import name" (tests/jobs/test_startup_imports.py)
+IMPORT_LOCK = threading.Lock()
 RECIPE_VERSION = 1
 VOCAB_SIZE = 4096
 SEED = 1234
@@ -60,10 +66,6 @@ JSON_TEXT = (
 
 def repo_root() -> Path:
     return Path(__file__).resolve().parents[2]
-
-
-def cache_root() -> Path:
-    return Path(os.environ.get("EMOCAUSTICS_CACHE") or Path.home() / ".cache" / "emocaustics")
 
 
 def _strings(obj: Any) -> list[str]:
@@ -174,11 +176,12 @@ def build_smoke_model(dest: Path | None = None, *, sample_dir: Path | None = Non
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".smoke-build-", dir=dest.parent))
     try:
-        vocab = _train_tokenizer(text, tmp)
-        from transformers import AutoTokenizer
+        with IMPORT_LOCK:
+            vocab = _train_tokenizer(text, tmp)
+            from transformers import AutoTokenizer
 
-        tok = AutoTokenizer.from_pretrained(tmp)
-        _save_model(vocab, tmp, tok.convert_tokens_to_ids("<|im_end|>"), tok.convert_tokens_to_ids("<|endoftext|>"))
+            tok = AutoTokenizer.from_pretrained(tmp)
+            _save_model(vocab, tmp, tok.convert_tokens_to_ids("<|im_end|>"), tok.convert_tokens_to_ids("<|endoftext|>"))
         (tmp / "smoke.json").write_text(
             json.dumps({"hash": digest, "recipe": RECIPE_VERSION, "vocab": vocab, "note": "random weights: noise"}),
             encoding="utf-8",
