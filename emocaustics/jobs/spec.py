@@ -82,7 +82,10 @@ class JobSpec(_Strict):
     @field_validator("cache", mode="before")
     @classmethod
     def _cache_word(cls, v: Any) -> Any:
-        return {True: "on", False: "off"}.get(v, v) if isinstance(v, bool) else v  # YAML reads a bare off as false
+        from emocaustics.models.cacheplace import checked  # a mode, or a folder written as a path
+
+        v = {True: "on", False: "off"}.get(v, v) if isinstance(v, bool) else v  # YAML reads a bare off as false
+        return checked(v) if isinstance(v, str) else v
 
     @field_validator("models")
     @classmethod

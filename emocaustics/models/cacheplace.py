@@ -9,6 +9,7 @@ path (docs/exports.md, "The shared cache")."""
 
 from __future__ import annotations
 
+import difflib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,15 +71,35 @@ class CacheChoice:
         return ResponseCache(self.path, read_only=self.read_only, max_bytes=max_bytes())
 
 
+class CacheValueError(UsageError, ValueError):
+    """A `cache:` value that is no mode and no path: a usage error (exit 2), and a ValueError in a job's validation."""
+
+
+def checked(value: str) -> str:
+    """A `cache:` value, checked: a mode (`MODES`) or a folder written as a path (with a `/`, or starting with `.` or
+    `~`: `./mine`, `~/cache`, `/data/cache`), so that a mistyped mode (`readonly`) is not taken for a new folder in the
+    current directory."""
+    value = value.strip()
+    if value in MODES or "/" in value or value.startswith((".", "~")):
+        return value
+    close = difflib.get_close_matches(value.lower(), MODES, n=1, cutoff=0.6)
+    raise CacheValueError(f"{value!r} is not a cache mode ({', '.join(MODES)}" + (f"; did you mean {close[0]!r}?)" if
+                          close else ")") + f" nor a folder: write a folder as a path (./{value}, ~/{value}, /PATH)")
+
+
 def choose(value: str | None) -> CacheChoice | None:
-    """A job's `cache:` value as the run's cache (None: `off`, no cache)."""
-    value = (value or "on").strip()
+    """A job's `cache:` value as the run's cache (None: `off`, no cache); a damaged file is a `UsageError` here,
+    before any sample runs (`cachestore.check_file`)."""
+    from emocaustics.models.cachestore import check_file
+
+    value = checked(value or "on")
     if value == "off":
         return None
     max_bytes()  # a bad cap is a usage error before anything runs
-    if value in ("on", "read-only"):
-        return CacheChoice(shared_folder(), read_only=value == "read-only")
-    return CacheChoice(Path(value).expanduser())
+    choice = CacheChoice(shared_folder(), read_only=value == "read-only") if value in MODES else \
+        CacheChoice(Path(value).expanduser())
+    check_file(choice.path)
+    return choice
 
 
 def as_choice(cache: CacheChoice | Path | str | None) -> CacheChoice | None:

@@ -34,7 +34,7 @@ import weakref
 from collections.abc import Callable
 from pathlib import Path
 
-from emocaustics.core.errors import WriteFailed
+from emocaustics.core.errors import UsageError, WriteFailed
 from emocaustics.core.writes import failed
 from emocaustics.models.base import Completion
 
@@ -79,7 +79,8 @@ class ResponseCache:
             self._wdb = _connect(str(self.path), False)
             self._wdb.execute("PRAGMA synchronous=NORMAL")
         except (OSError, sqlite3.Error) as exc:  # a full disk, a read-only folder: one line naming the file
-            raise failed(self.path, exc) from None
+            corrupt = getattr(exc, "sqlite_errorname", "") in CORRUPT
+            raise (damaged(self.path, exc) if corrupt else failed(self.path, exc)) from None
         self.evict()
         _OPEN.add(self)
 
@@ -303,6 +304,35 @@ def journal_mode(path: Path, mounts: str | None = None) -> str:
                 and len(parts[1]) > len(best):
             best, fstype = parts[1], parts[2]
     return "DELETE" if fstype in NETWORK_FILESYSTEMS else "WAL"
+
+
+CHECK_SECONDS = 2.0  # `check_file` reads at most this long: sqlite's quick_check reads about 1 GB a second
+CORRUPT = ("SQLITE_CORRUPT", "SQLITE_NOTADB")  # sqlite's codes of a damaged file
+
+
+def damaged(path: Path, detail: object) -> UsageError:
+    """One line naming the damaged cache file and the two ways out."""
+    return UsageError(f"response cache {path} is damaged ({detail}): run with --no-cache (cache: off), or move the "
+                      "file away (a new one is made)")
+
+
+def check_file(path: Path) -> None:
+    """A damaged cache file as `damaged`'s error, before any sample runs; a file not there yet, or busy, is none.
+    sqlite's quick_check reads every page, so a cache bigger than CHECK_SECONDS' reading is checked as far as it
+    gets (the rest, as it is used)."""
+    if not path.is_file():
+        return
+    deadline = time.monotonic() + CHECK_SECONDS
+    db = _connect(f"file:{path}?mode=ro", True)
+    db.set_progress_handler(lambda: time.monotonic() > deadline, 100_000)
+    try:
+        found = db.execute("PRAGMA quick_check").fetchone()[0]
+    except sqlite3.DatabaseError as exc:  # interrupted past the deadline, busy: no damage found
+        found = str(exc) if exc.sqlite_errorname in CORRUPT else "ok"
+    finally:
+        db.close()
+    if found != "ok":
+        raise damaged(path, found.replace("*** in database main ***\n", "").splitlines()[0])
 
 
 def _retry(open_: Callable[[], sqlite3.Connection], tries: int = 20) -> sqlite3.Connection:

@@ -99,14 +99,24 @@ class SentenceTransformerEmbedder:
         with self._lock:
             if self._model is None:
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-                import torch
-                from sentence_transformers import SentenceTransformer
+                from emocaustics.models.smoke import IMPORT_LOCK
 
-                device = "cuda" if torch.cuda.is_available() else "cpu"
-                self._model = SentenceTransformer(self.path, device=device)
+                with IMPORT_LOCK:  # never beside another thread's first use of transformers (models/smoke.py)
+                    import torch
+                    from sentence_transformers import SentenceTransformer
+
+                    device = "cuda" if torch.cuda.is_available() else "cpu"
+                    self._model = SentenceTransformer(self.path, device=device)
                 if self.batch_size is None:
                     self.batch_size = 32 if device == "cpu" else 256
         return self._model
+
+    @property
+    def identity(self) -> str:
+        """What embeddings made here are cached by: the name and the weights' fingerprint (models/spec.py)."""
+        from emocaustics.models.spec import fingerprint
+
+        return f"{self.name}#{fingerprint(Path(self.path))}"
 
     def encode(self, texts: list[str]) -> np.ndarray:
         if not texts:
@@ -127,7 +137,8 @@ class OpenAIEmbedder:
     concurrency, timeout = 4, 60.0  # requests in flight, seconds per try
 
     def __init__(self, model: str, base_url: str, batch_size: int = 64, max_retries: int = 4) -> None:
-        self.model, self.base_url, self.name = model, base_url, f"openai:{model}@{base_url}"
+        self.model, self.base_url = model, base_url
+        self.name = self.identity = f"openai:{model}@{base_url}"  # what the endpoint serves is its own to say
         self.batch_size, self.max_retries = batch_size, max_retries
         self.texts_embedded = 0
         self.requests = 0

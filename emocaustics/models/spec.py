@@ -27,6 +27,7 @@ options `models.hf_generate.HF_KEYS` (max_batch, batch_wait, device, dtype, trus
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 from pathlib import Path
 from typing import Any, Literal
@@ -124,6 +125,23 @@ class LLMSpec(BaseModel):
         if not query:
             return head
         return head + "?" + urlencode({k: v if isinstance(v, str) else json.dumps(v, sort_keys=True) for k, v in query.items()})
+
+    @property
+    def identity(self) -> str:
+        """The model as the response cache's keys and the provenance know it: an endpoint by its provider, model and
+        URL; a local model by its spec without placement (outputs do not depend on replicas/tp/gpus/cpus) and, for
+        weights on this machine, what they hold: the smoke model's recipe hash, a local folder's (or file's)
+        `fingerprint`, so that replaced weights are a new model. A hub name stays its name (`revision=` pins it)."""
+        if is_remote(self.kind):
+            return f"{self.kind}:{self.model}" + (f"@{self.base_url}" if self.base_url else "")
+        unplaced = self.model_copy(update={"replicas": 1, "tp": 1, "gpus": None, "cpus": 0.0, "placement": "default"})
+        head, sep, query = unplaced.canonical().partition("?")
+        if self.is_smoke:
+            from emocaustics.models.smoke import smoke_model_dir
+
+            return f"{head}:{smoke_model_dir().name}{sep}{query}"
+        weights = Path(self.model).expanduser()
+        return f"{head}#{fingerprint(weights)}{sep}{query}" if weights.exists() else head + sep + query
 
     @property
     def is_smoke(self) -> bool:
@@ -264,16 +282,12 @@ def pool_arguments(spec: LLMSpec) -> dict[str, Any]:
         check_engine_options(spec)
         if spec.tp > 1:
             engine["tensor_parallel_size"] = spec.tp
-    # Outputs do not depend on placement, so replicas/tp/gpus/cpus stay out of the response-cache id.
-    output_spec = spec.model_copy(update={"replicas": 1, "tp": 1, "gpus": None, "cpus": 0.0, "placement": "default"})
-    model, cache_id = spec.model, output_spec.canonical()
+    model = spec.model
     if spec.is_smoke:
         from emocaustics.models.smoke import build_smoke_model
 
-        path = build_smoke_model()
-        head = "hf:smoke" if hf else "smoke"
-        model, cache_id = str(path), cache_id.replace(head, f"{head}:{path.name}", 1)
-    args = {"model": model, "name": spec.canonical(), "cache_id": cache_id, "replicas": spec.replicas,
+        model = str(build_smoke_model())  # its folder's name, a hash of its recipe, is in the identity
+    args = {"model": model, "name": spec.canonical(), "cache_id": spec.identity, "replicas": spec.replicas,
             "engine_opts": engine, "gpus_per_replica": spec.gpus, "cpus_per_replica": spec.cpus,
             "actor_options": {"scheduling_strategy": "SPREAD"} if spec.placement == "spread" else None}
     if hf:
@@ -281,6 +295,30 @@ def pool_arguments(spec: LLMSpec) -> dict[str, Any]:
 
         args["actor_cls"] = HFModelActor
     return args
+
+
+SAMPLED = 1 << 20  # bytes of each end of a weights file in its fingerprint
+
+
+def fingerprint(weights: Path) -> str:
+    """A content fingerprint of local weights (a model folder, or one file such as a GGUF), cheap for many GB: every
+    file's relative name, size and modification time, its first and last MiB (whole when smaller: config.json, the
+    tokenizer). Weights written over in place change the time; copied with their times kept, a same-sized
+    fine-tune still differs in the tensors at either end (a safetensors file starts with its first tensors and ends
+    with its last). Hashing every byte would cost minutes per start on a 100 GB model. Dot entries (.cache, .git)
+    are not the model's."""
+    root = weights if weights.is_dir() else weights.parent
+    files = sorted(f for f in weights.rglob("*") if f.is_file()
+                   and not any(p.startswith(".") for p in f.relative_to(root).parts)) if root == weights else [weights]
+    digest = hashlib.sha256()
+    for f in files:
+        stat = f.stat()
+        digest.update(f"{f.relative_to(root)}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode())
+        with f.open("rb") as data:
+            digest.update(data.read(SAMPLED))
+            data.seek(max(SAMPLED, stat.st_size - SAMPLED))
+            digest.update(data.read())
+    return digest.hexdigest()[:16]
 
 
 def endpoint_name(spec: LLMSpec) -> str:
