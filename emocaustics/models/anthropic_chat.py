@@ -27,6 +27,7 @@ from typing import Any, Literal
 from emocaustics.core.errors import UsageError
 from emocaustics.models.base import ChatRequest, Completion, ErrorKind
 from emocaustics.models.chatclient import ChatClient
+from emocaustics.models.http import error_message
 from emocaustics.models.jsonout import parse_answer
 from emocaustics.models.registry import provider
 
@@ -114,11 +115,9 @@ class AnthropicChatLLM(ChatClient):
             except anthropic.BadRequestError as exc:
                 text = str(exc).lower()
                 # Requests in flight together may all meet the 400: the first switches the mode, all retry.
-                if use_schema and ("output_config" in text or "json_schema" in text) and self.json_mode != "schema":
-                    if self.json_mode == "auto":
-                        log.info("%s: endpoint rejects output_config json_schema; using plain requests", self.name)
-                        self.json_mode = "plain"
-                elif sent_sampling and ("temperature" in text or "top_p" in text) and self.sampling != "send":
+                if self._plain_from_now(text, use_schema, ("output_config", "json_schema")):
+                    continue
+                if sent_sampling and ("temperature" in text or "top_p" in text) and self.sampling != "send":
                     if self.sampling == "auto":
                         log.info("%s: endpoint rejects temperature/top_p; leaving them out", self.name)
                         self.sampling = "omit"
@@ -169,10 +168,8 @@ def _failure(exc: Exception, timeout: float) -> Completion:
         return Completion("", error=f"connection error: {type(cause).__name__ if cause else exc} (after retries)",
                           kind=ErrorKind.CONNECTION)
     if isinstance(exc, anthropic.APIStatusError):
-        body = exc.body if isinstance(exc.body, dict) else {}
-        err = body.get("error") if isinstance(body.get("error"), dict) else {}
-        kind = f" {err['type']}" if err.get("type") else ""
-        message = err.get("message") or str(exc.message)
-        return Completion("", error=f"HTTP {exc.status_code}{kind}: {str(message)[:200]}",
+        err = exc.body.get("error") if isinstance(exc.body, dict) else None
+        kind = f" {err['type']}" if isinstance(err, dict) and err.get("type") else ""
+        return Completion("", error=f"HTTP {exc.status_code}{kind}: {error_message(exc.body, str(exc.message))[:200]}",
                           kind=ErrorKind.of_status(exc.status_code))
     return Completion("", error=f"{type(exc).__name__}: {str(exc)[:200]}")

@@ -65,9 +65,8 @@ class ErrorKind(StrEnum):
             return cls.CONTEXT_LENGTH
         if status is None or status < 400:  # a 2xx whose body could not be read
             return cls.OTHER
-        if status in (401, 403):
-            return cls.AUTH
-        return cls.THROTTLED if status == 429 else cls.SERVER if status >= 500 else cls.BAD_REQUEST
+        named = {401: cls.AUTH, 403: cls.AUTH, 429: cls.THROTTLED}
+        return named.get(status) or (cls.SERVER if status >= 500 else cls.BAD_REQUEST)
 
 
 @dataclass(slots=True)

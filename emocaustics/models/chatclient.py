@@ -71,6 +71,17 @@ class ChatClient(ModelBase):
     async def _once(self, request: ChatRequest) -> Completion:
         raise NotImplementedError
 
+    def _plain_from_now(self, refused: str, sent: bool, words: tuple[str, ...]) -> bool:
+        """Whether a 400 whose text (`refused`) names structured output (`words`), which this request sent (`sent`),
+        is to be asked again plainly: unless `json_mode=schema`; in `auto`, every request is plain from then on
+        (requests in flight together may all meet the 400: the first switches the mode, all ask again)."""
+        if not (sent and self.json_mode != "schema" and any(w in refused.lower() for w in words)):
+            return False
+        if self.json_mode == "auto":
+            log.info("%s: endpoint rejects %s; using plain requests", self.name, " ".join(words))
+            self.json_mode = "plain"
+        return True
+
     async def _one(self, request: ChatRequest) -> Completion:
         try:
             for attempt in range(self.json_retries + 1):

@@ -15,7 +15,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from emocaustics.models.base import ChatRequest, Completion
+from emocaustics.models.base import ChatRequest, Completion, ErrorKind
 from emocaustics.models.jsonout import read_answer
 
 # Options of an `hf:` spec besides the pool keys (models/spec.py): requests per `generate` call, seconds a batch waits
@@ -57,7 +57,8 @@ def prompt_or_failure(tokenizer: Any, request: ChatRequest, max_len: int | None,
     except Exception as exc:
         return Completion(text="", error=f"chat template failed: {type(exc).__name__}: {exc}")
     if max_len is not None and len(ids) + 1 > max_len:
-        return Completion(text="", prompt_tokens=len(ids), error=f"prompt too long: {len(ids)} tokens, {limit} {max_len}")
+        return Completion(text="", prompt_tokens=len(ids), error=f"prompt too long: {len(ids)} tokens, {limit} {max_len}",
+                          kind=ErrorKind.CONTEXT_LENGTH)
     return ids, min(request.sampling.max_tokens, max_len - len(ids)) if max_len else request.sampling.max_tokens
 
 
@@ -212,5 +213,5 @@ class HFGenerator:
                     limit: int) -> Completion:
         text = self.tokenizer.decode([t for t in tokens if t not in self.eos_ids], skip_special_tokens=True)
         parsed, repaired, error = read_answer(text, request.schema, cut, limit)
-        return Completion(text=text, parsed=parsed, error=error, prompt_tokens=prompt_tokens,
-                          generated_tokens=len(tokens), repaired=repaired)
+        return Completion(text=text, parsed=parsed, error=error, kind=ErrorKind.ANSWER if error else None,
+                          prompt_tokens=prompt_tokens, generated_tokens=len(tokens), repaired=repaired)

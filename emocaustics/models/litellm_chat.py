@@ -68,9 +68,8 @@ class LiteLLMChat(ChatClient):
             try:
                 response = await litellm.acompletion(**kwargs)
             except litellm.BadRequestError as exc:
-                if "response_format" in kwargs and self.json_mode == "auto" and "response_format" in str(exc):
-                    self.json_mode = "plain"  # this backend has no structured output: plain requests from now on
-                    return await self._once(request)
+                if self._plain_from_now(str(exc), "response_format" in kwargs, ("response_format",)):
+                    return await self._once(request)  # this backend has no structured output
                 return self._failure(litellm, exc)
             except Exception as exc:  # noqa: BLE001 -- one request's failure is its Completion, never a raise
                 return self._failure(litellm, exc)

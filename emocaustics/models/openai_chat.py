@@ -71,19 +71,15 @@ class OpenAIChatLLM(ChatClient):
         async with gate.slot(request.priority):  # the longest dependent chain first (models/gate.py)
             # Decided under the semaphore: an earlier request may just have found out that the endpoint is plain.
             use_schema = request.schema is not None and self.json_mode != "plain"
-            try:
-                data = await poster.post("chat/completions", self._body(request, use_schema))
-            except HTTPFailure as exc:
-                if not (exc.status == 400 and use_schema and self.json_mode != "schema"
-                        and any(w in exc.reason.lower() for w in ("response_format", "json_schema"))):
-                    return Completion(text="", error=exc.reason, kind=exc.kind)
-                if self.json_mode == "auto":
-                    log.info("%s: endpoint rejects response_format json_schema; using plain requests", self.name)
-                    self.json_mode = "plain"
+            while True:
                 try:
-                    data = await poster.post("chat/completions", self._body(request, False))
-                except HTTPFailure as exc2:
-                    return Completion(text="", error=exc2.reason, kind=exc2.kind)
+                    data = await poster.post("chat/completions", self._body(request, use_schema))
+                    break
+                except HTTPFailure as exc:
+                    if exc.status != 400 or not self._plain_from_now(exc.reason, use_schema,
+                                                                     ("response_format", "json_schema")):
+                        return Completion(text="", error=exc.reason, kind=exc.kind)
+                    use_schema = False
         return completion_from(data, request)
 
 

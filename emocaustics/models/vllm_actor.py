@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from emocaustics.core import aio
-from emocaustics.models.base import ChatRequest, Completion, ModelBase
+from emocaustics.models.base import ChatRequest, Completion, ErrorKind, ModelBase
 from emocaustics.models.hf_generate import prompt_or_failure
 from emocaustics.models.jsonout import read_answer
 from emocaustics.models.local import run_item
@@ -182,6 +182,7 @@ class VLLMEngineActor:
             text=seq.text,
             parsed=parsed,
             error=error,
+            kind=ErrorKind.ANSWER if error else None,
             prompt_tokens=len(final.prompt_token_ids or ids),
             generated_tokens=len(seq.token_ids),
             repaired=repaired,

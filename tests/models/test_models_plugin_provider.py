@@ -21,7 +21,7 @@ PROVIDER = '''
 import os
 from pathlib import Path
 
-from emocaustics.models.base import Completion, ModelBase
+from emocaustics.models.base import Completion, ErrorKind, ModelBase
 from emocaustics.models.registry import Provider
 
 
@@ -39,7 +39,7 @@ class EchoModel(ModelBase):
             with self.calls.open("a") as fh:
                 fh.write(r.messages[-1]["content"][:20].replace("\\n", " ") + "\\n")
             if first and os.environ.get("ECHO_THROTTLE_FIRST"):
-                out.append(Completion(text="", error="HTTP 429 Too Many Requests (echo)"))
+                out.append(Completion(text="", error="HTTP 429 Too Many Requests (echo)", kind=ErrorKind.THROTTLED))
             else:
                 out.append(Completion(text="Answer: A", prompt_tokens=120, generated_tokens=3))
         return out
