@@ -1,9 +1,9 @@
 """The response cache: a rerun, a resume, a re-score, another job or an `eval` after a `run` never pays for the same
 LLM call twice. Shared across runs by default (`models/cacheplace.py` says where, and which mode a job chose).
 
-The key is the sha256 of (model cache id, messages, schema, sampling); the cache id is the provider and the model
-(and an endpoint's URL, whose credentials `models.http.strip_credentials` took out when the spec was parsed; keys come
-from the environment): no key or password reaches the key or the file. The store is `models/cachestore.py`.
+The key is the sha256 of (model cache id, messages, schema, sampling); the cache id is the model's identity
+(`LLMSpec.identity`: local weights with their files' fingerprint; an endpoint's URL without the credentials that
+`models.http.strip_credentials` took out): no key or password reaches the key or the file (`models/cachestore.py`).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def request_key(model: str, request: ChatRequest) -> str:
 
 class CachedLLM(Layer):
     """A layer in front of any model: answers repeated requests from the cache, keyed under the model's identity
-    (`cache_id`: the smoke model's includes its content hash). Counts hits and misses in `usage`."""
+    (`cache_id`: `LLMSpec.identity`, local weights' fingerprint included). Counts hits and misses in `usage`."""
 
     def __init__(self, llm: LLM, cache: ResponseCache) -> None:
         super().__init__(llm)
