@@ -110,8 +110,7 @@ NOT_RUN = {
     "score ecpe": "scores a user's submission (sub.zip)",
     "ecpe validate": "checks a user's submission (sub.zip)",
     "aer validate": "checks a user's submission (sub.jsonl)",
-    "extract": "runs the smoke model on the vLLM engine (tests/tasks/longdialogue run extraction on it)",
-    "score sextuple": "reads the `preds` folder the extract example before it writes",
+    "score sextuple": "reads the `preds` folder the `eval --no-score` example before it writes",
     "human": "reads the published HIT files (not shipped) and the folders of the example before it",
     "ui": "serves the workbench page until Ctrl-C (tests/ui drive it in Chromium)",
 }
