@@ -10,7 +10,7 @@ import pytest
 from emocaustics.tasks.longdialogue.data.schema import Dialogue, Emotion, Event, Sextuple, Utterance
 from emocaustics.models.base import ChatRequest, Completion
 from emocaustics.tasks.longdialogue.score.engine import score_chains, score_sextuples
-from emocaustics.tasks.longdialogue.score.judge import EventJudge
+from emocaustics.tasks.longdialogue.score.judge import Judge
 from emocaustics.tasks.longdialogue.score.predictions import (
     read_chain_predictions,
     read_sextuple_predictions,
@@ -143,17 +143,17 @@ def test_judge_batched_retried_and_failures_counted(embedder, monkeypatch):
     monkeypatch.setattr(ch.ChainRules, "event_threshold", property(lambda self: -1.0))
     preds = chains_pred("口服液的争执", "另一回事")  # holder 1: judge yes; holder 2: judge no
     llm = RuleJudge(garbage_first={"口服液争执"})
-    res = score_chains([D1], preds, embedder=embedder, judge=EventJudge(llm))
+    res = score_chains([D1], preds, embedder=embedder, judge=Judge(llm))
     assert llm.calls == [2, 1]  # one batch for both questions, one retry batch
     assert res.summary["per_dialogue"]["1"] == pytest.approx(0.5)
     assert res.summary["judge_failures"] == 0
     bad = RuleJudge(always_garbage={"口服液争执"})
-    zero = score_chains([D1], preds, embedder=embedder, judge=EventJudge(bad))
+    zero = score_chains([D1], preds, embedder=embedder, judge=Judge(bad))
     assert zero.summary["judge_failures"] == 1 and zero.summary["per_dialogue"]["1"] == 0.0
     # the judge's own count: questions still not 0/1 after the retry (here one of two)
     assert res.summary["judge_stats"]["failures"] == 0 and zero.summary["judge_stats"]["failures"] == 1
     assert zero.summary["judge_stats"]["asked"] == 2 and zero.summary["judge_stats"]["retried"] == 1
-    uns = score_chains([D1], preds, embedder=embedder, judge=EventJudge(RuleJudge(always_garbage={"口服液争执"})),
+    uns = score_chains([D1], preds, embedder=embedder, judge=Judge(RuleJudge(always_garbage={"口服液争执"})),
                        on_judge_error="unscored")
     # holder 1 leaves the denominator, holder 2 (judge no) scores 0
     assert uns.summary["judge_failures"] == 1 and uns.summary["per_dialogue"]["1"] == 0.0

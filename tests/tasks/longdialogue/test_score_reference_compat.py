@@ -15,7 +15,7 @@ from emocaustics.models.base import ChatRequest, Completion
 from emocaustics.tasks.longdialogue.data.schema import Dialogue, Emotion, Event, Sextuple, Utterance
 from emocaustics.tasks.longdialogue.score.engine import score_chains, score_sextuples
 from emocaustics.tasks.longdialogue.score.prompts import REFERENCE_CHAIN_SYSTEM, REFERENCE_SEXTUPLE_SYSTEM
-from emocaustics.tasks.longdialogue.score.refengine import RawPrediction
+from emocaustics.tasks.longdialogue.score.reference import RawPrediction
 
 
 class AxisEmbedder:

@@ -1,5 +1,5 @@
 """`--compat reference` building blocks, one function at a time, with exact numbers and exact messages (issue 29:
-mutation survivors of refjudge, refsextuple and refchains). The end-to-end worked examples are in
+mutation survivors of the reference judge (was refjudge), refsextuple and refchains). The end-to-end worked examples are in
 test_score_reference_compat.py."""
 
 from __future__ import annotations
@@ -10,16 +10,17 @@ import pytest
 
 from emocaustics.models.base import Completion
 from emocaustics.tasks.longdialogue.score.prompts import REFERENCE_CHAIN_SYSTEM, REFERENCE_SEXTUPLE_SYSTEM
-from emocaustics.tasks.longdialogue.score.refjudge import (
+from emocaustics.tasks.longdialogue.score.judge import (
+    REFERENCE_JUDGE,
     Answer,
+    Judge,
     ReferenceCrash,
-    ReferenceJudge,
     answer_value,
     answer_value_or_zero,
     as_question_text,
 )
 
-# ------------------------------------------------------------------------------------------------------- refjudge
+# ---------------------------------------------------------------------------------------------- the reference judge
 
 
 def test_question_text_is_the_f_string_of_the_value():
@@ -73,31 +74,31 @@ class ListLLM:
 
 def test_reference_judge_asks_each_question_once_per_task():
     llm = ListLLM([Completion("1"), Completion("", error="boom"), Completion("0")])
-    judge = ReferenceJudge(llm)
-    assert judge.name == "list-llm" and judge.asked == 0 and judge.cache == {}
-    got = asyncio.run(judge.answers("sextuple", [("A", "a"), ("B", "b"), ("A", "a")]))
+    judge = Judge(llm, REFERENCE_JUDGE)
+    assert judge.name == "list-llm" and judge.stats.asked == 0 and judge.cache == {}
+    got = asyncio.run(judge.ask([("A", "a"), ("B", "b"), ("A", "a")], "sextuple"))
     # duplicates asked once; a failed call keeps no text and names its error
     assert got == {("A", "a"): Answer("1"), ("B", "b"): Answer(None, "boom")}
-    assert list(got) == [("A", "a"), ("B", "b")] and judge.asked == 2 and len(llm.calls) == 1
+    assert list(got) == [("A", "a"), ("B", "b")] and judge.stats.asked == 2 and len(llm.calls) == 1
     req = llm.calls[0][0]
     assert req.messages == ({"role": "system", "content": REFERENCE_SEXTUPLE_SYSTEM},
                             {"role": "user", "content": "文本A: A\n文本B: a\n请判断是否相似(0或1):"})
     assert req.schema is None and req.sampling.temperature == 0.0 and req.sampling.seed is None
     assert llm.calls[0][1].messages[1]["content"] == "文本A: B\n文本B: b\n请判断是否相似(0或1):"
     # cached: nothing new asked; the same question under the chain task is a new question with the chain prompt
-    again = asyncio.run(judge.answers("sextuple", [("B", "b")]))
-    assert again == {("B", "b"): Answer(None, "boom")} and len(llm.calls) == 1 and judge.asked == 2
-    chain = asyncio.run(judge.answers("chain", [("A", "a")]))
-    assert chain == {("A", "a"): Answer("0")} and judge.asked == 3 and len(llm.calls) == 2
+    again = asyncio.run(judge.ask([("B", "b")], "sextuple"))
+    assert again == {("B", "b"): Answer(None, "boom")} and len(llm.calls) == 1 and judge.stats.asked == 2
+    chain = asyncio.run(judge.ask([("A", "a")], "chain"))
+    assert chain == {("A", "a"): Answer("0")} and judge.stats.asked == 3 and len(llm.calls) == 2
     assert llm.calls[1][0].messages[0]["content"] == REFERENCE_CHAIN_SYSTEM
     assert set(judge.cache) == {("sextuple", ("A", "a")), ("sextuple", ("B", "b")), ("chain", ("A", "a"))}
 
 
 def test_reference_judge_refuses_a_short_answer_list():
     # an LLM that answers fewer requests than asked breaks its contract: stop rather than cache a partial round
-    judge = ReferenceJudge(ListLLM([Completion("1")]))
+    judge = Judge(ListLLM([Completion("1")]), REFERENCE_JUDGE)
     with pytest.raises(ValueError):
-        asyncio.run(judge.answers("chain", [("A", "a"), ("B", "b")]))
+        asyncio.run(judge.ask([("A", "a"), ("B", "b")], "chain"))
 
 
 # ---------------------------------------------------------------------------------------------------- refsextuple

@@ -1,24 +1,44 @@
-"""The LLM judge of event matching: batched, cached, one retry, failures counted (never hidden).
+"""The LLM judge of both scoring modes: batched, cached, failures counted (never hidden); its rules are a policy.
 
 Any `emocaustics.models.base.LLM` can judge: `openai:MODEL@URL`, `vllm:...`, `smoke` resolve through
 `emocaustics.models.factory.make_llm` (imported lazily: the vLLM path lives in the model-hosting package and plugs in
 without changes here). All questions of a scoring round go to the LLM in one `generate` call, so a vLLM engine can
-batch them; answers are cached per (gt, pred) pair for the life of the judge (and on disk when the LLM is built
-with a cache directory).
+batch them; answers are cached per (task, question) for the life of the judge (and on disk when the LLM is built
+with a cache directory). What differs between the modes is a `JudgeRules`:
+- `SPEC_JUDGE` (the spec): our prompt with a JSON schema, 16 tokens, read as 0/1 (`parse_verdict`); an answer that
+  is not 0/1 is asked once more with a stricter note, then counted as a failure (None);
+- `REFERENCE_JUDGE` (`--compat reference`): the published scripts' prompt per task
+  (`prompts.reference_judge_messages`), no schema, temperature 0, one call per question and no retry; the answer is
+  kept raw (`Answer`) and read as an integer by the script's own rules: `1` means similar, any other integer means
+  not. An answer that is not an integer (or a failed call) stops the chain script (`get_emo_score.py` has no guard:
+  we fail that dialogue, naming the answer, `ReferenceCrash`) and counts 0 in the sextuple script
+  (`get_quadruples_score.py` catches everything). Asked in batches and cached, a deterministic judge gives what the
+  reference's one-by-one calls give.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from emocaustics.models.base import LLM, ChatRequest, Completion, Sampling
 from emocaustics.models.spec import LLMSpec
-from emocaustics.tasks.longdialogue.score.prompts import JUDGE_SCHEMA, judge_messages
+from emocaustics.tasks.longdialogue.score.prompts import JUDGE_SCHEMA, judge_messages, reference_judge_messages
 
 Pair = tuple[str, str]
+Question = tuple[str, str]  # (ground-truth text, predicted text), formatted as the reference formats them
+
+
+class ReferenceCrash(Exception):
+    """Where the reference script raises: the dialogue fails, and the message says where and why."""
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    text: str | None  # the judge's answer (None when the call failed)
+    error: str | None = None
 
 
 def parse_verdict(c: Completion) -> bool | None:
@@ -43,49 +63,94 @@ def parse_verdict(c: Completion) -> bool | None:
     return None
 
 
+def as_question_text(value: object) -> str:
+    """The reference puts values into its user turn with an f-string: None reads "None", numbers their str()."""
+    return f"{value}"
+
+
+def answer_value(answer: Answer, where: str) -> int:
+    """1 or 0 from an answer the way the chain script reads it; anything it cannot read raises `ReferenceCrash`."""
+    if answer.error is not None or answer.text is None:
+        raise ReferenceCrash(f"{where}: the judge call failed ({answer.error or 'no answer'}); the reference stops here")
+    try:
+        value = int(answer.text.strip())  # Python's own int(): the reference's reading, signs and spaces included
+    except ValueError:
+        raise ReferenceCrash(f"{where}: judge answer {answer.text[:80]!r} is not an integer; the reference's int() "
+                             "raises here") from None
+    return 1 if value == 1 else 0
+
+
+def answer_value_or_zero(answer: Answer) -> int:
+    """The sextuple script's reading: as `answer_value`, but a failure counts 0 instead of stopping."""
+    try:
+        return answer_value(answer, "")
+    except ReferenceCrash:
+        return 0
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeRules:
+    """How a mode asks its judge and reads the answers (see the module's docstring)."""
+
+    messages: Callable[[str, str, str, bool], tuple[dict[str, str], ...]]  # (task, gt, pred, retry)
+    read: Callable[[Completion], Any]  # None: unreadable, asked again once when `retry`
+    schema: dict[str, Any] | None
+    sampling: Sampling
+    retry: bool
+
+
+SPEC_JUDGE = JudgeRules(lambda task, gt, pred, retry: judge_messages(gt, pred, retry), parse_verdict, JUDGE_SCHEMA,
+                        Sampling(max_tokens=16, temperature=0.0), retry=True)
+REFERENCE_JUDGE = JudgeRules(lambda task, a, b, retry: reference_judge_messages(task, a, b),
+                             lambda c: Answer(c.text if c.error is None else None, c.error), None,
+                             Sampling(temperature=0.0, seed=None), retry=False)
+
+
 @dataclass(slots=True)
 class JudgeStats:
     asked: int = 0  # distinct questions sent to the LLM
     retried: int = 0
-    failures: int = 0  # still not 0/1 after the retry
+    failures: int = 0  # still unreadable after the retry
     cache_hits: int = 0
 
 
-class EventJudge:
-    def __init__(self, llm: LLM, max_tokens: int = 16) -> None:
+class Judge:
+    def __init__(self, llm: LLM, rules: JudgeRules = SPEC_JUDGE) -> None:
         self.llm = llm
         self.name = llm.name
-        self.sampling = Sampling(max_tokens=max_tokens, temperature=0.0)
-        self.cache: dict[Pair, bool | None] = {}
+        self.rules = rules
+        self.cache: dict[tuple[str, Pair], Any] = {}
         self.stats = JudgeStats()
 
-    def _requests(self, pairs: list[Pair], retry: bool) -> list[ChatRequest]:
-        return [ChatRequest(messages=judge_messages(g, p, retry), schema=JUDGE_SCHEMA, sampling=self.sampling)
-                for g, p in pairs]
+    async def _ask(self, task: str, pairs: list[Pair], retry: bool) -> list[Any]:
+        r = self.rules
+        answers = await self.llm.generate([ChatRequest(messages=r.messages(task, g, p, retry), schema=r.schema,
+                                                       sampling=r.sampling) for g, p in pairs])
+        # strict: an LLM that answers fewer requests than asked breaks its contract; nothing of the round is cached
+        return [r.read(c) for _, c in zip(pairs, answers, strict=True)]
 
-    async def decide(self, pairs: Iterable[Pair]) -> dict[Pair, bool | None]:
+    async def ask(self, pairs: Iterable[Pair], task: str = "emotion") -> dict[Pair, Any]:
+        """Each distinct (gt, pred) question's reading under `task`, asked once per judge."""
         wanted = list(dict.fromkeys(pairs))
-        todo = [p for p in wanted if p not in self.cache]
+        todo = [p for p in wanted if (task, p) not in self.cache]
         self.stats.cache_hits += len(wanted) - len(todo)
         if todo:
             self.stats.asked += len(todo)
-            answers = await self.llm.generate(self._requests(todo, retry=False))
-            verdicts = {p: parse_verdict(c) for p, c in zip(todo, answers, strict=True)}
-            again = [p for p in todo if verdicts[p] is None]
+            verdicts = dict(zip(todo, await self._ask(task, todo, retry=False)))
+            again = [p for p in todo if verdicts[p] is None] if self.rules.retry else []
             if again:
                 self.stats.retried += len(again)
-                answers2 = await self.llm.generate(self._requests(again, retry=True))
-                for p, c in zip(again, answers2, strict=True):
-                    verdicts[p] = parse_verdict(c)
-                    self.stats.failures += verdicts[p] is None
-            self.cache.update(verdicts)
-        return {p: self.cache[p] for p in wanted}
+                for p, v in zip(again, await self._ask(task, again, retry=True)):
+                    verdicts[p] = v
+                    self.stats.failures += v is None
+            self.cache.update({(task, p): v for p, v in verdicts.items()})
+        return {p: self.cache[(task, p)] for p in wanted}
 
 
-def make_judge(spec: LLMSpec | None) -> EventJudge | None:
+def make_judge(spec: LLMSpec | None) -> Judge | None:
     """None -> no judge (embedding only); a parsed spec (parsed where it was given: a job, `--judge`) -> its model."""
     if spec is None:
         return None
     from emocaustics.models.factory import make_llm
 
-    return EventJudge(make_llm(spec))
+    return Judge(make_llm(spec))

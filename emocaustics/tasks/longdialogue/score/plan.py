@@ -4,7 +4,7 @@
     distinct texts are embedded once and each dialogue's pair cosines computed] -> [judge + score stage: judge
     questions of the whole batch in one call, rules applied, per-item rows] -> driver: Polars tables.
 
-Both stages run the same functions as the in-process path (`engine.collect_pairs`, `similarity`, `engine.score_ok`),
+Both stages run the same functions as the in-process path (`policy.collect_pairs`, `similarity`, `engine.score_ok`),
 so the two paths cannot disagree. The dialogues and predictions travel once per actor (constructor arguments); rows
 carry only ids, cosines and the scored rows (JSON). Why Ray Data here rather than `ray.data.llm`: the embed stage is a
 plain sentence-transformers (or HTTP) call and the judge is any `LLM` of our model layer, possibly a shared vLLM pool,
@@ -20,7 +20,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from emocaustics.tasks.longdialogue.data.schema import Dialogue
-from emocaustics.tasks.longdialogue.score.engine import collect_pairs, resolve_judge, score_ok, triage
+from emocaustics.tasks.longdialogue.score.engine import resolve_judge, score_ok
+from emocaustics.tasks.longdialogue.score.policy import Policy, collect_pairs, triage
 from emocaustics.score.similarity import SimilarityTable, clean_pairs, cosines, distinct_texts
 from emocaustics.tasks.longdialogue.score.tables import ScoreResult, build_result
 
@@ -40,7 +41,7 @@ class EmbedStage:
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
         ids = [int(i) for i in batch["dialogue"]]
-        per_dialogue = {i: clean_pairs(collect_pairs(self.task, [self.ok[i]])) for i in ids}
+        per_dialogue = {i: clean_pairs(collect_pairs(self.task, *self.ok[i])) for i in ids}
         all_pairs = clean_pairs(p for ps in per_dialogue.values() for p in ps)
         texts = distinct_texts(all_pairs)
         values = cosines(all_pairs, texts, self.encode(texts)) if texts else {}
@@ -56,19 +57,17 @@ class ScoreStage:
 
     def __init__(self, task: str, judge: Any, compat: str, on_judge_error: str,
                  ok: dict[int, tuple[Dialogue, Any]], notes: Mapping[int, int]) -> None:
-        from emocaustics.tasks.longdialogue.score.chains import ChainRules
-
         self.task = task
         self.ok = ok
         self.notes = dict(notes)
         self.judge = resolve_judge(judge) if task == "emotion" else None
-        self.rules = ChainRules(judge=self.judge is not None, on_judge_error=on_judge_error)
+        self.policy = Policy(on_judge_error, judge=self.judge is not None)
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
         ids = [int(i) for i in batch["dialogue"]]
         table = SimilarityTable({(a, b): s for raw in batch["sims"] for a, b, s in json.loads(raw)})
         pairs = [self.ok[i] for i in ids]
-        items, rows = asyncio.run(score_ok(self.task, pairs, table, self.judge, self.rules, self.notes))
+        items, rows = asyncio.run(score_ok(self.task, pairs, table, self.judge, self.policy, self.notes))
         by_dialogue: dict[int, list[dict[str, Any]]] = {i: [] for i in ids}
         for it in items:
             by_dialogue[it["dialogue"]].append(it)

@@ -159,9 +159,9 @@ def read_chain_predictions(directory: str | Path) -> PredictionSet:
 
 
 def read_raw_predictions(directory: str | Path, task: str) -> PredictionSet:
-    """`--compat reference`: each file's JSON as it is (`refengine.RawPrediction`), for the reference's own reading;
+    """`--compat reference`: each file's JSON as it is (`reference.RawPrediction`), for the reference's own reading;
     only a file that is not JSON at all is a failure here."""
-    from emocaustics.tasks.longdialogue.score.refengine import RawPrediction
+    from emocaustics.tasks.longdialogue.score.reference import RawPrediction
 
     return _read_predictions(directory, SEXTUPLE_NAME if task == "sextuple" else CHAIN_NAME,
                              lambda obj, name: (RawPrediction(obj, name), []))

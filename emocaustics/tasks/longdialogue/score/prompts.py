@@ -33,7 +33,7 @@ def judge_messages(gt: str, pred: str, retry: bool = False) -> tuple[dict[str, s
 
 # --- `--compat reference`: the published scripts' own judge (prompt text and answer format), as data -------------
 # The reference asks in words, without a schema, at temperature 0, and reads the answer as `int(answer.strip())`:
-# 1 is "similar", any other integer is 0, and anything that is not an integer is an error (see `refjudge`).
+# 1 is "similar", any other integer is 0, and anything that is not an integer is an error (see `judge.REFERENCE_JUDGE`).
 # Sextuples (get_quadruples_score.py) and chains (get_emo_score.py) use different system prompts, the same user turn.
 
 REFERENCE_SEXTUPLE_SYSTEM = (

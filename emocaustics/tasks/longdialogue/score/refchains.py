@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from emocaustics.tasks.longdialogue.data.schema import Chains, Emotion
-from emocaustics.tasks.longdialogue.score.refjudge import Answer, Question, ReferenceCrash, answer_value, as_question_text
+from emocaustics.tasks.longdialogue.score.judge import Answer, Question, ReferenceCrash, answer_value, as_question_text
 
 SimFn = Callable[[str, str], float]
 EVENT_THRESHOLD = 0.3

@@ -21,13 +21,13 @@ embeddings API would refuse) raise `ReferenceCrash`.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from emocaustics.tasks.longdialogue.data.schema import Utterance
-from emocaustics.tasks.longdialogue.score.refjudge import (
+from emocaustics.tasks.longdialogue.score.judge import (
     Answer,
     Question,
     ReferenceCrash,
@@ -140,12 +140,8 @@ def score_file(gt: Sequence[dict[str, Any]], pred: Any, sim: SimFn, answers: Map
     out = [choose(g, cands, sim, i, file) for i, (g, cands) in enumerate(zip(gt, lines))]
     if answers is None:
         return out
-    scored = []
-    for ln in out:
-        qs = judge_questions([ln])
-        scored.append(RefLine(ln.index, ln.n_candidates, ln.chosen, ln.gt, ln.pred, ln.sims, ln.sentiment_correct,
-                              {f: answer_value_or_zero(answers[q]) for f, q in zip(EMBEDDED, qs)}))
-    return scored
+    return [replace(ln, judged={f: answer_value_or_zero(answers[q]) for f, q in zip(EMBEDDED, judge_questions([ln]))})
+            for ln in out]
 
 
 def file_means(lines: Sequence[RefLine], judged: bool) -> dict[str, float | None]:

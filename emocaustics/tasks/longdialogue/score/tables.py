@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import json
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -130,16 +131,21 @@ def summarise(task: str, dia: pl.DataFrame, components: dict[str, float | None],
     }
 
 
-def build_result(task: str, items: list[dict[str, Any]], dialogues: list[dict[str, Any]],
-                 extra: dict[str, Any]) -> ScoreResult:
-    items_df = _frame(items, SEXTUPLE_ITEM_COLUMNS if task == "sextuple" else CHAIN_ITEM_COLUMNS)
-    comp_names = SEXTUPLE_COMPONENTS if task == "sextuple" else CHAIN_COMPONENTS
-    dia_df = dialogues_frame(dialogues, [f"c_{c}" for c in comp_names] + (["c_target_sim"] if task == "sextuple"
-                                                                            else []))
-    wsum = dia_df.filter((pl.col("status") != "no_gt") & pl.col("score").is_not_null())
-    micro = (float((wsum["score"] * wsum["weight"]).sum() / wsum["weight"].sum())
-             if wsum.height and wsum["weight"].sum() > 0 else None)
-    return ScoreResult(items_df, dia_df, summarise(task, dia_df, pooled_components(task, items_df), micro, extra))
+def build_result(task: str, items: list[dict[str, Any]], dialogues: list[dict[str, Any]], extra: dict[str, Any],
+                 columns: Sequence[str] | None = None,
+                 components: Callable[[str, pl.DataFrame], dict[str, float | None]] | None = None) -> ScoreResult:
+    """The tables and summary of either mode: the spec's (pooled components) or, with the reference's component
+    `columns` and its over-file averages (`components` of the dialogues table), the reference's."""
+    if columns is None:
+        items_df = _frame(items, SEXTUPLE_ITEM_COLUMNS if task == "sextuple" else CHAIN_ITEM_COLUMNS)
+        columns = [*SEXTUPLE_COMPONENTS, "target_sim"] if task == "sextuple" else CHAIN_COMPONENTS
+    else:  # the reference's item columns are whatever its rows hold
+        items_df = pl.DataFrame(items, infer_schema_length=None) if items else pl.DataFrame()
+    dia_df = dialogues_frame(dialogues, [f"c_{c}" for c in columns])
+    wsum = dia_df.filter((pl.col("status") != "no_gt") & pl.col("score").is_not_null() & (pl.col("weight") > 0))
+    micro = float((wsum["score"] * wsum["weight"]).sum() / wsum["weight"].sum()) if wsum.height else None
+    comps = components(task, dia_df) if components else pooled_components(task, items_df)
+    return ScoreResult(items_df, dia_df, summarise(task, dia_df, comps, micro, extra))
 
 
 def pooled_components(task: str, items: pl.DataFrame) -> dict[str, float | None]:
