@@ -20,7 +20,7 @@ from typing import Any
 import polars as pl
 
 from emocaustics.core.task import Failure, Scored
-from emocaustics.jobs.results import COST_COLUMNS, score_table
+from emocaustics.jobs.results import COST_COLUMNS, ConfigResult, score_line, score_table, summary_record
 from emocaustics.solve.plan import LIMIT_STEPS
 from emocaustics.score.reducers import reduce_scores
 
@@ -43,6 +43,35 @@ def to_solve(found: Any, retry_limits: bool) -> bool:
     if isinstance(found, Failure):
         return retry_limits or found.step not in LIMIT_STEPS
     return False
+
+
+def score_config(cfg: Any, loaded: Any, solved: Any, started: Any, claimed: Any) -> ConfigResult:
+    """The score phase of one config: its calibration predictor's predictions or its solved rows (`solved`, let go
+    once scored), scored (each epoch, then reduced: jobs/epochs.py) and finalized; its wall clock runs meanwhile and
+    its console line is summary.csv's headline."""
+    from emocaustics.core.predictions import pair
+    from emocaustics.jobs.rundir import WallClock
+
+    evallog, ctx = started.evallog, started.ctx
+    with WallClock(claimed, cfg.label) as clock:  # stopped and saved however the config ends
+        samples = solved.samples if solved is not None else loaded.samples
+        epoch_table = None
+        if solved is not None and cfg.epochs > 1:  # each epoch scored, then reduced (jobs/epochs.py)
+            scored, table, epoch_table = score_epochs(cfg, solved, ctx, evallog, loaded)
+        else:
+            if solved is None:  # a calibration predictor
+                predictions, stats = cfg.task.predict(cfg.options.method, samples, cfg.options), {}
+            else:  # the rule `score TASK` shares: nothing written is a Failure
+                predictions, stats = solved.epoch(1)
+                predictions = pair(samples, predictions).predictions
+            evallog.config(cfg.label).finish(samples, predictions)
+            scored = cfg.task.scorer.score(samples, predictions, cfg.options, ctx)
+            cfg.task.scorer.finalize(cfg.pred_dir, samples, predictions, cfg.options)
+            table = score_table(cfg, scored, stats, loaded)
+        record = summary_record(cfg, scored, len(loaded.defects), table)
+        wall = clock.stop()  # every attempt of this config: a resumed config's time is the sum
+    print(score_line(cfg, scored, table, wall), flush=True)  # summary.csv's headline, not a figure of its own
+    return ConfigResult(cfg, table, scored, record, epoch_table, wall)
 
 
 def score_epochs(cfg: Any, solved: Any, ctx: Any, evallog: Any,

@@ -298,6 +298,21 @@ def check_endpoint(spec: str, timeout: float = 10.0) -> None:
                              + " or ".join(prov.key_variables))
 
 
+def checked(job: JobSpec, configs: list[Any], *, network: bool = True) -> dict[str, Loaded]:
+    """The pre-flight phase of a run: every config's samples (`load_all`), once every check passed (`preflight`;
+    without `network`, for tests, only the datasets' and the model specs' own errors stop it)."""
+    loaded = load_all(configs)
+    if network:
+        preflight(job, configs, loaded)
+    for got in loaded.values():
+        if isinstance(got, UsageError):
+            raise got
+    for c in configs:
+        if c.model and c.llm is None:  # a spec that does not parse as the model layer takes it: its error
+            job.models[c.model].parsed()
+    return loaded  # type: ignore[return-value]  # the errors were raised above
+
+
 def preflight(job: JobSpec, configs: list[Any], loaded: dict[str, Loaded | UsageError]) -> None:
     """Stop with one line on the first problem: datasets, the embedder, then every model the configs use."""
     from emocaustics.models.embedders import check_embedder

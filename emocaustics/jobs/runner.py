@@ -21,24 +21,18 @@ import shlex
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Iterator
 
 import polars as pl
 
 from emocaustics.core import aio
 from emocaustics.core.errors import NothingToResume, Stop, UsageError
-from emocaustics.core.predictions import pair
-from emocaustics.core.task import Loaded, ScoreContext, needs_model
-from emocaustics.core.writes import writing
-from emocaustics.jobs import cost, rundir
-from emocaustics.jobs.configs import Config, judge_spec, resolve
+from emocaustics.core.task import needs_model
+from emocaustics.jobs import rundir
+from emocaustics.jobs.configs import Config, resolve
 from emocaustics.jobs.rundir import RUN_FILE
-from emocaustics.jobs.results import score_line, score_table, summary_record, with_run, write_extra_tables
-from emocaustics.jobs.spec import JobSpec, dump_job, output_path
-from emocaustics.jobs.startup import start_models
-from emocaustics.jobs.together import resume_line, solve_together
-from emocaustics.models.registry import is_remote
-from emocaustics.score.reducers import table_rows
+from emocaustics.jobs.spec import JobSpec, output_path
+from emocaustics.jobs.together import solve_together, solved_counts
 
 if TYPE_CHECKING:
     from emocaustics.jobs.preflight import DryRun
@@ -105,145 +99,39 @@ def plan_job(job: JobSpec, *, out: str | None = None, resume: bool = False, retr
 def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force: bool = False,
             ray_address: str | None = None, check: bool = True, job_file: str | Path | None = None,
             retry_limits: bool = False) -> Path:
-    """Run a job into its folder. Nothing is written until the folder is claimed (`rundir.claim`) and every
-    pre-flight check passed (`preflight`; `check=False` skips the network checks, for tests). `job_file`: the spec's
-    file, named in the command a stopped run prints to continue it. `retry_limits` (with `resume`): samples that
-    failed over a limit are solved again too."""
+    """Run a job into its folder, phase by phase: resolve, claim, pre-flight, start, solve, score, tables and report,
+    finish. Nothing is written until the folder is claimed (`rundir.claim`) and every pre-flight check passed
+    (`preflight`; `check=False` skips the network checks, for tests). `job_file`: the spec's file, named in the
+    command a stopped run prints to continue it. `retry_limits` (with `resume`): samples that failed over a limit are
+    solved again too."""
     if retry_limits and not resume:
         raise UsageError("--retry-limits applies to --resume (a fresh run solves every sample)")
-    from emocaustics.core.cluster import configure
-    from emocaustics.jobs.preflight import load_all, preflight
-    from emocaustics.models.cacheplace import choose
-    from emocaustics.report.html import write_report
-    from emocaustics.report.tables import write_tables
+    from emocaustics.jobs.preflight import checked
+    from emocaustics.jobs.epochs import score_config
+    from emocaustics.jobs.results import write_results
+    from emocaustics.jobs.startup import finish_startup, start_job
 
     run_dir = resolve_run_dir(job, out, resume)
     claimed = rundir.claim(run_dir, job, resume=resume, force=force)
     configs = _order(resolve(job, run_dir))
-    loaded_by_label = load_all(configs)
-    if check:
-        preflight(job, configs, loaded_by_label)
-    else:
-        for label, got in loaded_by_label.items():
-            if isinstance(got, UsageError):
-                raise got
-    for c in configs:
-        if c.model and c.llm is None:  # a spec that does not parse as the model layer takes it: its error
-            job.models[c.model].parsed()
-    cost.start_ledger(job, configs)  # max_cost_usd: every endpoint priced (else a usage error), then spent against
-    # the job's `cache:` (models/cacheplace.py): the shared cache by default (read-only), a folder of the job's, or
-    # None (`off`, `--no-cache`); in run.json: where, never what it holds
-    cache_dir = choose(job.cache)
-    claimed.record["response_cache"] = cache_dir.record() if cache_dir is not None else {"mode": "off"}
-    rundir.start(claimed)
-    (run_dir / "config.yaml").write_text(dump_job(job), encoding="utf-8")
-    print(f"job {job.name}: {len(configs)} configs -> {run_dir}" + (" (resumed)" if claimed.resumed else ""),
-          flush=True)
-    local = sorted({c.model for c in configs if c.llm is not None and not is_remote(c.llm)})  # engines here
-    address = ray_address or job.ray.address or os.environ.get("RAY_ADDRESS")
-    # The job's Ray, joined when first needed (`models.factory.join_ray`): by a local engine's start, or by scoring
-    # that fans out through Ray Data (large EmoCaustics or narrative inputs), on the cluster named if one is, never on
-    # a private local Ray of its own then. A job against endpoints alone never starts Ray.
-    configure(address=address, num_cpus=job.ray.num_cpus, object_store_memory=job.ray.object_store_memory,
-              namespace=job.ray.namespace)
-    from emocaustics.models.embedders import make_embedder
-
-    embedder = make_embedder(job.scoring.embedder)  # loaded once, shared by every config's scoring
-    ctx = ScoreContext(embedder=embedder, embedder_spec=job.scoring.embedder, judge=judge_spec(job),
-                       scoring=job.scoring.task_options, use_ray=True)
-    print(f"response cache: {cache_dir.describe() if cache_dir is not None else 'off'}", flush=True)
-    from emocaustics.evallog.writer import EvalLog
-
-    evallog = EvalLog(run_dir, prompts=job.log.prompts)  # every call of every sample: `emocaustics view RUN_DIR`
-    startup = start_models(job, local, {c.model: c.llm for c in configs if c.model}.__getitem__, embedder)
-    (run_dir / "startup.json").write_text(json.dumps(startup, indent=1), encoding="utf-8")
-    frames, long_rows, items, wall, defects, records = [], [], [], {}, [], []
-    tables: dict[str, list[pl.DataFrame]] = {}  # the scorers' extra tables by name, every config's
-    seen_tasks: set[str] = set()
-    for cfg in configs:  # before anything is solved: what a resume skips, each config's folder and provenance
-        loaded_cfg: Loaded = loaded_by_label[cfg.label]  # type: ignore[assignment]  # errors were raised above
-        if cfg.task.name not in seen_tasks:  # one list for the job; each defect says which task's loader found it
-            seen_tasks.add(cfg.task.name)
-            defects.extend({"task": cfg.task.name, **d.to_json()} for d in loaded_cfg.defects)
-        if claimed.resumed:
-            print(resume_line(cfg, loaded_cfg.samples, retry_limits), flush=True)
-        cfg.pred_dir.mkdir(parents=True, exist_ok=True)
-        write_provenance(cfg, loaded_cfg)
+    loaded = checked(job, configs, network=check)
+    started = start_job(job, configs, loaded, claimed, ray_address or job.ray.address or os.environ.get("RAY_ADDRESS"),
+                        retry_limits)
     with _named(f"job {job.name}", job_file, run_dir):  # every model config on one plan: their prepared samples
-        solved = solve_together(job, configs, loaded_by_label, ctx, cache_dir,  # type: ignore[arg-type]
-                                evallog.config, lambda label: rundir.WallClock(claimed, label), retry_limits)
-    outputs: dict[str, tuple[Any, ...]] = {}  # label -> what its config adds to the job's tables
-    for cfg in _order(configs, to_run=True):
-        with rundir.WallClock(claimed, cfg.label) as clock:  # stopped and saved however the config ends
-            loaded: Loaded = loaded_by_label[cfg.label]  # type: ignore[assignment]
-            rows = solved.pop(cfg.label, None)  # a model config's rows, in memory (scored, then let go)
-            samples = rows.samples if rows is not None else loaded.samples
-            epoch_frame = None
-            if rows is not None and cfg.epochs > 1:  # each epoch scored, then reduced (jobs/epochs.py)
-                from emocaustics.jobs.epochs import score_epochs
-
-                scored, frame, epoch_frame = score_epochs(cfg, rows, ctx, evallog, loaded)
-            else:
-                if rows is None:  # a calibration predictor
-                    predictions, stats = cfg.task.predict(cfg.options.method, samples, cfg.options), {}
-                else:  # the rule `score TASK` shares: nothing written is a Failure
-                    predictions, stats = rows.epoch(1)
-                    predictions = pair(samples, predictions).predictions
-                evallog.config(cfg.label).finish(samples, predictions)
-                scored = cfg.task.scorer.score(samples, predictions, cfg.options, ctx)
-                cfg.task.scorer.finalize(cfg.pred_dir, samples, predictions, cfg.options)
-                frame = score_table(cfg, scored, stats, loaded)
-            outputs[cfg.label] = (frame, scored, summary_record(cfg, scored, len(loaded.defects), frame),
-                                  epoch_frame)
-            wall[cfg.label] = clock.stop()  # every attempt of this config: a resumed config's time is the sum
-        print(score_line(cfg, scored, frame, wall[cfg.label]), flush=True)  # summary.csv's headline, not its own
-    wall = {cfg.label: wall[cfg.label] for cfg in configs}
-    for cfg in configs:  # the job's tables in the job's order of configs, whatever order they ran in
-        frame, scored, record, epoch_frame = outputs[cfg.label]
-        frames.extend([frame] if epoch_frame is None else [frame, epoch_frame])
-        long_rows.append(scored.rows.with_columns(pl.lit(cfg.label).alias("run"), pl.lit(cfg.task.name).alias("task")))
-        if scored.items is not None:
-            items.append(scored.items.with_columns(pl.lit(cfg.label).alias("run")))
-        for name, table in scored.tables.items():
-            if name != "sample_info":  # that one is joined into scores.parquet
-                tables.setdefault(name, []).append(with_run(table, cfg.label))
-        records.append(record)
-    scores = pl.concat(frames, how="diagonal_relaxed")
-    with writing(run_dir):  # the tables and the report on a full disk: one line naming the file (or the folder)
-        pl.concat(long_rows, how="diagonal_relaxed").write_parquet(run_dir / "rows.parquet")
-        if items:
-            pl.concat(items, how="diagonal_relaxed").write_parquet(run_dir / "items.parquet")
-        write_extra_tables(run_dir / "tables", tables)
-        (run_dir / "data_defects.json").write_text(json.dumps(defects, ensure_ascii=False, indent=1), encoding="utf-8")
-        (run_dir / "configs.json").write_text(json.dumps(records, ensure_ascii=False, indent=1, default=str),
-                                              encoding="utf-8")
-        (run_dir / "wall.json").write_text(json.dumps(wall, indent=1), encoding="utf-8")
-        # scores.parquet: every row; the tables: the reduced rows; the report reads the tables' statistics
-        report = write_report(run_dir, scores, write_tables(run_dir, scores, wall))
-        scores = table_rows(scores)
-        claimed.record["failed_samples"] = int(scores["failed"].sum())
-        claimed.record["samples"] = scores.height
-        from emocaustics.models.pool import registered_pools
-
-        # Unix time of the first request sent to a local model (how soon a job against warm models gets to work)
-        startup["first_llm_call_at"] = min((p.first_call_at for p in registered_pools().values() if p.first_call_at),
-                                           default=None)
-        (run_dir / "startup.json").write_text(json.dumps(startup, indent=1), encoding="utf-8")
-    claimed.record["startup"] = startup
+        solved = solve_together(job, configs, loaded, started.ctx, started.cache_dir, started.evallog.config,
+                                lambda label: rundir.WallClock(claimed, label), retry_limits)
+    if job.no_score:  # `eval --no-score`: the predictions, written as each sample ended; no scores, tables, report
+        claimed.record.update(solved_counts(solved))
+        said = f"predictions: {run_dir / 'predictions'} (not scored: --no-score)"
+    else:
+        results = {cfg.label: score_config(cfg, loaded[cfg.label], solved.pop(cfg.label, None), started, claimed)
+                   for cfg in _order(configs, to_run=True)}  # the job's tables keep the job's order of configs
+        report = write_results(run_dir, [results[cfg.label] for cfg in configs], started.defects, claimed)
+        said = f"summary: {run_dir / 'summary.md'}\nreport:  {report}"
+    finish_startup(started, claimed)
     rundir.finish(claimed)
-    if startup["embedder"] is not None:
-        print(f"embedder {job.scoring.embedder}: loaded in {startup['embedder']} s, beside the start", flush=True)
-    print(f"summary: {run_dir / 'summary.md'}\nreport:  {report}", flush=True)
+    print(said, flush=True)
     return run_dir
-
-
-def write_provenance(cfg: Config, loaded: Loaded) -> None:
-    """What the predictions of this config were made from (`core.provenance`): task, dataset with a content hash,
-    sample ids with their fingerprints, model, method, options and prompt version."""
-    from emocaustics.core.provenance import record, write
-
-    write(cfg.pred_dir, record(cfg.task, loaded, dataset=cfg.dataset.model_dump(mode="json"), options=cfg.options,
-                               model=cfg.spec))
 
 
 def rebuild_report(run_dir: Path) -> Path:

@@ -1,19 +1,110 @@
-"""A job's start-up: its local engines started (or attached to), its embedder loaded beside them.
+"""A job's start-up phase: its ledger, response cache and run folder made real, Ray's settings, its eval log, its
+local engines started (or attached to) and its embedder loaded beside them, each config's folder and provenance.
 
 Start-up is reported once per model (`startup.json`) and never counted in a config's wall time.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any, Callable
 
-from emocaustics.jobs.spec import JobSpec
+from emocaustics.core.task import Loaded, ScoreContext
+from emocaustics.jobs import rundir
+from emocaustics.jobs.spec import JobSpec, dump_job
 
 # How long the embedder waits for the job's first LLM call before it loads anyway (a resumed job whose calls the
 # response cache answers sends none; its scoring would load the embedder on first use in any case).
 EMBEDDER_WAIT_S = 5.0
+
+
+@dataclass
+class Started:
+    """What the start phase hands on: the scoring context every config shares (the embedder loaded once), the
+    response cache's folder (None: off), the eval log, the data defects every task's loader found, and the
+    start-up figures (`startup.json`)."""
+
+    ctx: ScoreContext
+    cache_dir: Any
+    evallog: Any
+    defects: list[dict[str, Any]]
+    startup: dict[str, Any]
+
+
+def start_job(job: JobSpec, configs: list[Any], loaded: dict[str, Loaded], claimed: rundir.Claim,
+              address: str | None, retry_limits: bool) -> Started:
+    """The start phase, after every pre-flight check passed: the ledger, the cache, run.json and config.yaml, the
+    job's Ray settings (joined when first needed: `models.factory.join_ray`), the embedder, the eval log, the local
+    engines, then each config's folder and provenance (and a resume's line of what it skips)."""
+    from emocaustics.core.cluster import configure
+    from emocaustics.evallog.writer import EvalLog
+    from emocaustics.jobs.configs import judge_spec
+    from emocaustics.jobs.cost import start_ledger
+    from emocaustics.jobs.together import resume_line
+    from emocaustics.models.cacheplace import choose
+    from emocaustics.models.embedders import make_embedder
+    from emocaustics.models.registry import is_remote
+
+    run_dir = claimed.run_dir
+    start_ledger(job, configs)  # max_cost_usd: every endpoint priced (else a usage error), then spent against
+    # the job's `cache:` (models/cacheplace.py): the shared cache by default (read-only), a folder of the job's, or
+    # None (`off`, `--no-cache`); in run.json: where, never what it holds
+    cache_dir = choose(job.cache)
+    claimed.record["response_cache"] = cache_dir.record() if cache_dir is not None else {"mode": "off"}
+    rundir.start(claimed)
+    (run_dir / "config.yaml").write_text(dump_job(job), encoding="utf-8")
+    print(f"job {job.name}: {len(configs)} configs -> {run_dir}" + (" (resumed)" if claimed.resumed else ""),
+          flush=True)
+    # Ray joined when first needed: by a local engine's start, or by scoring that fans out through Ray Data (large
+    # EmoCaustics or narrative inputs), on the cluster named if one is; a job against endpoints never starts Ray.
+    configure(address=address, num_cpus=job.ray.num_cpus, object_store_memory=job.ray.object_store_memory,
+              namespace=job.ray.namespace)
+    embedder = make_embedder(job.scoring.embedder)  # loaded once, shared by every config's scoring
+    ctx = ScoreContext(embedder=embedder, embedder_spec=job.scoring.embedder, judge=judge_spec(job),
+                       scoring=job.scoring.task_options, use_ray=True)
+    print(f"response cache: {cache_dir.describe() if cache_dir is not None else 'off'}", flush=True)
+    evallog = EvalLog(run_dir, prompts=job.log.prompts)  # every call of every sample: `emocaustics view RUN_DIR`
+    local = sorted({c.model for c in configs if c.llm is not None and not is_remote(c.llm)})  # engines here
+    startup = start_models(job, local, {c.model: c.llm for c in configs if c.model}.__getitem__, embedder)
+    (run_dir / "startup.json").write_text(json.dumps(startup, indent=1), encoding="utf-8")
+    defects: list[dict[str, Any]] = []
+    seen_tasks: set[str] = set()
+    for cfg in configs:  # before anything is solved: what a resume skips, each config's folder and provenance
+        got = loaded[cfg.label]
+        if cfg.task.name not in seen_tasks:  # one list for the job; each defect says which task's loader found it
+            seen_tasks.add(cfg.task.name)
+            defects.extend({"task": cfg.task.name, **d.to_json()} for d in got.defects)
+        if claimed.resumed:
+            print(resume_line(cfg, got.samples, retry_limits), flush=True)
+        cfg.pred_dir.mkdir(parents=True, exist_ok=True)
+        write_provenance(cfg, got)
+    return Started(ctx, cache_dir, evallog, defects, startup)
+
+
+def write_provenance(cfg: Any, loaded: Loaded) -> None:
+    """What the predictions of this config were made from (`core.provenance`): task, dataset with a content hash,
+    sample ids with their fingerprints, model, method, options and prompt version."""
+    from emocaustics.core.provenance import record, write
+
+    write(cfg.pred_dir, record(cfg.task, loaded, dataset=cfg.dataset.model_dump(mode="json"), options=cfg.options,
+                               model=cfg.spec))
+
+
+def finish_startup(started: Started, claimed: rundir.Claim) -> None:
+    """startup.json and run.json's `startup` with the Unix time of the first request sent to a local model (how soon
+    a job against warm models gets to work), and the embedder's load time said."""
+    from emocaustics.models.pool import registered_pools
+
+    startup = started.startup
+    startup["first_llm_call_at"] = min((p.first_call_at for p in registered_pools().values() if p.first_call_at),
+                                       default=None)
+    (claimed.run_dir / "startup.json").write_text(json.dumps(startup, indent=1), encoding="utf-8")
+    claimed.record["startup"] = startup
+    if startup["embedder"] is not None:
+        print(f"embedder {started.ctx.embedder_spec}: loaded in {startup['embedder']} s, beside the start", flush=True)
 
 
 def start_models(job: JobSpec, local: list[str], spec_of: Callable[[str], Any], embedder: Any) -> dict[str, Any]:

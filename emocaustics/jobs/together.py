@@ -74,6 +74,14 @@ class Solved:
         return {s.id: predictions[s.id] for s in self.samples if s.id in predictions} | predictions, stats
 
 
+def solved_counts(solved: dict[str, Solved]) -> dict[str, int]:
+    """run.json's `samples` and `failed_samples` of a run solved and not scored (`--no-score`), per sample and epoch:
+    a sample with no prediction written failed, as the score verb counts it."""
+    answered = [x.id in p and not isinstance(p[x.id], Failure) for s in solved.values() for p, _ in s.epochs
+                for x in s.samples]
+    return {"samples": len(answered), "failed_samples": answered.count(False)}
+
+
 def left_per_epoch(cfg: Config, samples: list, retry_limits: bool = False) -> list[list]:
     """Per epoch, the samples a resume of this config solves (the others are done and skipped)."""
     out = []

@@ -42,7 +42,6 @@ def test_dry_run_with_no_score_runs_nothing(tmp_path, capsys):
     assert not (tmp_path / "run").exists()
 
 
-@pytest.mark.xfail(strict=True, reason="the runner's --no-score stop (/work/notes/noscore.md): remove this mark with it")
 def test_the_predictions_only_then_a_resume_scores_them_without_asking_again(tmp_path, monkeypatch, capsys):
     data = standard_dataset(tmp_path / "aer")
     run = tmp_path / "run"

@@ -113,7 +113,7 @@ def test_a_sample_over_each_limit_is_a_named_failure_and_resume_retries_it_only_
     with contextlib.redirect_stdout(out):
         run_job(job, out=str(run_dir), resume=True, check=False)
     assert scripted.calls == []  # a resume keeps them as failures
-    assert "1 over a limit kept as failures (--retry-limits tries them again)" in out.getvalue()
+    assert "1 failed over a limit, kept as failures (--retry-limits tries them again)" in out.getvalue()
     assert _failures(run_dir) == failures
 
     with contextlib.redirect_stdout(io.StringIO()):
