@@ -30,7 +30,8 @@ def dataset_hash(fingerprints: dict[str, str]) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-def record(task: Any, loaded: Any, *, dataset: dict[str, Any], options: Any, model: str | None) -> dict[str, Any]:
+def record(task: Any, loaded: Any, *, dataset: dict[str, Any], options: Any, model: str | None,
+           identity: str | None = None) -> dict[str, Any]:
     fingerprints = {s.id: task.data.fingerprint(s) for s in loaded.samples}
     return {
         "version": VERSION,
@@ -44,6 +45,7 @@ def record(task: Any, loaded: Any, *, dataset: dict[str, Any], options: Any, mod
         # a caller may hand the spec as the user wrote it: a password in its URL or a key in its query must not
         # reach the file
         "model": None if model is None else redacted(model),
+        "model_identity": None if identity is None else redacted(identity),  # the cache's: weights by fingerprint
         "method": options.method,
         "options": options.model_dump(mode="json"),
         "prompts_version": task.prompts_version,

@@ -86,11 +86,12 @@ def start_job(job: JobSpec, configs: list[Any], loaded: dict[str, Loaded], claim
 
 def write_provenance(cfg: Any, loaded: Loaded) -> None:
     """What the predictions of this config were made from (`core.provenance`): task, dataset with a content hash,
-    sample ids with their fingerprints, model, method, options and prompt version."""
+    sample ids with their fingerprints, model (and its identity: local weights by their fingerprint), method,
+    options and prompt version."""
     from emocaustics.core.provenance import record, write
 
     write(cfg.pred_dir, record(cfg.task, loaded, dataset=cfg.dataset.model_dump(mode="json"), options=cfg.options,
-                               model=cfg.spec))
+                               model=cfg.spec, identity=cfg.llm.identity if cfg.llm is not None else None))
 
 
 def finish_startup(started: Started, claimed: rundir.Claim) -> None:
