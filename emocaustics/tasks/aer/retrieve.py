@@ -3,7 +3,7 @@ chunking), shared by every question and every config of a job; the top-k chunks 
 event and its options.
 
 The embedder is the job's (`ScoreContext.embedder`, any object with `async embed(texts) -> (n, d)` L2-normalised
-rows, e.g. emocaustics.models.embedders); its `name` keys the cache.
+rows, e.g. emocaustics.models.embedders); its `identity` (else its `name`) keys the cache.
 """
 
 from __future__ import annotations
@@ -49,7 +49,8 @@ def run_sync(coro: Awaitable[T]) -> T:
 
 
 def _key(embedder: Any, topic: Topic, chunk_tokens: int, chars_per_token: float) -> tuple[str, str, int, float]:
-    return (str(getattr(embedder, "name", type(embedder).__name__)), topic.digest, chunk_tokens, chars_per_token)
+    return (str(getattr(embedder, "identity", None) or getattr(embedder, "name", type(embedder).__name__)), topic.digest,
+            chunk_tokens, chars_per_token)
 
 
 def chunk_text(c: Chunk) -> str:
