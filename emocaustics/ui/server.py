@@ -122,18 +122,17 @@ def make_server(bench: Workbench, port: int = 0) -> ThreadingHTTPServer:
             except (UsageError, KeyError, ValueError) as exc:  # a refused path, a bad field: the page shows it
                 self._json(400 if not isinstance(exc, KeyError) else 404, {"error": str(exc).strip("'\"")})
 
-        def parse_request(self) -> bool:  # every request, before its method's handler
+        def _refuse(self, code: int, message: str) -> None:
+            self._json(code, {"error": message})
+
+        def parse_request(self) -> bool:  # every request, before its method's handler: the host (view/server.py)
             if not super().parse_request():
                 return False
-            port = self.server.server_address[1]
-            host = (self.headers.get("Host") or "").lower()
             origin = self.headers.get("Origin")
-            if host not in (f"127.0.0.1:{port}", f"localhost:{port}"):
-                self._json(403, {"error": f"a request for host {host!r} is refused: open http://127.0.0.1:{port}/"})
-            elif self.command != "GET" and origin not in (None, f"http://{host}"):  # the page's own origin only
-                self._json(403, {"error": f"a request from {origin} is refused"})
+            if self.command != "GET" and origin not in (None, f"http://{self.headers['Host'].lower()}"):
+                self._refuse(403, f"a request from {origin} is refused")  # the page's own origin only
             elif not (self.headers.get("Content-Length") or "0").isdecimal():
-                self._json(400, {"error": f"Content-Length {self.headers['Content-Length']!r}: not a number of bytes"})
+                self._refuse(400, f"Content-Length {self.headers['Content-Length']!r}: not a number of bytes")
             else:
                 return True
             return False

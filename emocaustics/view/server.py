@@ -68,6 +68,21 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
+    def _refuse(self, code: int, message: str) -> None:
+        self._send(code, message.encode("utf-8"), "text/plain; charset=utf-8")
+
+    def parse_request(self) -> bool:
+        """Every request, before its method's handler, must name this server (Host: 127.0.0.1 or localhost on its
+        port): a page of another site whose name was rebound to 127.0.0.1 (DNS rebinding) reads nothing."""
+        if not super().parse_request():
+            return False
+        port = self.server.server_address[1]
+        host = (self.headers.get("Host") or "").lower()
+        if host in (f"127.0.0.1:{port}", f"localhost:{port}"):
+            return True
+        self._refuse(403, f"a request for host {host!r} is refused: open http://127.0.0.1:{port}/")
+        return False
+
     def _page(self, path: str) -> bool:
         """`/`, `/index.html` or `/app.js` from `static`; False for any other path."""
         if path not in ("/", "/index.html", "/app.js"):
