@@ -40,8 +40,19 @@ if TYPE_CHECKING:
 
     from emocaustics.core.datasource import DataSource
 
-CONTRACT = ("name", "description", "Options", "Dataset", "methods", "data", "solver", "predict", "scorer", "report",
-            "store", "prompts_version", "side")
+# name -> the members the core reads on that part (None: a value, no part). Options/Dataset members are class
+# variables a task's models may declare (pydantic's own API aside), the rest the protocols' below.
+CONTRACT: dict[str, tuple[str, ...] | None] = {
+    "name": None, "description": None, "methods": None, "predict": None, "prompts_version": None,
+    "Options": ("reducers", "legacy_run_keys"), "Dataset": ("split_field",),
+    "data": ("data_sources", "load", "check_ground_truth", "fingerprint"),
+    "solver": ("answer_models", "solve", "prepare", "placement", "dry_solve"),
+    "scorer": ("submission_files", "score", "finalize"),
+    "report": ("primary_metric", "metric_docs", "option_column_docs", "label", "summary_columns", "report_sections",
+               "view_sample"),
+    "store": ("write_prediction", "write_failure", "read_predictions", "read_back"),
+    "side": ("side_texts", "feed", "builds_on", "read_prior", "solver_view", "solve_with"),
+}
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ again, and how the epochs are scored and reduced (docs/jobs.md, "Epochs and redu
                                      that the tables use
 
 The reducer (score/reducers.py) is the config's `reducer`, else the task's default. A reducer the task's `Options`
-maps in `reduce_predictions` (AER's `mode`: the vote over the epochs' answers) reduces the predictions, which the
+maps to a vote in its `reducers` (AER's `mode`: the vote over the epochs' answers) reduces the predictions, which the
 task then scores (its official corpus summary and its submission are those of the reduced predictions); any other
 reduces each sample's per-epoch scores, and its corpus summary is each epoch's (`per_epoch`) with their mean.
 """
@@ -96,7 +96,7 @@ def score_epochs(cfg: Any, solved: Any, ctx: Any, evallog: Any,
         per_epoch.append(predictions)
         summaries.append(scored.summary)
     epoch_frame = pl.concat(frames, how="diagonal_relaxed")
-    vote = dict(getattr(task.Options, "reduce_predictions", {}) or {}).get(reducer)
+    vote = dict(getattr(task.Options, "reducers", None) or {}).get(reducer)
     if vote is not None:  # the task reduces the predictions, then scores them as one
         reduced = {}
         for s in samples:

@@ -3,7 +3,7 @@ spread between epochs is reported per config.
 
 - `mean`: the mean of the epochs' scores (a failed epoch counts 0, as a failed sample does);
 - `mode`: the most frequent score (ties: the one reached first, in epoch order); a task may instead reduce its
-  epochs' *predictions* by a vote and score the result (`Options.reduce_predictions`, e.g. AER's majority per option);
+  epochs' *predictions* by a vote and score the result (its `Options.reducers`' vote, e.g. AER's majority per option);
 - `max`: the best epoch;
 - `pass@k`: the unbiased estimator of the chance that at least one of k epochs drawn from the n is correct,
   1 - C(n-c, k) / C(n, k), where c epochs scored full credit (score >= 1) (Chen et al. 2021); k <= n.
@@ -37,9 +37,11 @@ def parse_reducer(name: str) -> tuple[str, int]:
 
 
 def reducers_of(options_class: type) -> tuple[tuple[str, ...], str]:
-    """(the reducers a task's predictions allow, its default): the `reducers` and `reducer` class variables of its
-    `Options`, else every reducer and `mean`."""
-    return tuple(getattr(options_class, "reducers", REDUCERS)), str(getattr(options_class, "reducer", "mean"))
+    """(the reducers a task's predictions allow, its default): the keys of its `Options.reducers` (reducer -> the
+    vote over the epochs' predictions, or None: the epochs' scores are reduced), the first the default; else every
+    reducer, `mean` first."""
+    allowed = tuple(getattr(options_class, "reducers", None) or REDUCERS)
+    return allowed, allowed[0]
 
 
 def check_reducer(name: str, options_class: type, epochs: int) -> None:

@@ -104,7 +104,7 @@ def _vote(got: list[Any]) -> Any:
 
 
 class GuessOptions(Options):
-    reduce_predictions: ClassVar[dict[str, Any]] = {"mode": _vote}
+    reducers: ClassVar[dict[str, Any]] = {"mean": None, "mode": _vote, "max": None, "pass@k": None}
 
 
 class FolderStore(JsonlStore):
@@ -347,7 +347,7 @@ def test_epochs_whose_metrics_differ_are_reduced_together(tmp_path):
 
 
 class Plain(Guess):
-    """A task whose Options declare no `reduce_predictions`: every reducer reduces the scores."""
+    """A task whose Options declare no vote in `reducers`: every reducer reduces the scores."""
 
     Options: ClassVar[type[Options]] = Options
 

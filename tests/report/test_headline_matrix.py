@@ -35,7 +35,7 @@ class Toy:
     name = "toy"
 
     class Options:
-        reduce_predictions: dict = {}
+        reducers: dict = {}
 
     class report:  # noqa: N801  (the task's report part, as `cfg.task.report`)
         primary_metric = "acc"
@@ -69,7 +69,7 @@ class Voting(Toy):
     """Reduces its epochs' predictions by a vote (as AER's `mode`), then scores the voted one."""
 
     class Options:
-        reduce_predictions = {"mode": lambda got: max((g for g in got if isinstance(g, str)), default=None,
+        reducers = {"mode": lambda got: max((g for g in got if isinstance(g, str)), default=None,
                                                       key=lambda g: sum(1 for h in got if h == g))}
 
 

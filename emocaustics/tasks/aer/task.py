@@ -44,9 +44,7 @@ class AerOptions(Options):
     max_context_tokens: int = Field(8192, ge=256)  # the model's context window the prompt must fit
     chars_per_token: float = Field(4.0, gt=0.0, le=16.0)  # the token estimate (see context.py); ~1 for `smoke`
     # epochs (score/reducers.py): `mode` votes the epochs' answers per option, as self-consistency does
-    reducers: ClassVar[tuple[str, ...]] = ("mode", "mean", "max", "pass@k")
-    reducer: ClassVar[str] = "mode"
-    reduce_predictions: ClassVar[dict[str, Any]] = {"mode": reduce_votes}
+    reducers: ClassVar[dict[str, Any]] = {"mode": reduce_votes, "mean": None, "max": None, "pass@k": None}
 
     @model_validator(mode="after")
     def _relevant(self) -> "AerOptions":
