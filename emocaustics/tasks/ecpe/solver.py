@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from emocaustics.models.base import Layer
 from emocaustics.tasks.ecpe import prompts as P
 from emocaustics.tasks.ecpe.spans import locate_span
 
@@ -166,11 +167,9 @@ async def solve_utterance(asker: Any, conv: Conversation) -> dict[str, Any]:
     return {**build_prediction(conv, raw, causes_up_to_emotion=True), "no_cause": no_cause}
 
 
-@dataclass
-class CutAnswers:
-    """The model, with answers that ran into their max_tokens yet parsed (repaired) turned into errors."""
-
-    llm: Any
+class CutAnswers(Layer):
+    """The model, with answers that ran into their max_tokens yet parsed (repaired) turned into errors: a layer of
+    the model interface (`models.base.Layer`: the rest is the wrapped model's)."""
 
     async def generate(self, requests: list[Any]) -> list[Any]:
         answers = await self.llm.generate(requests)
@@ -182,9 +181,6 @@ class CutAnswers:
                                                   "JSON; what came after the cut is lost)")
             out.append(c)
         return out
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.llm, name)
 
 
 async def solve(llm: Any, sample: Any, method: str, *, retries: int = 2, max_pairs: int = 40,
