@@ -1,6 +1,6 @@
 """`--compat reference` building blocks, one function at a time, with exact numbers and exact messages (issue 29:
-mutation survivors of the reference judge (was refjudge), refsextuple and refchains). The end-to-end worked examples are in
-test_score_reference_compat.py."""
+mutation survivors of the reference judge (was refjudge), the reference rules of sextuple (was refsextuple) and
+refchains). The end-to-end worked examples are in test_score_reference_compat.py."""
 
 from __future__ import annotations
 
@@ -101,10 +101,10 @@ def test_reference_judge_refuses_a_short_answer_list():
         asyncio.run(judge.ask([("A", "a"), ("B", "b")], "chain"))
 
 
-# ---------------------------------------------------------------------------------------------------- refsextuple
+# -------------------------------------------------------------------------- sextuple's reference rules (was refsextuple)
 
 from emocaustics.tasks.longdialogue.data.schema import Sextuple, Utterance  # noqa: E402
-from emocaustics.tasks.longdialogue.score import refsextuple as rs  # noqa: E402
+from emocaustics.tasks.longdialogue.score import sextuple as rs  # noqa: E402
 
 EMPTY_CAND = {"target": "", "aspect": "", "opinion": "", "sentiment": "", "rationale": ""}
 

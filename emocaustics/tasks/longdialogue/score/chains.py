@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from emocaustics.tasks.longdialogue.data.schema import Chains, Emotion, Event, normalise_label
-from emocaustics.tasks.longdialogue.score.sextuple import text_sim
+from emocaustics.tasks.longdialogue.score.sextuple import first_greatest, text_sim
 
 SimFn = Callable[[str, str], float]
 Verdicts = Mapping[tuple[str, str], bool | None]
@@ -122,14 +122,9 @@ def _best(text: str, options: Sequence[tuple[int, str]], sim: SimFn,
     """The most similar option. Ties (common: a weak embedder maps many Chinese texts to nearly the same vector)
     go to an identical text, then to the option with the larger `bonus` (the points it would earn), then the
     earliest."""
-    best: tuple[int, float] | None = None
-    best_key: tuple[float, bool, float, int] | None = None
-    for j, other in options:
-        s = text_sim(sim, text, other)
-        key = (s, text.strip() == other.strip(), bonus(j) if bonus else 0.0, -j)
-        if best_key is None or key > best_key:
-            best, best_key = (j, s), key
-    return best
+    found = first_greatest(options, lambda o: (text_sim(sim, text, o[1]), text.strip() == o[1].strip(),
+                                               bonus(o[0]) if bonus else 0.0, -o[0]))
+    return None if found is None else (found[0][0], found[1][0])
 
 
 def _verdict(gt: str, pred: str, verdicts: Verdicts, missing: set[tuple[str, str]]) -> tuple[str, bool | None]:

@@ -26,7 +26,7 @@ import polars as pl
 from emocaustics.models.base import Embedder
 from emocaustics.score.similarity import SimilarityTable
 from emocaustics.tasks.longdialogue.data.schema import Dialogue, chains_to_json
-from emocaustics.tasks.longdialogue.score import refchains, refsextuple
+from emocaustics.tasks.longdialogue.score import refchains, sextuple
 from emocaustics.tasks.longdialogue.score.policy import Policy
 from emocaustics.tasks.longdialogue.score.judge import (REFERENCE_JUDGE, Answer, Judge, ReferenceCrash,
                                                         answer_value)
@@ -68,7 +68,7 @@ async def reference_sims(pairs: set[tuple[str, str]], embedder: Embedder) -> dic
 
 
 def _columns(task: str) -> tuple[str, ...]:
-    return refsextuple.COLUMNS if task == "sextuple" else refchains.COLUMNS
+    return sextuple.COLUMNS if task == "sextuple" else refchains.COLUMNS
 
 
 def _row(d: Dialogue, status: str, reason: str | None, weight: float, score: float | None,
@@ -108,8 +108,8 @@ class ReferencePolicy(Policy):
         if task == "emotion":
             return refchains.needed_pairs(d.chains or {}, pred)
         file = f"output_chat_{d.id}.json"
-        lines = refsextuple.prediction_lines(pred, file)
-        return set(refsextuple.needed_pairs(refsextuple.gt_records(d.utterances), lines, file))
+        lines = sextuple.prediction_lines(pred, file)
+        return set(sextuple.needed_pairs(sextuple.gt_records(d.utterances), lines, file))
 
     async def similarities(self, pairs: Iterable[tuple[str, str]], embedder: Embedder) -> SimilarityTable:
         return SimilarityTable(await reference_sims(set(pairs), embedder))
@@ -125,12 +125,12 @@ class ReferencePolicy(Policy):
             o = refchains.score_dialogue(d.chains or {}, pred, sim, answers)
             return o, o.missing
         # the candidates are chosen by cosine alone; the judge is then asked about each chosen one's four fields
-        file, gt = f"output_chat_{d.id}.json", refsextuple.gt_records(d.utterances)
-        lines = refsextuple.score_file(gt, pred, sim, None, file)
-        missing = [q for q in refsextuple.judge_questions(lines) if q not in answers] if answers is not None else []
+        file, gt = f"output_chat_{d.id}.json", sextuple.gt_records(d.utterances)
+        lines = sextuple.score_file(gt, pred, sim, None, file)
+        missing = [q for q in sextuple.judge_questions(lines) if q not in answers] if answers is not None else []
         if answers is None or missing:
             return (lines, pred), missing
-        return (refsextuple.score_file(gt, pred, sim, answers, file), pred), set()
+        return (sextuple.score_file(gt, pred, sim, answers, file), pred), set()
 
     def rows(self, task: str, d: Dialogue, o: Any, answers: Mapping[Any, Any] | None, notes: int
              ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -143,14 +143,14 @@ class ReferencePolicy(Policy):
             return [{"dialogue": d.id, **asdict(it)} for it in o.items], _row(d, "ok", None, holders, score, pct,
                                                                                 notes=notes)
         lines, pred = o
-        metrics = refsextuple.file_means(lines, judged=answers is not None)
+        metrics = sextuple.file_means(lines, judged=answers is not None)
         bad = 0
         if answers is not None:
-            bad = sum(_unreadable(answers[q]) for q in refsextuple.judge_questions(lines))
+            bad = sum(_unreadable(answers[q]) for q in sextuple.judge_questions(lines))
         n_pred, n_gt = (len(pred) if isinstance(pred, list) else 0), len(d.utterances)
         reason = (f"prediction has {n_pred} lines, ground truth {n_gt}: the first {len(lines)} are scored, "
                   "as the reference does" if n_pred != n_gt else None)
-        first5 = [metrics[f"scheme1_{m}"] for m in refsextuple.METRICS]
+        first5 = [metrics[f"scheme1_{m}"] for m in sextuple.METRICS]
         return [_sextuple_item(d, ln) for ln in lines], _row(d, "ok", reason, float(len(lines)),
                                                                float(np.mean(first5)), metrics, bad, notes)
 
@@ -175,13 +175,13 @@ def _unreadable(a: Answer) -> bool:
     return False
 
 
-def _sextuple_item(d: Dialogue, ln: refsextuple.RefLine) -> dict[str, Any]:
+def _sextuple_item(d: Dialogue, ln: sextuple.RefLine) -> dict[str, Any]:
     out: dict[str, Any] = {"dialogue": d.id, "utterance": ln.index, "n_candidates": ln.n_candidates,
                            "chosen": ln.chosen}
-    for f in refsextuple.FIELDS:
-        out[f"gt_{f}"] = refchains.json_text(ln.gt[refsextuple.GT_KEYS[f]])
+    for f in sextuple.FIELDS:
+        out[f"gt_{f}"] = refchains.json_text(ln.gt[sextuple.GT_KEYS[f]])
         out[f"pred_{f}"] = refchains.json_text(ln.pred[f])
-    for f in refsextuple.EMBEDDED:
+    for f in sextuple.EMBEDDED:
         out[f"{f}_similarity"] = ln.sims[f]
         out[f"judge_{f}"] = ln.judged[f] if ln.judged is not None else None
     out["sentiment_correct"] = ln.sentiment_correct
