@@ -135,16 +135,16 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except (UsageError, EndpointDown, BudgetReached, SamplesFailed, WriteFailed) as exc:  # exit statuses: core.errors
         if _interrupted(exc):
-            return _interrupt()
+            return _interrupt(args)
         if (lost := _lost_cluster(exc)) is not None and not isinstance(exc, UsageError):
             return _cluster_lost(lost, exc)
         print(f"emocaustics: error: {exc}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
-        return _interrupt()
+        return _interrupt(args)
     except Exception as exc:  # a lost Ray cluster surfaces as whatever Ray call came next: one line, status 5
         if _interrupted(exc):
-            return _interrupt()
+            return _interrupt(args)
         lost = _lost_cluster(exc)
         if lost is None:
             from emocaustics.core.writes import unnamed
@@ -168,7 +168,13 @@ def _interrupted(exc: BaseException) -> bool:
     return False
 
 
-def _interrupt() -> int:
+def _interrupt(args: argparse.Namespace) -> int:
+    """A Ctrl-C: the runs the command had going are marked and their resume command printed (`cli.job.interrupted`:
+    `run` and `eval` alike), then one line, status 130."""
+    if "emocaustics.jobs.rundir" in sys.modules:  # no run folder was claimed without it
+        from emocaustics.cli.job import interrupted
+
+        interrupted(args)
     print("emocaustics: interrupted", file=sys.stderr)
     return EXIT_INTERRUPTED
 

@@ -29,78 +29,47 @@ models: openai:MODEL (base URL $OPENAI_BASE_URL, default https://api.openai.com/
 """ + "\n  ".join(textwrap.wrap(exit_epilog(), 116))
 
 
-def _ids(text: str) -> list[str]:
-    return [part.strip() for part in text.split(",") if part.strip()]
-
-
 def register(subparsers: Any) -> None:
+    from emocaustics.jobs.evaloptions import EVAL_OPTIONS  # one row per option (the job and the docs check read it too)
+
     p = subparsers.add_parser(
         "eval", help="evaluate one task with one model (or a calibration method) in one line, no job file",
         description="Run one task with one method and model, as a one-config job: predictions, scores, summary and "
                     "report land in a run folder, resumable like `emocaustics run`.",
         formatter_class=ExamplesFormatter, epilog=EXAMPLES)
     p.add_argument("task", help="the task (aer, ecpe, narrative, sextuple, emotion, human; `emocaustics tasks`)")
-    p.add_argument("--model", default=None, help="model spec (see below); none for a calibration method")
-    p.add_argument("--method", default=None, help="the task's method (default: its own, e.g. aer llm)")
-    p.add_argument("--split", default=None, help="the dataset's split or subset (aer: sample|dev|test|train; "
-                                                 "sextuple/emotion: sample|paper-100|long-20|all)")
-    p.add_argument("--limit", type=int, default=None, help="only the first N samples (after --ids)")
-    p.add_argument("--ids", type=_ids, action="extend", default=None,
-                   help="only these sample ids (comma-separated; repeatable)")
-    p.add_argument("-T", dest="options", action="append", metavar="KEY=VALUE", default=None,
-                   help="a task option (value read as YAML: 3, true, [a, b]); repeatable")
-    p.add_argument("-D", dest="dataset", action="append", metavar="KEY=VALUE", default=None,
-                   help="a dataset option (e.g. data=PATH); repeatable")
-    p.add_argument("--judge", default=None, help="the LLM judge of scoring (a model spec; default none)")
-    p.add_argument("--embedder", default=None, help="the scoring embedder (default minilm)")
-    p.add_argument("--submission-file", default=None, metavar="PATH",
-                   help="also copy the task's submission file there (aer: .jsonl or .zip; ecpe: .zip)")
-    p.add_argument("--out", default=None, help="run folder (default: runs/eval-<task>-<method>[-<model>]/<time>)")
-    p.add_argument("--no-score", action="store_true",
-                   help="solve and write the predictions only (predictions/<config>/): no scores, tables or report")
+    for option in EVAL_OPTIONS:
+        p.add_argument(option.switch, dest=option.name, help=option.help, **{"default": None, **option.argparse})
     run_flags(p)
-    p.add_argument("--epochs", type=int, default=None, metavar="N",
-                   help="solve each sample N times and reduce (docs/jobs.md, epochs and reducers)")
-    p.add_argument("--reducer", default=None, help="mean, mode, max or pass@K (default: the task's own)")
-    p.add_argument("--token-limit", type=int, default=None, metavar="N",
-                   help="a sample that generates more than N tokens over its calls is a failure row")
-    p.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
-                   help="a sample still running SECONDS after its first call is a failure row")
-    p.add_argument("--config-time-limit", type=float, default=None, metavar="SECONDS",
-                   help="samples still running (or not started) SECONDS after the config started are failures")
     p.set_defaults(func=_eval)
 
 
 def _eval(args: argparse.Namespace) -> int:
     from emocaustics.api import eval as run_eval
-    from emocaustics.cli.job import dry_run, resume_or_force
+    from emocaustics.cli.job import dry_run, resume_or_force, resume_words
     from emocaustics.core.errors import SamplesFailed, Stop, UsageError
-    from emocaustics.jobs.oneline import check_submission, eval_job, parse_assignments
+    from emocaustics.jobs.oneline import check_submission, eval_arguments, eval_job
 
     resume_or_force(args)
-    kwargs: dict[str, Any] = dict(model=args.model, method=args.method, split=args.split, limit=args.limit,
-                                  ids=args.ids, options=parse_assignments(args.options, "-T"),
-                                  dataset=parse_assignments(args.dataset, "-D"), judge=args.judge,
-                                  embedder=args.embedder, epochs=args.epochs, reducer=args.reducer,
-                                  token_limit=args.token_limit, time_limit=args.time_limit,
-                                  config_time_limit=args.config_time_limit)
-    if args.no_score and args.submission_file:  # the scorer writes it
+    kwargs = eval_arguments(args)
+    no_score = kwargs.pop("no_score")  # `ec.eval` scores: a --no-score run is the job's, stopped after solving
+    if no_score and args.submission_file:  # the scorer writes it
         raise UsageError("--submission-file: a --no-score run writes no submission (scoring does); leave out one")
-    if args.dry_run or args.no_score:
-        job = eval_job(args.task, **kwargs, no_score=args.no_score).model_copy(update={"cache": args.cache})
+    if args.dry_run or no_score:
+        job = eval_job(args.task, **kwargs, no_score=no_score).model_copy(update={"cache": args.cache})
         if args.dry_run:
             if args.submission_file:
                 check_submission(job, Path(args.submission_file))
             return dry_run(job, args)
     try:
-        if args.no_score:  # the job stops after solving (`jobs.runner`): predictions, no scores to read back
+        if no_score:  # the job stops after solving (`jobs.runner`): predictions, no scores to read back
             return _solved(job, args)
         run = run_eval(args.task, **kwargs, submission_file=args.submission_file, out=args.out, resume=args.resume,
                        force=args.force, ray_address=args.ray_address, quiet=False, cache=args.cache,
                        retry_limits=args.retry_limits)
     except Stop as exc:  # the runner's hint names a job file; an eval is continued by its own command (every stop:
         # a dead endpoint, the budget, a full disk), its type and exit status kept
-        exc.args = (str(exc).replace("emocaustics run JOB.yaml", "emocaustics eval <the same arguments>"),)
+        exc.args = (resume_words(args, str(exc)),)
         raise exc from None
     if args.submission_file:
         print(f"submission: {Path(args.submission_file).resolve()}")

@@ -86,27 +86,31 @@ def _run(args: argparse.Namespace) -> int:
         job = job.model_copy(update={"cache": "off"})
     if args.dry_run:
         return dry_run(job, args)
-    try:
-        run_dir = run_job(job, out=args.out, resume=args.resume, force=args.force, ray_address=args.ray_address,
-                          job_file=args.job, retry_limits=args.retry_limits)
-    except KeyboardInterrupt:
-        interrupted(args.job)
-        raise
+    run_dir = run_job(job, out=args.out, resume=args.resume, force=args.force, ray_address=args.ray_address,
+                      job_file=args.job, retry_limits=args.retry_limits)  # a Ctrl-C: `interrupted`, from `cli.main`
     failed, total = _failed_samples(run_dir)
     if failed and not args.allow_failures:
         raise SamplesFailed(failed, total, f"see {run_dir / 'summary.md'}")
     return 0
 
 
-def interrupted(job_file: str | None) -> None:
-    """A Ctrl-C of a run: its run.json says `interrupted` (`rundir.interrupted`) and the command that continues it
-    is printed, before the CLI's own line and status 130."""
+def interrupted(args: argparse.Namespace) -> None:
+    """A Ctrl-C of `run` or `eval` (`cli.main` calls it): the run.json of each run it had going says `interrupted`
+    (`rundir.interrupted`) and the command that continues it is printed, before the CLI's own line and status 130."""
     from emocaustics.jobs.rundir import interrupted as stopped
     from emocaustics.jobs.runner import resume_command
 
     for c in stopped():
-        print(f"{c.run_dir}: interrupted, kept; continue it with: {resume_command(job_file, c.run_dir)}",
-              file=sys.stderr, flush=True)
+        again = resume_words(args, resume_command(getattr(args, "job", None), c.run_dir))
+        print(f"{c.run_dir}: interrupted, kept; continue it with: {again}", file=sys.stderr, flush=True)
+
+
+def resume_words(args: argparse.Namespace, text: str) -> str:
+    """`text` naming the command that continues a run (`runner.resume_command`) in the words of the verb given: an
+    eval has no job file, it is continued by its own command."""
+    if args.command != "eval":
+        return text
+    return text.replace("emocaustics run JOB.yaml", "emocaustics eval <the same arguments>")
 
 
 def resume_or_force(args: argparse.Namespace) -> None:

@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from emocaustics.core.errors import UsageError
 from emocaustics.core.optionkeys import split_field
 from emocaustics.core.task import Task, get_task
+from emocaustics.jobs.evaloptions import EVAL_OPTIONS, PLACES
 from emocaustics.jobs.spec import JobSpec
 
 MODEL_HINT = "openai:MODEL, anthropic:MODEL, ollama:MODEL, vllm:PATH_OR_NAME, hf:PATH_OR_NAME or smoke"
@@ -94,16 +95,27 @@ def model_entry(spec: str) -> dict[str, Any]:
     return {"spec": head + ("?" + urlencode(rest) if rest else ""), **{k: v for k, v in pairs if k in MODEL_KEYS}}
 
 
+# The `-T`/`-D` options: KEY=VALUE words on the command line, a mapping for `eval_job`.
+ASSIGNED = ("options", "dataset")
+
+
+def eval_arguments(args: Any) -> dict[str, Any]:
+    """`eval_job`'s keywords from the command line's parsed arguments (`-T`/`-D` words read as a mapping)."""
+    return {o.name: parse_assignments(getattr(args, o.name), o.flag) if o.name in ASSIGNED else getattr(args, o.name)
+            for o in EVAL_OPTIONS if o.goes != "command"}
+
+
 def eval_job(task: str, *, model: str | None = None, method: str | None = None, split: str | None = None,
-             limit: int | None = None, ids: list[str | int] | None = None, options: dict[str, Any] | None = None,
-             dataset: dict[str, Any] | None = None, judge: str | None = None, embedder: str | None = None,
-             name: str | None = None, no_score: bool = False, **run_keys: Any) -> JobSpec:
+             options: dict[str, Any] | None = None, dataset: dict[str, Any] | None = None, **given: Any) -> JobSpec:
     """The one-config job of an eval (see the module docstring). `options` are the task's options (`-T`),
     `dataset` its dataset options (`-D`), `split` the value of the dataset option the task's `--split` sets;
-    `ids`/`limit` the selection; `no_score`: solve and write the predictions only; `run_keys`: the run's epochs,
-    reducer and limits (`jobs.runspec.RUN_KEYS`), where given."""
+    `given`: the other options of `EVAL_OPTIONS` (the selection `ids`/`limit`, `judge`/`embedder`, `no_score`: solve
+    and write the predictions only, the run's epochs, reducer and limits), each put where its row says."""
     from emocaustics.jobs.spec import _messages  # one wording for spec errors
 
+    placed = {o.name: o for o in EVAL_OPTIONS if o.goes in PLACES}
+    if (stray := next((k for k in given if k not in placed), None)) is not None:
+        raise TypeError(f"eval_job() got an unexpected keyword argument {stray!r}")
     the_task = get_task(task)
     options, dataset = dict(options or {}), dict(dataset or {})
     known = _fields(the_task.Options, ("method",))
@@ -127,28 +139,30 @@ def eval_job(task: str, *, model: str | None = None, method: str | None = None, 
     if model and not needs_model:  # the run would ignore it: a user who named a model wants it used
         raise UsageError(f"--model {model_key(model)}: method {chosen} of task {task} calls no model; leave out "
                          f"--model, or choose a method that calls one ({', '.join(the_task.methods.solver) or 'none'})")
-    if no_score and not needs_model:  # its predictions are made while scoring: nothing is solved without it
+    if given.get("no_score") and not needs_model:  # its predictions are made while scoring: nothing is solved without it
         raise UsageError(f"--no-score: method {chosen} of task {task} calls no model, so there is nothing to solve; "
                          "leave out --no-score")
+    ids = given.get("ids")
     if ids is not None and not [i for i in ids if str(i).strip()]:  # `--ids ,` would select every sample
         raise UsageError("--ids: no sample id given (an empty list would select every sample); give ids separated "
                          "by commas, or leave out --ids")
     key = model_key(model) if (model and needs_model) else None
-    select = {k: v for k, v in (("ids", list(ids) if ids else None), ("limit", limit)) if v is not None}
     raw: dict[str, Any] = {
-        "name": name or re.sub(r"[^A-Za-z0-9_.-]+", "-", "-".join(p for p in ("eval", task, chosen, key) if p)),
-        "dataset": {task: dataset},
-        "models": {key: model_entry(model)} if (key and model) else {},
-        "runs": [{"task": task, "model": key, "options": {"method": chosen, **options},
-                  **{k: v for k, v in run_keys.items() if v is not None}}],
-        "scoring": {k: v for k, v in (("embedder", embedder), ("judge", judge)) if v is not None},
-        **({"select": select} if select else {}), **({"no_score": True} if no_score else {}),
-    }
+        "name": re.sub(r"[^A-Za-z0-9_.-]+", "-", "-".join(p for p in ("eval", task, chosen, key) if p)),
+        "dataset": {task: dataset}, "models": {key: model_entry(model)} if (key and model) else {},
+        "runs": [{"task": task, "model": key, "options": {"method": chosen, **options}}], "scoring": {}, "select": {}}
+    for name, value in given.items():
+        if value is not None and value is not False:  # not given: the job's default
+            option = placed[name]
+            if option.goes == "model" and key is None:
+                raise UsageError(f"{option.switch}: method {chosen} of task {task} calls no model")
+            _target(raw, option.goes, task, key)[name] = value
+    if not raw["select"]:
+        del raw["select"]
     try:
         job = JobSpec.model_validate(raw)
     except ValidationError as exc:
-        text = _messages(exc, "eval")
-        raise UsageError(_flags(text)) from None
+        raise UsageError(_flags(_messages(exc, "eval"), task, key)) from None
     if key:
         from emocaustics.models.spec import parse_llm_spec
 
@@ -156,15 +170,22 @@ def eval_job(task: str, *, model: str | None = None, method: str | None = None, 
     return job
 
 
-def _flags(text: str) -> str:
-    """Spec error paths in the words of the command line (`-T key`, `-D key`, `--model`, `--limit`)."""
-    text = re.sub(r"eval(: Value error, |: |\.)", "", text)
-    for pattern, flag in ((r"runs\.0\.options\.", "-T "), (r"runs\.0: dataset\.|dataset\.[\w-]+\.", "-D "),
-                          (r"models\.[\w-]+\.spec: (Value error, )?", "--model: "), (r"select\.(\w+)", r"--\1"),
-                          (r"runs\.0\.(epochs|reducer|token_limit|time_limit|config_time_limit)",
-                           lambda m: "--" + m.group(1).replace("_", "-")),
-                          (r"scoring\.(\w+): (Value error, )?", r"--\1: ")):
-        text = re.sub(pattern, flag, text)
+def _target(raw: dict[str, Any], goes: str, task: str, key: str | None) -> dict[str, Any]:
+    run = raw["runs"][0]
+    return {"job": raw, "run": run, "select": raw["select"], "scoring": raw["scoring"], "option": run["options"],
+            "dataset": raw["dataset"][task], "model": raw["models"].get(key)}[goes]
+
+
+def _flags(text: str, task: str, key: str | None) -> str:
+    """Spec error paths in the words of the command line: each option's place (`PLACES`) as its flag, then a task
+    option as `-T key`, a dataset option as `-D key` and the model's spec as `--model`."""
+    words = [(PLACES[o.goes].format(name=o.name, task=task, key=key) + ":", o.switch + ":")
+             for o in EVAL_OPTIONS if o.goes in PLACES]
+    words += [("runs.0.options.", "-T "), ("runs.0: dataset.", "-D "), (f"dataset.{task}.", "-D "),
+              (f"models.{key}.spec:", "--model:")]
+    text = text.replace("Value error, ", "").replace("eval: ", "").replace("eval.", "")
+    for path, flag in words:
+        text = text.replace(path, flag)
     return text
 
 

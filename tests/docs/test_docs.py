@@ -89,11 +89,19 @@ def test_every_cli_example_in_the_docs_parses(where, argv):
 
         load_job(REPO / argv[1])  # a UsageError names the file and the key
     if args.command == "eval":
-        from emocaustics.jobs.oneline import eval_job, parse_assignments
+        from emocaustics.jobs.oneline import eval_arguments, eval_job
 
-        eval_job(args.task, model=args.model, method=args.method, split=args.split, limit=args.limit,
-                 ids=args.ids, options=parse_assignments(args.options, "-T"),
-                 dataset=parse_assignments(args.dataset, "-D"), judge=args.judge, embedder=args.embedder)
+        eval_job(args.task, **eval_arguments(args))
+
+
+def test_every_eval_option_is_documented():
+    """An option added to `jobs.evaloptions.EVAL_OPTIONS` is shown in a docs page or the README (an example or a
+    sentence), beside its --help."""
+    from emocaustics.jobs.evaloptions import EVAL_OPTIONS
+
+    text = "\n".join(p.read_text(encoding="utf-8") for p in markdown_files())
+    missing = [o.switch for o in EVAL_OPTIONS if not re.search(rf"(?<![\w-]){re.escape(o.switch)}(?![\w-])", text)]
+    assert not missing, f"eval options no docs page names: {missing}"
 
 
 # Examples that are parsed (above) but not run, by command: why. Every other example runs: `run` and `eval` as a dry
