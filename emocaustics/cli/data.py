@@ -4,15 +4,11 @@ TASK is a task name (`emocaustics tasks`; in-tree or a plug-in) or a data source
 `humaneval`, `aer`): the sources the task declares (`Task.data_sources`) are downloaded, verified and unpacked into
 the fetch cache, where the task's loader finds them without `--data`, or into `--to DIR`. A task package may add its
 own `data` sub-verbs through `register_data(data_subparsers)` in its `cli` module (EmoCaustics: `data stats`).
-
-The older ways in (`data fetch` without a task, `--dest`, `ecpe fetch`, `human fetch`, `python -m
-emocaustics.tasks.aer.fetch`) still work and say, in one line on stderr, what to type instead.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,9 +17,6 @@ from emocaustics.core.errors import UsageError
 
 if TYPE_CHECKING:
     from emocaustics.core.datasource import DataSource
-
-LEGACY_TASK = "emocaustics"  # `data fetch` with no task fetched EmoCaustics's data, before every task had the verb
-
 
 def register(subparsers: Any) -> Any:
     """Add `data` with its `fetch` verb; returns the `data` sub-parsers, for the tasks' own `data` verbs."""
@@ -38,10 +31,9 @@ def register(subparsers: Any) -> Any:
         formatter_class=DefaultsFormatter,
         epilog="exit status: 0 fetched; 2 unknown task, nothing to fetch, a download that failed, a checksum that "
                "does not match or an archive without the data (nothing written)")
-    f.add_argument("task", nargs="?", metavar="TASK",
+    f.add_argument("task", metavar="TASK",
                    help="a task (see `emocaustics tasks`) or a data source's name (emocaustics, ecac, humaneval)")
     f.add_argument("--to", metavar="DIR", help="folder to write (replaced); default: the fetch cache")
-    f.add_argument("--dest", dest="legacy_dest", help=argparse.SUPPRESS)  # the older name of --to
     f.add_argument("--url", action="append", metavar="URL",
                    help="fetch from this URL instead of the declared ones (a mirror, or file:// for a local copy of "
                         "the archive); repeat to try several in order; a declared sha256 still applies")
@@ -50,23 +42,7 @@ def register(subparsers: Any) -> Any:
 
 
 def _fetch(args: argparse.Namespace) -> int:
-    old = [w for w, used in (("`data fetch` without a task", args.task is None),
-                             ("`--dest`", args.legacy_dest is not None)) if used]
-    if old:
-        deprecated(" and ".join(old), f"emocaustics data fetch {args.task or LEGACY_TASK} [--to DIR]")
-    fetch_data(args.task or LEGACY_TASK, to=args.to or args.legacy_dest, urls=args.url)
-    return 0
-
-
-def deprecated(old: str, new: str) -> None:
-    """One line on stderr: the older way in still works, and what to type instead."""
-    print(f"emocaustics: note: {old} is deprecated; use `{new}`", file=sys.stderr)
-
-
-def legacy_fetch(verb: str, task: str, dest: str | Path | None) -> int:
-    """An older fetch verb (`ecpe fetch`, `human fetch`): the deprecation note, then `data fetch TASK`."""
-    deprecated(f"`emocaustics {verb}`", f"emocaustics data fetch {task} [--to DIR]")
-    fetch_data(task, to=dest)
+    fetch_data(args.task, to=args.to, urls=args.url)
     return 0
 
 

@@ -1,13 +1,10 @@
-"""`emocaustics data fetch TASK` for every in-tree task, and the older ways in (`ecpe fetch`, `human fetch`, `python -m
-emocaustics.tasks.aer.fetch`) still working with a one-line note: each task's declared source served from a local
-archive (file://), no network."""
+"""`emocaustics data fetch TASK` for every in-tree task, the one way in (the older `ecpe fetch`, `human fetch` and `data
+fetch` without a task are gone): each task's declared source served from a local archive (file://), no network."""
 
 from __future__ import annotations
 
 import dataclasses
 import io
-import runpy
-import sys
 import tarfile
 
 import pytest
@@ -58,26 +55,13 @@ def test_data_fetch_task_into_the_cache_where_the_loader_finds_it(served, task, 
     assert source.locate(None) == cached  # what the task's loader calls
 
 
-@pytest.mark.parametrize("argv,task,to", [
-    (["ecpe", "fetch", "--dest", "{out}"], "ecpe", "Subtask_1_test.json"),
-    (["human", "fetch", "--dest", "{out}"], "human", "hits.json"),
-    (["data", "fetch", "--dest", "{out}"], "sextuple", "chat/chat_1.json"),
-])
-def test_older_fetch_verbs_still_work_with_a_one_line_note(served, argv, task, to, capsys):
-    out = served / "out"
-    assert main([a.format(out=out) for a in argv]) == 0
-    assert (out / to).is_file()
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "is deprecated; use `emocaustics data fetch" in err
-
-
-@pytest.mark.filterwarnings("ignore:'emocaustics.tasks.aer.fetch' found in sys.modules:RuntimeWarning")
-def test_python_m_aer_fetch_still_works(served, capsys, monkeypatch):
-    monkeypatch.setattr(sys, "argv", ["fetch", str(served / "aer-copy")])
+@pytest.mark.parametrize("argv", [["ecpe", "fetch"], ["human", "fetch"], ["data", "fetch"],
+                                  ["data", "fetch", "aer", "--dest", "x"]])
+def test_the_older_fetch_verbs_are_gone(argv, capsys):
+    """`data fetch TASK [--to DIR]` is the one way in: the older verbs (deprecated for rounds) are argparse errors."""
     with pytest.raises(SystemExit) as exit_:
-        runpy.run_module("emocaustics.tasks.aer.fetch", run_name="__main__")
-    assert exit_.value.code == 0 and (served / "aer-copy" / "sample_data" / "questions.jsonl").is_file()
-    assert "`emocaustics data fetch aer [--to DIR]`" in capsys.readouterr().err
+        main(argv)
+    assert exit_.value.code == 2 and "error:" in capsys.readouterr().err
 
 
 def test_a_task_with_nothing_to_fetch_and_an_unknown_name_are_one_line_errors(capsys):

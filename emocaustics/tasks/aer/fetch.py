@@ -9,7 +9,6 @@ the data is fetched for local evaluation and never committed or redistributed.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from emocaustics.core.datasource import DataSource
@@ -39,11 +38,3 @@ def locate(data: str | Path | None = None) -> Path:
 def fetch(dest: Path | str | None = None, *, url: str = URL) -> Path:
     """Download the organisers' repository at the pinned commit and unpack it into `dest` (default: the cache)."""
     return SOURCE.fetch(dest, urls=(url,))
-
-
-if __name__ == "__main__":  # the older way in: python -m emocaustics.tasks.aer.fetch [DEST]
-    from emocaustics.cli import main
-
-    print("emocaustics: note: `python -m emocaustics.tasks.aer.fetch` is deprecated; use `emocaustics data fetch "
-          "aer [--to DIR]`", file=sys.stderr)
-    sys.exit(main(["data", "fetch", "aer", *(["--to", sys.argv[1]] if len(sys.argv) > 1 else [])]))

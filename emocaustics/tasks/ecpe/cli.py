@@ -13,8 +13,6 @@
         --allow-failures (the official scorer refuses such a file; `ecpe validate` reports it as an error); so is a
         conversation the run that wrote the files failed (no pair in the files, its failure in failures.jsonl beside
         them).
-    emocaustics ecpe fetch [--dest DIR]          deprecated: `emocaustics data fetch ecpe [--to DIR]` downloads the
-        organisers' data (GPL-3.0, research only)
     emocaustics ecpe validate FILE [--subtask N] [--data GOLD_DIR] [--json]
         check a prediction file (Subtask_N_*.json), or each one in the submission.zip a run writes or in a folder
         (found as `score ecpe` finds them; --subtask picks one): every error and warning, against the gold of --data
@@ -59,10 +57,6 @@ def register_score(score_subparsers: Any) -> None:
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser("ecpe", help="SemEval-2024 Task 3 data and submission checks")
     sub = p.add_subparsers(dest="ecpe_command", required=True)
-    f = sub.add_parser("fetch", help="deprecated: `emocaustics data fetch ecpe` (the organisers' test data and "
-                                     "sample submission)")
-    f.add_argument("--dest", type=Path, default=None, help="target folder (default: the fetch cache)")
-    f.set_defaults(func=fetch_command)
     v = sub.add_parser("validate", help="check a prediction file; exit status 2 when it has an error")
     v.add_argument("file", type=Path, help="a Subtask_N_*.json file, or the submission zip or folder a run writes")
     v.add_argument("--subtask", type=int, choices=(1, 2), default=None,
@@ -239,12 +233,6 @@ def run_failures(pred: Path, checked: list[Any]) -> list[int]:
     beside = EcpeTask().store.read_predictions(pred if pred.is_dir() else pred.parent)
     ids = {int(cid) for cid, got in beside.items() if isinstance(got, Failure) and cid.lstrip("-").isdigit()}
     return sorted(cid for cid in ids if all(c.pairs.get(cid) == [] for c in checked))
-
-
-def fetch_command(args: argparse.Namespace) -> int:  # the older verb: `data fetch ecpe` is the one for every task
-    from emocaustics.cli.data import legacy_fetch
-
-    return legacy_fetch("ecpe fetch", "ecpe", args.dest)
 
 
 def validate_targets(path: Path, subtask: int | None) -> dict[int, tuple[str, Any]]:

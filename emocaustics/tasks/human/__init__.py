@@ -5,7 +5,7 @@
 - `significance.py`  step 7: system significance, rater agreement, score-type correlations, self-replication;
 - `outputs.py`       the original tool's files (CSV + XLSX), plots, JSON summary;
 - `task.py`          `HumanTask` on the task interface; `report.py` its HTML report section;
-- `cli.py`           `emocaustics human process` / `human replicate` (`human fetch`: the older `data fetch human`).
+- `cli.py`           `emocaustics human process` / `human replicate`.
 """
 
 from emocaustics.core.task import register

@@ -1,10 +1,9 @@
-"""`emocaustics human ...`: the human-assessment tool's two steps (and the older name of `data fetch human`).
+"""`emocaustics human ...`: the human-assessment tool's two steps (its data: `emocaustics data fetch human`).
 
     emocaustics human process HITS.json --out DIR [--ranking a,b,...] [--qc-threshold 0.05]
         (HITS.json is one ratings file: a folder is refused, exit status 2, naming the .json files it holds)
     emocaustics human process BATCH.csv --metadata HITS.json --out DIR   (a raw MTurk batch-results CSV)
     emocaustics human replicate RUN1_DIR RUN2_DIR --out DIR
-    emocaustics human fetch [--dest DIR]   (deprecated: `emocaustics data fetch human [--to DIR]`)
 """
 
 from __future__ import annotations
@@ -34,9 +33,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     r.add_argument("run2", help="output folder of `human process` for run 2")
     r.add_argument("--out", required=True, help="output folder for the correlation tables")
     r.set_defaults(func=cmd_replicate)
-    f = sub.add_parser("fetch", help="deprecated: `emocaustics data fetch human` (the organisers' data/ folder)")
-    f.add_argument("--dest", help="target folder (default $EMOCAUSTICS_CACHE/datasets/humaneval)")
-    f.set_defaults(func=cmd_fetch)
 
 
 def cmd_process(args: argparse.Namespace) -> int:
@@ -96,12 +92,3 @@ def with_pl_print(df: object, title: str) -> None:
     with pl.Config(tbl_cols=-1, tbl_width_chars=200, float_precision=4, tbl_hide_dataframe_shape=True):
         print(f"correlations between the runs, {title}:")
         print(df)
-
-
-def cmd_fetch(args: argparse.Namespace) -> int:  # the older verb: `data fetch human` is the one for every task
-    from emocaustics.cli.data import legacy_fetch
-
-    code = legacy_fetch("human fetch", "human", args.dest)
-    print("the repository publishes raw MTurk CSV (data/raw_mturk_csv/): see datasets/human/README.md for the "
-          "normative JSON")
-    return code

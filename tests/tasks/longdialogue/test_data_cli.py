@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import json
 import shutil
@@ -13,7 +12,6 @@ import pytest
 
 from emocaustics.cli import main
 from emocaustics.core.errors import UsageError
-from emocaustics.core.task import get_task
 from emocaustics.tasks.longdialogue.data import fetch as fetch_mod
 from emocaustics.tasks.longdialogue.data.load import SAMPLE_ROOT, load_corpus
 
@@ -111,14 +109,3 @@ def test_fetch_command_uses_the_archive_and_fails_in_one_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "cannot download" in err and "EMOCAUSTICS_DATA" in err and err.count("\n") == 1
     assert not (tmp_path / "nope").exists()
-
-
-def test_the_older_fetch_verb_still_works_and_says_what_to_type(tmp_path, capsys, monkeypatch):
-    archive = tmp_path / "emocaustics.tar.gz"
-    archive.write_bytes(_github_tarball())
-    mirror = dataclasses.replace(fetch_mod.SOURCE, urls=(archive.as_uri(),))  # the declared URL, served here
-    monkeypatch.setattr(type(get_task("sextuple")), "data_sources", (mirror,))
-    assert main(["data", "fetch", "--dest", str(tmp_path / "got")]) == 0
-    assert (tmp_path / "got" / "emo" / "emo_1.json").is_file()
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "deprecated" in err and "`emocaustics data fetch emocaustics [--to DIR]`" in err
