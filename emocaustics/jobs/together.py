@@ -94,14 +94,15 @@ def solved_counts(solved: dict[str, Solved]) -> dict[str, int]:
     return {"samples": len(answered), "failed_samples": answered.count(False)}
 
 
+def _found(cfg: Config) -> list[tuple[int, Path, dict[str, Any]]]:
+    """Per epoch: its number, its folder and what earlier runs wrote there (the resume's read; fresh: nothing)."""
+    return [(e, f, cfg.task.store.read_predictions(f) if f.exists() else {})
+            for e in range(1, cfg.epochs + 1) for f in [epoch_dir(cfg.pred_dir, e, cfg.epochs)]]
+
+
 def left_per_epoch(cfg: Config, samples: list, retry_limits: bool = False) -> list[list]:
     """Per epoch, the samples a resume of this config solves (the others are done and skipped)."""
-    out = []
-    for e in range(1, cfg.epochs + 1):
-        folder = epoch_dir(cfg.pred_dir, e, cfg.epochs)
-        found = cfg.task.store.read_predictions(folder) if folder.exists() else {}  # the resume's read
-        out.append([s for s in samples if to_solve(found.get(s.id), retry_limits)])
-    return out
+    return [[s for s in samples if to_solve(found.get(s.id), retry_limits)] for _, _, found in _found(cfg)]
 
 
 def resume_line(cfg: Config, samples: list, retry_limits: bool = False) -> str:
@@ -109,16 +110,13 @@ def resume_line(cfg: Config, samples: list, retry_limits: bool = False) -> str:
     if not needs_model(cfg.task, cfg.options):
         return f"resume: {cfg.label}: calibration predictor, scored again ({len(samples)} samples)"
     done = failed = kept = 0  # answered (skipped); failed and solved again; failed over a limit and kept so
-    for e in range(1, cfg.epochs + 1):
-        folder = epoch_dir(cfg.pred_dir, e, cfg.epochs)
-        found = cfg.task.store.read_predictions(folder) if folder.exists() else {}  # the resume's read
-        for got in (found.get(s.id) for s in samples):
-            if to_solve(got, retry_limits):
-                failed += isinstance(got, Failure)
-            elif isinstance(got, Failure):
-                kept += 1
-            else:
-                done += 1
+    for got in (found.get(s.id) for _, _, found in _found(cfg) for s in samples):
+        if to_solve(got, retry_limits):
+            failed += isinstance(got, Failure)
+        elif isinstance(got, Failure):
+            kept += 1
+        else:
+            done += 1
     total = len(samples) * cfg.epochs
     unit = "samples" if cfg.epochs == 1 else f"sample-epochs ({len(samples)} samples x {cfg.epochs} epochs)"
     return (f"resume: {cfg.label}: {done} of {total} {unit} done (skipped)"
@@ -169,10 +167,8 @@ async def _solve_all(job: JobSpec, chosen: list[Config], solved: dict[str, Solve
         try:  # the clock is stopped and saved however this config ends (a sibling's error cancels it)
             epochs, samples = cfg.epochs, solved[cfg.label].samples
             todos = []  # per epoch: its folder and the samples it solves (a resume: those not done)
-            for e in range(1, epochs + 1):
-                out = epoch_dir(cfg.pred_dir, e, epochs)
+            for e, out, found in _found(cfg):  # a resume: what earlier runs wrote (fresh: nothing)
                 out.mkdir(parents=True, exist_ok=True)
-                found = cfg.task.store.read_predictions(out)  # a resume: what earlier runs wrote (fresh: nothing)
                 solved[cfg.label].epochs.append((found, sample_stats(out) if found else {}))
                 todos.append((e, out, [s for s in samples if to_solve(found.get(s.id), retry_limits)]))
             # each config's own progress; configs side by side print plain lines even on a terminal (their live
@@ -197,7 +193,7 @@ async def _solve_all(job: JobSpec, chosen: list[Config], solved: dict[str, Solve
                 with sink.active(log_for(epoch_label(cfg.label, e, epochs))):
                     await asolve_samples(cfg.task, todo, cfg.options, llms[cfg.llm.canonical()], out,
                                          concurrency=concurrency, prior=prior, embedder_spec=embedder_spec,
-                                         on_row=lambda row: progress.update(1, failed=0 if row.get("ok") else 1),
+                                         on_row=lambda row: progress.update(1, failed=0 if row.ok else 1),
                                          stopped=stopped, epoch=e, limits=limits, keep=keep)
         except Stop:  # not an error of this config: its siblings end their samples in flight (none starts), then
             pass  # the stop is raised below

@@ -9,13 +9,14 @@ last reason when an answer is still bad after the retries. Nothing is skipped si
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
 from emocaustics.core.answers import check_answer_schema
 from emocaustics.evallog.record import note
+from emocaustics.solve.item import SAMPLE_COUNTS, AskCounts
 from emocaustics.solve.schema import Unparseable, token_budget, validate_answer
 from emocaustics.core.task import SolveFailed
 from emocaustics.models.base import LLM, ChatRequest, Sampling
@@ -37,23 +38,6 @@ class ContextExceeded(StepFailed):
     """The prompt is longer than the model's context; reported for the dialogue instead of truncating it."""
 
 
-@dataclass(slots=True)
-class Stats:
-    requests: int = 0  # answers received (engine calls + cache hits)
-    llm_calls: int = 0  # answers the engine produced now (not from the cache)
-    cache_hits: int = 0
-    prompt_tokens: int = 0
-    generated_tokens: int = 0
-    unparseable: int = 0  # answers that did not parse (each was retried or became a failure)
-    retries: int = 0
-    batch_calls: int = 0  # of llm_calls, those answered through a batch API (their tokens at the batch price)
-    batch_prompt_tokens: int = 0
-    batch_generated_tokens: int = 0
-
-    def to_json(self) -> dict[str, int]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
-
-
 @dataclass(frozen=True, slots=True)
 class Ask(Generic[M]):
     step: str  # where in the method, for failure reasons: "pass1 window 3 (items 15-19)"
@@ -72,14 +56,15 @@ class Ask(Generic[M]):
 
 @dataclass(slots=True)
 class Asker:
-    """The model plus the run's settings; one per dialogue so that its stats are the dialogue's."""
+    """The model plus the run's settings. `stats`: the running sample's re-asks and unparseable answers (its calls,
+    cache hits and tokens are counted by the layer in front of the model: `solve.item.CountingLLM`)."""
 
     llm: LLM
     system: str | None = None  # the task's system prompt (None: no system message)
     affinity: str | None = None
     retries: int = 2
     max_tokens_cap: int = 4096
-    stats: Stats = field(default_factory=Stats)
+    stats: AskCounts = field(default_factory=lambda: SAMPLE_COUNTS.get() or AskCounts())  # the sample's
     retry_reasons: list[str] = field(default_factory=list)  # why answers were re-asked (first few kept)
 
     def _request(self, ask: Ask[Any], attempt: int, budget: int) -> ChatRequest:
@@ -117,17 +102,6 @@ class Asker:
                 raise StepFailed(asks[pending[0]].step, f"backend returned {len(completions)} answers for {len(pending)} requests")
             still: list[int] = []
             for i, c, request in zip(pending, completions, requests):
-                self.stats.requests += 1
-                if c.cached:  # tokens count what the engine did in this run, so a cached answer adds none
-                    self.stats.cache_hits += 1
-                else:
-                    self.stats.llm_calls += 1
-                    self.stats.prompt_tokens += c.prompt_tokens
-                    self.stats.generated_tokens += c.generated_tokens
-                    if getattr(c, "batched", False):  # models/batch.py: billed at the batch price (prices.py)
-                        self.stats.batch_calls += 1
-                        self.stats.batch_prompt_tokens += c.prompt_tokens
-                        self.stats.batch_generated_tokens += c.generated_tokens
                 note(request, step=asks[i].step, attempt=attempt)  # the eval log's record of this call
                 if c.error is not None:
                     if CONTEXT_RE.search(c.error):

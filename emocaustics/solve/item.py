@@ -1,10 +1,11 @@
 """One sample through its task's solver, next to the engine: the function `solve.plan` ships to a replica (or runs in
 the driver for an endpoint), and the layer in front of the model that counts what the sample cost.
 
-A work item is the sample's JSON (`SideInputs.solver_view`) plus `side`: its embeddings as the task's feed gave them
-(`SideInputs.feed`: rows from the feed in this process, or from the run's board inside a replica); `epoch`: which
-epoch of the sample this is (`epochs: N`; from the second on, `EpochLLM` moves every request's seed, and so its
-cache key, by the epoch); `limits`: the sample's limits (`LimitedLLM`).
+A work item (`Item`) is the sample's solver view (`SideInputs.solver_view`) with its `Placement` (read once, pickled
+once if it goes to a replica), `embeddings` as the task's feed gave them (`SideInputs.feed`: rows from the feed in this
+process, or from the run's board inside a replica); `epoch`: which epoch of the sample this is (`epochs: N`; from the
+second on, `EpochLLM` moves every request's seed, and so its cache key, by the epoch); `limits`: the sample's limits
+(`LimitedLLM`). Back comes a `Row`, its cost counted here only (calls: `CountingLLM`; re-asks, bad answers: `AskCounts`).
 """
 
 from __future__ import annotations
@@ -12,10 +13,60 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from typing import Any
 
-from emocaustics.core.task import Options, Sample, Side, SolveFailed, Task
+from emocaustics.core.task import Failure, Options, Placement, Sample, Side, SolveFailed, Task
 from emocaustics.models.base import Layer
+
+
+@dataclass(frozen=True)
+class Item:
+    """One sample as it travels to its solver (the module docstring)."""
+
+    sample: Sample
+    placement: Placement
+    epoch: int = 1
+    limits: dict[str, Any] | None = None
+    embeddings: Any = None
+
+
+@dataclass
+class Row:
+    """One sample's result, from its solver to the store and the scorer: its `prediction`, or its `failure`; `stats`
+    its cost (its stats.jsonl row, less the id); `log` and `replica` its calls for the eval log."""
+
+    id: str
+    prediction: Any = None
+    failure: Failure | None = None
+    stats: dict[str, Any] = field(default_factory=dict)
+    log: Any = None
+    replica: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.failure is None
+
+    def to_json(self) -> dict[str, Any]:
+        """The row as `asolve_samples` returns it and the eval log takes it (without prediction and calls)."""
+        failed = {} if self.failure is None else {"step": self.failure.step, "reason": self.failure.reason}
+        return {"id": self.id, "ok": self.ok, **failed, "stats": self.stats}
+
+
+@dataclass(slots=True)
+class AskCounts:
+    """What the solver's asker sees and the model layer cannot (`solve.ask.Asker`): answers that did not parse, and
+    re-asks; one per sample while its solver runs (`SAMPLE_COUNTS`; outside a sample an asker has its own)."""
+
+    unparseable: int = 0
+    retries: int = 0
+
+    def to_json(self) -> dict[str, int]:
+        return dataclasses.asdict(self)
+
+
+SAMPLE_COUNTS: ContextVar[AskCounts | None] = ContextVar("emocaustics_ask_counts", default=None)
 
 
 class CountingLLM(Layer):
@@ -120,34 +171,35 @@ class LimitedLLM(Layer):
         return completions
 
 
-async def solve_item(task: Task, options: Options, llm: Any, item: dict[str, Any],
-                     log_prompts: bool | None = None) -> dict[str, Any]:
-    """One sample through the task's solver: a result row with the prediction or the failure, and its cost; with
-    `log_prompts` not None, its calls too (`row["log"]`, for the eval log; False: without prompt and answer text)."""
+async def solve_item(task: Task, options: Options, llm: Any, item: Item, log_prompts: bool | None = None) -> Row:
+    """One sample through the task's solver: its `Row`, with the prediction or the failure, and its cost; with
+    `log_prompts` not None, its calls too (`row.log`, for the eval log; False: without prompt and answer text)."""
     from emocaustics.evallog.record import recording, replica_id
 
-    sample = Sample.from_json(item)
-    side = Side(embeddings=(item.get("side") or {}).get("emb_source"))  # its side inputs (the module docstring)
+    sample = item.sample
+    side = Side(embeddings=item.embeddings)  # its side inputs (the module docstring)
     t0 = time.perf_counter()
-    row: dict[str, Any] = {"id": sample.id, "ok": False}
+    row = Row(sample.id)
+    counts = AskCounts()
+    token = SAMPLE_COUNTS.set(counts)
     with recording(llm, bool(log_prompts)) as (recorded, rec):
         base = recorded if log_prompts is not None else llm
-        if int(item.get("epoch") or 1) > 1:
-            base = EpochLLM(base, int(item["epoch"]))
-        limited = LimitedLLM(base, **item["limits"]) if item.get("limits") else None
+        if item.epoch > 1:
+            base = EpochLLM(base, item.epoch)
+        limited = LimitedLLM(base, **item.limits) if item.limits else None
         counted = CountingLLM(limited or base)
         try:
-            row["prediction"] = await (task.solver.solve(counted, sample, options) if task.side is None
-                                       else task.side.solve_with(counted, sample, options, side))
-            row["ok"] = True
+            row.prediction = await (task.solver.solve(counted, sample, options) if task.side is None
+                                    else task.side.solve_with(counted, sample, options, side))
         except SolveFailed as exc:
-            row["step"], row["reason"] = exc.step, exc.reason
+            row.failure = Failure(exc.step, exc.reason)
+        finally:
+            SAMPLE_COUNTS.reset(token)
         if limited is not None and limited.over is not None:  # over a limit, whatever the solver made of it
-            row.pop("prediction", None)
-            row["ok"], row["step"], row["reason"] = False, limited.over.step, limited.over.reason
-    row["stats"] = {**counted.counts, **side.stats, "seconds": round(time.perf_counter() - t0, 3)}
+            row.prediction, row.failure = None, Failure(limited.over.step, limited.over.reason)
+    row.stats = {**counted.counts, **counts.to_json(), **side.stats, "seconds": round(time.perf_counter() - t0, 3)}
     if log_prompts is not None:
-        row["log"], row["replica"] = rec.finished(), replica_id()
+        row.log, row.replica = rec.finished(), replica_id()
     return row
 
 
@@ -158,5 +210,5 @@ class Bound:
         self.task, self.options, self.log_prompts = task, options, log_prompts
         self.__module__ = type(task).__module__  # so that a task defined in a test file travels by value
 
-    async def __call__(self, llm: Any, item: dict[str, Any]) -> dict[str, Any]:
+    async def __call__(self, llm: Any, item: Item) -> Row:
         return await solve_item(self.task, self.options, llm, item, self.log_prompts)

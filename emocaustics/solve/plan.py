@@ -36,9 +36,9 @@ from typing import Any
 
 from emocaustics.core.errors import Stop
 from emocaustics.core.inflight import Slot, run_in_flight
-from emocaustics.core.task import Failure, Options, Placement, Sample, Task
+from emocaustics.core.task import Failure, Options, Sample, Task
 from emocaustics.core.writes import append_line, writing
-from emocaustics.solve.item import Bound, CountingLLM  # noqa: F401 (CountingLLM: importable from here too)
+from emocaustics.solve.item import Bound, CountingLLM, Item, Row  # noqa: F401 (CountingLLM: importable from here too)
 
 log = logging.getLogger(__name__)
 
@@ -46,10 +46,6 @@ log = logging.getLogger(__name__)
 # dialogues hold 21,949 utterances (86 each), so a run of the dataset itself is never held back, and ten times the
 # data holds about as much as the dataset (before: 2.3 times as much, 51,060; benchmarks/memory_bench.py)
 UNITS_PER_SLOT = 96
-
-
-def _failure(sample_id: str, step: str, reason: str) -> dict[str, Any]:
-    return {"id": sample_id, "ok": False, "step": step, "reason": reason, "stats": {}}
 
 
 LIMIT_STEPS = ("token_limit", "time_limit")  # the failure steps of a sample over a limit (`--retry-limits`)
@@ -88,7 +84,7 @@ class Limits:
 async def asolve_samples(task: Task, samples: Sequence[Sample], options: Options, llm: Any, out: Path, *,
                          concurrency: int = 256, prior: Path | None = None, embedder_spec: str | None = None,
                          marks: dict[str, float] | None = None,
-                         on_row: Callable[[dict[str, Any]], None] | None = None,
+                         on_row: Callable[[Row], None] | None = None,
                          stopped: list[Stop] | None = None, epoch: int = 1, limits: Limits | None = None,
                          keep: Callable[[str, Any, dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
     """Solve `samples` (rows back in their order); `prior`: the folder of the config this one builds on;
@@ -120,73 +116,67 @@ async def asolve_samples(task: Task, samples: Sequence[Sample], options: Options
              if (t := side.side_texts(view_of(s), options)) is not None}
     feed = await side.feed(texts, options, embedder_spec, in_process, marks) if side is not None and texts else None
 
-    async def solve_one(sample: Sample) -> dict[str, Any]:
-        view = view_of(sample)
-        item: dict[str, Any] = view.to_json()
-        if epoch > 1:
-            item["epoch"] = epoch
-        if limits is not None and limits.any:
-            item["limits"] = limits.of_sample()
-        if feed is not None and view.id in texts:  # shipped now; the solver awaits its rows when a step needs them
-            item["side"] = {"emb_source": feed.embeddings(view.id)}
-        res = (await llm.run(fn, [item], lambda it: place(it).affinity, weight_key=lambda it: place(it).weight,
-                             chain_key=lambda it: place(it).chain))[0]
+    async def solve_one(sample: Sample) -> Row:
+        view = view_of(sample)  # placed on what travels (the size, read on the sample, ordered the run)
+        item = Item(view, task.solver.placement(view, options), epoch,
+                    limits.of_sample() if limits is not None and limits.any else None,
+                    feed.embeddings(view.id) if feed is not None and view.id in texts else None)  # rows awaited later
+        res = (await llm.run(fn, [item], lambda it: it.placement.affinity, weight_key=lambda it: it.placement.weight,
+                             chain_key=lambda it: it.placement.chain))[0]
         if isinstance(res, RunFailure):  # the solver itself crashed, or its replica died for good
-            res = _failure(view.id, "runner", res.reason)
+            res = Row(view.id, failure=Failure("runner", res.reason))
         return res
-
-    def place(item: dict[str, Any]) -> Placement:
-        return task.solver.placement(Sample.from_json(item), options)
 
     stops = stopped if stopped is not None else []
 
-    async def one(sample: Sample, slot: Slot) -> dict[str, Any] | None:
+    async def one(sized: tuple[Sample, int], slot: Slot) -> dict[str, Any] | None:
+        sample = sized[0]
         if stops:  # admitted while the run was stopping: not started
             return None
         p = priors.get(sample.id)
         late = limits.late() if limits is not None else None  # the config's time_limit passed: not started
         try:
-            res = (_failure(sample.id, p.step, p.reason) if isinstance(p, Failure)
-                   else _failure(sample.id, "time_limit", late) if late else await solve_one(sample))
+            row = (Row(sample.id, failure=p) if isinstance(p, Failure)
+                   else Row(sample.id, failure=Failure("time_limit", late)) if late else await solve_one(sample))
         except Stop as stop:  # not this sample's failure: it is not done, and no other sample starts
             stops.append(stop)
             return None
         await slot.release()  # solved: the log line and the files need no bound
         if evlog is not None:  # before the prediction: a sample with a prediction always has its log line
-            written = evlog.emit(sample.id, res)
+            written = evlog.emit(sample.id, {**row.to_json(), "replica": row.replica, "log": row.log})
             if written is not None:  # the log's writer process chunks and stages it: the prediction waits for its line
                 await asyncio.wrap_future(written)
-        res.pop("log", None)  # written: not held for the whole config
+        row.log = None  # written: not held for the whole config
         with writing(out):  # a task's own file that cannot be written (a full disk) stops the run: `WriteFailed`
-            if res["ok"]:
-                value = res.pop("prediction")
-                task.store.write_prediction(out, sample.id, value)
+            if row.failure is None:
+                task.store.write_prediction(out, sample.id, row.prediction)
             else:
-                value = Failure(res["step"], res["reason"])
-                task.store.write_failure(out, sample.id, value)
-                _warn_failed(task, sample.id, res["step"], res["reason"])
-            line = json.dumps({"id": sample.id, **res.get("stats", {})})
-            append_line(out / "stats.jsonl", line)
+                task.store.write_failure(out, sample.id, row.failure)
+                # one line per sample that failed for good: the re-asks before it stay silent (an answer the solver's
+                # fallback read is no failure); a typed stop is no sample's failure and is named once by its caller
+                log.warning("%s: sample %s failed at %s: %s", task.name, sample.id, row.failure.step,
+                            row.failure.reason[:300])
+            append_line(out / "stats.jsonl", json.dumps({"id": sample.id, **row.stats}))
         if keep is not None:
-            stats = json.loads(line)
-            keep(str(stats.pop("id")), read_back(task.store, sample.id, value), stats)
+            keep(sample.id, read_back(task.store, sample.id, row.failure or row.prediction), row.stats)
+        row.prediction = None  # kept (or not): not held for the whole config
         if on_row is not None:
-            on_row(res)
-        return res
+            on_row(row)
+        return row.to_json()
 
     # Largest first: the longest chain of dependent calls sets the run's length, and with more samples than
     # `concurrency` a long one must not wait behind short ones. Samples run in this process hold their answers until
     # they end, so their text units in flight are bounded too (core/inflight.py): ten times the data does not put ten
     # copies of the longest samples in memory at once. Not when the caller asked for every sample in flight (a batch
-    # API collects them all into one batch).
-    sizes = [max(1, task.solver.placement(s, options).size) for s in samples]  # ints: a lazy source's samples are built and dropped here
+    # API collects them all into one batch). Each sample's size is read once (ints: a lazy source's samples are built
+    # and dropped here), for the order and the bound; its view's placement, read as it starts, goes with it to the pool.
+    sizes = [max(1, task.solver.placement(s, options).size) for s in samples]
     order = sorted(range(len(samples)), key=lambda i: -sizes[i])
     bounded = in_process and concurrency < len(samples)
     marks["first_submitted"] = time.time()
     try:
-        started = (samples[i] for i in order if not stops)  # each built as it starts; none once stopped
-        rows = await run_in_flight(started, one, limit=concurrency,
-                                   weight=lambda s: max(1, task.solver.placement(s, options).size),
+        started = ((samples[i], sizes[i]) for i in order if not stops)  # each built as it starts; none once stopped
+        rows = await run_in_flight(started, one, limit=concurrency, weight=lambda sized: sized[1],
                                    budget=concurrency * UNITS_PER_SLOT if bounded else None)
     finally:
         if feed is not None:
@@ -195,12 +185,6 @@ async def asolve_samples(task: Task, samples: Sequence[Sample], options: Options
         raise stops[0]
     by_index = dict(zip(order, rows))
     return [by_index[i] for i in range(len(samples))]  # type: ignore[misc]
-
-
-def _warn_failed(task: Task, sample_id: str, step: str, reason: str) -> None:
-    """One line per sample that failed for good. The requests and re-asks before it stay silent (an answer the
-    solver's fallback read is no failure); a typed stop is no sample's failure and is named once by its caller."""
-    log.warning("%s: sample %s failed at %s: %s", task.name, sample_id, step, reason[:300])
 
 
 def read_back(store: Any, sample_id: str, value: Any) -> Any:

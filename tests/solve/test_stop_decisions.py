@@ -10,7 +10,8 @@ from emocaustics.core import errors
 from emocaustics.core.errors import (BudgetReached, DataError, EndpointDown, SamplesFailed, ServiceGone, Stop,
                                      WriteFailed, shorten)
 from emocaustics.solve import plan
-from emocaustics.solve.plan import LIMIT_STEPS, Limits, _failure
+from emocaustics.core.task import Failure
+from emocaustics.solve.plan import LIMIT_STEPS, Limits, Row
 
 
 class Clock:
@@ -63,7 +64,7 @@ def test_any_limit_set_counts_and_none_is_none() -> None:
 
 
 def test_a_failure_row_and_the_limit_steps() -> None:
-    assert _failure("s1", "token_limit", "over 5 tokens") == {"id": "s1", "ok": False, "step": "token_limit",
+    assert Row("s1", failure=Failure("token_limit", "over 5 tokens")).to_json() == {"id": "s1", "ok": False, "step": "token_limit",
                                                                "reason": "over 5 tokens", "stats": {}}
     assert LIMIT_STEPS == ("token_limit", "time_limit")
 

@@ -4,11 +4,11 @@ and `utterance` (one call per utterance with its history; causes only at or befo
 The model answers with (emotion utterance, emotion, cause utterance, cause span text) under a schema narrowed to the
 conversation (utterance numbers as enums, strings and lists bounded). Each span's text is located in its cause
 utterance by the gold's token rule (`spans.locate_span`); a span that is not found keeps its pair with the whole
-utterance and is counted in `span_misses`. The prediction is the official pair lists plus what happened on the way:
+utterance and is counted in `span_misses`. The prediction is the official pair lists plus what happened to them on
+the way (the answers that did not parse and the re-asks are the sample's cost, in its stats row: `solve.item`):
 
     {"subtask1": [["5_surprise", "2_0_3"], ...], "subtask2": [["5_surprise", "2"], ...], "spans": [model text per
-     subtask-1 pair], "span_misses": int, "duplicates": int, "dropped": [reasons], "no_cause": int,
-     "unparseable": int, "retries": int}
+     subtask-1 pair], "span_misses": int, "duplicates": int, "dropped": [reasons], "no_cause": int}
 
 The solver reads only `sample.input` utterance numbers, speakers and texts: no gold field can reach a prompt.
 
@@ -192,9 +192,7 @@ async def solve(llm: Any, sample: Any, method: str, *, retries: int = 2, max_pai
     conv = conversation_of(sample)
     asker = Asker(CutAnswers(llm), system=P.SYSTEM, affinity=sample.id, retries=retries, max_tokens_cap=max_tokens)
     if method == "direct":
-        pred = await solve_direct(asker, conv, max_pairs)
-    elif method == "utterance":
-        pred = await solve_utterance(asker, conv)
-    else:
-        raise ValueError(f"no solver method {method!r}")
-    return {**pred, "unparseable": asker.stats.unparseable, "retries": asker.stats.retries}
+        return await solve_direct(asker, conv, max_pairs)
+    if method == "utterance":
+        return await solve_utterance(asker, conv)
+    raise ValueError(f"no solver method {method!r}")

@@ -7,7 +7,7 @@ Methods: `direct` and `utterance` (LLM extraction, solver.py) and the calibratio
   for intervals and paired tests; `unscored` where the conversation has neither a gold nor a predicted pair, as
   0 / 0 is no figure), `s1_strict_tp/fp/fn`, `s1_prop_f1`, `s1_prop_overlap/pred_tokens/gold_tokens` (summed over
   the conversations they give back the corpus micro figures), `s2_f1`, `s2_tp/fp/fn`, and for LLM methods
-  `span_misses`, `unparseable`; a failed conversation is scored as predicting nothing, its rows marked `failed` with
+  `span_misses`; a failed conversation is scored as predicting nothing, its rows marked `failed` with
   the reason;
 - `Scored.summary`: the primary metric first, then the official keys of each scored subtask in scores.txt order,
   computed on the whole set (not averaged over conversations);
@@ -112,7 +112,6 @@ class EcpeTask(Task):
         "s2_fn": "subtask 2: gold tuples not predicted",
         "span_misses": "LLM spans not found word for word in their cause utterance (the pair kept with the whole "
                        "utterance)",
-        "unparseable": "LLM answers that did not parse against the schema (each re-asked with a new seed)",
     }
 
     def load(self, dataset: EcpeDataset, options: EcpeOptions) -> Loaded:
@@ -172,9 +171,8 @@ class EcpeTask(Task):
                 info[sample.id].update(counts.emotion_counts(st))
         for s in samples:  # what the LLM solver counted on the way
             pred = predictions.get(s.id)
-            if isinstance(pred, dict):
-                rows.extend({"sample_id": s.id, "metric": k, "value": float(pred[k])}
-                            for k in ("span_misses", "unparseable") if isinstance(pred.get(k), int | float))
+            if isinstance(pred, dict) and isinstance(pred.get("span_misses"), int | float):
+                rows.append({"sample_id": s.id, "metric": "span_misses", "value": float(pred["span_misses"])})
         primary = official.PRIMARY[options.subtasks[0]]
         summary: dict[str, Any] = {primary: results[options.subtasks[0]].scores[primary]}
         for res in results.values():

@@ -46,7 +46,7 @@ def test_direct_one_call_spans_located_by_the_token_rule():
     assert pred["subtask2"] == [["2_sadness", "1"], ["3_joy", "3"]]
     assert (pred["span_misses"], pred["duplicates"]) == (1, 1)
     assert pred["dropped"] == ["utterance number out of 1..3: emotion 9, cause 3"]  # only a non-guided backend
-    assert pred["unparseable"] == 0
+    assert set(pred) == {"subtask1", "subtask2", "spans", "span_misses", "duplicates", "dropped", "no_cause"}
     req = llm.requests[0]
     assert req.messages[0] == {"role": "system", "content": P.SYSTEM}
     assert "[2] Monica: Oh no , that is terrible !" in req.messages[-1]["content"]
@@ -96,12 +96,17 @@ def test_no_gold_field_reaches_a_prompt(method):
     assert [r.messages for r in leaky.requests] == [r.messages for r in plain.requests]
 
 
-def test_unreadable_answer_is_retried_with_a_new_seed_and_counted():
+def test_unreadable_answer_is_retried_with_a_new_seed_and_counted_in_the_stats_row_not_the_prediction():
+    from emocaustics.solve.item import Item, solve_item
+
     def answer(req, n):
         return "not json" if n == 0 else {"pairs": []}
     llm = SchemaLLM(answer)
-    pred = run(solve(llm, sample(), "direct"))
-    assert (pred["unparseable"], pred["retries"]) == (1, 1)
+    task = EcpeTask()
+    opts = parse_options(task, {"method": "direct"})
+    row = run(solve_item(task, opts, llm, Item(sample(), task.placement(sample(), opts))))
+    assert row.ok and "unparseable" not in row.prediction and "retries" not in row.prediction
+    assert (row.stats["unparseable"], row.stats["retries"], row.stats["llm_calls"]) == (1, 1, 2)
     assert llm.requests[1].sampling.seed != llm.requests[0].sampling.seed
 
 
@@ -117,7 +122,7 @@ def test_task_solve_and_its_files_pass_our_validator(tmp_path):
     opts = parse_options(task, {"method": "direct"})
     s = sample({"emotions": ["neutral", "sadness", "joy"], "subtask1": [], "subtask2": []})
     pred = run(task.solve(SchemaLLM(), s, opts))  # the double fills the schema: valid but meaningless pairs
-    assert pred["subtask1"] and pred["unparseable"] == 0
+    assert pred["subtask1"]
     paths = task.finalize(tmp_path, [s], {s.id: pred}, opts)
     for st in (1, 2):
         records = json.loads((tmp_path / f"Subtask_{st}_pred.json").read_text())

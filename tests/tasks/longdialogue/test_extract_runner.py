@@ -210,5 +210,5 @@ def test_utterances_in_flight_are_bounded_when_dialogues_run_in_this_process(tmp
             return await super().generate(requests)
 
     rows = solve_dialogues(Watching(), ds, cfg, tmp_path, concurrency=2,
-                           on_row=lambda row: running.discard(int(row["id"])))
+                           on_row=lambda row: running.discard(int(row.id)))
     assert all(r["ok"] for r in rows) and peak[0] == 9

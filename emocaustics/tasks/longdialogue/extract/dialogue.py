@@ -21,6 +21,7 @@ from emocaustics.evallog.record import recording, replica_id
 from emocaustics.tasks.longdialogue.extract import chains as chain_methods
 from emocaustics.tasks.longdialogue.extract import sextuple as sx
 from emocaustics.solve.ask import Asker, StepFailed
+from emocaustics.solve.item import CountingLLM
 from emocaustics.tasks.longdialogue.embeddings import EmbeddingFailed, Embeddings, pack, unpack
 from emocaustics.tasks.longdialogue.extract.knobs import ExtractKnobs
 from emocaustics.tasks.longdialogue.extract.prompts import SYSTEM
@@ -186,14 +187,15 @@ async def extract_one(llm: Any, item: dict[str, Any]) -> dict[str, Any]:
                            "prediction": None, "step": None, "reason": None}
     stats: dict[str, Any] = {}
     with recording(llm, bool(log_prompts)) as (recorded, rec):
+        counted = CountingLLM(recorded if log_prompts is not None else llm)  # its calls, as the plan counts them
         try:
-            row["prediction"] = await solve_dialogue(recorded if log_prompts is not None else llm, item, emb, stats)
+            row["prediction"] = await solve_dialogue(counted, item, emb, stats)
             row["ok"] = True
         except SolveFailed as exc:
             row["step"], row["reason"] = exc.step, exc.reason
     if log_prompts is not None:
         row["log"], row["replica"] = rec.finished(), replica_id()
     row["retry_reasons"] = stats.pop("retry_reasons", [])
-    row["stats"] = stats
+    row["stats"] = {**counted.counts, **stats}
     row["seconds"] = round(time.perf_counter() - t0, 3)
     return row
