@@ -139,7 +139,7 @@ def eval_job(task: str, *, model: str | None = None, method: str | None = None, 
     if model and not needs_model:  # the run would ignore it: a user who named a model wants it used
         raise UsageError(f"--model {model_key(model)}: method {chosen} of task {task} calls no model; leave out "
                          f"--model, or choose a method that calls one ({', '.join(the_task.methods.solver) or 'none'})")
-    if given.get("no_score") and not needs_model:  # its predictions are made while scoring: nothing is solved without it
+    if given.get("no_score") and not needs_model:  # its predictions are made while scoring: nothing to solve
         raise UsageError(f"--no-score: method {chosen} of task {task} calls no model, so there is nothing to solve; "
                          "leave out --no-score")
     ids = given.get("ids")
