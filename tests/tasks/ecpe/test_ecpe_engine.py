@@ -76,7 +76,8 @@ def test_both_methods_answer_every_conversation_with_nothing_unreadable(quicksta
         rows = scores.filter(pl.col("run") == label)
         assert sorted(rows["sample_id"].to_list()) == sorted(map(str, IDS)) and not rows["failed"].any(), rows
         assert (rows["kind"] == "engine-check").all()
-        assert rows["c_unparseable"].sum() == 0  # guided decoding: every answer parsed the first time
+        stats = [json.loads(x) for x in (run_dir / "predictions" / label / "stats.jsonl").read_text().splitlines()]
+        assert sum(r["unparseable"] for r in stats) == 0  # guided decoding: every answer parsed the first time
         assert rows["llm_calls"].sum() + rows["cache_hits"].sum() == answers  # one per conversation / utterance
         preds = EcpeTask().store.read_predictions(run_dir / "predictions" / label)
         assert set(preds) == set(map(str, IDS)) and not any(isinstance(p, Failure) for p in preds.values())
