@@ -97,7 +97,7 @@ def _solve(tmp_path: Path, job: JobSpec, configs: list[Config], priors: dict[str
 
     class Clock:  # stands in for rundir.WallClock: notes when each config's own solving began and ended
         def __init__(self, label: str) -> None:
-            self.label = label
+            self.label, self.t0 = label, 0.0  # t0: WallClock's start, which the config's prepare moves back
             events.append(f"start {label}")
 
         def stop(self) -> None:
