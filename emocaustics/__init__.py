@@ -5,12 +5,11 @@
     run.summary, run.scores, ec.load_run(run.dir).compare(other_run_dir)
 
 The API (`emocaustics.api`) is imported on first use: `import emocaustics` stays cheap (no Ray, Polars or pydantic).
+The scoring code is `emocaustics.scoring`, so that importing it binds no `score` here: `ec.score` is the API's.
 """
 
 from __future__ import annotations
 
-import sys
-import types
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
@@ -18,31 +17,12 @@ __all__ = ["Run", "Scores", "UsageError", "eval", "export", "load_run", "run", "
 
 if TYPE_CHECKING:
     from emocaustics.api import Run, eval, export, load_run, run, score  # noqa: A004
-    from emocaustics.score.generic import Scores
+    from emocaustics.scoring.generic import Scores
     from emocaustics.core.errors import UsageError
 
 _LAZY = {"eval": "emocaustics.api", "run": "emocaustics.api", "load_run": "emocaustics.api", "Run": "emocaustics.api",
-         "score": "emocaustics.api", "export": "emocaustics.api", "Scores": "emocaustics.score.generic",
+         "score": "emocaustics.api", "export": "emocaustics.api", "Scores": "emocaustics.scoring.generic",
          "UsageError": "emocaustics.core.errors"}
-
-
-class _Package(types.ModuleType):
-    """`ec.score` is the API function although `emocaustics.score` is also a subpackage (the scoring code): the import
-    system's binding of that subpackage onto this package is kept aside. `from emocaustics.score.X import Y` and
-    `importlib.import_module("emocaustics.score")` are unaffected (they go through sys.modules)."""
-
-    @property
-    def score(self) -> Any:
-        from emocaustics.api import score
-
-        return score
-
-    @score.setter
-    def score(self, module: Any) -> None:
-        self.__dict__["_score_package"] = module
-
-
-sys.modules[__name__].__class__ = _Package
 
 
 def __getattr__(name: str) -> Any:

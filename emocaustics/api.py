@@ -5,7 +5,7 @@
 cache, resume, report) and return a `Run`: the run folder read back as Polars frames. They are quiet unless asked
 (`quiet=False` prints the progress lines); a mistake raises `UsageError` (a dead endpoint `EndpointDown`), never exits.
 Failed samples do not raise: they are rows with status `failed` (`Run.failed` counts them). `score` scores predictions
-against gold without a model or a run, and returns a `Scores` (`score.generic.Scores`: Polars frames).
+against gold without a model or a run, and returns a `Scores` (`scoring.generic.Scores`: Polars frames).
 
 Calibration methods need no model, so this runs anywhere the task's data is (here: the shipped narrative stories):
 
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from emocaustics.evallog.read import RunLog
     from emocaustics.jobs.spec import JobSpec
     from emocaustics.report.compare import Comparison, Pairs
-    from emocaustics.score.generic import Scores
+    from emocaustics.scoring.generic import Scores
 
 
 @dataclass
@@ -188,7 +188,7 @@ def score(task: str, predictions: str | Path | Run | dict[str, Any], *, data: st
           dataset: dict[str, Any] | None = None, options: dict[str, Any] | None = None,
           ignore_provenance: bool = False) -> Scores:
     """Score predictions against the task's gold with its own scorer, without a model: `emocaustics score TASK`'s
-    generic path (`score.generic.score_predictions`), returned as a `Scores` of Polars frames (`scores` per sample,
+    generic path (`scoring.generic.score_predictions`), returned as a `Scores` of Polars frames (`scores` per sample,
     the long `rows`, `failures`, `items`, `tables`) with the primary metric's `value` and the corpus `summary`.
 
     `predictions`: a folder holding predictions.jsonl (a run's `predictions/<config>`: the dataset and options it
@@ -209,7 +209,7 @@ def score(task: str, predictions: str | Path | Run | dict[str, Any], *, data: st
     import tempfile
 
     from emocaustics.core.task import get_task
-    from emocaustics.score.generic import score_predictions
+    from emocaustics.scoring.generic import score_predictions
 
     extra = dict(dataset or {}) | ({"data": str(data)} if data is not None else {})
     if isinstance(predictions, dict):

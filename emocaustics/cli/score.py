@@ -75,7 +75,7 @@ def _calibration(folder: Path) -> str:
 
 def score_command(args: argparse.Namespace) -> int:
     from emocaustics.jobs.oneline import parse_assignments
-    from emocaustics.score.generic import score_predictions
+    from emocaustics.scoring.generic import score_predictions
 
     dataset = parse_assignments(args.dataset, "-D")
     if args.data is not None:

@@ -7,7 +7,7 @@
   `prompt_text` (hashed into `prompts_version`) and `answer_models` (checked when the task registers). The core's
   reusable ones are in `solve/solvers.py`.
 - `scorer`: any object with `metrics` (names, the first the primary) and `score(samples, predictions, ctx) -> Scored`
-  (`score/scorers.py`).
+  (`scoring/scorers.py`).
 
 The task has one method, `method` (default "generate"), which calls the model; the rest of the `Task` contract keeps
 its defaults (predictions.jsonl, one sample per call, no side inputs).

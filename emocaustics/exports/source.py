@@ -62,7 +62,7 @@ class ConfigRecord:
     software: dict[str, Any] | None  # core.software at run time (None: a run made before it was recorded)
     created: str | None
     epochs: int = 1
-    reducer: str | None = None  # how a sample's epochs become its score (score/reducers.py); None for one epoch
+    reducer: str | None = None  # how a sample's epochs become its score (scoring/reducers.py); None for one epoch
     samples: list[SampleRecord] = field(default_factory=list)  # one per sample and epoch, epoch by epoch
     reduced: dict[str, float | None] = field(default_factory=dict)  # each sample's score over its epochs
 
@@ -145,13 +145,13 @@ def _config(folder: Path, rec: dict[str, Any], models: dict[str, Any], scores: A
     from emocaustics.core.provenance import read as read_provenance
     from emocaustics.core.task import get_task
     from emocaustics.jobs.epochs import epoch_label
-    from emocaustics.score.reducers import epoch_rows, table_rows
+    from emocaustics.scoring.reducers import epoch_rows, table_rows
 
     label = rec["run"]
     prov = read_provenance(folder / "predictions" / label) or {}
     names = list(dict.fromkeys(rows.filter(pl.col("run") == label)["metric"].to_list()))
     primary = get_task(rec["task"]).report.primary_metric
-    sample_metric = primary if primary in names or not names else names[0]  # as score.generic.per_sample does
+    sample_metric = primary if primary in names or not names else names[0]  # as scoring.generic.per_sample does
     names = [sample_metric, *[n for n in names if n != sample_metric]]
     mine = scores.filter(pl.col("run") == label)
     reduced, per_epoch = table_rows(mine), epoch_rows(mine)

@@ -6,7 +6,7 @@ again, and how the epochs are scored and reduced (docs/jobs.md, "Epochs and redu
     scores.parquet                   one row per sample and epoch (`epoch` 1..N), and the reduced row (`epoch` null)
                                      that the tables use
 
-The reducer (score/reducers.py) is the config's `reducer`, else the task's default. A reducer the task's `Options`
+The reducer (scoring/reducers.py) is the config's `reducer`, else the task's default. A reducer the task's `Options`
 maps to a vote in its `reducers` (AER's `mode`: the vote over the epochs' answers) reduces the predictions, which the
 task then scores (its official corpus summary and its submission are those of the reduced predictions); any other
 reduces each sample's per-epoch scores, and its corpus summary is each epoch's (`per_epoch`) with their mean.
@@ -22,7 +22,7 @@ import polars as pl
 from emocaustics.core.task import Failure, Scored
 from emocaustics.jobs.results import COST_COLUMNS, ConfigResult, score_line, score_table, summary_record
 from emocaustics.solve.plan import LIMIT_STEPS
-from emocaustics.score.reducers import reduce_scores
+from emocaustics.scoring.reducers import reduce_scores
 
 
 def epoch_dir(pred_dir: Path, epoch: int, epochs: int) -> Path:
@@ -121,7 +121,7 @@ def reduce_table(epoch_frame: pl.DataFrame, reducer: str) -> pl.DataFrame:
     epoch 1's, else those of the first epoch that did not fail); the rest as in epoch 1."""
     from emocaustics.report.tables import failures_count_zero
 
-    epoch_frame = failures_count_zero(epoch_frame)  # a failed epoch counts 0 (score/reducers.py), as a failed sample
+    epoch_frame = failures_count_zero(epoch_frame)  # a failed epoch counts 0 (scoring/reducers.py), as a failed sample
     comps = [c for c in epoch_frame.columns if c.startswith("c_")]
     summed = [c for c in (*COST_COLUMNS, "seconds", "cost_usd") if c in epoch_frame.columns]
     own = [c for c in ("status", "reason") if c in epoch_frame.columns]  # an epoch that did not fail speaks for it

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from emocaustics.core.task import Loaded, Scored
-from emocaustics.score.generic import per_sample
+from emocaustics.scoring.generic import per_sample
 
 if TYPE_CHECKING:
     from emocaustics.jobs.configs import Config
@@ -39,7 +39,7 @@ def write_results(run_dir: Path, results: list[ConfigResult], defects: list[dict
     from emocaustics.core.writes import writing
     from emocaustics.report.html import write_report
     from emocaustics.report.tables import write_tables
-    from emocaustics.score.reducers import table_rows
+    from emocaustics.scoring.reducers import table_rows
 
     frames, long_rows, items, tables = [], [], [], {}  # tables: the scorers' extra tables by name, every config's
     for r in results:

@@ -60,7 +60,7 @@ class RunSpec(_Strict):
     name: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")  # the label, when given
     select: SelectSpec | None = None  # which samples (else the job's `select`, else all)
     # Epochs and per-sample limits (docs/jobs.md): each sample solved `epochs` times, reduced by `reducer` (None: the
-    # task's default, score/reducers.py); a sample over `token_limit` generated tokens or `time_limit` seconds from its
+    # task's default, scoring/reducers.py); a sample over `token_limit` generated tokens or `time_limit` seconds from its
     # first call, or still running `config_time_limit` seconds after its config started, is a failure row.
     epochs: int = Field(1, ge=1, le=1000)
     reducer: str | None = None
@@ -156,8 +156,8 @@ class GridSpec(BaseModel):
 
 def _check_epochs(run: RunSpec, task: Task, opts: Options) -> None:
     """Epochs, a reducer and limits are for a config that asks a model; a reducer must fit the task
-    (score/reducers.py)."""
-    from emocaustics.score.reducers import check_reducer
+    (scoring/reducers.py)."""
+    from emocaustics.scoring.reducers import check_reducer
 
     if not needs_model(task, opts):
         given = [k for k in RUN_KEYS if getattr(run, k) != RunSpec.model_fields[k].default]

@@ -16,7 +16,7 @@ import polars as pl
 
 from emocaustics.report.columns import components_by_task, legend, main_table, option_columns
 from emocaustics.report.tables import DECIMALS, cluster_note, failures, run_title
-from emocaustics.score.reducers import table_rows
+from emocaustics.scoring.reducers import table_rows
 
 # Component tables are cut into chunks of this many metric columns so that each fits the page.
 COMPONENTS_PER_TABLE = 6

@@ -77,7 +77,7 @@ def failures_count_zero(scores: pl.DataFrame) -> pl.DataFrame:
 def scored_rows(scores: pl.DataFrame) -> pl.DataFrame:
     """The rows every statistic reads: a config solved in epochs by its reduced rows, a failure counting 0, and in a
     table written before clusters, every sample its own cluster."""
-    from emocaustics.score.reducers import table_rows
+    from emocaustics.scoring.reducers import table_rows
 
     scores = failures_count_zero(table_rows(scores))
     if "cluster" not in scores.columns:
@@ -107,7 +107,7 @@ def summarise(scores: pl.DataFrame, wall: dict[str, float] | None = None, run_di
     with `run_dir` the grid's axes its config.yaml records (`report.axes`)."""
     from emocaustics.report.axes import read_axes, with_axes
     from emocaustics.report.columns import option_columns
-    from emocaustics.score.reducers import epoch_rows, epoch_spread
+    from emocaustics.scoring.reducers import epoch_rows, epoch_spread
 
     spread = epoch_spread(epoch_rows(scores))  # configs solved in epochs: how much a sample's score moves
     scores = scored_rows(scores)

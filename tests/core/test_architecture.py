@@ -200,7 +200,7 @@ def test_model_specs_are_parsed_at_the_edges():
 # back from a folder (`read_predictions`, `sample_stats`) is left to these modules:
 READS_BACK = {
     "emocaustics.jobs.together",  # --resume: what earlier runs of a config wrote (skipped, then scored with the rest)
-    "emocaustics.score.generic",  # `score TASK`: a predictions folder scored
+    "emocaustics.scoring.generic",  # `score TASK`: a predictions folder scored
     "emocaustics.tasks.aer.cli", "emocaustics.tasks.ecpe.cli",  # their submission checks: the predictions beside it
 }
 READERS = ("read_predictions", "sample_stats")

@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 
 from emocaustics.jobs.spec import JobSpec
-from emocaustics.score.reducers import majority, reduce_scores
+from emocaustics.scoring.reducers import majority, reduce_scores
 
 pytestmark = [pytest.mark.engine]
 

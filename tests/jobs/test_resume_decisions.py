@@ -460,7 +460,7 @@ def test_a_sample_whose_every_epoch_is_unscored_stays_unscored():
 
 
 def test_a_failed_epoch_counts_zero_beside_an_unscored_one():
-    """score/reducers.py: a failed epoch counts 0, as a failed sample does; an unscored epoch is left out."""
+    """scoring/reducers.py: a failed epoch counts 0, as a failed sample does; an unscored epoch is left out."""
     frame = pl.DataFrame({"sample_id": ["a", "a"], "epoch": [1, 2], "score": [None, None], "failed": [True, False]},
                          schema={"sample_id": pl.Utf8, "epoch": pl.Int64, "score": pl.Float64, "failed": pl.Boolean})
     assert reduce_table(frame, "mean").to_dicts() == [{"sample_id": "a", "score": 0.0, "failed": False}]

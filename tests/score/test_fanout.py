@@ -1,4 +1,4 @@
-"""The core's one scoring fan-out (`score.fanout`): the rule that picks Ray, and the two tasks that fan out giving
+"""The core's one scoring fan-out (`scoring.fanout`): the rule that picks Ray, and the two tasks that fan out giving
 through Ray Data exactly what they give in process (EmoCaustics' dialogues with an embedder actor pool and a judge
 stage; narrative's stories as plain Ray tasks)."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from emocaustics.score.fanout import Stage, ray_map, wants_ray
+from emocaustics.scoring.fanout import Stage, ray_map, wants_ray
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tasks" / "longdialogue"))
 

@@ -1,4 +1,4 @@
-"""Reducers over a sample's epochs (score/reducers.py), on worked examples checked by hand; no Ray."""
+"""Reducers over a sample's epochs (scoring/reducers.py), on worked examples checked by hand; no Ray."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import polars as pl
 import pytest
 
-from emocaustics.score.reducers import (check_reducer, epoch_spread, majority, pass_at_k, reduce_scores,
+from emocaustics.scoring.reducers import (check_reducer, epoch_spread, majority, pass_at_k, reduce_scores,
                                         reduce_votes, table_rows)
 
 

@@ -1,4 +1,4 @@
-"""The core's reusable scorers (score/scorers.py) on worked examples: exact match, set match, token F1 and the LLM
+"""The core's reusable scorers (scoring/scorers.py) on worked examples: exact match, set match, token F1 and the LLM
 judge (against a scripted stand-in for the judge model; no engine, no Ray), each a long score row per sample and
 metric, with failures and samples without a target kept as rows."""
 
@@ -9,7 +9,7 @@ import pytest
 from emocaustics.core.errors import UsageError
 from emocaustics.core.task import Failure, Sample
 from emocaustics.models.base import Completion
-from emocaustics.score.scorers import ExactMatch, LLMJudge, SetMatch, TokenF1
+from emocaustics.scoring.scorers import ExactMatch, LLMJudge, SetMatch, TokenF1
 
 SAMPLES = [Sample("a", {"question": "Capital of France?"}, "Paris"), Sample("b", {"question": "2+2?"}, "four"),
            Sample("c", {"question": "?"}, None), Sample("d", {"question": "?"}, "x")]

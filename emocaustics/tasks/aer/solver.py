@@ -28,7 +28,7 @@ from emocaustics.evallog.record import note
 from emocaustics.models.base import ChatRequest, Completion, Sampling
 from emocaustics.solve.ask import CONTEXT_RE
 from emocaustics.solve.schema import schema_of, token_budget
-from emocaustics.score.reducers import majority
+from emocaustics.scoring.reducers import majority
 from emocaustics.tasks.aer.prompts import REASONING_MAX_CHARS
 
 Letter = Literal["A", "B", "C", "D"]
@@ -179,5 +179,5 @@ async def ask_samples(llm: Any, messages: tuple[dict[str, str], ...], prompt: st
     return done
 
 
-# The self-consistency vote is the one AER's `mode` reducer uses over epochs (score/reducers.py): one function
+# The self-consistency vote is the one AER's `mode` reducer uses over epochs (scoring/reducers.py): one function
 vote = majority

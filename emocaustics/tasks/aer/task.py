@@ -14,7 +14,7 @@ import polars as pl
 from pydantic import Field, model_validator
 
 from emocaustics.core.errors import UsageError
-from emocaustics.score.reducers import reduce_votes
+from emocaustics.scoring.reducers import reduce_votes
 from emocaustics.core.task import (DatasetOptions, Failure, Loaded, Methods, Options, Placement, Sample, ScoreContext,
                                    Scored, SolveFailed, Task, rows_frame)
 from emocaustics.tasks.aer import predictors, prompts, scoring
@@ -43,7 +43,7 @@ class AerOptions(Options):
     seed: int = 0
     max_context_tokens: int = Field(8192, ge=256)  # the model's context window the prompt must fit
     chars_per_token: float = Field(4.0, gt=0.0, le=16.0)  # the token estimate (see context.py); ~1 for `smoke`
-    # epochs (score/reducers.py): `mode` votes the epochs' answers per option, as self-consistency does
+    # epochs (scoring/reducers.py): `mode` votes the epochs' answers per option, as self-consistency does
     reducers: ClassVar[dict[str, Any]] = {"mode": reduce_votes, "mean": None, "max": None, "pass@k": None}
 
     @model_validator(mode="after")

@@ -21,7 +21,7 @@ from emocaustics.core.datasource import DataSource
 from emocaustics.core.errors import UsageError
 from emocaustics.core.task import (DatasetOptions, Defect, Failure, Loaded, Methods, Options, Placement, Sample,
                                    ScoreContext, Scored, Task, rows_frame)
-from emocaustics.score.fanout import wants_ray
+from emocaustics.scoring.fanout import wants_ray
 from emocaustics.tasks.longdialogue.data.fetch import SOURCE
 from emocaustics.tasks.longdialogue.extract.knobs import ExtractKnobs
 from emocaustics.tasks.longdialogue.extract.windows import DEFAULT_WINDOWS
@@ -31,7 +31,7 @@ from emocaustics.tasks.longdialogue.extract.output import DialogueStore
 if TYPE_CHECKING:  # polars loads where scores are tabled: an extract run never imports it (issue 31: start-up)
     import polars as pl
 
-RAY_ABOVE = 50  # dialogues; at or below this Ray's start-up costs more than it saves in scoring (`score.fanout`)
+RAY_ABOVE = 50  # dialogues; at or below this Ray's start-up costs more than it saves in scoring (`scoring.fanout`)
 
 
 def all_of_given_data(cls: Any, raw: Any) -> Any:

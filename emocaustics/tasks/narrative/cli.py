@@ -64,7 +64,7 @@ def score_paths(pred: Path, gt: Path, weights: str | None = None, taxonomy: str 
     from emocaustics.tasks.narrative.aggregate import aggregate
     from emocaustics.tasks.narrative.composite import error_result, parse_weights, score_story
     from emocaustics.tasks.narrative.io import load_story, missing_prediction, pair_folders
-    from emocaustics.score.fanout import wants_ray
+    from emocaustics.scoring.fanout import wants_ray
     from emocaustics.tasks.narrative.rayscore import RAY_ABOVE, score_file_pairs
     from emocaustics.tasks.narrative.schema import NarrativeFormatError
     from emocaustics.tasks.narrative.scoring import score_files

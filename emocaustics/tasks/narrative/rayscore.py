@@ -9,7 +9,7 @@ Two entry points, one per input shape:
 
 Rows cross the Ray boundary as JSON strings: the documents are irregular (an alias is a string or a list, any value
 may be null), which Arrow's column inference would reject or coerce. Scoring is pure CPU in Python, so plain Ray
-tasks (no actor pool) are used (`score.fanout`, the core's one fan-out); each worker loads the taxonomy once (`scoring.taxonomy_for` is cached). Ray Data
+tasks (no actor pool) are used (`scoring.fanout`, the core's one fan-out); each worker loads the taxonomy once (`scoring.taxonomy_for` is cached). Ray Data
 does not keep row order by default, so outputs are keyed by story / sample id and put back in the input's order.
 
 Below a few thousand files the local loop is as fast (Ray's start-up and per-batch overhead outweigh the gain on
@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from emocaustics.core.task import Failure, Sample
-from emocaustics.score.fanout import Stage, ray_map
+from emocaustics.scoring.fanout import Stage, ray_map
 
 RAY_ABOVE = 2000  # stories; at or below this the local loop is used (see the module docstring)
 BATCH_SIZE = 64

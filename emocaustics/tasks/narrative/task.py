@@ -23,7 +23,7 @@ from emocaustics.core.task import (DatasetOptions, Defect, Failure, Loaded, Meth
 from emocaustics.tasks.narrative.data import gt_dir, locate
 from emocaustics.tasks.narrative.io import PRED_SUFFIX, decode, missing_prediction, write_story
 from emocaustics.tasks.narrative.prompts import PROMPTS_VERSION
-from emocaustics.score.fanout import wants_ray
+from emocaustics.scoring.fanout import wants_ray
 from emocaustics.tasks.narrative.rayscore import RAY_ABOVE, score_samples_ray
 from emocaustics.tasks.narrative.schema import NarrativeFormatError, check_spans, parse_story
 from emocaustics.tasks.narrative.scoring import assemble, score_sample, taxonomy_for

@@ -34,7 +34,7 @@ def build_solver(spec: Any) -> Any:
 
 
 def build_scorer(spec: Any) -> Any:
-    from emocaustics.score import scorers
+    from emocaustics.scoring import scorers
 
     if spec.name == "llm_judge":
         return scorers.LLMJudge(spec.field, **({"prompt": spec.prompt} if spec.prompt else {}))

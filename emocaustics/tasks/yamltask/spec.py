@@ -15,7 +15,7 @@
 
 Solvers (`solve/solvers.py`): `generate` (keys prompt, system, max_length: the answer is one bounded string) and
 `multiple_choice` (prompt with `{choices}`, system, choices: the column of the choices, n, temperature, seed).
-Scorers (`score/scorers.py`): `exact_match` (normalize), `set_match`, `token_f1`, `llm_judge` (prompt, field); each
+Scorers (`scoring/scorers.py`): `exact_match` (normalize), `set_match`, `token_f1`, `llm_judge` (prompt, field); each
 takes `field` (a key of the prediction: default `answer`). A key given twice is refused as a job file's is.
 """
 

@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from emocaustics.core.compose import ComposedTask
 from emocaustics.core.task import DatasetOptions, Loaded, Sample, register
-from emocaustics.score.scorers import ExactMatch
+from emocaustics.scoring.scorers import ExactMatch
 from emocaustics.solve.solvers import Generate
 
 CAPITALS = {"France": "Paris", "Japan": "Tokyo", "Kenya": "Nairobi", "Peru": "Lima"}

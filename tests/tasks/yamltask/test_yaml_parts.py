@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 
 from emocaustics.core.task import DatasetOptions, get_task
-from emocaustics.score.scorers import LLMJudge, SetMatch, TokenF1
+from emocaustics.scoring.scorers import LLMJudge, SetMatch, TokenF1
 from emocaustics.solve.solvers import MultipleChoice
 
 TASK = """name: {name}

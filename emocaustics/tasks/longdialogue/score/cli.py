@@ -23,7 +23,7 @@ from typing import Any
 
 from emocaustics.core.clihelp import DefaultsFormatter
 from emocaustics.core.errors import UsageError
-from emocaustics.score.fanout import wants_ray
+from emocaustics.scoring.fanout import wants_ray
 from emocaustics.tasks.longdialogue.score.predictors import PREDICTORS
 from emocaustics.tasks.longdialogue.task import RAY_ABOVE
 

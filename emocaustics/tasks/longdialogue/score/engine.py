@@ -22,7 +22,7 @@ from emocaustics.models.base import Embedder
 from emocaustics.models.spec import LLMSpec
 from emocaustics.tasks.longdialogue.score.judge import SPEC_JUDGE, Judge, JudgeRules, ReferenceCrash, make_judge
 from emocaustics.tasks.longdialogue.score.policy import Policy
-from emocaustics.score.similarity import SimilarityTable
+from emocaustics.scoring.similarity import SimilarityTable
 from emocaustics.tasks.longdialogue.score.tables import ScoreResult
 
 TASKS = ("sextuple", "emotion")

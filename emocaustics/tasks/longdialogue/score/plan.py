@@ -22,7 +22,7 @@ from typing import Any
 from emocaustics.tasks.longdialogue.data.schema import Dialogue
 from emocaustics.tasks.longdialogue.score.engine import resolve_judge, score_ok
 from emocaustics.tasks.longdialogue.score.policy import Policy, collect_pairs, triage
-from emocaustics.score.similarity import SimilarityTable, clean_pairs, cosines, distinct_texts
+from emocaustics.scoring.similarity import SimilarityTable, clean_pairs, cosines, distinct_texts
 from emocaustics.tasks.longdialogue.score.tables import ScoreResult, build_result
 
 
@@ -83,13 +83,13 @@ def score_with_ray(task: str, dialogues: Sequence[Dialogue], predictions: Mappin
                    embedder: str = "minilm", judge: str | None = None, compat: str = "spec",
                    on_judge_error: str = "zero", batch_size: int = 100, embed_actors: int = 1,
                    notes: Mapping[int, int] | None = None) -> ScoreResult:
-    """Score through Ray Data (`score.fanout`: a small local Ray is started when none is running, and stopped)."""
+    """Score through Ray Data (`scoring.fanout`: a small local Ray is started when none is running, and stopped)."""
     if compat == "reference":  # the reference's path is a sequence of judge rounds: it runs in this process
         from emocaustics.tasks.longdialogue.score.engine import ascore
 
         return asyncio.run(ascore(task, dialogues, predictions, embedder=embedder, judge=judge, compat=compat,
                                   notes=notes))
-    from emocaustics.score.fanout import Stage, ray_map
+    from emocaustics.scoring.fanout import Stage, ray_map
 
     t0 = time.perf_counter()
     ok, failed = triage(task, dialogues, predictions)

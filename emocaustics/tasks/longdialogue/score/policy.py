@@ -10,7 +10,7 @@ from dataclasses import asdict
 from typing import Any
 
 from emocaustics.models.base import Embedder
-from emocaustics.score.similarity import SimilarityTable, similarity_table
+from emocaustics.scoring.similarity import SimilarityTable, similarity_table
 from emocaustics.tasks.longdialogue.data.schema import Dialogue
 from emocaustics.tasks.longdialogue.score.chains import ChainRules, event_pairs, judge_prefetch, reason_pairs, score_dialogue_chains
 from emocaustics.tasks.longdialogue.score.judge import SPEC_JUDGE, Judge, JudgeRules, ReferenceCrash

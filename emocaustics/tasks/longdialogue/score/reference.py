@@ -24,7 +24,7 @@ import numpy as np
 import polars as pl
 
 from emocaustics.models.base import Embedder
-from emocaustics.score.similarity import SimilarityTable
+from emocaustics.scoring.similarity import SimilarityTable
 from emocaustics.tasks.longdialogue.data.schema import Dialogue, chains_to_json
 from emocaustics.tasks.longdialogue.score import refchains, sextuple
 from emocaustics.tasks.longdialogue.score.policy import Policy
