@@ -61,7 +61,7 @@ def resolve(job: JobSpec, run_dir: Path) -> list[Config]:
 
 def _one(run: Any, job: JobSpec, run_dir: Path) -> Config:
     from emocaustics.models.prices import price_for
-    from emocaustics.score.reducers import reducers_of
+    from emocaustics.scoring.reducers import reducers_of
     from emocaustics.solve.plan import Limits
 
     task, options = run.resolve()
@@ -79,26 +79,35 @@ def _one(run: Any, job: JobSpec, run_dir: Path) -> Config:
         label=run.label, task=task, options=options, model=model, llm=llm, spec=entry.spec if entry else None,
         kind=kind, pred_dir=run_dir / "predictions" / run.label,
         dataset=task.Dataset.model_validate(job.dataset_for(run)), select=job.select_for(run),
-        price=price_for(entry.spec, entry.price) if entry else None,
-        batch=entry is not None and (entry.batch or (llm is not None and llm.client.get("batch") is True)),
+        price=price_for(llm, entry.price) if llm is not None and entry is not None else None,
+        batch=entry is not None and (entry.batch or (llm is not None and llm.batch.on)),
         epochs=run.epochs, reducer=run.reducer or reducers_of(task.Options)[1],
         limits=limits if limits.any else None)
 
 
-def models_called(job: JobSpec, configs: list[Config]) -> list[tuple[str, str, str]]:
-    """(where, name, spec) of every model the configs or the judge call: the job's models by name, then a judge given
-    as a spec string (named by it)."""
+def models_called(job: JobSpec, configs: list[Config]) -> list[tuple[str, str, LLMSpec | UsageError]]:
+    """(where, name, model) of every model the configs or the judge call: the job's models by name, then a judge given
+    as a spec string (named by it); each model parsed (`ModelSpec.parsed`), or the UsageError that names its spec."""
     judge = job.scoring.judge
     names = sorted({c.model for c in configs if c.model} | ({judge} & set(job.models)))
-    return [(f"models.{n}", n, job.models[n].spec) for n in names] + (
-        [("scoring.judge", judge, judge)] if judge != "none" and judge not in job.models else [])
+    return [(f"models.{n}", n, _parsed(job, n)) for n in names] + (
+        [("scoring.judge", judge, _parsed(job, judge))] if judge != "none" and judge not in job.models else [])
 
 
 def judge_spec(job: JobSpec) -> LLMSpec | None:
     """The judge as the model layer takes it: a job model's entry, or the spec string `scoring.judge` names."""
+    judge = None if job.scoring.judge == "none" else _parsed(job, job.scoring.judge)
+    if isinstance(judge, UsageError):
+        raise judge
+    return judge
+
+
+def _parsed(job: JobSpec, name: str) -> LLMSpec | UsageError:
+    """A job model's entry (`ModelSpec.parsed`), or a spec string given where a model is named (the judge's); a spec
+    that does not parse gives the UsageError naming it."""
     from emocaustics.models.spec import parse_llm_spec
 
-    judge = job.scoring.judge
-    if judge == "none":
-        return None
-    return job.models[judge].parsed() if judge in job.models else parse_llm_spec(judge)
+    try:
+        return job.models[name].parsed() if name in job.models else parse_llm_spec(name)
+    except UsageError as exc:
+        return exc

@@ -1,14 +1,12 @@
 """A job's model entry (`models.NAME` in a job, `emocaustics serve`'s MODELS.yaml): the spec string and the keys that
 go beside it. Every option the docs give for a model is accepted here: the entry's own fields below, and the client
 options of a remote spec's query (`models.spec.CLIENT_KEYS`: `timeout`, `max_retries`, `batch_poll`, ...), which are
-moved into `engine:`, the options the runner appends to the spec string, so that they are checked (per kind, as in
-the query) where every spec is: `models.spec.parse_llm_spec`."""
+moved into `engine:`. `parsed` builds the typed `LLMSpec` from them, checked per kind as a spec's query is
+(`LLMSpec.with_options`)."""
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any, Literal
-from urllib.parse import urlencode
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -46,7 +44,7 @@ class ModelSpec(BaseModel):
     @classmethod
     def _client_keys(cls, raw: Any) -> Any:
         """Client options written beside `spec:` (`timeout: 30`, `batch_poll: 5`) go into `engine:`: the docs give
-        them as a model's keys, and they reach the spec's query from there (a local engine's spec refuses them with
+        them as a model's keys, and `parsed` puts them where they go from there (a local engine's spec refuses them with
         the same message as in the query). Kept out of the fields so that a job's hash stays what it was."""
         from emocaustics.core.redact import refuse_secrets
         from emocaustics.models.spec import CLIENT_KEYS
@@ -89,34 +87,28 @@ class ModelSpec(BaseModel):
         except UsageError as exc:  # pydantic names the key for a ValueError
             raise ValueError(str(exc)) from None
 
-    def spec_string(self) -> str:
-        """The entry as one model spec string (`models.spec`): the spec with the keys beside it in its query."""
-        from emocaustics.models.registry import is_remote
-
-        query: dict[str, Any] = dict(self.engine)
-        if self.replicas != 1:
-            query["replicas"] = self.replicas
-        if self.placement != "default":
-            query["placement"] = self.placement
-        if self.gpus_per_replica:
-            query["gpus"] = int(self.gpus_per_replica)
-            if self.gpus_per_replica > 1:
-                query["tp"] = int(self.gpus_per_replica)
-        if is_remote(self.spec):
-            breaker = {"max_connection_failures": self.max_connection_failures,
-                       "max_server_errors": self.max_server_errors, "stall_seconds": self.stall_seconds,
-                       "rpm": self.rpm, "tpm": self.tpm}
-            query = {"concurrency": self.concurrency, **{k: v for k, v in breaker.items() if v is not None}, **query}
-        if self.batch:  # a local engine's spec refuses it (models/spec.py): batch APIs are the providers'
-            query["batch"] = True
-        if not query:
-            return self.spec
-        sep = "&" if "?" in self.spec else "?"
-        return self.spec + sep + urlencode({k: v if isinstance(v, str) else json.dumps(v) for k, v in query.items()})
-
     def parsed(self) -> LLMSpec:
-        """The entry as the model layer takes it, parsed here, where a job is resolved: nothing downstream parses a
-        spec string (a malformed one is a UsageError naming it)."""
+        """The entry as the model layer takes it, built here, where a job is resolved: its spec string (the one
+        parse) with the entry's typed keys put where they go (pool, limits, batch, client, engine) and checked as in
+        a query (a malformed one is a UsageError naming it). Nothing downstream parses a spec string."""
+        from emocaustics.models.registry import is_remote
         from emocaustics.models.spec import parse_llm_spec
 
-        return parse_llm_spec(self.spec_string())
+        gpus = int(self.gpus_per_replica)
+        placed = {"replicas": self.replicas if self.replicas != 1 else None, "gpus": gpus or None,
+                  "tp": gpus if self.gpus_per_replica > 1 else None,
+                  "placement": self.placement if self.placement != "default" else None,
+                  "batch": True if self.batch else None}  # a local engine's spec refuses batch: providers' APIs
+        limits = {"concurrency": self.concurrency, "max_connection_failures": self.max_connection_failures,
+                  "max_server_errors": self.max_server_errors, "stall_seconds": self.stall_seconds,
+                  "rpm": self.rpm, "tpm": self.tpm} if is_remote(self.spec) else {}
+        opts = {**_given(limits), **self.engine, **_given(placed)}  # engine: also the client keys beside spec
+        return parse_llm_spec(self.spec).with_options(**opts)
+
+    def spec_string(self) -> str:
+        """The entry as one spec string (`LLMSpec.canonical`): what a command line would give for it."""
+        return self.parsed().canonical()
+
+
+def _given(keys: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in keys.items() if v is not None}

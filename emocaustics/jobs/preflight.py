@@ -26,6 +26,7 @@ from emocaustics.core.task import Loaded, needs_model
 from emocaustics.jobs.spec import JobSpec, ModelSpec
 from emocaustics.models.cacheplace import CacheChoice
 from emocaustics.models.registry import probed, provider
+from emocaustics.models.spec import LLMSpec
 
 
 def load_all(configs: list[Any]) -> dict[str, Loaded | UsageError]:
@@ -70,12 +71,10 @@ def placement(model: ModelSpec) -> str:
     return f"{model.replicas} replica(s), {gpus}{tp}, placement {model.placement}"
 
 
-def model_source(spec: str, *, network: bool) -> str:
+def model_source(parsed: LLMSpec, *, network: bool) -> str:
     """Where a model's weights come from; raises UsageError when they cannot be had (network: may ask the hub)."""
     from emocaustics.models import hub
-    from emocaustics.models.spec import parse_llm_spec
 
-    parsed = parse_llm_spec(spec)  # a malformed spec is a UsageError too
     if parsed.is_smoke:
         return "built locally (tiny random model)"
     if parsed.kind in ("vllm", "hf"):
@@ -87,7 +86,7 @@ def model_source(spec: str, *, network: bool) -> str:
                 return hub.check(name, "model")
             found = hub.cached_path(name)
             return f"local cache: {found}" if found else "hub name, not in the local cache (checked at start)"
-        raise UsageError(f"model {spec!r}: {name} is neither a local path nor a hub name (ORG/NAME)")
+        raise UsageError(f"model {parsed.canonical()!r}: {name} is neither a local path nor a hub name (ORG/NAME)")
     return "endpoint"
 
 
@@ -114,9 +113,11 @@ def _model_problems(job: JobSpec, configs: list[Any]) -> dict[str, str]:
     from emocaustics.jobs.configs import models_called
 
     found: dict[str, str] = {}
-    for where, name, spec in models_called(job, configs):
+    for where, name, llm in models_called(job, configs):
         try:
-            model_source(spec, network=False)
+            if isinstance(llm, UsageError):  # a spec that does not parse
+                raise llm
+            model_source(llm, network=False)
         except UsageError as exc:
             found[name] = f"{where}: {exc}"
     return found
@@ -154,7 +155,7 @@ def describe(job: JobSpec, configs: list[Any], loaded: dict[str, Loaded | UsageE
     lines.append("models:" if used else "models: none (calibration rows only)")
     for name in used:
         m = job.models[name]
-        source = f"see {problem(bad_models[name])}" if name in bad_models else model_source(m.spec, network=False)
+        source = f"see {problem(bad_models[name])}" if name in bad_models else model_source(m.parsed(), network=False)
         lines.append(f"  {name}: {m.spec} -- {placement(m)}; weights: {source}")
     if job.scoring.judge in bad_models:
         problem(bad_models[job.scoring.judge])
@@ -168,7 +169,7 @@ def describe(job: JobSpec, configs: list[Any], loaded: dict[str, Loaded | UsageE
     for cfg in configs:
         got = loaded[cfg.label]
         n = "?" if isinstance(got, UsageError) else len(got.samples)
-        remote = cfg.spec is not None and is_remote(cfg.spec)
+        remote = cfg.llm is not None and is_remote(cfg.llm)
         if isinstance(got, UsageError):
             why = problem(f"dataset: {got}", cfg.label)
         elif not got.samples:
@@ -266,16 +267,15 @@ def _forecast(cfg: Any, got: Loaded, counters: dict[str, Any], left: list[list] 
     return figures
 
 
-def check_endpoint(spec: str, timeout: float = 10.0) -> None:
+def check_endpoint(parsed: LLMSpec, timeout: float = 10.0) -> None:
     """One cheap request (GET <base>/models) to a remote endpoint; a connection failure, a timeout or a refused key
     is a PreflightError naming the endpoint. Any other answer (even 404: not every server lists models) is a live
     endpoint."""
     import httpx
 
     from emocaustics.models.http import url_auth
-    from emocaustics.models.spec import endpoint_name, parse_llm_spec
+    from emocaustics.models.spec import endpoint_name
 
-    parsed = parse_llm_spec(spec)
     name = endpoint_name(parsed)
     prov = provider(parsed.kind)  # one that `probed` names
     base = (parsed.base_url or prov.home).rstrip("/")
@@ -331,14 +331,14 @@ def preflight(job: JobSpec, configs: list[Any], loaded: dict[str, Loaded | Usage
     except UsageError as exc:
         raise PreflightError(f"scoring.embedder: {exc}") from None
     from emocaustics.jobs.configs import models_called
-    from emocaustics.models.spec import parse_llm_spec
 
-    for where, _, spec in models_called(job, configs):
+    for where, _, llm in models_called(job, configs):
         try:
-            parse_llm_spec(spec)
-            if probed(spec):
-                check_endpoint(spec)
+            if isinstance(llm, UsageError):  # a spec that does not parse
+                raise llm
+            if probed(llm):
+                check_endpoint(llm)
             else:
-                model_source(spec, network=True)
+                model_source(llm, network=True)
         except UsageError as exc:  # a PreflightError too
             raise PreflightError(f"{where}: {exc}") from None

@@ -18,18 +18,18 @@ from typing import Any
 from emocaustics.models.base import LLM, as_model
 from emocaustics.models.cacheplace import CacheChoice, as_choice
 from emocaustics.models.registry import Provider, provider
-from emocaustics.models.spec import BATCH_KEYS, BREAKER_KEYS, OLLAMA_DEFAULT_HOST, LLMSpec, endpoint_name
+from emocaustics.models.spec import OLLAMA_DEFAULT_HOST, LLMSpec, endpoint_name
 
 
-def make_llm(spec: LLMSpec, *, cache_dir: CacheChoice | Path | str | None = None, **opts: Any) -> LLM:
-    """The model for the spec, usable from asyncio code in the driver; `opts` override the spec's options.
+def make_llm(parsed: LLMSpec, *, cache_dir: CacheChoice | Path | str | None = None) -> LLM:
+    """The model for the spec (parsed where it was given: a job, a command line), usable from asyncio code in the
+    driver.
 
     A local provider (smoke/vllm/hf) gives the process's shared `ModelPool` (Ray is started locally if it is not
     running yet); a remote one its client behind the budget, breaker and rate-limit layers. With `cache_dir` (a
     folder, or a run's `CacheChoice`: models/cacheplace.py), calls go through `<cache_dir>/responses.sqlite`, read-only
     if the choice says so; `batch=true` keeps its batch ids in `<cache_dir>/batches.jsonl` (without a cache_dir they
     are not kept: a killed run's batches are lost)."""
-    parsed = spec.with_options(**opts) if opts else spec  # parsed where it was given (a job, a command line)
     prov = provider(parsed.kind)
     llm = as_model(prov.model(parsed))
     choice = as_choice(cache_dir)
@@ -46,12 +46,11 @@ def make_llm(spec: LLMSpec, *, cache_dir: CacheChoice | Path | str | None = None
 
 def _endpoint(client: LLM, parsed: LLMSpec, prov: Provider, cache_dir: Path | str | None, cache: Any) -> LLM:
     """A remote provider's client behind its budget, breaker and rate limit (and batch API with `batch=true`)."""
-    from emocaustics.models.breaker import (DEFAULT_LIMIT, DEFAULT_SERVER_ERRORS, REQUEUE_LIMIT, BreakerLLM,
-                                            default_stall)
+    from emocaustics.models.breaker import BreakerLLM, default_stall
     from emocaustics.models.budget import guard
     from emocaustics.models.ratelimit import limiter_for
 
-    opts = parsed.client
+    lim = parsed.limits
     name = endpoint_name(parsed)
     client.retry_throttled = False  # type: ignore[attr-defined]  # a 429 goes back through the adaptive queue
     # The job's max_cost_usd, checked as each call leaves the breaker's queue (models/budget.py).
@@ -60,21 +59,13 @@ def _endpoint(client: LLM, parsed: LLMSpec, prov: Provider, cache_dir: Path | st
     # models/breaker.py. No stall deadline given: two client timeouts, at least 30 s.
     timeout = float(getattr(client, "timeout", None) or 60.0)  # the client's, whatever its default
     # Its adaptive rate limit (models/ratelimit.py): AIMD under `concurrency`, `rpm`/`tpm` budgets.
-    rpm, tpm = opts.get("rpm"), opts.get("tpm")
-    limiter = limiter_for(name, int(opts.get("concurrency", 16)), rpm=float(rpm) if rpm else None,
-                          tpm=float(tpm) if tpm else None)
-    llm = BreakerLLM(llm, name, int(opts.get("max_connection_failures", DEFAULT_LIMIT)),
-                     concurrency=int(opts.get("concurrency", 16)),
-                     server_errors=int(opts.get("max_server_errors", DEFAULT_SERVER_ERRORS)),
-                     stall=float(opts["stall_seconds"]) if opts.get("stall_seconds") else default_stall(timeout),
-                     limiter=limiter, max_throttled=int(opts.get("max_throttled", REQUEUE_LIMIT)), client=client)
-    if prov.batch and _true(opts.get("batch")):
+    limiter = limiter_for(name, lim.concurrency, rpm=lim.rpm, tpm=lim.tpm)
+    llm = BreakerLLM(llm, name, lim.max_connection_failures, concurrency=lim.concurrency,
+                     server_errors=lim.max_server_errors, stall=lim.stall_seconds or default_stall(timeout),
+                     limiter=limiter, max_throttled=lim.max_throttled, client=client)
+    if prov.batch and parsed.batch.on:
         return _batched(llm, client, parsed, cache_dir, cache)
     return llm
-
-
-def _true(value: Any) -> bool:
-    return value is True or str(value).lower() in ("1", "true", "yes")
 
 
 def _batched(live: LLM, client: LLM, parsed: LLMSpec, cache_dir: Path | str | None, cache: Any) -> LLM:
@@ -85,27 +76,24 @@ def _batched(live: LLM, client: LLM, parsed: LLMSpec, cache_dir: Path | str | No
     from emocaustics.models.batch_api import batch_api_for
     from emocaustics.models.budget import active
 
-    opts = parsed.client
+    opts = parsed.batch
     name = endpoint_name(parsed)
     ledger = active()
     price = ledger.prices.get(name) if ledger is not None and ledger.limit_usd is not None else None
     store = b.BatchStore(cache_dir) if cache_dir is not None else None
     return b.BatchLLM(live, batch_api_for(client), endpoint=name, store=store, cache=cache,
-                      batch_size=int(opts["batch_size"]) if opts.get("batch_size") else None,
-                      quiet=float(opts.get("batch_quiet", b.QUIET)),
-                      max_wait=float(opts.get("batch_max_wait", b.MAX_WAIT)),
-                      poll=float(opts.get("batch_poll", b.POLL)), ledger=ledger if price else None, price=price)
+                      batch_size=opts.size, quiet=opts.quiet, max_wait=opts.max_wait, poll=opts.poll,
+                      ledger=ledger if price else None, price=price)
 
 
 # -- the built-in providers' models (models/registry.py names them) ------------------------------------------------
 def _chat(spec: LLMSpec, module: str, cls: str, base_url: str | None) -> LLM:
     """The client class `cls` of `models.<module>` for `spec`, with the spec's options that the client takes (not the
-    breaker's, rate limit's or batch's: models/spec.py)."""
+    breaker's, rate limit's or batch's: those are `spec.limits` and `spec.batch`)."""
     import importlib
 
     client = getattr(importlib.import_module(f"emocaustics.models.{module}"), cls)
-    options = {k: v for k, v in spec.client.items() if k not in BREAKER_KEYS + BATCH_KEYS}
-    return client(spec.model, base_url, name=spec.canonical(), **options)
+    return client(spec.model, base_url, name=spec.canonical(), **spec.client)
 
 
 def openai_client(spec: LLMSpec) -> LLM:
@@ -128,7 +116,7 @@ def ollama_client(spec: LLMSpec) -> LLM:
 
 def join_ray(address: str | None = None, *, num_cpus: int | None = None) -> bool:
     """The one place a process joins or starts Ray (`core.cluster.connect`), lazily: when a Ray-hosted model (`pool`),
-    a model service (`models.services`) or a Ray Data fan-out (`score.fanout`) first needs it, with the settings the
+    a model service (`models.services`) or a Ray Data fan-out (`scoring.fanout`) first needs it, with the settings the
     job or command gave (`core.cluster.configure`). Returns whether this call connected."""
     from emocaustics.core.cluster import connect
 

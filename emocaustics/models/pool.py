@@ -322,19 +322,18 @@ def _pickle_by_value_if_local(fn: Any) -> None:
 _POOLS: dict[str, ModelPool] = {}
 
 
-def get_pool(spec: LLMSpec, *, detached: bool = False, **overrides: Any) -> ModelPool:
+def get_pool(spec: LLMSpec, *, detached: bool = False) -> ModelPool:
     """The one pool of this process for a parsed `smoke` / `vllm:` / `hf:` spec; created on first use.
 
-    Engine-option overrides are part of the key: the same model with another max_model_len is another pool.
+    Engine options are part of the key: the same model with another max_model_len is another pool.
     `detached`: replicas that outlive this process, for a model service (models/services.py).
     """
     from emocaustics.models.spec import pool_arguments
 
-    parsed = spec.with_options(**overrides) if overrides else spec
-    key = parsed.canonical()
+    key = spec.canonical()
     pool = _POOLS.get(key)
     if pool is None:
-        pool = _POOLS[key] = ModelPool(**pool_arguments(parsed), detached=detached)
+        pool = _POOLS[key] = ModelPool(**pool_arguments(spec), detached=detached)
     return pool
 
 

@@ -63,15 +63,14 @@ def table() -> dict[str, Any]:
     return json.loads((Path(__file__).with_name("prices.json")).read_text(encoding="utf-8"))
 
 
-def model_name(spec: str) -> str | None:
-    """The provider's model name of an endpoint spec (`openai:gpt-4o@URL?...` -> `gpt-4o`); None for local engines."""
-    head = spec.split("?", 1)[0]
-    kind, _, rest = head.partition(":")
+def model_name(spec: Any) -> str | None:
+    """The provider's model name of an endpoint: an `LLMSpec`'s model, or a spec string's (`openai:gpt-4o@URL?...` ->
+    `gpt-4o`); None for local engines."""
     from emocaustics.models.registry import is_priced
 
-    if not is_priced(kind):
+    if not is_priced(spec):
         return None
-    return rest.split("@", 1)[0] or None
+    return (spec.split("?", 1)[0].partition(":")[2].split("@", 1)[0] if isinstance(spec, str) else spec.model) or None
 
 
 def listed(name: str | None) -> Price | None:
@@ -85,7 +84,7 @@ def listed(name: str | None) -> Price | None:
     return None
 
 
-def price_for(spec: str, override: PriceOverride | None = None) -> Price | None:
+def price_for(spec: Any, override: PriceOverride | None = None) -> Price | None:
     """A model's price (see the module docstring); None when unknown."""
     base = listed(model_name(spec))
     if override is None:

@@ -37,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from emocaustics.core.errors import UsageError
 from emocaustics.core.redact import redacted, refuse_secrets
+from emocaustics.models.breaker import DEFAULT_LIMIT, DEFAULT_SERVER_ERRORS, REQUEUE_LIMIT
 from emocaustics.models.hf_generate import HF_KEYS
 # A remote base URL without `user:password@`: those become the Authorization header its clients send, so that what
 # the run records and prints has no secret in it; aiohttp would refuse the URL anyway.
@@ -54,10 +55,11 @@ POOL_KEYS = ("replicas", "tp", "gpus", "cpus", "placement")
 # `batch_size` caps a batch's requests (default and ceiling: the provider's limit), `batch_poll` is the seconds between
 # status reads (30), `batch_quiet` / `batch_max_wait` when a partial batch is sent (2 s without new requests, 60 s).
 BATCH_KEYS = ("batch", "batch_size", "batch_poll", "batch_quiet", "batch_max_wait")
-# Client keys of the dead-endpoint breaker (models/breaker.py) and its rate limit (models/ratelimit.py), not of the
-# client itself.
-BREAKER_KEYS = ("max_connection_failures", "max_server_errors", "stall_seconds", "max_throttled", "rpm", "tpm")
-CLIENT_KEYS = ("concurrency", "timeout", "max_retries", "json_mode", "json_retries") + BREAKER_KEYS + BATCH_KEYS
+# Keys of the dead-endpoint breaker (models/breaker.py) and its rate limit (models/ratelimit.py), not of the client
+# itself: `LLMSpec.limits`.
+LIMIT_KEYS = ("concurrency", "max_connection_failures", "max_server_errors", "stall_seconds", "max_throttled", "rpm",
+              "tpm")
+CLIENT_KEYS = ("concurrency", "timeout", "max_retries", "json_mode", "json_retries") + LIMIT_KEYS[1:] + BATCH_KEYS
 
 
 OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
@@ -97,6 +99,35 @@ def expand_shorthand(spec: str) -> str:
     return head + sep + query
 
 
+Number = int | float  # a value as given: `rpm=60` stays 60 in `canonical()` (a litellm endpoint's cache id holds it)
+
+
+class Limits(BaseModel):
+    """An endpoint's breaker (models/breaker.py) and its rate limit (models/ratelimit.py): the query keys (and a job's
+    model keys) of the same names. Unset fields stay out of `canonical()`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    concurrency: int = Field(16, ge=1)  # in-flight requests (the adaptive limit's ceiling)
+    rpm: Number | None = Field(None, gt=0)  # requests / tokens per minute
+    tpm: Number | None = Field(None, gt=0)
+    max_connection_failures: int = Field(DEFAULT_LIMIT, ge=1)  # in a row: the endpoint is dead
+    max_server_errors: int = Field(DEFAULT_SERVER_ERRORS, ge=1)  # HTTP 5xx in a row
+    stall_seconds: Number | None = Field(None, gt=0)  # None: two client timeouts, at least 30 s
+    max_throttled: int = Field(REQUEUE_LIMIT, ge=1)  # times one request answered 429 is requeued
+
+
+class Batch(BaseModel):
+    """Batch mode (models/batch.py): `batch=true` sends independent calls through the provider's batch API; the
+    fields are named by their query keys (`batch_size`, ...)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+    on: bool = Field(False, alias="batch")
+    size: int | None = Field(None, ge=1, alias="batch_size")  # None: the provider's limit
+    poll: Number = Field(30.0, gt=0, alias="batch_poll")  # seconds between status reads (batch.POLL)
+    quiet: Number = Field(2.0, gt=0, alias="batch_quiet")  # seconds without a new request: send (batch.QUIET)
+    max_wait: Number = Field(60.0, gt=0, alias="batch_max_wait")  # ... at the latest (batch.MAX_WAIT)
+
+
 class LLMSpec(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -110,14 +141,18 @@ class LLMSpec(BaseModel):
     # "spread": replicas round robin over the alive nodes that fit one (strict node affinity: see ModelPool);
     # "default": Ray's default, which keeps zero-resource actors (CPU engines) on the driver's node.
     placement: Literal["default", "spread"] = "default"
-    engine: dict[str, Any] = Field(default_factory=dict)  # vLLM engine arguments (hf: its HF_KEYS options)
-    client: dict[str, Any] = Field(default_factory=dict)  # OpenAI client options
+    engine: dict[str, Any] = Field(default_factory=dict)  # vLLM AsyncEngineArgs, open-ended (hf: its HF_KEYS options)
+    # A remote endpoint's: its client's own options (timeout, max_retries, json_mode, json_retries, the provider's),
+    # the breaker's and rate limit's, batch mode's.
+    client: dict[str, Any] = Field(default_factory=dict)
+    limits: Limits = Field(default_factory=Limits)
+    batch: Batch = Field(default_factory=Batch)
 
     def canonical(self) -> str:
         """A stable string for this spec (registry key, reports). Equal specs give equal strings."""
         if is_remote(self.kind):  # openai, anthropic, and a plug-in provider's endpoint
             head = f"{self.kind}:{self.model}" + (f"@{self.base_url}" if self.base_url else "")
-            query = dict(sorted(self.client.items()))
+            query = dict(sorted(self.endpoint_options().items()))
         else:
             head = "smoke" if self.kind == "smoke" else f"{self.kind}:{self.model}"
             query = {k: getattr(self, k) for k in POOL_KEYS if getattr(self, k) != LLMSpec.model_fields[k].default}
@@ -125,6 +160,11 @@ class LLMSpec(BaseModel):
         if not query:
             return head
         return head + "?" + urlencode({k: v if isinstance(v, str) else json.dumps(v, sort_keys=True) for k, v in query.items()})
+
+    def endpoint_options(self) -> dict[str, Any]:
+        """A remote spec's options as given (its query's keys): the client's, the limits' and batch mode's."""
+        return {**self.client, **self.limits.model_dump(exclude_unset=True),
+                **self.batch.model_dump(exclude_unset=True, by_alias=True)}
 
     @property
     def identity(self) -> str:
@@ -149,9 +189,8 @@ class LLMSpec(BaseModel):
         return self.kind == "smoke" or (self.kind == "hf" and self.model == "smoke")
 
     def with_options(self, **opts: Any) -> "LLMSpec":
-        data = self.model_dump()
-        _assign(data, opts, self.canonical())
-        return LLMSpec(**data)
+        """This spec with query options (`KEY=VALUE` of a spec string) put where they belong, checked as in a query."""
+        return _built(self.model_dump(exclude_unset=True, by_alias=True), opts, self.canonical())
 
 
 def _value(raw: str) -> Any:
@@ -168,7 +207,8 @@ def _assign(data: dict[str, Any], opts: dict[str, Any], spec: str) -> None:
             if key not in allowed:
                 raise UsageError(f"model spec {spec!r}: unknown option {key!r} ({data['kind']} options: "
                                  f"{', '.join(allowed)})")
-            data["client"] = {**data["client"], key: value}
+            part = "limits" if key in LIMIT_KEYS else "batch" if key in BATCH_KEYS else "client"
+            data[part] = {**data.get(part, {}), key: value}
         elif data["kind"] == "hf" and (key not in POOL_KEYS + HF_KEYS + BATCH_KEYS or key == "tp" and value != 1
                                        or key == "gpus" and isinstance(value, (int, float)) and value > 1):
             raise UsageError(f"model spec {spec!r}: " + (f"unknown option {key!r} (hf options: "
@@ -180,13 +220,11 @@ def _assign(data: dict[str, Any], opts: dict[str, Any], spec: str) -> None:
         elif key in POOL_KEYS:
             data[key] = value
         else:
-            data["engine"] = {**data["engine"], key: value}
+            data["engine"] = {**data.get("engine", {}), key: value}
 
 
 def parse_llm_spec(spec: str) -> LLMSpec:
     """Parse a spec string; a malformed one is a UsageError that says what is allowed."""
-    from pydantic import ValidationError
-
     text = spec.strip()
     head, _, query = text.partition("?")
     spec = redacted(text)  # every message below names the spec without its secrets
@@ -211,7 +249,13 @@ def parse_llm_spec(spec: str) -> LLMSpec:
         data = {"kind": kind, "model": model, "base_url": without_credentials(base_url) if base_url else None}
     else:
         raise UsageError(f"unknown model spec {spec!r}; expected {ALLOWED}")
-    data.update(engine={}, client={})
+    return _built(data, opts, spec)
+
+
+def _built(data: dict[str, Any], opts: dict[str, Any], spec: str) -> LLMSpec:
+    """The spec of `data` with `opts` assigned (`_assign`); a value of the wrong type is a UsageError naming it."""
+    from pydantic import ValidationError
+
     _assign(data, opts, spec)
     try:
         return LLMSpec(**data)

@@ -180,7 +180,7 @@ def test_ray_is_connected_in_one_place():
 # resolution (a job file, a one-liner, a model entry: `ModelSpec.parsed`; the pre-flight check of it) and
 # models/spec.py itself. Everything after them takes a parsed `LLMSpec`.
 PARSE_EDGES = {"emocaustics.jobs.spec", "emocaustics.jobs.modelentry", "emocaustics.jobs.oneline",
-               "emocaustics.jobs.configs", "emocaustics.jobs.preflight", "emocaustics.models.spec",
+               "emocaustics.jobs.configs", "emocaustics.models.spec",
                "emocaustics.tasks.longdialogue.score.cli",  # its --judge, given on the command line
                # the exports read a finished run folder written earlier: it records each model as its spec string
                # (run.json), and the provider, model and URL they name are that string's
@@ -193,6 +193,13 @@ def test_model_specs_are_parsed_at_the_edges():
     assert parsing <= PARSE_EDGES, (
         "modules newly parsing a model spec string (take the parsed LLMSpec of the resolved job: "
         f"ModelSpec.parsed): {sorted(parsing - PARSE_EDGES)}")
+    assert not PARSE_EDGES - parsing, f"no longer parsing: take them off PARSE_EDGES: {sorted(PARSE_EDGES - parsing)}"
+    # A model's options are typed fields (LLMSpec.limits, .batch): no option is read out of a dict by its query key,
+    # and a job's model entry is built into its LLMSpec without a spec string in between (issue 54 item 1).
+    for path in PACKAGE.rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        assert ".client.get(" not in text and ".client[" not in text, f"{module_name(path)} reads a spec's client dict"
+    assert not calls_of(PACKAGE / "jobs" / "modelentry.py", "urlencode"), "a job's model entry goes through a query"
 
 
 # -- rows in memory (issue 40 point 2): prediction files are output and resume state ---------------------------------

@@ -56,8 +56,8 @@ def test_the_docs_name_the_keys_this_test_checks():
 def _client(entry: dict) -> dict:
     job = JobSpec.model_validate({"name": "keys", "models": {"m": entry},
                                   "runs": [{"task": "aer", "model": "m", "options": {"method": "llm"}}]})
-    parsed = parse_llm_spec(job.models["m"].spec_string())
-    return {**parsed.client, **parsed.engine}
+    parsed = job.models["m"].parsed()
+    return {**parsed.endpoint_options(), **parsed.engine}
 
 
 @pytest.mark.parametrize("spec", ["openai:m@http://127.0.0.1:9/v1", "anthropic:claude-x"])
@@ -65,7 +65,7 @@ def _client(entry: dict) -> dict:
 def test_an_endpoint_key_is_accepted_beside_spec_and_in_the_spec_query(key, spec):
     value = SAMPLE[key]
     assert _client({"spec": spec, key: value})[key] == value  # a job's model entry, as the docs show
-    assert parse_llm_spec(f"{spec}?{key}={value}").client[key] == value  # the spec string's query
+    assert parse_llm_spec(f"{spec}?{key}={value}").endpoint_options()[key] == value  # the spec string's query
 
 
 @pytest.mark.parametrize("key", HF_KEYS)

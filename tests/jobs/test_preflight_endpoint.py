@@ -10,6 +10,7 @@ from emocaustics.core.errors import PreflightError
 from emocaustics.jobs.modelentry import ModelSpec
 from emocaustics.jobs.preflight import check_endpoint, placement
 from emocaustics.models import anthropic_chat, openai_chat, registry
+from emocaustics.models.spec import parse_llm_spec
 
 
 @pytest.fixture
@@ -40,27 +41,27 @@ def test_each_provider_is_asked_for_its_model_list_with_its_own_key(sent, monkey
     got, status = sent
     monkeypatch.setenv("ANTHROPIC_API_KEY", " sk-ant ")
     monkeypatch.setenv("EMOCAUSTICS_API_KEY", "sk-emo")
-    check_endpoint("anthropic:claude-x")
-    check_endpoint("anthropic:claude-x@http://proxy:1/v1")
-    check_endpoint("openai:m@http://local:8000/v1")
+    check_endpoint(parse_llm_spec("anthropic:claude-x"))
+    check_endpoint(parse_llm_spec("anthropic:claude-x@http://proxy:1/v1"))
+    check_endpoint(parse_llm_spec("openai:m@http://local:8000/v1"))
     assert got == [("https://api.anthropic.com/v1/models", {"x-api-key": "sk-ant", "anthropic-version": "2023-06-01"}),
                    ("http://proxy:1/v1/models", {"x-api-key": "sk-ant", "anthropic-version": "2023-06-01"}),
                    ("http://local:8000/v1/models", {"Authorization": "Bearer sk-emo"})]
     status[0] = 401
     with pytest.raises(PreflightError, match=r"refused \(HTTP 401\); set OPENAI_API_KEY or EMOCAUSTICS_API_KEY$"):
-        check_endpoint("openai:m@http://local:8000/v1")
+        check_endpoint(parse_llm_spec("openai:m@http://local:8000/v1"))
     with pytest.raises(PreflightError, match=r"refused \(HTTP 401\); set ANTHROPIC_API_KEY$"):
-        check_endpoint("anthropic:claude-x")
+        check_endpoint(parse_llm_spec("anthropic:claude-x"))
 
 
 def test_a_local_server_is_asked_without_a_key_the_providers_own_api_is_not(sent):
     got, _ = sent
-    check_endpoint("openai:m@http://local:8000/v1")
+    check_endpoint(parse_llm_spec("openai:m@http://local:8000/v1"))
     assert got == [("http://local:8000/v1/models", {})]
     with pytest.raises(PreflightError, match="no API key: set OPENAI_API_KEY$"):
-        check_endpoint("openai:m@https://api.openai.com/v1")
+        check_endpoint(parse_llm_spec("openai:m@https://api.openai.com/v1"))
     with pytest.raises(PreflightError, match="no API key: set ANTHROPIC_API_KEY$"):
-        check_endpoint("anthropic:claude-x")
+        check_endpoint(parse_llm_spec("anthropic:claude-x"))
     assert len(got) == 1
 
 
@@ -70,9 +71,9 @@ def test_a_plug_in_provider_declares_the_same_facts(sent, monkeypatch):
                              auth=lambda key: {"X-Key": key})
     monkeypatch.setitem(registry._PROVIDERS, "probeme", mine)
     monkeypatch.setenv("PROBEME_KEY", "k1")
-    check_endpoint("probeme:m@http://host:1/v1")
+    check_endpoint(parse_llm_spec("probeme:m@http://host:1/v1"))
     assert got == [("http://host:1/v1/models", {"X-Key": "k1"})]
     status[0] = 403
     with pytest.raises(PreflightError, match=r"probeme:m@http://host:1/v1: the key was refused \(HTTP 403\); set "
                                              r"PROBEME_KEY$"):
-        check_endpoint("probeme:m@http://host:1/v1")
+        check_endpoint(parse_llm_spec("probeme:m@http://host:1/v1"))

@@ -262,16 +262,16 @@ def test_budget_reserves_at_the_batch_price(tmp_path: Path) -> None:
                                              for c in out if c.ok))
 
 
-def test_job_model_entry_batch_wires_the_spec_string() -> None:
+def test_job_model_entry_batch_wires_the_parsed_spec() -> None:
     from emocaustics.core.errors import UsageError
     from emocaustics.jobs.spec import ModelSpec
-    from emocaustics.models.spec import parse_llm_spec
 
-    spec = ModelSpec(spec="openai:gpt-4o-mini@http://127.0.0.1:1/v1", batch=True).spec_string()
-    assert parse_llm_spec(spec).client["batch"] is True
-    assert "batch" not in ModelSpec(spec="openai:gpt-4o-mini@http://127.0.0.1:1/v1").spec_string()
+    spec = ModelSpec(spec="openai:gpt-4o-mini@http://127.0.0.1:1/v1", batch=True).parsed()
+    assert spec.batch.on is True and "batch=true" in spec.canonical()
+    plain = ModelSpec(spec="openai:gpt-4o-mini@http://127.0.0.1:1/v1").parsed()
+    assert plain.batch.on is False and "batch" not in plain.canonical()
     with pytest.raises(UsageError, match="batch needs an openai: or anthropic: model"):
-        parse_llm_spec(ModelSpec(spec="smoke", batch=True).spec_string())
+        ModelSpec(spec="smoke", batch=True).parsed()
 
 
 def test_asker_counts_batched_answers_for_their_price() -> None:

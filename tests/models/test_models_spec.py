@@ -23,7 +23,8 @@ def test_parse_specs() -> None:
     assert s.engine == {"max_model_len": 4096, "dtype": "bfloat16"}
     assert parse_llm_spec(s.canonical()) == s
     o = parse_llm_spec("openai:deepseek-chat@https://api.deepseek.com/v1?concurrency=8")
-    assert (o.kind, o.model, o.base_url, o.client) == ("openai", "deepseek-chat", "https://api.deepseek.com/v1", {"concurrency": 8})
+    assert (o.kind, o.model, o.base_url, o.client) == ("openai", "deepseek-chat", "https://api.deepseek.com/v1", {})
+    assert o.limits.concurrency == 8 and o.endpoint_options() == {"concurrency": 8}  # typed: the breaker's limits
     assert parse_llm_spec("smoke").canonical() == "smoke"
     assert parse_llm_spec("smoke").with_options(replicas=2).replicas == 2
     # Option order does not change identity (it is the registry key).
@@ -180,8 +181,8 @@ def test_anthropic_specs_parse_and_make_a_client():
     from emocaustics.models.spec import parse_llm_spec
 
     spec = parse_llm_spec("anthropic:claude-test@http://127.0.0.1:9?concurrency=4")
-    assert (spec.kind, spec.model, spec.base_url, spec.client) == ("anthropic", "claude-test", "http://127.0.0.1:9",
-                                                                   {"concurrency": 4})
+    assert (spec.kind, spec.model, spec.base_url, spec.client) == ("anthropic", "claude-test", "http://127.0.0.1:9", {})
+    assert spec.limits.concurrency == 4
     llm = make_llm(parse_llm_spec("anthropic:claude-test@http://127.0.0.1:9"))
     assert isinstance(llm.llm, AnthropicChatLLM)  # behind the endpoint's circuit breaker (models/breaker.py)
     with pytest.raises(UsageError, match="unknown option 'replicas'"):

@@ -75,8 +75,8 @@ def test_model_source_knows_the_smoke_model_by_its_spec():
     from emocaustics.jobs.preflight import model_source
 
     for text in ("smoke?replicas=2", "hf:smoke"):
-        assert model_source(text, network=False) == "built locally (tiny random model)"
-    assert model_source(ENDPOINT, network=False) == "endpoint"
+        assert model_source(parse_llm_spec(text), network=False) == "built locally (tiny random model)"
+    assert model_source(parse_llm_spec(ENDPOINT), network=False) == "endpoint"
 
 
 def test_the_job_runner_hands_the_plan_the_parsed_job_model(tmp_path, monkeypatch):
@@ -106,6 +106,6 @@ def test_the_job_runner_hands_the_plan_the_parsed_job_model(tmp_path, monkeypatc
     with pytest.raises(Refused):
         together.solve_together(job, [cfg], {cfg.label: Loaded([Sample("1", None)])},
                                 ScoreContext(), tmp_path, lambda label: None)
-    assert seen == [parse_llm_spec(job.models["api"].spec_string())]
-    assert isinstance(seen[0], spec_module.LLMSpec) and seen[0].client["concurrency"] == 3
-    assert seen[0].client["max_server_errors"] == 7
+    assert seen == [job.models["api"].parsed()]
+    assert isinstance(seen[0], spec_module.LLMSpec) and seen[0].limits.concurrency == 3
+    assert seen[0].limits.max_server_errors == 7
