@@ -1,9 +1,9 @@
-"""The task contract: the names the core may read on a task (`CONTRACT`, 13 of them), and the small parts they name.
+"""The task contract: the names the core may read on a task and on its parts (`CONTRACT`), and the parts they name.
 
     name, description         the task's name and one line about it
     Options, Dataset          pydantic models of its knobs (`method` picks a solver or a calibration predictor) and of
-                              where its samples come from (an Options class may declare `legacy_run_keys`, a Dataset
-                              class `split_field`: `core/optionkeys.py`)
+                              where its samples come from (an Options class may declare `legacy_run_keys`, and its
+                              `reducers`: `scoring/reducers.py`; a Dataset class `split_field`: `core/optionkeys.py`)
     methods                   `Methods(solver=..., calibration=...)`: which methods call a model, which need none
     data                      `Data`: load -> `Loaded`, its published `data_sources`, a ground-truth check, fingerprint
     solver                    `Solver`: solve, prepare, `placement` (weight, chain, affinity, size), dry run
@@ -18,7 +18,7 @@
 A part is any object with the protocol's members. `Task` gives every part its defaults and is its own data, solver,
 scorer and report (the `data`/`solver`/`scorer`/`report` properties return the task), so a small task is one class
 that overrides what it needs; a task may instead hand out a part of its own (an object). The core reads nothing else
-on a task: tests/core/test_architecture.py scans the package for it.
+on a task: tests/core/test_contract_scan.py scans the package for it.
 """
 
 from __future__ import annotations
