@@ -67,12 +67,8 @@ def _one(run: Any, job: JobSpec, run_dir: Path) -> Config:
     task, options = run.resolve()
     model = run.model if needs_model(task, options) else None
     entry = job.models[model] if model else None
-    llm = None
-    if entry is not None:
-        try:
-            llm = entry.parsed()
-        except UsageError:  # a malformed spec: the pre-flight check (or the runner, before solving) names it
-            pass
+    got = _parsed(job, model) if entry is not None else None  # malformed: the pre-flight (or `checked`) names it
+    llm = None if isinstance(got, UsageError) else got
     kind = "calibration" if model is None else "engine-check" if llm is not None and llm.is_smoke else "model"
     limits = Limits(tokens=run.token_limit, seconds=run.time_limit, config=run.config_time_limit)
     return Config(

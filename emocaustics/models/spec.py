@@ -51,16 +51,6 @@ ALLOWED = (
     "'anthropic:MODEL[@BASE_URL][?concurrency=N&timeout=SECONDS&max_retries=N&json_mode=...&sampling=auto|send|omit]'"
 )
 POOL_KEYS = ("replicas", "tp", "gpus", "cpus", "placement")
-# Client keys of batch mode (models/batch.py): `batch=true` sends independent calls through the provider's batch API;
-# `batch_size` caps a batch's requests (default and ceiling: the provider's limit), `batch_poll` is the seconds between
-# status reads (30), `batch_quiet` / `batch_max_wait` when a partial batch is sent (2 s without new requests, 60 s).
-BATCH_KEYS = ("batch", "batch_size", "batch_poll", "batch_quiet", "batch_max_wait")
-# Keys of the dead-endpoint breaker (models/breaker.py) and its rate limit (models/ratelimit.py), not of the client
-# itself: `LLMSpec.limits`.
-LIMIT_KEYS = ("concurrency", "max_connection_failures", "max_server_errors", "stall_seconds", "max_throttled", "rpm",
-              "tpm")
-CLIENT_KEYS = ("concurrency", "timeout", "max_retries", "json_mode", "json_retries") + LIMIT_KEYS[1:] + BATCH_KEYS
-
 
 OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
 OLLAMA_DEFAULT_HOST = "localhost:11434"
@@ -126,6 +116,11 @@ class Batch(BaseModel):
     poll: Number = Field(30.0, gt=0, alias="batch_poll")  # seconds between status reads (batch.POLL)
     quiet: Number = Field(2.0, gt=0, alias="batch_quiet")  # seconds without a new request: send (batch.QUIET)
     max_wait: Number = Field(60.0, gt=0, alias="batch_max_wait")  # ... at the latest (batch.MAX_WAIT)
+
+
+LIMIT_KEYS = tuple(Limits.model_fields)  # the breaker's and rate limit's, not the client's: `LLMSpec.limits`
+BATCH_KEYS = tuple(str(f.alias) for f in Batch.model_fields.values())
+CLIENT_KEYS = ("timeout", "max_retries", "json_mode", "json_retries") + LIMIT_KEYS + BATCH_KEYS  # an endpoint's keys
 
 
 class LLMSpec(BaseModel):

@@ -32,7 +32,7 @@ def test_as_llm_spec_parses_a_string_and_passes_an_object_through():
 
 
 def test_make_llm_takes_the_parsed_spec_and_its_options():  # a string is parsed at the edges, never here
-    llm, other = make_llm(parse_llm_spec(ENDPOINT)), make_llm(parse_llm_spec(ENDPOINT), concurrency=2)
+    llm, other = make_llm(parse_llm_spec(ENDPOINT)), make_llm(parse_llm_spec(ENDPOINT + "&concurrency=2"))
     assert llm.name == "openai:m@http://127.0.0.1:9/v1?concurrency=4&max_retries=1" and type(llm.llm) is type(other.llm)
     assert (llm.concurrency, other.concurrency) == (4, 2)
 
