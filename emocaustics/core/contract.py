@@ -10,7 +10,7 @@
     predict                   the calibration predictors (oracle, baselines): no model
     scorer                    `Scorer`: score -> `Scored`, finalize (official files), the submission files it writes
     report                    `Report`: label, primary metric, metric docs, option columns, report sections, sample view
-    store                     `PredictionStore`: write and read predictions and failures (default: predictions.jsonl)
+    store                     `PredictionStore`: write (a `Failure` too), read, read back one just written (JsonlStore)
     prompts_version           hash of the prompt templates, recorded in every run
     side                      `SideInputs` or None: side texts' embeddings streaming in, a config built on another's
                               predictions (only EmoCaustics has them: `tasks/longdialogue/side.py`)
@@ -50,7 +50,7 @@ CONTRACT: dict[str, tuple[str, ...] | None] = {
     "scorer": ("submission_files", "score", "finalize"),
     "report": ("primary_metric", "metric_docs", "option_column_docs", "label", "summary_columns", "report_sections",
                "view_sample"),
-    "store": ("write_prediction", "write_failure", "read_predictions", "read_back"),
+    "store": ("write_prediction", "read_predictions", "read_back"),
     "side": ("side_texts", "feed", "builds_on", "read_prior", "solver_view", "solve_with"),
 }
 
@@ -128,11 +128,11 @@ class Report(Protocol):
 
 
 class PredictionStore(Protocol):
-    def write_prediction(self, out: Path, sample_id: str, prediction: Any) -> None: ...
-
-    def write_failure(self, out: Path, sample_id: str, failure: Failure) -> None: ...
+    def write_prediction(self, out: Path, sample_id: str, prediction: Any) -> None: ...  # a `Failure`: failed
 
     def read_predictions(self, out: Path) -> dict[str, Any]: ...
+
+    def read_back(self, sample_id: str, value: Any) -> Any: ...  # `value` just written, as read_predictions gives it
 
 
 class SideInputs(Protocol):
@@ -162,13 +162,18 @@ class JsonlStore:
 
     def write_prediction(self, out: Path, sample_id: str, prediction: Any) -> None:
         out.mkdir(parents=True, exist_ok=True)  # whole lines: one cut by a full disk is cut off (`WriteFailed`)
-        append_line(out / "predictions.jsonl", json.dumps({"id": sample_id, "prediction": prediction},
-                                                          ensure_ascii=False))
+        if isinstance(prediction, Failure):
+            row = {"id": sample_id, "step": prediction.step, "reason": prediction.reason}
+            append_line(out / "failures.jsonl", json.dumps(row, ensure_ascii=False))
+        else:
+            append_line(out / "predictions.jsonl", json.dumps({"id": sample_id, "prediction": prediction},
+                                                              ensure_ascii=False))
 
-    def write_failure(self, out: Path, sample_id: str, failure: Failure) -> None:
-        out.mkdir(parents=True, exist_ok=True)
-        row = {"id": sample_id, "step": failure.step, "reason": failure.reason}
-        append_line(out / "failures.jsonl", json.dumps(row, ensure_ascii=False))
+    def read_back(self, sample_id: str, value: Any) -> Any:
+        """What a JSON line gives back (lists for tuples): the row a job scores from memory is the one it would read."""
+        if isinstance(value, Failure):
+            return Failure(str(value.step), str(value.reason))
+        return json.loads(json.dumps(value, ensure_ascii=False))
 
     def read_predictions(self, out: Path) -> dict[str, Any]:
         """Predictions by sample id, and a `Failure` for each sample that failed and has no prediction since."""

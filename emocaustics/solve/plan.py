@@ -17,7 +17,7 @@ Side texts (`SideInputs.side_texts`) are embedded beside the calls by the task's
 gives a sample (`Side.embeddings`) goes with it to its solver, here or in its replica. Backends without actors
 (OpenAI-/Anthropic-compatible endpoints, test doubles) run `solve_item` in this process. Per-sample cost (calls,
 cache hits, tokens, seconds, and the solver's own counts) is written to `stats.jsonl` beside the predictions; both go
-back to the caller in memory (`keep`), as reading them back would give them (`read_back`, `sample_stats`).
+back to the caller in memory (`keep`), as reading them back would give them (the store's `read_back`, `sample_stats`).
 
 Why not `ray.data.llm`'s processor: it is built for one-shot prompts; EmoCaustics `window` makes 5-40 dependent calls
 per dialogue, so each sample runs as an async loop next to a long-lived engine instead (see docs/architecture.md).
@@ -148,17 +148,15 @@ async def asolve_samples(task: Task, samples: Sequence[Sample], options: Options
                 await asyncio.wrap_future(written)
         row.log = None  # written: not held for the whole config
         with writing(out):  # a task's own file that cannot be written (a full disk) stops the run: `WriteFailed`
-            if row.failure is None:
-                task.store.write_prediction(out, sample.id, row.prediction)
-            else:
-                task.store.write_failure(out, sample.id, row.failure)
+            task.store.write_prediction(out, sample.id, row.failure or row.prediction)  # a Failure: a failure row
+            if row.failure is not None:
                 # one line per sample that failed for good: the re-asks before it stay silent (an answer the solver's
                 # fallback read is no failure); a typed stop is no sample's failure and is named once by its caller
                 log.warning("%s: sample %s failed at %s: %s", task.name, sample.id, row.failure.step,
                             row.failure.reason[:300])
             append_line(out / "stats.jsonl", json.dumps({"id": sample.id, **row.stats}))
         if keep is not None:
-            keep(sample.id, read_back(task.store, sample.id, row.failure or row.prediction), row.stats)
+            keep(sample.id, task.store.read_back(sample.id, row.failure or row.prediction), row.stats)
         row.prediction = None  # kept (or not): not held for the whole config
         if on_row is not None:
             on_row(row)
@@ -186,17 +184,6 @@ async def asolve_samples(task: Task, samples: Sequence[Sample], options: Options
     by_index = dict(zip(order, rows))
     return [by_index[i] for i in range(len(samples))]  # type: ignore[misc]
 
-
-def read_back(store: Any, sample_id: str, value: Any) -> Any:
-    """A prediction (or Failure) just written, as the store's `read_predictions` gives it back: the store's own
-    `read_back` where it has one (EmoCaustics parses its reference files), else what a JSON line gives back
-    (`JsonlStore`)."""
-    own = getattr(store, "read_back", None)
-    if own is not None:
-        return own(sample_id, value)
-    if isinstance(value, Failure):
-        return Failure(str(value.step), str(value.reason))
-    return json.loads(json.dumps(value, ensure_ascii=False))
 
 
 def sample_stats(out: Path) -> dict[str, dict[str, Any]]:

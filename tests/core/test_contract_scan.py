@@ -19,13 +19,10 @@ from collections import defaultdict
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "emocaustics"
-# The members the parts hand the core, all told: where it stands, and it may only fall. Issue 54 point 7's goal is 30:
-# next, a store's write_failure folds into write_prediction (a Failure is a value it writes) and read_back gets
-# JsonlStore's default (solve/plan.py's JSON round trip), both read in solve/plan.py.
-MEMBERS_MAX = 32
-# Members the core reads with a default of its own (getattr): declared by a task's models, or a store's own read-back.
-OPTIONAL = {("Options", "reducers"), ("Options", "legacy_run_keys"), ("Dataset", "split_field"),
-            ("store", "read_back")}
+# The members the parts hand the core, all told: where it stands, and it may only fall (issue 54 point 7's goal: 30).
+MEMBERS_MAX = 31
+# Members the core reads with a default of its own (getattr): class variables a task's models may declare.
+OPTIONAL = {("Options", "reducers"), ("Options", "legacy_run_keys"), ("Dataset", "split_field")}
 
 
 def _is_task(node: ast.AST, names: tuple[str, ...]) -> bool:
@@ -152,7 +149,7 @@ def test_the_core_reads_only_the_listed_members():
 def test_every_listed_member_is_read_and_has_a_default():
     """A listed member no core code reads is a hook nobody needs; every member of the parts has its default on `Task`
     (or on its protocol: `side`, the one optional part, and `store`), except those the core reads with a default of
-    its own (OPTIONAL: class variables of a task's models, a store's `read_back`)."""
+    its own (OPTIONAL: class variables of a task's models)."""
     from emocaustics.core.contract import CONTRACT, JsonlStore, SideInputs, Task
 
     found = contract_reads(_core_sources())

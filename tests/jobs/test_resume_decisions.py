@@ -176,7 +176,7 @@ def _write(folder: Path, predictions: dict[str, Any] = {}, failures: dict[str, F
     store = Guess.store
     folder.mkdir(parents=True, exist_ok=True)
     for sid, f in failures.items():
-        store.write_failure(folder, sid, f)
+        store.write_prediction(folder, sid, f)
     for sid, p in predictions.items():
         store.write_prediction(folder, sid, p)
 

@@ -187,10 +187,9 @@ def test_a_typed_stop_starts_no_further_sample_keeps_those_in_flight_and_is_rais
 
 @pytest.mark.parametrize("task", ["sextuple", "emotion", "narrative"])
 def test_a_row_in_memory_is_what_reading_its_folder_back_gives(task, tmp_path):
-    """The job scores the rows the plan hands back (`solve.plan.read_back`): equal to what the store reads back from
+    """The job scores the rows the plan hands back (the store's `read_back`): equal to what the store reads back from
     the files it wrote (EmoCaustics parses its reference files; a JSON line gives lists for tuples)."""
     from emocaustics.core.task import Failure, get_task, parse_options
-    from emocaustics.solve.plan import read_back
 
     the_task = get_task(task)
     if task == "emotion":  # chains as the task's own objects
@@ -205,9 +204,6 @@ def test_a_row_in_memory_is_what_reading_its_folder_back_gives(task, tmp_path):
     values = {**values, "7": Failure("window", "no answer")}
     kept = {}
     for sid, value in values.items():
-        if isinstance(value, Failure):
-            the_task.store.write_failure(tmp_path, sid, value)
-        else:
-            the_task.store.write_prediction(tmp_path, sid, value)
-        kept[sid] = read_back(the_task.store, sid, value)
+        the_task.store.write_prediction(tmp_path, sid, value)  # a Failure: a failure row
+        kept[sid] = the_task.store.read_back(sid, value)
     assert kept == the_task.store.read_predictions(tmp_path)

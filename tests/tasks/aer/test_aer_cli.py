@@ -200,7 +200,7 @@ def test_a_runs_failed_questions_count_as_failed_when_its_submission_is_scored(
     config = tmp_path / "predictions" / "aer_llm"
     for s in samples:
         if s.id == "q-5":
-            task.store.write_failure(config, s.id, Failure("answer", "model error: HTTP 500"))
+            task.store.write_prediction(config, s.id, Failure("answer", "model error: HTTP 500"))
         else:
             task.store.write_prediction(config, s.id, {"answer": s.target})
     predictions = task.store.read_predictions(config)

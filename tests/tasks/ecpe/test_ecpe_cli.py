@@ -278,7 +278,7 @@ def test_a_runs_failed_conversations_count_as_failed_when_its_files_are_scored(t
     out = tmp_path / "predictions" / "ecpe_direct"
     oracle = task.predict("oracle", samples, options)
     task.store.write_prediction(out, "1", oracle["1"])
-    task.store.write_failure(out, "2", Failure("answer", "cut at the token budget"))
+    task.store.write_prediction(out, "2", Failure("answer", "cut at the token budget"))
     predictions = task.store.read_predictions(out)
     task.finalize(out, samples, predictions, options)
     job = task.score(samples, predictions, options, ScoreContext())

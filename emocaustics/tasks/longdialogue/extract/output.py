@@ -68,10 +68,10 @@ class DialogueStore:
         self.task_name = task_name
 
     def write_prediction(self, out: Path, sample_id: str, prediction: Any) -> None:
-        write_prediction(out, self.task_name, int(sample_id), prediction)
-
-    def write_failure(self, out: Path, sample_id: str, failure: Failure) -> None:
-        append_failure(out, {"dialogue": int(sample_id), "step": failure.step, "reason": failure.reason})
+        if isinstance(prediction, Failure):
+            append_failure(out, {"dialogue": int(sample_id), "step": prediction.step, "reason": prediction.reason})
+        else:
+            write_prediction(out, self.task_name, int(sample_id), prediction)
 
     def read_back(self, sample_id: str, value: Any) -> Any:
         """A prediction (or Failure) just written, as `read_predictions` gives it back (a job scores it from memory):
