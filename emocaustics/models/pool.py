@@ -328,7 +328,7 @@ def get_pool(spec: LLMSpec, *, detached: bool = False) -> ModelPool:
     Engine options are part of the key: the same model with another max_model_len is another pool.
     `detached`: replicas that outlive this process, for a model service (models/services.py).
     """
-    from emocaustics.models.spec import pool_arguments
+    from emocaustics.models.poolargs import pool_arguments
 
     key = spec.canonical()
     pool = _POOLS.get(key)

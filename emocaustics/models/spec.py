@@ -26,14 +26,14 @@ options `models.hf_generate.HF_KEYS` (max_batch, batch_wait, device, dtype, trus
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
+import os
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from emocaustics.core.errors import UsageError
 from emocaustics.core.redact import redacted, refuse_secrets
@@ -62,9 +62,6 @@ def expand_shorthand(spec: str) -> str:
     expanded spec (what the run records and hashes) names the server that answered. Every edge that takes a spec
     from a user passes it here first, so a secret in it is refused, and a URL's credentials taken out, before any
     of it is written."""
-    import os
-    from urllib.parse import urlsplit
-
     head, sep, query = spec.strip().partition("?")
     refuse_secrets(dict(parse_qsl(query, keep_blank_values=True)), f"model spec {redacted(spec)!r}")
     kind, _, name = head.partition(":")
@@ -249,8 +246,6 @@ def parse_llm_spec(spec: str) -> LLMSpec:
 
 def _built(data: dict[str, Any], opts: dict[str, Any], spec: str) -> LLMSpec:
     """The spec of `data` with `opts` assigned (`_assign`); a value of the wrong type is a UsageError naming it."""
-    from pydantic import ValidationError
-
     _assign(data, opts, spec)
     try:
         return LLMSpec(**data)
@@ -263,77 +258,6 @@ def as_llm_spec(spec: str | LLMSpec) -> LLMSpec:
     """A spec string parsed (`parse_llm_spec`), an `LLMSpec` as it is: the edges (CLI `--llm`, a job's model, the
     api) hand either to the plan, the pool and the factory, which parse nothing again."""
     return parse_llm_spec(spec) if isinstance(spec, str) else spec
-
-
-@functools.lru_cache(maxsize=1)
-def engine_option_names() -> frozenset[str]:
-    """The fields of vLLM's `AsyncEngineArgs`, read from its source file: importing vLLM to list them costs a job's
-    driver about 10 s (more under load), which a job attaching to a running service would otherwise pay before its
-    first call. Falls back to the import where the source cannot be read (tests/models/test_models_spec.py checks that
-    both give the same names)."""
-    import ast
-    import importlib.util
-
-    try:
-        found = importlib.util.find_spec("vllm")  # finds the package without running it
-        source = Path(list(found.submodule_search_locations or [])[0]) / "engine" / "arg_utils.py"  # type: ignore[union-attr]
-        classes = {n.name: n for n in ast.parse(source.read_text(encoding="utf-8")).body if isinstance(n, ast.ClassDef)}
-
-        def fields(name: str) -> set[str]:
-            out: set[str] = set()
-            for base in classes[name].bases:  # a dataclass inherits its bases' fields
-                if isinstance(base, ast.Name) and base.id in classes:
-                    out |= fields(base.id)
-            for stmt in classes[name].body:
-                if (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)
-                        and "ClassVar" not in ast.unparse(stmt.annotation)):
-                    out.add(stmt.target.id)
-            return out
-
-        names = fields("AsyncEngineArgs")
-        if names:
-            return frozenset(names)
-    except (AttributeError, IndexError, KeyError, OSError, SyntaxError, TypeError):
-        pass
-    import dataclasses
-
-    from vllm.engine.arg_utils import AsyncEngineArgs
-
-    return frozenset(f.name for f in dataclasses.fields(AsyncEngineArgs))
-
-
-def check_engine_options(spec: LLMSpec) -> None:
-    """Unknown vLLM engine arguments are a usage error naming them (needs vllm installed)."""
-    unknown = sorted(set(spec.engine) - engine_option_names())
-    if unknown:
-        raise UsageError(f"model spec {spec.canonical()!r}: unknown vLLM engine option(s) {', '.join(unknown)}")
-
-
-def pool_arguments(spec: LLMSpec) -> dict[str, Any]:
-    """Keyword arguments of `ModelPool` for a smoke/vllm/hf spec (builds the smoke model when needed). `hf:` replicas
-    are `hf_actor.HFModelActor`s, and `hf:smoke` loads the smoke model's folder; the smoke folder's name is part of the
-    response-cache id."""
-    if is_remote(spec.kind):
-        raise ValueError(f"{spec.kind} specs have no model pool")
-    hf = spec.kind == "hf"
-    engine = dict(spec.engine)
-    if not hf:
-        check_engine_options(spec)
-        if spec.tp > 1:
-            engine["tensor_parallel_size"] = spec.tp
-    model = spec.model
-    if spec.is_smoke:
-        from emocaustics.models.smoke import build_smoke_model
-
-        model = str(build_smoke_model())  # its folder's name, a hash of its recipe, is in the identity
-    args = {"model": model, "name": spec.canonical(), "cache_id": spec.identity, "replicas": spec.replicas,
-            "engine_opts": engine, "gpus_per_replica": spec.gpus, "cpus_per_replica": spec.cpus,
-            "actor_options": {"scheduling_strategy": "SPREAD"} if spec.placement == "spread" else None}
-    if hf:
-        from emocaustics.models.hf_actor import HFModelActor
-
-        args["actor_cls"] = HFModelActor
-    return args
 
 
 SAMPLED = 1 << 20  # bytes of each end of a weights file in its fingerprint

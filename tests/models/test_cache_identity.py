@@ -85,7 +85,7 @@ def test_one_file_of_weights_a_hub_name_and_an_endpoint(tmp_path: Path) -> None:
 
 
 def test_the_pool_keys_the_cache_on_the_identity(tmp_path: Path) -> None:
-    from emocaustics.models.spec import pool_arguments
+    from emocaustics.models.poolargs import pool_arguments
 
     spec = parse_llm_spec(f"vllm:{_weights(tmp_path / 'model', b'a')}?replicas=2")
     assert pool_arguments(spec)["cache_id"] == spec.identity

@@ -17,7 +17,8 @@ import pytest
 
 from emocaustics.core.errors import UsageError
 from emocaustics.models.base import ChatRequest, Sampling
-from emocaustics.models.spec import expand_shorthand, parse_llm_spec, pool_arguments
+from emocaustics.models.poolargs import pool_arguments
+from emocaustics.models.spec import expand_shorthand, parse_llm_spec
 
 SCHEMA = {
     "type": "object",

@@ -49,7 +49,7 @@ def test_bad_specs_are_usage_errors_saying_what_is_allowed(bad: str, says: str) 
 
 
 def test_unknown_engine_option_is_named() -> None:
-    from emocaustics.models.spec import check_engine_options
+    from emocaustics.models.poolargs import check_engine_options
 
     with pytest.raises(UsageError, match="max_model_lenn"):
         check_engine_options(parse_llm_spec("vllm:m?max_model_lenn=10"))
@@ -61,7 +61,7 @@ def test_engine_option_names_read_from_the_source_are_the_dataclass_fields() -> 
 
     from vllm.engine.arg_utils import AsyncEngineArgs
 
-    from emocaustics.models.spec import engine_option_names
+    from emocaustics.models.poolargs import engine_option_names
 
     assert engine_option_names() == {f.name for f in dataclasses.fields(AsyncEngineArgs)}
 
@@ -152,7 +152,7 @@ def test_cache_is_process_safe(tmp_path: Path) -> None:
         p.join(60)
     assert all(p.exitcode == 0 for p in procs)
     cache = ResponseCache(path)
-    assert len(cache) == 600
+    assert len(cache.get_many([f"k{i}" for i in range(600)])) == 600
     assert cache.get_many(["k0", "k599"])["k599"].text == "599"
 
 

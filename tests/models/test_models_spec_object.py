@@ -9,6 +9,7 @@ import pytest
 
 from emocaustics.core.task import Sample
 from emocaustics.models import pool as pool_module
+from emocaustics.models import poolargs
 from emocaustics.models import spec as spec_module
 from emocaustics.models.factory import make_llm
 from emocaustics.models.spec import as_llm_spec, parse_llm_spec
@@ -46,7 +47,7 @@ def test_equal_specs_share_one_pool_whether_string_or_object(monkeypatch):
 
     monkeypatch.setattr(pool_module, "_POOLS", {})
     monkeypatch.setattr(pool_module, "ModelPool", FakePool)
-    monkeypatch.setattr(spec_module, "pool_arguments", lambda parsed: {"name": parsed.canonical()})
+    monkeypatch.setattr(poolargs, "pool_arguments", lambda parsed: {"name": parsed.canonical()})
     text = "vllm:org/m?max_model_len=4096&replicas=2"
     first = pool_module.get_pool(parse_llm_spec(text))
     assert pool_module.get_pool(parse_llm_spec(text)) is first
