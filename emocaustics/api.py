@@ -70,7 +70,7 @@ class Run:
     @property
     def failed(self) -> int:
         """Samples that failed, over every config (0 when the run has no scores)."""
-        from emocaustics.report.tables import headline  # the summary's failures: not the per-epoch rows
+        from emocaustics.scoring.headline import headline  # the summary's failures: not the per-epoch rows
 
         return 0 if self.scores is None else int(headline(self.scores)["failures"].sum())
 

@@ -57,7 +57,7 @@ class ConfigRecord:
     sample_metric: str  # the per-sample metric in `SampleRecord.score` (the primary where it is per sample)
     summary: dict[str, Any]  # configs.json: corpus-level metrics, primary first (epochs: the mean over epochs)
     table: dict[str, Any]  # summary.csv's row: score, ci_low, ci_high, samples, failures, tokens, cost ...
-    headline: dict[str, Any]  # report.tables.headline's row (samples, score, failures): summary.csv's, by definition
+    headline: dict[str, Any]  # scoring.headline.headline's row (samples, score, failures): summary.csv's, by definition
     prompts_version: str | None
     software: dict[str, Any] | None  # core.software at run time (None: a run made before it was recorded)
     created: str | None
@@ -117,7 +117,7 @@ def read_run(run_dir: Path | str) -> RunRecord:
     scores = _frame(_need(folder / "scores.parquet", "the per-sample scores"))
     rows = _frame(_need(folder / "rows.parquet", "the scorers' long rows: every metric of every sample"))
     table = _frame(_need(folder / "summary.csv", "the score table"))
-    from emocaustics.report.tables import headline
+    from emocaustics.scoring.headline import headline
 
     heads = {row["run"]: row for row in headline(scores).to_dicts()}
     record = run_json(folder) or {}

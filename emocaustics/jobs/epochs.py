@@ -119,7 +119,7 @@ def reduce_table(epoch_frame: pl.DataFrame, reducer: str) -> pl.DataFrame:
     """The reduced per-sample rows of a config from its per-epoch rows: `score` by the reducer, the other metrics
     (`c_*`) by their mean, cost summed over the epochs, `failed` when every epoch failed (its status and reason then
     epoch 1's, else those of the first epoch that did not fail); the rest as in epoch 1."""
-    from emocaustics.report.tables import failures_count_zero
+    from emocaustics.scoring.headline import failures_count_zero
 
     epoch_frame = failures_count_zero(epoch_frame)  # a failed epoch counts 0 (scoring/reducers.py), as a failed sample
     comps = [c for c in epoch_frame.columns if c.startswith("c_")]

@@ -154,10 +154,10 @@ def config_cost(table: pl.DataFrame) -> float | None:
 
 def score_line(cfg: Config, scored: Scored, table: pl.DataFrame, wall: float) -> str:
     """The console's line of a config, `[score LABEL] METRIC VALUE, F failures, N samples, T s`: summary.csv's
-    figures (`report.tables.headline` of the config's per-sample table: for epochs its reduced rows), named by the
+    figures (`scoring.headline.headline` of the config's per-sample table: for epochs its reduced rows), named by the
     per-sample metric its `score` holds (the primary metric, or where that is a corpus figure such as ECPE's official
     F1, the first per-sample one: `per_sample`) and, for epochs, the reducer that made it."""
-    from emocaustics.report.tables import headline
+    from emocaustics.scoring.headline import headline
 
     top = headline(table).row(0, named=True)
     metrics, name = scored.rows["metric"], cfg.task.report.primary_metric

@@ -20,7 +20,7 @@ from emocaustics.jobs.labels import config_axes, label_runs
 from emocaustics.jobs.modelentry import ModelSpec  # noqa: F401 (a job's model entry; imported from here too)
 from emocaustics.jobs.runspec import (RUN_KEYS, GridSpec, RunSpec, SelectSpec, _check_epochs,  # noqa: F401 (importable
                                       _Strict)  # from here too)
-from emocaustics.jobs.yamlkeys import safe_load_unique
+from emocaustics.core.yamlkeys import safe_load_unique
 
 
 class ScoringSpec(BaseModel):

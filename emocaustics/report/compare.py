@@ -24,7 +24,8 @@ from typing import NamedTuple
 import polars as pl
 
 from emocaustics.core.errors import UsageError, shorten
-from emocaustics.report.tables import HEADLINE, check_scores, in_holm_family, scored_rows
+from emocaustics.report.tables import check_scores, in_holm_family
+from emocaustics.scoring.headline import HEADLINE, scored_rows
 
 PAIR_COLUMNS = ("task", "run_a", "config_a", "run_b", "config_b", "n_common", "clusters", "cluster_by", "n_only_a",
                 "n_only_b", "score_a", "score_b", "diff", "diff_low", "diff_high", "p_randomisation", "p_bootstrap",
@@ -32,7 +33,7 @@ PAIR_COLUMNS = ("task", "run_a", "config_a", "run_b", "config_b", "n_common", "c
 
 
 class Comparison(NamedTuple):
-    configs: pl.DataFrame  # run, config, task, kind and the headline: samples, score, failures (`tables.HEADLINE`)
+    configs: pl.DataFrame  # run, config, task, kind and the headline: samples, score, failures (`scoring.headline.HEADLINE`)
     pairs: pl.DataFrame  # PAIR_COLUMNS, one row per pair of configs matched (by label or mapping) with common samples
     unpaired: int  # pairs matched that share no sample (not tested)
     unmatched: tuple[str, ...] = ()  # "<run>: <label>" of each config with no partner (not tested)

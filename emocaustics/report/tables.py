@@ -7,9 +7,12 @@ per config (its size, its window).
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import polars as pl
+
+from emocaustics.scoring.headline import HEADLINE, scored_rows
 
 SCORE_COLUMNS: dict[str, pl.DataType] = {
     "run": pl.Utf8,  # the config label
@@ -63,40 +66,6 @@ def check_scores(scores: pl.DataFrame, source: str) -> None:
     if missing:
         raise UsageError(f"{source}: lacks column(s) {missing}; written by an older "
                          "emocaustics? Score the predictions again to rebuild its tables")
-
-
-def failures_count_zero(scores: pl.DataFrame) -> pl.DataFrame:
-    """The rule of every score table: a failed sample counts 0 (a task may leave its score empty); a sample that is
-    not failed and has no score (unscored) stays empty and is left out of the mean, counted in the interval's
-    n_missing."""
-    return scores.with_columns(
-        pl.when(pl.col("failed").fill_null(False) & pl.col("score").is_null()).then(0.0)
-        .otherwise(pl.col("score")).alias("score"))
-
-
-def scored_rows(scores: pl.DataFrame) -> pl.DataFrame:
-    """The rows every statistic reads: a config solved in epochs by its reduced rows, a failure counting 0, and in a
-    table written before clusters, every sample its own cluster."""
-    from emocaustics.scoring.reducers import table_rows
-
-    scores = failures_count_zero(table_rows(scores))
-    if "cluster" not in scores.columns:
-        scores = scores.with_columns(pl.col("sample_id").alias("cluster"), pl.lit("sample").alias("cluster_by"))
-    return scores
-
-
-# A config's headline, defined once: every output reads it through `headline` or `summarise` (the console's score
-# line, summary.csv/.md, report.html, compare, the viewer, the exports), over the rows the statistics read
-# (`scored_rows`: a config solved in epochs by its reduced rows, a failure counting 0, an unscored sample counted in
-# `samples` but not in the mean).
-HEADLINE = {"samples": pl.len(), "score": pl.col("score").mean(), "failures": pl.col("failed").sum()}
-
-
-def headline(scores: pl.DataFrame) -> pl.DataFrame:
-    """One row per config of a score table (scores.parquet's columns; per-epoch rows are left out): run, task,
-    samples, score, failures, as summary.csv has them."""
-    return (scored_rows(scores).group_by("run", maintain_order=True)
-            .agg(pl.first("task"), *(e.alias(k) for k, e in HEADLINE.items())))
 
 
 def summarise(scores: pl.DataFrame, wall: dict[str, float] | None = None, run_dir: Path | None = None,
@@ -231,9 +200,11 @@ def write_tables(run_dir: Path, scores: pl.DataFrame, wall: dict[str, float] | N
 
 def run_title(run_dir: Path) -> str:
     """`<job name> / <run folder>`: the job's name as run.json records it (else the folder's parent, an old run)."""
-    from emocaustics.jobs.rundir import read_run
-
-    return f"{(read_run(run_dir) or {}).get('job') or run_dir.parent.name} / {run_dir.name}"
+    try:  # read here, not through jobs.rundir: the report sits below the jobs
+        job = json.loads((run_dir / "run.json").read_text(encoding="utf-8")).get("job")
+    except (OSError, ValueError, AttributeError):
+        job = None
+    return f"{job or run_dir.parent.name} / {run_dir.name}"
 
 
 def summary_markdown(summary: pl.DataFrame, pairs: pl.DataFrame, title: str) -> str:

@@ -79,9 +79,9 @@ class ViewData(Documents):
         self._tables: dict[int, dict[str, Any]] = {}
 
     def index(self) -> dict[str, Any]:
-        """The run's configs with summary.csv's figures (`report.tables.headline`); a config not scored yet (a run
+        """The run's configs with summary.csv's figures (`scoring.headline.headline`); a config not scored yet (a run
         still going, an epoch's own log) with its samples and failures so far, and no score."""
-        from emocaustics.report.tables import headline
+        from emocaustics.scoring.headline import headline
 
         heads = {} if self.log.scores is None else {r["run"]: r for r in headline(self.log.scores).to_dicts()}
         configs = []

@@ -319,7 +319,7 @@ def test_a_summary_without_the_primary_metric_gets_the_mean_reduced_score(tmp_pa
     cfg = _cfg(tmp_path, task, epochs=2, reducer="max")
     scored, table, _ = score_epochs(cfg, _solved(), None, Log())
     assert table["score"].to_list() == [1.0, 1.0, 0.0, 0.0, 1.0]
-    assert "acc" not in scored.summary  # the headline is summary.csv's (report.tables.headline), never a second one
+    assert "acc" not in scored.summary  # the headline is summary.csv's (scoring.headline.headline), never a second one
     assert scored.summary["n"] == 5.0 and scored.summary["reducer"] == "max"
 
 

@@ -19,7 +19,8 @@ from emocaustics.core.predictions import pair
 from emocaustics.core.records import Failure, Sample, Scored, rows_frame
 from emocaustics.jobs.epochs import score_epochs
 from emocaustics.jobs.results import score_line, score_table
-from emocaustics.report.tables import headline, write_tables
+from emocaustics.report.tables import write_tables
+from emocaustics.scoring.headline import headline
 
 IDS = [f"s{i}" for i in range(6)]
 # each epoch's answers: a number is the sample's score, "x" a failure, "?" unscored (scored, no value applies)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import polars as pl
 
 from emocaustics.report.html import table
-from emocaustics.report.tables import failures_count_zero
+from emocaustics.scoring.headline import failures_count_zero
 
 TOPIC = "aer_topic"
 CONFIGS_PER_TABLE = 5

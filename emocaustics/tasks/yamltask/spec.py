@@ -138,7 +138,7 @@ def where(path: Path, lines: Lines, loc: tuple[Any, ...]) -> str:
 
 def read_task_file(path: Path) -> tuple[TaskFile, Lines]:
     """The task file, checked; a `UsageError` naming the file, the line and the key of the first problem."""
-    from emocaustics.jobs.yamlkeys import DuplicateKey, safe_load_unique
+    from emocaustics.core.yamlkeys import DuplicateKey, safe_load_unique
 
     try:
         text = path.read_text(encoding="utf-8")
