@@ -107,8 +107,10 @@ class EpochLLM(Layer):
         self.offset = (epoch - 1) * EPOCH_SEED_STRIDE
 
     async def generate(self, requests: list[Any]) -> list[Any]:
-        moved = [dataclasses.replace(r, sampling=dataclasses.replace(
-            r.sampling, seed=(r.sampling.seed or 0) + self.offset)) for r in requests]
+        # an unseeded request takes the top of its epoch's band, apart from a request seeded 0 (the solvers' seeds
+        # stay under the stride), so that two requests apart in epoch 1 stay apart in every epoch
+        moved = [dataclasses.replace(r, sampling=dataclasses.replace(r.sampling, seed=self.offset + (
+            EPOCH_SEED_STRIDE - 1 if r.sampling.seed is None else r.sampling.seed))) for r in requests]
         return await self.llm.generate(moved)
 
 
