@@ -89,8 +89,8 @@ def checked(value: str) -> str:
 
 def choose(value: str | None) -> CacheChoice | None:
     """A job's `cache:` value as the run's cache (None: `off`, no cache); a damaged file is a `UsageError` here,
-    before any sample runs (`cachestore.check_file`)."""
-    from emocaustics.models.cachestore import check_file
+    before any sample runs (`cachefile.check_file`)."""
+    from emocaustics.models.cachefile import check_file
 
     value = checked(value or "on")
     if value == "off":

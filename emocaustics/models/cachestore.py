@@ -1,14 +1,11 @@
 """The response cache's store (`models/cache.py` is its layer): a map from request key to answer that several
 processes share.
 
-One sqlite file in WAL mode, so that the driver and every model actor (separate processes), and several runs at once
-on one machine, read and write it at the same time: each writer commits in `BEGIN IMMEDIATE` transactions under a
-60 s busy timeout, and opening (which may create the file and switch it to WAL) is retried while another process
-holds it. On a network filesystem (/proc/mounts says nfs, cifs, ceph, ...) the file uses sqlite's rollback journal
-instead: WAL's index is shared memory, which processes on different machines cannot share, while the rollback journal
-needs only the filesystem's locks (`journal_mode`). Only successful completions are stored, so a failure is retried
-on the next run instead of being replayed; the first answer stored for a key stays (two runs that asked at once store
-one entry).
+One sqlite file in WAL mode (`models/cachefile.py` opens and checks it), so that the driver and every model actor
+(separate processes), and several runs at once on one machine, read and write it at the same time: each writer
+commits in `BEGIN IMMEDIATE` transactions under a 60 s busy timeout. Only successful completions are stored, so a
+failure is retried on the next run instead of being replayed; the first answer stored for a key stays (two runs that
+asked at once store one entry).
 
 Writes are handed to a writer thread that commits whatever has piled up in one transaction: a commit per answer
 batch was about a tenth of the driver's CPU per call at hundreds of calls per second, and sqlite works outside the GIL, so
@@ -31,20 +28,12 @@ import sqlite3
 import threading
 import time
 import weakref
-from collections.abc import Callable
 from pathlib import Path
 
-from emocaustics.core.errors import UsageError, WriteFailed
+from emocaustics.core.errors import WriteFailed
 from emocaustics.core.writes import failed
 from emocaustics.models.base import Completion
-
-SCHEMA = ("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, model TEXT NOT NULL, value TEXT NOT NULL,"
-          " created REAL NOT NULL, used REAL NOT NULL DEFAULT 0, size INTEGER NOT NULL DEFAULT 0)")
-ROW_OVERHEAD = 64  # bytes an entry takes beyond its key, model and value (sqlite's record and index), for the cap
-
-
-def _connect(target: str, uri: bool) -> sqlite3.Connection:
-    return sqlite3.connect(target, timeout=60.0, check_same_thread=False, isolation_level=None, uri=uri)
+from emocaustics.models.cachefile import CORRUPT, ROW_OVERHEAD, connect, damaged, immediate, open_file, retried
 
 
 class ResponseCache:
@@ -69,30 +58,20 @@ class ResponseCache:
         self._wdb: sqlite3.Connection | None = None
         if read_only:
             if self.path.exists():  # no file: an empty cache, and none is created
-                self._db = _retry(lambda: _connect(f"file:{self.path}?mode=ro", True))
+                self._db = retried(lambda: connect(f"file:{self.path}?mode=ro", True))
             return
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             # One connection guarded by a lock: calls are short, and sqlite serialises writers anyway.
-            self._db = _retry(self._open)
+            self._db = retried(lambda: open_file(self.path))
             # The writer's own connection: readers (WAL) do not wait for its commits
-            self._wdb = _connect(str(self.path), False)
+            self._wdb = connect(str(self.path), False)
             self._wdb.execute("PRAGMA synchronous=NORMAL")
         except (OSError, sqlite3.Error) as exc:  # a full disk, a read-only folder: one line naming the file
             corrupt = getattr(exc, "sqlite_errorname", "") in CORRUPT
             raise (damaged(self.path, exc) if corrupt else failed(self.path, exc)) from None
         self.evict()
         _OPEN.add(self)
-
-    def _open(self) -> sqlite3.Connection:
-        db = _connect(str(self.path), False)
-        db.execute("PRAGMA auto_vacuum=INCREMENTAL")  # before the table exists: evicted pages can be given back
-        db.execute(f"PRAGMA journal_mode={journal_mode(self.path)}")
-        db.execute("PRAGMA synchronous=NORMAL")
-        db.execute(SCHEMA)
-        if not {"used", "size"} <= {row[1] for row in db.execute("PRAGMA table_info(responses)")}:
-            _add_lru_columns(db)
-        return db
 
     @property
     def ref(self) -> str:
@@ -181,19 +160,14 @@ class ResponseCache:
             if not rows and not touched:
                 return
             try:
-                self._wdb.execute("BEGIN IMMEDIATE")
-                self._wdb.executemany("INSERT INTO responses VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(key) DO UPDATE "
-                                      "SET used = excluded.used", rows)
-                self._wdb.executemany("UPDATE responses SET used = max(used, ?) WHERE key = ?",
-                                      [(t, k) for k, t in touched])
-                self._wdb.execute("COMMIT")
-            except BaseException as exc:
-                if self._wdb.in_transaction:  # sqlite rolls a full disk's transaction back itself
-                    self._wdb.execute("ROLLBACK")
+                with immediate(self._wdb, self.path) as db:
+                    db.executemany("INSERT INTO responses VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(key) DO UPDATE "
+                                   "SET used = excluded.used", rows)
+                    db.executemany("UPDATE responses SET used = max(used, ?) WHERE key = ?",
+                                   [(t, k) for k, t in touched])
+            except BaseException:
                 with self._wake:  # tried again with the next commit
                     self._touched = {**dict(touched), **self._touched}
-                if isinstance(exc, (OSError, sqlite3.Error)):
-                    raise failed(self.path, exc) from None
                 raise
             with self._wake:
                 for row in rows:
@@ -203,33 +177,27 @@ class ResponseCache:
         if self.max_bytes is not None and self._since_evict > self.max_bytes // 20:
             self.evict()
 
-    def evict(self) -> int:
-        """Delete the least recently used entries until the entries' bytes are within `max_bytes`; how many went."""
+    def evict(self) -> None:
+        """Delete the least recently used entries until the entries' bytes are within `max_bytes`."""
         if self.max_bytes is None or self._wdb is None:
-            return 0
+            return
         with self._wlock:
             self._since_evict = 0
-            try:
-                self._wdb.execute("BEGIN IMMEDIATE")
-                total = int(self._wdb.execute("SELECT COALESCE(SUM(size), 0) FROM responses").fetchone()[0])
+            with immediate(self._wdb, self.path) as db:
+                total = int(db.execute("SELECT COALESCE(SUM(size), 0) FROM responses").fetchone()[0])
                 doomed, over = [], total - self.max_bytes
                 if over > 0:
-                    for key, size in self._wdb.execute("SELECT key, size FROM responses ORDER BY used, created"):
+                    for key, size in db.execute("SELECT key, size FROM responses ORDER BY used, created"):
                         if over <= 0:
                             break
                         doomed.append((key,))
                         over -= size
-                    self._wdb.executemany("DELETE FROM responses WHERE key = ?", doomed)
-                self._wdb.execute("COMMIT")
-                if doomed:
-                    self._wdb.execute("PRAGMA incremental_vacuum")
-            except BaseException as exc:
-                if self._wdb.in_transaction:
-                    self._wdb.execute("ROLLBACK")
-                if isinstance(exc, (OSError, sqlite3.Error)):
+                    db.executemany("DELETE FROM responses WHERE key = ?", doomed)
+            if doomed:  # their pages given back to the filesystem: `execute` runs the pragma but frees no page
+                try:  # (and `executescript` commits first, so it comes after the transaction)
+                    self._wdb.executescript("PRAGMA incremental_vacuum")
+                except sqlite3.Error as exc:
                     raise failed(self.path, exc) from None
-                raise
-        return len(doomed)
 
     def flush(self) -> None:
         """Commit every answer put so far (other processes see them once this returns); `WriteFailed` if the file
@@ -237,13 +205,6 @@ class ResponseCache:
         self._commit_pending()
         with self._wake:
             self._error = None  # committed after all (room was made)
-
-    def __len__(self) -> int:
-        self.flush()
-        if self._db is None:
-            return 0
-        with self._lock:
-            return int(self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
 
     def close(self) -> None:
         with self._wake:
@@ -264,88 +225,6 @@ class ResponseCache:
                 if self._db is not None:
                     self._db.close()
             _OPEN.discard(self)
-
-
-def _add_lru_columns(db: sqlite3.Connection) -> None:
-    """A cache written before the size cap: each entry's last use (its creation) and size, once (in one transaction,
-    checked again inside it: another process may have just done it)."""
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        columns = {row[1] for row in db.execute("PRAGMA table_info(responses)")}
-        for column in ("used REAL NOT NULL DEFAULT 0", "size INTEGER NOT NULL DEFAULT 0"):
-            if column.split()[0] not in columns:
-                db.execute(f"ALTER TABLE responses ADD COLUMN {column}")
-        db.execute("UPDATE responses SET used = created, size = length(CAST(key || model || value AS BLOB)) + ? "
-                   "WHERE size = 0", (ROW_OVERHEAD,))
-        db.execute("COMMIT")
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
-
-
-NETWORK_FILESYSTEMS = ("nfs", "nfs4", "cifs", "smb3", "smbfs", "ceph", "glusterfs", "lustre", "gpfs", "beegfs", "9p",
-                       "fuse.sshfs", "fuse.s3fs", "fuse.gcsfuse", "fuse.juicefs", "fuse.glusterfs")
-
-
-def journal_mode(path: Path, mounts: str | None = None) -> str:
-    """WAL on a local filesystem; DELETE (sqlite's rollback journal, which needs only the filesystem's locks) on a
-    network one, where WAL's shared-memory index cannot be shared between machines. `mounts`: /proc/mounts' text."""
-    if mounts is None:
-        try:
-            mounts = Path("/proc/mounts").read_text(encoding="utf-8")
-        except OSError:  # not Linux: no way to tell, and a local disk is the common case
-            return "WAL"
-        path = path.resolve()  # the mount a link leads to
-    where = str(path)
-    best, fstype = "", ""
-    for line in mounts.splitlines():
-        parts = line.split()
-        if len(parts) > 2 and (where == parts[1] or where.startswith(parts[1].rstrip("/") + "/")) \
-                and len(parts[1]) > len(best):
-            best, fstype = parts[1], parts[2]
-    return "DELETE" if fstype in NETWORK_FILESYSTEMS else "WAL"
-
-
-CHECK_SECONDS = 2.0  # `check_file` reads at most this long: sqlite's quick_check reads about 1 GB a second
-CORRUPT = ("SQLITE_CORRUPT", "SQLITE_NOTADB")  # sqlite's codes of a damaged file
-
-
-def damaged(path: Path, detail: object) -> UsageError:
-    """One line naming the damaged cache file and the two ways out."""
-    return UsageError(f"response cache {path} is damaged ({detail}): run with --no-cache (cache: off), or move the "
-                      "file away (a new one is made)")
-
-
-def check_file(path: Path) -> None:
-    """A damaged cache file as `damaged`'s error, before any sample runs; a file not there yet, or busy, is none.
-    sqlite's quick_check reads every page, so a cache bigger than CHECK_SECONDS' reading is checked as far as it
-    gets (the rest, as it is used)."""
-    if not path.is_file():
-        return
-    deadline = time.monotonic() + CHECK_SECONDS
-    db = _connect(f"file:{path}?mode=ro", True)
-    db.set_progress_handler(lambda: time.monotonic() > deadline, 100_000)
-    try:
-        found = db.execute("PRAGMA quick_check").fetchone()[0]
-    except sqlite3.DatabaseError as exc:  # interrupted past the deadline, busy: no damage found
-        found = str(exc) if exc.sqlite_errorname in CORRUPT else "ok"
-    finally:
-        db.close()
-    if found != "ok":
-        raise damaged(path, found.replace("*** in database main ***\n", "").splitlines()[0])
-
-
-def _retry(open_: Callable[[], sqlite3.Connection], tries: int = 20) -> sqlite3.Connection:
-    """`open_()`, again while another process holds the file (creating it, switching it to WAL: "database is
-    locked" can come before the busy timeout applies)."""
-    for attempt in range(tries):
-        try:
-            return open_()
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) or attempt == tries - 1:
-                raise
-            time.sleep(0.05 * (attempt + 1))
-    raise AssertionError("unreachable")
 
 
 _OPEN: weakref.WeakSet[ResponseCache] = weakref.WeakSet()

@@ -235,7 +235,7 @@ _TEXT_TESTS = {"search", "match", "fullmatch", "findall", "finditer", "startswit
 # Outside this change, left to their modules' owners: the solvers that still tell a context overflow by its words (to
 # read `ErrorKind.CONTEXT_LENGTH`), the cache's "database is locked" (sqlite3's `sqlite_errorcode`), the pool's reading
 # of a dead replica's pid out of Ray's message (an extraction, not a classification).
-_KNOWN = {"solve/ask.py", "tasks/aer/solver.py", "models/cachestore.py", "models/pool.py"}
+_KNOWN = {"solve/ask.py", "tasks/aer/solver.py", "models/cachefile.py", "models/pool.py"}
 # A 400 that names the option the server refused (structured output, sampling): the clients switch that option off.
 _OPTIONS = {"response_format", "json_schema", "output_config", "temperature", "top_p"}
 

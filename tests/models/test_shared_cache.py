@@ -15,7 +15,8 @@ import pytest
 from emocaustics.core.errors import UsageError
 from emocaustics.models.base import ChatRequest, Completion
 from emocaustics.models.cacheplace import CacheChoice, choose, shared_folder
-from emocaustics.models.cachestore import ResponseCache, journal_mode
+from emocaustics.models.cachefile import journal_mode
+from emocaustics.models.cachestore import ResponseCache
 from emocaustics.models.factory import make_llm
 from emocaustics.models.spec import parse_llm_spec
 from fakes.openai_chat import FakeOpenAIServer
