@@ -275,12 +275,14 @@ def test_job_model_entry_batch_wires_the_parsed_spec() -> None:
 
 
 def test_asker_counts_batched_answers_for_their_price() -> None:
-    """EmoCaustics / ECPE / narrative steps count through `Asker`: batched answers are recorded for the batch price."""
+    """EmoCaustics / ECPE / narrative steps ask through `Asker`; the sample's one counting layer (`CountingLLM`)
+    records batched answers for the batch price."""
     from pydantic import BaseModel
 
     from emocaustics.models.base import Completion
     from emocaustics.models.prices import Price, sample_cost
     from emocaustics.solve.ask import Ask, Asker
+    from emocaustics.solve.item import CountingLLM
 
     class Answer(BaseModel):
         answer: str
@@ -293,9 +295,10 @@ def test_asker_counts_batched_answers_for_their_price() -> None:
             return [Completion(text='{"answer": "x"}', parsed={"answer": "x"}, prompt_tokens=100,
                                generated_tokens=10, batched=not r.live) for r in requests]
 
-    asker = Asker(Stub())
+    counted = CountingLLM(Stub())
+    asker = Asker(counted)
     asyncio.run(asker.ask_many([Ask("one", "u1", Answer, SCHEMA), Ask("two", "u2", Answer, SCHEMA, live=True)]))
-    stats = asker.stats.to_json()
+    stats = counted.counts
     assert (stats["llm_calls"], stats["batch_calls"], stats["batch_prompt_tokens"]) == (2, 1, 100)
     price = Price(input=1.0, output=1.0)
     assert sample_cost(price, stats) == pytest.approx(price.cost(100, 10) + price.cost(100, 10) / 2)

@@ -181,7 +181,8 @@ def test_a_lowered_gate_lets_nobody_in_until_holders_drop_below_it():
 
 
 def _run(url: str, n: int, **opts) -> tuple[list, object]:
-    llm = make_llm(parse_llm_spec(f"openai:fake@{url}"), **opts)
+    query = "&".join(f"{k}={v}" for k, v in opts.items())  # the endpoint's limits, typed where the spec is parsed
+    llm = make_llm(parse_llm_spec(f"openai:fake@{url}" + (f"?{query}" if query else "")))
 
     async def go() -> list:
         try:
