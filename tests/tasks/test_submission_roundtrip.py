@@ -52,9 +52,9 @@ def test_ecpe_submission_zip_validates_and_scores_as_written(method: str, tmp_pa
         assert main(["ecpe", "validate", str(out / f"Subtask_{st}_pred.json"), "--data", str(gold)]) == 0
     capsys.readouterr()
     # the same content: the zip's records are the files the run wrote
-    from emocaustics.tasks.ecpe.cli import validate_targets
+    from emocaustics.tasks.ecpe.cli import prediction_files
 
-    for st, (name, records) in validate_targets(sub, None).items():
+    for st, (name, records) in prediction_files(sub).items():
         assert name == f"{sub}:Subtask_{st}_pred.json"
         assert records == json.loads((out / f"Subtask_{st}_pred.json").read_text(encoding="utf-8"))
     # and they score as the run scored them

@@ -23,6 +23,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import fnmatch
 import json
 import math
@@ -36,6 +37,13 @@ from typing import Any
 from emocaustics.core.errors import UsageError
 
 
+def _gold_and_json(p: Any, gold_help: str, json_help: str) -> None:
+    """The options both verbs share: the gold folder (--gold is the older name) and --json."""
+    p.add_argument("--data", "--gold", dest="gold", type=Path, default=None, metavar="GOLD_DIR",
+                   help=f"gold folder{gold_help} (default: $EMOCAUSTICS_ECAC_DATA, else the fetch cache)")
+    p.add_argument("--json", action="store_true", help=json_help)
+
+
 def register_score(score_subparsers: Any) -> None:
     p = score_subparsers.add_parser(
         "ecpe", help="SemEval-2024 Task 3 submissions: the official metrics",
@@ -44,11 +52,7 @@ def register_score(score_subparsers: Any) -> None:
     p.add_argument("--pred", required=True, type=Path, metavar="PRED",
                    help="folder with Subtask_1_*.json and/or Subtask_2_*.json predictions, the submission.zip a run "
                         "writes, or one Subtask_N_*.json file")
-    p.add_argument("--data", "--gold", dest="gold", type=Path, default=None, metavar="GOLD_DIR",
-                   help="folder with the gold files (default: $EMOCAUSTICS_ECAC_DATA or the fetch cache); "
-                        "--gold is the older name")
-    p.add_argument("--json", action="store_true",
-                   help="print JSON: official keys, per_emotion tables, problems, missing conversations")
+    _gold_and_json(p, "", "print JSON: official keys, per_emotion tables, problems, missing conversations")
     p.add_argument("--allow-failures", action="store_true",
                    help="exit 0 even when gold conversations are missing from the prediction (default: status 3)")
     p.set_defaults(func=score_command)
@@ -61,10 +65,7 @@ def register(subparsers: Any) -> None:
     v.add_argument("file", type=Path, help="a Subtask_N_*.json file, or the submission zip or folder a run writes")
     v.add_argument("--subtask", type=int, choices=(1, 2), default=None,
                    help="default: from the file name (a zip or folder: every subtask in it)")
-    v.add_argument("--data", "--gold", dest="gold", type=Path, default=None, metavar="GOLD_DIR",
-                   help="gold folder: also check ids, ranges and labels (default: $EMOCAUSTICS_ECAC_DATA, else the "
-                        "fetch cache; with neither, the format only)")
-    v.add_argument("--json", action="store_true")
+    _gold_and_json(v, ": also check ids, ranges and labels (with none, the format only)", "print JSON: ok, problems")
     v.set_defaults(func=validate_command)
 
 
@@ -94,10 +95,11 @@ def choose_name(names: list[str], subtask: int, role: str, where: str) -> str | 
     return found[0] if found else None
 
 
-def prediction_files(pred: Path) -> dict[int, tuple[str, Any]]:
-    """subtask -> (name, parsed JSON) of the predictions in `pred`: a folder, a zip (its root, where CodaLab looks)
-    or one Subtask_N_*.json file. A file that is not JSON stays a `DataError` in place of its records, so that every
-    file's problems are reported together."""
+def prediction_files(pred: Path, subtask: int | None = None) -> dict[int, tuple[str, Any]]:
+    """subtask -> (name, parsed JSON) of the predictions in `pred`, for `score ecpe` and `ecpe validate` alike: a
+    folder or a zip (the files at its root, where CodaLab looks; `subtask` picks one), or one Subtask_N_*.json file
+    (its subtask: `subtask`, else the name). A file that is not JSON stays a `DataError` in place of its records, so
+    that every file's problems are reported together."""
     from emocaustics.core.errors import DataError
     from emocaustics.core.textfile import decode
     from emocaustics.tasks.ecpe.validate import load_json, parse_json
@@ -108,32 +110,44 @@ def prediction_files(pred: Path) -> dict[int, tuple[str, Any]]:
         except DataError as exc:
             return exc
 
-    if pred.is_file() and not zipfile.is_zipfile(pred):
+    if pred.suffix == ".json" or (pred.is_file() and not zipfile.is_zipfile(pred)):  # one file, read or not
         m = re.match(r"Subtask_([12])_.*\.json$", pred.name)
-        if not m:
-            raise UsageError(f"{pred}: pass a folder of Subtask_N_*.json predictions, a submission zip, or one file "
-                             "named Subtask_1_*.json or Subtask_2_*.json")
-        return {int(m.group(1)): (str(pred), parsed(lambda: load_json(pred)))}
+        if subtask is None and not m:
+            raise UsageError(f"{pred}: cannot tell the subtask from the name: pass a folder of Subtask_N_*.json "
+                             "predictions, a submission zip, or one file named Subtask_1_*.json or Subtask_2_*.json "
+                             "(`ecpe validate`: or give --subtask)")
+        return {subtask or int(m.group(1)): (str(pred), parsed(lambda: load_json(pred)))}  # type: ignore[union-attr]
     if not pred.exists():
         raise UsageError(f"{pred}: no such prediction folder, zip or file")
-    out: dict[int, tuple[str, Any]] = {}
-    if not pred.is_file():  # a folder (find_file refuses anything else)
+    zipped, out = pred.is_file(), {}
+    # a folder (find_file's rule: anything else is refused) or a zip, whose entries are read while it is open
+    with zipfile.ZipFile(pred) if zipped else contextlib.nullcontext() as zf:  # type: ignore[attr-defined]
+        names = [n for n in zf.namelist() if "/" not in n] if zipped else [p.name for p in pred.iterdir()]
         for st in (1, 2):
-            if (path := find_file(pred, st, "pred")) is not None:
-                out[st] = (str(path), parsed(lambda p=path: load_json(p)))
-        if not out:
-            raise UsageError(f"{pred}: no Subtask_1_*.json or Subtask_2_*.json prediction file")
-        return out
-    with zipfile.ZipFile(pred) as zf:
-        names = [n for n in zf.namelist() if "/" not in n]
-        for st in (1, 2):
-            if (name := choose_name(names, st, "pred", str(pred))) is not None:
-                label = f"{pred}:{name}"
-                out[st] = (label, parsed(lambda n=name, label=label: parse_json(decode(zf.read(n), label), label)))
+            if (name := choose_name(names, st, "pred", str(pred))) is None:
+                continue
+            label = f"{pred}:{name}" if zipped else str(pred / name)
+            out[st] = (label, parsed(lambda: parse_json(decode(zf.read(name), label), label) if zipped
+                                     else load_json(pred / name)))  # noqa: B023 (called at once)
     if not out:
-        raise UsageError(f"{pred}: no Subtask_1_*.json or Subtask_2_*.json at the root of the zip (where CodaLab "
-                         "reads them)")
-    return out
+        raise UsageError(f"{pred}: no Subtask_1_*.json or Subtask_2_*.json prediction file"
+                         + (" at the root of the zip (where CodaLab reads them)" if zipped else ""))
+    if subtask is not None and subtask not in out:
+        raise UsageError(f"{pred}: no Subtask_{subtask}_*.json prediction in it (it holds subtask "
+                         f"{' and '.join(map(str, out))})")
+    return out if subtask is None else {subtask: out[subtask]}
+
+
+def read_gold_file(gold_dir: Path, subtask: int, pred_name: str) -> Any:
+    """The subtask's gold in `gold_dir` (`find_file`'s choice) for the prediction `pred_name`, read and checked
+    (`gold.read_gold`: a `SubmissionError` when it has an error)."""
+    from emocaustics.tasks.ecpe.gold import read_gold
+    from emocaustics.tasks.ecpe.validate import load_json
+
+    gold_file = find_file(gold_dir, subtask, "gold")
+    if gold_file is None:
+        raise UsageError(f"{gold_dir}: no Subtask_{subtask}_gold.json or Subtask_{subtask}_test.json for {pred_name}")
+    return read_gold(load_json(gold_file), subtask, str(gold_file))
 
 
 def _report_problems(problems: list[Any], limit: int = 5) -> None:
@@ -153,19 +167,15 @@ def score_command(args: argparse.Namespace) -> int:
     from emocaustics.tasks.ecpe import data
     from emocaustics.tasks.ecpe.official import scores_txt
     from emocaustics.tasks.ecpe.scoring import score_subtask
-    from emocaustics.tasks.ecpe.gold import read_gold
-    from emocaustics.tasks.ecpe.validate import SubmissionError, check_prediction, load_json
+    from emocaustics.tasks.ecpe.validate import SubmissionError, check_prediction
 
     preds = prediction_files(args.pred)
     gold_dir = args.gold if args.gold is not None else data.locate(None)
     errors: list[str] = []  # every problem that stops scoring, of every file, each one line
     scored: list[tuple[Any, Any]] = []
     for st, (pred_name, records) in preds.items():
-        gold_file = find_file(gold_dir, st, "gold")
-        if gold_file is None:
-            raise UsageError(f"{gold_dir}: no Subtask_{st}_gold.json or Subtask_{st}_test.json for {pred_name}")
         try:
-            gold = read_gold(load_json(gold_file), st, str(gold_file))
+            gold = read_gold_file(gold_dir, st, pred_name)
         except SubmissionError as exc:
             errors.extend(str(p.as_error()) for p in exc.errors)
             continue
@@ -178,7 +188,7 @@ def score_command(args: argparse.Namespace) -> int:
         errors.extend(str(p.as_error()) for p in fatal)
         if not fatal and not checked.pairs:
             n = len(records) if isinstance(records, list) else 0
-            errors.append(str(DataError(f"pairs with no gold conversation of {gold_file} ({n} conversation(s) in the "
+            errors.append(str(DataError(f"pairs with no gold conversation of {gold.file} ({n} conversation(s) in the "
                                         "file, none of them in the gold): nothing to score", file=pred_name)))
         if not fatal:
             scored.append((gold, checked))
@@ -235,43 +245,14 @@ def run_failures(pred: Path, checked: list[Any]) -> list[int]:
     return sorted(cid for cid in ids if all(c.pairs.get(cid) == [] for c in checked))
 
 
-def validate_targets(path: Path, subtask: int | None) -> dict[int, tuple[str, Any]]:
-    """subtask -> (name, records or the DataError in their place) of what `ecpe validate` checks: a zip or a folder
-    is read as `score ecpe` reads it (the files at its root; --subtask picks one), so the submission.zip a run writes
-    validates as it is; one file's subtask is --subtask, else its Subtask_N_ name."""
-    from emocaustics.core.errors import DataError
-    from emocaustics.tasks.ecpe.validate import load_json
-
-    if path.is_dir() or (path.is_file() and zipfile.is_zipfile(path)):
-        found = prediction_files(path)
-        if subtask is None:
-            return found
-        if subtask not in found:
-            raise UsageError(f"{path}: no Subtask_{subtask}_*.json prediction in it (it holds subtask "
-                             f"{' and '.join(map(str, found))})")
-        return {subtask: found[subtask]}
-    if subtask is None:
-        m = re.match(r"Subtask_([12])_", path.name)
-        if not m:
-            raise UsageError(f"{path.name}: cannot tell the subtask from the name; give --subtask 1 or 2")
-        subtask = int(m.group(1))
-    try:
-        return {subtask: (str(path), load_json(path))}
-    except DataError as exc:
-        return {subtask: (str(path), exc)}
-
-
 def validate_command(args: argparse.Namespace) -> int:
     from emocaustics.core.errors import DataError
     from emocaustics.tasks.ecpe import data
-    from emocaustics.tasks.ecpe.gold import read_gold
-    from emocaustics.tasks.ecpe.validate import check_prediction, grouped, load_json
+    from emocaustics.tasks.ecpe.validate import check_prediction, grouped
 
-    targets = validate_targets(args.file, args.subtask)
+    targets = prediction_files(args.file, args.subtask)
     # as `score ecpe`; None (no $EMOCAUSTICS_ECAC_DATA, nothing fetched): the format only (a bad variable is an error)
     gold_dir = args.gold if args.gold is not None else data.SOURCE.located()
-    if gold_dir is not None and not gold_dir.is_dir():
-        raise UsageError(f"{gold_dir}: not a folder (the gold data for --data)")
     if gold_dir is None:
         print(f"no gold data (--data, ${data.ENV} or `emocaustics data fetch ecpe`): the format only is checked, not "
               "conversation ids, ranges or labels", file=sys.stderr)
@@ -279,12 +260,7 @@ def validate_command(args: argparse.Namespace) -> int:
     for subtask, (name, records) in targets.items():
         if isinstance(records, DataError):  # a file that is not JSON: nothing else to say about it
             raise records
-        gold = None
-        if gold_dir is not None:
-            gold_file = find_file(gold_dir, subtask, "gold")
-            if gold_file is None:
-                raise UsageError(f"{gold_dir}: no subtask-{subtask} gold file")
-            gold = read_gold(load_json(gold_file), subtask, str(gold_file))
+        gold = None if gold_dir is None else read_gold_file(gold_dir, subtask, name)
         checked.append(check_prediction(records, subtask, name, gold))
     problems = [p for c in checked for p in c.problems]
     errors = [p for c in checked for p in c.errors]
