@@ -61,25 +61,19 @@ def score_paths(pred: Path, gt: Path, weights: str | None = None, taxonomy: str 
     A folder pair is scored over the ground truth, as `run` scores it: every GT story is a sample, one without a
     paired prediction file is failed (0, with the reason), and a prediction folder of which no file pairs with any
     GT story is a usage error."""
-    from emocaustics.tasks.narrative.aggregate import aggregate
-    from emocaustics.tasks.narrative.composite import error_result, parse_weights, score_story
-    from emocaustics.tasks.narrative.io import load_story, missing_prediction, pair_folders
     from emocaustics.scoring.fanout import wants_ray
+    from emocaustics.tasks.narrative.aggregate import aggregate
+    from emocaustics.tasks.narrative.composite import error_result, parse_weights
+    from emocaustics.tasks.narrative.io import missing_prediction, pair_folders
     from emocaustics.tasks.narrative.rayscore import RAY_ABOVE, score_file_pairs
-    from emocaustics.tasks.narrative.schema import NarrativeFormatError
-    from emocaustics.tasks.narrative.scoring import score_files
-    from emocaustics.tasks.narrative.taxonomy import default_taxonomy, load_taxonomy
+    from emocaustics.tasks.narrative.scoring import score_files, taxonomy_for
 
     w = parse_weights(weights)
-    tax = load_taxonomy(taxonomy) if taxonomy else default_taxonomy()
+    tax = taxonomy_for(taxonomy)
 
-    if pred.is_file() and gt.is_file():
-        gs, ps = load_story(gt), load_story(pred)
-        if isinstance(gs, NarrativeFormatError):
-            return error_result(str(gs), "gt"), False
-        if isinstance(ps, NarrativeFormatError):
-            return error_result(str(ps), "pred"), False
-        return score_story(ps, gs, w, tax, n_t), False
+    if pred.is_file() and gt.is_file():  # one pair: an unreadable prediction is an error (status 2), not a failed 0
+        result = score_files(pred, gt, missing="", weights=w, taxonomy=tax, n_t=n_t)
+        return (error_result(result["failed"], "pred") if "failed" in result else result), False
     if pred.is_dir() and gt.is_dir():
         pairing = pair_folders(pred, gt)
         if not pairing.pairs:
