@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import time
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -111,15 +112,20 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force
     from emocaustics.jobs.results import write_results
     from emocaustics.jobs.startup import finish_startup, start_job
 
+    marks = {"handler": time.time()}  # each phase's start (epoch seconds): startup.json's `timings`, for startup_bench
     run_dir = resolve_run_dir(job, out, resume)
     claimed = rundir.claim(run_dir, job, resume=resume, force=force)
     configs = _order(resolve(job, run_dir))
+    marks["data_start"] = time.time()
     loaded = checked(job, configs, network=check)
+    marks["data_loaded"] = marks["llm_start"] = time.time()
     started = start_job(job, configs, loaded, claimed, ray_address or job.ray.address or os.environ.get("RAY_ADDRESS"),
                         retry_limits)
+    marks["llm_ready"] = marks["first_submitted"] = time.time()
     with _named(f"job {job.name}", job_file, run_dir):  # every model config on one plan: their prepared samples
         solved = solve_together(job, configs, loaded, started.ctx, started.cache_dir, started.evallog.config,
                                 lambda label: rundir.WallClock(claimed, label), retry_limits)
+    marks["extract_done"] = time.time()
     if job.no_score:  # `eval --no-score`: the predictions, written as each sample ended; no scores, tables, report
         claimed.record.update(solved_counts(solved))
         said = f"predictions: {run_dir / 'predictions'} (not scored: --no-score)"
@@ -128,6 +134,7 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force
                    for cfg in _order(configs, to_run=True)}  # the job's tables keep the job's order of configs
         report = write_results(run_dir, [results[cfg.label] for cfg in configs], started.defects, claimed)
         said = f"summary: {run_dir / 'summary.md'}\nreport:  {report}"
+    started.startup["timings"] = {**marks, "manifest_written": time.time()}
     finish_startup(started, claimed)
     rundir.finish(claimed)
     print(said, flush=True)
