@@ -150,15 +150,21 @@ def read_gold_file(gold_dir: Path, subtask: int, pred_name: str) -> Any:
     return read_gold(load_json(gold_file), subtask, str(gold_file))
 
 
+def _kinds(problems: list[Any]) -> str:
+    """`u_prefix x2, unknown_emotion x1`: how many problems of each kind, the most frequent first."""
+    return ", ".join(f"{k} x{n}" for k, n in Counter(p.kind for p in problems).most_common())
+
+
+def _first(ids: list[Any], shown: int = 10) -> str:
+    return ", ".join(map(str, ids[:shown])) + (" ..." if len(ids) > shown else "")
+
+
 def _report_problems(problems: list[Any], limit: int = 5) -> None:
-    out = sys.stderr
     warnings = [p for p in problems if p.severity == "warning"]
-    if not warnings:
-        return
-    counts = Counter(p.kind for p in warnings)
-    print(f"{len(warnings)} warning(s): " + ", ".join(f"{k} x{n}" for k, n in counts.most_common()), file=out)
+    if warnings:
+        print(f"{len(warnings)} warning(s): {_kinds(warnings)}", file=sys.stderr)
     for p in warnings[:limit]:
-        print(f"  {p}", file=out)
+        print(f"  {p}", file=sys.stderr)
 
 
 # -- handlers ----------------------------------------------------------------------------------------------------
@@ -172,7 +178,7 @@ def score_command(args: argparse.Namespace) -> int:
     preds = prediction_files(args.pred)
     gold_dir = args.gold if args.gold is not None else data.locate(None)
     errors: list[str] = []  # every problem that stops scoring, of every file, each one line
-    scored: list[tuple[Any, Any]] = []
+    scored: list[tuple[Any, Any, list[Any]]] = []  # (gold, checked prediction, gold conversations missing from it)
     for st, (pred_name, records) in preds.items():
         try:
             gold = read_gold_file(gold_dir, st, pred_name)
@@ -183,15 +189,16 @@ def score_command(args: argparse.Namespace) -> int:
             errors.append(str(records))
             continue
         checked = check_prediction(records, st, pred_name, gold)
-        # a missing gold conversation is a failed sample (scored as no pair), as in a job; the rest stop scoring
-        fatal = [p for p in checked.errors if p.kind != "missing_conversation"]
-        errors.extend(str(p.as_error()) for p in fatal)
-        if not fatal and not checked.pairs:
+        # a missing gold conversation is a failed sample (scored as no pair), as in a job; the other errors stop scoring
+        absent = [p.conversation for p in checked.problems if p.kind == "missing_conversation"]
+        checked.problems = [p for p in checked.problems if p.kind != "missing_conversation"]
+        errors.extend(str(p.as_error()) for p in checked.errors)
+        if not checked.errors and not checked.pairs:
             n = len(records) if isinstance(records, list) else 0
             errors.append(str(DataError(f"pairs with no gold conversation of {gold.file} ({n} conversation(s) in the "
                                         "file, none of them in the gold): nothing to score", file=pred_name)))
-        if not fatal:
-            scored.append((gold, checked))
+        if not checked.errors:
+            scored.append((gold, checked, absent))
     if len(errors) == 1:  # one problem: the one error line says it all
         raise UsageError(f"{errors[0]}; nothing scored")
     if errors:
@@ -200,20 +207,16 @@ def score_command(args: argparse.Namespace) -> int:
         raise UsageError(f"{len(errors)} error(s) in {', '.join(name for name, _ in preds.values())}, each listed "
                          "above; nothing scored")
     results, missing = [], {}
-    for gold, checked in scored:
-        absent = [p.conversation for p in checked.problems if p.kind == "missing_conversation"]
-        checked.problems = [p for p in checked.problems if p.kind != "missing_conversation"]
+    for gold, checked, absent in scored:
         results.append(score_subtask(gold, checked))
         if absent:
             missing[gold.subtask] = absent
-            shown = ", ".join(map(str, absent[:10])) + (" ..." if len(absent) > 10 else "")
             print(f"{checked.file}: {len(absent)} of {len(gold.conversations)} gold conversation(s) missing, each "
-                  f"scored as predicting no pair: {shown}", file=sys.stderr)
-    failed_in_run = run_failures(args.pred, [checked for _, checked in scored])
+                  f"scored as predicting no pair: {_first(absent)}", file=sys.stderr)
+    failed_in_run = run_failures(args.pred, [checked for _, checked, _ in scored])
     if failed_in_run:
         print(f"{len(failed_in_run)} conversation(s) failed in the run that wrote these files (failures.jsonl), "
-              f"scored as predicting no pair: {', '.join(map(str, failed_in_run[:10]))}"
-              f"{' ...' if len(failed_in_run) > 10 else ''}", file=sys.stderr)
+              f"scored as predicting no pair: {_first(failed_in_run)}", file=sys.stderr)
     for r in results:
         _report_problems(r.problems)
     if args.json:
@@ -227,7 +230,7 @@ def score_command(args: argparse.Namespace) -> int:
         sys.stdout.write("".join(scores_txt(r.scores) for r in results))
     failed = {int(cid) for ids in missing.values() for cid in ids} | set(failed_in_run)
     if failed and not args.allow_failures:
-        total = {cid for gold, _ in scored for cid in gold.conversations}
+        total = {cid for gold, _, _ in scored for cid in gold.conversations}
         why = (["missing from the files"] if missing else []) + (["failed in their run"] if failed_in_run else [])
         raise SamplesFailed(len(failed), len(total), f"conversation(s) of {args.pred} {' or '.join(why)}")
     return 0
@@ -273,9 +276,7 @@ def validate_command(args: argparse.Namespace) -> int:
                 print(line)
             print(f"{c.file}: {len(c.errors)} error(s), {len(c.warnings)} warning(s)")
     if errors:
-        kinds = Counter(p.kind for p in errors)
         first = errors[0].as_error()  # the error line names the first error's file, record and field
-        raise DataError(f"not a valid submission: {len(errors)} error(s) ("
-                        + ", ".join(f"{k} x{n}" for k, n in kinds.most_common()) + "), listed above; the "
+        raise DataError(f"not a valid submission: {len(errors)} error(s) ({_kinds(errors)}), listed above; the "
                         f"first: {first.detail}", file=first.file, record=first.record, field=first.field)
     return 0
