@@ -300,3 +300,23 @@ def test_a_zip_entry_that_is_not_json_is_named_by_zip_and_entry(dirs, tmp_path):
         zf.writestr("Subtask_1_pred.json", "[{")
     with pytest.raises(UsageError, match=r"submission.zip:Subtask_1_pred.json, record line 1: not JSON .* at line 1"):
         main(["score", "ecpe", "--pred", str(archive), "--gold", str(g)])
+
+
+def test_score_and_validate_read_files_the_same_way(dirs, tmp_path, capsys):
+    """One reader for both verbs: --subtask names a file's subtask or picks one of a folder; a name that tells no
+    subtask is refused by both, the same words."""
+    g, p = dirs
+    mine = tmp_path / "mine.json"
+    mine.write_text((p / "Subtask_1_pred.json").read_text())
+    assert main(["ecpe", "validate", str(mine), "--subtask", "1", "--gold", str(g)]) == 0
+    assert capsys.readouterr().out.endswith("mine.json: 0 error(s), 0 warning(s)\n")
+    for argv in (["ecpe", "validate", str(mine)], ["score", "ecpe", "--pred", str(mine), "--gold", str(g)]):
+        with pytest.raises(UsageError, match="cannot tell the subtask from the name"):
+            main(argv)
+    assert main(["ecpe", "validate", str(p), "--subtask", "1", "--gold", str(g)]) == 0
+    with pytest.raises(UsageError, match=r"no Subtask_2_\*.json prediction in it \(it holds subtask 1\)"):
+        main(["ecpe", "validate", str(p), "--subtask", "2", "--gold", str(g)])
+    with pytest.raises(UsageError, match="no Subtask_2_gold.json or Subtask_2_test.json"):  # one gold reader too
+        (g / "Subtask_2_gold.json").unlink()
+        (p / "Subtask_2_pred.json").write_text(json.dumps(pred([])))
+        main(["ecpe", "validate", str(p / "Subtask_2_pred.json"), "--gold", str(g)])
