@@ -70,19 +70,11 @@ def register(subparsers: Any) -> None:
 
 
 # -- files ----------------------------------------------------------------------------------------------------------
-def find_file(folder: Path, subtask: int, role: str) -> Path | None:
-    """The subtask's prediction (`role="pred"`) or gold (`role="gold"`) file in `folder`: the official name first
-    (Subtask_N_pred.json; Subtask_N_gold.json, then the organisers' Subtask_N_test.json), else the only other
-    Subtask_N_*.json; None when there is none; several candidates are an error."""
-    if not folder.is_dir():
-        raise UsageError(f"{folder}: not a folder")
-    # folders too: a folder named like the file is an error when read, never silently "no file"
-    name = choose_name([p.name for p in folder.iterdir()], subtask, role, str(folder))
-    return folder / name if name else None
-
-
 def choose_name(names: list[str], subtask: int, role: str, where: str) -> str | None:
-    """`find_file`'s rule on a list of file names (a folder's, or those at a zip's root)."""
+    """The subtask's prediction (`role="pred"`) or gold (`role="gold"`) file among `names` (a folder's, folders too:
+    one named like the file is an error when read, never silently "no file"; or those at a zip's root): the official
+    name first (Subtask_N_pred.json; Subtask_N_gold.json, then the organisers' Subtask_N_test.json), else the only
+    other Subtask_N_*.json; None when there is none; several candidates are an error."""
     preferred = ("pred",) if role == "pred" else ("gold", "test")
     for name in preferred:
         if f"Subtask_{subtask}_{name}.json" in names:
@@ -120,7 +112,7 @@ def prediction_files(pred: Path, subtask: int | None = None) -> dict[int, tuple[
     if not pred.exists():
         raise UsageError(f"{pred}: no such prediction folder, zip or file")
     zipped, out = pred.is_file(), {}
-    # a folder (find_file's rule: anything else is refused) or a zip, whose entries are read while it is open
+    # a folder or a zip, whose entries are read while it is open
     with zipfile.ZipFile(pred) if zipped else contextlib.nullcontext() as zf:  # type: ignore[attr-defined]
         names = [n for n in zf.namelist() if "/" not in n] if zipped else [p.name for p in pred.iterdir()]
         for st in (1, 2):
@@ -139,15 +131,17 @@ def prediction_files(pred: Path, subtask: int | None = None) -> dict[int, tuple[
 
 
 def read_gold_file(gold_dir: Path, subtask: int, pred_name: str) -> Any:
-    """The subtask's gold in `gold_dir` (`find_file`'s choice) for the prediction `pred_name`, read and checked
+    """The subtask's gold in `gold_dir` (`choose_name`'s choice) for the prediction `pred_name`, read and checked
     (`gold.read_gold`: a `SubmissionError` when it has an error)."""
     from emocaustics.tasks.ecpe.gold import read_gold
     from emocaustics.tasks.ecpe.validate import load_json
 
-    gold_file = find_file(gold_dir, subtask, "gold")
-    if gold_file is None:
+    if not gold_dir.is_dir():
+        raise UsageError(f"{gold_dir}: not a folder (the gold data)")
+    name = choose_name([p.name for p in gold_dir.iterdir()], subtask, "gold", str(gold_dir))
+    if name is None:
         raise UsageError(f"{gold_dir}: no Subtask_{subtask}_gold.json or Subtask_{subtask}_test.json for {pred_name}")
-    return read_gold(load_json(gold_file), subtask, str(gold_file))
+    return read_gold(load_json(gold_dir / name), subtask, str(gold_dir / name))
 
 
 def _kinds(problems: list[Any]) -> str:

@@ -112,15 +112,14 @@ def test_bad_input_raises_errors_the_cli_prints_as_one_line(dirs, tmp_path, caps
         main(["score", "ecpe", "--pred", str(p), "--gold", str(empty)])
 
 
-def test_file_choice(tmp_path):
-    (tmp_path / "Subtask_1_test.json").write_text("[]")
-    (tmp_path / "Subtask_1_mine.json").write_text("[]")
-    assert cli.find_file(tmp_path, 1, "gold").name == "Subtask_1_test.json"
-    assert cli.find_file(tmp_path, 1, "pred").name == "Subtask_1_mine.json"  # the gold is never a prediction
-    (tmp_path / "Subtask_1_theirs.json").write_text("[]")
-    with pytest.raises(UsageError, match="several subtask-1 pred files"):
-        cli.find_file(tmp_path, 1, "pred")
-    assert cli.find_file(tmp_path, 2, "pred") is None
+def test_file_choice():
+    names = ["Subtask_1_test.json", "Subtask_1_mine.json"]
+    assert cli.choose_name(names, 1, "gold", "here") == "Subtask_1_test.json"
+    assert cli.choose_name(names, 1, "pred", "here") == "Subtask_1_mine.json"  # the gold is never a prediction
+    assert cli.choose_name([*names, "Subtask_1_gold.json"], 1, "gold", "here") == "Subtask_1_gold.json"
+    with pytest.raises(UsageError, match="here: several subtask-1 pred files"):
+        cli.choose_name([*names, "Subtask_1_theirs.json"], 1, "pred", "here")
+    assert cli.choose_name(names, 2, "pred", "here") is None
 
 
 def test_validate_command_exit_status(dirs, capsys, monkeypatch, tmp_path):
