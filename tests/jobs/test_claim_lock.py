@@ -99,18 +99,6 @@ def test_a_run_that_ended_while_another_waited_to_start_is_not_overwritten(tmp_p
         rundir.start(second)
 
 
-@pytest.fixture
-def count_task(monkeypatch):
-    monkeypatch.syspath_prepend(str(RUNS))
-    from count_task import CountTask
-
-    from emocaustics.core.task import register, unregister
-
-    task = register(CountTask())
-    yield task
-    unregister(task.name)
-
-
 def test_force_does_not_move_a_folder_from_under_a_run_still_going_in_it(tmp_path: Path, count_task) -> None:
     run_dir = tmp_path / "run"
     holder = _spawn(run_dir, hold=30)

@@ -15,7 +15,6 @@ from emocaustics.jobs import rundir
 from emocaustics.jobs.evaloptions import EVAL_OPTIONS, EvalOption
 from emocaustics.jobs.oneline import eval_arguments, eval_job
 
-RUNS = Path(__file__).resolve().parents[1] / "runs"  # count_task.py, the test task
 FAKE = [EvalOption("prompt", "option", "a fake row: aer's prompt as a flag"),
         EvalOption("data", "dataset", "a fake row: the dataset's folder", flag="--data"),
         EvalOption("concurrency", "model", "a fake row: the model entry's concurrency", argparse={"type": int})]
@@ -59,18 +58,6 @@ def test_the_rows_that_land_in_the_job_reach_it_and_their_errors_name_the_flag()
             _job(["aer", "--model", "smoke", flag, value])
     with pytest.raises(TypeError, match="'nope'"):  # a keyword that no row has
         eval_job("aer", method="oracle", nope=1)
-
-
-@pytest.fixture
-def count_task(monkeypatch):
-    monkeypatch.syspath_prepend(str(RUNS))
-    from count_task import CountTask
-
-    from emocaustics.core.task import register, unregister
-
-    task = register(CountTask())
-    yield task
-    unregister(task.name)
 
 
 def test_a_ctrl_c_of_eval_marks_the_run_interrupted_and_prints_the_eval_resume_command(tmp_path, count_task,

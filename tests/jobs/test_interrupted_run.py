@@ -7,27 +7,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 import yaml
 
 from emocaustics.cli import main
 from emocaustics.jobs import rundir
 
-RUNS = Path(__file__).resolve().parents[1] / "runs"  # count_task.py, the test task
 JOB = {"name": "h", "dataset": {"n": 3}, "runs": [{"task": "count", "method": "ask", "model": "m"}],
        "models": {"m": {"spec": "vllm:org/model"}}}
-
-
-@pytest.fixture
-def count_task(monkeypatch):
-    monkeypatch.syspath_prepend(str(RUNS))
-    from count_task import CountTask
-
-    from emocaustics.core.task import register, unregister
-
-    task = register(CountTask())
-    yield task
-    unregister(task.name)
 
 
 def test_a_ctrl_c_marks_the_run_interrupted_and_prints_its_resume_command(tmp_path, count_task, monkeypatch,
