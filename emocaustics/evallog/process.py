@@ -2,9 +2,11 @@
 
 The driver's event loop only pickles each message (a finished sample's raw calls: lists, dicts, strings) and queues
 it; a sender thread writes the bytes to the pipe (the write releases the GIL) and a receiver thread settles each
-message's future with the child's answer, in order. The child ends when the parent stops it, when the pipe closes
-(the parent died), or when it is killed; a child that dies fails every message still waiting with a named error
-(`EvalLogError`), so nothing waits for it forever. A fresh interpreter (`python -m emocaustics.evallog.process`, like
+message's future with the child's answer, in order. Nobody on the driver's path waits for an answer (the child runs
+at a lower priority and may fall far behind on a busy machine): a message that failed fails the next one handed over
+at once, so the run stops there; only a child `BEHIND` messages behind holds the sender (the memory bound).
+The child ends when the parent stops it, when the pipe closes (the parent died), or when it is killed; a child that
+dies fails every message still waiting with a named error (`EvalLogError`), so nothing waits for it forever. A fresh interpreter (`python -m emocaustics.evallog.process`, like
 the vLLM reaper, `models.reaper`), not a fork (a driver holding threads, Ray or an event loop) and not multiprocessing's
 spawn: that imports the parent's main script again in the child, which fails for a script without a
 `__name__ == "__main__"` guard (a notebook's or a user's script calling `emocaustics.api`). The child's end of a socket
@@ -23,7 +25,7 @@ import threading
 import traceback
 from collections import deque
 from collections.abc import Callable
-from concurrent.futures import Future
+from concurrent.futures import Future, wait as wait_for
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -31,6 +33,7 @@ from typing import Any
 from emocaustics.core.errors import WriteFailed
 
 NICE = 10  # below the driver, so that on a busy machine its loop goes first (150 dialogues: 0 and 10 measured alike)
+BEHIND = 2000  # messages sent and not answered before `submit` waits for the oldest (a few KB to a MB each)
 STOP_WAIT_S = 120.0  # a stop waits this long for the child's backlog (its lines) before the child is killed
 
 
@@ -61,12 +64,19 @@ class ChildWriter:
         self._waiting: deque[tuple[Future[Any], str]] = deque()  # in the order sent: the child answers in order
         self._out: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
         self._error: EvalLogError | None = None
+        self._failed: BaseException | None = None  # an answer that failed: handed to the next message (`submit`)
         self._stopped = False
         threading.Thread(target=self._send_loop, name="evallog-send", daemon=True).start()
         threading.Thread(target=self._receive_loop, name="evallog-receive", daemon=True).start()
         self.submit(("start", factory, state), "its start")
 
     def submit(self, message: tuple, what: str) -> "Future[Any]":
+        """The message's future; failed at once (the message not sent) when the child died or an earlier message
+        failed (that one's error, once), so that a caller that waits for no answer learns it at its next message."""
+        with self._lock:
+            oldest = self._waiting[0][0] if len(self._waiting) >= BEHIND else None
+        if oldest is not None:  # far behind: the memory bound holds the caller until the oldest is answered (or fails)
+            wait_for([oldest])
         fut: Future[Any] = Future()
         try:
             data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
@@ -78,6 +88,10 @@ class ChildWriter:
             if self._error is not None or self._stopped:
                 fut.set_exception(EvalLogError(f"{self._error or self.where + ': the writer process was stopped'}"
                                                f", before {what} was written"))
+                return fut
+            if self._failed is not None and message[0] != "stop":  # a stop still lets the child end its backlog
+                fut.set_exception(self._failed)
+                self._failed = None
                 return fut
             self._waiting.append((fut, what))
             self._out.put(data)
@@ -100,16 +114,17 @@ class ChildWriter:
                 return
             with self._lock:
                 fut, what = self._waiting.popleft()
-            # a future its waiter cancelled (a run stopping: its samples' awaits are cancelled) takes no answer; an
-            # answer set on it raised InvalidStateError here, and this thread died with every later answer unsent
+            failed = (None if kind == "ok"  # a write of the child that failed: its one line, naming the path
+                      else WriteFailed(*value) if kind == "write"
+                      else EvalLogError(f"{self.where}: writing {what} failed in the writer process (pid {self.pid})"
+                                        f":\n{value}"))
+            if failed is not None and what != "stop":
+                with self._lock:
+                    self._failed = self._failed or failed
+            # a future its waiter cancelled takes no answer; an answer set on it raised InvalidStateError here, and
+            # this thread died with every later answer unsent
             if fut.set_running_or_notify_cancel():
-                if kind == "ok":
-                    fut.set_result(value)
-                elif kind == "write":  # a write of the child failed: its one line, naming the path (core.writes)
-                    fut.set_exception(WriteFailed(*value))
-                else:
-                    fut.set_exception(EvalLogError(f"{self.where}: writing {what} failed in the writer process "
-                                                   f"(pid {self.pid}):\n{value}"))
+                fut.set_result(value) if failed is None else fut.set_exception(failed)
             if what == "stop":
                 return
 

@@ -18,8 +18,8 @@ class Sink(Protocol):
     prompts: bool  # False: keep counts and timings, no prompt or answer text
 
     def emit(self, sample_id: str, result: dict[str, Any]) -> "Future[None] | None":
-        """Stage a finished sample; a future when the line is written by the writer's process or thread (the caller
-        awaits it before writing the sample's prediction), None when it is written already."""
+        """Stage a finished sample; a future of its line, written by the writer's process or thread (the run does not
+        wait for it: a failed line is raised to the next `emit` or the config's finish), None when written already."""
 
 
 _SINK: ContextVar[Sink | None] = ContextVar("emocaustics_evallog_sink", default=None)

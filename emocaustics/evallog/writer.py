@@ -16,8 +16,10 @@ files are read (by the next run, at its start).
 All of that work (chunking each finished recorder, encoding and staging its line, building the tables) runs in a child
 process (`process.ChildWriter`, started at a run's first sample, stopped when its last open config is finished, or
 by `close`): in a thread of the driver it held the GIL against the event loop that drives the calls. The driver only
-pickles each finished sample's raw calls; its prediction still waits for the child's answer that the line is written.
-A child that fails or dies fails the run with an `EvalLogError` naming the run folder and the config.
+pickles each finished sample's raw calls; its prediction is written without waiting for the line (the child, at a
+lower priority, catches up behind; a config's `finish` waits for it), so a run killed outright may keep a prediction
+whose line was not written yet. A line that fails, or a child that dies, fails the next sample handed over (or the
+`finish`) with an `EvalLogError` naming the run folder and the config: the run stops there.
 A write that fails (a full disk) stops the run with one line naming its path (`core.writes.WriteFailed`); the lines
 and tables written before it stay whole.
 Secrets (values of the environment's key/token/password variables) are replaced before anything is written, and a
@@ -222,14 +224,17 @@ class ConfigLog:
         """One finished sample: `result` has ok, step, reason, stats, replica and `log` (a `Recorder.to_json()`, or a
         `record.Finished` whose text is chunked by the writer). The log's child process (or, `process=False`, its
         thread) chunks, encodes and stages it, off the caller's event loop: the future is done once its line is
-        written (a sample's prediction waits for it, so that a killed run's predicted samples all have their lines)."""
+        written, and nobody on the run's path waits for it. Raises at once what failed before (`process.ChildWriter`)."""
         got = {k: result.get(k) for k in ("ok", "step", "reason", "replica", "log")}
         got["stats"] = _json(result.get("stats") or {})
         if self.log.process:  # the child chunks a finished recorder: it gets the raw calls (`Recorder.__getstate__`)
             if isinstance(got["log"], Finished):
                 got["log"] = got["log"].recorder
-            return self.log._send(self.label, ("emit", self.label, str(sample_id), got, time.time()),
-                                  f"sample {sample_id}")
+            fut = self.log._send(self.label, ("emit", self.label, str(sample_id), got, time.time()),
+                                 f"sample {sample_id}")
+            if fut.done() and fut.exception() is not None:  # the child died, or an earlier line failed
+                raise fut.exception()  # type: ignore[misc]
+            return fut
         if not hasattr(got["log"], "to_json"):
             self._write(str(sample_id), got, time.time())
             return None

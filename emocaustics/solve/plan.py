@@ -25,7 +25,6 @@ per dialogue, so each sample runs as an async loop next to a long-lived engine i
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import time
@@ -142,10 +141,8 @@ async def asolve_samples(task: Task, samples: Sequence[Sample], options: Options
             stops.append(stop)
             return None
         await slot.release()  # solved: the log line and the files need no bound
-        if evlog is not None:  # before the prediction: a sample with a prediction always has its log line
-            written = evlog.emit(sample.id, {**row.to_json(), "replica": row.replica, "log": row.log})
-            if written is not None:  # the log's writer process chunks and stages it: the prediction waits for its line
-                await asyncio.wrap_future(written)
+        if evlog is not None:  # handed to the log's writer process, which catches up behind (never waited for here)
+            evlog.emit(sample.id, {**row.to_json(), "replica": row.replica, "log": row.log})
         row.log = None  # written: not held for the whole config
         with writing(out):  # a task's own file that cannot be written (a full disk) stops the run: `WriteFailed`
             task.store.write_prediction(out, sample.id, row.failure or row.prediction)  # a Failure: a failure row
