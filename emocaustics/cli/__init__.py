@@ -37,14 +37,14 @@ VERB_MODULES = {
 
 
 def _task_cli_modules() -> list:
-    from emocaustics.core.task import task_packages
+    from emocaustics.tasks import BUILT_IN
 
     modules = []
-    for package in task_packages():
+    for package in sorted(set(BUILT_IN.values())):
         try:
-            modules.append(importlib.import_module(f"{package}.cli"))
+            modules.append(importlib.import_module(f"emocaustics.tasks.{package}.cli"))
         except ModuleNotFoundError as exc:
-            if exc.name != f"{package}.cli":  # a task without a command line is fine; a broken import is not
+            if exc.name != f"emocaustics.tasks.{package}.cli":  # a task without a command line is fine; a broken import is not
                 raise
     return modules
 

@@ -9,7 +9,6 @@ in `core/contract.py`; both are importable from here.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from emocaustics.core.answers import check_answer_models
@@ -20,35 +19,39 @@ from emocaustics.core.contract import (CONTRACT, Data, JsonlStore, Methods, Plac
 from emocaustics.core.errors import UsageError
 from emocaustics.core.records import (DatasetOptions, Defect, Failure, Loaded, Options, Sample, ScoreContext,  # noqa: F401
                                       Scored, Side, SolveFailed, row_schema, rows_frame)
+from emocaustics.tasks import BUILT_IN  # names and packages only: a task package is imported when asked for
 
 # -- registry ----------------------------------------------------------------------------------------------------
 _REGISTRY: dict[str, Task] = {}
 _DISCOVERED = False
 
 
-def task_packages() -> list[str]:
-    """The task packages under `emocaustics/tasks/` (each a folder with an __init__.py)."""
-    import pkgutil
-
-    import emocaustics.tasks
-
-    return sorted(f"emocaustics.tasks.{m.name}" for m in pkgutil.iter_modules(emocaustics.tasks.__path__) if m.ispkg)
-
-
 ENTRY_POINT_GROUP = "emocaustics.tasks"
 
 
-def _discover() -> None:
+def _find(name: str) -> None:
+    """Register the task `name` by importing its own package only (start-up, issue 55): a built-in one
+    (`emocaustics.tasks.BUILT_IN`), else the plug-in of that name; all of them when neither holds it (a plug-in named
+    apart from its task). A task file's package is imported when the file is read (`_from_file`)."""
+    if name in BUILT_IN:
+        importlib.import_module(f"emocaustics.tasks.{BUILT_IN[name]}")
+    elif name not in _REGISTRY and not is_task_file(name):
+        _discover(name)
+        if name not in _REGISTRY:
+            _discover()
+
+
+def _discover(name: str | None = None) -> None:
     """Import every task package once (each registers its tasks), then the tasks other installed packages declare
     in the `emocaustics.tasks` entry-point group (`name = "module:TaskClass"` or `"module:instance"`): a benchmark
-    can live in a package of its own. Task packages keep their heavy imports lazy."""
+    can live in a package of its own. Given a name: that plug-in only. Task packages keep their heavy imports lazy."""
     from importlib.metadata import entry_points
 
     global _DISCOVERED
     if not _DISCOVERED:  # set once all loaded: a broken plug-in is named again by every command that asks
-        for name in task_packages():
-            importlib.import_module(name)
-        for ep in entry_points(group=ENTRY_POINT_GROUP):
+        for package in [] if name else sorted(set(BUILT_IN.values())):
+            importlib.import_module(f"emocaustics.tasks.{package}")
+        for ep in entry_points(group=ENTRY_POINT_GROUP, **({"name": name} if name else {})):
             try:
                 obj = ep.load()
             except Exception as exc:  # a broken plug-in is named, never a bare traceback from deep inside import
@@ -59,7 +62,7 @@ def _discover() -> None:
                 raise UsageError(f"task plug-in {ep.name!r} ({ep.value}): not a Task subclass or instance")
             if task.name not in _REGISTRY:  # in-tree tasks and explicit registrations win over a same-named plug-in
                 register(task)
-        _DISCOVERED = True
+        _DISCOVERED = name is None
 
 
 def register(task: Task) -> Task:
@@ -74,9 +77,8 @@ def unregister(name: str) -> None:
 
 
 def get_task(name: str) -> Task:
-    if name not in _REGISTRY:
-        _discover()
-    if name not in _REGISTRY and Path(name).suffix.lower() in _FILE_READERS:
+    _find(name)
+    if name not in _REGISTRY and is_task_file(name):
         return _from_file(Path(name))
     if name not in _REGISTRY:
         raise UsageError(f"unknown task {name!r}; known tasks: {', '.join(task_names())}")
@@ -89,19 +91,12 @@ def task_names() -> list[str]:
 
 
 # -- tasks written as files (a path ending in .yaml: tasks/yamltask) ----------------------------------------------
-_FILE_READERS: dict[str, Callable[[Path], Task]] = {}  # suffix -> the reader a task package registered
 _FILES: dict[Path, Task] = {}
 
 
-def register_task_file(suffixes: Iterable[str], reader: Callable[[Path], Task]) -> None:
-    """A task package reads task files with these suffixes: `get_task(PATH)` then registers the task it returns."""
-    for suffix in suffixes:
-        _FILE_READERS[suffix] = reader
-
-
 def is_task_file(name: str) -> bool:
-    _discover()
-    return Path(name).suffix.lower() in _FILE_READERS
+    """A suffix `emocaustics.tasks.BUILT_IN` names: its package's `task_from_file(path)` reads such a file."""
+    return Path(name).suffix.lower() in BUILT_IN
 
 
 def _from_file(path: Path) -> Task:
@@ -110,7 +105,7 @@ def _from_file(path: Path) -> Task:
     if key not in _FILES:
         if not path.is_file():
             raise UsageError(f"task file {path}: no such file")
-        task = _FILE_READERS[path.suffix.lower()](path)
+        task = importlib.import_module(f"emocaustics.tasks.{BUILT_IN[path.suffix.lower()]}").task_from_file(path)
         taken = _REGISTRY.get(task.name)
         if taken is not None and not any(t is taken for t in _FILES.values()):  # another task file's name: replaced
             raise UsageError(f"task file {path}: name: {task.name!r} is already the name of a task; give it another")

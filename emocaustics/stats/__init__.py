@@ -5,8 +5,9 @@
 - `paired`: paired bootstrap, approximate randomisation, Wilcoxon signed-rank, Holm's correction.
 - `pairsums`: the shared engine that resamples all configurations and all their pairs in one pass.
 - `threads`: the BLAS thread limit of the resampling products (one by default; `EMOCAUSTICS_STATS_THREADS`).
-- `mannwhitney`: one-sided Mann-Whitney U and its ordered-pairs matrix.
-- `correlation`: Pearson / Spearman / Kendall and the Pearson-above / Spearman-below matrix.
+- `mannwhitney`: one-sided Mann-Whitney U and its ordered-pairs matrix (imported from its module, as `correlation`).
+- `correlation`: Pearson / Spearman / Kendall and the Pearson-above / Spearman-below matrix. Both load scipy.stats
+  (~0.7 s), which no run's one-config table needs: this package names neither (start-up, issue 55).
 - `matrix`: significance matrices as frames and heat maps.
 - `tables`: `config_stats(per_item)` -> (ci_table, pairs_table), called under every score table; `holm_family`
   (Holm over the pairs a reader draws conclusions from); `per_item` (long score rows -> its input) and
@@ -15,8 +16,6 @@
 
 from emocaustics.stats.bootstrap import (bootstrap_ci, bootstrap_masked_means, bootstrap_means, bootstrap_table,
                                          cluster_index, percentile_interval)
-from emocaustics.stats.correlation import correlate, correlations, split_correlation_matrix
-from emocaustics.stats.mannwhitney import mannwhitney_matrix, mannwhitney_p
 from emocaustics.stats.matrix import matrix_from_pairs, plot_significance, significance_frame
 from emocaustics.stats.paired import (approximate_randomisation_p, holm, paired_bootstrap, paired_bootstrap_p,
                                       randomisation_table, wilcoxon_p)
@@ -24,8 +23,7 @@ from emocaustics.stats.tables import ConfigStats, config_matrix, config_stats, d
 
 __all__ = [
     "ConfigStats", "approximate_randomisation_p", "bootstrap_ci", "bootstrap_masked_means", "bootstrap_means",
-    "bootstrap_table", "cluster_index", "config_matrix", "config_stats", "correlate", "correlations", "describe_pairs",
-    "holm", "holm_family", "mannwhitney_matrix", "mannwhitney_p", "matrix_from_pairs", "paired_bootstrap", "paired_bootstrap_p",
-    "per_item", "percentile_interval", "plot_significance", "randomisation_table", "significance_frame",
-    "split_correlation_matrix", "wilcoxon_p",
+    "bootstrap_table", "cluster_index", "config_matrix", "config_stats", "describe_pairs", "holm", "holm_family",
+    "matrix_from_pairs", "paired_bootstrap", "paired_bootstrap_p", "per_item", "percentile_interval",
+    "plot_significance", "randomisation_table", "significance_frame", "wilcoxon_p",
 ]

@@ -20,7 +20,6 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-from scipy import stats as sps
 
 from emocaustics.stats.bootstrap import CHUNK_CELLS, DEFAULT_RESAMPLES, DEFAULT_SEED, bootstrap_means, n_clusters
 from emocaustics.stats.pairsums import SPARSE_SHARE, pair_sums, plan_pairs, row_sums
@@ -110,6 +109,8 @@ def approximate_randomisation_p(diffs: np.ndarray, *, n_permutations: int = DEFA
 
 def wilcoxon_p(a: np.ndarray, b: np.ndarray | None = None) -> float:
     """Two-sided Wilcoxon signed-rank p-value of a - b (or of `a` as differences when b is None)."""
+    from scipy import stats as sps  # ~0.7 s: a run of one config has no pair to test (start-up, issue 55)
+
     d = _diffs(a, b) if b is not None else np.asarray(a, dtype=np.float64)
     if d.size == 0 or np.isnan(d).any():
         return float("nan")

@@ -2,7 +2,7 @@
 the core's solver and scorer by name (`spec.py` says the keys). A path ending in `.yaml` or `.yml` is a task name
 wherever one is asked for (`emocaustics eval tasks/capitals.yaml`, a job's `task: tasks/capitals.yaml`, `score`,
 `data fetch`); the task then goes by the file's `name:` in labels, tables and the report, and in the same process
-by that name too. This package registers the reader of such files with the core's registry.
+by that name too. The core reads such files with this package's `task_from_file`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 from emocaustics.core.compose import ComposedTask
 from emocaustics.core.content import content_hash
 from emocaustics.core.errors import UsageError
-from emocaustics.core.task import DatasetOptions, Loaded, Sample, register_task_file
+from emocaustics.core.task import DatasetOptions, Loaded, Sample
 from emocaustics.tasks.yamltask import data
 from emocaustics.tasks.yamltask.spec import TaskFile, read_task_file, where
 
@@ -127,4 +127,4 @@ class YamlTask(ComposedTask):
         return content_hash([self.spec.dataset.revision, sample.input])
 
 
-register_task_file((".yaml", ".yml"), YamlTask)
+task_from_file = YamlTask  # how core/task.py reads a file whose suffix tasks.BUILT_IN gives this package
