@@ -71,8 +71,8 @@ class ChildWriter:
         self.submit(("start", factory, state), "its start")
 
     def submit(self, message: tuple, what: str) -> "Future[Any]":
-        """The message's future; failed at once (the message not sent) when the child died or an earlier message
-        failed (that one's error, once), so that a caller that waits for no answer learns it at its next message."""
+        """The message's future. Raises at once (the message not sent) when the child died or was stopped, or an
+        earlier message failed (that one's error, once), so that a caller that waits for no answer learns it here."""
         with self._lock:
             oldest = self._waiting[0][0] if len(self._waiting) >= BEHIND else None
         if oldest is not None:  # far behind: the memory bound holds the caller until the oldest is answered (or fails)
@@ -81,18 +81,16 @@ class ChildWriter:
         try:
             data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
         except Exception as exc:
-            fut.set_exception(EvalLogError(f"{self.where}: {what} cannot be handed to the writer process: "
-                                           f"{type(exc).__name__}: {exc}"))
-            return fut
+            raise EvalLogError(f"{self.where}: {what} cannot be handed to the writer process: "
+                               f"{type(exc).__name__}: {exc}") from exc
         with self._lock:
             if self._error is not None or self._stopped:
-                fut.set_exception(EvalLogError(f"{self._error or self.where + ': the writer process was stopped'}"
-                                               f", before {what} was written"))
-                return fut
-            if self._failed is not None and message[0] != "stop":  # a stop still lets the child end its backlog
-                fut.set_exception(self._failed)
-                self._failed = None
-                return fut
+                raise EvalLogError(f"{self._error or self.where + ': the writer process was stopped'}, before {what} "
+                                   "was written")
+            self._stopped = message == ("stop",)  # later messages fail: the child ends after the stop's answer
+            if self._failed is not None and not self._stopped:  # a stop still lets the child end its backlog
+                failed, self._failed = self._failed, None
+                raise failed
             self._waiting.append((fut, what))
             self._out.put(data)
         return fut
@@ -147,11 +145,8 @@ class ChildWriter:
     def stop(self, wait: float = STOP_WAIT_S) -> Any:
         """Stop the child once it has answered what was sent before; its answer to the stop (None if it failed or
         died). The child is gone when this returns (killed after `wait` seconds)."""
-        fut = self.submit(("stop",), "stop")
-        with self._lock:
-            self._stopped = True
         try:
-            state = fut.result(wait)
+            state = self.submit(("stop",), "stop").result(wait)
         except Exception:  # died, failed or too slow: nothing to hand back
             state = None
         self._out.put(None)

@@ -230,11 +230,8 @@ class ConfigLog:
         if self.log.process:  # the child chunks a finished recorder: it gets the raw calls (`Recorder.__getstate__`)
             if isinstance(got["log"], Finished):
                 got["log"] = got["log"].recorder
-            fut = self.log._send(self.label, ("emit", self.label, str(sample_id), got, time.time()),
-                                 f"sample {sample_id}")
-            if fut.done() and fut.exception() is not None:  # the child died, or an earlier line failed
-                raise fut.exception()  # type: ignore[misc]
-            return fut
+            return self.log._send(self.label, ("emit", self.label, str(sample_id), got, time.time()),
+                                  f"sample {sample_id}")
         if not hasattr(got["log"], "to_json"):
             self._write(str(sample_id), got, time.time())
             return None
