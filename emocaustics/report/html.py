@@ -80,43 +80,45 @@ def table(df: pl.DataFrame, row_class: str | None = None, table_id: str | None =
 
 
 def _bar_chart(summary: pl.DataFrame, task: str) -> str:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    """Inline SVG written directly (matplotlib's import and drawing were most of a small run's tail after its last
+    answer): a bar per config with its value as text (a zero gets a marker, no score says n/a) and its interval."""
     rows = summary.filter(pl.col("task") == task).sort("score", descending=True, nulls_last=True)
     colours = {"calibration": "#4c78a8", "engine-check": "#f2a541", "model": "#54a24b"}
-    fig, ax = plt.subplots(figsize=(8, 0.45 * rows.height + 1.2))
-    labels = rows["run"].to_list()
     scores = [None if v is None or v != v else v for v in rows["score"].to_list()]  # NaN: no score, like None
     values = [0.0 if v is None else v for v in scores]
-    err, highs = None, list(values)
+    los, highs = list(values), list(values)
     if "ci_low" in rows.columns:  # 95 % bootstrap intervals as error bars (none where the interval is missing)
         los = [v if lw is None or lw != lw else lw for v, lw in zip(values, rows["ci_low"].to_list())]
         highs = [v if hg is None or hg != hg else hg for v, hg in zip(values, rows["ci_high"].to_list())]
-        err = [[max(v - lw, 0) for v, lw in zip(values, los)], [max(hg - v, 0) for v, hg in zip(values, highs)]]
-    low_end = min([0.0, *values])
-    high_end = max([1.0, *highs])
-    span = high_end - low_end
-    bars = ax.barh(labels, values, xerr=err, capsize=3, color=[colours.get(k, "#888") for k in rows["kind"]],
-                   edgecolor="#333", linewidth=0.5, error_kw={"ecolor": "#333", "elinewidth": 1})
-    for i, (bar, v, raw, hg) in enumerate(zip(bars, values, scores, highs)):
-        bar.set_gid(f"bar-{task}-{i}")
-        y = bar.get_y() + bar.get_height() / 2
+    low_end, high_end = min([0.0, *values, *los]), max([1.0, *highs])
+    left, plot, row_h, top, tid = 12 + 6.5 * max(len(r) for r in rows["run"].to_list()), 440, 24, 34, html.escape(task)
+
+    def x(v: float) -> float:  # the last 15 % of the width: room for the values right of the bars
+        return round(left + (v - low_end) / (1.15 * (high_end - low_end)) * plot, 1)
+
+    width, axis = left + plot + 10, top + row_h * rows.height
+    checks = " (orange = engine check, not a quality figure)" if "engine-check" in rows["kind"].to_list() else ""
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{axis + 44}" viewBox="0 0 '
+           f'{width:.0f} {axis + 44}" font-family="sans-serif" font-size="11"><text x="{width / 2:.0f}" y="18" '
+           f'text-anchor="middle" font-size="13">{tid}: configs by score{checks}</text>']
+    for i, (run, kind, v, raw, lo, hg) in enumerate(zip(rows["run"], rows["kind"], values, scores, los, highs)):
+        y, mid = top + i * row_h, top + i * row_h + row_h / 2
+        out.append(f'<text x="{left - 6:.0f}" y="{mid + 4}" text-anchor="end">{html.escape(run)}</text>')
+        out.append(f'<g id="bar-{tid}-{i}"><rect x="{min(x(0), x(v))}" y="{y + 4}" width="{abs(x(v) - x(0))}" '
+                   f'height="{row_h - 8}" fill="{colours.get(kind, "#888")}" stroke="#333" stroke-width="0.5"/></g>')
+        if hg > lo:
+            out.append(f'<path d="M{x(lo)} {mid}H{x(hg)}M{x(lo)} {mid - 4}v8M{x(hg)} {mid - 4}v8" stroke="#333"/>')
         if raw is not None and v == 0:  # a zero-length bar draws nothing: mark the zero (n/a rows say n/a)
-            (marker,) = ax.plot([0], [y], marker="D", markersize=5, color="#333", linestyle="none")
-            marker.set_gid(f"zero-{task}-{i}")
+            out.append(f'<g id="zero-{tid}-{i}"><path d="M{x(0)} {mid - 5}l4 5l-4 5l-4 -5z" fill="#333"/></g>')
         # every bar carries its value, right of the bar or of its interval, whichever ends later
-        label = ax.text(max(v, hg) + 0.02 * span, y, "n/a" if raw is None else f"{v:.3f}", va="center", fontsize=8)
-        label.set_gid(f"value-{task}-{i}")
-    ax.invert_yaxis()
-    ax.set_xlim(low_end - (0.02 * span if low_end < 0 else 0), high_end + 0.15 * span)
-    ax.axvline(0, color="#333", linewidth=0.8)
-    ax.set_xlabel("score (mean over samples) with its 95 % bootstrap interval")
-    checks = "engine-check" in rows["kind"].to_list()
-    ax.set_title(f"{task}: configs by score" + (" (orange = engine check, not a quality figure)" if checks else ""))
-    return svg(fig, text_as_text=True)
+        out.append(f'<g id="value-{tid}-{i}"><text x="{x(max(v, hg)) + 6}" y="{mid + 4}">'
+                   f'{"n/a" if raw is None else f"{v:.3f}"}</text></g>')
+    out += [f'<path d="M{x(0)} {top}V{axis}M{left} {axis}H{left + plot}" stroke="#333"/>',
+            *(f'<text x="{x(t)}" y="{axis + 14}" text-anchor="middle">{t:g}</text>'
+              for t in sorted({round(low_end, 3), 0.0, 0.5, round(high_end, 3)})),
+            f'<text x="{left + plot / 2:.0f}" y="{axis + 34}" text-anchor="middle">score (mean over samples) with its '
+            "95 % bootstrap interval</text></svg>"]
+    return "\n".join(out)
 
 
 def summary_section(summary: pl.DataFrame) -> list[str]:
