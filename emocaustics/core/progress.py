@@ -43,16 +43,15 @@ class Progress:
         self.done += n
         self.failed += failed
         now = time.monotonic()
-        if self.live:
-            self.stream.write("\r" + self.line() + "\x1b[K")
-            self.stream.flush()
-        elif self._last_print is None or now - self._last_print >= self.log_every or self.done >= self.total:
+        if self.live or self._last_print is None or now - self._last_print >= self.log_every or self.done >= self.total:
             self._last_print = now
-            print(self.line(), file=self.stream, flush=True)
+            self._show("")
 
     def close(self) -> None:
-        if self.live:
-            self.stream.write("\r" + self.line() + "\x1b[K\n")
-            self.stream.flush()
-        elif self.done < self.total or self._last_print is None:
-            print(self.line(), file=self.stream, flush=True)
+        if self.live or self.done < self.total or self._last_print is None:
+            self._show("\n")
+
+    def _show(self, end: str) -> None:
+        """Redrawn in place on a terminal (`end`: a newline once the stage is over), else one line printed."""
+        self.stream.write(("\r" + self.line() + "\x1b[K" + end) if self.live else self.line() + "\n")
+        self.stream.flush()

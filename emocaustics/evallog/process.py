@@ -6,11 +6,12 @@ message's future with the child's answer, in order. Nobody on the driver's path 
 at a lower priority and may fall far behind on a busy machine): a message that failed fails the next one handed over
 at once, so the run stops there; only a child `BEHIND` messages behind holds the sender (the memory bound).
 The child ends when the parent stops it, when the pipe closes (the parent died), or when it is killed; a child that
-dies fails every message still waiting with a named error (`EvalLogError`), so nothing waits for it forever. A fresh interpreter (`python -m emocaustics.evallog.process`, like
-the vLLM reaper, `models.reaper`), not a fork (a driver holding threads, Ray or an event loop) and not multiprocessing's
-spawn: that imports the parent's main script again in the child, which fails for a script without a
-`__name__ == "__main__"` guard (a notebook's or a user's script calling `emocaustics.api`). The child's end of a socket
-pair is its only link: the parent's death reads as end-of-file there.
+dies fails every message still waiting with a named error (`EvalLogError`), so nothing waits for it forever.
+A fresh interpreter (`python -m emocaustics.evallog.process`, like the vLLM reaper, `models.reaper`), not a fork (a
+driver holding threads, Ray or an event loop) and not multiprocessing's spawn: that imports the parent's main script
+again in the child, which fails for a script without a `__name__ == "__main__"` guard (a notebook's or a user's script
+calling `emocaustics.api`). The child's end of a socket pair is its only link: the parent's death reads as end-of-file
+there.
 """
 
 from __future__ import annotations
@@ -112,13 +113,11 @@ class ChildWriter:
                 return
             with self._lock:
                 fut, what = self._waiting.popleft()
-            failed = (None if kind == "ok"  # a write of the child that failed: its one line, naming the path
-                      else WriteFailed(*value) if kind == "write"
-                      else EvalLogError(f"{self.where}: writing {what} failed in the writer process (pid {self.pid})"
-                                        f":\n{value}"))
-            if failed is not None and what != "stop":
-                with self._lock:
-                    self._failed = self._failed or failed
+                failed = (None if kind == "ok"  # a write of the child that failed: its one line, naming the path
+                          else WriteFailed(*value) if kind == "write"
+                          else EvalLogError(f"{self.where}: writing {what} failed in the writer process "
+                                            f"(pid {self.pid}):\n{value}"))
+                self._failed = self._failed if what == "stop" else self._failed or failed
             # a future its waiter cancelled takes no answer; an answer set on it raised InvalidStateError here, and
             # this thread died with every later answer unsent
             if fut.set_running_or_notify_cancel():

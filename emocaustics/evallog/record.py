@@ -126,9 +126,6 @@ class Recorder:
         self._chunked = 0  # calls before this one have their messages as text hashes (the rest: as sent)
         self._t0 = time.perf_counter()
 
-    def _ref(self, text: str) -> list[str]:
-        return self.chunker.refs(text)
-
     def __getstate__(self) -> dict[str, Any]:
         """What the eval log's writer process needs (`writer.ConfigLog.emit`): the calls as recorded and the chunker
         as it is (its memory included, so `to_json` there makes the chunks it would make here); not the requests."""
@@ -138,7 +135,7 @@ class Recorder:
         got = self._schemas.get(id(schema))
         if got is None or got[0] is not schema:
             text = json.dumps(schema, sort_keys=True, ensure_ascii=False)
-            got = self._schemas[id(schema)] = (schema, self._ref(text))
+            got = self._schemas[id(schema)] = (schema, self.chunker.refs(text))
         return got[1]
 
     def add(self, request: Any, completion: Any, started: float, latency: float) -> None:
@@ -177,7 +174,7 @@ class Recorder:
                 call["schema"] = self._schema(call["schema"])
             msgs = call.get("messages")
             if msgs:
-                call["messages"] = [[role, self._ref(text)] for role, text in msgs]
+                call["messages"] = [[role, self.chunker.refs(text)] for role, text in msgs]
             if pause is not None:
                 pause(0)
         self._chunked = len(self.calls)

@@ -224,7 +224,7 @@ class ConfigLog:
         """One finished sample: `result` has ok, step, reason, stats, replica and `log` (a `Recorder.to_json()`, or a
         `record.Finished` whose text is chunked by the writer). The log's child process (or, `process=False`, its
         thread) chunks, encodes and stages it, off the caller's event loop: the future is done once its line is
-        written, and nobody on the run's path waits for it. Raises at once what failed before (`process.ChildWriter`)."""
+        written, and nobody on the run's path waits for it. Raises what failed before (`process.ChildWriter.submit`)."""
         got = {k: result.get(k) for k in ("ok", "step", "reason", "replica", "log")}
         got["stats"] = _json(result.get("stats") or {})
         if self.log.process:  # the child chunks a finished recorder: it gets the raw calls (`Recorder.__getstate__`)
@@ -239,8 +239,8 @@ class ConfigLog:
 
     def _write(self, sample_id: str, result: dict[str, Any], finished: float) -> None:
         rec = result.get("log") or {}
-        if hasattr(rec, "to_json"):  # in the log's thread: pausing after each call lets the event loop run
-            rec = rec.to_json(time.sleep)
+        if hasattr(rec, "to_json"):  # a recorder sent raw, chunked here in call order; pausing after each call lets
+            rec = rec.to_json(time.sleep)  # the event loop run (the log's thread) and the table builds (its child)
         calls = rec.get("calls") or []
         texts = rec.get("texts") or {}
         if not self.prompts:  # whatever a replica recorded, no prompt or answer text is kept
@@ -308,8 +308,6 @@ def _serve_log(state: dict[str, Any]) -> Any:
     def handle(message: tuple) -> Any:
         if message[0] == "emit":
             label, sample_id, result, finished = message[1:]
-            if hasattr(result["log"], "to_json"):  # its recorder, sent raw: chunked here, in call order
-                result["log"] = result["log"].to_json()
             return log.config(label)._write(sample_id, result, finished)
         if message[0] == "finish":
             return log.config(message[1])._finish(*message[2:])
