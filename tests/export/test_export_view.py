@@ -58,8 +58,10 @@ def test_the_export_opens_in_inspect_view(run_dir: Path, tmp_path: Path) -> None
         errors = browser.load(f"http://127.0.0.1:{port}/", settle=1)
         # inspect's own page asks for an endpoint its server does not have (/api/flow): its error, not ours
         assert [e for e in errors if "/api/flow" not in e] == []
-        tasks = _wait(browser, "Array.from(document.querySelectorAll('a[href*=\"#/tasks/\"]')).map(a => a.innerText"
-                               ".split('\\n')[0]).filter(t => t.startsWith('emocaustics/'))", "the log list")
+        # the list fills in as inspect reads each header (the larger logs last): wait for every task, not the first
+        tasks = _wait(browser, "(ts => new Set(ts).size >= 6 ? ts : null)(Array.from(document.querySelectorAll("
+                               "'a[href*=\"#/tasks/\"]')).map(a => a.innerText.split('\\n')[0])"
+                               ".filter(t => t.startsWith('emocaustics/')))", "every config in the log list")
         assert set(tasks) == {"emocaustics/aer", "emocaustics/ecpe", "emocaustics/sextuple", "emocaustics/emotion",
                               "emocaustics/narrative", "emocaustics/human"}
         browser.eval("location.hash = Array.from(document.querySelectorAll('a[href*=\"#/tasks/\"]')).find(a => "
