@@ -74,10 +74,9 @@ class ChildWriter:
     def submit(self, message: tuple, what: str) -> "Future[Any]":
         """The message's future. Raises at once (the message not sent) when the child died or was stopped, or an
         earlier message failed (that one's error, once), so that a caller that waits for no answer learns it here."""
-        with self._lock:
-            oldest = self._waiting[0][0] if len(self._waiting) >= BEHIND else None
-        if oldest is not None:  # far behind: the memory bound holds the caller until the oldest is answered (or fails)
-            wait_for([oldest])
+        with self._lock:  # far behind: the memory bound holds the caller until the oldest is answered (or fails)
+            oldest = [self._waiting[0][0]] if len(self._waiting) >= BEHIND else []
+        wait_for(oldest)
         fut: Future[Any] = Future()
         try:
             data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)

@@ -19,7 +19,7 @@ class Sink(Protocol):
 
     def emit(self, sample_id: str, result: dict[str, Any]) -> "Future[None] | None":
         """Stage a finished sample; a future of its line, written by the writer's process or thread (the run does not
-        wait for it: a failed line is raised to the next `emit` or the config's finish), None when written already."""
+        wait for it: a failed line is raised to the next `emit` or the config's finish)."""
 
 
 _SINK: ContextVar[Sink | None] = ContextVar("emocaustics_evallog_sink", default=None)

@@ -47,8 +47,8 @@ def _tables(rows: list[dict[str, Any]]) -> tuple[pl.DataFrame, list[dict[str, An
     for row in rows:
         texts.update(row.get("texts") or {})
         row_calls = row.get("calls") or []
-        attempts.append({**{k: row.get(k) for k in ATTEMPT_SCHEMA}, "calls": len(row_calls)})
         n = len(row_calls)
+        attempts.append({**{k: row.get(k) for k in ATTEMPT_SCHEMA}, "calls": n})
         cols["sample_id"] += [row["sample_id"]] * n
         cols["attempt"] += [row["attempt"]] * n
         for key, src in _CALL_FIELDS:

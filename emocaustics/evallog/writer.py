@@ -232,9 +232,6 @@ class ConfigLog:
                 got["log"] = got["log"].recorder
             return self.log._send(self.label, ("emit", self.label, str(sample_id), got, time.time()),
                                   f"sample {sample_id}")
-        if not hasattr(got["log"], "to_json"):
-            self._write(str(sample_id), got, time.time())
-            return None
         return self.log._submit(self._write, str(sample_id), got, time.time())
 
     def _write(self, sample_id: str, result: dict[str, Any], finished: float) -> None:
