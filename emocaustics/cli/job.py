@@ -108,7 +108,7 @@ def interrupted(args: argparse.Namespace) -> None:
 def resume_words(args: argparse.Namespace, text: str) -> str:
     """`text` naming the command that continues a run (`runner.resume_command`) in the words of the verb given: an
     eval has no job file, it is continued by its own command."""
-    if args.command != "eval":
+    if getattr(args, "command", None) != "eval":  # (an args object without one: a test's, or an old caller)
         return text
     return text.replace("emocaustics run JOB.yaml", "emocaustics eval <the same arguments>")
 
