@@ -101,6 +101,18 @@ def _session_response_cache(tmp_path_factory):
 @_models_pytest.fixture(autouse=True)
 def _own_response_cache(_session_response_cache, tmp_path_factory, monkeypatch):
     monkeypatch.setenv("EMOCAUSTICS_RESPONSE_CACHE", str(tmp_path_factory.mktemp("responses")))
+
+
+# A run folder's lock is let go when its process ends (jobs/rundir.py); a test is no process, so a run a test left
+# held (one stopped by an error, kept for a resume in the same process) is let go after the test, and a later test's
+# Ctrl-C does not name it.
+@_models_pytest.fixture(autouse=True)
+def _runs_let_go():
+    yield
+    from emocaustics.jobs import rundir
+
+    for held in list(rundir._HELD.values()):
+        rundir._let_go(held)
 # ==== END cache ====
 
 
