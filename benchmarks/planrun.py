@@ -80,7 +80,7 @@ class StandInEmbeddings(EmoCausticsTask):
     def side_texts(self, sample: Sample, options: Options) -> list[str] | None:
         return None  # the vectors travel in the view: no feed, no embedder
 
-    async def solve_with(self, llm: Any, sample: Sample, options: Options, side: Side) -> Any:
+    async def solve(self, llm: Any, sample: Sample, options: Options, side: Side) -> Any:
         from emocaustics.tasks.longdialogue.extract.dialogue import solve_dialogue
 
         packed = sample.input.get("emb")
@@ -90,7 +90,7 @@ class StandInEmbeddings(EmoCausticsTask):
 
 
 class StandInSide(DialogueSide):
-    """The side inputs of `StandInEmbeddings`: its solver view (vectors packed in), no texts to embed, its solve."""
+    """The side inputs of `StandInEmbeddings`: its solver view (vectors packed in), no texts to embed."""
 
     task: StandInEmbeddings
 
@@ -99,9 +99,6 @@ class StandInSide(DialogueSide):
 
     def side_texts(self, sample: Sample, options: Options) -> list[str] | None:
         return self.task.side_texts(sample, options)
-
-    async def solve_with(self, llm: Any, sample: Sample, options: Options, side: Side) -> Any:
-        return await self.task.solve_with(llm, sample, options, side)
 
 def options_of(**cfg: Any) -> EmoOptions:
     """A config as the grid writes it (`{"task": ..., "method": ..., ...}`, `ExtractConfig`'s fields) as options."""

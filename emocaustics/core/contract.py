@@ -6,7 +6,8 @@
                               `reducers`: `scoring/reducers.py`; a Dataset class `split_field`: `core/optionkeys.py`)
     methods                   `Methods(solver=..., calibration=...)`: which methods call a model, which need none
     data                      `Data`: load -> `Loaded`, its published `data_sources`, a ground-truth check, fingerprint
-    solver                    `Solver`: solve, prepare, `placement` (weight, chain, affinity, size), dry run
+    solver                    `Solver`: solve (a task with side inputs gets them as its 4th argument, `Side`),
+                              prepare, `placement` (weight, chain, affinity, size), dry run
     predict                   the calibration predictors (oracle, baselines): no model
     scorer                    `Scorer`: score -> `Scored`, finalize (official files), the submission files it writes
     report                    `Report`: label, primary metric, metric docs, option columns, report sections, sample view
@@ -51,7 +52,7 @@ CONTRACT: dict[str, tuple[str, ...] | None] = {
     "report": ("primary_metric", "metric_docs", "option_column_docs", "label", "summary_columns", "report_sections",
                "view_sample"),
     "store": ("write_prediction", "read_predictions", "read_back"),
-    "side": ("side_texts", "feed", "builds_on", "read_prior", "solver_view", "solve_with"),
+    "side": ("side_texts", "feed", "builds_on", "read_prior", "solver_view"),
 }
 
 
@@ -92,7 +93,7 @@ class Data(Protocol):
 class Solver(Protocol):
     answer_models: tuple[type[BaseModel], ...]  # checked when the task registers (`core/answers.py`)
 
-    async def solve(self, llm: Any, sample: Sample, options: Options) -> Any: ...
+    async def solve(self, llm: Any, sample: Sample, options: Options, side: Side | None = None) -> Any: ...
 
     def prepare(self, samples: list[Sample], options: Options, ctx: ScoreContext) -> list[Sample]: ...
 
@@ -139,8 +140,8 @@ class SideInputs(Protocol):
     """The one optional part: what a sample's solver gets beside the sample, for a task with dependent, long solvers.
     `side_texts`: texts its own `feed` embeds beside the calls (its `embeddings(sample id)` travels with the sample as
     `Side.embeddings`, `close()` at the run's end); `builds_on`: the label of another config whose predictions this one
-    reuses (run first, read by `read_prior`, handed over by `solver_view`: what of a sample travels to the replica);
-    `solve_with`: the solve that gets them."""
+    reuses (run first, read by `read_prior`, handed over by `solver_view`: what of a sample travels to the replica).
+    The solver's one entry point gets them: `solve(llm, sample, options, side)`."""
 
     def side_texts(self, sample: Sample, options: Options) -> list[str] | None: ...
 
@@ -153,8 +154,6 @@ class SideInputs(Protocol):
     def read_prior(self, folder: Path, samples: list[Sample]) -> dict[str, Any]: ...
 
     def solver_view(self, sample: Sample, options: Options, prior: Any = None) -> Sample: ...
-
-    async def solve_with(self, llm: Any, sample: Sample, options: Options, side: Side) -> Any: ...
 
 
 class JsonlStore:

@@ -67,7 +67,7 @@ class Defect:
 
 @dataclass
 class Side:
-    """What a sample's solver gets beside the sample (`SideInputs.solve_with`): its side texts' embeddings
+    """What a sample's solver gets beside the sample (`Solver.solve`'s 4th argument): its side texts' embeddings
     (the task's feed's, rows streaming in), and `stats`, where the solver may count what the plan cannot see
     (re-asks, unparseable answers): merged into the sample's cost row (stats.jsonl)."""
 

@@ -191,8 +191,8 @@ async def solve_item(task: Task, options: Options, llm: Any, item: Item, log_pro
         limited = LimitedLLM(base, **item.limits) if item.limits else None
         counted = CountingLLM(limited or base)
         try:
-            row.prediction = await (task.solver.solve(counted, sample, options) if task.side is None
-                                    else task.side.solve_with(counted, sample, options, side))
+            # side inputs are the 4th argument of a task that has them: a task without need not declare it
+            row.prediction = await task.solver.solve(counted, sample, options, *(() if task.side is None else (side,)))
         except SolveFailed as exc:
             row.failure = Failure(exc.step, exc.reason)
         finally:

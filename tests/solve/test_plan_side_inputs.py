@@ -58,18 +58,6 @@ class WordsSide:
     def solver_view(self, sample: Sample, options: Options, prior: Any = None) -> Sample:
         return sample if prior is None else Sample(sample.id, sample.input, sample.target, {"prior": prior})
 
-    async def solve_with(self, llm: Any, sample: Sample, options: Options, side: Side) -> Any:
-        from emocaustics.models.base import ChatRequest
-
-        rows = await side.embeddings.upto(len(sample.input))
-        longest = sample.input[int(np.argmax(rows[:, 0]))]
-        if longest == "boom":
-            raise SolveFailed("pick", "a word the solver refuses")
-        prompt = f"{sample.meta.get('prior', '')}{longest}"
-        side.stats["picked"] = 1
-        (answer,) = await llm.generate([ChatRequest(messages=({"role": "user", "content": prompt},))])
-        return answer.text
-
 
 class Words(Task):
     """Each sample is a list of words; the prediction is the longest word's embedding row, asked once of the model;
@@ -81,6 +69,19 @@ class Words(Task):
 
     def placement(self, sample: Sample, options: Options) -> Placement:
         return Placement(affinity=sample.id, size=len(sample.input))
+
+    async def solve(self, llm: Any, sample: Sample, options: Options, side: Side) -> Any:
+        """The one entry point, with the side inputs as its fourth argument (a task with side inputs)."""
+        from emocaustics.models.base import ChatRequest
+
+        rows = await side.embeddings.upto(len(sample.input))
+        longest = sample.input[int(np.argmax(rows[:, 0]))]
+        if longest == "boom":
+            raise SolveFailed("pick", "a word the solver refuses")
+        prompt = f"{sample.meta.get('prior', '')}{longest}"
+        side.stats["picked"] = 1
+        (answer,) = await llm.generate([ChatRequest(messages=({"role": "user", "content": prompt},))])
+        return answer.text
 
 
 def run(task: Task, samples: list[Sample], out: Path, **kw: Any) -> tuple[list[dict], Echo]:

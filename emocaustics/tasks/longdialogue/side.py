@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from emocaustics.core.task import Options, Sample, Side
+from emocaustics.core.task import Options, Sample
 
 
 class DialogueSide:
@@ -58,8 +58,3 @@ class DialogueSide:
         from emocaustics.tasks.longdialogue.extract.output import read_prior
 
         return read_prior(folder, [s.input.id for s in samples])
-
-    async def solve_with(self, llm: Any, sample: Sample, options: Options, side: Side) -> Any:
-        from emocaustics.tasks.longdialogue.extract.dialogue import solve_dialogue
-
-        return await solve_dialogue(llm, sample.input, side.embeddings, side.stats)

@@ -20,7 +20,7 @@ from pydantic import model_validator
 from emocaustics.core.datasource import DataSource
 from emocaustics.core.errors import UsageError
 from emocaustics.core.task import (DatasetOptions, Defect, Failure, Loaded, Methods, Options, Placement, Sample,
-                                   ScoreContext, Scored, Task, rows_frame)
+                                   ScoreContext, Scored, Side, Task, rows_frame)
 from emocaustics.scoring.fanout import wants_ray
 from emocaustics.tasks.longdialogue.data.fetch import SOURCE
 from emocaustics.tasks.longdialogue.extract.knobs import ExtractKnobs
@@ -180,6 +180,11 @@ class EmoCausticsTask(Task):
         opts: EmoOptions = options  # type: ignore[assignment]
         return ExtractConfig(task=self.name, method=opts.method, window=opts.window, step=opts.step,
                              **opts.extract_options())
+
+    async def solve(self, llm: Any, sample: Sample, options: Options, side: Side) -> Any:
+        from emocaustics.tasks.longdialogue.extract.dialogue import solve_dialogue
+
+        return await solve_dialogue(llm, sample.input, side.embeddings, side.stats)
 
     def placement(self, sample: Sample, options: Options) -> Placement:
         """Read on what travels to the replica (the work item `side.solver_view` makes), except the size, which the

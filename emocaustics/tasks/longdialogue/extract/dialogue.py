@@ -1,7 +1,7 @@
 """One dialogue of an extraction method: its work item, its state machine, and what the plan needs to place it.
 
 `solve_dialogue(llm, item, emb, stats)` is the whole method for one dialogue (tens of dependent calls for `window`);
-the EmoCaustics task's `solve_with` calls it, and the shared plan (`solve.plan`) runs it *inside* a replica actor,
+the EmoCaustics task's `solve` calls it, and the shared plan (`solve.plan`) runs it *inside* a replica actor,
 next to the engine, so that each dependent step is a local call there instead of a round trip from the driver.
 The item (`make_item`) is the task's solver view of a dialogue: its utterances, the method's config and, for chains
 built on a sextuple run, that run's prediction. `extract_one` runs one item outside the plan (the dry run, and the
