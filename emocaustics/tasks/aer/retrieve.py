@@ -1,9 +1,10 @@
-"""Retrieval for `context: retrieve`: each topic's documents chunked and embedded ONCE per process (per embedder and
-chunking), shared by every question and every config of a job; the top-k chunks by cosine similarity to the target
-event and its options.
+"""Retrieval for `context: retrieve`: each topic's documents chunked and embedded, the top-k chunks by cosine
+similarity to the target event and its options.
 
 The embedder is the job's (`ScoreContext.embedder`, any object with `async embed(texts) -> (n, d)` L2-normalised
-rows, e.g. emocaustics.models.embedders); its `identity` (else its `name`) keys the cache.
+rows, e.g. emocaustics.models.embedders). Every vector, the chunks' and the queries', is kept across runs by the
+embedder's identity and the text (`models/embedstore.py`, beside the response cache): a second run, or another config
+of a job, embeds only what no run embedded before, so it loads no embedder at all when nothing changed.
 """
 
 from __future__ import annotations
@@ -11,31 +12,18 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 from collections.abc import Awaitable
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
 
 from emocaustics.core.progress import Progress
 from emocaustics.models.embedders import normalise_rows
+from emocaustics.models.embedstore import EmbeddingStore, identity_of
 from emocaustics.tasks.aer.context import Chunk, chunk_topic
 from emocaustics.tasks.aer.data import Topic
 
 T = TypeVar("T")
-
-
-@dataclass
-class TopicIndex:
-    chunks: list[Chunk]
-    vectors: np.ndarray  # (len(chunks), d), L2-normalised
-
-
-_INDEX: dict[tuple[str, str, int, float], TopicIndex] = {}  # (embedder, topic digest, chunk_tokens, chars/token)
 EMBED_BATCH = 256  # passages per embedder call: the progress line moves between calls
-
-
-def clear_cache() -> None:
-    _INDEX.clear()
 
 
 def run_sync(coro: Awaitable[T]) -> T:
@@ -48,42 +36,29 @@ def run_sync(coro: Awaitable[T]) -> T:
         return pool.submit(asyncio.run, coro).result()  # type: ignore[arg-type]
 
 
-def _key(embedder: Any, topic: Topic, chunk_tokens: int, chars_per_token: float) -> tuple[str, str, int, float]:
-    return (str(getattr(embedder, "identity", None) or getattr(embedder, "name", type(embedder).__name__)), topic.digest,
-            chunk_tokens, chars_per_token)
-
-
 def chunk_text(c: Chunk) -> str:
     return f"{c.title}\n{c.text}" if c.title else c.text
 
 
-async def _embed(embedder: Any, texts: list[str]) -> np.ndarray:
-    vecs = np.asarray(await embedder.embed(texts), dtype=np.float32)
-    if vecs.shape[0] != len(texts):
-        raise RuntimeError(f"embedder returned {vecs.shape[0]} vectors for {len(texts)} texts")
-    return normalise_rows(vecs)
-
-
-async def index_topics(embedder: Any, topics: list[Topic], chunk_tokens: int,
-                       chars_per_token: float) -> dict[int, TopicIndex]:
-    """topic id -> its chunks and vectors; the chunks of topics not yet cached are embedded EMBED_BATCH at a time,
-    with a progress line (minutes on a loaded machine, before any question is asked)."""
-    todo = [t for t in topics if _key(embedder, t, chunk_tokens, chars_per_token) not in _INDEX]
-    if todo:
-        chunked = [chunk_topic(t, chunk_tokens, chars_per_token) for t in todo]
-        texts = [chunk_text(c) for chunks in chunked for c in chunks]
-        progress, parts = Progress(f"embed documents of {len(todo)} topic(s)", len(texts)), []
-        for at in range(0, len(texts), EMBED_BATCH):
-            parts.append(await _embed(embedder, texts[at:at + EMBED_BATCH]))
-            progress.update(len(parts[-1]))
-        if parts:  # on a terminal: the live line's newline
-            progress.close()
-        vecs = np.concatenate(parts) if parts else np.zeros((0, 1), np.float32)
-        at = 0
-        for t, chunks in zip(todo, chunked):
-            _INDEX[_key(embedder, t, chunk_tokens, chars_per_token)] = TopicIndex(chunks, vecs[at:at + len(chunks)])
-            at += len(chunks)
-    return {t.topic_id: _INDEX[_key(embedder, t, chunk_tokens, chars_per_token)] for t in topics}
+async def embed_kept(embedder: Any, store: EmbeddingStore, texts: list[str], stage: str | None = None) -> np.ndarray:
+    """The vectors of `texts`: those the store holds for this embedder, the rest embedded EMBED_BATCH at a time (with
+    a progress line named `stage`, when given: minutes on a loaded machine, before any question is asked) and kept."""
+    identity = identity_of(embedder)
+    kept = store.get_many(identity, texts)
+    todo = [i for i in range(len(texts)) if i not in kept]
+    progress = Progress(stage, len(todo)) if stage and todo else None
+    for at in range(0, len(todo), EMBED_BATCH):
+        batch = [texts[i] for i in todo[at:at + EMBED_BATCH]]
+        vecs = normalise_rows(np.asarray(await embedder.embed(batch), dtype=np.float32))
+        if vecs.shape[0] != len(batch):
+            raise RuntimeError(f"embedder returned {vecs.shape[0]} vectors for {len(batch)} texts")
+        store.put_many(identity, batch, vecs)
+        kept.update(zip(todo[at:at + EMBED_BATCH], vecs))
+        if progress is not None:
+            progress.update(len(batch))
+    if progress is not None:  # on a terminal: the live line's newline
+        progress.close()
+    return np.stack([kept[i] for i in range(len(texts))]) if texts else np.zeros((0, 1), np.float32)
 
 
 def query_text(target_event: str, options: dict[str, str]) -> str:
@@ -94,15 +69,18 @@ async def top_chunks(embedder: Any, queries: list[tuple[Topic, str]], top_k: int
                      chars_per_token: float) -> list[list[tuple[Chunk, float]]]:
     """For each (topic, query text): the top_k chunks of that topic by similarity, best first (ties: document order)."""
     topics = list({t.topic_id: t for t, _ in queries}.values())
-    index = await index_topics(embedder, topics, chunk_tokens, chars_per_token)
-    qvecs = await _embed(embedder, [q for _, q in queries]) if queries else np.zeros((0, 1), np.float32)
+    chunks = {t.topic_id: chunk_topic(t, chunk_tokens, chars_per_token) for t in topics}
+    store = EmbeddingStore()
+    try:
+        vecs = await embed_kept(embedder, store, [chunk_text(c) for t in topics for c in chunks[t.topic_id]],
+                                f"embed documents of {len(topics)} topic(s)")
+        qvecs = await embed_kept(embedder, store, [q for _, q in queries])
+    finally:
+        store.close()
+    index = dict(zip(chunks, np.split(vecs, np.cumsum([len(c) for c in chunks.values()])[:-1])))
     out = []
     for (topic, _), qv in zip(queries, qvecs):
-        idx = index[topic.topic_id]
-        if not idx.chunks:
-            out.append([])
-            continue
-        sims = idx.vectors @ qv
-        order = sorted(range(len(idx.chunks)), key=lambda i: (-float(sims[i]), i))[:top_k]
-        out.append([(idx.chunks[i], float(sims[i])) for i in order])
+        sims = index[topic.topic_id] @ qv if chunks[topic.topic_id] else []
+        order = sorted(range(len(sims)), key=lambda i: (-float(sims[i]), i))[:top_k]
+        out.append([(chunks[topic.topic_id][i], float(sims[i])) for i in order])
     return out

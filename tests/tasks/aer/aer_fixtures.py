@@ -93,6 +93,7 @@ class KeywordEmbedder:
 
     def __init__(self, words: list[str]) -> None:
         self.words = words
+        self.identity = f"keyword-double:{','.join(words)}"  # its vectors are kept by it (models/embedstore.py)
         self.calls: list[int] = []
 
     async def embed(self, texts: list[str]) -> np.ndarray:

@@ -85,7 +85,6 @@ def test_full_context_prompt_fits_the_budget(tmp_path: Path) -> None:
 
 
 def test_retrieval_embeds_each_topic_once_and_ranks_by_similarity(tmp_path: Path) -> None:
-    retrieve.clear_cache()
     docs = [doc(1, 1, content="The council met. Nothing else happened."),
             doc(2, 1, content="A storm flooded the harbour of town 1. The storm lasted a day."),
             doc(3, 1, content="Tourists came in summer.")]
@@ -103,7 +102,7 @@ def test_retrieval_embeds_each_topic_once_and_ranks_by_similarity(tmp_path: Path
     assert emb.calls == [3, 2]
     again = task.prepare(samples, parse_options(task, {"method": "llm", "context": "retrieve", "top_k": 1,
                                                       "prompt": "cot"}), ScoreContext(embedder=emb))
-    assert emb.calls == [3, 2, 2]  # another config: only the queries are embedded again
+    assert emb.calls == [3, 2]  # another config: the chunks and queries are kept (models/embedstore.py)
     assert again[0].meta["trim"]["passages_kept"] == 1
 
 
@@ -138,6 +137,8 @@ def test_embeddings_are_unit_rows_whatever_the_embedder_returns() -> None:
         async def embed(self, texts: list[str]) -> list[list[float]]:
             return [[3.0, 4.0], [0.0, 0.0]][:len(texts)]
 
-    got = asyncio.run(retrieve._embed(Raw(), ["a", "b"]))
+    from emocaustics.models.embedstore import EmbeddingStore
+
+    got = asyncio.run(retrieve.embed_kept(Raw(), EmbeddingStore(), ["a", "b"]))
     assert got.dtype == np.float32
     assert np.allclose(got, [[0.6, 0.8], [0.0, 0.0]])

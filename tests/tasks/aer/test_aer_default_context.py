@@ -10,7 +10,6 @@ import polars as pl
 
 from emocaustics.core.task import ScoreContext, get_task, parse_options
 from emocaustics.report.tables import SCORE_COLUMNS, write_tables
-from emocaustics.tasks.aer import retrieve
 from tasks.aer.aer_fixtures import KeywordEmbedder, doc, question, topic, write_dataset
 
 TASK = get_task("aer")
@@ -24,7 +23,6 @@ def _dataset(root: Path) -> Path:
 
 
 def _prepared(root: Path, **opts):
-    retrieve.clear_cache()
     options = parse_options(TASK, {"method": "llm", "max_context_tokens": 4096, **opts})
     loaded = TASK.load(TASK.Dataset(split="sample", data=str(root)), options)
     emb = KeywordEmbedder(["harbour", "storm"])

@@ -11,7 +11,7 @@ import pytest
 
 from emocaustics.core.task import Failure, ScoreContext, SolveFailed, get_task, parse_options
 from emocaustics.models.base import Completion
-from emocaustics.tasks.aer import prompts, retrieve
+from emocaustics.tasks.aer import prompts
 from emocaustics.tasks.aer.solver import Unreadable, read_answer, vote
 from extract_doubles import SchemaLLM
 from tasks.aer.aer_fixtures import KeywordEmbedder, ScriptedLLM, standard_dataset
@@ -66,7 +66,6 @@ def _prepared(root: Path, split: str = "sample", **opts):
 @pytest.mark.parametrize("prompt", ["zero-shot", "few-shot", "cot"])
 @pytest.mark.parametrize("context", ["none", "full", "retrieve"])
 def test_every_prompt_and_context_mode_runs_schema_guided(tmp_path: Path, prompt: str, context: str) -> None:
-    retrieve.clear_cache()
     samples, options = _prepared(standard_dataset(tmp_path), prompt=prompt, context=context)
     llm = SchemaLLM()
     preds = {s.id: asyncio.run(TASK.solve(llm, s, options)) for s in samples}

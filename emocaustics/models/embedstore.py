@@ -1,0 +1,96 @@
+"""Embeddings kept across runs: each (embedder identity, text) pair's L2-normalised float32 vector, so that a second
+run embeds none of the texts a first one did (AER `context: retrieve` embeds every topic's documents: minutes on a
+loaded CPU machine, then nothing the next time).
+
+The key is a hash of the embedder's `identity` (a local model's name and its weights' fingerprint, an endpoint's model
+and URL: models/embedders.py) and the text, so other weights or another text are embedded afresh. The store is
+`embeddings.sqlite` in the shared cache folder beside the response cache (`cacheplace.shared_folder()`), opened the
+way the response cache's file is (`models/cachefile.py`: WAL, or the rollback journal on a network filesystem, a busy
+timeout), so that two runs at once read and write it: each write is one `BEGIN IMMEDIATE` transaction, and the first
+vector stored for a key stays. A damaged file is one line naming it (`UsageError`), never read past.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from emocaustics.core.errors import UsageError
+from emocaustics.core.writes import failed
+from emocaustics.models.cachefile import CORRUPT, connect, journal_mode, retried
+
+SCHEMA = "CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, vec BLOB NOT NULL)"
+FILE_NAME = "embeddings.sqlite"
+
+
+def identity_of(embedder: Any) -> str:
+    """What an embedder's vectors are kept under: its `identity`, else its `name`, else its class."""
+    return str(getattr(embedder, "identity", None) or getattr(embedder, "name", None) or type(embedder).__name__)
+
+
+def _key(identity: str, text: str) -> str:
+    return hashlib.sha256(f"{identity}\0{text}".encode()).hexdigest()
+
+
+class EmbeddingStore:
+    """The store file at `path` (default: the shared cache folder's); `get_many` and `put_many` by identity and text."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        if path is None:
+            from emocaustics.models.cacheplace import shared_folder
+
+            path = shared_folder() / FILE_NAME
+        self.path = path
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = retried(lambda: self._open(path))
+        except (OSError, sqlite3.Error) as exc:
+            raise self._error(exc) from None
+
+    @staticmethod
+    def _open(path: Path) -> sqlite3.Connection:
+        db = connect(str(path), False)
+        db.execute(f"PRAGMA journal_mode={journal_mode(path)}")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute(SCHEMA)
+        return db
+
+    def _error(self, exc: BaseException) -> Exception:
+        if getattr(exc, "sqlite_errorname", "") in CORRUPT or isinstance(exc, ValueError):
+            return UsageError(f"embedding cache {self.path} is damaged ({exc}): move the file away (a new one is made)")
+        return failed(self.path, exc)
+
+    def get_many(self, identity: str, texts: list[str]) -> dict[int, np.ndarray]:
+        """Index in `texts` -> the vector kept for it (texts never embedded under `identity` are absent)."""
+        keys = [_key(identity, t) for t in texts]
+        found: dict[str, np.ndarray] = {}
+        try:
+            for at in range(0, len(keys), 500):  # sqlite's bound-parameter limit
+                chunk = keys[at:at + 500]
+                rows = self._db.execute(f"SELECT key, vec FROM vectors WHERE key IN ({','.join('?' * len(chunk))})",
+                                        chunk).fetchall()
+                for key, blob in rows:
+                    if len(blob) % 4 or not blob:
+                        raise ValueError(f"entry {key} holds {len(blob)} bytes, not float32 values")
+                    found[key] = np.frombuffer(blob, dtype=np.float32)
+        except (sqlite3.Error, ValueError) as exc:
+            raise self._error(exc) from None
+        return {i: found[k] for i, k in enumerate(keys) if k in found}
+
+    def put_many(self, identity: str, texts: list[str], vectors: np.ndarray) -> None:
+        rows = [(_key(identity, t), np.ascontiguousarray(v, dtype=np.float32).tobytes()) for t, v in zip(texts, vectors)]
+        try:
+            self._db.execute("BEGIN IMMEDIATE")  # one transaction: another run's waits (the busy timeout)
+            self._db.executemany("INSERT OR IGNORE INTO vectors VALUES (?, ?)", rows)
+            self._db.execute("COMMIT")
+        except sqlite3.Error as exc:  # a full disk names the file; a damaged one is said so
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
+            raise self._error(exc) from None
+
+    def close(self) -> None:
+        self._db.close()

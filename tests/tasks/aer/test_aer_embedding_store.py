@@ -1,0 +1,95 @@
+"""Issue 55 item 4: `context: retrieve`'s embeddings are kept across runs by the embedder's identity and the text
+(models/embedstore.py, beside the response cache), so that a second run embeds nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from emocaustics.core.errors import UsageError
+from emocaustics.models.cacheplace import shared_folder
+from emocaustics.models.embedstore import FILE_NAME, EmbeddingStore
+from emocaustics.tasks.aer.data import load_split
+from emocaustics.tasks.aer.retrieve import top_chunks
+from tasks.aer.aer_fixtures import KeywordEmbedder, doc, question, topic, write_dataset
+
+WORDS = ["storm", "harbour", "council"]
+
+
+def _topics(tmp_path: Path, third: str = "Tourists came in summer.") -> list:
+    docs = [doc(1, 1, content="The council met."), doc(2, 1, content="A storm flooded the harbour."),
+            doc(3, 1, content=third)]
+    root = write_dataset(tmp_path / third[:8], {"sample": ([question(1, 1)], [topic(1, docs)])})
+    return list(load_split(str(root), "sample").topics.values())
+
+
+def _rank(emb: KeywordEmbedder, topics: list) -> list:
+    hits = asyncio.run(top_chunks(emb, [(topics[0], "storm in the harbour")], 2, 160, 4.0))
+    return [(c.doc, round(s, 5)) for c, s in hits[0]]
+
+
+def test_a_second_build_with_the_same_identity_and_texts_embeds_nothing(tmp_path):
+    topics = _topics(tmp_path)
+    first = KeywordEmbedder(WORDS)
+    ranked = _rank(first, topics)
+    assert first.calls == [3, 1] and ranked[0][0] == 2  # the chunks, then the query
+    assert (shared_folder() / FILE_NAME).is_file()  # beside the response cache
+    again = KeywordEmbedder(WORDS)  # a new embedder object, as a second run's: nothing held in memory
+    assert _rank(again, topics) == ranked and again.calls == []
+
+
+def test_another_identity_or_text_is_embedded_afresh(tmp_path):
+    _rank(KeywordEmbedder(WORDS), _topics(tmp_path))
+    other = KeywordEmbedder(WORDS)
+    other.identity = "keyword-double:other-weights"
+    _rank(other, _topics(tmp_path))
+    assert other.calls == [3, 1]  # another identity: every text again
+    changed = KeywordEmbedder(WORDS)
+    _rank(changed, _topics(tmp_path, third="The harbour reopened."))
+    assert changed.calls == [1]  # one document's text changed: that chunk alone
+
+
+def test_a_damaged_store_is_named_and_never_read(tmp_path):
+    path = shared_folder() / FILE_NAME
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"not a database, " * 512)
+    emb = KeywordEmbedder(WORDS)
+    with pytest.raises(UsageError, match=f"embedding cache {path} is damaged"):
+        _rank(emb, _topics(tmp_path))
+    assert emb.calls == []
+    path.unlink()
+    store = EmbeddingStore()  # an entry cut short: the file is named, the entry not used
+    store.put_many("x", ["a"], np.ones((1, 2), np.float32))
+    store.close()
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE vectors SET vec = x'0102'")
+    with pytest.raises(UsageError, match=f"{path} is damaged .*2 bytes"):
+        EmbeddingStore().get_many("x", ["a"])
+
+
+def test_two_runs_at_once_share_the_store(tmp_path):
+    """Each writes in its own transaction; the first vector stored for a key stays, and neither fails."""
+    texts = [f"text {i}" for i in range(300)]
+    errors: list[BaseException] = []
+
+    def run(value: float) -> None:
+        try:
+            store = EmbeddingStore()
+            store.put_many("emb", texts, np.full((300, 4), value, np.float32))
+            store.close()
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(v,)) for v in (1.0, 2.0)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    got = EmbeddingStore().get_many("emb", texts)
+    assert len(got) == 300 and len({float(v[0]) for v in got.values()}) == 1
