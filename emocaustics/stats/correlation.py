@@ -31,11 +31,6 @@ def correlate(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray, 
         return float(sps.kendalltau(xa, ya).statistic)
 
 
-def correlations(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -> dict[str, float]:
-    """{pearson, spearman, kendall} of x and y."""
-    return {m: correlate(x, y, m) for m in METHODS}
-
-
 def split_correlation_matrix(columns: Mapping[str, Sequence[float] | np.ndarray]) -> np.ndarray:
     """(k x k) over the named columns: [i, j] = Pearson for i < j, Spearman for i > j, NaN on the diagonal."""
     names = list(columns)

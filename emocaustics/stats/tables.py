@@ -229,21 +229,3 @@ def per_item(rows: pl.DataFrame, metric: str, *, config: str = "run", item: str 
     return (rows.filter(pl.col("metric") == metric)
             .select(pl.col(config).cast(pl.Utf8).alias("config"), pl.col(item).cast(pl.Utf8).alias("item"),
                     pl.col("value").cast(pl.Float64)))
-
-
-def describe_pairs(pairs: pl.DataFrame, *, alpha: float = 0.05, digits: int = 4) -> list[str]:
-    """One line per pair for a terminal: the difference, its interval, the Holm-adjusted p and the verdict."""
-    lines = []
-    for r in pairs.iter_rows(named=True):
-        if r["n_common"] == 0 or r["diff"] is None or np.isnan(r["diff"]):
-            lines.append(f"{r['config_a']} vs {r['config_b']}: no common items")
-            continue
-        verdict = "significant" if r["significant"] else "not significant"
-        excluded = r["n_only_a"] + r["n_only_b"]
-        lines.append(f"{r['config_a']} - {r['config_b']}: {r['diff']:+.{digits}f} "
-                     f"[{r['diff_low']:+.{digits}f}, {r['diff_high']:+.{digits}f}] on {r['n_common']} items"
-                     + (f" in {r['clusters']} clusters" if (r.get("clusters") or r["n_common"]) < r["n_common"] else "")
-                     + (f" ({excluded} scored in one only, excluded)" if excluded else "")
-                     + f"; p_holm {r['p_holm']:.3g} (randomisation {r['p_randomisation']:.3g}, bootstrap "
-                     f"{r['p_bootstrap']:.3g}, Wilcoxon {r['p_wilcoxon']:.3g}): {verdict} at {alpha}")
-    return lines

@@ -9,9 +9,7 @@ answer is exact and known by hand:
 - a pair whose common items leave out a whole cluster in the middle of the numbering: the clustered Wilcoxon ranks
   the two present clusters' means (two positive differences: exact two-sided p = 2 * 1/4 = 0.5), the empty cluster
   neither a zero difference nor a shape mismatch;
-- the error that names the first item found in two clusters;
-- `describe_pairs`' "in N clusters" phrase: printed when the pair's items sit in fewer clusters than items, not
-  otherwise, nor for a table without the column.
+- the error that names the first item found in two clusters.
 
 No Ray, no engine, tiny inputs: the file runs in about a second.
 """
@@ -22,7 +20,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from emocaustics.stats import config_stats, describe_pairs
+from emocaustics.stats import config_stats
 
 R = 200  # enough resamples that an item bootstrap of [0, 1] reaches both ends of its 95 % interval
 
@@ -81,28 +79,3 @@ def test_the_first_item_in_two_clusters_is_the_one_named():
     frame = _frame([("a", "q1", 1.0, "t1"), ("a", "q2", 1.0, "t1"), ("b", "q1", 0.0, "t2"), ("b", "q2", 0.0, "t2")])
     with pytest.raises(ValueError, match=r"^config_stats: item 'q1' is in more than one cluster \('t1', 't2'\)$"):
         config_stats(frame)
-
-
-def _pairs(clusters: list[int | None] | None) -> pl.DataFrame:
-    rows = {"config_a": ["a", "a"], "config_b": ["b", "c"], "n_common": [4, 4], "n_only_a": [1, 0],
-            "n_only_b": [0, 0], "diff": [0.25, -0.5], "diff_low": [0.1, -0.75], "diff_high": [0.4, -0.25],
-            "p_bootstrap": [0.02, 0.5], "p_randomisation": [0.03, 0.25], "p_wilcoxon": [0.125, 0.625],
-            "p_holm": [0.03, 0.25], "significant": [True, False]}
-    if clusters is not None:
-        rows["clusters"] = clusters
-    return pl.DataFrame(rows)
-
-
-def test_describe_pairs_names_the_clusters_only_when_fewer_than_the_items():
-    lines = describe_pairs(_pairs([2, 4]))
-    assert lines == [
-        "a - b: +0.2500 [+0.1000, +0.4000] on 4 items in 2 clusters (1 scored in one only, excluded); p_holm 0.03 "
-        "(randomisation 0.03, bootstrap 0.02, Wilcoxon 0.125): significant at 0.05",
-        "a - c: -0.5000 [-0.7500, -0.2500] on 4 items; p_holm 0.25 (randomisation 0.25, bootstrap 0.5, "
-        "Wilcoxon 0.625): not significant at 0.05"]
-
-
-def test_describe_pairs_without_a_clusters_value_prints_no_clusters():
-    plain = [line.replace(" in 2 clusters", "") for line in describe_pairs(_pairs([2, 4]))]
-    assert describe_pairs(_pairs(None)) == plain
-    assert describe_pairs(_pairs([None, None])) == plain

@@ -1,4 +1,4 @@
-"""`config_stats`, `holm_family` and `describe_pairs` on small worked examples with exact expected numbers: every
+"""`config_stats` and `holm_family` on small worked examples with exact expected numbers: every
 interval, p and verdict is recomputed here from numpy's draws (the same draws for every config and pair: a pair's
 interval is the quantiles of its differences' resampled means), from the sign flips of the documented stream, from
 scipy's Wilcoxon and from Holm's rule written out by hand (issue 29, mutation testing)."""
@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 from scipy import stats as sps
 
-from emocaustics.stats import config_stats, describe_pairs, holm_family
+from emocaustics.stats import config_stats, holm_family
 from emocaustics.stats.tables import config_matrix, per_item
 
 A = [3.0, 1.0, 4.0, 1.0, 5.0, 9.0, 2.0]
@@ -185,26 +185,6 @@ def test_holm_family_exact():
     assert str(err.value) == "test must be one of ('randomisation', 'bootstrap', 'wilcoxon'), got 't'"
 
 
-def test_describe_pairs_lines():
-    pairs = pl.DataFrame({
-        "config_a": ["a", "a", "b"], "config_b": ["b", "c", "c"], "n_common": [10, 0, 4],
-        "n_only_a": [2, 0, 0], "n_only_b": [1, 0, 0], "diff": [0.25, None, -0.125],
-        "diff_low": [0.1, None, -0.5], "diff_high": [0.4, None, 0.25], "p_holm": [0.012, None, 0.5],
-        "p_randomisation": [0.004, None, 0.25], "p_bootstrap": [0.002, None, 0.3], "p_wilcoxon": [0.01, None, 0.6],
-        "significant": [True, False, False]})
-    assert describe_pairs(pairs, digits=2) == [
-        "a - b: +0.25 [+0.10, +0.40] on 10 items (3 scored in one only, excluded); p_holm 0.012 (randomisation "
-        "0.004, bootstrap 0.002, Wilcoxon 0.01): significant at 0.05",
-        "a vs c: no common items",
-        "b - c: -0.12 [-0.50, +0.25] on 4 items; p_holm 0.5 (randomisation 0.25, bootstrap 0.3, Wilcoxon "
-        "0.6): not significant at 0.05"]
-    assert describe_pairs(pairs, alpha=0.01)[2] == (
-        "b - c: -0.1250 [-0.5000, +0.2500] on 4 items; p_holm 0.5 (randomisation 0.25, bootstrap 0.3, Wilcoxon "
-        "0.6): not significant at 0.01")
-    nan_diff = pairs.with_columns(pl.Series("diff", [0.25, float("nan"), -0.125]), pl.Series("n_common", [10, 3, 4]))
-    assert describe_pairs(nan_diff)[1] == "a vs c: no common items"
-
-
 def test_per_item_exact_and_error():
     rows = pl.DataFrame({"run": ["r1", "r2"], "sample_id": [1, 2], "metric": ["f1", "f1"], "value": [1, None]})
     got = per_item(rows, "f1")
@@ -241,16 +221,6 @@ def test_holm_family_a_null_p_outside_the_family_is_not_significant():
                          schema={"config_a": pl.Utf8, "config_b": pl.Utf8, "p_randomisation": pl.Float64})
     fam = holm_family(pairs, [True, False])
     assert fam["significant"].to_list() == [True, False] and fam["p_holm"].to_list() == [0.01, None]
-
-
-def test_describe_pairs_a_missing_difference_reads_as_no_common_items():
-    pairs = pl.DataFrame({"config_a": ["a"], "config_b": ["b"], "n_common": [2], "n_only_a": [0], "n_only_b": [0],
-                          "diff": [None], "diff_low": [None], "diff_high": [None], "p_holm": [None],
-                          "p_randomisation": [None], "p_bootstrap": [None], "p_wilcoxon": [None],
-                          "significant": [False]},
-                         schema_overrides={k: pl.Float64 for k in ("diff", "diff_low", "diff_high", "p_holm",
-                                                                   "p_randomisation", "p_bootstrap", "p_wilcoxon")})
-    assert describe_pairs(pairs) == ["a vs b: no common items"]
 
 
 def test_empty_tables_keep_their_schema_and_one_config_has_no_pairs():
