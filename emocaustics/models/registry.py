@@ -93,11 +93,6 @@ def provider(kind: str) -> Provider:
     return found
 
 
-def providers() -> dict[str, Provider]:
-    find("")  # every plug-in too
-    return dict(_PROVIDERS)
-
-
 def kind_of(spec: Any) -> str:
     """The provider name of a spec string (`openai:M@URL?x=1` -> `openai`, `smoke` -> `smoke`) or an `LLMSpec`."""
     if not isinstance(spec, str):
