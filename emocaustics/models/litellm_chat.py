@@ -25,7 +25,7 @@ from typing import Any
 
 from emocaustics.models.base import ChatRequest, Completion, ErrorKind
 from emocaustics.models.chatclient import ChatClient
-from emocaustics.models.jsonout import parse_answer
+from emocaustics.models.jsonout import read_answer
 
 
 def _litellm() -> Any:
@@ -77,13 +77,9 @@ class LiteLLMChat(ChatClient):
         text = choice.message.content or ""
         usage = getattr(response, "usage", None)
         prompt, generated = (int(usage.prompt_tokens or 0), int(usage.completion_tokens or 0)) if usage else (0, 0)
-        if request.schema is not None and choice.finish_reason == "length":
-            return Completion(text=text, error="answer cut at max_tokens", kind=ErrorKind.ANSWER,
-                              prompt_tokens=prompt, generated_tokens=generated)
-        parsed, repaired, error = parse_answer(text, request.schema)
+        parsed, repaired, error = read_answer(text, request.schema, choice.finish_reason == "length", s.max_tokens)
         return Completion(text=text, parsed=parsed, repaired=repaired, prompt_tokens=prompt, generated_tokens=generated,
-                          error=f"invalid JSON: {error}" if error else None,
-                          kind=ErrorKind.ANSWER if error else None)
+                          error=error, kind=ErrorKind.ANSWER if error else None)
 
     def _failure(self, litellm: Any, exc: Exception) -> Completion:
         status, text = getattr(exc, "status_code", None), str(exc)[:300]
