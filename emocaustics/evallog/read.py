@@ -15,6 +15,7 @@ from typing import Any
 
 import polars as pl
 
+from emocaustics.evallog.record import JUDGE
 from emocaustics.evallog.writer import ATTEMPT_SCHEMA, CALL_SCHEMA, SAMPLE_SCHEMA
 
 
@@ -97,14 +98,15 @@ class RunLog:
         return [lb for lb in order if lb in found] + sorted(found - set(order))
 
     # -- one config ----------------------------------------------------------------------------------------------
-    def all_attempts(self, label: str) -> pl.DataFrame:
-        """Every solve attempt of every sample (status, reason, replica, cost), oldest first."""
+    def all_attempts(self, label: str, judged: bool = False) -> pl.DataFrame:
+        """Every solve attempt of every sample (status, reason, replica, cost), oldest first; `judged`: the lines of
+        the scorer's judge calls instead (step `judge`)."""
         frame = _read(self.root / "attempts" / f"{label}.parquet", ATTEMPT_SCHEMA)
         staged = [{k: (len(r["calls"]) if k == "calls" else r.get(k)) for k in ATTEMPT_SCHEMA}
                   for r in self._staged_lines(label)]
         if staged:
             frame = pl.concat([frame, pl.DataFrame(staged, schema=ATTEMPT_SCHEMA)])
-        return frame.sort("finished")
+        return frame.filter(pl.col("step").eq_missing(JUDGE) == judged).sort("finished")
 
     def attempts(self, label: str) -> pl.DataFrame:
         """Each sample's latest solve attempt."""
@@ -159,21 +161,14 @@ class RunLog:
 
     def sample(self, label: str, sample_id: str) -> dict[str, Any]:
         """One sample of one config: input, gold, prediction, status, its latest attempt's calls (prompts resolved),
-        and the scorer's item decisions."""
+        the scorer's judge calls (`judge`: its model, when and how long it judged, its calls) and item decisions."""
         row = self.samples(label).filter(pl.col("sample_id") == sample_id)
         rec = row.to_dicts()[0] if row.height else {}
         att = self.all_attempts(label).filter(pl.col("sample_id") == sample_id).to_dicts()
         latest = att[-1] if att else {}
-        calls = self.calls(label).filter((pl.col("sample_id") == sample_id)
-                                         & (pl.col("attempt") == (latest.get("attempt") or ""))).sort("seq")
-        out_calls = []
-        for c in calls.to_dicts():
-            out_calls.append({
-                **{k: c[k] for k in ("seq", "step", "retry", "start", "latency", "text", "error", "parse_error",
-                                     "prompt_tokens", "generated_tokens", "cached", "repaired")},
-                "messages": [{"role": m["role"], "content": self.text(m["text"])} for m in c["messages"] or []],
-                "schema": _loads(self.text(c["schema"])), "sampling": _loads(c["sampling"]),
-                "parsed": _loads(c["parsed"])})
+        judged = self.all_attempts(label, judged=True).filter(pl.col("sample_id") == sample_id).to_dicts()[-1:]
+        judge = {**_loads(judged[0]["stats"]), "finished": judged[0]["finished"],
+                 "calls": self.attempt_calls(label, sample_id, judged[0]["attempt"])} if judged else None
         items = []
         if self.items is not None and "run" in self.items.columns:
             # The sample's key: `sample_id`, else the table's first column (a task's own, e.g. a dialogue number).
@@ -196,9 +191,19 @@ class RunLog:
             "status": rec.get("status") or ("ok" if latest.get("ok") else "failed" if latest else "missing"),
             "reason": rec.get("reason") or latest.get("reason") or (None if rec or latest else NOT_SOLVED),
             "replica": latest.get("replica"),
-            "stats": _loads(latest.get("stats")), "attempts": len(att), "calls": out_calls, "items": items,
-            "scores": scored, "prompts": latest.get("prompts", True),
+            "stats": _loads(latest.get("stats")), "attempts": len(att), "calls": self.attempt_calls(label, sample_id, latest.get("attempt")),
+            "judge": judge, "items": items, "scores": scored, "prompts": latest.get("prompts", True),
         }
+
+    def attempt_calls(self, label: str, sample_id: str, attempt: str | None) -> list[dict[str, Any]]:
+        """The calls of one attempt (a sample's solve, or its judge's line), in order, their texts resolved."""
+        calls = self.calls(label).filter((pl.col("sample_id") == sample_id)
+                                         & (pl.col("attempt") == (attempt or ""))).sort("seq")
+        return [{**{k: c[k] for k in ("seq", "step", "retry", "start", "latency", "text", "error", "parse_error",
+                                      "prompt_tokens", "generated_tokens", "cached", "repaired")},
+                 "messages": [{"role": m["role"], "content": self.text(m["text"])} for m in c["messages"] or []],
+                 "schema": _loads(self.text(c["schema"])), "sampling": _loads(c["sampling"]),
+                 "parsed": _loads(c["parsed"])} for c in calls.to_dicts()]
 
     # -- size ----------------------------------------------------------------------------------------------------
     def size_report(self) -> dict[str, Any]:

@@ -34,6 +34,7 @@ from emocaustics.models.base import Layer
 
 _CURRENT: ContextVar["Recorder | None"] = ContextVar("emocaustics_evallog_recorder", default=None)
 SHORT = 200  # a text up to this long is one chunk
+JUDGE = "judge"  # the step of a scorer's judge calls: logged per sample as a line of their own (`read.RunLog.sample`)
 
 
 def dumps(value: Any, default: Any = str, sort_keys: bool = False) -> str:
@@ -116,7 +117,7 @@ def chunks(text: str) -> list[str]:
 class Recorder:
     """The calls of one sample, in order; `prompts=False` keeps counts and timings but no prompt or answer text."""
 
-    def __init__(self, prompts: bool = True) -> None:
+    def __init__(self, prompts: bool = True, t0: float | None = None) -> None:
         self.prompts = prompts
         self.calls: list[dict[str, Any]] = []
         self.chunker = Chunker()
@@ -124,7 +125,7 @@ class Recorder:
         self._schemas: dict[int, tuple[Any, list[str]]] = {}  # id(schema) -> (schema, its hashes): many calls share one
         self._by_request: dict[int, tuple[Any, dict[str, Any]]] = {}  # id(request) -> (request, its last call)
         self._chunked = 0  # calls before this one have their messages as text hashes (the rest: as sent)
-        self._t0 = time.perf_counter()
+        self._t0 = time.perf_counter() if t0 is None else t0  # each call's `start` counts from here
 
     def __getstate__(self) -> dict[str, Any]:
         """What the eval log's writer process needs (`writer.ConfigLog.emit`): the calls as recorded and the chunker

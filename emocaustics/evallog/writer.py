@@ -44,7 +44,7 @@ import polars as pl
 from emocaustics.core.redact import Redactor, secrets as known_secrets
 from emocaustics.core.writes import append_line, atomic_parquet, writing
 from emocaustics.evallog.process import ChildWriter
-from emocaustics.evallog.record import Finished, dumps, text_hash
+from emocaustics.evallog.record import JUDGE, Finished, dumps, text_hash
 from emocaustics.evallog.tables import ATTEMPT_SCHEMA, CALL_SCHEMA, SAMPLE_SCHEMA, _json, _tables
 
 __all__ = ["ATTEMPT_SCHEMA", "CALL_SCHEMA", "SAMPLE_SCHEMA", "EvalLog", "ConfigLog"]
@@ -243,7 +243,8 @@ class ConfigLog:
         if not self.prompts:  # whatever a replica recorded, no prompt or answer text is kept
             calls = [{k: v for k, v in c.items() if k not in ("messages", "schema", "text", "parsed")} for c in calls]
             texts = {}
-        row = {"sample_id": sample_id, "attempt": self.log.attempt, "finished": finished,
+        judged = result.get("step") == JUDGE  # a scorer's judge calls: an attempt of their own, beside the solve's
+        row = {"sample_id": sample_id, "attempt": self.log.attempt + f".{JUDGE}" * judged, "finished": finished,
                "ok": bool(result.get("ok")), "step": result.get("step"), "reason": result.get("reason"),
                "replica": result.get("replica"), "calls": calls, "stats": result["stats"],
                "prompts": self.prompts, "texts": self.log._new_texts(texts)}

@@ -40,7 +40,7 @@ def _resampled(table: dict[str, Any]) -> str:
 
 def _model(cfg: ConfigRecord) -> tuple[str, str, str, dict[str, Any]]:
     """(model id, developer, the id's last part, model_info)."""
-    name = model_name(cfg)
+    name = model_name(cfg.spec)
     if name is None:  # a calibration method: no model was asked
         mid = f"emocaustics/{cfg.method}"
         info = {"name": cfg.method, "id": mid, "developer": "emocaustics",
@@ -159,5 +159,14 @@ def _instance(cfg: ConfigRecord, s: SampleRecord, eid: str, model_id: str) -> di
     record["error"] = (s.reason or "failed") if s.failed else None
     record["metadata"] = _strings({"config": cfg.label, "epoch": s.epoch, "status": s.status,
                                    **{f"metric.{k}": v for k, v in s.metrics.items()},
-                                   **({"score_missing": "true"} if s.score is None else {})})
+                                   **({"score_missing": "true"} if s.score is None else {}),
+                                   **({"judge.model": s.judge["model"], "judge.calls": _judge_calls(s.judge)}
+                                      if s.judge else {})})
     return record
+
+
+def _judge_calls(judge: dict[str, Any]) -> list[dict[str, Any]]:
+    """The scorer's judge calls (the schema has no place for a grader's): each call's messages, answer and tokens."""
+    return [{"messages": c["messages"], "answer": c.get("text"), "error": c.get("error"),
+             "input_tokens": c.get("prompt_tokens"), "output_tokens": c.get("generated_tokens")}
+            for c in judge.get("calls", [])]

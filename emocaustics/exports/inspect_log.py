@@ -22,7 +22,7 @@ import json
 import re
 from typing import Any
 
-from emocaustics.exports.names import jsonable, model_name, text
+from emocaustics.exports.names import ModelName, jsonable, model_name, text
 from emocaustics.exports.source import ConfigRecord, RunRecord, SampleRecord, utc
 
 ROLES = ("system", "user", "assistant", "tool")
@@ -35,8 +35,8 @@ def file_name(cfg: ConfigRecord, log: dict[str, Any]) -> str:
 
 
 def inspect_log(run: RunRecord, cfg: ConfigRecord) -> dict[str, Any]:
-    model = model_name(cfg)
-    name = f"{model.provider}/{model.model}" if model else "none"  # inspect's `provider/model`
+    model = model_name(cfg.spec)
+    name = _name(model)
     samples = [_sample(s, name) for s in cfg.samples]
     used = [s for s in cfg.samples if s.calls or s.prompt_tokens or s.generated_tokens]  # as a sample's model_usage
     costs = [s.cost_usd for s in used if s.cost_usd is not None]
@@ -76,6 +76,10 @@ def inspect_log(run: RunRecord, cfg: ConfigRecord) -> dict[str, Any]:
         **({"reductions": [{"scorer": cfg.sample_metric, "reducer": reducer, "samples": [
             {"value": v, "sample_id": sid} for sid, v in cfg.reduced.items() if v is not None]}]} if reducer else {}),
     }
+
+
+def _name(model: ModelName | None) -> str:
+    return f"{model.provider}/{model.model}" if model else "none"  # inspect's `provider/model`
 
 
 def _id(*parts: str) -> str:
@@ -122,11 +126,11 @@ def _message(role: str, content: str | None, model: str | None = None) -> dict[s
     return out
 
 
-def _event(call: dict[str, Any], model: str, start: float | None) -> dict[str, Any]:
+def _event(call: dict[str, Any], model: str, start: float | None, role: str | None = None) -> dict[str, Any]:
     sampling = call.get("sampling") or {}
     answer = call.get("text") or ""
     return {
-        "event": "model", "timestamp": utc(start + float(call.get("start") or 0.0)) if start is not None else utc(0.0),
+        "event": "model", **({"role": role} if role else {}), "timestamp": utc(start + float(call.get("start") or 0.0)) if start is not None else utc(0.0),
         "working_start": float(call.get("start") or 0.0), "model": model,
         "input": [_message(m["role"], m["content"]) for m in call.get("messages") or []],
         "tools": [], "tool_choice": "none",
@@ -146,6 +150,7 @@ def _event(call: dict[str, Any], model: str, start: float | None) -> dict[str, A
 
 def _sample(s: SampleRecord, model: str) -> dict[str, Any]:
     started = s.finished - s.seconds if s.finished is not None else None
+    judge = s.judge or {}
     messages: list[dict[str, Any]] = []
     for call in s.calls:
         messages += [_message(m["role"], m["content"]) for m in call.get("messages") or []]
@@ -164,7 +169,9 @@ def _sample(s: SampleRecord, model: str) -> dict[str, Any]:
         "metadata": {"status": s.status, "reason": s.reason, "prediction": jsonable(s.prediction),
                      "unscored_metrics": [m for m, v in s.metrics.items() if v is None],
                      "llm_calls": s.llm_calls, "cache_hits": s.cache_hits, "cost_usd": s.cost_usd},
-        "events": [_event(c, model, started) for c in s.calls],
+        # the scorer's judge calls after the solver's, as inspect logs a scorer's model calls (role `grader`)
+        "events": [_event(c, model, started) for c in s.calls] + [
+            _event(c, _name(model_name(judge["model"])), judge["finished"] - judge["seconds"], "grader") for c in judge.get("calls", [])],
         "total_time": s.seconds, "working_time": s.seconds,
         **({"started_at": utc(started), "completed_at": utc(s.finished)} if started is not None else {}),
     }

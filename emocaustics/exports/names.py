@@ -8,8 +8,6 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from emocaustics.exports.source import ConfigRecord
-
 
 @dataclass(frozen=True)
 class ModelName:
@@ -21,15 +19,16 @@ class ModelName:
     #                 model at its own API (`openai:gpt-4o@https://api.openai.com/v1` -> `openai`), else unknown
 
 
-def model_name(cfg: ConfigRecord) -> ModelName | None:
-    if cfg.spec is None:
+def model_name(spec: str | None) -> ModelName | None:
+    """The model of a spec (a config's, a judge's); None for none (a calibration method)."""
+    if spec is None:
         return None
     from urllib.parse import urlsplit
 
     from emocaustics.models.registry import is_remote, provider
     from emocaustics.models.spec import as_llm_spec, without_credentials
 
-    spec = as_llm_spec(cfg.spec)
+    spec = as_llm_spec(spec)
     model = spec.model.rstrip("/") or spec.kind
     if model.startswith(("/", ".", "~")):  # a local folder: its name, not where it lay on the machine
         model = model.rsplit("/", 1)[-1]

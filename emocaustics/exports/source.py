@@ -38,6 +38,7 @@ class SampleRecord:
     cache_hits: int = 0
     finished: float | None = None  # when its latest attempt ended (epoch seconds); None for a calibration config
     epoch: int = 1  # which of the config's epochs (1 for a config solved once)
+    judge: dict[str, Any] | None = None  # the scorer's judge calls, its model and time (evallog.read.RunLog.sample)
 
     @property
     def failed(self) -> bool:
@@ -182,7 +183,8 @@ def _config(folder: Path, rec: dict[str, Any], models: dict[str, Any], scores: A
                 calls=got.get("calls") or [], prompt_tokens=int(s.get("prompt_tokens") or 0),
                 generated_tokens=int(s.get("generated_tokens") or 0), seconds=float(s.get("seconds") or 0.0),
                 cost_usd=_num(s.get("cost_usd")), llm_calls=int(s.get("llm_calls") or 0),
-                cache_hits=int(s.get("cache_hits") or 0), finished=_num(finished.get(sid)), epoch=epoch))
+                cache_hits=int(s.get("cache_hits") or 0), finished=_num(finished.get(sid)), epoch=epoch,
+                judge=got.get("judge")))
     if log.bad_lines:
         path, line, why = log.bad_lines[0]
         raise UsageError(f"{path}:{line}: not an eval-log line ({why}); export reads whole lines only (the run was "

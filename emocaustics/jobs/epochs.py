@@ -20,6 +20,7 @@ from typing import Any
 import polars as pl
 
 from emocaustics.core.task import Failure, Scored
+from emocaustics.evallog import sink
 from emocaustics.jobs.results import COST_COLUMNS, ConfigResult, score_line, score_table, summary_record
 from emocaustics.solve.plan import LIMIT_STEPS
 from emocaustics.scoring.reducers import reduce_scores
@@ -64,8 +65,9 @@ def score_config(cfg: Any, loaded: Any, solved: Any, started: Any, claimed: Any)
             else:  # the rule `score TASK` shares: nothing written is a Failure
                 predictions, stats = solved.epoch(1)
                 predictions = pair(samples, predictions).predictions
+            with sink.active(evallog.config(cfg.label)):  # a judge's calls join each sample's log, then finished
+                scored = cfg.task.scorer.score(samples, predictions, cfg.options, ctx)
             evallog.config(cfg.label).finish(samples, predictions)
-            scored = cfg.task.scorer.score(samples, predictions, cfg.options, ctx)
             cfg.task.scorer.finalize(cfg.pred_dir, samples, predictions, cfg.options)
             table = score_table(cfg, scored, stats, loaded)
         record = summary_record(cfg, scored, len(loaded.defects), table)
@@ -87,8 +89,9 @@ def score_epochs(cfg: Any, solved: Any, ctx: Any, evallog: Any,
         folder = epoch_dir(cfg.pred_dir, e, epochs)
         found, stats = solved.epoch(e)
         predictions = pair(samples, found).predictions
+        with sink.active(evallog.config(epoch_label(cfg.label, e, epochs))):
+            scored = task.scorer.score(samples, predictions, cfg.options, ctx)
         evallog.config(epoch_label(cfg.label, e, epochs)).finish(samples, predictions)
-        scored = task.scorer.score(samples, predictions, cfg.options, ctx)
         task.scorer.finalize(folder, samples, predictions, cfg.options)  # each epoch's own submission / official files
         stats_all.append(stats)
         frames.append(score_table(cfg, scored, stats, loaded).with_columns(pl.lit(e, pl.Int64).alias("epoch")))
@@ -102,8 +105,9 @@ def score_epochs(cfg: Any, solved: Any, ctx: Any, evallog: Any,
         for s in samples:
             got = [p.get(s.id) for p in per_epoch]
             reduced[s.id] = vote(got) or next((p for p in got if isinstance(p, Failure)), got[0])
+        with sink.active(evallog.config(cfg.label)):
+            scored = task.scorer.score(samples, reduced, cfg.options, ctx)
         evallog.config(cfg.label).finish(samples, reduced)
-        scored = task.scorer.score(samples, reduced, cfg.options, ctx)
         task.scorer.finalize(cfg.pred_dir, samples, reduced, cfg.options)
         table = score_table(cfg, scored, _summed(stats_all), loaded)
         scored.summary.update(reducer=reducer, epochs=epochs, per_epoch=summaries)

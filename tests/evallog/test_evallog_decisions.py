@@ -685,7 +685,7 @@ def test_a_sample_shows_its_input_gold_prediction_calls_items_and_scores(run: Pa
     calls = s.pop("calls")
     assert s == {"config": "cfgA", "sample_id": "s1", "task": "tA", "input": {"q": 1}, "target": ["A"],
                  "prediction": {"answer": ["A"]}, "status": "ok", "reason": None, "replica": "r1",
-                 "stats": {"calls": 2}, "attempts": 1,
+                 "stats": {"calls": 2}, "attempts": 1, "judge": None,  # no judge scored it
                  "items": [{"sample_id": "s1", "item": "e1"}, {"sample_id": "s1", "item": "e2"}],
                  "scores": {"score": 1.0, "c_acc": 1.0}, "prompts": True}
     assert calls == [

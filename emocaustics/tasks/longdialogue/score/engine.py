@@ -63,7 +63,7 @@ async def score_ok(task: str, ok: Sequence[tuple[Dialogue, Any]], table: Similar
                    notes: Mapping[int, int] | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Score the scorable dialogues in rounds (whether a later question is asked depends on earlier answers):
     (item rows, dialogue rows)."""
-    policy = policy or Policy(judge=judge is not None)
+    policy = judge.logged(policy or Policy(judge=True)) if judge is not None else policy or Policy()  # eval log
     notes = notes or {}
     answers: dict[Any, Any] | None = None
     if judge is not None:

@@ -14,15 +14,21 @@ with a cache directory). What differs between the modes is a `JudgeRules`:
   we fail that dialogue, naming the answer, `ReferenceCrash`) and counts 0 in the sextuple script
   (`get_quadruples_score.py` catches everything). Asked in batches and cached, a deterministic judge gives what the
   reference's one-by-one calls give.
+In a job the judge's calls go to the eval log of the config being scored (`evallog.sink.current()`), each dialogue
+with the calls of the questions its scoring read (`Judge.logged`): asked once, a question shared by two dialogues is
+in both logs. Scoring on Ray (`plan.score_with_ray`) logs none.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from emocaustics.evallog.record import JUDGE, Recorder
+from emocaustics.evallog.sink import current
 from emocaustics.models.base import LLM, ChatRequest, Completion, Sampling
 from emocaustics.models.spec import LLMSpec
 from emocaustics.tasks.longdialogue.score.prompts import JUDGE_SCHEMA, judge_messages, reference_judge_messages
@@ -121,13 +127,23 @@ class Judge:
         self.rules = rules
         self.cache: dict[tuple[str, Pair], Any] = {}
         self.stats = JudgeStats()
+        self.log = current()  # the eval log of the config being scored (a job's), else None: no call is kept
+        self._t0 = time.perf_counter()
+        self._calls: dict[tuple[str, Pair], list[tuple[Any, ...]]] = {}  # (request, answer, start, latency, retry)
+        self._read: dict[str, dict[tuple[str, Pair], None]] = {}  # sample -> the questions its scoring read
 
     async def _ask(self, task: str, pairs: list[Pair], retry: bool) -> list[Any]:
         r = self.rules
-        answers = await self.llm.generate([ChatRequest(messages=r.messages(task, g, p, retry), schema=r.schema,
-                                                       sampling=r.sampling) for g, p in pairs])
+        requests = [ChatRequest(messages=r.messages(task, g, p, retry), schema=r.schema, sampling=r.sampling)
+                    for g, p in pairs]
+        t0 = time.perf_counter()
+        answers = await self.llm.generate(requests)
         # strict: an LLM that answers fewer requests than asked breaks its contract; nothing of the round is cached
-        return [r.read(c) for _, c in zip(pairs, answers, strict=True)]
+        read = [r.read(c) for _, c in zip(pairs, answers, strict=True)]
+        if self.log is not None:  # a batch's requests run together: each took the batch's time
+            for p, request, c in zip(pairs, requests, answers):
+                self._calls.setdefault((task, p), []).append((request, c, t0, time.perf_counter() - t0, int(retry)))
+        return read
 
     async def ask(self, pairs: Iterable[Pair], task: str = "emotion") -> dict[Pair, Any]:
         """Each distinct (gt, pred) question's reading under `task`, asked once per judge."""
@@ -145,6 +161,67 @@ class Judge:
                     self.stats.failures += v is None
             self.cache.update({(task, p): v for p, v in verdicts.items()})
         return {p: self.cache[(task, p)] for p in wanted}
+
+    def logged(self, policy: Any) -> Any:
+        """The scoring policy as the engine runs it: with an eval log, one that logs each dialogue's judge calls."""
+        return policy if self.log is None else _Logged(policy, self)
+
+    def emit(self, sample_id: str) -> None:
+        """The calls of the questions the sample's scoring read, in the order asked, to the eval log (one line)."""
+        calls = sorted((c for q in self._read.pop(sample_id, {}) for c in self._calls.get(q, ())), key=lambda c: c[2])
+        if self.log is None or not calls:
+            return
+        rec = Recorder(self.log.prompts, t0=self._t0)
+        for request, answer, started, latency, retry in calls:
+            rec.add(request, answer, started, latency)
+            rec.note(request, step=JUDGE, attempt=retry)
+        self.log.emit(sample_id, {"ok": True, "step": JUDGE, "log": rec.finished(),
+                                  "stats": {"model": self.name, "seconds": round(time.perf_counter() - self._t0, 3)}})
+
+
+class _Reads(Mapping):
+    """A dialogue's view of the judge's answers: the questions it reads are kept (`Judge.emit` logs their calls)."""
+
+    def __init__(self, answers: Mapping[Any, Any], read: dict[Any, None], task: str) -> None:
+        self.answers, self.read, self.task = answers, read, task
+
+    def __getitem__(self, q: Any) -> Any:
+        value = self.answers[q]
+        self.read[(self.task, q)] = None
+        return value
+
+    def __contains__(self, q: object) -> bool:
+        return q in self.answers
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.answers)
+
+    def __len__(self) -> int:
+        return len(self.answers)
+
+
+class _Logged:
+    """A scoring policy whose dialogues' judge calls are logged once the dialogue is scored (its rows made) or failed;
+    anything else is the policy's own."""
+
+    def __init__(self, policy: Any, judge: Judge) -> None:
+        self.policy, self.judge = policy, judge
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.policy, name)
+
+    def score(self, task: str, d: Any, pred: Any, sim: Any, answers: Mapping[Any, Any] | None) -> Any:
+        reads = None if answers is None else _Reads(answers, self.judge._read.setdefault(str(d.id), {}), task)
+        return self.policy.score(task, d, pred, sim, reads)
+
+    def rows(self, task: str, d: Any, *args: Any) -> Any:
+        got = self.policy.rows(task, d, *args)
+        self.judge.emit(str(d.id))
+        return got
+
+    def crashed(self, task: str, d: Any, *args: Any) -> Any:
+        self.judge.emit(str(d.id))
+        return self.policy.crashed(task, d, *args)
 
 
 def make_judge(spec: LLMSpec | None) -> Judge | None:
