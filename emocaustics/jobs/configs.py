@@ -45,7 +45,8 @@ def resolve(job: JobSpec, run_dir: Path) -> list[Config]:
     """Every config of the job, in the job's order. A config another builds on (its predictions read as the other's
     input: EmoCaustics chains on sextuple windows) is solved in one epoch: of N, which one would it hand on? A
     UsageError naming both."""
-    configs = [_one(run, job, run_dir) for run in job.expand()]
+    runs = job.expand()
+    configs = [_one(run, job, run_dir) for run in runs]
     candidates = [(c.task.name, c.options, c.model, c.label) for c in configs]
     by_label = {c.label: c for c in configs}
     out = []

@@ -1,29 +1,28 @@
 """The labels a job gives its configs (a config's folder under `predictions/` and its `run` in every table): task,
 method, model, then `key=value` for each option that varies between the job's configs of that task and method. Used
 by `JobSpec.expand` (jobs/spec.py) and by the summary tables' axis columns (report/axes.py); works on the job's
-`RunSpec`s and `JobSpec` without importing them (jobs/spec.py imports this module)."""
+`RunSpec`s without importing them (jobs/spec.py imports this module)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
 
 from emocaustics.core.task import needs_model
 
 
-def label_axes(runs: list[Any], dataset_for: Callable[[Any], dict[str, Any]]) -> list[list[str] | None]:
+def label_axes(runs: list[Any], datasets: list[dict[str, Any]]) -> list[list[str] | None]:
     """Per run, the option keys its label names: those whose value differs between the job's configs of the same
     task and method (a grid's axes, and what an explicit run sets otherwise), named even where the value is the
     default; an option constant across them is left out. A config alone of its task and method (counting distinct
-    configs) gets None: its label keeps the options it sets away from their defaults."""
+    configs) gets None: its label keeps the options it sets away from their defaults. `datasets`: each run's."""
     groups: dict[tuple[str, str], dict[str, Any]] = {}
     resolved = []
-    for run in runs:
+    for run, dataset in zip(runs, datasets):
         task, opts = run.resolve()
         data = opts.model_dump(mode="json")
         key = (task.name, data.pop("method"))
-        config = json.dumps([run.model, data, dataset_for(run)], sort_keys=True, default=str)
+        config = json.dumps([run.model, data, dataset], sort_keys=True, default=str)
         groups.setdefault(key, {})[config] = data
         resolved.append(key)
     axes: dict[tuple[str, str], list[str] | None] = {}
@@ -37,27 +36,18 @@ def label_axes(runs: list[Any], dataset_for: Callable[[Any], dict[str, Any]]) ->
     return [axes[key] for key in resolved]
 
 
-def label_runs(runs: list[Any], dataset_for: Callable[[Any], dict[str, Any]]) -> list[Any]:
-    """Copies of the runs carrying the labels the job gives them (`label_axes`); a run's `name:` still wins."""
+def label_runs(runs: list[Any], datasets: list[dict[str, Any]]) -> list[Any]:
+    """Copies of the runs carrying the labels the job gives them (`label_axes`; a run's `name:` still wins) and the
+    values of the options a label names because they vary (`_axes`: the grid's axis columns in the summary tables)."""
     out = []
-    for run, axes in zip(runs, label_axes(runs, dataset_for)):
+    for run, axes in zip(runs, label_axes(runs, datasets)):
         task, opts = run.resolve()
         labelled = run.model_copy()
         model = run.model if needs_model(task, opts) else None
         labelled._label = task.report.label(opts, model, axes=axes) + _epochs(run)
-        out.append(labelled)
-    return out
-
-
-def config_axes(job: Any) -> dict[str, dict[str, Any]]:
-    """Per config label, the values of the options its label names because they vary (`label_axes`): the columns
-    of the grid's axes in the summary tables."""
-    runs = job.expand()
-    out = {}
-    for run, axes in zip(runs, label_axes(runs, job.dataset_for)):
-        _, opts = run.resolve()
         data = opts.model_dump(mode="json")
-        out[run.label] = {k: data[k] for k in axes or []}
+        labelled._axes = {k: data[k] for k in axes or []}
+        out.append(labelled)
     return out
 
 

@@ -67,8 +67,10 @@ class RunSpec(_Strict):
     token_limit: int | None = Field(None, ge=1)
     time_limit: float | None = Field(None, gt=0)
     config_time_limit: float | None = Field(None, gt=0)
-    # The label the job gave this run (`JobSpec.expand`: it names the options that vary between the job's configs).
+    # The label the job gave this run (`JobSpec.expand`: it names the options that vary between the job's configs),
+    # and those options' values (`_axes`: the summary tables' axis columns, in config.yaml).
     _label: str | None = PrivateAttr(None)
+    _axes: dict[str, Any] = PrivateAttr(default_factory=dict)
 
     @model_validator(mode="before")
     @classmethod

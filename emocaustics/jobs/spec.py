@@ -16,7 +16,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
 from emocaustics.core.errors import UsageError
 from emocaustics.core.task import get_task, needs_model
-from emocaustics.jobs.labels import config_axes, label_runs
+from emocaustics.jobs.labels import label_runs
 from emocaustics.jobs.modelentry import ModelSpec  # noqa: F401 (a job's model entry; imported from here too)
 from emocaustics.jobs.runspec import (RUN_KEYS, GridSpec, RunSpec, SelectSpec, _check_epochs,  # noqa: F401 (importable
                                       _Strict)  # from here too)
@@ -139,14 +139,15 @@ class JobSpec(_Strict):
             if run in self.runs[:i]:
                 raise ValueError(f"runs.{i} is the same run as runs.{self.runs.index(run)} ({run.label}): list it "
                                  "once (or give the two different `name:`s to run it twice)")
-        collapsed = []
+        collapsed, datasets = [], []
         for run in runs:
             task, opts = run.resolve()
+            datasets.append(self.dataset_for(run))  # a run's dataset is not one of the keys collapsed
             collapsed.append(run.model_copy(update={"model": None, **{k: RunSpec.model_fields[k].default
                                                                       for k in RUN_KEYS}})
                              if not needs_model(task, opts) else run)
         unique: dict[str, RunSpec] = {}
-        for run in label_runs(collapsed, lambda r: self.dataset_for(r)):
+        for run in label_runs(collapsed, datasets):
             seen = unique.setdefault(run.label, run)
             if seen is not run and seen.model_dump() != run.model_dump():
                 # Same label, different work (e.g. another dataset file): keeping one would drop the other silently.
@@ -235,7 +236,7 @@ def output_path(path: str | Path) -> Path:
 def dump_job(job: JobSpec) -> str:
     """The resolved spec as YAML (written to config.yaml next to the outputs)."""
     data = job.model_dump(mode="json", exclude={"select"} if job.select is None else None)
-    axes = config_axes(job)  # what each label names because it varies: the report's axis columns
+    # `axes`: what each label names because it varies (`label_runs`): the report's axis columns
     data["resolved_runs"] = [run.model_dump(mode="json", exclude={"select"} if run.select is None else None)
-                             | {"label": run.label, "axes": axes.get(run.label, {})} for run in job.expand()]
+                             | {"label": run.label, "axes": run._axes} for run in job.expand()]
     return yaml.safe_dump(data, allow_unicode=True, sort_keys=False)

@@ -49,13 +49,14 @@ def start_job(job: JobSpec, configs: list[Any], loaded: dict[str, Loaded], claim
     from emocaustics.models.registry import is_remote
 
     run_dir = claimed.run_dir
+    config_yaml, judge = dump_job(job), judge_spec(job)  # what of the job the folder and the scoring keep
     start_ledger(job, configs)  # max_cost_usd: every endpoint priced (else a usage error), then spent against
     # the job's `cache:` (models/cacheplace.py): the shared cache by default (read-only), a folder of the job's, or
     # None (`off`, `--no-cache`); in run.json: where, never what it holds
     cache_dir = choose(job.cache)
     claimed.record["response_cache"] = cache_dir.record() if cache_dir is not None else {"mode": "off"}
     rundir.start(claimed)
-    (run_dir / "config.yaml").write_text(dump_job(job), encoding="utf-8")
+    (run_dir / "config.yaml").write_text(config_yaml, encoding="utf-8")
     print(f"job {job.name}: {len(configs)} configs -> {run_dir}" + (" (resumed)" if claimed.resumed else ""),
           flush=True)
     # Ray joined when first needed: by a local engine's start, or by scoring that fans out through Ray Data (large
@@ -63,7 +64,7 @@ def start_job(job: JobSpec, configs: list[Any], loaded: dict[str, Loaded], claim
     configure(address=address, num_cpus=job.ray.num_cpus, object_store_memory=job.ray.object_store_memory,
               namespace=job.ray.namespace)
     embedder = make_embedder(job.scoring.embedder)  # loaded once, shared by every config's scoring
-    ctx = ScoreContext(embedder=embedder, embedder_spec=job.scoring.embedder, judge=judge_spec(job),
+    ctx = ScoreContext(embedder=embedder, embedder_spec=job.scoring.embedder, judge=judge,
                        scoring=job.scoring.task_options, use_ray=True)
     print(f"response cache: {cache_dir.describe() if cache_dir is not None else 'off'}", flush=True)
     evallog = EvalLog(run_dir, prompts=job.log.prompts)  # every call of every sample: `emocaustics view RUN_DIR`
