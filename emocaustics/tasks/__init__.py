@@ -4,5 +4,5 @@ and/or `register_score(score_subparsers)` (its `emocaustics score <task>` verb).
 its line in `BUILT_IN`: the core imports a task's package when its name is asked for (start-up, issue 55)."""
 
 # task name (or task-file suffix) -> the package whose import registers it
-BUILT_IN = {"aer": "aer", "ecpe": "ecpe", "human": "human", "narrative": "narrative", "sextuple": "longdialogue",
-            "emotion": "longdialogue", ".yaml": "yamltask", ".yml": "yamltask"}
+BUILT_IN = {"aer": "aer", "ecpe": "ecpe", "human": "human", "dialogue-judge": "dialoguejudge", "narrative": "narrative",
+            "sextuple": "longdialogue", "emotion": "longdialogue", ".yaml": "yamltask", ".yml": "yamltask"}

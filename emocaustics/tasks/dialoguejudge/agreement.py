@@ -1,0 +1,169 @@
+"""The judge as a worker, by the human-assessment method's own functions (`tasks/human/method.py`), and its agreement
+with the workers.
+
+The judge takes each worker's place: its ratings of a worker's conversations become one more assignment, of the
+worker `judge@<worker>`, beside the worker's own, so that they are z-scored exactly as that worker's are (over the
+same conversations); quality control pools all of the judge's z (one worker, `judge`) in the method's test. The
+system z-scores of QC-passed workers are compared with the judge's over the same assignments (Pearson and Spearman
+over the systems, overall and per criterion, with percentile bootstrap intervals that resample assignments, each
+with its judge twin); at the item level, Pearson r of the conversations' mean ratings and Krippendorff's alpha
+(interval) over every (conversation, criterion) cell the two rated. The oracle (the workers' own ratings) gives r = 1
+and alpha = 1 and passes QC as the workers do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from emocaustics.core.task import Sample
+from emocaustics.stats.correlation import correlate
+from emocaustics.tasks.human.data import Assignment, Hits, Metadata, Rating
+from emocaustics.tasks.human.method import (conversation_table, quality_control, standardise, system_scores,
+                                            worker_moments, z_col)
+
+JUDGE = "judge"
+Ratings = Mapping[str, Mapping[str, float]]  # sample id -> the judge's ratings (criterion -> 0-100)
+
+
+def twin(worker: str) -> str:
+    return f"{JUDGE}@{worker}"
+
+
+@dataclass
+class Judged:
+    qc: dict[str, Any]  # the judge's QC row: p_value, n_qc, n_systems, passed, reason
+    workers: pl.DataFrame  # every worker's QC row, then the judge's (`human.method.quality_control`)
+    human: pl.DataFrame  # system z of QC-passed workers (model, N, z, criteria)
+    judge: pl.DataFrame  # the judge's system z over the same assignments, in the same order
+    agreement: pl.DataFrame  # column (z, criteria), pearson, spearman and their 95 % intervals
+    item_r: float  # Pearson r of the conversations' mean raw rating, judge against worker
+    item_alpha: float  # Krippendorff's alpha (interval), every (conversation, criterion) cell
+    contribution: dict[str, float]  # sample id -> its share of the overall system-level Pearson r (they sum to r)
+
+
+def as_hits(meta: Metadata, samples: list[Sample], ratings: Ratings) -> tuple[Hits, list[str]]:
+    """The workers' assignments, each followed by its judge twin (the conversations the judge rated), and the sample
+    id of each conversation row `conversation_table` makes of them."""
+    groups: dict[str, list[Sample]] = {}
+    for s in samples:
+        groups.setdefault(s.meta["assignment"], []).append(s)
+    out: list[Assignment] = []
+    ids: list[str] = []
+    for k, (aid, group) in enumerate(groups.items()):
+        hit, worker = group[0].meta["hit"], group[0].meta["worker"]
+        out.append(Assignment(k, hit, aid, worker, 0.0, tuple(Rating(s.meta["model"], s.target) for s in group)))
+        rated = [s for s in group if s.id in ratings]
+        if rated:
+            out.append(Assignment(k, hit, f"{JUDGE}:{aid}", twin(worker), 0.0,
+                                  tuple(Rating(s.meta["model"], dict(ratings[s.id])) for s in rated)))
+        ids += [s.id for s in group] + [s.id for s in rated]
+    return Hits("<dialogue-judge>", meta, out), ids
+
+
+def judge(meta: Metadata, samples: list[Sample], ratings: Ratings, *,
+          threshold: float, resamples: int, seed: int) -> Judged:
+    hits, ids = as_hits(meta, samples, ratings)
+    conv = conversation_table(hits).with_columns(pl.Series("sample_id", ids))
+    conv = standardise(conv, worker_moments(conv, meta.score_names), meta.score_names)
+    is_judge = pl.col("worker").str.starts_with(f"{JUDGE}@")
+    workers = quality_control(conv.filter(~is_judge), meta, threshold)
+    pooled = conv.filter(is_judge).with_columns(pl.lit(JUDGE).alias("worker"), pl.col("sd").max())
+    mine_qc = quality_control(pooled, meta, threshold)
+    qc = mine_qc.row(0, named=True)
+    passed = set(workers.filter(pl.col("passed")).get_column("worker").to_list())
+    human, _ = system_scores(conv, meta, passed)
+    order = tuple(human.get_column("model").to_list())
+    mine, _ = system_scores(conv, meta, {twin(w) for w in passed}, order)
+    columns = ("z", *meta.sorted_scores)
+    rows = []
+    low_high = _bootstrap(conv, meta, passed, columns, resamples, seed)
+    for c in columns:
+        x, y = human.get_column(c).to_numpy(), mine.get_column(c).to_numpy()
+        ok = np.isfinite(x) & np.isfinite(y)
+        rows.append({"column": c, **{m: correlate(x[ok], y[ok], m) for m in ("pearson", "spearman")},
+                     **low_high[c]})
+    raw = [f"raw:{s}" for s in meta.score_names]
+    pairs = (conv.filter(~is_judge).select("sample_id", "raw", *raw)
+             .join(conv.filter(is_judge).select("sample_id", "raw", *raw), on="sample_id", suffix=".judge"))
+    alpha = interval_alpha(pairs.select(raw).to_numpy().ravel(),
+                           pairs.select(f"{r}.judge" for r in raw).to_numpy().ravel())
+    return Judged(qc, pl.concat([workers, mine_qc]), human, mine, pl.DataFrame(rows),
+                  correlate(pairs["raw"], pairs["raw.judge"]), alpha,
+                  _contributions(conv.filter(is_judge), meta, passed, human, mine))
+
+
+def interval_alpha(x: np.ndarray, y: np.ndarray) -> float:
+    """Krippendorff's alpha, interval metric, for two coders who both rated every unit: 1 - D_o / D_e, where D_o is
+    the mean squared difference within a unit and D_e = 2 var(all values, ddof=1), the mean squared difference of
+    every two distinct values pooled (Krippendorff 2011, "Computing Krippendorff's alpha", with m_u = 2)."""
+    pooled = np.concatenate([x, y])
+    if x.size < 1 or pooled.size < 3 or np.all(pooled == pooled[0]):
+        return float("nan")
+    return float(1 - np.mean((x - y) ** 2) / (2 * np.var(pooled, ddof=1)))
+
+
+def _contributions(rows: pl.DataFrame, meta: Metadata, passed: set[str], human: pl.DataFrame,
+                   mine: pl.DataFrame) -> dict[str, float]:
+    """Each judged conversation's share c_i of the overall system-level Pearson r: with a the workers' system z
+    centred to unit length and b the judge's, r = sum_s a_s b_s / |b - mean b| and b_s = mean of its conversations'
+    z, so c_i = a_s z_i / (N_s |b - mean b|) (0 outside the comparison: qc, failed workers' twins); NaN when r is."""
+    a, b = human.get_column("z").to_numpy(), mine.get_column("z").to_numpy()
+    ok = np.isfinite(a) & np.isfinite(b)
+    if ok.sum() < 2:  # no QC-passed worker, or one system: no r to share
+        return dict.fromkeys(rows.get_column("sample_id").to_list(), float("nan"))
+    a_c, b_c = a - a[ok].mean(), b - b[ok].mean()
+    scale = np.linalg.norm(a_c[ok]) * np.linalg.norm(b_c[ok])
+    share = {m: (a_c[i] / np.linalg.norm(a_c[ok]) if ok[i] else 0.0) for i, m in enumerate(human.get_column("model"))}
+    count = {m: n / len(meta.sorted_scores) for m, n in zip(mine.get_column("model"), mine.get_column("N"))}
+    twins, out = {twin(w) for w in passed}, {}
+    for sid, worker, model, z in rows.select("sample_id", "worker", "model", "z").iter_rows():
+        inside = worker in twins and model in share
+        out[sid] = float("nan") if not scale > 0 else (share[model] * z / count[model] / np.linalg.norm(b_c[ok])
+                                                      if inside else 0.0)
+    return out
+
+
+def _bootstrap(conv: pl.DataFrame, meta: Metadata, passed: set[str], columns: tuple[str, ...], resamples: int,
+               seed: int) -> dict[str, dict[str, float]]:
+    """Percentile 95 % intervals of Pearson and Spearman per column: every assignment of the round drawn with
+    replacement (a drawn assignment brings its judge twin); the z-scores and QC verdicts are the full round's."""
+    from scipy.stats import rankdata
+
+    nan = {f"{m}_{e}": float("nan") for m in ("pearson", "spearman") for e in ("low", "high")}
+    if resamples < 1:
+        return {c: dict(nan) for c in columns}
+    keys = conv.get_column("assignment").str.replace(f"^{JUDGE}:", "")
+    assign = {a: i for i, a in enumerate(keys.unique(maintain_order=True))}
+    system = {m: i for i, m in enumerate(meta.models)}
+    sums = np.zeros((2, len(assign), len(system), len(columns)))
+    counts = np.zeros((2, len(assign), len(system)))
+    values = conv.select([z_col(c) if c != "z" else "z" for c in columns]).to_numpy()
+    twins = {twin(w) for w in passed}
+    for i, (worker, model) in enumerate(conv.select("worker", "model").iter_rows()):
+        side = 0 if worker in passed else 1 if worker in twins else None
+        if side is not None and model in system:
+            sums[side, assign[keys[i]], system[model]] += values[i]
+            counts[side, assign[keys[i]], system[model]] += 1
+    draws = np.random.default_rng(seed).multinomial(len(assign), np.full(len(assign), 1 / len(assign)), resamples)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = np.einsum("ba,kasc->kbsc", draws, sums) / np.einsum("ba,kas->kbs", draws, counts)[..., None]
+    out = {}
+    for j, c in enumerate(columns):
+        h, g = means[0, :, :, j], means[1, :, :, j]
+        keep = np.isfinite(h).all(1) & np.isfinite(g).all(1)
+        found = {}
+        for name, (x, y) in {"pearson": (h[keep], g[keep]),
+                             "spearman": (rankdata(h[keep], axis=1), rankdata(g[keep], axis=1))}.items():
+            x, y = x - x.mean(1, keepdims=True), y - y.mean(1, keepdims=True)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                r = (x * y).sum(1) / np.sqrt((x * x).sum(1) * (y * y).sum(1))
+            r = r[np.isfinite(r)]
+            low, high = np.percentile(r, [2.5, 97.5]) if r.size else (float("nan"),) * 2
+            found |= {f"{name}_low": float(low), f"{name}_high": float(high)}
+        out[c] = found
+    return out

@@ -1,0 +1,148 @@
+"""`dialogue-judge`: a model rates each conversation of a human-assessment round on the round's criteria (0-100, as
+the workers did), and is scored as a worker by the ACL 2022 method (`agreement.py`).
+
+- load: one Sample per conversation (`data.py`), clustered by assignment (the bootstrap's and the intervals' unit).
+- solve: one schema-constrained call per conversation (`prompts.py`): the criteria and an optional reason.
+- predict: `oracle` (the worker's own ratings), `constant` (50 on every criterion), `random` (uniform, seeded).
+- score: per conversation `system_r` (primary: its share of the system-level Pearson r, so that the mean over the
+  judged conversations is r itself) and `diff` (judge minus worker, mean raw rating); an unreadable or failed answer
+  is unscored, never 0, and counted. Per config: QC verdict and p, system-level Pearson / Spearman overall and per
+  criterion with intervals, item-level r and Krippendorff's alpha.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any, ClassVar, Literal
+
+import polars as pl
+from pydantic import Field
+
+from emocaustics.core.task import (DatasetOptions, Failure, Loaded, Methods, Options, Placement, Sample, ScoreContext,
+                                   Scored, Task, rows_frame)
+from emocaustics.tasks.dialoguejudge import prompts
+from emocaustics.tasks.dialoguejudge.data import ROUNDS, load_round
+from emocaustics.tasks.human.data import SOURCE, parse_metadata
+
+
+class JudgeDataset(DatasetOptions):
+    split: Literal[ROUNDS] = "FreeTopicRound1"  # type: ignore[valid-type]
+
+
+class JudgeOptions(Options):
+    method: str = "llm"
+    qc_threshold: float = Field(0.05, gt=0, le=1)  # the judge passes QC iff its p-value is below this
+    resamples: int = Field(1000, ge=0, le=100_000)  # bootstrap resamples of assignments (0: no intervals)
+    seed: int = 0  # of the bootstrap and of the `random` method
+
+
+def ratings_of(pred: Any, names: tuple[str, ...]) -> tuple[dict[str, float] | None, str | None]:
+    """(ratings, None) of a readable prediction, else (None, why it is unscored)."""
+    if isinstance(pred, Failure):
+        return None, f"failed: {pred}"
+    got = pred.get("ratings") if isinstance(pred, dict) else None
+    if not isinstance(got, dict):
+        return None, "unreadable answer: no ratings"
+    bad = [n for n in names if isinstance(got.get(n), bool) or not isinstance(got.get(n), (int, float))
+           or not 0 <= got[n] <= 100]
+    if bad:
+        return None, f"unreadable answer: criteria {bad} not a number in [0, 100]"
+    return {n: float(got[n]) for n in names}, None
+
+
+class DialogueJudgeTask(Task):
+    name: ClassVar[str] = "dialogue-judge"
+    description: ClassVar[str] = "an LLM judge rates a human-assessment round's conversations and is scored as a worker"
+    Options: ClassVar[type[Options]] = JudgeOptions
+    Dataset: ClassVar[type[DatasetOptions]] = JudgeDataset
+    methods = Methods(solver=("llm",), calibration=("oracle", "constant", "random"))
+    primary_metric: ClassVar[str] = "system_r"
+    prompts_version: ClassVar[str] = prompts.PROMPTS_VERSION
+    data_sources = (SOURCE,)
+    answer_models = (prompts.answer_model(tuple(prompts.STATEMENTS)),)
+    metric_docs: ClassVar[dict[str, str]] = {
+        "system_r": "the conversation's share of the system-level Pearson r between the judge's and the QC-passed "
+                    "workers' overall system z-scores (mean over the judged conversations = r)",
+        "diff": "the judge's mean raw rating of the conversation minus the worker's",
+    }
+    option_column_docs: ClassVar[dict[str, str]] = {  # per config, from `sample_info`
+        "qc_pass": "the judge passed the method's quality control (qc system below the others, p < qc_threshold)",
+        "qc_p": "the judge's quality-control p-value (one-sided Mann-Whitney)",
+        "item_alpha": "Krippendorff's alpha (interval) between the judge's and the worker's ratings of a conversation",
+        "r_low": "95 % bootstrap interval of score (the system-level r), assignments resampled with their judge twins "
+                 "(the `ci` column is its first-order approximation over the shares)",
+        "r_high": "the interval's upper end",
+    }
+
+    def load(self, dataset: JudgeDataset, options: Options) -> Loaded:
+        meta, samples, path = load_round(dataset.data, dataset.split)
+        return Loaded(samples, [], {"dataset": "humaneval", "split": dataset.split, "file": str(path),
+                                    "cluster": "assignment", "conversations": len(samples),
+                                    "prompts_version": prompts.PROMPTS_VERSION})
+
+    async def solve(self, llm: Any, sample: Sample, options: Options) -> dict[str, Any]:
+        from emocaustics.solve.ask import Ask, Asker
+        from emocaustics.solve.schema import schema_of
+
+        names = tuple(sample.meta["metadata"]["score"])
+        model = prompts.answer_model(names)
+        asker = Asker(llm, system=prompts.system_prompt(names), affinity=sample.id)
+        answer = await asker.ask(Ask(f"conversation {sample.id}", prompts.user_message(sample.input), model,
+                                     schema_of(model)))
+        return {"ratings": {n: getattr(answer, n) for n in names}, "reason": answer.reason}
+
+    def placement(self, sample: Sample, options: Options) -> Placement:
+        return Placement(affinity=f"dialogue-judge:{sample.id}")
+
+    def predict(self, method: str, samples: list[Sample], options: JudgeOptions) -> dict[str, Any]:
+        rng = random.Random(options.seed)
+        fixed = {"oracle": lambda s: dict(s.target), "constant": lambda s: {k: 50 for k in s.target},
+                 "random": lambda s: {k: rng.randint(0, 100) for k in s.target}}
+        if method not in fixed:
+            return super().predict(method, samples, options)
+        return {s.id: {"ratings": fixed[method](s)} for s in samples}
+
+    def score(self, samples: list[Sample], predictions: dict[str, Any], options: JudgeOptions,
+              ctx: ScoreContext) -> Scored:
+        from emocaustics.tasks.dialoguejudge.agreement import judge
+
+        meta = parse_metadata(samples[0].meta["metadata"])
+        ratings, why = {}, {}
+        for s in samples:
+            got, reason = ratings_of(predictions.get(s.id), meta.score_names)
+            if got is None:
+                why[s.id] = reason if s.id in predictions else "no prediction"
+            else:
+                ratings[s.id] = got
+        result = judge(meta, samples, ratings, threshold=options.qc_threshold, resamples=options.resamples,
+                       seed=options.seed)
+        rows: list[dict[str, Any]] = []
+        for s in samples:
+            if s.id in why:
+                rows += [{"sample_id": s.id, "metric": m, "value": None, "status": "unscored", "reason": why[s.id]}
+                         for m in ("system_r", "diff")]
+                continue
+            share = result.contribution[s.id] * len(ratings)
+            ok = share == share
+            rows.append({"sample_id": s.id, "metric": "system_r", "value": share if ok else None,
+                         "status": "ok" if ok else "unscored",
+                         "reason": None if ok else "system-level r undefined (constant system z-scores)"})
+            mean = lambda r: sum(r.values()) / len(r)  # noqa: E731
+            rows.append({"sample_id": s.id, "metric": "diff", "value": mean(ratings[s.id]) - mean(s.target)})
+        overall = result.agreement.row(0, named=True)
+        qc = result.qc
+        summary = {"system_r": overall["pearson"], "system_rho": overall["spearman"],
+                   **{k: overall[k] for k in ("pearson_low", "pearson_high", "spearman_low", "spearman_high")},
+                   "qc_pass": bool(qc["passed"]), "qc_p": qc["p_value"], "item_r": result.item_r,
+                   "item_alpha": result.item_alpha, "judged": len(ratings), "unscored": len(why),
+                   "unreadable": sum(r.startswith("unreadable") for r in why.values()),
+                   "failed": sum(r.startswith("failed") for r in why.values())}
+        per_config = {"qc_pass": bool(qc["passed"]), "qc_p": qc["p_value"], "item_alpha": result.item_alpha,
+                      "r_low": overall["pearson_low"], "r_high": overall["pearson_high"]}
+        info = pl.DataFrame({"sample_id": [s.id for s in samples],
+                             **{k: [v] * len(samples) for k, v in per_config.items()}})
+        systems = result.human.select("model", "N", pl.col("z").alias("human_z")).with_columns(
+            result.judge.get_column("z").alias("judge_z"))
+        tables = {"judge_agreement": result.agreement, "judge_system_z": systems, "sample_info": info,
+                  "judge_qc": result.workers.with_columns(pl.lit(options.qc_threshold).alias("threshold"))}
+        return Scored(rows_frame(rows), summary, tables)

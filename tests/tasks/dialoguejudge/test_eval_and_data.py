@@ -1,0 +1,59 @@
+"""`emocaustics eval dialogue-judge` end to end into summary.csv and the report, and the data's named errors."""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+import pytest
+
+from emocaustics.cli import main
+from emocaustics.core.errors import DataError, UsageError
+from emocaustics.core.task import get_task
+
+ROUND = "FreeTopicRound1"
+
+TASK = get_task("dialogue-judge")
+
+
+def test_eval_oracle_into_summary_and_report(small_round, tmp_path):
+    run = tmp_path / "run"
+    assert main(["eval", "dialogue-judge", "--method", "oracle", "--split", ROUND, "-T", "resamples=50",
+                 "-D", f"data={small_round}", "--out", str(run)]) == 0
+    summary = pl.read_csv(run / "summary.csv").row(0, named=True)
+    assert summary["score"] == pytest.approx(1.0, abs=1e-9)  # the system-level Pearson r
+    assert summary["qc_pass"] is True and summary["qc_p"] < 0.05 and summary["item_alpha"] == 1.0
+    assert summary["failures"] == 0
+    assert "qc_pass" in (run / "report.html").read_text()
+    assert pl.read_parquet(run / "tables" / "judge_agreement.parquet").height == 8  # overall + seven criteria
+
+
+def test_eval_constant_fails_qc_and_has_no_score(small_round, tmp_path):
+    run = tmp_path / "run"
+    assert main(["eval", "dialogue-judge", "--method", "constant", "-T", "resamples=0",
+                 "-D", f"data={small_round}", "--out", str(run)]) == 0
+    summary = pl.read_csv(run / "summary.csv").row(0, named=True)
+    assert summary["qc_pass"] is False and summary["qc_p"] == 1.0 and summary["score"] is None
+
+
+@pytest.mark.parametrize("edit, field", [
+    (lambda o: o.pop("worker"), "worker"),
+    (lambda o: o["scores"].update(fun=140), "scores.fun"),
+    (lambda o: o["scores"].update(topic="high"), "scores.topic"),
+    (lambda o: o.update(model="gpt"), "model"),
+])
+def test_a_bad_line_is_named_by_file_line_and_field(small_round, tmp_path, edit, field):
+    lines = (small_round / f"dialogues_{ROUND}.jsonl").read_text().splitlines()
+    obj = json.loads(lines[2])
+    edit(obj)
+    lines[2] = json.dumps(obj)
+    (tmp_path / f"dialogues_{ROUND}.jsonl").write_text("\n".join(lines))
+    (tmp_path / f"hits_data_{ROUND}.json").write_text((small_round / f"hits_data_{ROUND}.json").read_text())
+    with pytest.raises(DataError) as err:
+        TASK.load(TASK.Dataset(data=str(tmp_path)), TASK.Options(method="oracle"))
+    assert err.value.record == "line 3" and err.value.field == field and f"dialogues_{ROUND}.jsonl" in str(err.value)
+
+
+def test_a_missing_round_names_the_file(tmp_path):
+    with pytest.raises(UsageError, match=f"dialogues_FreeTopicRound2.jsonl: no such file"):
+        TASK.load(TASK.Dataset(data=str(tmp_path), split="FreeTopicRound2"), TASK.Options(method="oracle"))
