@@ -126,10 +126,11 @@ class Standin:
                 "usage": {"prompt_tokens": prompt, "completion_tokens": len(text), "total_tokens": prompt + len(text)}}
 
 
-async def serve(latency: float, slots: int, port: int) -> None:
+async def serve(latency: float, slots: int, port: int, kind: type[Standin] = Standin) -> None:
+    """`kind`: a Standin that answers otherwise (peer_race's multiple-choice stand-in)."""
     from aiohttp import web
 
-    standin = Standin(latency, slots)
+    standin = kind(latency, slots)
 
     import orjson  # the stand-in shares this machine's cores with the client it measures: keep its own CPU small
 
