@@ -130,40 +130,36 @@ def _contributions(rows: pl.DataFrame, meta: Metadata, passed: set[str], human: 
 
 def _bootstrap(conv: pl.DataFrame, meta: Metadata, passed: set[str], columns: tuple[str, ...], resamples: int,
                seed: int) -> dict[str, dict[str, float]]:
-    """Percentile 95 % intervals of Pearson and Spearman per column: every assignment of the round drawn with
-    replacement (a drawn assignment brings its judge twin); the z-scores and QC verdicts are the full round's."""
+    """Percentile 95 % intervals of Pearson and Spearman per column (`emocaustics.stats.bootstrap`): the round's
+    assignments drawn with replacement, each bringing its judge twin; the z-scores and QC verdicts stay the round's."""
     from scipy.stats import rankdata
+
+    from emocaustics.stats.bootstrap import cluster_index, percentile_interval, resample_counts
 
     nan = {f"{m}_{e}": float("nan") for m in ("pearson", "spearman") for e in ("low", "high")}
     if resamples < 1:
         return {c: dict(nan) for c in columns}
-    keys = conv.get_column("assignment").str.replace(f"^{JUDGE}:", "")
-    assign = {a: i for i, a in enumerate(keys.unique(maintain_order=True))}
-    system = {m: i for i, m in enumerate(meta.models)}
-    sums = np.zeros((2, len(assign), len(system), len(columns)))
-    counts = np.zeros((2, len(assign), len(system)))
-    values = conv.select([z_col(c) if c != "z" else "z" for c in columns]).to_numpy()
-    twins = {twin(w) for w in passed}
-    for i, (worker, model) in enumerate(conv.select("worker", "model").iter_rows()):
-        side = 0 if worker in passed else 1 if worker in twins else None
-        if side is not None and model in system:
-            sums[side, assign[keys[i]], system[model]] += values[i]
-            counts[side, assign[keys[i]], system[model]] += 1
-    draws = np.random.default_rng(seed).multinomial(len(assign), np.full(len(assign), 1 / len(assign)), resamples)
+    workers = conv.get_column("worker")
+    sides = [workers.is_in(sorted(w)).to_numpy()[None, :] for w in (passed, {twin(w) for w in passed})]
+    onehot = (conv.get_column("model").to_numpy()[:, None] == np.array(meta.models)[None, :]).astype(float)
+    values = conv.select("z", *[z_col(c) for c in columns[1:]]).to_numpy()
+    cells = (onehot[:, :, None] * values[:, None, :]).reshape(len(values), -1)  # row -> (system, column) cell
+    keys = conv.get_column("assignment").str.replace(f"^{JUDGE}:", "").to_list()
+    found = []
+    for counts in resample_counts(len(keys), resamples, np.random.default_rng(seed), cluster_index(keys)):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            h, g = [((counts * m) @ cells).reshape(len(counts), onehot.shape[1], -1)
+                    / ((counts * m) @ onehot)[..., None] for m in sides]  # (resamples, systems, columns) mean z
+        found.append(np.array([[_rowwise_r(h[:, :, j], g[:, :, j]),
+                                _rowwise_r(rankdata(h[:, :, j], axis=1), rankdata(g[:, :, j], axis=1))]
+                               for j in range(len(columns))]))
+    low, high = percentile_interval(np.concatenate(found, axis=-1))  # (columns, 2)
+    return {c: {f"{m}_{e}": float(v[j, k]) for k, m in enumerate(("pearson", "spearman"))
+                for e, v in (("low", low), ("high", high))} for j, c in enumerate(columns)}
+
+
+def _rowwise_r(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Pearson r of each row pair (NaN where a row has a NaN: a resample without a system, or is constant)."""
+    x, y = x - x.mean(1, keepdims=True), y - y.mean(1, keepdims=True)
     with np.errstate(invalid="ignore", divide="ignore"):
-        means = np.einsum("ba,kasc->kbsc", draws, sums) / np.einsum("ba,kas->kbs", draws, counts)[..., None]
-    out = {}
-    for j, c in enumerate(columns):
-        h, g = means[0, :, :, j], means[1, :, :, j]
-        keep = np.isfinite(h).all(1) & np.isfinite(g).all(1)
-        found = {}
-        for name, (x, y) in {"pearson": (h[keep], g[keep]),
-                             "spearman": (rankdata(h[keep], axis=1), rankdata(g[keep], axis=1))}.items():
-            x, y = x - x.mean(1, keepdims=True), y - y.mean(1, keepdims=True)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                r = (x * y).sum(1) / np.sqrt((x * x).sum(1) * (y * y).sum(1))
-            r = r[np.isfinite(r)]
-            low, high = np.percentile(r, [2.5, 97.5]) if r.size else (float("nan"),) * 2
-            found |= {f"{name}_low": float(low), f"{name}_high": float(high)}
-        out[c] = found
-    return out
+        return (x * y).sum(1) / np.sqrt((x * x).sum(1) * (y * y).sum(1))
