@@ -3,8 +3,6 @@ grid over K or S) and the score by dialogue length (long dialogues are where win
 
 from __future__ import annotations
 
-import html
-
 import polars as pl
 
 from emocaustics.report.html import svg, table

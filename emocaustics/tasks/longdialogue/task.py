@@ -10,7 +10,6 @@ core's long rows.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
@@ -244,15 +243,11 @@ class EmoCausticsTask(Task):
         preds = {int(k): (f"extraction failed at {v}" if isinstance(v, Failure) else v) for k, v in predictions.items()}
         kw = dict(judge=ctx.judge, compat=ctx.scoring.get("compat", "spec"),
                   on_judge_error=ctx.scoring.get("on_judge_error", "zero"))
-        if wants_ray("auto", len(dialogues), RAY_ABOVE, allowed=ctx.use_ray):
-            from emocaustics.tasks.longdialogue.score.plan import score_with_ray
+        from emocaustics.tasks.longdialogue.score.plan import score_with_ray
 
-            result = score_with_ray(self.name, dialogues, preds, embedder=ctx.embedder_spec or "minilm", **kw)
-        else:
-            from emocaustics.tasks.longdialogue.score.engine import ascore
-
-            result = asyncio.run(ascore(self.name, dialogues, preds, embedder=ctx.embedder, **kw))
-        return to_scored(result)
+        ray = wants_ray("auto", len(dialogues), RAY_ABOVE, allowed=ctx.use_ray)  # Ray's stages load their own embedder
+        return to_scored(score_with_ray(self.name, dialogues, preds, ray=ray, **kw,
+                                        embedder=(ctx.embedder_spec or "minilm") if ray else ctx.embedder))
 
 
 def to_scored(result: Any) -> Scored:

@@ -9,8 +9,8 @@ import pytest
 
 from emocaustics.tasks.longdialogue.data.schema import Dialogue, Emotion, Event, Sextuple, Utterance
 from emocaustics.models.base import ChatRequest, Completion
-from emocaustics.tasks.longdialogue.score.engine import score_chains, score_sextuples
 from emocaustics.tasks.longdialogue.score.judge import Judge
+from emocaustics.tasks.longdialogue.score.plan import score_with_ray
 from emocaustics.tasks.longdialogue.score.predictions import (
     read_chain_predictions,
     read_sextuple_predictions,
@@ -19,6 +19,14 @@ from emocaustics.tasks.longdialogue.score.predictions import (
 )
 from emocaustics.tasks.longdialogue.score.predictors import predict
 from tests.fakes.openai_embeddings import FakeEmbeddingsServer
+
+
+def score_sextuples(dialogues, predictions, **kw):  # the engine in this process, through the one dispatch
+    return score_with_ray("sextuple", dialogues, predictions, ray=False, **kw)
+
+
+def score_chains(dialogues, predictions, **kw):
+    return score_with_ray("emotion", dialogues, predictions, ray=False, **kw)
 
 
 def sx(t, a, o, s, r):

@@ -13,9 +13,17 @@ import pytest
 
 from emocaustics.models.base import ChatRequest, Completion
 from emocaustics.tasks.longdialogue.data.schema import Dialogue, Emotion, Event, Sextuple, Utterance
-from emocaustics.tasks.longdialogue.score.engine import score_chains, score_sextuples
+from emocaustics.tasks.longdialogue.score.plan import score_with_ray
 from emocaustics.tasks.longdialogue.score.prompts import REFERENCE_CHAIN_SYSTEM, REFERENCE_SEXTUPLE_SYSTEM
 from emocaustics.tasks.longdialogue.score.reference import RawPrediction
+
+
+def score_sextuples(dialogues, predictions, **kw):  # the engine in this process, through the one dispatch
+    return score_with_ray("sextuple", dialogues, predictions, ray=False, **kw)
+
+
+def score_chains(dialogues, predictions, **kw):
+    return score_with_ray("emotion", dialogues, predictions, ray=False, **kw)
 
 
 class AxisEmbedder:

@@ -17,7 +17,6 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from emocaustics.core.task import SolveFailed
-from emocaustics.evallog.record import recording, replica_id
 from emocaustics.tasks.longdialogue.extract import chains as chain_methods
 from emocaustics.tasks.longdialogue.extract import sextuple as sx
 from emocaustics.solve.ask import Asker, StepFailed
@@ -181,20 +180,16 @@ async def extract_one(llm: Any, item: dict[str, Any]) -> dict[str, Any]:
     """One item outside the plan (the dry run; benchmarks that drive a pool directly): a row with the prediction or
     the failure. Embeddings come packed with the item (`emb`, `make_item`)."""
     emb = None if item.get("emb") is None else Embeddings(unpack(item["emb"]))
-    log_prompts = item.get("log_prompts")
     t0 = time.perf_counter()
     row: dict[str, Any] = {"dialogue": int(item["id"]), "utterances": len(item["sentences"]), "ok": False,
                            "prediction": None, "step": None, "reason": None}
     stats: dict[str, Any] = {}
-    with recording(llm, bool(log_prompts)) as (recorded, rec):
-        counted = CountingLLM(recorded if log_prompts is not None else llm)  # its calls, as the plan counts them
-        try:
-            row["prediction"] = await solve_dialogue(counted, item, emb, stats)
-            row["ok"] = True
-        except SolveFailed as exc:
-            row["step"], row["reason"] = exc.step, exc.reason
-    if log_prompts is not None:
-        row["log"], row["replica"] = rec.finished(), replica_id()
+    counted = CountingLLM(llm)  # its calls, as the plan counts them
+    try:
+        row["prediction"] = await solve_dialogue(counted, item, emb, stats)
+        row["ok"] = True
+    except SolveFailed as exc:
+        row["step"], row["reason"] = exc.step, exc.reason
     row["retry_reasons"] = stats.pop("retry_reasons", [])
     row["stats"] = {**counted.counts, **stats}
     row["seconds"] = round(time.perf_counter() - t0, 3)

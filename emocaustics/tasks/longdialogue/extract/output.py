@@ -15,8 +15,6 @@ from typing import Any
 
 from emocaustics.core.task import Failure
 
-TASK_PREFIX = {"sextuple": "output_chat", "emotion": "output_emotions"}
-
 
 def write_prediction(out: Path, task: str, dialogue: int, prediction: Any) -> Path:
     """One dialogue's prediction in the reference format, through the scorer's writer (so names and shapes agree)."""

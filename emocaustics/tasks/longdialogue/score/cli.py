@@ -142,19 +142,11 @@ def run(args: argparse.Namespace) -> int:
     from emocaustics.models.spec import parse_llm_spec
 
     judge = None if args.judge.strip().lower() == "none" else parse_llm_spec(args.judge)  # an edge: parsed here
-    use_ray = wants_ray(args.engine, len(dialogues), RAY_ABOVE)
-    if use_ray:
-        from emocaustics.tasks.longdialogue.score.plan import score_with_ray
+    from emocaustics.tasks.longdialogue.score.plan import score_with_ray
 
-        result = score_with_ray(args.task, dialogues, predictions, embedder=args.embedder, judge=judge,
-                                compat=args.compat, on_judge_error=args.on_judge_error, notes=note_counts)
-    else:
-        import asyncio
-
-        from emocaustics.tasks.longdialogue.score.engine import ascore
-
-        result = asyncio.run(ascore(args.task, dialogues, predictions, embedder=args.embedder, judge=judge,
-                                    compat=args.compat, on_judge_error=args.on_judge_error, notes=note_counts))
+    result = score_with_ray(args.task, dialogues, predictions, embedder=args.embedder, judge=judge,
+                            compat=args.compat, on_judge_error=args.on_judge_error, notes=note_counts,
+                            ray=wants_ray(args.engine, len(dialogues), RAY_ABOVE))
     result.summary["pred"] = args.pred
     result.summary["data_defects"] = defects
     result.summary["ignored_files"] = ignored

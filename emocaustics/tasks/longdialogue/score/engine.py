@@ -3,7 +3,7 @@ rows scored. What differs between the spec and `--compat reference` is a policy:
 `reference.ReferencePolicy` (the published scripts' behaviour, quirks included).
 
 `ascore(task, dialogues, predictions, *, embedder, judge=None, compat="spec", on_judge_error="zero")` ->
-`ScoreResult(items, dialogues, summary)` (`score_sextuples` / `score_chains` outside an event loop).
+`ScoreResult(items, dialogues, summary)` (run outside an event loop by `plan.score_with_ray`, either engine).
 `predictions` maps dialogue id -> parsed prediction (`list[list[Sextuple]]` / `Chains`) or a failure reason (str);
 a dialogue absent from it is a failure "missing prediction". `embedder` is an `Embedder` or a spec string; `judge`
 a `Judge`, any `LLM`, a parsed `LLMSpec`, or None / "none" (embedding only). The spec's sextuple rules use no judge (the spec scores them by embeddings only).
@@ -12,7 +12,6 @@ The Ray Data path (`emocaustics.tasks.longdialogue.score.plan`) runs the same `p
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -132,20 +131,3 @@ async def ascore(task: str, dialogues: Sequence[Dialogue], predictions: Mapping[
             await jdg.llm.aclose()
     info = {**policy.info(emb, jdg, table, t_embed), "seconds": round(time.perf_counter() - t0, 3), "path": "in-process"}
     return policy.result(task, items, rows + failed, info)
-
-
-def _run(coro: Any) -> ScoreResult:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    coro.close()
-    raise RuntimeError("score_* called inside a running event loop: await ascore(task, ...) instead")
-
-
-def score_sextuples(dialogues: Sequence[Dialogue], predictions: Mapping[int, Any], **kw: Any) -> ScoreResult:
-    return _run(ascore("sextuple", dialogues, predictions, **kw))
-
-
-def score_chains(dialogues: Sequence[Dialogue], predictions: Mapping[int, Any], **kw: Any) -> ScoreResult:
-    return _run(ascore("emotion", dialogues, predictions, **kw))

@@ -80,15 +80,17 @@ class ScoreStage:
 
 
 def score_with_ray(task: str, dialogues: Sequence[Dialogue], predictions: Mapping[int, Any], *,
-                   embedder: str = "minilm", judge: str | None = None, compat: str = "spec",
+                   embedder: Any = "minilm", judge: Any = None, compat: str = "spec",
                    on_judge_error: str = "zero", batch_size: int = 100, embed_actors: int = 1,
-                   notes: Mapping[int, int] | None = None) -> ScoreResult:
-    """Score through Ray Data (`scoring.fanout`: a small local Ray is started when none is running, and stopped)."""
-    if compat == "reference":  # the reference's path is a sequence of judge rounds: it runs in this process
+                   notes: Mapping[int, int] | None = None, ray: bool = True) -> ScoreResult:
+    """Score through Ray Data (`scoring.fanout`: a small local Ray is started when none is running, and stopped);
+    in this process (`engine.ascore`, `embedder` an `Embedder` or a spec) when `ray` is False, and always for the
+    reference, whose path is a sequence of judge rounds. The one dispatch of a job's scoring and the `score` verb."""
+    if compat == "reference" or not ray:
         from emocaustics.tasks.longdialogue.score.engine import ascore
 
         return asyncio.run(ascore(task, dialogues, predictions, embedder=embedder, judge=judge, compat=compat,
-                                  notes=notes))
+                                  on_judge_error=on_judge_error, notes=notes))
     from emocaustics.scoring.fanout import Stage, ray_map
 
     t0 = time.perf_counter()
