@@ -16,7 +16,7 @@ from typing import Any
 import polars as pl
 
 from emocaustics.evallog.record import JUDGE
-from emocaustics.evallog.writer import ATTEMPT_SCHEMA, CALL_SCHEMA, SAMPLE_SCHEMA
+from emocaustics.evallog.tables import ATTEMPT_SCHEMA, CALL_SCHEMA, SAMPLE_SCHEMA, _tables
 
 
 NOT_SOLVED = "not solved: the run stopped before this sample (--resume solves it)"
@@ -101,11 +101,8 @@ class RunLog:
     def all_attempts(self, label: str, judged: bool = False) -> pl.DataFrame:
         """Every solve attempt of every sample (status, reason, replica, cost), oldest first; `judged`: the lines of
         the scorer's judge calls instead (step `judge`)."""
-        frame = _read(self.root / "attempts" / f"{label}.parquet", ATTEMPT_SCHEMA)
-        staged = [{k: (len(r["calls"]) if k == "calls" else r.get(k)) for k in ATTEMPT_SCHEMA}
-                  for r in self._staged_lines(label)]
-        if staged:
-            frame = pl.concat([frame, pl.DataFrame(staged, schema=ATTEMPT_SCHEMA)])
+        staged = pl.DataFrame(_tables(self._staged_lines(label))[1], schema=ATTEMPT_SCHEMA)  # as compaction makes them
+        frame = pl.concat([_read(self.root / "attempts" / f"{label}.parquet", ATTEMPT_SCHEMA), staged])
         return frame.filter(pl.col("step").eq_missing(JUDGE) == judged).sort("finished")
 
     def attempts(self, label: str) -> pl.DataFrame:
@@ -113,19 +110,10 @@ class RunLog:
         return self.all_attempts(label).unique("sample_id", keep="last", maintain_order=True)
 
     def calls(self, label: str) -> pl.DataFrame:
-        if label not in self._calls:
-            frame = _read(self.root / "calls" / f"{label}.parquet", CALL_SCHEMA)
-            staged = [self._staged_call(r, c) for r in self._staged_lines(label) for c in r.get("calls") or []]
-            if staged:
-                frame = pl.concat([frame, pl.DataFrame(staged, schema=CALL_SCHEMA)])
-            self._calls[label] = frame
+        if label not in self._calls:  # the compacted calls, then the staged ones as compaction makes them
+            self._calls[label] = pl.concat([_read(self.root / "calls" / f"{label}.parquet", CALL_SCHEMA),
+                                            _tables(self._staged_lines(label))[0]])
         return self._calls[label]
-
-    @staticmethod
-    def _staged_call(row: dict[str, Any], c: dict[str, Any]) -> dict[str, Any]:
-        return {**{k: c.get(k) for k in CALL_SCHEMA}, "sample_id": row["sample_id"], "attempt": row["attempt"],
-                "retry": c.get("attempt"), "sampling": json.dumps(c.get("sampling")),
-                "messages": [{"role": r, "text": t} for r, t in c.get("messages") or []] or None}
 
     def _planned(self, label: str) -> list[str]:
         """The config's sample ids, from the provenance written before its first sample (none: nothing planned); an

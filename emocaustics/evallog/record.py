@@ -108,12 +108,6 @@ class Chunker:
         return out
 
 
-def chunks(text: str) -> list[str]:
-    """`text` as consecutive pieces that join back to it (content-defined boundaries after some lines)."""
-    ch = Chunker()
-    return [ch.texts[h] for h in ch.refs(text)]
-
-
 class Recorder:
     """The calls of one sample, in order; `prompts=False` keeps counts and timings but no prompt or answer text."""
 

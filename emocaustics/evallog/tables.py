@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import polars as pl
 import pyarrow as pa
+
+from emocaustics.evallog.record import dumps
 
 CALL_SCHEMA: dict[str, Any] = {
     "sample_id": pl.Utf8, "attempt": pl.Utf8, "seq": pl.Int64, "step": pl.Utf8, "retry": pl.Int64,
@@ -24,10 +25,6 @@ SAMPLE_SCHEMA: dict[str, Any] = {
     "sample_id": pl.Utf8, "input": pl.Utf8, "target": pl.Utf8, "prediction": pl.Utf8, "status": pl.Utf8,
     "reason": pl.Utf8,
 }
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=str, sort_keys=True)
 
 
 # calls' columns taken as they are from a staged call (the call's own `attempt` is the re-ask: column `retry`)
@@ -68,7 +65,7 @@ def _tables(rows: list[dict[str, Any]]) -> tuple[pl.DataFrame, list[dict[str, An
             s = c.get("sampling")
             key = tuple(s.items()) if isinstance(s, dict) else repr(s)
             if key not in sampling:
-                sampling[key] = _json(s)
+                sampling[key] = dumps(s, sort_keys=True)
             cols["sampling"].append(sampling[key])
     frame = pl.DataFrame(cols, schema={k: v for k, v in CALL_SCHEMA.items() if k in cols})
     text_lists = _arrow_lists(ref_off, refs, None)

@@ -45,7 +45,7 @@ from emocaustics.core.redact import Redactor, secrets as known_secrets
 from emocaustics.core.writes import append_line, atomic_parquet, writing
 from emocaustics.evallog.process import ChildWriter
 from emocaustics.evallog.record import JUDGE, Finished, dumps, text_hash
-from emocaustics.evallog.tables import ATTEMPT_SCHEMA, CALL_SCHEMA, SAMPLE_SCHEMA, _json, _tables
+from emocaustics.evallog.tables import ATTEMPT_SCHEMA, CALL_SCHEMA, SAMPLE_SCHEMA, _tables
 
 __all__ = ["ATTEMPT_SCHEMA", "CALL_SCHEMA", "SAMPLE_SCHEMA", "EvalLog", "ConfigLog"]
 
@@ -70,13 +70,13 @@ def _plain(obj: Any) -> Any:
 
 
 def _json_plain(value: Any) -> str:
-    """`_json(jsonable(value))`, without copying the whole value first."""
+    """The sorted JSON text of `jsonable(value)`, without copying the whole value first."""
     try:
         return dumps(value, default=_plain, sort_keys=True)
     except (TypeError, ValueError):  # dict keys the encoder does not take (a tuple): the slow way
         from emocaustics.core.task import jsonable
 
-        return _json(jsonable(value))
+        return dumps(jsonable(value), sort_keys=True)
 
 
 class EvalLog:
@@ -226,7 +226,7 @@ class ConfigLog:
         thread) chunks, encodes and stages it, off the caller's event loop: the future is done once its line is
         written, and nobody on the run's path waits for it. Raises what failed before (`process.ChildWriter.submit`)."""
         got = {k: result.get(k) for k in ("ok", "step", "reason", "replica", "log")}
-        got["stats"] = _json(result.get("stats") or {})
+        got["stats"] = dumps(result.get("stats") or {}, sort_keys=True)
         if self.log.process:  # the child chunks a finished recorder: it gets the raw calls (`Recorder.__getstate__`)
             if isinstance(got["log"], Finished):
                 got["log"] = got["log"].recorder
@@ -291,10 +291,7 @@ class ConfigLog:
 
     def _finish(self, rows: list[dict[str, Any]], texts: dict[str, str]) -> None:
         self.log._compact(self.label)
-        with self.log._lock:
-            fresh = {h: t for h, t in texts.items() if h not in self.log.known}
-            self.log._write_texts(fresh)
-            self.log.known.update(fresh)
+        self.log._flush_texts(texts)
         atomic_parquet(pl.DataFrame(rows, schema=SAMPLE_SCHEMA), self.log.root / "samples" / f"{self.label}.parquet")
 
 

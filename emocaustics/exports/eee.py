@@ -160,13 +160,8 @@ def _instance(cfg: ConfigRecord, s: SampleRecord, eid: str, model_id: str) -> di
     record["metadata"] = _strings({"config": cfg.label, "epoch": s.epoch, "status": s.status,
                                    **{f"metric.{k}": v for k, v in s.metrics.items()},
                                    **({"score_missing": "true"} if s.score is None else {}),
-                                   **({"judge.model": s.judge["model"], "judge.calls": _judge_calls(s.judge)}
+                                   # the scorer's judge calls (the schema has no place for a grader's)
+                                   **({"judge.model": s.judge["model"], "judge.calls": s.judge["calls"]}
                                       if s.judge else {})})
     return record
 
-
-def _judge_calls(judge: dict[str, Any]) -> list[dict[str, Any]]:
-    """The scorer's judge calls (the schema has no place for a grader's): each call's messages, answer and tokens."""
-    return [{"messages": c["messages"], "answer": c.get("text"), "error": c.get("error"),
-             "input_tokens": c.get("prompt_tokens"), "output_tokens": c.get("generated_tokens")}
-            for c in judge.get("calls", [])]

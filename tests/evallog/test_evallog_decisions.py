@@ -32,8 +32,14 @@ import polars as pl
 import pytest
 
 from emocaustics.evallog import record
-from emocaustics.evallog.record import Chunker, Finished, Recorder, chunks, dumps, recording, replica_id, text_hash
+from emocaustics.evallog.record import Chunker, Finished, Recorder, dumps, recording, replica_id, text_hash
 from emocaustics.models.base import ChatRequest, Completion, ModelBase, Sampling
+
+
+def chunks(text: str) -> list[str]:
+    """`text` as the consecutive pieces a fresh chunker makes of it (they join back to it)."""
+    ch = Chunker()
+    return [ch.texts[h] for h in ch.refs(text)]
 
 
 def L(i: int) -> str:
@@ -642,8 +648,8 @@ def test_calls_hold_the_compacted_and_the_staged_ones(run: Path) -> None:
         ("s1", "att-1", 1, 1), ("s1", "att-1", 0, 0), ("s2", "att-1", 0, None), ("s2", "att-2", 0, 0)]
     staged = calls.row(3, named=True)
     assert staged["messages"] == [{"role": "system", "text": ["h_sys"]}, {"role": "user", "text": ["h_q3"]}]
-    assert (staged["sampling"], staged["parse_error"], staged["latency"], staged["step"]) == (
-        '{"max_tokens": 8}', "no JSON", 2.0, "answer")  # an integral JSON number in a float column
+    assert (json.loads(staged["sampling"]), staged["parse_error"], staged["latency"], staged["step"]) == (
+        {"max_tokens": 8}, "no JSON", 2.0, "answer")  # an integral JSON number in a float column
     y = log.calls("cfgY").row(0, named=True)
     assert y["messages"] is None and y["sampling"] == "null" and y["prompt_tokens"] == 3 and y["retry"] is None
     assert log.calls("nothing").height == 0

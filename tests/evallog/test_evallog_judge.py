@@ -138,4 +138,4 @@ def test_job_judge_calls_in_the_eval_log_and_both_exports(tmp_path: Path, embedd
     for inst in instances:
         calls = (judged[inst["sample_id"]] or {}).get("calls", [])
         kept = json.loads(inst["metadata"].get("judge.calls", "[]"))
-        assert [k["answer"] for k in kept] == [c["text"] for c in calls]
+        assert [k["text"] for k in kept] == [c["text"] for c in calls]
