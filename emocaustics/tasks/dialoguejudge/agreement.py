@@ -109,23 +109,19 @@ def interval_alpha(x: np.ndarray, y: np.ndarray) -> float:
 
 def _contributions(rows: pl.DataFrame, meta: Metadata, passed: set[str], human: pl.DataFrame,
                    mine: pl.DataFrame) -> dict[str, float]:
-    """Each judged conversation's share c_i of the overall system-level Pearson r: with a the workers' system z
-    centred to unit length and b the judge's, r = sum_s a_s b_s / |b - mean b| and b_s = mean of its conversations'
-    z, so c_i = a_s z_i / (N_s |b - mean b|) (0 outside the comparison: qc, failed workers' twins); NaN when r is."""
+    """Each judged conversation's share c_i of the overall system-level Pearson r: with a and b the workers' and the
+    judge's system z centred, r = sum_s a_s b_s / (|a| |b|) and b_s = the mean of its N_s conversations' z (the
+    centring term sums to 0), so c_i = a_s z_i / (|a| |b| N_s); 0 outside the comparison (qc, failing workers'
+    twins), NaN for every conversation when r is undefined."""
     a, b = human.get_column("z").to_numpy(), mine.get_column("z").to_numpy()
     ok = np.isfinite(a) & np.isfinite(b)
-    if ok.sum() < 2:  # no QC-passed worker, or one system: no r to share
-        return dict.fromkeys(rows.get_column("sample_id").to_list(), float("nan"))
-    a_c, b_c = a - a[ok].mean(), b - b[ok].mean()
-    scale = np.linalg.norm(a_c[ok]) * np.linalg.norm(b_c[ok])
-    share = {m: (a_c[i] / np.linalg.norm(a_c[ok]) if ok[i] else 0.0) for i, m in enumerate(human.get_column("model"))}
-    count = {m: n / len(meta.sorted_scores) for m, n in zip(mine.get_column("model"), mine.get_column("N"))}
-    twins, out = {twin(w) for w in passed}, {}
-    for sid, worker, model, z in rows.select("sample_id", "worker", "model", "z").iter_rows():
-        inside = worker in twins and model in share
-        out[sid] = float("nan") if not scale > 0 else (share[model] * z / count[model] / np.linalg.norm(b_c[ok])
-                                                      if inside else 0.0)
-    return out
+    a_c, b_c = (np.where(ok, v - (v[ok].mean() if ok.sum() > 1 else np.nan), 0.0) for v in (a, b))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        weight = np.where(ok, a_c / np.linalg.norm(a_c) / np.linalg.norm(b_c) / mine.get_column("N").to_numpy(), 0.0)
+    by_model = dict(zip(human.get_column("model").to_list(), weight * len(meta.sorted_scores)))
+    undefined, twins = not np.isfinite(weight).all() or not weight.any(), {twin(w) for w in passed}
+    return {sid: float("nan") if undefined else by_model.get(model, 0.0) * z if worker in twins else 0.0
+            for sid, worker, model, z in rows.select("sample_id", "worker", "model", "z").iter_rows()}
 
 
 def _bootstrap(conv: pl.DataFrame, meta: Metadata, passed: set[str], columns: tuple[str, ...], resamples: int,

@@ -16,9 +16,9 @@ import random
 from typing import Any, ClassVar, Literal
 
 import polars as pl
-from pydantic import Field
+from pydantic import Field, ValidationError
 
-from emocaustics.core.task import (DatasetOptions, Failure, Loaded, Methods, Options, Placement, Sample, ScoreContext,
+from emocaustics.core.task import (DatasetOptions, Failure, Loaded, Methods, Options, Sample, ScoreContext,
                                    Scored, Task, rows_frame)
 from emocaustics.tasks.dialoguejudge import prompts
 from emocaustics.tasks.dialoguejudge.data import ROUNDS, load_round
@@ -37,17 +37,14 @@ class JudgeOptions(Options):
 
 
 def ratings_of(pred: Any, names: tuple[str, ...]) -> tuple[dict[str, float] | None, str | None]:
-    """(ratings, None) of a readable prediction, else (None, why it is unscored)."""
+    """(ratings, None) of a prediction the answer model accepts, else (None, why it is unscored)."""
     if isinstance(pred, Failure):
         return None, f"failed: {pred}"
-    got = pred.get("ratings") if isinstance(pred, dict) else None
-    if not isinstance(got, dict):
-        return None, "unreadable answer: no ratings"
-    bad = [n for n in names if isinstance(got.get(n), bool) or not isinstance(got.get(n), (int, float))
-           or not 0 <= got[n] <= 100]
-    if bad:
-        return None, f"unreadable answer: criteria {bad} not a number in [0, 100]"
-    return {n: float(got[n]) for n in names}, None
+    try:
+        got = prompts.answer_model(names).model_validate(pred.get("ratings") if isinstance(pred, dict) else None)
+    except ValidationError as exc:
+        return None, "unreadable answer: " + "; ".join(f"{e['loc']}: {e['msg']}" for e in exc.errors()[:3])
+    return {n: float(getattr(got, n)) for n in names}, None
 
 
 class DialogueJudgeTask(Task):
@@ -90,9 +87,6 @@ class DialogueJudgeTask(Task):
         answer = await asker.ask(Ask(f"conversation {sample.id}", prompts.user_message(sample.input), model,
                                      schema_of(model)))
         return {"ratings": {n: getattr(answer, n) for n in names}, "reason": answer.reason}
-
-    def placement(self, sample: Sample, options: Options) -> Placement:
-        return Placement(affinity=f"dialogue-judge:{sample.id}")
 
     def predict(self, method: str, samples: list[Sample], options: JudgeOptions) -> dict[str, Any]:
         rng = random.Random(options.seed)
