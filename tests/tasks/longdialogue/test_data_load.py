@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from emocaustics.core.errors import UsageError
-from emocaustics.tasks.longdialogue.data.load import SAMPLE_ROOT, data_root, load_corpus, load_sample
+from emocaustics.tasks.longdialogue.data.fetch import SOURCE
+from emocaustics.tasks.longdialogue.data.load import SAMPLE_ROOT, load_corpus, load_sample
 from emocaustics.tasks.longdialogue.data.pairing import text_sorted_rank
 from emocaustics.tasks.longdialogue.data.subsets import parse_ids, resolve
 
@@ -108,13 +109,13 @@ def test_data_root_resolution(tmp_path, monkeypatch):
     monkeypatch.delenv("EMOCAUSTICS_DATA", raising=False)
     monkeypatch.setenv("EMOCAUSTICS_CACHE", str(tmp_path / "cache"))
     with pytest.raises(UsageError, match="looked in .*cache"):
-        data_root()
+        SOURCE.locate()
     with pytest.raises(UsageError, match="chat/ and emo/"):
-        data_root(tmp_path)
+        SOURCE.locate(tmp_path)
     root = _copy(tmp_path / "d")
     monkeypatch.setenv("EMOCAUSTICS_DATA", str(root))
-    assert data_root() == root
-    assert data_root(SAMPLE_ROOT) == SAMPLE_ROOT
+    assert SOURCE.locate() == root
+    assert SOURCE.locate(SAMPLE_ROOT) == SAMPLE_ROOT
 
 
 def test_the_pairing_is_kept_in_the_cache_folder(tmp_path, monkeypatch):

@@ -36,11 +36,6 @@ class DataDefectError(UsageError):
     """`strict=True` and the data has malformed files: one line naming them."""
 
 
-def data_root(explicit: str | Path | None = None) -> Path:
-    """The dataset folder: `explicit`, else $EMOCAUSTICS_DATA, else the fetch cache (`fetch.SOURCE.locate`)."""
-    return SOURCE.locate(explicit)
-
-
 # ------------------------------------------------------------------------------------------------------ file groups
 
 @dataclass(slots=True)
@@ -118,10 +113,11 @@ def _emo_evidence(g: Group, chains: Chains | None) -> pairing_mod.Evidence:
 
 def load_corpus(root: Path | str | None = None, *, pairing: str = "verified", repair: bool = False,
                 strict: bool = False, source: str = "published") -> Corpus:
-    """Load the dataset at `root` (default: `data_root()`) into distinct dialogues keyed by canonical id."""
+    """Load the dataset at `root` (default: $EMOCAUSTICS_DATA, else the fetch cache: `fetch.SOURCE.locate`) into
+    distinct dialogues keyed by canonical id."""
     if pairing not in PAIRINGS:
         raise UsageError(f"unknown pairing {pairing!r}; choose one of {', '.join(PAIRINGS)}")
-    root = data_root(root)
+    root = SOURCE.locate(root)
     probe = loadcache.probe(root, pairing=pairing, repair=repair, source=source)
     hit = loadcache.lookup(probe)
     if hit is not None:
