@@ -43,4 +43,4 @@ def user_message(conversation: dict[str, Any]) -> str:
 def answer_model(names: tuple[str, ...]) -> type[BaseModel]:
     """The answer: one integer 0-100 per criterion (in the round's order), then an optional short reason."""
     fields: dict[str, Any] = {n: (int, Field(ge=0, le=100)) for n in names}
-    return create_model("JudgeRatings", **fields, reason=(str | None, Field(None, max_length=REASON_CHARS)))
+    return create_model("JudgeRatings", **fields, reason=(str, Field("", max_length=REASON_CHARS)))

@@ -42,3 +42,9 @@ def write_subset(dest: Path, every: int) -> Path:
 def small_round(tmp_path_factory) -> Path:
     """A quarter of round 1's workers (every conversation they rated)."""
     return write_subset(tmp_path_factory.mktemp("round"), 4)
+
+
+@pytest.fixture(scope="session")
+def tiny_round(tmp_path_factory) -> Path:
+    """Every 40th worker of round 1: a handful of conversations, for calls through a model endpoint."""
+    return write_subset(tmp_path_factory.mktemp("tiny"), 40)

@@ -57,3 +57,24 @@ def test_a_bad_line_is_named_by_file_line_and_field(small_round, tmp_path, edit,
 def test_a_missing_round_names_the_file(tmp_path):
     with pytest.raises(UsageError, match=f"dialogues_FreeTopicRound2.jsonl: no such file"):
         TASK.load(TASK.Dataset(data=str(tmp_path), split="FreeTopicRound2"), TASK.Options(method="oracle"))
+
+
+def test_eval_a_model_through_an_openai_compatible_endpoint(tiny_round, tmp_path, monkeypatch):
+    """One schema-constrained call per conversation, the criteria in the shared system prefix; the stand-in answers
+    0 on every criterion (a constant judge: it fails QC); a tenth of its answers are invalid JSON, re-asked."""
+    from fakes.openai_chat import FakeOpenAIServer, Faults
+
+    data, run = tiny_round, tmp_path / "run"
+    with FakeOpenAIServer(Faults(rate_invalid=0.1, seed=2)) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        assert main(["eval", "dialogue-judge", "--model", "openai:fake-judge", "-T", "resamples=0",
+                     "-D", f"data={data}", "--out", str(run)]) == 0
+        bodies = list(server.bodies)
+    samples = TASK.load(TASK.Dataset(data=str(data)), TASK.Options(method="llm")).samples
+    assert len(bodies) >= len(samples) and bodies[0]["messages"][0]["role"] == "system"
+    assert "The chatbot stayed on topic." in bodies[0]["messages"][0]["content"]
+    assert {b["messages"][0]["content"] for b in bodies} == {bodies[0]["messages"][0]["content"]}  # one prefix
+    schema = bodies[0]["response_format"]["json_schema"]["schema"]
+    assert schema["properties"]["fun"]["maximum"] == 100 and "reason" in schema["properties"]
+    summary = pl.read_csv(run / "summary.csv").row(0, named=True)
+    assert summary["samples"] == len(samples) and summary["qc_pass"] is False and summary["qc_p"] == 1.0
