@@ -150,21 +150,16 @@ def _parse_chain_file(obj: Any, name: str) -> tuple[Any, list[str]]:
     return chains, [str(d) for d in defects]
 
 
-def read_sextuple_predictions(directory: str | Path) -> PredictionSet:
-    return _read_predictions(directory, SEXTUPLE_NAME, _parse_sextuple_file)
+def read_predictions(directory: str | Path, task: str, *, raw: bool = False) -> PredictionSet:
+    """Every prediction file of `task` (sextuple | emotion), parsed; with `raw` (`--compat reference`) each file's JSON
+    as it is (`reference.RawPrediction`), for the reference's own reading: only a file that is not JSON at all is a
+    failure then."""
+    parse = _parse_sextuple_file if task == "sextuple" else _parse_chain_file
+    if raw:
+        from emocaustics.tasks.longdialogue.score.reference import RawPrediction
 
-
-def read_chain_predictions(directory: str | Path) -> PredictionSet:
-    return _read_predictions(directory, CHAIN_NAME, _parse_chain_file)
-
-
-def read_raw_predictions(directory: str | Path, task: str) -> PredictionSet:
-    """`--compat reference`: each file's JSON as it is (`reference.RawPrediction`), for the reference's own reading;
-    only a file that is not JSON at all is a failure here."""
-    from emocaustics.tasks.longdialogue.score.reference import RawPrediction
-
-    return _read_predictions(directory, SEXTUPLE_NAME if task == "sextuple" else CHAIN_NAME,
-                             lambda obj, name: (RawPrediction(obj, name), []))
+        parse = lambda obj, name: (RawPrediction(obj, name), [])  # noqa: E731
+    return _read_predictions(directory, SEXTUPLE_NAME if task == "sextuple" else CHAIN_NAME, parse)
 
 
 def write_sextuple_predictions(directory: str | Path, dialogue_id: int, records: Sequence[dict[str, Any]] | None = None,
