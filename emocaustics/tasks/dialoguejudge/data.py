@@ -2,6 +2,8 @@
 data's SOURCE.md) beside the round's normative `hits_data_<round>.json`, whose metadata (criteria, systems, the qc
 system) the conversations are rated by. Both are found where the `human` task finds its ratings (`human.data.locate`:
 the `data` option, $EMOCAUSTICS_HUMANEVAL_DATA, or the fetch cache); a user's own round is a folder of the same shape.
+`data fetch` brings the ratings but not the conversations (rebuilt from the upstream HIT_detail files), so the task
+declares no data source of its own.
 """
 
 from __future__ import annotations

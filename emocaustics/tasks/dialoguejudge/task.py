@@ -22,7 +22,7 @@ from emocaustics.core.task import (DatasetOptions, Failure, Loaded, Methods, Opt
                                    Scored, Task, rows_frame)
 from emocaustics.tasks.dialoguejudge import prompts
 from emocaustics.tasks.dialoguejudge.data import ROUNDS, load_round
-from emocaustics.tasks.human.data import SOURCE, parse_metadata
+from emocaustics.tasks.human.data import parse_metadata
 
 
 class JudgeDataset(DatasetOptions):
@@ -55,7 +55,6 @@ class DialogueJudgeTask(Task):
     methods = Methods(solver=("llm",), calibration=("oracle", "constant", "random"))
     primary_metric: ClassVar[str] = "system_r"
     prompts_version: ClassVar[str] = prompts.PROMPTS_VERSION
-    data_sources = (SOURCE,)
     answer_models = (prompts.answer_model(tuple(prompts.STATEMENTS)),)
     metric_docs: ClassVar[dict[str, str]] = {
         "system_r": "the conversation's share of the system-level Pearson r between the judge's and the QC-passed "
