@@ -19,7 +19,6 @@ Validation, nothing dropped:
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -48,14 +47,6 @@ class Topic:
     topic_id: int
     title: str
     docs: tuple[Document, ...]
-
-    @functools.cached_property
-    def digest(self) -> str:
-        """A hash of the topic's text (keys of the per-topic chunk/embedding cache)."""
-        h = hashlib.sha256(self.title.encode())
-        for d in self.docs:
-            h.update(b"\0" + d.title.encode() + b"\0" + d.content.encode())
-        return h.hexdigest()[:16]
 
 
 @dataclass(frozen=True)
@@ -130,10 +121,10 @@ def parse_gold(raw: Any) -> tuple[tuple[str, ...] | None, str | None]:
     return tuple(sorted(set(parts))), None
 
 
-def _read_lines(path: Path) -> list[tuple[int, Any, str | None]]:
-    """(line number, parsed JSON or None, problem) for each non-blank line."""
+def json_lines(text: str) -> list[tuple[int, Any, str | None]]:
+    """(line number, parsed JSON or None, problem) for each non-blank line of a JSON-lines text."""
     out = []
-    for n, line in enumerate(read_text(path, what="JSON-lines file").splitlines(), 1):
+    for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
@@ -147,7 +138,7 @@ def _questions(path: Path, errors: list[DataError], defects: list[Defect]) -> li
     name = str(path)
     seen: dict[str, int] = {}
     out: list[Question] = []
-    for n, obj, problem in _read_lines(path):
+    for n, obj, problem in json_lines(read_text(path, what="JSON-lines file")):
         if problem or not isinstance(obj, dict):
             errors.append(DataError(problem or "not a JSON object", file=name, record=f"line {n}"))
             continue
@@ -257,7 +248,7 @@ def _join_reference(path: Path, questions: list[Question], errors: list[DataErro
     name = str(path)
     gold: dict[str, tuple[str, ...]] = {}
     known = {q.id for q in questions}
-    for n, obj, problem in _read_lines(path):
+    for n, obj, problem in json_lines(read_text(path, what="JSON-lines file")):
         if problem or not isinstance(obj, dict) or not isinstance(obj.get("id"), str):
             errors.append(DataError(problem or "expected {\"id\", \"answer\"}", file=name, record=f"line {n}"))
             continue

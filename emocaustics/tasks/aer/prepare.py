@@ -34,9 +34,8 @@ def default_shots_split(split: str) -> str:
 
 
 def pick_shots(pool: SplitData, topic_id: int, k: int, seed: int, split: str) -> list[dict[str, Any]]:
-    """k solved examples of `pool` outside topic `topic_id`, by a draw seeded with (seed, split, topic)."""
-    if pool.split == split:
-        raise UsageError(f"few-shot examples must come from another split than {split!r}")
+    """k solved examples of `pool` (another split than `split`: `AerTask.load` checks it) outside topic `topic_id`,
+    by a draw seeded with (seed, split, topic)."""
     cands = [q for q in pool.questions if q.gold and q.topic_id != topic_id]
     if not cands:
         raise UsageError(f"split {pool.split!r} has no solved questions outside topic {topic_id} for few-shot examples")

@@ -19,10 +19,9 @@ from typing import Any
 from emocaustics.core.errors import DataError
 from emocaustics.core.task import Sample
 from emocaustics.core.textfile import decode, read_text, shown
+from emocaustics.tasks.aer.data import MAX_LISTED, json_lines, parse_gold
 
-LETTERS = ("A", "B", "C", "D")
 OUTCOMES = ("exact", "partial", "wrong")
-MAX_LISTED = 10
 
 
 def question_score(predicted: Iterable[str] | None, gold: Iterable[str]) -> float:
@@ -102,15 +101,10 @@ class Submission:
 
 
 def parse_letters(raw: Any) -> tuple[str, ...] | None:
-    """"A,C" -> ("A", "C"); "" -> (); None when malformed or a letter is not one of A-D."""
+    """"A,C" -> ("A", "C"); "" -> (); None when malformed or a letter is not one of A-D (the gold's rule)."""
     if not isinstance(raw, str):
         return None
-    if not raw.strip():
-        return ()
-    parts = [p.strip() for p in raw.split(",")]
-    if any(p not in LETTERS for p in parts):
-        return None
-    return tuple(sorted(set(parts)))
+    return parse_gold(raw)[0] if raw.strip() else ()
 
 
 SUBMISSION = "submission.jsonl"
@@ -164,13 +158,9 @@ def check_lines(text: str, known: set[str]) -> tuple[list[str], dict[str, tuple[
     errors: list[str] = []
     seen: dict[str, int] = {}
     preds: dict[str, tuple[str, ...]] = {}
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            errors.append(f"line {n}: not JSON ({exc.msg} at column {exc.colno})")
+    for n, obj, problem in json_lines(text):
+        if problem:
+            errors.append(f"line {n}: {problem}")
             continue
         if not isinstance(obj, dict):
             errors.append(f'line {n}: expected an object {{"id": "q-N", "answer": "A,C"}}, got {shown(obj)}')
