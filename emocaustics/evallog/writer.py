@@ -9,10 +9,8 @@
     <run>/evallog/texts/part-NNNNN.parquet  hash -> text, every chunk once for the whole run
 
 A killed run keeps every line written; `--resume` compacts what was staged and adds new attempts (the reader shows a
-sample's latest). Compaction is idempotent (rows are unique by key), so a crash during it loses nothing. The process
-that staged a config's lines also keeps them in memory (as the Python rows it encoded), so compacting at the config's
-end builds the tables from those rows instead of reading the staging file back; only a killed attempt's staging
-files are read (by the next run, at its start).
+sample's latest). Compaction is idempotent (rows are unique by key), so a crash during it loses nothing. It reads
+the staged lines back, at the config's end or (a killed attempt's) at the next run's start: one path for both.
 All of that work (chunking each finished recorder, encoding and staging its line, building the tables) runs in a child
 process (`process.ChildWriter`, started at a run's first sample, stopped when its last open config is finished, or
 by `close`): in a thread of the driver it held the GIL against the event loop that drives the calls. The driver only
@@ -38,7 +36,6 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-import orjson
 import polars as pl
 
 from emocaustics.core.redact import Redactor, secrets as known_secrets
@@ -49,7 +46,6 @@ from emocaustics.evallog.tables import ATTEMPT_SCHEMA, CALL_SCHEMA, SAMPLE_SCHEM
 
 __all__ = ["ATTEMPT_SCHEMA", "CALL_SCHEMA", "SAMPLE_SCHEMA", "EvalLog", "ConfigLog"]
 
-BATCH = 50  # a config's staged rows whose tables are built together in the background (of a 400-sample config: 8)
 _FIELDS: dict[type, tuple[str, ...]] = {}  # a dataclass's field names
 
 
@@ -94,14 +90,12 @@ class EvalLog:
         self._open: set[str] = set()  # configs with samples sent to the child and not finished
         if _state is not None:  # the child's copy of the parent's log (`_serve_log`): nothing to scan or compact
             self.attempt, self.known, self._written = _state["attempt"], _state["known"], _state["written"]
-            self._pending, self._built, self._worker = {}, {}, None
+            self._worker = None
             return
         with writing(self.root):
             for sub in ("staging", "calls", "attempts", "samples", "texts"):
                 (self.root / sub).mkdir(parents=True, exist_ok=True)
         self.known: set[str] = set()
-        self._pending: dict[str, list[dict[str, Any]]] = {}  # label -> this process's staged rows (as written)
-        self._built: dict[str, list[Future[Any]]] = {}  # label -> its earlier rows' tables, built in the background
         self._worker: ThreadPoolExecutor | None = None
         for part in sorted((self.root / "texts").glob("part-*.parquet")):
             self.known.update(pl.read_parquet(part, columns=["hash"])["hash"].to_list())
@@ -142,41 +136,21 @@ class EvalLog:
             self.known.update(fresh)
         return fresh
 
-    def _write_texts(self, rows: dict[str, str]) -> None:
-        if not rows:
-            return
-        parts = sorted((self.root / "texts").glob("part-*.parquet"))
-        n = int(parts[-1].stem.split("-")[1]) + 1 if parts else 0
-        frame = pl.DataFrame({"hash": list(rows), "text": [self.redact(t) for t in rows.values()]},
-                             schema={"hash": pl.Utf8, "text": pl.Utf8})
-        atomic_parquet(frame, self.root / "texts" / f"part-{n:05d}.parquet")
-        self._written.update(rows)
-
     def _flush_texts(self, texts: dict[str, str]) -> None:
-        """Staged chunks into a texts part (those not there yet)."""
+        """Chunks into a new texts part (those not there yet)."""
         with self._lock:
-            self._write_texts({h: t for h, t in texts.items() if h not in self._written})
             self.known.update(texts)
+            rows = {h: t for h, t in texts.items() if h not in self._written}
+            if not rows:
+                return
+            parts = sorted((self.root / "texts").glob("part-*.parquet"))
+            n = int(parts[-1].stem.split("-")[1]) + 1 if parts else 0
+            frame = pl.DataFrame({"hash": list(rows), "text": [self.redact(t) for t in rows.values()]},
+                                 schema={"hash": pl.Utf8, "text": pl.Utf8})
+            atomic_parquet(frame, self.root / "texts" / f"part-{n:05d}.parquet")
+            self._written.update(rows)
 
     # -- compaction ----------------------------------------------------------------------------------------------
-    def _stage(self, label: str, row: dict[str, Any]) -> None:
-        """Keep a staged row for compaction; every BATCH rows of a config, their tables are built in a background
-        thread while the run goes on, so that the config's end builds only its last rows' tables."""
-        with self._lock:
-            rows = self._pending.setdefault(label, [])
-            rows.append(row)
-            if len(rows) < BATCH:
-                return
-            self._pending[label] = []
-            self._built.setdefault(label, []).append(self._submit(self._build, rows))
-
-    def _build(self, rows: list[dict[str, Any]]) -> tuple[pl.DataFrame, list[dict[str, Any]], dict[str, str]]:
-        """The rows' tables, their chunks written already (a texts part per batch: the config's end writes its
-        last rows' only)."""
-        calls, attempts, texts = _tables(rows)
-        self._flush_texts(texts)
-        return calls, attempts, {}
-
     def _submit(self, fn: Any, *args: Any) -> "Future[Any]":
         """`fn(*args)` in the log's one thread (in the order submitted)."""
         if self._worker is None:
@@ -190,20 +164,13 @@ class EvalLog:
             return
         if self._worker is not None:  # the samples emitted before this are staged
             self._submit(lambda: None).result()
-        with self._lock:
-            rows = self._pending.pop(label, None)
-            built = self._built.pop(label, [])
-        if rows is None and not built:  # staged by another (killed) process: read back
-            rows = []
-            for line in staged.read_text(encoding="utf-8").splitlines():
-                try:
-                    rows.append(json.loads(line))
-                except json.JSONDecodeError:  # the last line of a killed run may be cut: that sample runs again
-                    continue
-        parts = [f.result() for f in built] + [_tables(rows or [])]
-        calls = pl.concat([p[0] for p in parts]) if len(parts) > 1 else parts[0][0]
-        attempts = [a for p in parts for a in p[1]]
-        texts = {h: t for p in parts for h, t in p[2].items()}
+        rows = []
+        for line in staged.read_text(encoding="utf-8").splitlines():
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError:  # the last line of a killed run may be cut: that sample runs again
+                continue
+        calls, attempts, texts = _tables(rows)
         self._flush_texts(texts)
         _merge(self.root / "calls" / f"{label}.parquet", calls, ["sample_id", "attempt", "seq"])
         _merge(self.root / "attempts" / f"{label}.parquet", pl.DataFrame(attempts, schema=ATTEMPT_SCHEMA),
@@ -248,11 +215,9 @@ class ConfigLog:
                "ok": bool(result.get("ok")), "step": result.get("step"), "reason": result.get("reason"),
                "replica": result.get("replica"), "calls": calls, "stats": result["stats"],
                "prompts": self.prompts, "texts": self.log._new_texts(texts)}
-        raw = dumps(row)
-        line = self.log.redact(raw)
+        line = self.log.redact(dumps(row))
         with self._lock:  # a line cut by a full disk is cut back off: the staged lines stay readable
             append_line(self.path, line)
-        self.log._stage(self.label, row if line is raw else orjson.loads(line))  # the row as written
 
     def finish(self, samples: list[Any], predictions: dict[str, Any]) -> None:
         """Compact what was staged and write every sample's input, gold and prediction (the dataset's and the
@@ -306,8 +271,6 @@ def _serve_log(state: dict[str, Any]) -> Any:
             return log.config(label)._write(sample_id, result, finished)
         if message[0] == "finish":
             return log.config(message[1])._finish(*message[2:])
-        if log._worker is not None:  # stop: the batches' tables being built (their texts parts) come first
-            log._submit(lambda: None).result()
         return {"known": log.known, "written": log._written}
     return handle
 

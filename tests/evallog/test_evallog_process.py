@@ -26,7 +26,7 @@ from emocaustics.models.base import ChatRequest, Completion, Sampling
 SECRET = "sk-test-PROCESS-0f3c9e1d7a2b5c84-never-logged"
 SCHEMA = {"type": "object", "properties": {"answer": {"type": "string"}, "events": {"type": "array"}}}
 SYSTEM = "\n\n".join(f"Rule {r}: " + "\n".join(f"the rule's line {r}.{j}" for j in range(6)) for r in range(5))
-SAMPLES = 57  # more than writer.BATCH: the first 50 samples' tables are built while the rest are staged
+SAMPLES = 57  # a config of many samples, staged and compacted at its end
 
 
 def _result(i: int, raw: bool) -> dict:
