@@ -179,8 +179,9 @@ class RunLog:
             "status": rec.get("status") or ("ok" if latest.get("ok") else "failed" if latest else "missing"),
             "reason": rec.get("reason") or latest.get("reason") or (None if rec or latest else NOT_SOLVED),
             "replica": latest.get("replica"),
-            "stats": _loads(latest.get("stats")), "attempts": len(att), "calls": self.attempt_calls(label, sample_id, latest.get("attempt")),
-            "judge": judge, "items": items, "scores": scored, "prompts": latest.get("prompts", True),
+            "stats": _loads(latest.get("stats")), "attempts": len(att),
+            "calls": self.attempt_calls(label, sample_id, latest.get("attempt")), "judge": judge, "items": items,
+            "scores": scored, "prompts": latest.get("prompts", True),
         }
 
     def attempt_calls(self, label: str, sample_id: str, attempt: str | None) -> list[dict[str, Any]]:

@@ -130,7 +130,7 @@ def _event(call: dict[str, Any], model: str, start: float | None, role: str | No
     sampling = call.get("sampling") or {}
     answer = call.get("text") or ""
     return {
-        "event": "model", **({"role": role} if role else {}), "timestamp": utc(start + float(call.get("start") or 0.0)) if start is not None else utc(0.0),
+        "event": "model", "timestamp": utc(start + float(call.get("start") or 0.0)) if start is not None else utc(0.0),
         "working_start": float(call.get("start") or 0.0), "model": model,
         "input": [_message(m["role"], m["content"]) for m in call.get("messages") or []],
         "tools": [], "tool_choice": "none",
@@ -143,6 +143,7 @@ def _event(call: dict[str, Any], model: str, start: float | None, role: str | No
                    "time": call.get("latency"), **({"error": call["error"]} if call.get("error") else {})},
         "retries": call.get("retry"), **({"error": call["error"]} if call.get("error") else {}),
         **({"cache": "read"} if call.get("cached") else {}), "working_time": call.get("latency"),
+        **({"role": role} if role else {}),  # `grader`: a scorer's call
         "metadata": {k: call.get(k) for k in ("seq", "step", "parse_error", "repaired", "schema", "parsed")
                      if call.get(k) is not None} or None,
     }
@@ -170,8 +171,9 @@ def _sample(s: SampleRecord, model: str) -> dict[str, Any]:
                      "unscored_metrics": [m for m, v in s.metrics.items() if v is None],
                      "llm_calls": s.llm_calls, "cache_hits": s.cache_hits, "cost_usd": s.cost_usd},
         # the scorer's judge calls after the solver's, as inspect logs a scorer's model calls (role `grader`)
-        "events": [_event(c, model, started) for c in s.calls] + [
-            _event(c, _name(model_name(judge["model"])), judge["finished"] - judge["seconds"], "grader") for c in judge.get("calls", [])],
+        "events": [_event(c, model, started) for c in s.calls] + [_event(c, _name(model_name(judge["model"])),
+                                                                         judge["finished"] - judge["seconds"], "grader")
+                                                                  for c in judge.get("calls", [])],
         "total_time": s.seconds, "working_time": s.seconds,
         **({"started_at": utc(started), "completed_at": utc(s.finished)} if started is not None else {}),
     }

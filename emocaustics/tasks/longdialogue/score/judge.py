@@ -180,7 +180,8 @@ class Judge:
 
 
 class _Reads(Mapping):
-    """A dialogue's view of the judge's answers: the questions it reads are kept (`Judge.emit` logs their calls)."""
+    """A dialogue's view of the judge's answers: the questions it reads (or asks whether answered) are kept, for
+    `Judge.emit` to log their calls."""
 
     def __init__(self, answers: Mapping[Any, Any], read: dict[Any, None], task: str) -> None:
         self.answers, self.read, self.task = answers, read, task
@@ -189,9 +190,6 @@ class _Reads(Mapping):
         value = self.answers[q]
         self.read[(self.task, q)] = None
         return value
-
-    def __contains__(self, q: object) -> bool:
-        return q in self.answers
 
     def __iter__(self) -> Iterator[Any]:
         return iter(self.answers)
