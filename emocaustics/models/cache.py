@@ -63,9 +63,7 @@ class CachedLLM(Layer):
         one: the placement keys `weight_key`, `chain_key` go with it)."""
         if self.llm.runs_remotely:
             return await self.llm.run(fn, items, affinity_key, **{**keys, "cache_path": self.cache.ref})
-        from emocaustics.models.local import run_local
-
-        return await run_local(self, fn, items)
+        return await super().run(fn, items)  # here, through this cache (`ModelBase.run`)
 
     async def aclose(self) -> None:
         """Close the wrapped model's connections of this event loop, if it holds any (remote endpoints), and commit
