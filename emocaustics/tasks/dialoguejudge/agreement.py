@@ -27,6 +27,9 @@ from emocaustics.tasks.human.method import (conversation_table, quality_control,
                                             worker_moments, z_col)
 
 JUDGE = "judge"
+# System z-scores spread less than this are one value: a judge that rates every conversation alike still differs in
+# the last bits between its twins (their means are sums in another order), and r over rounding noise is no r.
+FLAT = 1e-9
 Ratings = Mapping[str, Mapping[str, float]]  # sample id -> the judge's ratings (criterion -> 0-100)
 
 
@@ -84,7 +87,7 @@ def judge(meta: Metadata, samples: list[Sample], ratings: Ratings, *,
     low_high = _bootstrap(conv, meta, passed, columns, resamples, seed)
     for c in columns:
         x, y = human.get_column(c).to_numpy(), mine.get_column(c).to_numpy()
-        ok = np.isfinite(x) & np.isfinite(y)
+        ok = np.isfinite(x) & np.isfinite(y) & _spread(y)
         rows.append({"column": c, **{m: correlate(x[ok], y[ok], m) for m in ("pearson", "spearman")},
                      **low_high[c]})
     raw = [f"raw:{s}" for s in meta.score_names]
@@ -95,6 +98,12 @@ def judge(meta: Metadata, samples: list[Sample], ratings: Ratings, *,
     return Judged(qc, pl.concat([workers, mine_qc]), human, mine, pl.DataFrame(rows),
                   correlate(pairs["raw"], pairs["raw.judge"]), alpha,
                   _contributions(conv.filter(is_judge), meta, passed, human, mine))
+
+
+def _spread(v: np.ndarray) -> bool:
+    """Whether the finite values of `v` are more than one value (beyond rounding: `FLAT`)."""
+    v = v[np.isfinite(v)]
+    return bool(v.size) and float(v.max() - v.min()) > FLAT
 
 
 def interval_alpha(x: np.ndarray, y: np.ndarray) -> float:
@@ -119,7 +128,8 @@ def _contributions(rows: pl.DataFrame, meta: Metadata, passed: set[str], human: 
     with np.errstate(invalid="ignore", divide="ignore"):
         weight = np.where(ok, a_c / np.linalg.norm(a_c) / np.linalg.norm(b_c) / mine.get_column("N").to_numpy(), 0.0)
     by_model = dict(zip(human.get_column("model").to_list(), weight * len(meta.sorted_scores)))
-    undefined, twins = not np.isfinite(weight).all() or not weight.any(), {twin(w) for w in passed}
+    undefined = not np.isfinite(weight).all() or not weight.any() or not _spread(b[ok])
+    twins = {twin(w) for w in passed}
     return {sid: float("nan") if undefined else by_model.get(model, 0.0) * z if worker in twins else 0.0
             for sid, worker, model, z in rows.select("sample_id", "worker", "model", "z").iter_rows()}
 
@@ -146,9 +156,10 @@ def _bootstrap(conv: pl.DataFrame, meta: Metadata, passed: set[str], columns: tu
         with np.errstate(invalid="ignore", divide="ignore"):
             h, g = [((counts * m) @ cells).reshape(len(counts), onehot.shape[1], -1)
                     / ((counts * m) @ onehot)[..., None] for m in sides]  # (resamples, systems, columns) mean z
-        found.append(np.array([[_rowwise_r(h[:, :, j], g[:, :, j]),
-                                _rowwise_r(rankdata(h[:, :, j], axis=1), rankdata(g[:, :, j], axis=1))]
-                               for j in range(len(columns))]))
+        flat = np.ptp(g, axis=1) <= FLAT  # (resamples, columns): the judge's system z are one value
+        found.append(np.where(flat.T[:, None, :], np.nan, np.array(
+            [[_rowwise_r(h[:, :, j], g[:, :, j]),
+              _rowwise_r(rankdata(h[:, :, j], axis=1), rankdata(g[:, :, j], axis=1))] for j in range(len(columns))])))
     low, high = percentile_interval(np.concatenate(found, axis=-1))  # (columns, 2)
     return {c: {f"{m}_{e}": float(v[j, k]) for k, m in enumerate(("pearson", "spearman"))
                 for e, v in (("low", low), ("high", high))} for j, c in enumerate(columns)}

@@ -34,6 +34,8 @@ class JudgeOptions(Options):
     qc_threshold: float = Field(0.05, gt=0, le=1)  # the judge passes QC iff its p-value is below this
     resamples: int = Field(1000, ge=0, le=100_000)  # bootstrap resamples of assignments (0: no intervals)
     seed: int = 0  # of the bootstrap and of the `random` method
+    # epochs: each epoch scored as a judge of its own, the shares of r (and so r) averaged over the epochs
+    reducers: ClassVar[dict[str, Any]] = {"mean": None}
 
 
 def ratings_of(pred: Any, names: tuple[str, ...]) -> tuple[dict[str, float] | None, str | None]:

@@ -98,6 +98,16 @@ def test_a_judge_that_ignores_the_conversation_fails_qc(small_round, method):
         assert set(s.rows.filter(s.rows["metric"] == "system_r")["status"]) == {"unscored"}
 
 
+def test_a_judge_that_rates_every_conversation_alike_has_no_r(small_round):
+    """0 on every criterion (what a schema-filling stand-in answers): after reversal not constant, so the twins' z
+    differ only by rounding; r over that noise would be a number from nothing."""
+    _, s = scored(small_round, lambda smp: {x.id: {"ratings": dict.fromkeys(x.target, 0)} for x in smp},
+                  resamples=200)
+    assert s.summary["qc_pass"] is False and s.summary["qc_p"] == pytest.approx(0.5, abs=0.01)  # all ties
+    assert all(math.isnan(s.summary[k]) for k in ("system_r", "system_rho", "pearson_low", "spearman_high"))
+    assert set(s.rows.filter(s.rows["metric"] == "system_r")["status"]) == {"unscored"}
+
+
 def test_garbage_for_a_tenth_is_unscored_and_counted(small_round):
     def answers(samples):
         out = noisy(10.0)(samples)
