@@ -9,8 +9,9 @@ plain data: inspect_ai is not needed to write it.
   reduced) as the metric `mean` of the per-sample metric, with every other corpus-level metric of the config beside
   it; a config solved in epochs has its `epochs` and reducer in `eval.config` and each sample's reduced score in
   `reductions`;
-- each sample (once per epoch, with its `epoch`): id, input and target (JSON text where ours is structured), every model call of its latest attempt as
-  a `model` event (messages as sent, answer, sampling, tokens, latency, cache hit, error), the calls' messages in
+- each sample (once per epoch, with its `epoch`): id, input and target (JSON text where ours is structured), every
+  model call of its latest attempt as a `model` event (messages as sent, answer, sampling, tokens, latency, cache hit,
+  error; then the scorer's judge calls, role `grader`, under the judge's model), the calls' messages in
   order as `messages`, the answer as `output` (the prediction itself, as JSON, where no model was called), every
   per-sample metric as a score, token usage under the model's name, timing, and a failed sample's reason as `error`.
 """
