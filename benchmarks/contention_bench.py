@@ -12,13 +12,17 @@ recorded (lines in `predictions/*/predictions.jsonl`, plus `output_*.json` predi
 count first went up. From those times and the stand-in's own clock:
 - `first_answer_s`: the stand-in's first request (the start of solving) to the first answer recorded;
 - `max_gap_s`: the longest time between two answers recorded, from the first request to the last answer recorded;
-- `last_answer_lag_s`: the stand-in's last answer to the last answer recorded.
-A run *stalls* when any of these three exceeds STALL_S (2 s) — a stretch in which the endpoint had answered but the
-driver recorded nothing (the issue's stall was 10-15 s to the first answer, with every call answered within 3 s).
-`poll_max_interval_s` is the poller's own longest interval: a poller starved by the same load would show here, not as
-a stall of the driver.
+- `last_answer_lag_s`: the stand-in's last answer to the last answer recorded;
+- `idle_waiting_s`: whole seconds (the stand-in's per-second record of calls in service) inside a gap of more than
+  STALL_S (2 s) between answers recorded, in which the stand-in had no call in service: the endpoint waited on the
+  driver and the driver recorded nothing.
+A run *stalls* when `idle_waiting_s` > 0 or `last_answer_lag_s` > STALL_S: a stretch in which the endpoint had
+answered everything asked and the driver recorded nothing (the issue's stall: 10-15 s to the first answer, every call
+answered within 3 s). A long gap while the endpoint is serving is not a stall: the window method's first answer waits
+for a whole chain of dependent calls, which a loaded machine slows at every step. `poll_max_interval_s` is the
+poller's own longest interval: a poller starved by the same load would show there.
 
-    python -m benchmarks.contention_bench [--questions 400] [--ids all | --ids 1,2,...] [--busy N] [--repeats 1]
+    python -m benchmarks.contention_bench [--questions 400] [--dialogues N (0: all 400)] [--busy N] [--repeats 1]
         [--conditions none,nice10,same_nice] [--tag NAME]
 
 Results: `benchmarks/results/contention_bench[_TAG].json` and `.md`.
@@ -41,6 +45,12 @@ RESULTS = Path(__file__).resolve().parent / "results"
 POLL_S = 0.05
 STALL_S = 2.0
 CONDITIONS = {"none": None, "nice10": 10, "same_nice": 0}  # busy processes' niceness added to this process's
+
+
+def data_root() -> str:
+    """The long-dialogue dataset (startup_bench's default)."""
+    return os.environ.get("EMOCAUSTICS_DATA") or str(Path(__file__).resolve().parents[2] / "shared" / "datasets" /
+                                                     "emocaustics")
 
 
 def count_answers(out: Path) -> int:
@@ -80,27 +90,33 @@ class Watcher:
         self._thread.join()
 
 
-def stall_of(times: list[float], first_request: float | None, last_answer: float | None,
-             intervals: list[float]) -> dict[str, Any]:
-    """The three intervals of the module docstring and whether any exceeds STALL_S."""
+def stall_of(times: list[float], first_request: float | None, last_answer: float | None, intervals: list[float],
+             in_service: list[float]) -> dict[str, Any]:
+    """The figures of the module docstring; `in_service`: the stand-in's mean calls in service per second since its
+    first request."""
+    poll = round(max(intervals, default=0.0), 3)
     if not times or first_request is None:
         return {"answers_seen": len(times), "first_answer_s": None, "max_gap_s": None, "last_answer_lag_s": None,
-                "poll_max_interval_s": round(max(intervals, default=0.0), 3), "stalled": True}
+                "idle_waiting_s": None, "poll_max_interval_s": poll, "stalled": True}
     points = [first_request, *times]
-    gaps = [b - a for a, b in zip(points, points[1:])]
+    gaps = [(a, b) for a, b in zip(points, points[1:]) if b - a > STALL_S]
+    idle = sum(1 for sec, busy in enumerate(in_service) if busy == 0 and any(
+        a <= first_request + sec and first_request + sec + 1 <= b for a, b in gaps))
+    idle += sum(1 for a, b in gaps for sec in range(len(in_service), int(b - first_request))
+                if a <= first_request + sec)  # past the stand-in's record: it served nothing then
     out = {"answers_seen": len(times), "first_answer_s": round(times[0] - first_request, 3),
-           "max_gap_s": round(max(gaps), 3),
+           "max_gap_s": round(max(b - a for a, b in zip(points, points[1:])), 3),
            "last_answer_lag_s": round(times[-1] - last_answer, 3) if last_answer else None,
-           "poll_max_interval_s": round(max(intervals, default=0.0), 3)}
-    out["stalled"] = any(v is not None and v > STALL_S for v in (out["first_answer_s"], out["max_gap_s"],
-                                                                 out["last_answer_lag_s"]))
+           "idle_waiting_s": idle, "poll_max_interval_s": poll}
+    out["stalled"] = idle > 0 or (out["last_answer_lag_s"] or 0.0) > STALL_S
     return out
 
 
 def busy(n: int, nice: int | None) -> list[subprocess.Popen]:
     if nice is None:
         return []
-    return [subprocess.Popen([sys.executable, "-c", "while True: pass"],
+    spin = "import os\nparent = os.getppid()\nwhile os.getppid() == parent: pass"  # ends if this process dies
+    return [subprocess.Popen([sys.executable, "-c", spin],
                              preexec_fn=(lambda: os.nice(nice)) if nice else None) for _ in range(n)]
 
 
@@ -112,7 +128,8 @@ def watched(out: Path, server: Any, run: Any) -> dict[str, Any]:
     finally:
         w.stop()
     st = server.stats()
-    return {**r, **stall_of(w.times, st["first_request_epoch"], st["last_answer_epoch"], w.intervals)}
+    return {**r, **stall_of(w.times, st["first_request_epoch"], st["last_answer_epoch"], w.intervals,
+                            st["mean_in_service_by_second"]), "in_service_by_second": st["mean_in_service_by_second"]}
 
 
 def measure(conditions: list[str], *, questions: int, ids: list[int] | None, n_busy: int, repeats: int,
@@ -121,7 +138,7 @@ def measure(conditions: list[str], *, questions: int, ids: list[int] | None, n_b
     from benchmarks.startup_bench import Standin, run_one
     from emocaustics.tasks.longdialogue.data.subsets import resolve
 
-    data = os.environ.get("EMOCAUSTICS_DATA") or str(Path(__file__).resolve().parents[2] / "shared/datasets/emocaustics")
+    data = data_root()
     os.environ["EMOCAUSTICS_DATA"] = data
     dialogues, _ = resolve(None if ids else "all", ids, root=data)
     lengths = [len(d.utterances) for d in dialogues]
@@ -149,10 +166,10 @@ def measure(conditions: list[str], *, questions: int, ids: list[int] | None, n_b
                         p.wait()
                 for name, r in (("small", small), ("window", window)):
                     print(f"contention_bench: {cond} {name}: {r['wall_s']} s (floor {r['floor_s']} s), first answer "
-                          f"{r['first_answer_s']} s, max gap {r['max_gap_s']} s, stalled {r['stalled']}",
-                          file=sys.stderr, flush=True)
-                per[cond].append({"small": small, "window": {k: v for k, v in window.items()
-                                                             if k != "mean_in_service_by_second"}})
+                          f"{r['first_answer_s']} s, max gap {r['max_gap_s']} s, endpoint idle in gaps "
+                          f"{r['idle_waiting_s']} s, stalled {r['stalled']}", file=sys.stderr, flush=True)
+                window.pop("mean_in_service_by_second", None)  # the same as in_service_by_second
+                per[cond].append({"small": small, "window": window})
     finally:
         mc.close()
         plain.close()
@@ -165,27 +182,31 @@ def to_markdown(res: dict[str, Any]) -> str:
     f = res["figures"]
     lines = [f"# contention_bench ({f['busy']} busy processes; small eval {f['questions']} questions, window run "
              f"{f['dialogues']} dialogues; stall = more than {f['stall_threshold_s']} s without an answer recorded)",
-             "", "| condition | run | wall s | floor s | first answer s | max gap s | last-answer lag s | stalled |",
-             "|---|---|---|---|---|---|---|---|"]
+             "", "| condition | run | wall s | floor s | first answer s | max gap s | endpoint idle in gaps s | "
+             "last-answer lag s | stalled |", "|---|---|---|---|---|---|---|---|---|"]
     for cond, runs in f["conditions"].items():
         for r in runs:
             for name in ("small", "window"):
                 x = r[name]
                 lines.append(f"| {cond} | {name} | {x['wall_s']} | {x['floor_s']} | {x['first_answer_s']} | "
-                             f"{x['max_gap_s']} | {x['last_answer_lag_s']} | {x['stalled']} |")
+                             f"{x['max_gap_s']} | {x['idle_waiting_s']} | {x['last_answer_lag_s']} | {x['stalled']} |")
     return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.contention_bench", description=__doc__.splitlines()[0])
     ap.add_argument("--questions", type=int, default=400)
-    ap.add_argument("--ids", default="all", help="the window run's dialogues: all, or ids separated by commas")
+    ap.add_argument("--dialogues", type=int, default=0, help="the window run's dialogues: the first N by id (0: all)")
     ap.add_argument("--busy", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--conditions", default=",".join(CONDITIONS))
     ap.add_argument("--tag", default="")
     a = ap.parse_args(argv)
-    ids = None if a.ids == "all" else [int(x) for x in a.ids.split(",")]
+    ids = None
+    if a.dialogues:
+        from emocaustics.tasks.longdialogue.data.subsets import resolve
+
+        ids = sorted(d.id for d in resolve("all", None, root=data_root())[0])[:a.dialogues]
     t0 = time.time()
     with tempfile.TemporaryDirectory(prefix="contention-bench-") as tmp:
         res = measure(a.conditions.split(","), questions=a.questions, ids=ids, n_busy=a.busy, repeats=a.repeats,

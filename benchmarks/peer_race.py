@@ -326,7 +326,8 @@ def main(argv: list[str] | None = None) -> int:
         res = race([int(x) for x in a.sizes.split(",")], tools, repeats=a.repeats, warmups=a.warmups,
                    latency=a.latency, slots=a.slots, connections=a.connections, work=Path(tmp))
     res = {"name": "peer_race", **res, "versions": versions,
-           "inputs": {"command": "python -m benchmarks.peer_race " + " ".join(argv if argv is not None else sys.argv[1:]),
+           "inputs": {"command": " ".join(["python -m benchmarks.peer_race", *(argv if argv is not None
+                                                                                 else sys.argv[1:])]),
                       "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                       "seconds_total": round(time.time() - t0, 1), "cpus": os.cpu_count()}}
     name = "peer_race" + (f"_{a.tag}" if a.tag else "")

@@ -58,15 +58,20 @@ def test_every_tool_is_held_to_the_same_connections(tmp_path):
     assert len(files["data"].read_text().splitlines()) == 3
 
 
-def test_a_stall_is_any_stretch_past_the_threshold_without_an_answer():
+def test_a_stall_is_a_stretch_in_which_neither_the_endpoint_nor_the_driver_moved():
     t = 1000.0
-    calm = stall_of([t + 0.3, t + 0.5, t + 1.0], t, t + 0.95, [0.05])
-    assert (calm["first_answer_s"], calm["max_gap_s"], calm["stalled"]) == (0.3, 0.5, False)
-    late = stall_of([t + STALL_S + 1, t + STALL_S + 1.1], t, t + 0.5, [0.05])
-    assert late["first_answer_s"] == STALL_S + 1 and late["stalled"]
-    gap = stall_of([t + 0.2, t + 0.3 + STALL_S + 0.5], t, t + 0.3 + STALL_S + 0.4, [0.05])
-    assert gap["max_gap_s"] == pytest.approx(STALL_S + 0.6) and gap["stalled"]
-    assert stall_of([], t, None, [])["stalled"]  # nothing recorded at all
+    calm = stall_of([t + 0.3, t + 0.5, t + 1.0], t, t + 0.95, [0.05], [40.0])
+    assert (calm["first_answer_s"], calm["max_gap_s"], calm["idle_waiting_s"], calm["stalled"]) == (0.3, 0.5, 0, False)
+    # the first answer 6 s after the first request, the endpoint done after its first second: seconds 1-5 idle
+    late = stall_of([t + 6.0, t + 6.1], t, t + 0.5, [0.05], [30.0, 0.0])
+    assert late["first_answer_s"] == 6.0 and late["idle_waiting_s"] == 5 and late["stalled"]
+    # the same first answer while the endpoint served a chain of calls throughout: slow, but no stall
+    chain = stall_of([t + 6.0, t + 6.1], t, t + 5.9, [0.05], [3.0] * 6)
+    assert chain["max_gap_s"] == 6.0 and chain["idle_waiting_s"] == 0 and not chain["stalled"]
+    # the last answer recorded well after the endpoint's last answer
+    tail = stall_of([t + 0.3, t + 0.5 + STALL_S + 1], t, t + 0.4, [0.05], [5.0])
+    assert tail["last_answer_lag_s"] == pytest.approx(STALL_S + 1.1) and tail["stalled"]
+    assert stall_of([], t, None, [], [])["stalled"]  # nothing recorded at all
 
 
 def test_answers_are_counted_from_a_run_folder(tmp_path):
