@@ -14,16 +14,14 @@
   text of the pairs is `report.compare.describe`'s.
 """
 
-from emocaustics.stats.bootstrap import (bootstrap_ci, bootstrap_masked_means, bootstrap_means, bootstrap_table,
-                                         cluster_index, percentile_interval)
+from emocaustics.stats.bootstrap import (bootstrap_masked_means, bootstrap_means, bootstrap_table, cluster_index,
+                                         percentile_interval)
 from emocaustics.stats.matrix import matrix_from_pairs, plot_significance, significance_frame
-from emocaustics.stats.paired import (approximate_randomisation_p, holm, paired_bootstrap, paired_bootstrap_p,
-                                      randomisation_table, wilcoxon_p)
+from emocaustics.stats.paired import holm, paired_bootstrap_p, randomisation_table, wilcoxon_p
 from emocaustics.stats.tables import ConfigStats, config_matrix, config_stats, holm_family, per_item
 
 __all__ = [
-    "ConfigStats", "approximate_randomisation_p", "bootstrap_ci", "bootstrap_masked_means", "bootstrap_means",
-    "bootstrap_table", "cluster_index", "config_matrix", "config_stats", "holm", "holm_family",
-    "matrix_from_pairs", "paired_bootstrap", "paired_bootstrap_p", "per_item", "percentile_interval",
+    "ConfigStats", "bootstrap_masked_means", "bootstrap_means", "bootstrap_table", "cluster_index", "config_matrix",
+    "config_stats", "holm", "holm_family", "matrix_from_pairs", "paired_bootstrap_p", "per_item", "percentile_interval",
     "plot_significance", "randomisation_table", "significance_frame", "wilcoxon_p",
 ]

@@ -157,14 +157,3 @@ def percentile_interval(boot: np.ndarray, level: float = DEFAULT_LEVEL) -> tuple
     else:
         low, high = np.quantile(boot, [tail, 1 - tail], axis=-1)
     return low, high
-
-
-def bootstrap_ci(values: np.ndarray, *, level: float = DEFAULT_LEVEL, n_resamples: int = DEFAULT_RESAMPLES,
-                 seed: int | np.random.Generator | None = DEFAULT_SEED, clusters: np.ndarray | None = None
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(mean, ci_low, ci_high) per row of `values` (rows x items, no NaN); scalars (0-d arrays) for a 1-D input.
-    The interval is the percentile interval of the bootstrap means over the items (over their clusters)."""
-    arr = np.asarray(values, dtype=np.float64)
-    boot = bootstrap_means(arr, n_resamples=n_resamples, seed=seed, clusters=clusters)
-    low, high = percentile_interval(boot, level)
-    return arr.mean(axis=-1), low, high

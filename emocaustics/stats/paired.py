@@ -3,7 +3,7 @@
 - `paired_bootstrap_p`: two-sided bootstrap test of a mean difference. The bootstrap distribution of the mean
   difference is shifted to the null (centred on 0): p = (1 + #{|d* - d| >= |d|}) / (B + 1) (Efron & Tibshirani,
   ch. 16). Identical configurations (d = 0) get p = 1.
-- `randomisation_table` / `approximate_randomisation_p`: the sign-flip permutation test of the mean difference (under
+- `randomisation_table`: the sign-flip permutation test of the mean difference (under
   the null each item's two scores are exchangeable), p = (1 + #{|mean(s*d)| >= |mean(d)|}) / (R + 1), all pairs of
   a job from one stream of flips. Unlike the bootstrap test it cannot call a difference on one or two items
   significant (with n items no p falls below about 2 / 2^n), so it is the default test under Holm.
@@ -21,7 +21,7 @@ import warnings
 
 import numpy as np
 
-from emocaustics.stats.bootstrap import CHUNK_CELLS, DEFAULT_RESAMPLES, DEFAULT_SEED, bootstrap_means, n_clusters
+from emocaustics.stats.bootstrap import CHUNK_CELLS, DEFAULT_RESAMPLES, DEFAULT_SEED, n_clusters
 from emocaustics.stats.pairsums import SPARSE_SHARE, pair_sums, plan_pairs, row_sums
 from emocaustics.stats.threads import blas_threads
 
@@ -36,20 +36,6 @@ def paired_bootstrap_p(diff_boot: np.ndarray, observed: np.ndarray) -> np.ndarra
     extreme = (valid & (np.abs(boot - obs[:, None]) >= np.abs(obs)[:, None] - tol[:, None])).sum(axis=1)
     p = (1.0 + extreme) / (valid.sum(axis=1) + 1.0)
     return np.where(np.isnan(obs), np.nan, p)
-
-
-def paired_bootstrap(a: np.ndarray, b: np.ndarray, *, n_resamples: int = DEFAULT_RESAMPLES,
-                     seed: int | np.random.Generator | None = DEFAULT_SEED, level: float = 0.95,
-                     clusters: np.ndarray | None = None) -> dict[str, float]:
-    """Paired bootstrap of mean(a - b) over items (resampling their clusters, when given): {diff, ci_low, ci_high,
-    p}."""
-    d = _diffs(a, b)
-    boot = bootstrap_means(d, n_resamples=n_resamples, seed=seed, clusters=clusters)
-    tail = (1 - level) / 2
-    low, high = np.quantile(boot, [tail, 1 - tail])
-    obs = float(d.mean())
-    return {"diff": obs, "ci_low": float(low), "ci_high": float(high),
-            "p": float(paired_bootstrap_p(boot[None, :], np.array([obs]))[0])}
 
 
 def randomisation_table(values: np.ndarray, present: np.ndarray, pairs: list[tuple[int, int]], *,
@@ -91,20 +77,6 @@ def randomisation_table(values: np.ndarray, present: np.ndarray, pairs: list[tup
             done += r
     p = (1.0 + hits) / (n_permutations + 1.0)
     return np.where(n_common > 0, p, np.nan)
-
-
-def approximate_randomisation_p(diffs: np.ndarray, *, n_permutations: int = DEFAULT_RESAMPLES,
-                                seed: int | np.random.Generator | None = DEFAULT_SEED,
-                                clusters: np.ndarray | None = None) -> np.ndarray:
-    """`randomisation_table` for rows of paired differences (pairs x items, no NaN): each row against zero. A 1-D
-    input is one pair (returns a 0-d array)."""
-    d = np.asarray(diffs, dtype=np.float64)
-    one = d.ndim == 1
-    d = np.atleast_2d(d)
-    rows = np.vstack([d, np.zeros((1, d.shape[1]))])
-    p = randomisation_table(rows, np.ones_like(rows, dtype=bool), [(i, d.shape[0]) for i in range(d.shape[0])],
-                            n_permutations=n_permutations, seed=seed, clusters=clusters)
-    return p[0] if one else p
 
 
 def wilcoxon_p(a: np.ndarray, b: np.ndarray | None = None) -> float:

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from emocaustics.stats import bootstrap as B
+from stats.pairwise import bootstrap_ci
 
 
 def draws(n: int, n_resamples: int, seed: int) -> np.ndarray:
@@ -58,12 +59,12 @@ def test_means_and_interval_worked_example(monkeypatch):
     # several chunks (4 resamples of 6 items per chunk): the same draws, the same means
     monkeypatch.setattr(B, "CHUNK_CELLS", 24)
     np.testing.assert_allclose(B.bootstrap_means(x, n_resamples=50, seed=9), want, rtol=0, atol=1e-12)
-    mean, low, high = B.bootstrap_ci(x, n_resamples=50, seed=9, level=0.9)
+    mean, low, high = bootstrap_ci(x, n_resamples=50, seed=9, level=0.9)
     assert float(mean) == pytest.approx(14 / 3, abs=1e-15)
     assert float(low) == pytest.approx(np.quantile(want, 0.05), abs=1e-12)
     assert float(high) == pytest.approx(np.quantile(want, 0.95), abs=1e-12)
     # default level 95 %
-    _, low95, high95 = B.bootstrap_ci(x, n_resamples=50, seed=9)
+    _, low95, high95 = bootstrap_ci(x, n_resamples=50, seed=9)
     assert float(low95) == pytest.approx(np.quantile(want, 0.025), abs=1e-12)
     assert float(high95) == pytest.approx(np.quantile(want, 0.975), abs=1e-12)
     assert float(high95 - low95) > float(high - low)
@@ -145,7 +146,7 @@ def test_table_worked_example_against_the_draws(monkeypatch):
 
 def test_ci_per_row_and_unsigned_scores_in_the_table():
     x = np.array([[1.0, 2.0, 6.0], [4.0, 4.0, 7.0]])
-    mean, low, high = B.bootstrap_ci(x, n_resamples=30, seed=2)
+    mean, low, high = bootstrap_ci(x, n_resamples=30, seed=2)
     assert mean.tolist() == [3.0, 5.0] and low.shape == high.shape == (2,)
     # scores stored as small unsigned integers: differences are taken as numbers (no wrap-around at 0)
     values = np.array([[1, 5, 2, 2], [3, 1, 4, 4]], dtype=np.uint8)

@@ -31,11 +31,12 @@ import warnings
 import numpy as np
 import pytest
 
-from emocaustics.stats.bootstrap import (bootstrap_ci, bootstrap_masked_means, bootstrap_means, bootstrap_table,
+from emocaustics.stats.bootstrap import (bootstrap_masked_means, bootstrap_means, bootstrap_table,
                                          cluster_index, n_clusters, percentile_interval)
 from emocaustics.stats.mannwhitney import mannwhitney_p
 from emocaustics.stats.matrix import significance_frame
-from emocaustics.stats.paired import holm, paired_bootstrap, paired_bootstrap_p, randomisation_table, wilcoxon_p
+from emocaustics.stats.paired import holm, paired_bootstrap_p, randomisation_table, wilcoxon_p
+from stats.pairwise import bootstrap_ci, paired_bootstrap
 
 R = 200  # enough resamples that an item bootstrap of two items draws each of its four outcomes
 ONE = np.array([0, 0], dtype=np.int64)  # both items in cluster 0
