@@ -16,7 +16,6 @@ No Ray, no engine, tiny inputs: the file runs in about a second.
 
 from __future__ import annotations
 
-import numpy as np
 import polars as pl
 import pytest
 
