@@ -139,3 +139,27 @@ def test_job_judge_calls_in_the_eval_log_and_both_exports(tmp_path: Path, embedd
         calls = (judged[inst["sample_id"]] or {}).get("calls", [])
         kept = json.loads(inst["metadata"].get("judge.calls", "[]"))
         assert [k["text"] for k in kept] == [c["text"] for c in calls]
+
+
+def test_reference_mode_logs_each_dialogue_s_judge_calls_and_the_answer_that_failed_one(tmp_path: Path) -> None:
+    from emocaustics.tasks.longdialogue.score.reference import RawPrediction
+    from tests.tasks.longdialogue.test_score_reference_compat import (CH_EMBEDDER, SX_DIALOGUE, SX_EMBEDDER, SX_JUDGE,
+                                                                      SX_PRED, TableJudge)
+
+    crashed = Dialogue(id=10, utterances=(Utterance(0, "x", "1"),), chat_files=("chat_10.json",),
+                       chains={"1": (Event("吵架", ()),)})
+    pred = RawPrediction({"1": {"events": [{"event": "P0", "emotions": []}]}}, "output_emotions_10.json")
+    log = EvalLog(tmp_path, process=False)
+    sx, ch = TableJudge(SX_JUDGE), TableJudge({("吵架", "P0"): "是的"})
+    with sink.active(log.config("sx")):
+        asyncio.run(ascore("sextuple", [SX_DIALOGUE], {1: SX_PRED}, embedder=SX_EMBEDDER, judge=sx, compat="reference"))
+    with sink.active(log.config("ch")):
+        res = asyncio.run(ascore("emotion", [crashed], {10: pred}, embedder=CH_EMBEDDER, judge=ch, compat="reference"))
+    for label, d in (("sx", SX_DIALOGUE), ("ch", crashed)):
+        log.config(label).finish([Sample(str(d.id), d)], {})
+    run = RunLog(tmp_path)
+    calls = run.sample("sx", "1")["judge"]["calls"]
+    assert [c["messages"][1]["content"] for c in calls] == [r.messages[1]["content"] for r in sx.requests]
+    assert {c["text"] for c in calls} <= {*SX_JUDGE.values(), "0"} and len(calls) == len(sx.requests) > 1
+    assert "is not an integer" in res.summary["failures"][0]["reason"]  # the dialogue failed on this answer:
+    assert [c["text"] for c in run.sample("ch", "10")["judge"]["calls"]] == ["是的"]  # its call is in its log
