@@ -26,13 +26,6 @@ class Sample:
     target: Any = None
     meta: dict[str, Any] = field(default_factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "input": self.input, "target": self.target, "meta": self.meta}
-
-    @classmethod
-    def from_json(cls, obj: dict[str, Any]) -> "Sample":
-        return cls(str(obj["id"]), obj.get("input"), obj.get("target"), dict(obj.get("meta") or {}))
-
 
 @dataclass(frozen=True)
 class Failure:
