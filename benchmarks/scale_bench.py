@@ -195,7 +195,7 @@ def start_cluster(nodes: int, sim_gpus_per_node: int) -> Any:
 async def score_sample(dialogues: list[Any], out: Path, judge: Any, grid: list[tuple[str, dict]]) -> dict[str, Any]:
     """The real scorer on the simulated predictions: files read by the real readers, scored with the real rules."""
     from emocaustics.tasks.longdialogue.score.engine import ascore
-    from emocaustics.tasks.longdialogue.score.predictions import read_predictions
+    from emocaustics.tasks.longdialogue.score.predictions import read_prediction_files
 
     res: dict[str, Any] = {"dialogues": len(dialogues)}
     t0 = time.perf_counter()
@@ -203,7 +203,7 @@ async def score_sample(dialogues: list[Any], out: Path, judge: Any, grid: list[t
     for task, jdg in (("sextuple", None), ("emotion", judge)):
         label = last[task]
         res[f"{task}_config"] = label
-        preds = read_predictions(out / label, task).predictions
+        preds = read_prediction_files(out / label, task).predictions
         r = await ascore(task, dialogues, {d.id: preds[d.id] for d in dialogues if d.id in preds},
                          embedder="minilm", judge=jdg)
         res[f"{task}_scored"] = r.summary["scored"]

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from emocaustics.cli import main
-from emocaustics.tasks.longdialogue.score.predictions import read_predictions
+from emocaustics.tasks.longdialogue.score.predictions import read_prediction_files
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
 
@@ -36,7 +36,7 @@ def test_five_methods_end_to_end_then_cached(smoke_pool, published_root, tmp_pat
     monkeypatch.setenv("EMOCAUSTICS_RESPONSE_CACHE", str(tmp_path / "cache"))
     first = _run_all(published_root, tmp_path / "run1")
     for (task, method), (folder, stats) in first.items():
-        got = read_predictions(folder, task)
+        got = read_prediction_files(folder, task)
         failed = [json.loads(x) for x in (folder / "failures.jsonl").read_text().splitlines()] \
             if (folder / "failures.jsonl").exists() else []
         assert len(got.predictions) + len(failed) == 10, (task, method)  # each a prediction or a failure row

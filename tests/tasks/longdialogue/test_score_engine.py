@@ -12,7 +12,7 @@ from emocaustics.models.base import ChatRequest, Completion
 from emocaustics.tasks.longdialogue.score.judge import Judge
 from emocaustics.tasks.longdialogue.score.plan import score_with_ray
 from emocaustics.tasks.longdialogue.score.predictions import (
-    read_predictions,
+    read_prediction_files,
     write_chain_predictions,
     write_sextuple_predictions,
 )
@@ -173,9 +173,9 @@ def test_prediction_files_round_trip(tmp_path, embedder):
                                holders=[u.holder for u in D1.utterances])
     write_chain_predictions(tmp_path, 1, D1.chains)
     (tmp_path / "notes.txt").write_text("x")
-    sp = read_predictions(tmp_path, "sextuple")
+    sp = read_prediction_files(tmp_path, "sextuple")
     assert sp.predictions[1] == preds[1] and "notes.txt" in sp.ignored
-    cp = read_predictions(tmp_path, "emotion")
+    cp = read_prediction_files(tmp_path, "emotion")
     assert score_chains([D1], cp.predictions, embedder=embedder).summary["score"] == 1.0
 
 
@@ -185,7 +185,7 @@ def test_malformed_prediction_files_are_failures(tmp_path):
     (tmp_path / "output_chat_3.json").write_text(json.dumps([{"final_model_response": [{"opinion": 3}]}]), "utf-8")
     (tmp_path / "output_chat_4.json").write_text(json.dumps([{"final_model_response": {"Opinion": "x"}}]), "utf-8")
     (tmp_path / "chat_4.json").write_text("[]", "utf-8")
-    p = read_predictions(tmp_path, "sextuple").predictions
+    p = read_prediction_files(tmp_path, "sextuple").predictions
     assert "output_chat_1.json" in p[1] and "line 1" in p[1]
     assert "record 0" in p[2] and "final_model_response" in p[2]
     assert "'opinion'" in p[3] and "int" in p[3]

@@ -294,12 +294,12 @@ def test_chain_reference_spec_mode_keeps_its_rules():
 
 
 def test_reference_mode_reads_prediction_files_as_they_are(tmp_path):
-    from emocaustics.tasks.longdialogue.score.predictions import read_predictions
+    from emocaustics.tasks.longdialogue.score.predictions import read_prediction_files
 
     obj = {"1": {"events": [{"event": "出门", "emotions": [{"state": "doubt", "reason": "r3", "source_id": 3.0}]}]}}
     (tmp_path / "output_emotions_7.json").write_text(json.dumps(obj), encoding="utf-8")
     (tmp_path / "output_emotions_8.json").write_text("{not json", encoding="utf-8")
-    ps = read_predictions(tmp_path, "emotion", raw=True)
+    ps = read_prediction_files(tmp_path, "emotion", raw=True)
     assert ps.predictions[7] == RawPrediction(obj, "output_emotions_7.json")  # 3.0 stays a float
     assert isinstance(ps.predictions[7].obj["1"]["events"][0]["emotions"][0]["source_id"], float)
     assert ps.predictions[8].startswith("unreadable prediction file")

@@ -84,7 +84,7 @@ class DialogueStore:
         return p._parse_chain_file(json.loads(json.dumps(obj)), f"output_emotions_{int(sample_id)}.json")[0]
 
     def read_predictions(self, out: Path) -> dict[str, Any]:
-        from emocaustics.tasks.longdialogue.score.predictions import read_predictions
+        from emocaustics.tasks.longdialogue.score.predictions import read_prediction_files
 
         found: dict[str, Any] = {}
         path = out / "failures.jsonl"
@@ -92,5 +92,5 @@ class DialogueStore:
             for line in path.read_text(encoding="utf-8").splitlines():
                 row = json.loads(line)
                 found[str(row["dialogue"])] = Failure(f"extraction {row.get('step')}", str(row.get("reason")))
-        found.update({str(k): v for k, v in read_predictions(out, self.task_name).predictions.items()})
+        found.update({str(k): v for k, v in read_prediction_files(out, self.task_name).predictions.items()})
         return found

@@ -74,9 +74,9 @@ def _load_predictions(task: str, pred: str, dialogues: list, compat: str = "spec
 
     if pred in PREDICTORS:
         return predict(pred, task, dialogues), {}, [], []
-    from emocaustics.tasks.longdialogue.score.predictions import read_predictions
+    from emocaustics.tasks.longdialogue.score.predictions import read_prediction_files
 
-    ps = read_predictions(pred, task, raw=compat == "reference")  # the reference reads the files its own way
+    ps = read_prediction_files(pred, task, raw=compat == "reference")  # the reference reads the files its own way
     wanted = {d.id for d in dialogues}
     if not wanted & set(ps.predictions):
         raise UsageError(f"no prediction file in {pred} matches the chosen dialogues "

@@ -150,7 +150,7 @@ def _parse_chain_file(obj: Any, name: str) -> tuple[Any, list[str]]:
     return chains, [str(d) for d in defects]
 
 
-def read_predictions(directory: str | Path, task: str, *, raw: bool = False) -> PredictionSet:
+def read_prediction_files(directory: str | Path, task: str, *, raw: bool = False) -> PredictionSet:
     """Every prediction file of `task` (sextuple | emotion), parsed; with `raw` (`--compat reference`) each file's JSON
     as it is (`reference.RawPrediction`), for the reference's own reading: only a file that is not JSON at all is a
     failure then."""

@@ -1,7 +1,7 @@
 """The `--compat reference` policy of the one engine (`engine`): the published scripts' metrics, rules and
 failures, for both tasks.
 
-Predictions are scored in the JSON shape the reference reads: a prediction file read `raw` (`read_predictions`)
+Predictions are scored in the JSON shape the reference reads: a prediction file read `raw` (`read_prediction_files`)
 arrives as it is (`RawPrediction`); a parsed prediction (a job's, the oracle's) is turned back into the JSON we write
 for it. The ground truth is our loaded dataset in its published shape (the published files hold strings throughout).
 Texts are embedded once per distinct text (empty ones as " ", as the reference sends them) and each cosine is
