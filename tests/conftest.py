@@ -14,6 +14,10 @@ _sys.path.insert(0, str(_Path(__file__).resolve().parent))
 #   its own LLM from the spec "smoke" shares the engine. `smoke_pool.start_seconds` is how long the start took.
 #   Its `stats()["engine_starts"]` counts every engine start of the session (1 unless a test killed the replica;
 #   the kill test uses a pool of its own). Compare counters before/after your test rather than absolute values.
+# `victim_pool`: that pool of its own, for the tests that kill a replica or its engine (tests/models/test_models_faults,
+#   tests/reliability/test_reliability_actor_kill): started once per session (an engine start is about 30 s on 2 busy
+#   cores) and restarted by Ray after each kill; a job whose model spec is `VICTIM_SPEC` runs on it. Each test
+#   compares the pool's counters before and after its kill.
 import asyncio as _models_asyncio
 import os as _models_os
 
@@ -51,6 +55,22 @@ def smoke_pool(ray_local):
     pool = get_pool(parse_llm_spec("smoke"))
     pool.start_seconds = _models_asyncio.run(pool.start())
     return pool
+
+
+VICTIM_SPEC = "smoke?max_num_seqs=32&kv_cache_memory_bytes=268435456"  # small KV cache, not the smoke_pool's spec
+
+
+@_models_pytest.fixture(scope="session")
+def victim_pool(ray_local):
+    from emocaustics.models.pool import get_pool
+    from emocaustics.models.spec import parse_llm_spec
+
+    pool = get_pool(parse_llm_spec(VICTIM_SPEC))
+    try:
+        _models_asyncio.run(pool.start())
+        yield pool
+    finally:
+        pool.shutdown()
 # ==== END models: engine fixtures ====
 
 # ==== BEGIN data: dataset fixtures (owner: the EmoCaustics task, emocaustics/tasks/longdialogue/data) ====

@@ -4,7 +4,8 @@ prediction or exactly one failure row (and a score row).
 A whole `run_job` (in a thread of this process, on the session's Ray) runs sextuple `direct` extraction with the smoke
 model on the real vLLM CPU engine, one dialogue in flight at a time; when the first prediction file appears, the
 replica actor is killed the way a crash kills it (`ray.kill(..., no_restart=False)`: Ray may restart it). The pool
-is the job's own (a distinct engine option, so not the session's `smoke_pool`), because this test kills it.
+is not the session's `smoke_pool`, because this test kills it: the job's model spec is the session's `victim_pool`
+(tests/conftest.py), already started, which the tests that kill a replica share.
 """
 
 from __future__ import annotations
@@ -20,10 +21,10 @@ import pytest
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
 
 IDS = [1, 2, 3, 4]
-LIMIT = 600  # seconds for the whole job on 2 busy cores (engine start twice)
+LIMIT = 600  # seconds for the whole job on 2 busy cores (and the engine's restart)
 
 
-def test_replica_killed_mid_job_every_dialogue_accounted_for(ray_local, tmp_path: Path) -> None:
+def test_replica_killed_mid_job_every_dialogue_accounted_for(ray_local, victim_pool, tmp_path: Path) -> None:
     import polars as pl
 
     from emocaustics.models.pool import get_pool
@@ -33,14 +34,13 @@ def test_replica_killed_mid_job_every_dialogue_accounted_for(ray_local, tmp_path
     job = JobSpec.model_validate({
         "name": "actor-kill",
         "dataset": {"subset": "sample", "ids": IDS},
-        # its own pool: small KV cache, and an option the session's smoke_pool does not have
-        "models": {"victim": {"spec": "smoke", "engine": {"max_num_seqs": 8, "kv_cache_memory_bytes": 268435456}}},
+        # the session's victim_pool (small KV cache, an option the session's smoke_pool does not have)
+        "models": {"victim": {"spec": "smoke", "engine": {"max_num_seqs": 32, "kv_cache_memory_bytes": 268435456}}},
         "runs": [{"task": "sextuple", "method": "direct", "model": "victim"}],
         "concurrency": 1,  # one dialogue at a time: the kill lands while later dialogues are still to come
         "output": str(tmp_path / "runs"),
         "cache_dir": str(tmp_path / "cache"),
     })
-    spec = job.models["victim"].spec_string()
     run_dir = tmp_path / "run"
     pred = run_dir / "predictions" / "sextuple_direct_victim"
     outcome: dict = {}
@@ -60,6 +60,7 @@ def test_replica_killed_mid_job_every_dialogue_accounted_for(ray_local, tmp_path
             assert time.monotonic() - t0 < LIMIT, "no prediction appeared"
             time.sleep(0.05)
         pool = get_pool(job.models["victim"].parsed())  # the job's pool (same process, same registry entry)
+        assert pool is victim_pool, "the job did not run on the session's victim pool"
         pid_before = asyncio.run(pool.stats())["per_replica"][0]["pid"]
         done_at_kill = len(list(pred.glob("output_chat_*.json")))
         ray_local.kill(pool.actors[0], no_restart=False)
@@ -92,9 +93,3 @@ def test_replica_killed_mid_job_every_dialogue_accounted_for(ray_local, tmp_path
               f"{seconds:.1f}s; {len(IDS) - len(failed)} predicted, {len(failed)} failure rows")
     finally:
         thread.join(timeout=60)
-        from emocaustics.models.pool import registered_pools
-        from emocaustics.models.spec import parse_llm_spec
-
-        own = registered_pools().get(parse_llm_spec(spec).canonical())
-        if own is not None:  # absent when the job failed before creating it
-            own.shutdown()
