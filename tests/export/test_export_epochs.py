@@ -270,8 +270,6 @@ def test_a_task_file_gone_since_the_run_is_named_with_the_provenance_that_record
     ("openai:meta-llama/Llama-3-8B@http://127.0.0.1:9/v1", "meta-llama"),
 ])
 def test_the_developer_of_a_model(spec: str, developer: str):
-    from types import SimpleNamespace
-
     from emocaustics.exports.names import model_name
 
-    assert model_name(SimpleNamespace(spec=spec)).developer == developer
+    assert model_name(spec).developer == developer
