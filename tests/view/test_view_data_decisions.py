@@ -28,8 +28,7 @@ import pytest
 from emocaustics.core.errors import UsageError
 from emocaustics.evallog.read import NOT_SOLVED, RunLog
 from emocaustics.evallog.tables import ATTEMPT_SCHEMA, SAMPLE_SCHEMA
-from emocaustics.exports.names import jsonable as _clean  # what `script` makes a document JSON-safe with
-from emocaustics.view.data import Documents, ViewData, generic_sections, natural, script, task_sections
+from emocaustics.view.data import Documents, ViewData, _clean, generic_sections, natural, script, task_sections
 
 RUN = Path("/runs/job/20260101-000000")
 TEXTS = {"h-in10": "dialogue ten", "h-gold10": "gold ten", "h-gold2": "gold two", "h-long": "x" * 5000}
