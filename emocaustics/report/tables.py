@@ -133,9 +133,16 @@ def config_statistics(scores: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]
                                   pl.col("score").alias("value"), "cluster")
         result = config_stats(per_item)
         unit = of_task.group_by("run").agg(pl.first("cluster_by"))
-        cis.append(result.ci.select(pl.col("config").alias("run"), "ci_low", "ci_high", "clusters")
-                   .join(unit, on="run", how="left"))
-        pairs.append(result.pairs.with_columns(pl.lit(task).alias("task")))
+        ci = result.ci.select(pl.col("config").alias("run"), "ci_low", "ci_high", "clusters")
+        if "ci_low" in of_task.columns:
+            # A corpus statistic brings its own interval (its task's bootstrap of the statistic itself, e.g.
+            # dialogue-judge's system-level r): a bootstrap of its per-sample shares is not one, nor a paired test
+            own = of_task.group_by("run").agg(pl.first("ci_low"), pl.first("ci_high"))
+            ci = ci.drop("ci_low", "ci_high").join(own, on="run", how="left").select("run", "ci_low", "ci_high",
+                                                                                   "clusters")
+        else:
+            pairs.append(result.pairs.with_columns(pl.lit(task).alias("task")))
+        cis.append(ci.join(unit, on="run", how="left"))
     ci = pl.concat(cis) if cis else pl.DataFrame(schema={"run": pl.Utf8, "ci_low": pl.Float64, "ci_high": pl.Float64,
                                                          "clusters": pl.Int64, "cluster_by": pl.Utf8})
     pair_table = pl.concat(pairs, how="vertical_relaxed") if pairs else pl.DataFrame()

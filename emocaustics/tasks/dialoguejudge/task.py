@@ -67,10 +67,9 @@ class DialogueJudgeTask(Task):
         "qc_pass": "the judge passed the method's quality control (qc system below the others, p < qc_threshold)",
         "qc_p": "the judge's quality-control p-value (one-sided Mann-Whitney)",
         "item_alpha": "Krippendorff's alpha (interval) between the judge's and the worker's ratings of a conversation",
-        "r_low": "95 % bootstrap interval of score (the system-level r), assignments resampled with their judge twins "
-                 "(the `ci` column is its first-order approximation over the shares)",
-        "r_high": "the interval's upper end",
     }
+    # `ci_low`/`ci_high` in `sample_info` are the summary's interval of score: the bootstrap of the system-level r
+    # itself (assignments resampled with their judge twins), not of the shares (`report.tables.config_statistics`)
 
     def load(self, dataset: JudgeDataset, options: Options) -> Loaded:
         meta, samples, path = load_round(dataset.data, dataset.split)
@@ -133,7 +132,7 @@ class DialogueJudgeTask(Task):
                    "unreadable": sum(r.startswith("unreadable") for r in why.values()),
                    "failed": sum(r.startswith("failed") for r in why.values())}
         per_config = {"qc_pass": bool(qc["passed"]), "qc_p": qc["p_value"], "item_alpha": result.item_alpha,
-                      "r_low": overall["pearson_low"], "r_high": overall["pearson_high"]}
+                      "ci_low": overall["pearson_low"], "ci_high": overall["pearson_high"]}
         info = pl.DataFrame({"sample_id": [s.id for s in samples],
                              **{k: [v] * len(samples) for k, v in per_config.items()}})
         systems = result.human.select("model", "N", pl.col("z").alias("human_z")).with_columns(

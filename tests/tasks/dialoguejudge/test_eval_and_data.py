@@ -24,6 +24,12 @@ def test_eval_oracle_into_summary_and_report(small_round, tmp_path):
     assert summary["score"] == pytest.approx(1.0, abs=1e-9)  # the system-level Pearson r
     assert summary["qc_pass"] is True and summary["qc_p"] < 0.05 and summary["item_alpha"] == 1.0
     assert summary["failures"] == 0
+    # the interval is the bootstrap of r itself (configs.json's, the one place), not of the per-sample shares:
+    # an exact judge is exact in every resample
+    figures = json.loads((run / "configs.json").read_text())
+    figures = (figures[0] if isinstance(figures, list) else next(iter(figures.values())))["summary"]
+    assert (summary["ci_low"], summary["ci_high"]) == (figures["pearson_low"], figures["pearson_high"])
+    assert summary["ci_low"] == pytest.approx(1.0, abs=1e-9) and summary["ci_high"] == pytest.approx(1.0, abs=1e-9)
     assert "qc_pass" in (run / "report.html").read_text()
     assert pl.read_parquet(run / "tables" / "judge_agreement.parquet").height == 8  # overall + seven criteria
 
