@@ -50,12 +50,6 @@ def fetch(dest: Path | None = None, *, url: str = URL) -> Path:
 
 
 # -- samples ------------------------------------------------------------------------------------------------------
-def read_subtask(root: Path, subtask: int) -> tuple[Any, Gold]:
-    path = root / FILES[subtask]
-    records = load_json(path)
-    return records, read_gold(records, subtask, str(path))
-
-
 def load(root: Path, subtasks: tuple[int, ...] = (1, 2), ids: list[int] | None = None,
          max_samples: int | None = None) -> Loaded:
     """Conversations as samples, in file order; `ids` picks conversations (unknown ids are an error)."""
@@ -66,7 +60,7 @@ def load(root: Path, subtasks: tuple[int, ...] = (1, 2), ids: list[int] | None =
         if not path.is_file():
             raise UsageError(f"{root}: no {FILES[st]} (needed for subtask {st})")
         digest.update(path.read_bytes())
-        golds[st] = read_subtask(root, st)[1]
+        golds[st] = read_gold(load_json(path), st, str(path))
     first = golds[subtasks[0]]
     defects = [Defect(p.kind, _where(p), p.message) for g in golds.values() for p in g.problems]
     for st, g in golds.items():
