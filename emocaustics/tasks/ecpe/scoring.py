@@ -15,7 +15,7 @@ import polars as pl
 
 from emocaustics.tasks.ecpe import official as O
 from emocaustics.tasks.ecpe.gold import read_gold
-from emocaustics.tasks.ecpe.validate import Checked, Gold, Problem, read_prediction
+from emocaustics.tasks.ecpe.validate import Checked, Gold, Problem, SubmissionError, check_prediction
 
 
 @dataclass
@@ -139,4 +139,7 @@ def score_records(subtask: int, gold_records: Any, pred_records: Any, *, gold_fi
                   pred_file: str = "prediction") -> SubtaskResult:
     """Read, check (raising `SubmissionError` on any error) and score one subtask's records."""
     gold = read_gold(gold_records, subtask, gold_file)
-    return score_subtask(gold, read_prediction(pred_records, subtask, pred_file, gold))
+    checked = check_prediction(pred_records, subtask, pred_file, gold)
+    if checked.errors:
+        raise SubmissionError(checked.problems)
+    return score_subtask(gold, checked)

@@ -326,11 +326,3 @@ def grouped(problems: list[Problem], shown: int = 3) -> list[str]:
         lines.append(str(same[0]) if len(same) == 1 else f"{file}: {severity} {kind}: {message}: {len(same)} {unit}, "
                      f"e.g. {', '.join(places)}{' ...' if len(same) > shown else ''}")
     return lines
-
-
-def read_prediction(records: Any, subtask: int, file: str, gold: Gold) -> Checked:
-    """`check_prediction` against the gold, raising `SubmissionError` when anything is an error."""
-    checked = check_prediction(records, subtask, file, gold)
-    if checked.errors:
-        raise SubmissionError(checked.problems)
-    return checked
