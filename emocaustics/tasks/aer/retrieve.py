@@ -47,6 +47,8 @@ async def embed_kept(embedder: Any, store: EmbeddingStore, texts: list[str], sta
     kept = store.get_many(identity, texts)
     todo = [i for i in range(len(texts)) if i not in kept]
     progress = Progress(stage, len(todo)) if stage and todo else None
+    if progress is not None:  # said at once: the embedder's load and first batch took 96 s on a loaded machine
+        progress.update(0)
     for at in range(0, len(todo), EMBED_BATCH):
         batch = [texts[i] for i in todo[at:at + EMBED_BATCH]]
         vecs = normalise_rows(np.asarray(await embedder.embed(batch), dtype=np.float32))

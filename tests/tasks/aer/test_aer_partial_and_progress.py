@@ -34,9 +34,9 @@ def test_a_partial_submission_says_how_much_it_covers(tmp_path, capsys):
 
 
 def test_documents_are_embedded_with_a_progress_line(tmp_path, capsys, monkeypatch):
-    """Off a terminal (a log, `ray job logs`) the line is printed at the first batch and at the end; the vectors are
-    those of one call, kept (models/embedstore.py); a second config on the same embedder embeds nothing again and prints
-    nothing."""
+    """Off a terminal (a log, `ray job logs`) the line is printed before the first batch (the embedder's load comes
+    first), at most every 10 s and at the end; the vectors are those of one call, kept (models/embedstore.py); a second
+    config on the same embedder embeds nothing again and prints nothing."""
     import numpy as np
 
     from emocaustics.core.task import ScoreContext
@@ -52,7 +52,7 @@ def test_documents_are_embedded_with_a_progress_line(tmp_path, capsys, monkeypat
     TASK.prepare(samples, opts, ScoreContext(embedder=emb))
     lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("[embed documents")]
     assert emb.calls == [2, 2, 1, 2]  # the 5 passages 2 at a time, then the 2 queries
-    assert [line.split("] ")[1].split()[0] for line in lines] == ["2/5", "5/5"], lines
+    assert [line.split("] ")[1].split()[0] for line in lines] == ["0/5", "5/5"], lines
     assert lines[0].startswith("[embed documents of 1 topic(s)]")
     from emocaustics.models.embedstore import EmbeddingStore
 
