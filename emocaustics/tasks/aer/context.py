@@ -149,16 +149,12 @@ def chunk_topic(topic: Topic, chunk_tokens: int, chars_per_token: float) -> list
     return out
 
 
-def passage_text(rank: int, chunk: Chunk) -> str:
-    return PASSAGE_ITEM.substitute(rank=rank, doc=chunk.doc, title=chunk.title, text=chunk.text)
-
-
 def render_passages(chunks: list[Chunk], budget: int, chars_per_token: float) -> tuple[str, int, int]:
     """Passages in rank order while they fit `budget`: (text, passages kept, approximate tokens used)."""
     parts: list[str] = []
     used = 0
     for rank, c in enumerate(chunks, 1):
-        text = passage_text(rank, c)
+        text = PASSAGE_ITEM.substitute(rank=rank, doc=c.doc, title=c.title, text=c.text)
         need = approx_tokens(text, chars_per_token) + 1
         if used + need > budget:
             break
