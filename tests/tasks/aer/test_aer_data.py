@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import tarfile
@@ -30,7 +31,7 @@ def test_samples_carry_event_options_topic_and_sorted_gold(tmp_path: Path) -> No
     assert s["q-4"].input["topic_id"] == 2 and set(s["q-4"].input["options"]) == {"A", "B", "C", "D"}
     assert s["q-1"].meta["topic"] == "Events in town 1" and s["q-1"].meta["split"] == "sample"
     assert loaded.defects == []
-    assert PNG not in json.dumps([x.to_json() for x in loaded.samples])  # images never enter a sample
+    assert PNG not in json.dumps([dataclasses.asdict(x) for x in loaded.samples])  # images never enter a sample
 
 
 def test_test_gold_is_joined_from_reference(tmp_path: Path) -> None:
