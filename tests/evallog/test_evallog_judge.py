@@ -163,3 +163,59 @@ def test_reference_mode_logs_each_dialogue_s_judge_calls_and_the_answer_that_fai
     assert {c["text"] for c in calls} <= {*SX_JUDGE.values(), "0"} and len(calls) == len(sx.requests) > 1
     assert "is not an integer" in res.summary["failures"][0]["reason"]  # the dialogue failed on this answer:
     assert [c["text"] for c in run.sample("ch", "10")["judge"]["calls"]] == ["是的"]  # its call is in its log
+
+
+def _in_process_map(items, stages, *, batch_size, **_):
+    """`scoring.fanout.ray_map` without Ray: each stage made as an actor would be (its kwargs pickled through, as Ray
+    ships them) and run over the items in batches, rows back as the stream gives them."""
+    import pickle
+
+    made = [st.fn(**pickle.loads(pickle.dumps(st.kwargs))) for st in stages]
+    out = []
+    for k in range(0, len(items), batch_size):
+        batch = {key: [it[key] for it in items[k:k + batch_size]] for key in items[0]}
+        for fn in made:
+            batch = fn(batch)
+        out += [dict(zip(batch, row)) for row in zip(*batch.values())]
+    return out
+
+
+@pytest.mark.parametrize("prompts", [True, False])
+def test_ray_branch_brings_the_actor_s_judge_calls_back_to_the_driver_s_log(tmp_path: Path, embedder, prompts,
+                                                                           every_pair_judged, monkeypatch) -> None:
+    """`score_with_ray`'s Ray branch with its stages run in process: the judge in the score stage sees no log (as in
+    an actor), keeps each dialogue's calls, and the driver emits them to the config's log, one line per dialogue as
+    the in-process scoring writes it."""
+    import emocaustics.scoring.fanout as fanout
+    from emocaustics.tasks.longdialogue.score.plan import score_with_ray
+
+    monkeypatch.setattr(fanout, "ray_map", _in_process_map)
+    lines = {}
+    for path in ("ray", "in-process"):
+        log = EvalLog(tmp_path / path, prompts=prompts, process=False)
+        with sink.active(log.config("emotion_x")):
+            res = score_with_ray("emotion", [D1, D2], PREDS, embedder=embedder, judge=CountingJudge(),
+                                 batch_size=1, ray=path == "ray")
+        assert res.summary["path"] == path
+        samples = [Sample(str(d.id), d) for d in (D1, D2)]
+        log.config("emotion_x").finish(samples, {s.id: PREDS[int(s.id)] for s in samples})
+        run = RunLog(tmp_path / path)
+        lines[path] = {sid: run.sample("emotion_x", sid)["judge"] for sid in ("1", "2")}
+    for sid in ("1", "2"):
+        ray, local = lines["ray"][sid], lines["in-process"][sid]
+        assert ray["model"] == local["model"] == "stand-in-judge"
+        fields = ("messages", "text", "step", "retry", "prompt_tokens", "generated_tokens", "parsed")
+        assert [{k: c[k] for k in fields} for c in ray["calls"]] == [{k: c[k] for k in fields} for c in local["calls"]]
+    assert len(lines["ray"]["1"]["calls"]) == 2 and len(lines["ray"]["2"]["calls"]) == 1
+    assert (lines["ray"]["1"]["calls"][0]["text"] is not None) == prompts
+
+
+def test_ray_branch_outside_a_job_keeps_nothing(embedder, every_pair_judged, monkeypatch) -> None:
+    import emocaustics.scoring.fanout as fanout
+    from emocaustics.tasks.longdialogue.score.plan import ScoreStage, score_with_ray
+
+    monkeypatch.setattr(fanout, "ray_map", _in_process_map)
+    res = score_with_ray("emotion", [D1, D2], PREDS, embedder=embedder, judge=CountingJudge(), batch_size=2)
+    assert res.summary["path"] == "ray" and res.dialogues.height == 2
+    stage = ScoreStage("emotion", CountingJudge(), "spec", "zero", {}, {})
+    assert stage.kept is None and stage.judge.log is None

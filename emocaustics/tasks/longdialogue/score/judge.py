@@ -16,7 +16,8 @@ with a cache directory). What differs between the modes is a `JudgeRules`:
   reference's one-by-one calls give.
 In a job the judge's calls go to the eval log of the config being scored (`evallog.sink.current()`), each dialogue
 with the calls of the questions its scoring read (`Judge.logged`): asked once, a question shared by two dialogues is
-in both logs. Scoring on Ray (`plan.score_with_ray`) logs none.
+in both logs. Scoring on Ray (`plan.score_with_ray`): the actor's judge logs to a `sink.Kept`, whose lines the driver
+emits to the config's log.
 """
 
 from __future__ import annotations

@@ -6,7 +6,9 @@
 
 Both stages run the same functions as the in-process path (`policy.collect_pairs`, `similarity`, `engine.score_ok`),
 so the two paths cannot disagree. The dialogues and predictions travel once per actor (constructor arguments); rows
-carry only ids, cosines and the scored rows (JSON). Why Ray Data here rather than `ray.data.llm`: the embed stage is a
+carry only ids, cosines and the scored rows (JSON), and in a job each dialogue's judge calls: the actor's judge logs
+to a `sink.Kept` (no eval log is current there), and the driver hands each line to the config's log as the in-process
+judge does (`Judge.emit`). Why Ray Data here rather than `ray.data.llm`: the embed stage is a
 plain sentence-transformers (or HTTP) call and the judge is any `LLM` of our model layer, possibly a shared vLLM pool,
 so generic `map_batches` actor stages fit; the judge must see a batch's questions together to batch them.
 """
@@ -19,6 +21,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from emocaustics.evallog import sink
 from emocaustics.tasks.longdialogue.data.schema import Dialogue
 from emocaustics.tasks.longdialogue.score.engine import resolve_judge, score_ok
 from emocaustics.tasks.longdialogue.score.policy import Policy, collect_pairs, triage
@@ -53,14 +56,17 @@ class EmbedStage:
 
 
 class ScoreStage:
-    """UDF: the judge (if any) and the rules over a batch -> {dialogue, items (JSON), row (JSON)}."""
+    """UDF: the judge (if any) and the rules over a batch -> {dialogue, items (JSON), row (JSON), judge (JSON: the
+    dialogue's eval-log line of judge calls, or null)}; `prompts`: the driver's eval log's setting (None: no log)."""
 
     def __init__(self, task: str, judge: Any, compat: str, on_judge_error: str,
-                 ok: dict[int, tuple[Dialogue, Any]], notes: Mapping[int, int]) -> None:
+                 ok: dict[int, tuple[Dialogue, Any]], notes: Mapping[int, int], prompts: bool | None = None) -> None:
         self.task = task
         self.ok = ok
         self.notes = dict(notes)
-        self.judge = resolve_judge(judge) if task == "emotion" else None
+        self.kept = sink.Kept(prompts) if prompts is not None else None
+        with sink.active(self.kept):  # the judge keeps its calls for the sink current when it is made
+            self.judge = resolve_judge(judge) if task == "emotion" else None
         self.policy = Policy(on_judge_error, judge=self.judge is not None)
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
@@ -75,8 +81,8 @@ class ScoreStage:
         return {"dialogue": ids,
                 "items": [json.dumps(by_dialogue[i], ensure_ascii=False) for i in ids],
                 "row": [json.dumps(row_by[i], ensure_ascii=False) for i in ids],
-                "texts_requested": list(batch["texts_requested"]), "distinct_texts": list(batch["distinct_texts"]),
-                "judge_asked": [self.judge.stats.asked if self.judge else 0] * len(ids)}
+                "judge": [json.dumps(self.kept and self.kept.lines.pop(str(i), None), ensure_ascii=False) for i in ids],
+                "texts_requested": list(batch["texts_requested"]), "distinct_texts": list(batch["distinct_texts"])}
 
 
 def score_with_ray(task: str, dialogues: Sequence[Dialogue], predictions: Mapping[int, Any], *,
@@ -94,6 +100,7 @@ def score_with_ray(task: str, dialogues: Sequence[Dialogue], predictions: Mappin
     from emocaustics.scoring.fanout import Stage, ray_map
 
     t0 = time.perf_counter()
+    log = sink.current()
     ok, failed = triage(task, dialogues, predictions)
     ok_by = {d.id: (d, p) for d, p in ok}
     items: list[dict[str, Any]] = []
@@ -102,11 +109,13 @@ def score_with_ray(task: str, dialogues: Sequence[Dialogue], predictions: Mappin
     if ok:
         stages = [Stage(EmbedStage, {"task": task, "embedder": embedder, "ok": ok_by}, actors=embed_actors),
                   Stage(ScoreStage, {"task": task, "judge": judge, "compat": compat, "on_judge_error": on_judge_error,
-                                     "ok": ok_by, "notes": notes or {}}, actors=1)]
+                                     "ok": ok_by, "notes": notes or {}, "prompts": log and log.prompts}, actors=1)]
         for r in ray_map([{"dialogue": i} for i in ok_by], stages, batch_size=batch_size,
                          blocks=max(1, len(ok_by) // batch_size), num_cpus=2):
             items += json.loads(r["items"])
             rows.append(json.loads(r["row"]))
+            if log is not None and (line := json.loads(r["judge"])) is not None:
+                log.emit(str(r["dialogue"]), line)
             requested += int(r["texts_requested"])
             distinct += int(r["distinct_texts"])
     from emocaustics.models.embedders import parse_embedder_spec
