@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 from collections.abc import Awaitable
+from contextlib import closing
 from typing import Any, TypeVar
 
 import numpy as np
@@ -72,13 +73,10 @@ async def top_chunks(embedder: Any, queries: list[tuple[Topic, str]], top_k: int
     """For each (topic, query text): the top_k chunks of that topic by similarity, best first (ties: document order)."""
     topics = list({t.topic_id: t for t, _ in queries}.values())
     chunks = {t.topic_id: chunk_topic(t, chunk_tokens, chars_per_token) for t in topics}
-    store = EmbeddingStore()
-    try:
+    with closing(EmbeddingStore()) as store:
         vecs = await embed_kept(embedder, store, [chunk_text(c) for t in topics for c in chunks[t.topic_id]],
                                 f"embed documents of {len(topics)} topic(s)")
         qvecs = await embed_kept(embedder, store, [q for _, q in queries])
-    finally:
-        store.close()
     index = dict(zip(chunks, np.split(vecs, np.cumsum([len(c) for c in chunks.values()])[:-1])))
     out = []
     for (topic, _), qv in zip(queries, qvecs):

@@ -121,12 +121,6 @@ class Attempt:
     cached: bool = False
 
 
-def _sampling(budget: int, temperature: float, seed: int, attempt: int) -> Sampling:
-    if attempt == 0:
-        return Sampling(max_tokens=budget, temperature=temperature, seed=seed)
-    return Sampling(max_tokens=budget, temperature=max(temperature, 0.7), seed=seed + 1000 * attempt)
-
-
 async def ask_samples(llm: Any, messages: tuple[dict[str, str], ...], prompt: str, *, samples: int,
                       temperature: float, seed: int, affinity: str | None, use_schema: bool = True,
                       step: str = "answer") -> list[Attempt]:
@@ -141,10 +135,11 @@ async def ask_samples(llm: Any, messages: tuple[dict[str, str], ...], prompt: st
     for attempt in range(2):
         if not pending:
             break
-        requests = [ChatRequest(messages=messages, schema=schema if use_schema else None,
-                                sampling=_sampling(budget, temp, seed + i, attempt), affinity=affinity,
-                                live=attempt > 0)  # a re-ask: live under `batch: true`
-                    for i in pending]
+        # a re-ask: a new seed, temperature >= 0.7 (see the module docstring), live under `batch: true`
+        sampling = [Sampling(max_tokens=budget, temperature=temp if attempt == 0 else max(temp, 0.7),
+                             seed=seed + i + 1000 * attempt) for i in pending]
+        requests = [ChatRequest(messages=messages, schema=schema if use_schema else None, sampling=sp,
+                                affinity=affinity, live=attempt > 0) for sp in sampling]
         completions = await llm.generate(requests)
         if len(completions) != len(requests):
             raise SolveFailed(step, f"backend returned {len(completions)} answers for {len(requests)} requests")
