@@ -47,6 +47,7 @@ class Judged:
     item_r: float  # Pearson r of the conversations' mean raw rating, judge against worker
     item_alpha: float  # Krippendorff's alpha (interval), every (conversation, criterion) cell
     contribution: dict[str, float]  # sample id -> its share of the overall system-level Pearson r (they sum to r)
+    per_sample: pl.DataFrame  # sample_id, system, human_z / judge_z (the comparison's conversation z), judge:<c> raw
 
 
 def as_hits(meta: Metadata, samples: list[Sample], ratings: Ratings) -> tuple[Hits, list[str]]:
@@ -93,11 +94,30 @@ def judge(meta: Metadata, samples: list[Sample], ratings: Ratings, *,
     raw = [f"raw:{s}" for s in meta.score_names]
     pairs = (conv.filter(~is_judge).select("sample_id", "raw", *raw)
              .join(conv.filter(is_judge).select("sample_id", "raw", *raw), on="sample_id", suffix=".judge"))
-    alpha = interval_alpha(pairs.select(raw).to_numpy().ravel(),
-                           pairs.select(f"{r}.judge" for r in raw).to_numpy().ravel())
+    alpha = interval_alpha(np.vstack([pairs.select(raw).to_numpy().ravel(),
+                                      pairs.select(f"{r}.judge" for r in raw).to_numpy().ravel()]))
+    # each conversation's z on either side of the comparison (null outside it: a failing worker's, the qc system's),
+    # from which the system z, and so r, are means again (`across.py`: judges compared on the same resamples)
+    compared = pl.col("model").is_in(list(meta.models))
+    side = lambda rows, who: rows.select("sample_id", pl.when(compared & pl.col("worker").is_in(sorted(who)))  # noqa
+                                         .then(pl.col("z")).alias("z"), pl.col("model").alias("system"), *raw)
+    per_sample = (side(conv.filter(~is_judge), passed).select("sample_id", "system", pl.col("z").alias("human_z"))
+                  .join(side(conv.filter(is_judge), {twin(w) for w in passed})
+                        .drop("system").rename({"z": "judge_z", **{r: f"judge:{r[4:]}" for r in raw}}),
+                        on="sample_id", how="left"))
     return Judged(qc, pl.concat([workers, mine_qc]), human, mine, pl.DataFrame(rows),
                   correlate(pairs["raw"], pairs["raw.judge"]), alpha,
-                  _contributions(conv.filter(is_judge), meta, passed, human, mine))
+                  _contributions(conv.filter(is_judge), meta, passed, human, mine), per_sample)
+
+
+def replication(meta: Metadata, samples: list[Sample], epochs: list[Ratings]) -> float:
+    """The judge's self-replication, as the humans' round-to-round r: Pearson r between two epochs' overall system
+    z-scores (each epoch the judge of its own), the mean over every two epochs; NaN for one epoch or a flat one."""
+    z = [judge(meta, samples, r, threshold=0.05, resamples=0, seed=0).judge.get_column("z").to_numpy()
+         for r in epochs]
+    found = [correlate(a[ok], b[ok]) if _spread(a) and _spread(b) else float("nan")
+             for i, a in enumerate(z) for b in z[i + 1:] for ok in [np.isfinite(a) & np.isfinite(b)]]
+    return float(np.mean(found)) if found else float("nan")
 
 
 def _spread(v: np.ndarray) -> bool:
@@ -106,14 +126,21 @@ def _spread(v: np.ndarray) -> bool:
     return bool(v.size) and float(v.max() - v.min()) > FLAT
 
 
-def interval_alpha(x: np.ndarray, y: np.ndarray) -> float:
-    """Krippendorff's alpha, interval metric, for two coders who both rated every unit: 1 - D_o / D_e, where D_o is
-    the mean squared difference within a unit and D_e = 2 var(all values, ddof=1), the mean squared difference of
-    every two distinct values pooled (Krippendorff 2011, "Computing Krippendorff's alpha", with m_u = 2)."""
-    pooled = np.concatenate([x, y])
-    if x.size < 1 or pooled.size < 3 or np.all(pooled == pooled[0]):
+def interval_alpha(values: np.ndarray) -> float:
+    """Krippendorff's alpha, interval metric, of coders (rows) rating units (columns), NaN where a coder did not rate
+    a unit: 1 - D_o / D_e over the pairable values (units with two or more), D_o the within-unit squared differences
+    of every ordered pair weighted 1 / (m_u - 1), D_e those of every two pooled values (Krippendorff 2011, "Computing
+    Krippendorff's alpha"; two coders who rated every unit: D_e = 2 var(pooled, ddof=1))."""
+    v = np.asarray(values, dtype=float)
+    v = v[:, (~np.isnan(v)).sum(0) >= 2]
+    m = (~np.isnan(v)).sum(0)
+    pooled = v[~np.isnan(v)]
+    n = pooled.size
+    if n < 3 or np.all(pooled == pooled[0]):
         return float("nan")
-    return float(1 - np.mean((x - y) ** 2) / (2 * np.var(pooled, ddof=1)))
+    # the squared differences of a unit's ordered pairs sum to 2 m_u SS_u; of all pooled values', to 2 n SS
+    within = 2 * m * np.nansum((v - np.nanmean(v, 0)) ** 2, 0) / (m - 1)
+    return float(1 - within.sum() / n / (2 * n * np.var(pooled) / (n - 1)))
 
 
 def _contributions(rows: pl.DataFrame, meta: Metadata, passed: set[str], human: pl.DataFrame,

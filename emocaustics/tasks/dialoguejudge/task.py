@@ -29,19 +29,25 @@ class JudgeDataset(DatasetOptions):
     split: Literal[ROUNDS] = "FreeTopicRound1"  # type: ignore[valid-type]
 
 
+def keep_epochs(answers: list[Any]) -> dict[str, Any]:
+    """A conversation's answers over the epochs, a failed one as its reason (the eval log's reduced prediction)."""
+    return {"epochs": [a if isinstance(a, dict) else {"failed": str(a)} for a in answers]}
+
+
 class JudgeOptions(Options):
     method: str = "llm"
     qc_threshold: float = Field(0.05, gt=0, le=1)  # the judge passes QC iff its p-value is below this
     resamples: int = Field(1000, ge=0, le=100_000)  # bootstrap resamples of assignments (0: no intervals)
     seed: int = 0  # of the bootstrap and of the `random` method
-    # epochs: each epoch scored as a judge of its own, the shares of r (and so r) averaged over the epochs
-    reducers: ClassVar[dict[str, Any]] = {"mean": None}
+    # epochs (scoring/reducers.py): the epochs' answers kept side by side (`keep_epochs`), scored as one judge whose
+    # rating is the mean of its epochs', with the self-replication of the epochs' system z (`self_r`)
+    reducers: ClassVar[dict[str, Any]] = {"mean": keep_epochs}
 
 
 def ratings_of(pred: Any, names: tuple[str, ...]) -> tuple[dict[str, float] | None, str | None]:
     """(ratings, None) of a prediction the answer model accepts, else (None, why it is unscored)."""
-    if isinstance(pred, Failure):
-        return None, f"failed: {pred}"
+    if isinstance(pred, Failure) or isinstance(pred, dict) and "failed" in pred:
+        return None, f"failed: {pred['failed'] if isinstance(pred, dict) else pred}"
     try:
         got = prompts.answer_model(names).model_validate(pred.get("ratings") if isinstance(pred, dict) else None)
     except ValidationError as exc:
@@ -67,6 +73,8 @@ class DialogueJudgeTask(Task):
         "qc_pass": "the judge passed the method's quality control (qc system below the others, p < qc_threshold)",
         "qc_p": "the judge's quality-control p-value (one-sided Mann-Whitney)",
         "item_alpha": "Krippendorff's alpha (interval) between the judge's and the worker's ratings of a conversation",
+        "self_r": "the judge's self-replication with --epochs N: Pearson r between two epochs' overall system z "
+                  "(mean over every two epochs), beside the humans' round-to-round r = 0.969 (Ji et al. 2022)",
     }
     # `ci_low`/`ci_high` in `sample_info` are the summary's interval of score: the bootstrap of the system-level r
     # itself (assignments resampled with their judge twins), not of the shares (`report.tables.config_statistics`)
@@ -98,16 +106,25 @@ class DialogueJudgeTask(Task):
 
     def score(self, samples: list[Sample], predictions: dict[str, Any], options: JudgeOptions,
               ctx: ScoreContext) -> Scored:
-        from emocaustics.tasks.dialoguejudge.agreement import judge
+        from emocaustics.tasks.dialoguejudge.agreement import judge, replication
+        from emocaustics.tasks.human.cli import PAPER_R
 
         meta = parse_metadata(samples[0].meta["metadata"])
-        ratings, why = {}, {}
+        ratings, why, epochs = {}, {}, []  # epochs: each epoch's readable ratings (one for a single answer)
         for s in samples:
-            got, reason = ratings_of(predictions.get(s.id), meta.score_names)
-            if got is None:
-                why[s.id] = reason if s.id in predictions else "no prediction"
+            pred = predictions.get(s.id)
+            got = [ratings_of(p, meta.score_names) for p in (pred.get("epochs") if isinstance(pred, dict)
+                                                              and "epochs" in pred else [pred])]
+            epochs += [{} for _ in range(len(got) - len(epochs))]
+            for e, (r, _) in enumerate(got):
+                if r is not None:
+                    epochs[e][s.id] = r
+            read = [r for r, _ in got if r is not None]
+            if read:  # the mean of the epochs' readable ratings
+                ratings[s.id] = {n: sum(r[n] for r in read) / len(read) for n in meta.score_names}
             else:
-                ratings[s.id] = got
+                why[s.id] = got[0][1] if s.id in predictions else "no prediction"
+        self_r = replication(meta, samples, epochs) if len(epochs) > 1 else None
         result = judge(meta, samples, ratings, threshold=options.qc_threshold, resamples=options.resamples,
                        seed=options.seed)
         rows: list[dict[str, Any]] = []
@@ -128,13 +145,15 @@ class DialogueJudgeTask(Task):
         summary = {"system_r": overall["pearson"], "system_rho": overall["spearman"],
                    **{k: overall[k] for k in ("pearson_low", "pearson_high", "spearman_low", "spearman_high")},
                    "qc_pass": bool(qc["passed"]), "qc_p": qc["p_value"], "item_r": result.item_r,
-                   "item_alpha": result.item_alpha, "judged": len(ratings), "unscored": len(why),
+                   "item_alpha": result.item_alpha, "self_r": self_r, "human_self_r": PAPER_R,
+                   "judged": len(ratings), "unscored": len(why),
                    "unreadable": sum(r.startswith("unreadable") for r in why.values()),
                    "failed": sum(r.startswith("failed") for r in why.values())}
         per_config = {"qc_pass": bool(qc["passed"]), "qc_p": qc["p_value"], "item_alpha": result.item_alpha,
-                      "ci_low": overall["pearson_low"], "ci_high": overall["pearson_high"]}
-        info = pl.DataFrame({"sample_id": [s.id for s in samples],
-                             **{k: [v] * len(samples) for k, v in per_config.items()}})
+                      "self_r": self_r, "ci_low": overall["pearson_low"], "ci_high": overall["pearson_high"],
+                      **{f"r:{c}": v for c, v in result.agreement.select("column", "pearson").iter_rows()}}
+        info = result.per_sample.with_columns(pl.lit(v, pl.Float64 if k != "qc_pass" else None).alias(k)
+                                              for k, v in per_config.items())
         systems = result.human.select("model", "N", pl.col("z").alias("human_z")).with_columns(
             result.judge.get_column("z").alias("judge_z"))
         tables = {"judge_agreement": result.agreement, "judge_system_z": systems, "sample_info": info,

@@ -166,6 +166,6 @@ def test_interval_alpha_agrees_with_the_krippendorff_package():
         x = rng.integers(0, 101, n).astype(float)
         y = np.clip(x + rng.normal(0, 25, n), 0, 100).round()
         want = krippendorff.alpha(reliability_data=np.vstack([x, y]), level_of_measurement="interval")
-        assert interval_alpha(x, y) == pytest.approx(want, abs=1e-12)
+        assert interval_alpha(np.vstack([x, y])) == pytest.approx(want, abs=1e-12)
     # perfect agreement is exactly 1, whatever the values
-    assert interval_alpha(np.array([1.0, 2, 3]), np.array([1.0, 2, 3])) == 1.0
+    assert interval_alpha(np.array([[1.0, 2, 3], [1.0, 2, 3]])) == 1.0
