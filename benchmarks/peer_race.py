@@ -49,6 +49,7 @@ from typing import Any
 
 from benchmarks.standin_server import Standin, serve
 from benchmarks.startup_bench import Standin as StandinProcess
+from benchmarks.startup_bench import breakdown, run_record
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -238,6 +239,8 @@ def run_tool(tool: str, server: Server, files: dict[str, Path], out: Path, conne
             "first_request_s": round(first - t0, 3) if first else None,
             "after_last_answer_s": round(t_exit - last, 3) if last else None,
             "load_1m_before_after": [round(load0, 2), round(os.getloadavg()[0], 2)],
+            **({"breakdown": breakdown(t0, t_exit, run_record(out)[0].get("timings"))}  # its own phase marks
+               if tool == "emocaustics" else {}),
             **({"stderr_tail": proc.stderr[-1500:]} if proc.returncode else {})}
 
 
@@ -295,7 +298,8 @@ def to_markdown(res: dict[str, Any]) -> str:
         for s in f["sizes"].values():
             x = s["tools"][t]
             ok = x["one_call_per_question"] and x["designed_accuracy_reported"]
-            cells.append(f"{x['wall_s']['median']} s" + ("" if ok else " (CHECK FAILED)"))
+            held = max(r["max_in_service"] for r in x["runs"])  # the most calls the stand-in served at once
+            cells.append(f"{x['wall_s']['median']} s ({held} at once)" + ("" if ok else " (CHECK FAILED)"))
         lines.append(f"| {t} | {' | '.join(cells)} |")
     return "\n".join(lines) + "\n"
 
