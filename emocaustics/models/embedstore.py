@@ -37,14 +37,12 @@ def _key(identity: str, text: str) -> str:
 
 
 class EmbeddingStore:
-    """The store file at `path` (default: the shared cache folder's); `get_many` and `put_many` by identity and text."""
+    """The shared cache folder's store file; `get_many` and `put_many` by identity and text."""
 
-    def __init__(self, path: Path | None = None) -> None:
-        if path is None:
-            from emocaustics.models.cacheplace import shared_folder
+    def __init__(self) -> None:
+        from emocaustics.models.cacheplace import shared_folder
 
-            path = shared_folder() / FILE_NAME
-        self.path = path
+        self.path = path = shared_folder() / FILE_NAME
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._db = retried(lambda: self._open(path))
