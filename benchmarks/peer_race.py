@@ -127,7 +127,7 @@ class MCStandin(Standin):
 class Server(StandinProcess):
     """The MC stand-in in its own process (its loop must not share a GIL with a client it measures)."""
 
-    def __init__(self, latency: float, slots: int) -> None:  # noqa: super().__init__ starts the plain stand-in
+    def __init__(self, latency: float, slots: int) -> None:  # not super().__init__: that starts the plain stand-in
         self.proc = subprocess.Popen([sys.executable, "-m", "benchmarks.peer_race", "--serve", "--latency",
                                       str(latency), "--slots", str(slots)], cwd=REPO, stdout=subprocess.PIPE, text=True)
         line = self.proc.stdout.readline() if self.proc.stdout else ""
