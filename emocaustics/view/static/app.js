@@ -191,8 +191,7 @@ function renderCall(c, open) {
     c.error ? el("div", { class: "error call-error" }, "error: " + c.error) : null);
 }
 
-function renderCalls(calls) {
-  const all = calls.length <= OPEN_ALL;
+function renderCalls(calls, all = calls.length <= OPEN_ALL) {
   const nodes = calls.map((c) => renderCall(c, all));
   if (all) return nodes;
   const toggle = (open) => () => nodes.forEach((n) => { n.querySelector("details").open = open; });
@@ -220,7 +219,10 @@ function renderSample(s) {
       renderSection(x)))),
     renderItems(s.items),
     section("Transcript (" + s.calls.length + " calls)", s.prompts === false ?
-      el("div", { class: "meta" }, "prompt logging was off for this run") : null, ...renderCalls(s.calls)));
+      el("div", { class: "meta" }, "prompt logging was off for this run") : null, ...renderCalls(s.calls)),
+    // the scorer's judge calls (its line in the eval log), below the solver's and closed: the scoring's evidence
+    s.judge ? el("div", { class: "judge" }, section("Judge " + s.judge.model + " (" + s.judge.calls.length + " calls)",
+      ...renderCalls(s.judge.calls, false))) : null);
 }
 
 async function viewSample(i, j, k) {
