@@ -1,6 +1,8 @@
 """Jobs on a real Ray cluster started with `ray start` (loopback, token auth), submitted with `ray job submit`.
 
-1. One head: `jobs/submit.sh tests/jobs/submit.yaml` -> the job succeeds -> scores.parquet read with Polars.
+1. One head: `jobs/submit.sh tests/jobs/submit.yaml` -> the job succeeds -> scores.parquet read with Polars: in
+   tests/jobs/test_jobs_services.py, on that module's head and its kept model service (no head or engine of its own),
+   as is a job's scoring on the cluster it names.
 2. Two simulated nodes on this machine (a head and a worker, each `ray start` with its own custom resource): the smoke
    model with replicas=2 and placement=spread -> its two engine actors run on two different nodes, the job succeeds.
 
@@ -23,7 +25,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from fakes.local_cluster import BIN, LocalCluster, client_env
+from fakes.local_cluster import LocalCluster, client_env
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
@@ -54,25 +56,6 @@ def submit(cluster: LocalCluster, job: str, out: Path, timeout: float = 480) -> 
     return log
 
 
-def test_ray_job_submit_on_a_started_head(cluster, tmp_path):
-    cluster.start_head()
-    out = tmp_path / "run"
-    t0 = time.perf_counter()
-    log = submit(cluster, "tests/jobs/submit.yaml", out)
-    print(f"ray job submit (2 dialogues, oracle/baseline + 1 smoke config): {time.perf_counter() - t0:.1f} s")
-    scores = pl.read_parquet(out / "scores.parquet")
-    runs = dict(scores.group_by("run").agg(pl.col("score").mean()).iter_rows())
-    assert set(runs) == {"sextuple_oracle", "sextuple_baseline", "sextuple_direct_smoke"}
-    assert runs["sextuple_oracle"] == 1.0
-    model = scores.filter(pl.col("run") == "sextuple_direct_smoke")
-    assert model.height == 2 and (model["kind"] == "engine-check").all() and model["model"].to_list() == ["smoke"] * 2
-    assert model["llm_calls"].sum() > 0  # extraction ran on the cluster's engine
-    # ...and the dialogues came through it (a failure row per dialogue would also carry calls and a row each)
-    assert (~model["failed"]).sum() >= 1, model.select("sample_id", "failed", "reason").to_dicts()
-    assert (out / "summary.md").is_file() and (out / "report.html").is_file()
-    assert "[solve sextuple_direct_smoke] 2/2" in log  # progress lines reach `ray job` logs
-
-
 # Behind the soak marker (`make soak`, with the chaos soak of tests/reliability/test_soak.py, which also runs a head and
 # a worker): two `ray start` nodes and an engine on each cost three minutes of the 35-minute suite on 2 cores.
 @pytest.mark.soak
@@ -96,27 +79,3 @@ def test_two_nodes_replicas_on_both(cluster, tmp_path):
     assert model.height == 2 and model["llm_calls"].sum() > 0
     assert (~model["failed"]).sum() >= 1, model.select("sample_id", "failed", "reason").to_dicts()
     assert scores.filter(pl.col("run") == "sextuple_oracle")["score"].to_list() == [1.0, 1.0]
-
-
-@pytest.mark.published
-def test_scoring_runs_on_the_named_cluster(cluster, tmp_path, published_root):
-    """A job with no model hosted here (calibration rows only) that names a Ray address: its EmoCaustics scoring of
-    more than 50 dialogues (the Ray Data path) runs on that cluster, not on a private local Ray the scorer starts."""
-    cluster.start_head()
-    job = tmp_path / "named-cluster.yaml"
-    ids = list(range(1, 53))  # 52 dialogues: above the 50 at which EmoCaustics scoring fans out through Ray Data
-    job.write_text(f"name: named-cluster\ndataset: {{subset: null, ids: {ids}}}\n"
-                   "runs:\n  - {task: sextuple, method: oracle}\n"
-                   "scoring: {embedder: minilm, judge: none}\n", encoding="utf-8")
-    out = tmp_path / "run"
-    env = client_env() | {"EMOCAUSTICS_DATA": str(published_root)}
-    proc = subprocess.run([str(BIN / "emocaustics"), "run", str(job), "--out", str(out),
-                           "--ray-address", f"127.0.0.1:{cluster.gcs_port}"],
-                          capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
-    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-5000:]
-    scores = pl.read_parquet(out / "scores.parquet")
-    assert scores.height == len(ids) and scores["score"].to_list() == [1.0] * len(ids)
-    actors = json.loads(cluster.ray_cli("list", "actors", "--address", cluster.address, "--format", "json",
-                                        "--limit", "1000").stdout)
-    stages = [a["class_name"] for a in actors if "EmbedStage" in (a.get("class_name") or "")]
-    assert stages, f"no scoring actor ran on the named cluster; its actors: {[a.get('class_name') for a in actors]}"
