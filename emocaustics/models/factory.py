@@ -93,7 +93,10 @@ def _chat(spec: LLMSpec, module: str, cls: str, base_url: str | None) -> LLM:
     import importlib
 
     client = getattr(importlib.import_module(f"emocaustics.models.{module}"), cls)
-    return client(spec.model, base_url, name=spec.canonical(), **spec.client)
+    # The client's own gate and connection pool are as wide as the breaker's `concurrency` where it is given (its
+    # own default where not): a narrower client would hold every run to its default, whatever the job asked
+    width = spec.limits.model_dump(include={"concurrency"}, exclude_unset=True)
+    return client(spec.model, base_url, name=spec.canonical(), **width, **spec.client)
 
 
 def openai_client(spec: LLMSpec) -> LLM:
