@@ -13,26 +13,19 @@ import re
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-from emocaustics.view.data import script
+from emocaustics.view.data import Documents, script
 
 STATIC = Path(__file__).with_name("static")
 _PATH = re.compile(r"^/data/([a-z0-9/]+)\.js$")
 
 
-class Views(Protocol):
-    """What the server shows: one run (`view.data.ViewData`) or several side by side (`report.across.Across`)."""
+class Scripts:
+    """What the server shows (one run, `view.data.ViewData`, or several side by side, `report.across.Across`): its
+    documents as scripts by URL path, made on first request (a big run opens at once; a sample when it is opened)."""
 
-    def document(self, path: str) -> Any: ...
-
-    def paths(self) -> list[str]: ...
-
-
-class Documents:
-    """The data documents by path, made on first request (a big run opens at once; a sample when it is opened)."""
-
-    def __init__(self, view: Views) -> None:
+    def __init__(self, view: Documents) -> None:
         self.view = view
         self._cache: dict[str, str] = {}
         self._lock = threading.Lock()
@@ -93,9 +86,9 @@ class Handler(BaseHTTPRequestHandler):
         return True
 
 
-def make_server(view: Views, port: int = 0) -> ThreadingHTTPServer:
+def make_server(view: Documents, port: int = 0) -> ThreadingHTTPServer:
     """An HTTP server on 127.0.0.1 (`port` 0: a free one); `serve_forever()` runs it."""
-    docs = Documents(view)
+    docs = Scripts(view)
 
     class Viewer(Handler):
         def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
@@ -110,12 +103,12 @@ def make_server(view: Views, port: int = 0) -> ThreadingHTTPServer:
     return ThreadingHTTPServer(("127.0.0.1", port), Viewer)
 
 
-def export(view: Views, out: Path) -> Path:
+def export(view: Documents, out: Path) -> Path:
     """Every document as a file under `out` with the page: open `out/index.html` from disk, or share the folder."""
     out.mkdir(parents=True, exist_ok=True)
     for name in ("index.html", "app.js"):
         (out / name).write_bytes((STATIC / name).read_bytes())
-    docs = Documents(view)
+    docs = Scripts(view)
     for path in view.paths():
         target = out / "data" / f"{path}.js"
         target.parent.mkdir(parents=True, exist_ok=True)
