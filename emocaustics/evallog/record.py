@@ -157,9 +157,6 @@ class Recorder:
         call = found[1]
         call["step"], call["attempt"], call["parse_error"] = step, attempt, parse_error
 
-    def wrap(self, llm: Any) -> "RecordingLLM":
-        return RecordingLLM(llm, self)
-
     def to_json(self, pause: Callable[[float], None] | None = None) -> dict[str, Any]:
         """Plain JSON (it travels from a replica back to the driver with the sample's result): each call's messages
         as the hashes of their chunks (chunked here, in call order, so the same chunks as when each call was made).
@@ -218,7 +215,7 @@ def recording(llm: Any, prompts: bool = True) -> Iterator[tuple[RecordingLLM, Re
     rec = Recorder(prompts)
     token = _CURRENT.set(rec)
     try:
-        yield rec.wrap(llm), rec
+        yield RecordingLLM(llm, rec), rec
     finally:
         _CURRENT.reset(token)
 

@@ -424,11 +424,10 @@ def test_recording_without_prompts_and_the_context_is_reset_on_error(clock: Cloc
     assert record._CURRENT.get() is None
 
 
-def test_wrap_gives_a_recording_model(clock: Clock) -> None:
-    rec = Recorder()
+def test_recording_gives_a_recording_model(clock: Clock) -> None:
     inner = Echo()
-    w = rec.wrap(inner)
-    assert isinstance(w, record.RecordingLLM) and w.recorder is rec and w.llm is inner and w.name == "echo"
+    with recording(inner) as (w, rec):
+        assert isinstance(w, record.RecordingLLM) and w.recorder is rec and w.llm is inner and w.name == "echo"
 
 
 # -- replica id ------------------------------------------------------------------------------------------------------
