@@ -261,8 +261,7 @@ def _forecast(cfg: Any, got: Loaded, counters: dict[str, Any], left: list[list] 
     for samples in left if left is not None else [got.samples] * cfg.epochs:
         ids = tuple(s.id for s in samples)
         if samples and ids not in seen:  # epochs with the same samples are forecast once; none left: nothing
-            f = forecast(cfg.task, samples, cfg.options, counters[cfg.model], prior=cfg.prior is not None)
-            seen[ids] = (f.llm_calls, f.prompt_tokens, f.generated_tokens, f.live_calls, f.live_prompt_tokens)
+            seen[ids] = forecast(cfg.task, samples, cfg.options, counters[cfg.model], prior=cfg.prior is not None)
         figures = [a + b for a, b in zip(figures, seen[ids] if samples else [0] * 5)]
     return figures
 

@@ -238,20 +238,11 @@ class StandInEmbedder:
 
 
 # -- one config's forecast ----------------------------------------------------------------------------------------
-@dataclass
-class Forecast:
-    llm_calls: int
-    prompt_tokens: int
-    generated_tokens: int
-    counter: str
-    live_calls: int = 0  # of llm_calls, those a `batch: true` model still sends live (models/batch.py)
-    live_prompt_tokens: int = 0
-
-
-def forecast(task: Any, samples: list[Any], options: Any, counter: TokenCounter, *, prior: bool = False) -> Forecast:
-    """Calls, prompt tokens and (at most) generated tokens of the task's own solver path over `samples` (answers and
+def forecast(task: Any, samples: list[Any], options: Any, counter: TokenCounter, *,
+             prior: bool = False) -> tuple[int, int, int, int, int]:
+    """LLM calls, prompt tokens, (at most) generated tokens, and of the calls those a `batch: true` model still sends
+    live (models/batch.py) with their prompt tokens, of the task's own solver path over `samples` (answers and
     embeddings stood in). Raises what the task's preparation raises (a UsageError names it)."""
     llm = RecordingLLM(counter)
     task.solver.dry_solve(samples, options, llm, StandInEmbedder(), prior=prior)
-    return Forecast(llm.calls, llm.prompt_tokens, llm.generated_tokens, counter.name, llm.live_calls,
-                    llm.live_prompt_tokens)
+    return llm.calls, llm.prompt_tokens, llm.generated_tokens, llm.live_calls, llm.live_prompt_tokens

@@ -312,8 +312,7 @@ def test_a_resume_forecasts_each_epochs_samples_left_and_nothing_for_an_epoch_wi
     def forecast(task, samples, options, counter, prior):
         asked.append([s.id for s in samples])
         n = len(samples)
-        return SimpleNamespace(llm_calls=n, prompt_tokens=10 * n, generated_tokens=3 * n, live_calls=n,
-                               live_prompt_tokens=10 * n)
+        return n, 10 * n, 3 * n, n, 10 * n  # calls, prompt, generated, live calls, live prompt tokens
 
     monkeypatch.setattr(forecast_module, "forecast", forecast)
     monkeypatch.setattr(forecast_module, "counter_for", lambda llm: "counter")

@@ -30,7 +30,7 @@ from emocaustics.models.base import ChatRequest, Sampling
 from emocaustics.models.smoke import CHAT_TEMPLATE
 from emocaustics.models.spec import parse_llm_spec
 from emocaustics.solve import forecast as fc
-from emocaustics.solve.forecast import (FILLER, Forecast, RecordingLLM, StandInEmbedder, TokenCounter, _folder_counter,
+from emocaustics.solve.forecast import (FILLER, RecordingLLM, StandInEmbedder, TokenCounter, _folder_counter,
                                         _local_counter, counter_for, fast_approx_tokens, stand_in_answer)
 
 HEURISTIC = "approx_tokens heuristic"
@@ -257,22 +257,17 @@ class StandInSolver:
 
 
 @pytest.mark.parametrize("prior", [False, True])
-def test_forecast_sums_the_dry_solve_requests_and_names_the_counter(prior):
+def test_forecast_sums_the_dry_solve_requests(prior):
     task = SimpleNamespace(solver=StandInSolver())
     counter = TokenCounter("the counter's name")
     kw = {"prior": True} if prior else {}
     got = fc.forecast(task, ["ab", "live", "c"], {"o": 1}, counter, **kw)
     # prompts of 8, 16, 4 characters: 2 + 4, 4 + 4, 1 + 4 tokens; max_tokens 20 + 40 + 10
-    assert got == Forecast(3, 19, 70, "the counter's name", 1, 8)
+    assert got == (3, 19, 70, 1, 8)  # calls, prompt, generated; live calls and their prompt tokens
     seen = task.solver.seen
     assert seen["samples"] == ["ab", "live", "c"] and seen["options"] == {"o": 1} and seen["prior"] is prior
     assert isinstance(seen["llm"], RecordingLLM) and seen["llm"].counter is counter
     assert isinstance(seen["embedder"], StandInEmbedder)
-
-
-def test_forecast_defaults():
-    f = Forecast(1, 2, 3, "c")
-    assert (f.live_calls, f.live_prompt_tokens) == (0, 0)
 
 
 # -- which counter a model gets ----------------------------------------------------------------------------------
