@@ -21,6 +21,7 @@ from pydantic import Field, ValidationError
 from emocaustics.core.task import (DatasetOptions, Failure, Loaded, Methods, Options, Sample, ScoreContext,
                                    Scored, Task, rows_frame)
 from emocaustics.tasks.dialoguejudge import prompts
+from emocaustics.tasks.parts import lazy
 from emocaustics.tasks.dialoguejudge.data import ROUNDS, load_round
 from emocaustics.tasks.human.data import parse_metadata
 
@@ -76,6 +77,7 @@ class DialogueJudgeTask(Task):
         "self_r": "the judge's self-replication with --epochs N: Pearson r between two epochs' overall system z "
                   "(mean over every two epochs), beside the humans' round-to-round r = 0.969 (Ji et al. 2022)",
     }
+    report_sections = lazy("emocaustics.tasks.dialoguejudge.report", "sections")  # QC, per criterion, scatter, pairs
     # `ci_low`/`ci_high` in `sample_info` are the summary's interval of score: the bootstrap of the system-level r
     # itself (assignments resampled with their judge twins), not of the shares (`report.tables.config_statistics`)
 

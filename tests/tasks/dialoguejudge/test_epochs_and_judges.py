@@ -77,3 +77,82 @@ def test_an_epoch_that_failed_leaves_the_other_to_rate(small_round, tmp_path):
     assert scored.summary["unscored"] == 0 and scored.summary["system_r"] == pytest.approx(1.0, abs=1e-12)
     scored, _, _ = score_epochs(small_round, both_broken, tmp_path)
     assert scored.summary["unscored"] == 1 and scored.summary["failed"] == 1  # the first epoch's reason speaks
+
+
+def grid(data, judges: list[tuple[str, int]]):
+    """The job's per-sample rows of a grid of judges (as scores.parquet holds them: sample_info's columns, `run` and
+    the assignment as `cluster`), and each judge's summary."""
+    frames, summaries = [], {}
+    for method, seed in judges:
+        opts = TASK.Options(method=method, seed=seed, resamples=0)
+        samples = TASK.load(TASK.Dataset(data=str(data)), opts).samples
+        scored = TASK.score(samples, TASK.predict(method, samples, opts), opts, None)
+        run = f"{method}-{seed}"
+        summaries[run] = scored.summary
+        frames.append(scored.tables["sample_info"].with_columns(
+            pl.lit(run).alias("run"), pl.Series("cluster", [s.meta["cluster"] for s in samples])))
+    return pl.concat(frames, how="diagonal_relaxed"), summaries
+
+
+def test_paired_test_of_two_judges_agrees_with_an_independent_computation(small_round):
+    from statsmodels.stats.multitest import multipletests
+
+    from emocaustics.stats import cluster_index
+    from emocaustics.stats.bootstrap import resample_counts
+    from emocaustics.tasks.dialoguejudge.across import families, judge_pairs
+
+    rows, summaries = grid(small_round, [("oracle", 0), ("random", 2), ("random", 5)])
+    (family,) = families(rows)
+    pairs, alpha = judge_pairs(family, resamples=300, seed=4)
+    assert pairs["r_a"][0] == pytest.approx(summaries["oracle-0"]["system_r"], abs=1e-12)
+    assert pairs["r_b"][0] == pytest.approx(summaries["random-2"]["system_r"], abs=1e-12)
+    # by hand: the same draws of assignments, each judge's system means and scipy's r per resample
+    one = family.filter(pl.col("run") == "oracle-0").filter(pl.col("human_z").is_not_null())
+    runs = ["oracle-0", "random-2", "random-5"]
+    judge_z = {r: dict(family.filter(pl.col("run") == r).select("sample_id", "judge_z").iter_rows()) for r in runs}
+    draws = np.concatenate(list(resample_counts(one.height, 300, np.random.default_rng(4),
+                                                cluster_index(one["cluster"].to_list()))))
+    found = {r: [] for r in runs}
+    for counts in draws:
+        weighted = one.with_columns(pl.Series("w", counts.astype(float)))
+        for r in runs:
+            means = (weighted.with_columns(pl.Series("j", [judge_z[r][i] for i in one["sample_id"]]))
+                     .group_by("system").agg((pl.col("human_z") * pl.col("w")).sum() / pl.col("w").sum(),
+                                             (pl.col("j") * pl.col("w")).sum() / pl.col("w").sum()))
+            ok = means.drop_nans().drop_nulls()
+            found[r].append(sps.pearsonr(ok["human_z"], ok["j"]).statistic if ok.height == means.height
+                            else np.nan)
+    want_p = []
+    for i, (a, b) in enumerate([(0, 1), (0, 2), (1, 2)]):
+        d = summaries[runs[a]]["system_r"] - summaries[runs[b]]["system_r"]
+        boot = np.array(found[runs[a]]) - np.array(found[runs[b]])
+        boot = boot[~np.isnan(boot)]
+        want_p.append((1 + np.sum(np.abs(boot - d) >= abs(d) - 1e-12)) / (len(boot) + 1))
+        assert pairs["diff"][i] == pytest.approx(d, abs=1e-12)
+        assert (pairs["diff_low"][i], pairs["diff_high"][i]) == pytest.approx(tuple(np.percentile(boot, [2.5, 97.5])),
+                                                                              abs=1e-9)
+    assert pairs["p"].to_list() == pytest.approx(want_p, abs=1e-12)
+    assert pairs["p_holm"].to_list() == pytest.approx(list(multipletests(want_p, method="holm")[1]), abs=1e-12)
+    assert pairs["p"][0] < 0.01 and pairs["significant"][0]  # the oracle agrees better than a random judge
+    assert pairs["reliable_a"].to_list() == [True, True, False] and not any(pairs["reliable_b"])  # random fails QC
+
+
+def test_alpha_across_judges_agrees_with_the_krippendorff_package(small_round):
+    krippendorff = pytest.importorskip("krippendorff")
+    from emocaustics.tasks.dialoguejudge.across import families, judge_pairs
+
+    rows, _ = grid(small_round, [("oracle", 0), ("random", 1), ("random", 3)])
+    # a judge that left conversations unscored: its cells are missing, not 0
+    rows = rows.with_columns(pl.when((pl.col("run") == "random-3") & (pl.int_range(pl.len()) % 7 == 0))
+                             .then(None).otherwise(pl.col(c)).alias(c) for c in rows.columns if c.startswith("judge:"))
+    (family,) = families(rows)
+    _, alpha = judge_pairs(family, resamples=0)
+    crit = sorted(c for c in rows.columns if c.startswith("judge:"))
+    order = family.filter(pl.col("run") == "oracle-0")["sample_id"]
+    matrix = np.vstack([
+        np.hstack([family.filter(pl.col("run") == r).sort(pl.col("sample_id").replace_strict(
+            {s: i for i, s in enumerate(order)})).get_column(c).cast(pl.Float64).fill_null(np.nan).to_numpy()
+                   for c in crit]) for r in ("oracle-0", "random-1", "random-3")])
+    assert alpha == pytest.approx(krippendorff.alpha(reliability_data=matrix, level_of_measurement="interval"),
+                                  abs=1e-12)
+    assert not math.isnan(alpha)

@@ -84,3 +84,31 @@ def test_eval_a_model_through_an_openai_compatible_endpoint(tiny_round, tmp_path
     assert schema["properties"]["fun"]["maximum"] == 100 and "reason" in schema["properties"]
     summary = pl.read_csv(run / "summary.csv").row(0, named=True)
     assert summary["samples"] == len(samples) and summary["qc_pass"] is False and summary["qc_p"] == 1.0
+
+
+def test_a_grid_of_judges_reports_scatter_qc_criteria_and_pairs(small_round, tmp_path):
+    """Two judges in one job: report.html shows each judge's system z against the workers' (every point the
+    tables' value, the identity line, r), the QC table (the random judge unreliable), the per-criterion table, and
+    the judges' paired test with alpha across them."""
+    import re
+
+    job = tmp_path / "job.yaml"
+    job.write_text(f"name: judges\ndataset: {{data: {small_round}, split: {ROUND}}}\noutput: {tmp_path / 'runs'}\n"
+                   "runs:\n  - {task: dialogue-judge, options: {method: oracle, resamples: 20}}\n"
+                   "  - {task: dialogue-judge, options: {method: random, resamples: 20, seed: 2}}\n")
+    assert main(["run", str(job)]) == 0
+    (run,) = (tmp_path / "runs" / "judges").iterdir()
+    page = (run / "report.html").read_text()
+    section = page[page.index("<h2>Dialogue judge"):]
+    systems = pl.read_parquet(run / "tables" / "judge_system_z.parquet")
+    summary = pl.read_csv(run / "summary.csv")
+    for label, svg in zip(summary["run"], section.split("<svg")[1:3]):
+        r = summary.filter(pl.col("run") == label)["score"][0]
+        assert f"{label}: r = {r:.3f}" in svg and "<line" in svg  # the identity line
+        found = re.findall(r"<title>([^:<]+): workers ([^,<]+), judge ([^<]+)</title>", svg)
+        points = {m: (float(h), float(j)) for m, h, j in found}
+        want = systems.filter(pl.col("run") == label)
+        assert points == {m: pytest.approx((h, j), abs=5e-4) for m, h, j in want.select("model", "human_z",
+                                                                                           "judge_z").iter_rows()}
+    assert "unreliable (failed QC)" in section and "System-level Pearson r per criterion" in section
+    assert "overall (z)" in section and "Judges compared" in section and "Krippendorff" in section

@@ -1,0 +1,80 @@
+"""Judges compared with each other (issue 56, item 4), from the job's per-sample rows of its `dialogue-judge`
+configs (`sample_info`'s `system`, `human_z`, `judge_z`, `judge:<criterion>`, `qc_pass` and the row's `cluster`, its
+assignment): the configs that rated the same conversations (one round) form a family; each pair's difference of
+system-level Pearson r with its paired bootstrap interval and p (the assignments resampled once for all the family's
+judges, every judge's r recomputed on the same resample, the workers' side shared), Holm-corrected across the
+family's pairs (`emocaustics.stats.holm`), and Krippendorff's alpha (interval) across the judges' ratings of every
+(conversation, criterion) cell. A judge that failed quality control is marked unreliable in every row it is in."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from emocaustics.stats import cluster_index, holm, paired_bootstrap_p
+from emocaustics.stats.bootstrap import percentile_interval, resample_counts
+from emocaustics.tasks.dialoguejudge.agreement import FLAT, _rowwise_r, interval_alpha
+
+NEEDED = ("run", "sample_id", "cluster", "system", "human_z", "judge_z", "qc_pass")
+
+
+def families(scores: pl.DataFrame) -> list[pl.DataFrame]:
+    """The configs' rows grouped by the conversations they rated (one round: the same sample ids)."""
+    if not set(NEEDED) <= set(scores.columns):
+        return []
+    by_ids: dict[tuple[str, ...], list[pl.DataFrame]] = {}
+    for _, part in scores.filter(pl.col("system").is_not_null()).group_by("run", maintain_order=True):
+        by_ids.setdefault(tuple(sorted(part["sample_id"].to_list())), []).append(part)
+    return [pl.concat(parts, how="diagonal_relaxed") for parts in by_ids.values()]
+
+
+def system_means(counts: np.ndarray, system: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """(resamples, systems): each system's mean of the non-NaN `values` of its rows, each row weighted by `counts`."""
+    onehot = system[:, None] == np.unique(system)[None, :]
+    seen = ~np.isnan(values)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (counts * np.where(seen, values, 0.0)) @ onehot / ((counts * seen) @ onehot)
+
+
+def judge_pairs(rows: pl.DataFrame, resamples: int = 1000, seed: int = 0) -> tuple[pl.DataFrame, float]:
+    """(one row per pair of the family's judges: config_a, config_b, r_a, r_b, diff = r_a - r_b, diff_low,
+    diff_high, p, p_holm, significant, reliable_a, reliable_b; alpha across the judges) of one family's rows."""
+    runs = rows["run"].unique(maintain_order=True).to_list()
+    crit = [c for c in rows.columns if c.startswith("judge:")]
+    wide = rows.filter(pl.col("run") == runs[0]).select("sample_id", "cluster", "system", "human_z")
+    for k, run in enumerate(runs):
+        wide = wide.join(rows.filter(pl.col("run") == run).select(
+            "sample_id", pl.col("judge_z").alias(f"z{k}"), *[pl.col(c).alias(f"{k}{c}") for c in crit]),
+            on="sample_id", how="left")
+    column = lambda name: wide[name].cast(pl.Float64).fill_null(np.nan).to_numpy()  # noqa: E731
+    alpha = interval_alpha(np.vstack([np.hstack([column(f"{k}{c}") for c in crit]) for k in range(len(runs))]))
+    wide = wide.filter(pl.col("human_z").is_not_null())  # the comparison's conversations (the qc system's are not)
+    system = wide["system"].to_numpy()
+    human, judges = column("human_z"), [column(f"z{k}") for k in range(len(runs))]
+
+    def r(counts: np.ndarray) -> np.ndarray:  # (judges, resamples): each judge's system-level r
+        h = system_means(counts, system, human)
+        got = [system_means(counts, system, j) for j in judges]
+        return np.array([np.where(np.ptp(g, 1) <= FLAT, np.nan, _rowwise_r(h, g)) for g in got])
+
+    observed = r(np.ones((1, len(system))))[:, 0]
+    pairs = [(a, b) for a in range(len(runs)) for b in range(a + 1, len(runs))]
+    diff = np.array([observed[a] - observed[b] for a, b in pairs])
+    boot = np.full((len(pairs), 0), np.nan)
+    if resamples > 0 and pairs:
+        chunks = [r(c) for c in resample_counts(len(system), resamples, np.random.default_rng(seed),
+                                                cluster_index(wide["cluster"].to_list()))]
+        got = np.concatenate(chunks, axis=1)
+        boot = np.array([got[a] - got[b] for a, b in pairs])
+    low, high = percentile_interval(boot) if boot.shape[1] else (np.full(len(pairs), np.nan),) * 2
+    p = paired_bootstrap_p(boot, diff) if boot.shape[1] else np.full(len(pairs), np.nan)
+    adjusted = holm(p)
+    reliable = dict(rows.group_by("run").agg(pl.first("qc_pass")).iter_rows())
+    table = pl.DataFrame([{"config_a": runs[a], "config_b": runs[b], "r_a": observed[a], "r_b": observed[b],
+                           "diff": diff[i], "diff_low": low[i], "diff_high": high[i], "p": p[i],
+                           "p_holm": adjusted[i], "significant": bool(adjusted[i] < 0.05),
+                           "reliable_a": bool(reliable[runs[a]]), "reliable_b": bool(reliable[runs[b]])}
+                          for i, (a, b) in enumerate(pairs)],
+                         schema_overrides={c: pl.Float64 for c in ("r_a", "r_b", "diff", "diff_low", "diff_high",
+                                                                   "p", "p_holm")})
+    return table, alpha

@@ -1,0 +1,73 @@
+"""The `dialogue-judge` sections of the HTML report, from the job's per-sample rows (`sample_info`'s columns): per
+round, the QC table (the judge's verdict, p and agreement figures; a judge that failed QC marked unreliable), the
+per-criterion table (system-level Pearson r per criterion and judge), the scatter of each judge's system z against
+the QC-passed workers' with the identity line and r (inline SVG), and with two or more judges their paired tests and
+alpha across them (`across.py`)."""
+
+from __future__ import annotations
+
+import html
+
+import numpy as np
+import polars as pl
+
+from emocaustics.report.html import table
+from emocaustics.tasks.dialoguejudge.across import families, judge_pairs
+
+UNRELIABLE = "unreliable (failed QC)"
+SIZE, PAD = 260, 36  # the scatter's square plot area and its margin, px
+
+
+def reliability(passed: object) -> str:
+    return "reliable" if passed else UNRELIABLE
+
+
+def scatter(human: np.ndarray, judge: np.ndarray, systems: list[str], title: str) -> str:
+    """Judge (y) against workers (x), one labelled point per system, on one scale with the identity line."""
+    ok = np.isfinite(human) & np.isfinite(judge)
+    lo, hi = (float(min(human[ok].min(), judge[ok].min())), float(max(human[ok].max(), judge[ok].max()))) \
+        if ok.any() else (-1.0, 1.0)
+    lo, hi = (lo - 0.1, hi + 0.1) if hi - lo < 1e-9 else (lo - 0.05 * (hi - lo), hi + 0.05 * (hi - lo))
+    at = lambda v: PAD + (v - lo) / (hi - lo) * SIZE  # noqa: E731
+    up = lambda v: PAD + SIZE - (v - lo) / (hi - lo) * SIZE  # noqa: E731
+    points = "".join(f"<circle cx='{at(x):.1f}' cy='{up(y):.1f}' r='3.5' fill='#4c78a8'><title>{html.escape(s)}: "
+                     f"workers {x:.3f}, judge {y:.3f}</title></circle><text x='{at(x) + 5:.1f}' y='{up(y) - 4:.1f}' "
+                     f"font-size='9'>{html.escape(s)}</text>" for x, y, s, k in zip(human, judge, systems, ok) if k)
+    return (f"<svg xmlns='http://www.w3.org/2000/svg' width='{SIZE + 2 * PAD}' height='{SIZE + 2 * PAD}' "
+            f"role='img'><text x='{PAD}' y='14' font-size='11'>{html.escape(title)}</text>"
+            f"<rect x='{PAD}' y='{PAD}' width='{SIZE}' height='{SIZE}' fill='none' stroke='#999'/>"
+            f"<line x1='{PAD}' y1='{PAD + SIZE}' x2='{PAD + SIZE}' y2='{PAD}' stroke='#bbb' stroke-dasharray='4 3'/>"
+            f"<text x='{PAD + SIZE / 2}' y='{2 * PAD + SIZE - 8}' font-size='10' text-anchor='middle'>workers' "
+            f"system z ({lo:.2f} to {hi:.2f})</text><text x='10' y='{PAD + SIZE / 2}' font-size='10' "
+            f"transform='rotate(-90 10 {PAD + SIZE / 2})' text-anchor='middle'>judge's system z</text>{points}</svg>")
+
+
+def sections(summary: pl.DataFrame, scores: pl.DataFrame) -> list[tuple[str, str]]:
+    out = []
+    for k, rows in enumerate(families(scores)):
+        runs = rows["run"].unique(maintain_order=True).to_list()
+        config = summary.filter(pl.col("run").is_in(runs))
+        qc = config.select("run", pl.col("qc_pass").map_elements(reliability, return_dtype=pl.Utf8).alias("judge"),
+                           "qc_p", pl.col("score").alias("system_r"), "ci_low", "ci_high", "item_alpha", "self_r")
+        firsts = rows.group_by("run", maintain_order=True).agg(pl.first("qc_pass"), pl.col("^r:.*$").first())
+        criteria = pl.DataFrame({"criterion": [c[2:].replace("z", "overall (z)", c == "r:z")
+                                               for c in firsts.columns if c.startswith("r:")],
+                                 **{run + ("" if ok else f" [{UNRELIABLE}]"):
+                                    [v for c, v in row.items() if c.startswith("r:")] for run, ok, row in zip(firsts["run"], firsts["qc_pass"],
+                                                            firsts.iter_rows(named=True))}})
+        charts = []
+        for run, ok, r in zip(firsts["run"], firsts["qc_pass"], criteria.row(0)[1:]):
+            z = (rows.filter(pl.col("run") == run).group_by("system", maintain_order=True)
+                 .agg(pl.col("human_z").drop_nulls().mean(), pl.col("judge_z").drop_nulls().mean())
+                 .filter(pl.col("human_z").is_not_null()))
+            charts.append(scatter(z["human_z"].to_numpy(), z["judge_z"].fill_null(np.nan).to_numpy(),
+                                  z["system"].to_list(), f"{run}: r = {r:.3f}" + ("" if ok else f", {UNRELIABLE}")))
+        body = (f"<h3>Quality control and agreement</h3>{table(qc)}<h3>System-level Pearson r per criterion</h3>"
+                f"{table(criteria)}<h3>System z: workers against judge</h3><div class='chart'>{''.join(charts)}</div>")
+        if len(runs) > 1:
+            pairs, alpha = judge_pairs(rows)
+            body += (f"<h3>Judges compared</h3><p>Krippendorff's alpha (interval) across the {len(runs)} judges' "
+                     f"ratings: {alpha:.4f}. Difference of system-level r, paired bootstrap over assignments, "
+                     f"Holm-corrected across the {pairs.height} pairs.</p>{table(pairs)}")
+        out.append((f"Dialogue judge: round {k + 1} ({len(runs)} judge{'s' if len(runs) > 1 else ''})", body))
+    return out
