@@ -16,8 +16,8 @@ _sys.path.insert(0, str(_Path(__file__).resolve().parent))
 #   the kill test uses a pool of its own). Compare counters before/after your test rather than absolute values.
 # `victim_pool`: that pool of its own, for the tests that kill a replica or its engine (tests/models/test_models_faults,
 #   tests/reliability/test_reliability_actor_kill): started once per session (an engine start is about 30 s on 2 busy
-#   cores) and restarted by Ray after each kill; a job whose model spec is `VICTIM_SPEC` runs on it. Each test
-#   compares the pool's counters before and after its kill.
+#   cores), restarted by Ray after each kill and shut down after the last test that uses it; a job whose model spec
+#   is `VICTIM_SPEC` runs on it. Each test compares the pool's counters before and after its kill.
 import asyncio as _models_asyncio
 import os as _models_os
 
@@ -70,7 +70,17 @@ def victim_pool(ray_local):
         _models_asyncio.run(pool.start())
         yield pool
     finally:
-        pool.shutdown()
+        pool.shutdown()  # a second shutdown (after its last test, below) finds its replica gone and does nothing
+
+
+@_models_pytest.hookimpl(tryfirst=True)
+def pytest_runtest_teardown(item, nextitem):
+    """The victim pool's engine (some 3 GB) is let go after the last test of the session that uses it, not held
+    through the rest of the session."""
+    if "victim_pool" in item.funcargs and not any(
+            "victim_pool" in getattr(later, "fixturenames", ())
+            for later in item.session.items[item.session.items.index(item) + 1:]):
+        item.funcargs["victim_pool"].shutdown()
 # ==== END models: engine fixtures ====
 
 # ==== BEGIN data: dataset fixtures (owner: the EmoCaustics task, emocaustics/tasks/longdialogue/data) ====
