@@ -13,7 +13,7 @@ import polars as pl
 
 from emocaustics.stats import cluster_index, holm, paired_bootstrap_p
 from emocaustics.stats.bootstrap import percentile_interval, resample_counts
-from emocaustics.tasks.dialoguejudge.agreement import FLAT, _rowwise_r, interval_alpha
+from emocaustics.tasks.dialoguejudge.agreement import interval_alpha, resampled_r, system_means
 
 NEEDED = ("run", "sample_id", "cluster", "system", "human_z", "judge_z", "qc_pass")
 
@@ -26,14 +26,6 @@ def families(scores: pl.DataFrame) -> list[pl.DataFrame]:
     for _, part in scores.filter(pl.col("system").is_not_null()).group_by("run", maintain_order=True):
         by_ids.setdefault(tuple(sorted(part["sample_id"].to_list())), []).append(part)
     return [pl.concat(parts, how="diagonal_relaxed") for parts in by_ids.values()]
-
-
-def system_means(counts: np.ndarray, system: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """(resamples, systems): each system's mean of the non-NaN `values` of its rows, each row weighted by `counts`."""
-    onehot = system[:, None] == np.unique(system)[None, :]
-    seen = ~np.isnan(values)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return (counts * np.where(seen, values, 0.0)) @ onehot / ((counts * seen) @ onehot)
 
 
 def judge_pairs(rows: pl.DataFrame, resamples: int = 1000, seed: int = 0) -> tuple[pl.DataFrame, float]:
@@ -53,9 +45,8 @@ def judge_pairs(rows: pl.DataFrame, resamples: int = 1000, seed: int = 0) -> tup
     human, judges = column("human_z"), [column(f"z{k}") for k in range(len(runs))]
 
     def r(counts: np.ndarray) -> np.ndarray:  # (judges, resamples): each judge's system-level r
-        h = system_means(counts, system, human)
-        got = [system_means(counts, system, j) for j in judges]
-        return np.array([np.where(np.ptp(g, 1) <= FLAT, np.nan, _rowwise_r(h, g)) for g in got])
+        return np.array([resampled_r(system_means(counts, system, human), system_means(counts, system, j))
+                         for j in judges])
 
     observed = r(np.ones((1, len(system))))[:, 0]
     pairs = [(a, b) for a in range(len(runs)) for b in range(a + 1, len(runs))]

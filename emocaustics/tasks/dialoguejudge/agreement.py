@@ -84,29 +84,33 @@ def judge(meta: Metadata, samples: list[Sample], ratings: Ratings, *,
     order = tuple(human.get_column("model").to_list())
     mine, _ = system_scores(conv, meta, {twin(w) for w in passed}, order)
     columns = ("z", *meta.sorted_scores)
+    raw = [f"raw:{s}" for s in meta.score_names]
+    # each conversation's z on either side of the comparison (null outside it: a failing worker's, the qc system's),
+    # of which the system z, and so r, are means again: in the bootstrap's resamples, and for judges compared on
+    # the same resamples (`across.py`, from the per-sample columns)
+    zs = ("z", *[z_col(c) for c in meta.sorted_scores])
+    compared = pl.col("model").is_in(list(meta.models))
+    side = lambda who, tag: [pl.when(compared & pl.col("worker").is_in(sorted(who)))  # noqa: E731
+                             .then(pl.col(z)).alias(f"{tag}_{z}") for z in zs]
+    wide = (conv.filter(~is_judge).select("sample_id", pl.col("model").alias("system"),
+                                          pl.col("assignment").alias("cluster"), *side(passed, "human"), *raw)
+            .join(conv.filter(is_judge).select("sample_id", *side({twin(w) for w in passed}, "judge"),
+                                               *[pl.col(r).alias(f"judge:{r[4:]}") for r in raw]),
+                  on="sample_id", how="left"))
+    low_high = _bootstrap(wide.filter(pl.col("human_z").is_not_null()), zs, resamples, seed)
     rows = []
-    low_high = _bootstrap(conv, meta, passed, columns, resamples, seed)
-    for c in columns:
+    for c, zc in zip(columns, zs):
         x, y = human.get_column(c).to_numpy(), mine.get_column(c).to_numpy()
         ok = np.isfinite(x) & np.isfinite(y) & _spread(y)
         rows.append({"column": c, **{m: correlate(x[ok], y[ok], m) for m in ("pearson", "spearman")},
-                     **low_high[c]})
-    raw = [f"raw:{s}" for s in meta.score_names]
-    pairs = (conv.filter(~is_judge).select("sample_id", "raw", *raw)
-             .join(conv.filter(is_judge).select("sample_id", "raw", *raw), on="sample_id", suffix=".judge"))
-    alpha = interval_alpha(np.vstack([pairs.select(raw).to_numpy().ravel(),
-                                      pairs.select(f"{r}.judge" for r in raw).to_numpy().ravel()]))
-    # each conversation's z on either side of the comparison (null outside it: a failing worker's, the qc system's),
-    # from which the system z, and so r, are means again (`across.py`: judges compared on the same resamples)
-    compared = pl.col("model").is_in(list(meta.models))
-    side = lambda rows, who: rows.select("sample_id", pl.when(compared & pl.col("worker").is_in(sorted(who)))  # noqa
-                                         .then(pl.col("z")).alias("z"), pl.col("model").alias("system"), *raw)
-    per_sample = (side(conv.filter(~is_judge), passed).select("sample_id", "system", pl.col("z").alias("human_z"))
-                  .join(side(conv.filter(is_judge), {twin(w) for w in passed})
-                        .drop("system").rename({"z": "judge_z", **{r: f"judge:{r[4:]}" for r in raw}}),
-                        on="sample_id", how="left"))
+                     **low_high[zc]})
+    rated = wide.filter(pl.col("judge:" + meta.score_names[0]).is_not_null())
+    alpha = interval_alpha(np.vstack([rated.select(raw).to_numpy().ravel(),
+                                      rated.select(f"judge:{r[4:]}" for r in raw).to_numpy().ravel()]))
+    item = [rated.select(cols).to_numpy().mean(1) for cols in (raw, [f"judge:{r[4:]}" for r in raw])]
+    per_sample = wide.select("sample_id", "system", "human_z", "judge_z", pl.col("^judge:.*$"))
     return Judged(qc, pl.concat([workers, mine_qc]), human, mine, pl.DataFrame(rows),
-                  correlate(pairs["raw"], pairs["raw.judge"]), alpha,
+                  correlate(*item), alpha,
                   _contributions(conv.filter(is_judge), meta, passed, human, mine), per_sample)
 
 
@@ -161,32 +165,41 @@ def _contributions(rows: pl.DataFrame, meta: Metadata, passed: set[str], human: 
             for sid, worker, model, z in rows.select("sample_id", "worker", "model", "z").iter_rows()}
 
 
-def _bootstrap(conv: pl.DataFrame, meta: Metadata, passed: set[str], columns: tuple[str, ...], resamples: int,
-               seed: int) -> dict[str, dict[str, float]]:
-    """Percentile 95 % intervals of Pearson and Spearman per column (`emocaustics.stats.bootstrap`): the round's
-    assignments drawn with replacement, each bringing its judge twin; the z-scores and QC verdicts stay the round's."""
+def system_means(counts: np.ndarray, system: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """(resamples, systems): each system's mean of the non-NaN `values` of its rows, each row weighted by `counts`
+    (a resample's draws of the rows; NaN for a system it drew none of)."""
+    onehot = system[:, None] == np.unique(system)[None, :]
+    seen = ~np.isnan(values)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (counts * np.where(seen, values, 0.0)) @ onehot / ((counts * seen) @ onehot)
+
+
+def resampled_r(h: np.ndarray, g: np.ndarray, rank: bool = False) -> np.ndarray:
+    """Pearson (or with `rank` Spearman) r of each resample's system means, workers `h` against judge `g`; NaN where
+    the judge's are one value (`FLAT`)."""
     from scipy.stats import rankdata
 
+    r = _rowwise_r(rankdata(h, axis=1), rankdata(g, axis=1)) if rank else _rowwise_r(h, g)
+    return np.where(np.ptp(g, axis=1) <= FLAT, np.nan, r)
+
+
+def _bootstrap(wide: pl.DataFrame, columns: tuple[str, ...], resamples: int, seed: int) -> dict[str, dict[str, float]]:
+    """Percentile 95 % intervals of Pearson and Spearman per column (`emocaustics.stats.bootstrap`) from the
+    comparison's conversations (`human_<column>`, `judge_<column>`): the round's assignments drawn with replacement,
+    each bringing its judge twin; the z-scores and QC verdicts stay the round's."""
     from emocaustics.stats.bootstrap import cluster_index, percentile_interval, resample_counts
 
     nan = {f"{m}_{e}": float("nan") for m in ("pearson", "spearman") for e in ("low", "high")}
-    if resamples < 1:
+    if resamples < 1 or wide.is_empty():
         return {c: dict(nan) for c in columns}
-    workers = conv.get_column("worker")
-    sides = [workers.is_in(sorted(w)).to_numpy()[None, :] for w in (passed, {twin(w) for w in passed})]
-    onehot = (conv.get_column("model").to_numpy()[:, None] == np.array(meta.models)[None, :]).astype(float)
-    values = conv.select("z", *[z_col(c) for c in columns[1:]]).to_numpy()
-    cells = (onehot[:, :, None] * values[:, None, :]).reshape(len(values), -1)  # row -> (system, column) cell
-    keys = conv.get_column("assignment").str.replace(f"^{JUDGE}:", "").to_list()
+    system = wide.get_column("system").to_numpy()
+    value = lambda c: wide.get_column(c).cast(pl.Float64).fill_null(np.nan).to_numpy()  # noqa: E731
     found = []
-    for counts in resample_counts(len(keys), resamples, np.random.default_rng(seed), cluster_index(keys)):
-        with np.errstate(invalid="ignore", divide="ignore"):
-            h, g = [((counts * m) @ cells).reshape(len(counts), onehot.shape[1], -1)
-                    / ((counts * m) @ onehot)[..., None] for m in sides]  # (resamples, systems, columns) mean z
-        flat = np.ptp(g, axis=1) <= FLAT  # (resamples, columns): the judge's system z are one value
-        found.append(np.where(flat.T[:, None, :], np.nan, np.array(
-            [[_rowwise_r(h[:, :, j], g[:, :, j]),
-              _rowwise_r(rankdata(h[:, :, j], axis=1), rankdata(g[:, :, j], axis=1))] for j in range(len(columns))])))
+    for counts in resample_counts(wide.height, resamples, np.random.default_rng(seed),
+                                  cluster_index(wide.get_column("cluster").to_list())):
+        means = [(system_means(counts, system, value(f"human_{c}")), system_means(counts, system, value(f"judge_{c}")))
+                 for c in columns]
+        found.append(np.array([[resampled_r(h, g), resampled_r(h, g, rank=True)] for h, g in means]))
     low, high = percentile_interval(np.concatenate(found, axis=-1))  # (columns, 2)
     return {c: {f"{m}_{e}": float(v[j, k]) for k, m in enumerate(("pearson", "spearman"))
                 for e, v in (("low", low), ("high", high))} for j, c in enumerate(columns)}

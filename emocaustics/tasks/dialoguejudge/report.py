@@ -50,13 +50,11 @@ def sections(summary: pl.DataFrame, scores: pl.DataFrame) -> list[tuple[str, str
         qc = config.select("run", pl.col("qc_pass").map_elements(reliability, return_dtype=pl.Utf8).alias("judge"),
                            "qc_p", pl.col("score").alias("system_r"), "ci_low", "ci_high", "item_alpha", "self_r")
         firsts = rows.group_by("run", maintain_order=True).agg(pl.first("qc_pass"), pl.col("^r:.*$").first())
-        criteria = pl.DataFrame({"criterion": [c[2:].replace("z", "overall (z)", c == "r:z")
-                                               for c in firsts.columns if c.startswith("r:")],
-                                 **{run + ("" if ok else f" [{UNRELIABLE}]"):
-                                    [v for c, v in row.items() if c.startswith("r:")] for run, ok, row in zip(firsts["run"], firsts["qc_pass"],
-                                                            firsts.iter_rows(named=True))}})
+        criteria = pl.DataFrame({"criterion": ["overall (z)", *[c[2:] for c in firsts.columns[3:]]],  # r:z first
+                                 **{run + ("" if ok else f" [{UNRELIABLE}]"): rs
+                                    for run, ok, *rs in firsts.iter_rows()}})
         charts = []
-        for run, ok, r in zip(firsts["run"], firsts["qc_pass"], criteria.row(0)[1:]):
+        for run, ok, r, *_ in firsts.iter_rows():
             z = (rows.filter(pl.col("run") == run).group_by("system", maintain_order=True)
                  .agg(pl.col("human_z").drop_nulls().mean(), pl.col("judge_z").drop_nulls().mean())
                  .filter(pl.col("human_z").is_not_null()))
