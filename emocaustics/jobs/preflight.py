@@ -107,9 +107,10 @@ class DryRun:
             raise UsageError(f"the dry run found {len(self.problems)} problem(s): {self.problems[0]}{more}")
 
 
-def _model_problems(job: JobSpec, configs: list[Any]) -> dict[str, str]:
-    """What stops a model the configs use, or the judge, found without the network (a spec that does not parse, a
-    path that does not exist): by job model name (the judge's spec when it is no job model)."""
+def _model_problems(job: JobSpec, configs: list[Any], *, network: bool = False) -> dict[str, str]:
+    """What stops a model the configs use, or the judge (a spec that does not parse, a path that does not exist; with
+    `network`, a dead endpoint or a hub name that cannot be had: then only the first), by job model name (the judge's
+    spec when it is no job model)."""
     from emocaustics.jobs.configs import models_called
 
     found: dict[str, str] = {}
@@ -117,9 +118,14 @@ def _model_problems(job: JobSpec, configs: list[Any]) -> dict[str, str]:
         try:
             if isinstance(llm, UsageError):  # a spec that does not parse
                 raise llm
-            model_source(llm, network=False)
-        except UsageError as exc:
+            if network and probed(llm):
+                check_endpoint(llm)
+            else:
+                model_source(llm, network=network)
+        except UsageError as exc:  # a PreflightError too
             found[name] = f"{where}: {exc}"
+            if network:  # the pre-flight stops at the first: no further endpoint is asked
+                break
     return found
 
 
@@ -329,15 +335,5 @@ def preflight(job: JobSpec, configs: list[Any], loaded: dict[str, Loaded | Usage
         check_embedder(job.scoring.embedder)
     except UsageError as exc:
         raise PreflightError(f"scoring.embedder: {exc}") from None
-    from emocaustics.jobs.configs import models_called
-
-    for where, _, llm in models_called(job, configs):
-        try:
-            if isinstance(llm, UsageError):  # a spec that does not parse
-                raise llm
-            if probed(llm):
-                check_endpoint(llm)
-            else:
-                model_source(llm, network=True)
-        except UsageError as exc:  # a PreflightError too
-            raise PreflightError(f"{where}: {exc}") from None
+    for problem in _model_problems(job, configs, network=True).values():
+        raise PreflightError(problem)
