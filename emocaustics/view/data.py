@@ -15,11 +15,11 @@ with their outcome marked.
 from __future__ import annotations
 
 import json
-import math
 import re
 from typing import Any
 
 from emocaustics.evallog.read import RunLog
+from emocaustics.evallog.record import dumps
 
 # A task's report part may give its sample page (`Report.view_sample`), as sections built from the values as the
 # eval log holds them (the sample's input, its gold, the prediction, and the scorer's item rows for this sample):
@@ -31,19 +31,10 @@ from emocaustics.evallog.read import RunLog
 SEARCH_CHARS = 4000  # of each sample's input, gold and prediction kept for the list's text search
 
 
-def _clean(value: Any) -> Any:
-    """JSON-safe: NaN and infinities become null (JSON has neither)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {str(k): _clean(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
-    return value
-
-
 def script(path: str, data: Any) -> str:
-    return f"window.__ev({json.dumps(path)},{json.dumps(_clean(data), ensure_ascii=False, default=str)});\n"
+    """The document as the page loads it, by the eval log's encoder (`record.dumps`, orjson): NaN and infinities as
+    null (JSON has neither), keys as text, what JSON cannot hold as its text."""
+    return f"window.__ev({json.dumps(path)},{dumps(data)});\n"
 
 
 def natural(key: str) -> list[Any]:

@@ -22,13 +22,14 @@ import json
 from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
 import polars as pl
 import pytest
 
 from emocaustics.core.errors import UsageError
 from emocaustics.evallog.read import NOT_SOLVED, RunLog
 from emocaustics.evallog.tables import ATTEMPT_SCHEMA, SAMPLE_SCHEMA
-from emocaustics.view.data import Documents, ViewData, _clean, generic_sections, natural, script, task_sections
+from emocaustics.view.data import Documents, ViewData, generic_sections, natural, script, task_sections
 
 RUN = Path("/runs/job/20260101-000000")
 TEXTS = {"h-in10": "dialogue ten", "h-gold10": "gold ten", "h-gold2": "gold two", "h-long": "x" * 5000}
@@ -123,18 +124,22 @@ def tasks(monkeypatch):
 
 # -- the script the page loads -----------------------------------------------------------------------------------
 
+def _data(doc: str) -> object:
+    return json.loads(doc[doc.index(",") + 1:-len(");\n")])
+
+
 def test_json_has_no_nan_or_infinity_so_they_become_null_at_any_depth_and_keys_become_text():
-    got = _clean({1: [float("-inf"), 2.5, "x", None], "n": {"deep": (float("nan"), float("inf"), 3)}, "ok": True})
-    assert got == {"1": [None, 2.5, "x", None], "n": {"deep": [None, None, 3]}, "ok": True}
-    assert _clean(float("nan")) is None and _clean(0.0) == 0.0 and _clean("nan") == "nan" and _clean(7) == 7
-    assert _clean((1, 2)) == [1, 2]
+    got = _data(script("c/0", {1: [float("-inf"), 2.5, "x", None], "n": {"deep": (float("nan"), float("inf"), 3)},
+                               "ok": True, "np": np.float64("nan")}))
+    assert got == {"1": [None, 2.5, "x", None], "n": {"deep": [None, None, 3]}, "ok": True, "np": None}
+    assert [_data(script("c/0", v)) for v in (float("nan"), 0.0, "nan", 7, (1, 2))] == [None, 0.0, "nan", 7, [1, 2]]
 
 
 def test_a_document_is_a_script_handing_the_page_its_path_and_data_with_text_kept_as_written():
     data = {"text": "情感 </script> \"q\"", "score": float("nan"), "day": datetime.date(2026, 1, 2),
             "spans": (1, float("inf")), 3: None}
-    assert script("s/0/12", data) == ('window.__ev("s/0/12",{"text": "情感 </script> \\"q\\"", "score": null, '
-                                      '"day": "2026-01-02", "spans": [1, null], "3": null});\n')
+    assert script("s/0/12", data) == ('window.__ev("s/0/12",{"text":"情感 </script> \\"q\\"","score":null,'
+                                      '"day":"2026-01-02","spans":[1,null],"3":null});\n')
     assert script("index", []) == 'window.__ev("index",[]);\n'
 
 
