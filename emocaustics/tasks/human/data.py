@@ -113,8 +113,9 @@ class Hits:
 
 
 # -- reading --------------------------------------------------------------------------------------------------------
-def read_hits(path: str | Path) -> Hits:
-    """Read and validate a normative JSON file (a raw MTurk CSV: `mturk.read_ratings`)."""
+def read_hits(path: str | Path, metadata: str | Path | None = None) -> Hits:
+    """Read and validate a ratings file: the normative JSON, or a raw MTurk CSV (`.csv`) with the JSON `metadata`
+    holding its metadata (`mturk.py` makes its rows the normative records, so both forms are one path from here)."""
     p = Path(path)
     if p.is_dir():  # never guessed: an output folder of `human process` holds JSON files too
         found = sorted(f.name for f in p.glob("*.json"))
@@ -122,11 +123,19 @@ def read_hits(path: str | Path) -> Hits:
         raise UsageError(f"{p}: is a folder, not a ratings file; {hint}")
     if not p.exists():
         raise UsageError(f"{p}: no such ratings file")
-    try:  # core/textfile: a BOM and CRLF are fine; non-UTF-8 bytes name their line (normative JSON is UTF-8)
-        obj = json.loads(read_text(p, what="ratings file"))
+    if p.suffix.lower() == ".csv":
+        from emocaustics.tasks.human.mturk import csv_hits  # mturk builds on this module: imported when needed
+
+        return csv_hits(p, metadata)
+    return parse_hits(read_json(p, "ratings file"), file=str(p))
+
+
+def read_json(p: Path, what: str) -> Any:
+    """A JSON file's object; core/textfile: a BOM and CRLF are fine, non-UTF-8 bytes name their line."""
+    try:
+        return json.loads(read_text(p, what=what))
     except json.JSONDecodeError as exc:
         raise HitsError(f"not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})", file=str(p)) from None
-    return parse_hits(obj, file=str(p))
 
 
 def parse_hits(obj: Any, *, file: str = "<memory>") -> Hits:
@@ -331,8 +340,3 @@ def hits_path(data: str | None = None, file: str | None = None) -> Path:
             "publishes raw MTurk CSV under data/raw_mturk_csv/: name one such .csv file with a metadata JSON)")
     raise UsageError(f"{target}: no such ratings file; {hint}")
 
-
-def fetch(dest: Path | None = None, *, url: str = URL) -> Path:
-    """Download the organisers' repository at the pinned commit and unpack its data/ folder into `dest` (default:
-    the fetch cache)."""
-    return SOURCE.fetch(dest, urls=(url,))

@@ -21,7 +21,7 @@ from typing import Any
 
 from emocaustics.core.errors import UsageError
 from emocaustics.core.textfile import read_text, shown
-from emocaustics.tasks.human.data import Hits, HitsError, UnknownSystem, parse_hits, parse_metadata, read_hits
+from emocaustics.tasks.human.data import Hits, HitsError, UnknownSystem, parse_hits, parse_metadata, read_json
 
 COLUMNS = ("HITId", "AssignmentId", "WorkerId", "WorkTimeInSeconds", "Answer.taskAnswers")
 SLOTS = 6  # dialogue0..5 / task0..5 / score0..5 in the published HIT template
@@ -37,20 +37,14 @@ def read_metadata(path: str | Path | None, *, csv_file: str) -> dict[str, Any]:
     p = Path(path)
     if not p.is_file():
         raise UsageError(f"{p}: no such metadata file")
-    try:
-        obj = json.loads(read_text(p, what="metadata file"))
-    except json.JSONDecodeError as exc:
-        raise HitsError(f"not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})", file=str(p)) from None
+    obj = read_json(p, "metadata file")
     meta = obj.get("metadata", obj) if isinstance(obj, dict) else obj
     parse_metadata(meta, file=str(p))  # validated here so its errors name the metadata file
     return meta
 
 
-def read_mturk_csv(path: str | Path, metadata: str | Path | None = None) -> Hits:
-    """Read a raw MTurk CSV into the same `Hits` the normative JSON gives."""
-    p = Path(path)
-    if not p.is_file():
-        raise UsageError(f"{p}: no such ratings file")
+def csv_hits(p: Path, metadata: str | Path | None = None) -> Hits:
+    """A raw MTurk CSV (found by `data.read_hits`) as the same `Hits` the normative JSON gives."""
     meta = read_metadata(metadata, csv_file=str(p))
     return parse_hits({"metadata": meta, "data": csv_records(read_text(p, what="ratings file"), meta, str(p))},
                       file=str(p))
@@ -128,11 +122,3 @@ def _record(row: list[str], col: dict[str, int], names: list[str], known: set[st
         rec["feedback"] = answers["feedback"]
     return rec
 
-
-def read_ratings(path: str | Path, metadata: str | Path | None = None) -> Hits:
-    """A ratings file in either form: a raw MTurk CSV (`.csv`, with the metadata JSON `metadata`) or the authors'
-    normative JSON (`data.read_hits`)."""
-    p = Path(path)
-    if p.suffix.lower() == ".csv" and not p.is_dir():
-        return read_mturk_csv(p, metadata)
-    return read_hits(p)

@@ -23,10 +23,9 @@ from typing import Any
 import polars as pl
 
 from emocaustics.core.errors import UsageError
-from emocaustics.stats.matrix import plot_significance
+from emocaustics.stats.matrix import plot_significance, significance_frame
 from emocaustics.tasks.human.method import Processed
-from emocaustics.tasks.human.significance import Agreement, rater_agreement, score_correlations, \
-    significance_table, system_significance
+from emocaustics.tasks.human.significance import Agreement, rater_agreement, score_correlations, system_significance
 
 PLOT_FORMATS = ("png", "svg")
 
@@ -46,9 +45,22 @@ def statistics(result: Processed) -> Statistics:
     models = result.ranked_models
     p = system_significance(result.group_rows("passed"), models)
     z_table, raw_table = result.scores["passed"]
-    return Statistics(significance_table(p, models), rater_agreement(result.group_rows("passed")),
+    return Statistics(significance_frame(p, models, corner=""), rater_agreement(result.group_rows("passed")),
                       rater_agreement(result.group_rows("failed")), score_correlations(z_table),
                       score_correlations(raw_table))
+
+
+def run_tables(result: Processed, stats: Statistics) -> dict[str, pl.DataFrame]:
+    """Every table of a processed run under the tool's file name: `write_process` writes them all (CSV with XLSX
+    twin), the task's `score` hands its share to the job's tables, so both are these frames."""
+    tables: dict[str, pl.DataFrame] = {}
+    for group, suffix in (("passed", ""), ("failed", "_failed_workers"), ("all", "_all_workers")):
+        tables[f"system_scores{suffix}"], tables[f"system_raw_scores{suffix}"] = result.scores[group]
+    agreement = pl.concat([stats.agreement_passed.pairs.with_columns(pl.lit("passed").alias("pass")),
+                           stats.agreement_failed.pairs.with_columns(pl.lit("failed").alias("pass"))])
+    return {**tables, "passrate": result.passrate, "duration": result.duration, "sig_test": stats.sig,
+            "corr_between_scores": stats.corr_scores, "corr_between_raw_scores": stats.corr_raw_scores,
+            "quality_control": result.qc, "rater_agreement": agreement}
 
 
 def write_table(df: pl.DataFrame, out: Path, stem: str, *, excel: bool = True) -> list[Path]:
@@ -122,21 +134,14 @@ def summary(result: Processed, stats: Statistics, source: str) -> dict[str, Any]
     }
 
 
-def write_process(result: Processed, out: Path, *, source: str = "") -> list[Path]:
-    """Write every table, list, plot and the summary of a processed run into `out`; returns the paths."""
+def write_process(result: Processed, out: Path, *, source: str = "", stats: Statistics | None = None) -> list[Path]:
+    """Write every table, list, plot and the summary of a processed run into `out`; returns the paths. `stats`:
+    step 7 when the caller has it already (the task's score did it for the same result)."""
     out.mkdir(parents=True, exist_ok=True)
-    stats = statistics(result)
+    stats = stats or statistics(result)
     paths: list[Path] = []
-    for group, suffix in (("passed", ""), ("failed", "_failed_workers"), ("all", "_all_workers")):
-        gz, graw = result.scores[group]
-        paths += write_table(gz, out, f"system_scores{suffix}") + write_table(graw, out, f"system_raw_scores{suffix}")
-    for df, stem in ((result.passrate, "passrate"), (result.duration, "duration"), (stats.sig, "sig_test"),
-                     (stats.corr_scores, "corr_between_scores"), (stats.corr_raw_scores, "corr_between_raw_scores"),
-                     (result.qc, "quality_control")):
+    for stem, df in run_tables(result, stats).items():
         paths += write_table(df, out, stem)
-    agreement = pl.concat([stats.agreement_passed.pairs.with_columns(pl.lit("passed").alias("pass")),
-                           stats.agreement_failed.pairs.with_columns(pl.lit("failed").alias("pass"))])
-    paths += write_table(agreement, out, "rater_agreement")
     paths += write_table(conversations_csv(result), out, "conversations", excel=False)
     for name, value in (("passed_workers", result.passed_workers), ("failed_workers", result.failed_workers),
                         ("passed_assignment", result.passed_assignments),

@@ -34,11 +34,6 @@ def system_significance(passed_rows: pl.DataFrame, models: list[str]) -> np.ndar
     return mannwhitney_matrix(groups, alternative="greater")
 
 
-def significance_table(p: np.ndarray, models: list[str]) -> pl.DataFrame:
-    """sig_test.csv: an unnamed column of row systems, one column per system."""
-    return significance_frame(p, models, corner="")
-
-
 @dataclass
 class Agreement:
     pairs: pl.DataFrame  # assignment_a, assignment_b, systems, correlation

@@ -22,14 +22,18 @@ from pydantic import Field
 from emocaustics.core.datasource import DataSource
 from emocaustics.core.errors import UsageError
 from emocaustics.core.task import DatasetOptions, Loaded, Methods, Options, Sample, ScoreContext, Scored, Task, rows_frame
-from emocaustics.tasks.human.data import DEFAULT_FILE, NAME, SOURCE, Hits, hits_path, parse_hits
-from emocaustics.tasks.human.mturk import read_ratings
+from emocaustics.tasks.human.data import DEFAULT_FILE, NAME, SOURCE, Hits, hits_path, parse_hits, read_hits
 from emocaustics.tasks.parts import lazy
 
 
 class HumanDataset(DatasetOptions):
     file: str = DEFAULT_FILE  # a normative JSON file inside the data folder (or `data` names the file itself)
     metadata: str | None = None  # a raw MTurk .csv needs this: a JSON (e.g. a hits_data file) holding its metadata
+
+
+# the tool's tables (`outputs.run_tables`) a job keeps in its tables/ folder; the rest are in predictions/<config>/human/
+JOB_TABLES = ("system_scores", "system_raw_scores", "passrate", "duration", "sig_test", "corr_between_scores",
+              "quality_control")
 
 
 class HumanOptions(Options):
@@ -70,7 +74,7 @@ class HumanTask(Task):
 
     def load(self, ds: HumanDataset, options: Options) -> Loaded:
         path = hits_path(ds.data, ds.file)
-        hits = read_ratings(path, ds.metadata)
+        hits = read_hits(path, ds.metadata)
         if not hits.assignments:  # as `human process` says it (issue 41 point 4: no ground truth, no silent run)
             raise UsageError(f"{path}: no assignments ('data' is empty): no ratings to process")
         meta = hits.metadata.to_json()
@@ -87,24 +91,25 @@ class HumanTask(Task):
             return super().predict(method, samples, options)
         return {s.id: {"method": "process"} for s in samples}  # nothing to predict: the ratings are the input
 
-    def _run(self, samples: list[Sample], opts: HumanOptions) -> Any:
-        """The method over a config's samples. `score` and then `finalize` ask for the same config: the last result
-        is kept for the very same samples list and equal options (held here, so the list cannot be another one)."""
+    def _run(self, samples: list[Sample], opts: HumanOptions) -> tuple[Any, Any]:
+        """The method and its step 7 over a config's samples. `score` and then `finalize` ask for the same config: the
+        last pair is kept for the very same samples list and equal options (held here, so the list cannot be another
+        one)."""
         from emocaustics.tasks.human.method import process
+        from emocaustics.tasks.human.outputs import statistics
 
         last = getattr(self, "_last", None)
         if last is not None and last[0] is samples and last[1] == opts:
             return last[2]
         result = process(hits_from_samples(samples), ranking=opts.ranking, threshold=opts.qc_threshold)
-        self._last = (samples, opts, result)
-        return result
+        self._last = (samples, opts, (result, statistics(result)))
+        return self._last[2]
 
     def score(self, samples: list[Sample], predictions: dict[str, Any], options: Options,
               ctx: ScoreContext) -> Scored:
-        from emocaustics.tasks.human.outputs import statistics
+        from emocaustics.tasks.human.outputs import run_tables, summary
 
-        result = self._run(samples, options)
-        stats = statistics(result)
+        result, stats = self._run(samples, options)
         qc = {r["worker"]: r for r in result.qc.iter_rows(named=True)}
         conv = result.conversations
         systems = set(result.metadata.models)
@@ -135,33 +140,30 @@ class HumanTask(Task):
             for m, zl in by_model.items():
                 if m in systems:
                     rows.append({"sample_id": assignment, "metric": f"z:{m}", "value": sum(zl) / len(zl)})
-        z_table, raw_table = result.scores["passed"]
-        rates = {r[""]: r["passrate"] for r in result.passrate.iter_rows(named=True)}
-        n_assign = len(result.passed_assignments) + len(result.failed_assignments)
-        summary: dict[str, Any] = {
+        tool = summary(result, stats, "")  # `human process`'s summary.json, flat for the job's summary table
+        n_assign, rates = tool["assignments"], tool["passrate"]
+        flat: dict[str, Any] = {
             "qc_passed": len(result.passed_assignments) / n_assign if n_assign else float("nan"),
-            "hit_passrate": rates.get("HIT"), "worker_passrate": rates.get("Worker"),
-            "workers_passed": len(result.passed_workers), "workers_failed": len(result.failed_workers),
-            "top_system": result.ranked_models[0] if result.ranked_models else None,
-            "minutes_per_conversation": result.duration.get_column("all")[0],
-            **{f"z:{m}": z for m, z in zip(z_table.get_column("model").to_list(), z_table.get_column("z").to_list())},
-        }
+            "hit_passrate": rates["HIT"]["passrate"], "worker_passrate": rates["Worker"]["passrate"],
+            "workers_passed": tool["workers"]["passed"], "workers_failed": tool["workers"]["failed"],
+            "top_system": next(iter(tool["ranked_models"]), None),
+            "minutes_per_conversation": tool["duration_minutes_per_conversation"]["all"],
+            **{f"z:{m}": z for m, z in tool["system_z"].items()}}
         info = pl.DataFrame([{"sample_id": s.id, "hit": s.input["hit"], "worker": s.input["worker"],
                               "conversations": len(s.input["result"])} for s in samples],
                             schema={"sample_id": pl.Utf8, "hit": pl.Utf8, "worker": pl.Utf8,
                                     "conversations": pl.Int64})
-        tables = {"system_scores": z_table, "system_raw_scores": raw_table, "passrate": result.passrate,
-                  "duration": result.duration, "sig_test": stats.sig, "corr_between_scores": stats.corr_scores,
-                  "quality_control": result.qc, "sample_info": info}
+        tables = {name: table for name, table in run_tables(result, stats).items() if name in JOB_TABLES}
         items = pl.DataFrame(decisions, infer_schema_length=None) if decisions else None
-        return Scored(rows_frame(rows), summary, tables, items)
+        return Scored(rows_frame(rows), flat, {**tables, "sample_info": info}, items)
 
     view_sample = lazy("emocaustics.tasks.human.view", "view_sample")  # the HIT's ratings and its QC outcome
 
     def finalize(self, out: Path, samples: list[Sample], predictions: dict[str, Any], options: Options) -> list[Path]:
         from emocaustics.tasks.human.outputs import write_process
 
-        return write_process(self._run(samples, options), out / "human",
+        result, stats = self._run(samples, options)
+        return write_process(result, out / "human", stats=stats,
                              source=str(samples[0].meta.get("file", "")) if samples else "")
 
     report_sections = lazy("emocaustics.tasks.human.report", "sections")

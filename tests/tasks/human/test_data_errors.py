@@ -189,4 +189,4 @@ def test_unpack_rejects_a_tarball_without_data(tmp_path):
 
 def test_fetch_offline_is_a_usage_error(tmp_path):
     with pytest.raises(UsageError, match="cannot download"):
-        D.fetch(tmp_path / "d", url="http://127.0.0.1:9/nothing.tar.gz")
+        D.SOURCE.fetch(tmp_path / "d", urls=("http://127.0.0.1:9/nothing.tar.gz",))

@@ -8,6 +8,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+from emocaustics.stats.matrix import significance_frame
 from emocaustics.tasks.human import significance as S
 from emocaustics.tasks.human.data import parse_hits
 from emocaustics.tasks.human.method import process
@@ -20,7 +21,7 @@ def test_system_significance_is_one_sided_greater():
     assert p[0, 1] == pytest.approx(0.05, abs=1e-12)
     assert p[1, 0] == pytest.approx(1.0)  # b greater than a: no evidence
     assert p[0, 0] == p[1, 1] == 1.0
-    table = S.significance_table(p, ["a", "b"])
+    table = significance_frame(p, ["a", "b"], corner="")  # sig_test.csv's layout
     assert table.columns == ["", "a", "b"] and table.get_column("").to_list() == ["a", "b"]
     assert table.row(0, named=True)["b"] == pytest.approx(0.05)
 
