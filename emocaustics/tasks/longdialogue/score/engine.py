@@ -19,7 +19,7 @@ from typing import Any
 from emocaustics.tasks.longdialogue.data.schema import Dialogue
 from emocaustics.models.base import Embedder
 from emocaustics.models.spec import LLMSpec
-from emocaustics.tasks.longdialogue.score.judge import SPEC_JUDGE, Judge, JudgeRules, ReferenceCrash, make_judge
+from emocaustics.tasks.longdialogue.score.judge import SPEC_JUDGE, Judge, JudgeRules, ReferenceCrash
 from emocaustics.tasks.longdialogue.score.policy import Policy
 from emocaustics.scoring.similarity import SimilarityTable
 from emocaustics.tasks.longdialogue.score.tables import ScoreResult
@@ -50,8 +50,10 @@ def resolve_judge(judge: Any, rules: JudgeRules = SPEC_JUDGE) -> Judge | None:
     """A `Judge` asking with `rules` (a given judge's LLM is asked with them too), or None."""
     if judge is None or judge == "none":
         return None
-    if isinstance(judge, LLMSpec):  # parsed where it was given (a job's judge_spec, `--judge`)
-        judge = make_judge(judge)
+    if isinstance(judge, LLMSpec):  # parsed where it was given (a job's judge_spec, `--judge`): its model
+        from emocaustics.models.factory import make_llm
+
+        judge = make_llm(judge)
     if isinstance(judge, Judge):
         return judge if judge.rules is rules else Judge(judge.llm, rules)
     return Judge(judge, rules)  # any LLM

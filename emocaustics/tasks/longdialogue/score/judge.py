@@ -31,7 +31,6 @@ from typing import Any
 from emocaustics.evallog.record import JUDGE, Recorder
 from emocaustics.evallog.sink import current
 from emocaustics.models.base import LLM, ChatRequest, Completion, Sampling
-from emocaustics.models.spec import LLMSpec
 from emocaustics.tasks.longdialogue.score.prompts import JUDGE_SCHEMA, judge_messages, reference_judge_messages
 
 Pair = tuple[str, str]
@@ -221,12 +220,3 @@ class _Logged:
     def crashed(self, task: str, d: Any, *args: Any) -> Any:
         self.judge.emit(str(d.id))
         return self.policy.crashed(task, d, *args)
-
-
-def make_judge(spec: LLMSpec | None) -> Judge | None:
-    """None -> no judge (embedding only); a parsed spec (parsed where it was given: a job, `--judge`) -> its model."""
-    if spec is None:
-        return None
-    from emocaustics.models.factory import make_llm
-
-    return Judge(make_llm(spec))
