@@ -70,18 +70,20 @@ class ViewData(Documents):
         self._tables: dict[int, dict[str, Any]] = {}
 
     def index(self) -> dict[str, Any]:
-        """The run's configs with summary.csv's figures (`scoring.headline.headline`); a config not scored yet (a run
-        still going, an epoch's own log) with its samples and failures so far, and no score."""
+        """The run's configs with summary.csv's figures (`scoring.headline.headline`), one solved in epochs before its
+        epochs' logs (its samples: the first's); one not scored (a run going, an epoch's log): counts so far only."""
         from emocaustics.scoring.headline import headline
 
         heads = {} if self.log.scores is None else {r["run"]: r for r in headline(self.log.scores).to_dicts()}
         configs = []
         for i, label in enumerate(self.labels):
-            rec, rows = self.log.records.get(label, {}), self.table(i)["rows"]
-            head = heads.get(label) or {"samples": len(rows), "failures": sum(r["status"] != "ok" for r in rows)}
-            configs.append({"i": i, "label": label, "task": rec.get("task"), "method": rec.get("method"),
-                            "model": rec.get("model"), "kind": rec.get("kind"), "samples": head["samples"],
-                            "failed": head["failures"], "score": head.get("score")})
+            config, rows = re.sub(r"\.epoch-\d+$", "", label), self.table(i)["rows"]
+            for name in ([config] if label == f"{config}.epoch-1" and config in heads else []) + [label]:
+                rec = self.log.records.get(config, {})
+                head = heads.get(name) or {"samples": len(rows), "failures": sum(r["status"] != "ok" for r in rows)}
+                configs.append({"i": i, "label": name, "task": rec.get("task"), "method": rec.get("method"),
+                                "model": rec.get("model"), "kind": rec.get("kind"), "samples": head["samples"],
+                                "failed": head["failures"], "score": head.get("score")})
         return {"run": self.log.run_dir.name, "path": str(self.log.run_dir), "configs": configs}
 
     def table(self, i: int) -> dict[str, Any]:
