@@ -1,11 +1,13 @@
-"""`emocaustics score TASK --pred DIR`: score a folder of predictions with the task's own scorer (`Task.score`), for
-every task that registers no `score` verb of its own (plug-in tasks; the in-tree tasks keep their richer verbs).
+"""`emocaustics score TASK`: the one skeleton of every task's score verb (`verb`: --pred, --data, the task's own
+options, --json, --allow-failures; the printing and the exit status) and the generic verb over `Task.score` for
+every task that registers no `score` verb of its own (plug-in tasks; the in-tree tasks keep their official formats).
 
-The samples come from `Task.load` (dataset options: the ones the predictions were made for, read from the folder's
-provenance.json, then `--data` and `-D key=value`), the predictions from `store.read_predictions` (predictions.jsonl
-and failures.jsonl), paired by the job's rule (`core.predictions`): a sample with no prediction is a failure, counted
-0 and listed; predictions of no sample are named on stderr, and a folder of which none pairs is a usage error (exit
-2, nothing scored). Failures exit 3 unless `--allow-failures`. Prints the primary metric and the summary (or JSON).
+The generic verb: the samples come from `Task.load` (dataset options: the ones the predictions were made for, read
+from the folder's provenance.json, then `--data` and `-D key=value`), the predictions from `store.read_predictions`
+(predictions.jsonl and failures.jsonl), paired by the job's rule (`core.predictions`): a sample with no prediction is
+a failure, counted 0 and listed; predictions of no sample are named on stderr, and a folder of which none pairs is a
+usage error (exit 2, nothing scored). Failures exit 3 unless `--allow-failures`. Prints the primary metric and the
+summary (or JSON).
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,29 +24,77 @@ from emocaustics.core.clihelp import DefaultsFormatter
 from emocaustics.core.errors import SamplesFailed, UsageError
 
 
+@dataclass
+class Scored:
+    """What a task's score verb found. `doc` is what --json prints (a string is printed as it is), `text` the summary
+    printed without it, `failure` what ends the command once it is printed: a `SamplesFailed` (status 3, unless
+    --allow-failures) or a `UsageError` (status 2)."""
+
+    doc: Any
+    text: str
+    failure: SamplesFailed | UsageError | None = None
+
+
+def verb(score_subparsers: Any, name: str, score: Callable[[argparse.Namespace], Scored], *, pred: dict[str, Any],
+         data: dict[str, Any], allow: str, options: Callable[[Any], None] = lambda p: None,
+         json_help: str = "print the summary as JSON", **parser: Any) -> Any:
+    """`score NAME`: --pred and --data (their add_argument keywords; `flags` gives --data's older names too), the
+    task's own `options`, --json and --allow-failures; the handler prints what `score(args)` returns (`finish`)."""
+    p = score_subparsers.add_parser(name, **parser)
+    p.add_argument("--pred", required=True, **pred)
+    p.add_argument(*data.get("flags", ("--data",)), **{k: v for k, v in data.items() if k != "flags"})
+    options(p)
+    p.add_argument("--json", action="store_true", help=json_help)
+    p.add_argument("--allow-failures", action="store_true", help=allow)
+    p.set_defaults(func=lambda args: finish(args, score(args)))
+    return p
+
+
+def finish(args: argparse.Namespace, scored: Scored) -> int:
+    """Print the summary (or its JSON), then raise the failure: every score verb's exit status (0, 2 or 3)."""
+    if not args.json:
+        sys.stdout.write(scored.text)
+    else:
+        print(scored.doc if isinstance(scored.doc, str) else json.dumps(scored.doc, ensure_ascii=False, indent=1,
+                                                                        default=str))
+    if isinstance(scored.failure, UsageError):  # found once the summary was printed: said as `main` says it
+        print(f"emocaustics: error: {scored.failure}", file=sys.stderr)
+        return scored.failure.exit_code
+    if scored.failure is not None and not args.allow_failures:
+        raise scored.failure
+    return 0
+
+
+def listed(ids: list[Any], shown: int = 10) -> str:
+    """The first `shown` of `ids`, `...` when there are more: how every score verb names the samples it lists."""
+    return ", ".join(map(str, ids[:shown])) + (" ..." if len(ids) > shown else "")
+
+
 def register_generic(score_subparsers: Any, names: list[str]) -> None:
     """`score TASK` for each task in `names` that has no score verb yet."""
     for name in names:
         if name in score_subparsers.choices:
             continue
-        p = score_subparsers.add_parser(
-            name, help=f"score predictions of the {name!r} task (its Task.score)",
-            description=__doc__.splitlines()[0], formatter_class=DefaultsFormatter,
-            epilog="exit status: 0 scored; 2 usage error (bad options, no data, predictions that pair with no "
-                   "sample or were made for other data); 3 scored, but some samples failed (--allow-failures: 0)")
-        p.add_argument("--pred", required=True, metavar="PATH",
-                       help="folder holding predictions.jsonl (and failures.jsonl): a config's predictions folder")
-        p.add_argument("--data", metavar="PATH", help="local copy of the data (default: the dataset the predictions "
-                                                      "were made for, else the task's env var or fetch cache)")
-        p.add_argument("-D", dest="dataset", action="append", default=[], metavar="KEY=VALUE",
-                       help="a dataset option (YAML value), e.g. -D n=8; repeatable")
-        p.add_argument("-T", dest="options", action="append", default=[], metavar="KEY=VALUE",
-                       help="a task option (YAML value), e.g. -T method=oracle; repeatable")
-        p.add_argument("--json", action="store_true", help="print the summary as JSON")
-        p.add_argument("--allow-failures", action="store_true", help="exit 0 even when some samples failed")
-        p.add_argument("--ignore-provenance", action="store_true",
-                       help="score even when provenance.json says the predictions were made for other data")
-        p.set_defaults(func=score_command, score_task=name)
+        p = verb(score_subparsers, name, score_command, help=f"score predictions of the {name!r} task (its Task.score)",
+                 description="`emocaustics score TASK --pred DIR`: score a folder of predictions with the task's own "
+                             "scorer (`Task.score`)", formatter_class=DefaultsFormatter,
+                 epilog="exit status: 0 scored; 2 usage error (bad options, no data, predictions that pair with no "
+                        "sample or were made for other data); 3 scored, but some samples failed (--allow-failures: 0)",
+                 pred=dict(metavar="PATH", help="folder holding predictions.jsonl (and failures.jsonl): a config's "
+                                                "predictions folder"),
+                 data=dict(metavar="PATH", help="local copy of the data (default: the dataset the predictions were "
+                                                "made for, else the task's env var or fetch cache)"),
+                 options=_options, allow="exit 0 even when some samples failed")
+        p.set_defaults(score_task=name)
+
+
+def _options(p: Any) -> None:
+    p.add_argument("-D", dest="dataset", action="append", default=[], metavar="KEY=VALUE",
+                   help="a dataset option (YAML value), e.g. -D n=8; repeatable")
+    p.add_argument("-T", dest="options", action="append", default=[], metavar="KEY=VALUE",
+                   help="a task option (YAML value), e.g. -T method=oracle; repeatable")
+    p.add_argument("--ignore-provenance", action="store_true",
+                   help="score even when provenance.json says the predictions were made for other data")
 
 
 def _pred_dir(path: str) -> Path:
@@ -73,7 +125,7 @@ def _calibration(folder: Path) -> str:
             f"emocaustics eval {task.name} --method {method})")
 
 
-def score_command(args: argparse.Namespace) -> int:
+def score_command(args: argparse.Namespace) -> Scored:
     from emocaustics.jobs.oneline import parse_assignments
     from emocaustics.scoring.generic import score_predictions
 
@@ -84,21 +136,13 @@ def score_command(args: argparse.Namespace) -> int:
                                options=parse_assignments(args.options, "-T"), ignore_provenance=args.ignore_provenance,
                                where=f"--pred {args.pred}", warn=lambda line: print(line, file=sys.stderr))
     failures = result.failures.rename({"sample_id": "id"}).to_dicts()
-    summary = {"task": result.task, "pred": str(args.pred), "samples": result.samples, "primary_metric":
-               result.primary_metric, "value": result.value, "summary": result.summary, "failed": result.failed,
-               "failures": failures, "unpaired": result.unpaired}
-    if args.json:
-        print(json.dumps(summary, ensure_ascii=False, indent=1, default=str))
-    else:
-        value = result.value
-        shown_value = "n/a" if value is None else f"{float(value):.4f}"
-        print(f"{result.task}: {result.primary_metric} {shown_value} over {result.samples} samples, {result.failed} "
-              f"failed ({args.pred})")
-        others = {k: v for k, v in result.summary.items() if k != result.primary_metric}
-        if others:
-            print("  " + ", ".join(f"{k} {v:.4f}" if isinstance(v, float) else f"{k} {v}" for k, v in others.items()))
-        for f in failures[:10]:
-            print(f"  sample {f['id']}: {f['reason']}")
-    if result.failed and not args.allow_failures:
-        raise SamplesFailed(result.failed, result.samples, f"--pred {args.pred}")
-    return 0
+    value = "n/a" if result.value is None else f"{float(result.value):.4f}"
+    others = {k: v for k, v in result.summary.items() if k != result.primary_metric}
+    text = [f"{result.task}: {result.primary_metric} {value} over {result.samples} samples, {result.failed} failed "
+            f"({args.pred})"] + (["  " + ", ".join(f"{k} {v:.4f}" if isinstance(v, float) else f"{k} {v}"
+                                                 for k, v in others.items())] if others else [])
+    text += [f"  sample {f['id']}: {f['reason']}" for f in failures[:10]]
+    return Scored({"task": result.task, "pred": str(args.pred), "samples": result.samples, "primary_metric":
+                   result.primary_metric, "value": result.value, "summary": result.summary, "failed": result.failed,
+                   "failures": failures, "unpaired": result.unpaired}, "\n".join(text) + "\n",
+                  SamplesFailed(result.failed, result.samples, f"--pred {args.pred}") if result.failed else None)

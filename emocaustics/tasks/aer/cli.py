@@ -16,23 +16,20 @@ import argparse
 import json
 from typing import TYPE_CHECKING
 
+from emocaustics.cli.score import Scored, listed, verb
+
 if TYPE_CHECKING:
     from emocaustics.tasks.aer.scoring import Submission
 
 
 def register_score(score_subparsers: argparse._SubParsersAction) -> None:
-    p = score_subparsers.add_parser(
-        "aer", help="score a SemEval-2026 Task 12 submission (submission.jsonl) against a split",
-        description=__doc__.splitlines()[0])
-    p.add_argument("--pred", required=True,
-                   help="submission file (one {\"id\": \"q-N\", \"answer\": \"A,C\"} per line), its zip, or a "
-                        "folder holding one submission.jsonl (a run's or a config's predictions folder)")
-    p.add_argument("--split", required=True, choices=("sample", "dev", "test", "train"))
-    p.add_argument("--data", help="local copy of the data (default: $EMOCAUSTICS_AER_DATA, else the fetch cache)")
-    p.add_argument("--json", action="store_true", help="print the summary as JSON")
-    p.add_argument("--allow-failures", action="store_true",
-                   help="exit 0 even when questions are missing from the submission (default: exit status 3)")
-    p.set_defaults(func=score_command)
+    verb(score_subparsers, "aer", score_command, help="score a SemEval-2026 Task 12 submission (submission.jsonl) "
+                                                      "against a split", description=__doc__.splitlines()[0],
+         pred=dict(help="submission file (one {\"id\": \"q-N\", \"answer\": \"A,C\"} per line), its zip, or a "
+                        "folder holding one submission.jsonl (a run's or a config's predictions folder)"),
+         data=dict(help="local copy of the data (default: $EMOCAUSTICS_AER_DATA, else the fetch cache)"),
+         options=lambda p: p.add_argument("--split", required=True, choices=("sample", "dev", "test", "train")),
+         allow="exit 0 even when questions are missing from the submission (default: exit status 3)")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -72,8 +69,8 @@ def validate_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def score_command(args: argparse.Namespace) -> int:
-    from emocaustics.core.errors import UsageError
+def score_command(args: argparse.Namespace) -> Scored:
+    from emocaustics.core.errors import SamplesFailed, UsageError
     from emocaustics.tasks.aer.data import load_split, to_sample
     from emocaustics.tasks.aer.scoring import Item, read_submission, summarize
 
@@ -91,18 +88,11 @@ def score_command(args: argparse.Namespace) -> int:
              for s in samples]
     summary = summarize(items, split=args.split, missing=sub.missing)
     summary["failed_in_run"] = [s.id for s in samples if s.id in failed]
-    if args.json:
-        print(json.dumps(summary, ensure_ascii=False))
-    else:
-        _print_summary(args.split, summary)
-    if (summary["missing"] or summary["failed_in_run"]) and not args.allow_failures:
-        from emocaustics.core.errors import SamplesFailed
-
-        why = [f"{len(summary['missing'])} missing from the submission"] if summary["missing"] else []
-        why += [f"{len(summary['failed_in_run'])} failed in its run"] if summary["failed_in_run"] else []
-        raise SamplesFailed(len(summary["missing"]) + len(summary["failed_in_run"]), summary["total"],
-                            f"questions of {args.pred}: {', '.join(why)}")
-    return 0
+    why = [f"{len(summary['missing'])} missing from the submission"] if summary["missing"] else []
+    why += [f"{len(summary['failed_in_run'])} failed in its run"] if summary["failed_in_run"] else []
+    return Scored(json.dumps(summary, ensure_ascii=False), _summary(args.split, summary), SamplesFailed(
+        len(summary["missing"]) + len(summary["failed_in_run"]), summary["total"],
+        f"questions of {args.pred}: {', '.join(why)}") if why else None)
 
 
 def run_failures(sub: "Submission") -> dict[str, str]:
@@ -119,15 +109,14 @@ def run_failures(sub: "Submission") -> dict[str, str]:
             if isinstance(got, Failure) and sub.predictions.get(qid) == ()}
 
 
-def _print_summary(split: str, summary: dict) -> None:
-    print(f"aer {split}: score {summary['score']:.4f} over {summary['total']} questions "
-          f"(exact {summary['exact_match']}, partial {summary['partial_match']}, wrong {summary['wrong']}; "
-          f"missing {len(summary['missing'])}{', failed ' + str(len(summary['failed_in_run'])) if summary['failed_in_run'] else ''})")
-    for what, key in (("gold size", "by_gold_size"), ("topic", "by_topic")):
-        for value, block in summary[key].items():
-            print(f"  {what} {value}: score {block['score']:.4f} over {block['total']} "
-                  f"(exact {block['exact_match']}, partial {block['partial_match']}, wrong {block['wrong']})")
-    for what in ("missing", "failed_in_run"):
-        if summary[what]:
-            shown = ", ".join(summary[what][:10])
-            print(f"  {what.replace('_', ' ')} ids: {shown}{' ...' if len(summary[what]) > 10 else ''}")
+def _summary(split: str, summary: dict) -> str:
+    lines = [f"aer {split}: score {summary['score']:.4f} over {summary['total']} questions (exact "
+             f"{summary['exact_match']}, partial {summary['partial_match']}, wrong {summary['wrong']}; missing "
+             f"{len(summary['missing'])}{', failed ' + str(len(summary['failed_in_run'])) if summary['failed_in_run'] else ''})"]
+    lines += [f"  {what} {value}: score {block['score']:.4f} over {block['total']} (exact {block['exact_match']}, "
+              f"partial {block['partial_match']}, wrong {block['wrong']})"
+              for what, key in (("gold size", "by_gold_size"), ("topic", "by_topic"))
+              for value, block in summary[key].items()]
+    lines += [f"  {what.replace('_', ' ')} ids: {listed(summary[what])}" for what in ("missing", "failed_in_run")
+              if summary[what]]
+    return "\n".join(lines) + "\n"

@@ -34,28 +34,22 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from emocaustics.cli.score import Scored, listed, verb
 from emocaustics.core.errors import UsageError
 
 
-def _gold_and_json(p: Any, gold_help: str, json_help: str) -> None:
-    """The options both verbs share: the gold folder (--gold is the older name) and --json."""
-    p.add_argument("--data", "--gold", dest="gold", type=Path, default=None, metavar="GOLD_DIR",
-                   help=f"gold folder{gold_help} (default: $EMOCAUSTICS_ECAC_DATA, else the fetch cache)")
-    p.add_argument("--json", action="store_true", help=json_help)
+_GOLD = dict(flags=("--data", "--gold"), dest="gold", type=Path, default=None, metavar="GOLD_DIR")
 
 
 def register_score(score_subparsers: Any) -> None:
-    p = score_subparsers.add_parser(
-        "ecpe", help="SemEval-2024 Task 3 submissions: the official metrics",
-        description="Score Subtask_1_*.json / Subtask_2_*.json predictions with the official SemEval-2024 Task 3 "
-                    "metrics; prints key:value lines like the official scores.txt (or JSON with --json).")
-    p.add_argument("--pred", required=True, type=Path, metavar="PRED",
-                   help="folder with Subtask_1_*.json and/or Subtask_2_*.json predictions, the submission.zip a run "
-                        "writes, or one Subtask_N_*.json file")
-    _gold_and_json(p, "", "print JSON: official keys, per_emotion tables, problems, missing conversations")
-    p.add_argument("--allow-failures", action="store_true",
-                   help="exit 0 even when gold conversations are missing from the prediction (default: status 3)")
-    p.set_defaults(func=score_command)
+    verb(score_subparsers, "ecpe", score_command, help="SemEval-2024 Task 3 submissions: the official metrics",
+         description="Score Subtask_1_*.json / Subtask_2_*.json predictions with the official SemEval-2024 Task 3 "
+                     "metrics; prints key:value lines like the official scores.txt (or JSON with --json).",
+         pred=dict(type=Path, metavar="PRED", help="folder with Subtask_1_*.json and/or Subtask_2_*.json predictions, "
+                                                   "the submission.zip a run writes, or one Subtask_N_*.json file"),
+         data=_GOLD | dict(help="gold folder (default: $EMOCAUSTICS_ECAC_DATA, else the fetch cache)"),
+         json_help="print JSON: official keys, per_emotion tables, problems, missing conversations",
+         allow="exit 0 even when gold conversations are missing from the prediction (default: status 3)")
 
 
 def register(subparsers: Any) -> None:
@@ -65,7 +59,10 @@ def register(subparsers: Any) -> None:
     v.add_argument("file", type=Path, help="a Subtask_N_*.json file, or the submission zip or folder a run writes")
     v.add_argument("--subtask", type=int, choices=(1, 2), default=None,
                    help="default: from the file name (a zip or folder: every subtask in it)")
-    _gold_and_json(v, ": also check ids, ranges and labels (with none, the format only)", "print JSON: ok, problems")
+    gold = {k: v for k, v in _GOLD.items() if k != "flags"}
+    v.add_argument(*_GOLD["flags"], **gold, help="gold folder: also check ids, ranges and labels (with none, the "
+                                                 "format only) (default: $EMOCAUSTICS_ECAC_DATA, else the fetch cache)")
+    v.add_argument("--json", action="store_true", help="print JSON: ok, problems")
     v.set_defaults(func=validate_command)
 
 
@@ -149,10 +146,6 @@ def _kinds(problems: list[Any]) -> str:
     return ", ".join(f"{k} x{n}" for k, n in Counter(p.kind for p in problems).most_common())
 
 
-def _first(ids: list[Any], shown: int = 10) -> str:
-    return ", ".join(map(str, ids[:shown])) + (" ..." if len(ids) > shown else "")
-
-
 def _report_problems(problems: list[Any], limit: int = 5) -> None:
     warnings = [p for p in problems if p.severity == "warning"]
     if warnings:
@@ -162,7 +155,7 @@ def _report_problems(problems: list[Any], limit: int = 5) -> None:
 
 
 # -- handlers ----------------------------------------------------------------------------------------------------
-def score_command(args: argparse.Namespace) -> int:
+def score_command(args: argparse.Namespace) -> Scored:
     from emocaustics.core.errors import DataError, SamplesFailed
     from emocaustics.tasks.ecpe import data
     from emocaustics.tasks.ecpe.official import scores_txt
@@ -206,28 +199,23 @@ def score_command(args: argparse.Namespace) -> int:
         if absent:
             missing[gold.subtask] = absent
             print(f"{checked.file}: {len(absent)} of {len(gold.conversations)} gold conversation(s) missing, each "
-                  f"scored as predicting no pair: {_first(absent)}", file=sys.stderr)
+                  f"scored as predicting no pair: {listed(absent)}", file=sys.stderr)
     failed_in_run = run_failures(args.pred, [checked for _, checked, _ in scored])
     if failed_in_run:
         print(f"{len(failed_in_run)} conversation(s) failed in the run that wrote these files (failures.jsonl), "
-              f"scored as predicting no pair: {_first(failed_in_run)}", file=sys.stderr)
+              f"scored as predicting no pair: {listed(failed_in_run)}", file=sys.stderr)
     for r in results:
         _report_problems(r.problems)
-    if args.json:
-        doc: dict[str, Any] = {k: None if math.isnan(v) else v for r in results for k, v in r.scores.items()}
-        doc["per_emotion"] = {f"subtask_{r.subtask}": r.table.to_dicts() for r in results}
-        doc["problems"] = [p.to_json() for r in results for p in r.problems]
-        doc["missing"] = {f"subtask_{st}": ids for st, ids in missing.items()}
-        doc["failed_in_run"] = failed_in_run
-        print(json.dumps(doc, indent=1, ensure_ascii=False))
-    else:
-        sys.stdout.write("".join(scores_txt(r.scores) for r in results))
+    doc: dict[str, Any] = {k: None if math.isnan(v) else v for r in results for k, v in r.scores.items()}
+    doc["per_emotion"] = {f"subtask_{r.subtask}": r.table.to_dicts() for r in results}
+    doc["problems"] = [p.to_json() for r in results for p in r.problems]
+    doc["missing"] = {f"subtask_{st}": ids for st, ids in missing.items()}
+    doc["failed_in_run"] = failed_in_run
     failed = {int(cid) for ids in missing.values() for cid in ids} | set(failed_in_run)
-    if failed and not args.allow_failures:
-        total = {cid for gold, _, _ in scored for cid in gold.conversations}
-        why = (["missing from the files"] if missing else []) + (["failed in their run"] if failed_in_run else [])
-        raise SamplesFailed(len(failed), len(total), f"conversation(s) of {args.pred} {' or '.join(why)}")
-    return 0
+    why = (["missing from the files"] if missing else []) + (["failed in their run"] if failed_in_run else [])
+    total = {cid for gold, _, _ in scored for cid in gold.conversations}
+    return Scored(doc, "".join(scores_txt(r.scores) for r in results), SamplesFailed(
+        len(failed), len(total), f"conversation(s) of {args.pred} {' or '.join(why)}") if failed else None)
 
 
 def run_failures(pred: Path, checked: list[Any]) -> list[int]:

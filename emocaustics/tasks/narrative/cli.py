@@ -22,18 +22,21 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from emocaustics.cli.score import Scored, verb
 from emocaustics.core.errors import UsageError
 
 
 def register_score(score_subparsers: Any) -> None:
     """Add `narrative` to the `score` command's task sub-parsers."""
-    p = score_subparsers.add_parser("narrative", help="score JSON-v3 narrative annotations against ground truth",
-                                    description=__doc__.splitlines()[0])
-    p.add_argument("--pred", required=True, help="prediction folder or file")
-    p.add_argument("--data", "--gt", dest="gt", required=True,
-                   help="ground-truth folder or file (--gt is the older name)")
-    p.add_argument("--allow-failures", action="store_true",
-                   help="exit 0 even when some stories could not be scored (default: exit status 3)")
+    verb(score_subparsers, "narrative", run, help="score JSON-v3 narrative annotations against ground truth",
+         description=__doc__.splitlines()[0], pred=dict(help="prediction folder or file"),
+         data=dict(flags=("--data", "--gt"), dest="gt", required=True,
+                   help="ground-truth folder or file (--gt is the older name)"),
+         options=_options, json_help="print the result as JSON",
+         allow="exit 0 even when some stories could not be scored (default: exit status 3)")
+
+
+def _options(p: Any) -> None:
     p.add_argument("--weights", help="component weights, e.g. characters=2,spans=0.5 (default 1 each)")
     p.add_argument("--taxonomy", help="folder replacing the shipped taxonomies (relationship/sentiment/action/"
                                       "archetype.json)")
@@ -42,8 +45,6 @@ def register_score(score_subparsers: Any) -> None:
     p.add_argument("--engine", choices=("auto", "local", "ray"), default="auto",
                    help="folders: score in this process, or as a Ray Data stream (RAY_ADDRESS, else a local Ray); "
                         "auto: Ray Data above a few thousand pairs when a Ray cluster is at hand")
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
-    p.set_defaults(func=run)
 
 
 def _cluster_at_hand() -> bool:
@@ -101,7 +102,8 @@ def score_paths(pred: Path, gt: Path, weights: str | None = None, taxonomy: str 
                      "or two folders")
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> Scored:
+    from emocaustics.core.errors import SamplesFailed
     from emocaustics.tasks.narrative.aggregate import markdown_aggregate, markdown_story, to_json
 
     result, folder = score_paths(Path(args.pred), Path(args.gt), args.weights, args.taxonomy, args.n_t, args.engine)
@@ -117,18 +119,10 @@ def run(args: argparse.Namespace) -> int:
     md = markdown_aggregate(result) if folder else markdown_story(Path(args.gt).stem, result)
     if args.markdown:
         Path(args.markdown).write_text(md, encoding="utf-8")
-    if args.json:
-        print(to_json(result))
-    else:
-        print(md, end="")
-    if not folder and result.get("error"):
-        print(f"emocaustics: error: {result['error']}", file=sys.stderr)
-        return 2
+    # a file pair that could not be scored is an error (status 2); a folder's report lists every story that failed or
+    # could not be read and why, and the exit status says so too
     not_scored = len(result.get("failed") or {}) + len(skipped.get("errors") or {})
-    if folder and not_scored and not args.allow_failures:
-        from emocaustics.core.errors import SamplesFailed
-
-        # the report above lists every story that failed or could not be read and why; the exit status says so too
-        total = result["stories"] + len(result["skipped"]["errors"])
-        raise SamplesFailed(not_scored, total, "ground-truth stories failed or unreadable")
-    return 0
+    failure = (UsageError(result["error"]) if not folder and result.get("error") else SamplesFailed(
+        not_scored, result["stories"] + len(skipped["errors"]), "ground-truth stories failed or unreadable")
+               if folder and not_scored else None)
+    return Scored(to_json(result), md, failure)

@@ -17,12 +17,12 @@ score (`unpaired_files` in the summary); a folder of which no file pairs with an
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
+from emocaustics.cli.score import Scored, listed, verb
 from emocaustics.core.clihelp import DefaultsFormatter
-from emocaustics.core.errors import UsageError
+from emocaustics.core.errors import SamplesFailed, UsageError
 from emocaustics.scoring.fanout import wants_ray
 from emocaustics.tasks.longdialogue.score.predictors import PREDICTORS
 from emocaustics.tasks.longdialogue.task import RAY_ABOVE
@@ -31,16 +31,15 @@ from emocaustics.tasks.longdialogue.task import RAY_ABOVE
 def register_score(score_subparsers: Any) -> None:
     """`emocaustics score sextuple|emotion ...` (the same options for both)."""
     for task, what in (("sextuple", "sextuples per utterance"), ("emotion", "emotion event chains per speaker")):
-        p = score_subparsers.add_parser(task, help=f"EmoCaustics {what}", description=__doc__.split("\n\n")[0],
-                                        formatter_class=DefaultsFormatter)
-        p.set_defaults(task=task)
-        _add_arguments(p)
+        verb(score_subparsers, task, run, help=f"EmoCaustics {what}", description=__doc__.split("\n\n")[0],
+             formatter_class=DefaultsFormatter, options=_options,
+             pred=dict(help="prediction folder, or a built-in predictor: oracle | baseline"),
+             data=dict(default=None, help="dataset folder with chat/ and emo/ (default: the predictions' record, else "
+                                          "$EMOCAUSTICS_DATA or the fetch cache)"),
+             allow="exit 0 even when some dialogues failed (default: exit status 3)").set_defaults(task=task)
 
 
-def _add_arguments(p: Any) -> None:
-    p.add_argument("--pred", required=True, help="prediction folder, or a built-in predictor: oracle | baseline")
-    p.add_argument("--data", default=None, help="dataset folder with chat/ and emo/ (default: the predictions' "
-                                                "record, else $EMOCAUSTICS_DATA or the fetch cache)")
+def _options(p: Any) -> None:
     p.add_argument("--gt", dest="data", help=argparse.SUPPRESS)  # the old name of --data, still accepted
     p.add_argument("--subset", default=None, help="all | paper-100 | long-20 | sample (default: the predictions' "
                                                   "record, else all of an explicit --data folder, else sample)")
@@ -57,12 +56,8 @@ def _add_arguments(p: Any) -> None:
     p.add_argument("--engine", choices=["auto", "local", "ray"], default="auto",
                    help=f"in-process or Ray Data plan (auto: Ray above {RAY_ABOVE} dialogues)")
     p.add_argument("--out", default=None, help="write items.parquet, dialogues.parquet, summary.csv, summary.json here")
-    p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--ignore-provenance", action="store_true",
                    help="score even when the predictions were made from other data than this ground truth")
-    p.add_argument("--allow-failures", action="store_true",
-                   help="exit 0 even when some dialogues failed (default: exit status 3)")
-    p.set_defaults(func=run)
 
 
 def _load_predictions(task: str, pred: str, dialogues: list, compat: str = "spec"
@@ -96,7 +91,7 @@ def _say_prediction_defects(chosen: list, notes: dict[int, list[str]]) -> None:
         print(f"prediction defects: {len(lines)} in all", file=sys.stderr)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> Scored:
     from emocaustics.tasks.longdialogue.data.subsets import default_subset, parse_ids, resolve
     from emocaustics.models.embedders import parse_embedder_spec
 
@@ -131,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
               "checked", file=sys.stderr)
     if unpaired:  # named before the score: predictions of dialogues outside the selection are not in it
         print(f"warning: {len(unpaired)} prediction file(s) in {args.pred} pair with no chosen dialogue and were not "
-              f"scored: {', '.join(unpaired[:20])}{' ...' if len(unpaired) > 20 else ''}", file=sys.stderr)
+              f"scored: {listed(unpaired, 20)}", file=sys.stderr)
     from emocaustics.models.spec import parse_llm_spec
 
     judge = None if args.judge.strip().lower() == "none" else parse_llm_spec(args.judge)  # an edge: parsed here
@@ -147,24 +142,15 @@ def run(args: argparse.Namespace) -> int:
     if args.out:
         result.write(args.out)
     s = result.summary
-    if args.json:
-        json.dump(s, sys.stdout, ensure_ascii=False, indent=1)
-        print()
-    else:
-        fmt = lambda v: "n/a" if v is None else f"{v:.4f}"  # noqa: E731
-        print(f"{s['task']}: {s['dialogues']} dialogues, score {fmt(s['score'])} (micro {fmt(s['micro_score'])}), "
-              f"{len(s['failures'])} failures, {s['judge_failures']} judge failures, {s['seconds']} s ({s['path']})")
-        print("  " + ", ".join(f"{k} {fmt(v)}" for k, v in s["components"].items()))
-        for f in s["failures"][:10]:
-            print(f"  dialogue {f['dialogue']}: {f['reason']}")
-        if len(s["failures"]) > 10:
-            print(f"  ... and {len(s['failures']) - 10} more (see --out or --json)")
-    failed = len(s["failures"])
-    if failed and not args.allow_failures:
-        from emocaustics.core.errors import SamplesFailed
-
-        raise SamplesFailed(failed, s["dialogues"], "dialogues")
-    return 0
+    fmt = lambda v: "n/a" if v is None else f"{v:.4f}"  # noqa: E731
+    text = [f"{s['task']}: {s['dialogues']} dialogues, score {fmt(s['score'])} (micro {fmt(s['micro_score'])}), "
+            f"{len(s['failures'])} failures, {s['judge_failures']} judge failures, {s['seconds']} s ({s['path']})",
+            "  " + ", ".join(f"{k} {fmt(v)}" for k, v in s["components"].items())]
+    text += [f"  dialogue {f['dialogue']}: {f['reason']}" for f in s["failures"][:10]]
+    if len(s["failures"]) > 10:
+        text.append(f"  ... and {len(s['failures']) - 10} more (see --out or --json)")
+    return Scored(s, "\n".join(text) + "\n",
+                  SamplesFailed(len(s["failures"]), s["dialogues"], "dialogues") if s["failures"] else None)
 
 
 def _provenance(args: argparse.Namespace) -> dict[str, Any] | None:
