@@ -77,9 +77,6 @@ class Metadata:
     def qc_scores(self) -> tuple[str, ...]:
         return tuple(s.name for s in self.scores if s.qc)
 
-    def spec(self, name: str) -> ScoreSpec:
-        return next(s for s in self.scores if s.name == name)
-
     def to_json(self) -> dict[str, Any]:
         return {"score": {s.name: {"positive": s.positive, "qc": s.qc, "max": s.max} for s in self.scores},
                 "model": list(self.models), "qc-model": self.qc_model,
