@@ -64,7 +64,7 @@ async def score_ok(task: str, ok: Sequence[tuple[Dialogue, Any]], table: Similar
                    notes: Mapping[int, int] | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Score the scorable dialogues in rounds (whether a later question is asked depends on earlier answers):
     (item rows, dialogue rows)."""
-    policy = judge.logged(policy or Policy(judge=True)) if judge is not None else policy or Policy()  # eval log
+    policy = policy or Policy(judge=judge is not None)
     notes = notes or {}
     answers: dict[Any, Any] | None = None
     if judge is not None:
@@ -76,7 +76,8 @@ async def score_ok(task: str, ok: Sequence[tuple[Dialogue, Any]], table: Similar
             if d.id in done:
                 continue
             try:
-                outcome, needed = policy.score(task, d, pred, table.sim, answers)
+                outcome, needed = policy.score(task, d, pred, table.sim,
+                                               answers if judge is None else judge.reads(answers, d, task))
             except ReferenceCrash as exc:
                 outcome, needed = exc, ()
             if needed:
@@ -96,10 +97,12 @@ async def score_ok(task: str, ok: Sequence[tuple[Dialogue, Any]], table: Similar
         o = done[d.id]
         if isinstance(o, ReferenceCrash):
             rows.append(policy.crashed(task, d, o, notes.get(d.id, 0)))
-            continue
-        its, row = policy.rows(task, d, o, answers, notes.get(d.id, 0))
-        items += its
-        rows.append(row)
+        else:
+            its, row = policy.rows(task, d, o, answers, notes.get(d.id, 0))
+            items += its
+            rows.append(row)
+        if judge is not None:  # the judge calls its scoring read, to the eval log
+            judge.emit(str(d.id))
     return items, rows
 
 

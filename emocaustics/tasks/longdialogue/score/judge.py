@@ -162,9 +162,12 @@ class Judge:
             self.cache.update({(task, p): v for p, v in verdicts.items()})
         return {p: self.cache[(task, p)] for p in wanted}
 
-    def logged(self, policy: Any) -> Any:
-        """The scoring policy as the engine runs it: with an eval log, one that logs each dialogue's judge calls."""
-        return policy if self.log is None else _Logged(policy, self)
+    def reads(self, answers: Mapping[Any, Any] | None, dialogue: Any, task: str) -> Mapping[Any, Any] | None:
+        """The answers as a dialogue's scoring reads them: with an eval log, a view that keeps the questions it reads,
+        whose calls `emit` logs once the dialogue is scored (its rows made) or failed."""
+        if self.log is None or answers is None:
+            return answers
+        return _Reads(answers, self._read.setdefault(str(dialogue.id), {}), task)
 
     def emit(self, sample_id: str) -> None:
         """The calls of the questions the sample's scoring read, in the order asked, to the eval log (one line)."""
@@ -196,27 +199,3 @@ class _Reads(Mapping):
 
     def __len__(self) -> int:
         return len(self.answers)
-
-
-class _Logged:
-    """A scoring policy whose dialogues' judge calls are logged once the dialogue is scored (its rows made) or failed;
-    anything else is the policy's own."""
-
-    def __init__(self, policy: Any, judge: Judge) -> None:
-        self.policy, self.judge = policy, judge
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.policy, name)
-
-    def score(self, task: str, d: Any, pred: Any, sim: Any, answers: Mapping[Any, Any] | None) -> Any:
-        reads = None if answers is None else _Reads(answers, self.judge._read.setdefault(str(d.id), {}), task)
-        return self.policy.score(task, d, pred, sim, reads)
-
-    def rows(self, task: str, d: Any, *args: Any) -> Any:
-        got = self.policy.rows(task, d, *args)
-        self.judge.emit(str(d.id))
-        return got
-
-    def crashed(self, task: str, d: Any, *args: Any) -> Any:
-        self.judge.emit(str(d.id))
-        return self.policy.crashed(task, d, *args)
