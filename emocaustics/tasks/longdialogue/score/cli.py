@@ -92,11 +92,15 @@ def _say_prediction_defects(chosen: list, notes: dict[int, list[str]]) -> None:
 
 
 def run(args: argparse.Namespace) -> Scored:
-    from emocaustics.tasks.longdialogue.data.subsets import default_subset, parse_ids, resolve
+    from emocaustics.core.provenance import check, read
+    from emocaustics.core.task import content_hash
     from emocaustics.models.embedders import parse_embedder_spec
+    from emocaustics.tasks.longdialogue.data.subsets import default_subset, parse_ids, resolve
 
     parse_embedder_spec(args.embedder)  # a bad spec fails before any data is loaded
-    record = _provenance(args)
+    # the prediction folder's record (provenance.json), unless predictions are built in or it is ignored; None
+    # without one: said once the predictions are read (a usage error stays the one line)
+    record = None if args.pred in PREDICTORS or args.ignore_provenance else read(args.pred)
     made_for = (record or {}).get("dataset") or {}
     # One rule for the selection: what the predictions record; else every dialogue of an explicit --data folder;
     # else our sample dialogues (as `extract` does).
@@ -105,10 +109,7 @@ def run(args: argparse.Namespace) -> Scored:
     subset = args.subset or (made_for.get("subset") if record else None) or default_subset(None, ids, root)
     pairing = args.pairing if args.pairing != "verified" or not record else made_for.get("pairing", "verified")
     dialogues, corpus = resolve(subset, ids, root=root, pairing=pairing)
-    if record is not None and not args.ignore_provenance:
-        from emocaustics.core.provenance import check
-        from emocaustics.core.task import content_hash
-
+    if record is not None:
         check(record, args.task, {str(d.id): content_hash(d) for d in dialogues}, f"--pred {args.pred}")
     # Defects of the ground truth are part of the result: all in summary.json, the unusual ones on stderr too
     # (the published data's 400 duplicate copies and 399 renumbered files would drown the rest there).
@@ -152,11 +153,3 @@ def run(args: argparse.Namespace) -> Scored:
     return Scored(s, "\n".join(text) + "\n",
                   SamplesFailed(len(s["failures"]), s["dialogues"], "dialogues") if s["failures"] else None)
 
-
-def _provenance(args: argparse.Namespace) -> dict[str, Any] | None:
-    """The prediction folder's record (`provenance.json`), unless predictions are built in or it is ignored."""
-    if args.pred in PREDICTORS or args.ignore_provenance:
-        return None
-    from emocaustics.core.provenance import read
-
-    return read(args.pred)  # None: said once the predictions are read (a usage error stays the one line)
