@@ -156,3 +156,4 @@ def test_alpha_across_judges_agrees_with_the_krippendorff_package(small_round):
     assert alpha == pytest.approx(krippendorff.alpha(reliability_data=matrix, level_of_measurement="interval"),
                                   abs=1e-12)
     assert not math.isnan(alpha)
+

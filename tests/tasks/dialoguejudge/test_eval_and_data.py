@@ -66,24 +66,42 @@ def test_a_missing_round_names_the_file(tmp_path):
 
 
 def test_eval_a_model_through_an_openai_compatible_endpoint(tiny_round, tmp_path, monkeypatch):
-    """One schema-constrained call per conversation, the criteria in the shared system prefix; the stand-in answers
-    0 on every criterion (a constant judge: it fails QC); a tenth of its answers are invalid JSON, re-asked."""
+    """One schema-constrained call per conversation and epoch, the criteria in the shared system prefix; the
+    stand-in answers each conversation's worker ratings plus fresh noise on every call, and a tenth of its answers
+    are invalid JSON, re-asked. `--epochs 2` gives the judge's self-replication (`self_r`) in summary.csv, the one
+    configs.json holds beside the humans' 0.969."""
+    import random
+
     from fakes.openai_chat import FakeOpenAIServer, Faults
 
+    from emocaustics.tasks.dialoguejudge import prompts
+    from emocaustics.tasks.human.cli import PAPER_R
+
     data, run = tiny_round, tmp_path / "run"
-    with FakeOpenAIServer(Faults(rate_invalid=0.1, seed=2)) as server:
+    samples = TASK.load(TASK.Dataset(data=str(data)), TASK.Options(method="llm")).samples
+    truth = {prompts.user_message(s.input): s.target for s in samples}
+    rng = random.Random(1)
+
+    class NoisyJudge(FakeOpenAIServer):
+        def answer_text(self, body):
+            rated = truth[body["messages"][-1]["content"]]
+            return json.dumps({k: min(100, max(0, round(v + rng.gauss(0, 10)))) for k, v in rated.items()})
+
+    with NoisyJudge(Faults(rate_invalid=0.1, seed=2)) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-        assert main(["eval", "dialogue-judge", "--model", "openai:fake-judge", "-T", "resamples=0",
+        assert main(["eval", "dialogue-judge", "--model", "openai:noisy-judge", "--epochs", "2", "-T", "resamples=0",
                      "-D", f"data={data}", "--out", str(run)]) == 0
         bodies = list(server.bodies)
-    samples = TASK.load(TASK.Dataset(data=str(data)), TASK.Options(method="llm")).samples
-    assert len(bodies) >= len(samples) and bodies[0]["messages"][0]["role"] == "system"
+    assert len(bodies) >= 2 * len(samples) and bodies[0]["messages"][0]["role"] == "system"  # each epoch asked anew
     assert "The chatbot stayed on topic." in bodies[0]["messages"][0]["content"]
     assert {b["messages"][0]["content"] for b in bodies} == {bodies[0]["messages"][0]["content"]}  # one prefix
     schema = bodies[0]["response_format"]["json_schema"]["schema"]
     assert schema["properties"]["fun"]["maximum"] == 100 and "reason" in schema["properties"]
     summary = pl.read_csv(run / "summary.csv").row(0, named=True)
-    assert summary["samples"] == len(samples) and summary["qc_pass"] is False and summary["qc_p"] == 1.0
+    figures = json.loads((run / "configs.json").read_text())[0]["summary"]
+    assert summary["samples"] == len(samples) and summary["failures"] == 0 and summary["score"] > 0.5
+    assert summary["self_r"] == pytest.approx(figures["self_r"]) and figures["human_self_r"] == PAPER_R
+    assert 0.5 < summary["self_r"] < 1 and len(figures["per_epoch"]) == 2
 
 
 def test_a_grid_of_judges_reports_scatter_qc_criteria_and_pairs(small_round, tmp_path):
