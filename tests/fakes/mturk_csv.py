@@ -1,5 +1,5 @@
 """A raw MTurk batch-results CSV written from a normative ratings JSON: the inverse of
-`emocaustics.tasks.human.mturk.csv_hits`, for tests that need a CSV of known content."""
+`emocaustics.tasks.human.mturk.read_mturk_csv`, for tests that need a CSV of known content."""
 
 from __future__ import annotations
 

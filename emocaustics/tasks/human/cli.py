@@ -37,11 +37,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def cmd_process(args: argparse.Namespace) -> int:
     from emocaustics.core.errors import UsageError
-    from emocaustics.tasks.human.data import read_hits
+    from emocaustics.tasks.human.mturk import read_ratings
     from emocaustics.tasks.human.method import process
     from emocaustics.tasks.human.outputs import write_process
 
-    hits = read_hits(args.hits, args.metadata)
+    hits = read_ratings(args.hits, args.metadata)
     ranking = [m.strip() for m in args.ranking.split(",") if m.strip()] if args.ranking else None
     if not 0 < args.qc_threshold <= 1:
         raise UsageError(f"--qc-threshold must be in (0, 1], got {args.qc_threshold}")

@@ -110,9 +110,8 @@ class Hits:
 
 
 # -- reading --------------------------------------------------------------------------------------------------------
-def read_hits(path: str | Path, metadata: str | Path | None = None) -> Hits:
-    """Read and validate a ratings file: the normative JSON, or a raw MTurk CSV (`.csv`) with the JSON `metadata`
-    holding its metadata (`mturk.py` makes its rows the normative records, so both forms are one path from here)."""
+def read_hits(path: str | Path) -> Hits:
+    """Read and validate a normative JSON file (a raw MTurk CSV: `mturk.read_ratings`)."""
     p = Path(path)
     if p.is_dir():  # never guessed: an output folder of `human process` holds JSON files too
         found = sorted(f.name for f in p.glob("*.json"))
@@ -120,10 +119,6 @@ def read_hits(path: str | Path, metadata: str | Path | None = None) -> Hits:
         raise UsageError(f"{p}: is a folder, not a ratings file; {hint}")
     if not p.exists():
         raise UsageError(f"{p}: no such ratings file")
-    if p.suffix.lower() == ".csv":
-        from emocaustics.tasks.human.mturk import csv_hits  # mturk builds on this module: imported when needed
-
-        return csv_hits(p, metadata)
     return parse_hits(read_json(p, "ratings file"), file=str(p))
 
 

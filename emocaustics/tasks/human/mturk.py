@@ -21,7 +21,8 @@ from typing import Any
 
 from emocaustics.core.errors import UsageError
 from emocaustics.core.textfile import read_text, shown
-from emocaustics.tasks.human.data import Hits, HitsError, UnknownSystem, parse_hits, parse_metadata, read_json
+from emocaustics.tasks.human.data import Hits, HitsError, UnknownSystem, parse_hits, parse_metadata, read_hits, \
+    read_json
 
 COLUMNS = ("HITId", "AssignmentId", "WorkerId", "WorkTimeInSeconds", "Answer.taskAnswers")
 SLOTS = 6  # dialogue0..5 / task0..5 / score0..5 in the published HIT template
@@ -43,8 +44,11 @@ def read_metadata(path: str | Path | None, *, csv_file: str) -> dict[str, Any]:
     return meta
 
 
-def csv_hits(p: Path, metadata: str | Path | None = None) -> Hits:
-    """A raw MTurk CSV (found by `data.read_hits`) as the same `Hits` the normative JSON gives."""
+def read_mturk_csv(path: str | Path, metadata: str | Path | None = None) -> Hits:
+    """Read a raw MTurk CSV into the same `Hits` the normative JSON gives."""
+    p = Path(path)
+    if not p.is_file():
+        raise UsageError(f"{p}: no such ratings file")
     meta = read_metadata(metadata, csv_file=str(p))
     return parse_hits({"metadata": meta, "data": csv_records(read_text(p, what="ratings file"), meta, str(p))},
                       file=str(p))
@@ -122,3 +126,11 @@ def _record(row: list[str], col: dict[str, int], names: list[str], known: set[st
         rec["feedback"] = answers["feedback"]
     return rec
 
+
+def read_ratings(path: str | Path, metadata: str | Path | None = None) -> Hits:
+    """A ratings file in either form: a raw MTurk CSV (`.csv`, with the metadata JSON `metadata`) or the authors'
+    normative JSON (`data.read_hits`)."""
+    p = Path(path)
+    if p.suffix.lower() == ".csv" and not p.is_dir():
+        return read_mturk_csv(p, metadata)
+    return read_hits(p)

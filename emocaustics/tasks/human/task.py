@@ -22,7 +22,8 @@ from pydantic import Field
 from emocaustics.core.datasource import DataSource
 from emocaustics.core.errors import UsageError
 from emocaustics.core.task import DatasetOptions, Loaded, Methods, Options, Sample, ScoreContext, Scored, Task, rows_frame
-from emocaustics.tasks.human.data import DEFAULT_FILE, NAME, SOURCE, Hits, hits_path, parse_hits, read_hits
+from emocaustics.tasks.human.data import DEFAULT_FILE, NAME, SOURCE, Hits, hits_path, parse_hits
+from emocaustics.tasks.human.mturk import read_ratings
 from emocaustics.tasks.parts import lazy
 
 
@@ -74,7 +75,7 @@ class HumanTask(Task):
 
     def load(self, ds: HumanDataset, options: Options) -> Loaded:
         path = hits_path(ds.data, ds.file)
-        hits = read_hits(path, ds.metadata)
+        hits = read_ratings(path, ds.metadata)
         if not hits.assignments:  # as `human process` says it (issue 41 point 4: no ground truth, no silent run)
             raise UsageError(f"{path}: no assignments ('data' is empty): no ratings to process")
         meta = hits.metadata.to_json()

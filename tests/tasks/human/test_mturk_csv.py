@@ -10,7 +10,7 @@ import pytest
 
 from emocaustics.core.errors import UsageError
 from emocaustics.tasks.human.data import HitsError, UnknownSystem
-from emocaustics.tasks.human.data import read_hits
+from emocaustics.tasks.human.mturk import read_ratings as read_hits
 from tests.fakes.mturk_csv import write_mturk_csv
 from emocaustics.tasks.human.task import HumanDataset, HumanTask
 
