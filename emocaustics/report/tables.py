@@ -135,9 +135,9 @@ def config_statistics(scores: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]
         unit = of_task.group_by("run").agg(pl.first("cluster_by"))
         ci = result.ci.select(pl.col("config").alias("run"), "ci_low", "ci_high", "clusters")
         if "ci_low" in of_task.columns:
-            # A corpus statistic brings its own interval (its task's bootstrap of the statistic itself, e.g.
-            # dialogue-judge's system-level r): a bootstrap of its per-sample shares is not one, nor a paired test
-            own = of_task.group_by("run").agg(pl.first("ci_low"), pl.first("ci_high"))
+            # A corpus statistic brings its own interval (its task's bootstrap of the statistic, e.g. dialogue-judge's
+            # r; NaN where r is undefined: none, null): a bootstrap of its per-sample shares is not one, nor a test
+            own = of_task.group_by("run").agg(pl.first(c).fill_nan(None) for c in ("ci_low", "ci_high"))
             ci = ci.drop("ci_low", "ci_high").join(own, on="run", how="left").select("run", "ci_low", "ci_high",
                                                                                    "clusters")
         else:

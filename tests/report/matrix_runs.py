@@ -30,12 +30,16 @@ from emocaustics.core.task import (DatasetOptions, Failure, Loaded, Methods, Opt
 from emocaustics.models.base import ChatRequest, Sampling
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "datasets"
-AER_DATA = SHARED / "aer" if (SHARED / "aer" / "sample_data" / "questions.jsonl").is_file() else None
+# the public data the built-in tasks read (beside the checkout): without it their configs are left out
+PROBES = {"aer": "sample_data/questions.jsonl", "ecac": "Subtask_1_test.json",
+          "humaneval": "hits_data_FreeTopicRound1.json"}
+DATA_HERE = all((SHARED / name / probe).is_file() for name, probe in PROBES.items())
 IDS = [f"s{i}" for i in range(8)]
 LONG = "s5"  # answered with more tokens than the limit config allows
 UNSCORED = "s7"  # scored, but no value applies
 REDUCERS = ("mean", "max", "mode", "pass@2")
 EPOCHS = 3
+BUILTIN = ("aer", "ecpe", "sextuple", "emotion", "narrative", "human", "dialogue-judge")
 TOKEN_LIMIT = 12
 FAST_BATCH = "batch=true&batch_poll=0.02&batch_quiet=0.05"
 YAML_TASK = """name: capitals-matrix
@@ -91,6 +95,21 @@ class MatrixTask(Task):
         return Scored(rows_frame(rows), {"accuracy": sum(values) / len(values)})
 
 
+class TextEmbedder:
+    """Stands in for the job's embedder (no model loaded): a unit vector drawn from each text's hash, so equal texts
+    are similar (cosine 1) and others far apart."""
+
+    name = "text-hash"
+
+    async def embed(self, texts: list[str]) -> Any:
+        import numpy as np
+
+        rows = [np.random.default_rng(int(hashlib.sha256(t.encode()).hexdigest()[:8], 16)).normal(size=16)
+                for t in texts]
+        vectors = np.array(rows, dtype=np.float32).reshape(len(texts), 16)
+        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True).clip(1e-9)
+
+
 @dataclass
 class MadeRun:
     name: str
@@ -125,7 +144,13 @@ def _run(job: Any, out: Path, **kw: Any) -> tuple[Path, str]:
     return folder, printed.getvalue()
 
 
-def axes_job(tmp: Path, url: str, aer: Path | None) -> Any:
+EXTRA_SOLVERS = {"ecpe": {"options": {"method": "direct"}, "dataset": {"ids": [1401]}},
+                 "emotion": {"options": {"method": "direct"}, "dataset": {"ids": [1]}},
+                 "sextuple": {"options": {"method": "direct"}, "dataset": {"ids": [1]}},
+                 "narrative": {"options": {"method": "llm"}, "select": {"limit": 1}}}
+
+
+def axes_job(tmp: Path, url: str) -> Any:
     from emocaustics.jobs.spec import JobSpec
 
     base = {"task": MatrixTask.name, "model": "live", "options": {"method": "ask"}}
@@ -135,12 +160,20 @@ def axes_job(tmp: Path, url: str, aer: Path | None) -> Any:
             {**base, "name": "batch", "model": "batched"},
             {"task": str(tmp / "tasks" / "capitals.yaml"), "model": "live", "options": {"method": "generate"},
              "name": "yaml"}]
-    if aer is not None:  # a built-in task's solver on the model axes too
+    if DATA_HERE:  # the built-in tasks' solvers on the model axes too
         ask = {"task": "aer", "model": "live", "dataset": {"split": "sample", "ids": ["q-1", "q-2", "q-3"]},
                "options": {"method": "llm", "prompt": "zero-shot", "context": "none"}}
         runs += [{**ask, "name": "aer-one"}, {**ask, "name": "aer-epochs-max", "epochs": EPOCHS, "reducer": "max"},
                  {**ask, "name": "aer-limit", "token_limit": TOKEN_LIMIT},
                  {**ask, "name": "aer-batch", "model": "batched"}]
+        for task, extra in EXTRA_SOLVERS.items():  # the other built-in tasks' solvers, once and in epochs
+            one = {"task": task, "model": "live", **extra}
+            runs += [{**one, "name": f"{task}-llm"},
+                     {**one, "name": f"{task}-llm-epochs", "epochs": 2, "reducer": "max"}]
+        judge = {"task": "dialogue-judge", "model": "live", "dataset": {"data": str(_dialogue_round(tmp / "round"))},
+                 "options": {"method": "llm", "resamples": 0}}
+        runs += [{**judge, "name": "dialogue-judge-llm"},
+                 {**judge, "name": "dialogue-judge-llm-epochs", "epochs": 2, "reducer": "mean"}]
     return JobSpec.model_validate({
         "name": "matrix", "output": str(tmp / "runs"), "cache_dir": str(tmp / "cache"),
         "models": {"live": {"spec": f"openai:fake@{url}", "concurrency": 4},
@@ -161,14 +194,15 @@ def axes_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, MadeRun]:
         encoding="utf-8")
     mp = pytest.MonkeyPatch()
     mp.setenv("OPENAI_API_KEY", "sk-test-not-a-key")
-    if AER_DATA is not None:
-        mp.setenv("EMOCAUSTICS_AER_DATA", str(AER_DATA))
-    mp.setattr(embedders, "make_embedder", lambda *a, **k: None)  # no task here embeds
+    mp.setenv("EMOCAUSTICS_AER_DATA", str(SHARED / "aer"))
+    mp.setenv("EMOCAUSTICS_ECAC_DATA", str(SHARED / "ecac"))
+    mp.setenv("EMOCAUSTICS_HUMANEVAL_DATA", str(SHARED / "humaneval"))
+    mp.setattr(embedders, "make_embedder", lambda *a, **k: TextEmbedder())
     task = register(MatrixTask())
     made: dict[str, MadeRun] = {}
     try:
         with _endpoint() as srv:
-            job = axes_job(tmp, srv.base_url, AER_DATA)
+            job = axes_job(tmp, srv.base_url)
             for name in ("first", "cached", "resumed"):
                 if name == "resumed":
                     shutil.copytree(made["first"].dir, tmp / name)
@@ -220,7 +254,10 @@ def builtin_run(tmp_path_factory: pytest.TempPathFactory) -> MadeRun:
     tmp = tmp_path_factory.mktemp("builtin")
     human = _shared("humaneval", "hits_data_FreeTopicRound1.json")
     rnd = _dialogue_round(tmp / "round")
+    import emocaustics.models.embedders as embedders
+
     mp = pytest.MonkeyPatch()
+    mp.setattr(embedders, "make_embedder", lambda *a, **k: TextEmbedder())  # narrative's similarity, no model
     mp.setenv("EMOCAUSTICS_AER_DATA", str(_shared("aer", "sample_data/questions.jsonl")))
     mp.setenv("EMOCAUSTICS_ECAC_DATA", str(_shared("ecac", "Subtask_1_test.json")))
     mp.setenv("EMOCAUSTICS_HUMANEVAL_DATA", str(human))

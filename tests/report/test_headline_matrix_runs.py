@@ -18,7 +18,7 @@ from typing import Any, Callable
 import polars as pl
 import pytest
 
-from report.matrix_runs import AER_DATA, EPOCHS, IDS, LONG, REDUCERS, MadeRun, MatrixTask
+from report.matrix_runs import BUILTIN, DATA_HERE, EPOCHS, IDS, LONG, REDUCERS, MadeRun, MatrixTask
 from report.matrix_runs import axes_runs, builtin_run  # noqa: F401  (the module's fixtures)
 
 Figures = dict[str, tuple[Any, int, int]]  # config label -> (score, samples, failures)
@@ -159,12 +159,16 @@ def _label(run: MadeRun, name: str) -> str:
     return name
 
 
-# each axis's configs in the runs: the stand-in task's, and where the AER data is here, a built-in task's solver
-AXES = {"one epoch": ("one", "aer-one"),
+# each axis's configs in the runs: the stand-in task's and, where the public data is here, the built-in tasks' solvers
+SOLVERS = ("ecpe", "emotion", "sextuple", "narrative", "dialogue-judge")
+AXES = {"one epoch": ("one", "aer-one", *(f"{t}-llm" for t in SOLVERS)),
         **{f"epochs {r}": (f"epochs-{r.replace('@', '')}",) for r in REDUCERS},
-        "epochs, a built-in task": ("aer-epochs-max",), "yaml task": ("yaml",), "over a limit": ("limit", "aer-limit"),
-        "batch": ("batch", "aer-batch")}
-BUILTIN = ("aer", "ecpe", "sextuple", "emotion", "narrative", "human", "dialogue-judge")
+        "epochs, built-in tasks": ("aer-epochs-max", *(f"{t}-llm-epochs" for t in SOLVERS)),
+        "yaml task": ("yaml",), "over a limit": ("limit", "aer-limit"), "batch": ("batch", "aer-batch")}
+
+
+def _builtin(name: str) -> bool:
+    return name.startswith(tuple(f"{t}-" for t in BUILTIN))
 
 
 @pytest.fixture(scope="module")
@@ -186,9 +190,9 @@ def test_every_axis_gives_the_headline_in_every_output(axes_runs, read, axis, ou
     run = axes_runs["cached" if axis == "cache hits" else "resumed" if axis == "resume" else "first"]
     reference, got = _reference(run), read(run, output)
     names = [n for names in (AXES.values() if axis in ("cache hits", "resume") else [AXES[axis]]) for n in names
-             if AER_DATA is not None or not n.startswith("aer-")]
+             if DATA_HERE or not _builtin(n)]
     if not names:
-        pytest.skip("the public AER data is not beside the checkout")
+        pytest.skip("the public data of the built-in tasks is not beside the checkout")
     for name in names:
         label = _label(run, name)
         assert got.get(label) == reference[label], f"{output} of {run.name}'s {label}: {got.get(label)} != " \
@@ -216,7 +220,8 @@ def test_the_runs_exercise_what_their_axes_name(axes_runs):
     first, cached, resumed = axes_runs["first"], axes_runs["cached"], axes_runs["resumed"]
     ref = _reference(first)
     assert len({ref[_label(first, f"epochs-{r.replace('@', '')}")][0] for r in REDUCERS}) >= 3, ref
-    assert all(ref[lab][1] == len(IDS) for lab in ref if not lab.startswith(("yaml", "aer"))), ref
+    assert all(ref[lab][1] == len(IDS) for lab in ref if lab != "yaml" and not _builtin(lab)), ref
+    assert {n for names in AXES.values() for n in names if DATA_HERE or not _builtin(n)} == set(ref), ref
     assert ref[_label(first, "one")][2] > 0 and ref[_label(first, "yaml")][1:] == (4, 0), ref
     scores = pl.read_parquet(first.dir / "scores.parquet")
     of = {name: scores.filter(pl.col("run") == _label(first, name)) for name in ("one", "limit")}
