@@ -111,7 +111,7 @@ def judge(meta: Metadata, samples: list[Sample], ratings: Ratings, *,
     per_sample = wide.select("sample_id", "system", "human_z", "judge_z", pl.col("^judge:.*$"))
     return Judged(qc, pl.concat([workers, mine_qc]), human, mine, pl.DataFrame(rows),
                   correlate(*item), alpha,
-                  _contributions(conv.filter(is_judge), meta, passed, human, mine), per_sample)
+                  _contributions(wide, human, mine), per_sample)
 
 
 def replication(meta: Metadata, samples: list[Sample], epochs: list[Ratings]) -> float:
@@ -147,22 +147,21 @@ def interval_alpha(values: np.ndarray) -> float:
     return float(1 - within.sum() / n / (2 * n * np.var(pooled) / (n - 1)))
 
 
-def _contributions(rows: pl.DataFrame, meta: Metadata, passed: set[str], human: pl.DataFrame,
-                   mine: pl.DataFrame) -> dict[str, float]:
+def _contributions(wide: pl.DataFrame, human: pl.DataFrame, mine: pl.DataFrame) -> dict[str, float]:
     """Each judged conversation's share c_i of the overall system-level Pearson r: with a and b the workers' and the
     judge's system z centred, r = sum_s a_s b_s / (|a| |b|) and b_s = the mean of its N_s conversations' z (the
     centring term sums to 0), so c_i = a_s z_i / (|a| |b| N_s); 0 outside the comparison (qc, failing workers'
-    twins), NaN for every conversation when r is undefined."""
+    twins: no `judge_z`), NaN for every conversation when r is undefined."""
     a, b = human.get_column("z").to_numpy(), mine.get_column("z").to_numpy()
     ok = np.isfinite(a) & np.isfinite(b)
     a_c, b_c = (np.where(ok, v - (v[ok].mean() if ok.sum() > 1 else np.nan), 0.0) for v in (a, b))
+    n = dict(wide.group_by("system").agg(pl.col("judge_z").count()).iter_rows())
     with np.errstate(invalid="ignore", divide="ignore"):
-        weight = np.where(ok, a_c / np.linalg.norm(a_c) / np.linalg.norm(b_c) / mine.get_column("N").to_numpy(), 0.0)
-    by_model = dict(zip(human.get_column("model").to_list(), weight * len(meta.sorted_scores)))
+        weight = np.where(ok, a_c / np.linalg.norm(a_c) / np.linalg.norm(b_c), 0.0)
+    by_model = {m: w / n[m] for m, w in zip(human.get_column("model").to_list(), weight) if n.get(m)}
     undefined = not np.isfinite(weight).all() or not weight.any() or not _spread(b[ok])
-    twins = {twin(w) for w in passed}
-    return {sid: float("nan") if undefined else by_model.get(model, 0.0) * z if worker in twins else 0.0
-            for sid, worker, model, z in rows.select("sample_id", "worker", "model", "z").iter_rows()}
+    return {sid: float("nan") if undefined else by_model.get(model, 0.0) * (z or 0.0)
+            for sid, model, z in wide.select("sample_id", "system", "judge_z").iter_rows()}
 
 
 def system_means(counts: np.ndarray, system: np.ndarray, values: np.ndarray) -> np.ndarray:

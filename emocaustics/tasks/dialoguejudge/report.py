@@ -25,11 +25,11 @@ def reliability(passed: object) -> str:
 def scatter(human: np.ndarray, judge: np.ndarray, systems: list[str], title: str) -> str:
     """Judge (y) against workers (x), one labelled point per system, on one scale with the identity line."""
     ok = np.isfinite(human) & np.isfinite(judge)
-    lo, hi = (float(min(human[ok].min(), judge[ok].min())), float(max(human[ok].max(), judge[ok].max()))) \
-        if ok.any() else (-1.0, 1.0)
-    lo, hi = (lo - 0.1, hi + 0.1) if hi - lo < 1e-9 else (lo - 0.05 * (hi - lo), hi + 0.05 * (hi - lo))
+    v = np.concatenate([human[ok], judge[ok]]) if ok.any() else np.array([-1.0, 1.0])
+    margin = max(0.05 * float(np.ptp(v)), 0.1 * (np.ptp(v) < 1e-9))  # a little room; one value still has a scale
+    lo, hi = float(v.min()) - margin, float(v.max()) + margin
     at = lambda v: PAD + (v - lo) / (hi - lo) * SIZE  # noqa: E731
-    up = lambda v: PAD + SIZE - (v - lo) / (hi - lo) * SIZE  # noqa: E731
+    up = lambda v: 2 * PAD + SIZE - at(v)  # noqa: E731
     points = "".join(f"<circle cx='{at(x):.1f}' cy='{up(y):.1f}' r='3.5' fill='#4c78a8'><title>{html.escape(s)}: "
                      f"workers {x:.3f}, judge {y:.3f}</title></circle><text x='{at(x) + 5:.1f}' y='{up(y) - 4:.1f}' "
                      f"font-size='9'>{html.escape(s)}</text>" for x, y, s, k in zip(human, judge, systems, ok) if k)
