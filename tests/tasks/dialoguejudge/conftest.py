@@ -48,4 +48,3 @@ def small_round(tmp_path_factory) -> Path:
 def tiny_round(tmp_path_factory) -> Path:
     """Every 40th worker of round 1: a handful of conversations, for calls through a model endpoint."""
     return write_subset(tmp_path_factory.mktemp("tiny"), 40)
-
