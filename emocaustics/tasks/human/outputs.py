@@ -50,19 +50,6 @@ def statistics(result: Processed) -> Statistics:
                       score_correlations(raw_table))
 
 
-def run_tables(result: Processed, stats: Statistics) -> dict[str, pl.DataFrame]:
-    """Every table of a processed run under the tool's file name: `write_process` writes them all (CSV with XLSX
-    twin), the task's `score` hands its share to the job's tables, so both are these frames."""
-    tables: dict[str, pl.DataFrame] = {}
-    for group, suffix in (("passed", ""), ("failed", "_failed_workers"), ("all", "_all_workers")):
-        tables[f"system_scores{suffix}"], tables[f"system_raw_scores{suffix}"] = result.scores[group]
-    agreement = pl.concat([stats.agreement_passed.pairs.with_columns(pl.lit("passed").alias("pass")),
-                           stats.agreement_failed.pairs.with_columns(pl.lit("failed").alias("pass"))])
-    return {**tables, "passrate": result.passrate, "duration": result.duration, "sig_test": stats.sig,
-            "corr_between_scores": stats.corr_scores, "corr_between_raw_scores": stats.corr_raw_scores,
-            "quality_control": result.qc, "rater_agreement": agreement}
-
-
 def write_table(df: pl.DataFrame, out: Path, stem: str, *, excel: bool = True) -> list[Path]:
     """`<stem>.csv` and, unless excel=False, its `<stem>.xlsx` twin (needs xlsxwriter)."""
     paths = [out / f"{stem}.csv"]
@@ -140,8 +127,16 @@ def write_process(result: Processed, out: Path, *, source: str = "", stats: Stat
     out.mkdir(parents=True, exist_ok=True)
     stats = stats or statistics(result)
     paths: list[Path] = []
-    for stem, df in run_tables(result, stats).items():
+    for group, suffix in (("passed", ""), ("failed", "_failed_workers"), ("all", "_all_workers")):
+        gz, graw = result.scores[group]
+        paths += write_table(gz, out, f"system_scores{suffix}") + write_table(graw, out, f"system_raw_scores{suffix}")
+    for df, stem in ((result.passrate, "passrate"), (result.duration, "duration"), (stats.sig, "sig_test"),
+                     (stats.corr_scores, "corr_between_scores"), (stats.corr_raw_scores, "corr_between_raw_scores"),
+                     (result.qc, "quality_control")):
         paths += write_table(df, out, stem)
+    agreement = pl.concat([stats.agreement_passed.pairs.with_columns(pl.lit("passed").alias("pass")),
+                           stats.agreement_failed.pairs.with_columns(pl.lit("failed").alias("pass"))])
+    paths += write_table(agreement, out, "rater_agreement")
     paths += write_table(conversations_csv(result), out, "conversations", excel=False)
     for name, value in (("passed_workers", result.passed_workers), ("failed_workers", result.failed_workers),
                         ("passed_assignment", result.passed_assignments),

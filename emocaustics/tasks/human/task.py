@@ -32,11 +32,6 @@ class HumanDataset(DatasetOptions):
     metadata: str | None = None  # a raw MTurk .csv needs this: a JSON (e.g. a hits_data file) holding its metadata
 
 
-# the tool's tables (`outputs.run_tables`) a job keeps in its tables/ folder; the rest are in predictions/<config>/human/
-JOB_TABLES = ("system_scores", "system_raw_scores", "passrate", "duration", "sig_test", "corr_between_scores",
-              "quality_control")
-
-
 class HumanOptions(Options):
     method: Literal["process"] = "process"
     qc_threshold: float = Field(0.05, gt=0, le=1)  # pass iff the QC p-value is below this
@@ -94,8 +89,7 @@ class HumanTask(Task):
 
     def _run(self, samples: list[Sample], opts: HumanOptions) -> tuple[Any, Any]:
         """The method and its step 7 over a config's samples. `score` and then `finalize` ask for the same config: the
-        last pair is kept for the very same samples list and equal options (held here, so the list cannot be another
-        one)."""
+        last pair is kept for the very same samples list and equal options (held, so the list cannot be another one)."""
         from emocaustics.tasks.human.method import process
         from emocaustics.tasks.human.outputs import statistics
 
@@ -108,7 +102,7 @@ class HumanTask(Task):
 
     def score(self, samples: list[Sample], predictions: dict[str, Any], options: Options,
               ctx: ScoreContext) -> Scored:
-        from emocaustics.tasks.human.outputs import run_tables, summary
+        from emocaustics.tasks.human.outputs import summary
 
         result, stats = self._run(samples, options)
         qc = {r["worker"]: r for r in result.qc.iter_rows(named=True)}
@@ -154,9 +148,11 @@ class HumanTask(Task):
                               "conversations": len(s.input["result"])} for s in samples],
                             schema={"sample_id": pl.Utf8, "hit": pl.Utf8, "worker": pl.Utf8,
                                     "conversations": pl.Int64})
-        tables = {name: table for name, table in run_tables(result, stats).items() if name in JOB_TABLES}
+        tables = {"system_scores": result.scores["passed"][0], "system_raw_scores": result.scores["passed"][1],
+                  "passrate": result.passrate, "duration": result.duration, "sig_test": stats.sig,
+                  "corr_between_scores": stats.corr_scores, "quality_control": result.qc, "sample_info": info}
         items = pl.DataFrame(decisions, infer_schema_length=None) if decisions else None
-        return Scored(rows_frame(rows), flat, {**tables, "sample_info": info}, items)
+        return Scored(rows_frame(rows), flat, tables, items)
 
     view_sample = lazy("emocaustics.tasks.human.view", "view_sample")  # the HIT's ratings and its QC outcome
 
