@@ -20,19 +20,15 @@ def sections(summary: pl.DataFrame, scores: pl.DataFrame) -> list[tuple[str, str
     if "run" not in scores.columns or "score" not in scores.columns:
         return out
     for (run,), part in scores.group_by("run", maintain_order=True):
-        cols = [c for c in part.columns if c.startswith(PREFIX)]
-        if not cols:
-            continue
         passed = part.filter(pl.col("score") == 1.0)
-        rows = []
-        groups = {}
-        for c in cols:
-            values = passed.get_column(c).drop_nulls().drop_nans()
-            groups[c[len(PREFIX):]] = values.to_numpy()
-            rows.append((c[len(PREFIX):], values.len(), values.mean() if values.len() else float("nan")))
-        rows.sort(key=lambda r: -(r[2] if r[2] == r[2] else -1e300))
-        order = [r[0] for r in rows]
-        body = "".join(f"<tr><td class='t'>{html.escape(m)}</td><td>{n}</td><td>{z:.4f}</td></tr>" for m, n, z in rows)
+        groups = {c[len(PREFIX):]: passed.get_column(c).drop_nulls().drop_nans().to_numpy() for c in part.columns
+                  if c.startswith(PREFIX)}
+        if not groups:
+            continue
+        mean = {m: float(v.mean()) if v.size else float("nan") for m, v in groups.items()}
+        order = sorted(groups, key=lambda m: -(mean[m] if mean[m] == mean[m] else -1e300))  # NaN last
+        body = "".join(f"<tr><td class='t'>{html.escape(m)}</td><td>{groups[m].size}</td><td>{mean[m]:.4f}</td></tr>"
+                       for m in order)
         table = ("<table><thead><tr><th>system</th><th>conversations (passing workers)</th><th>mean z</th></tr>"
                  f"</thead><tbody>{body}</tbody></table>")
         p = mannwhitney_matrix([groups[m] for m in order], alternative="greater")
