@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from typing import Any
 
 import numpy as np
@@ -153,8 +154,6 @@ class EmbedFeed:
             pass
 
     async def _load(self) -> None:
-        import time
-
         from emocaustics.models.embedders import SentenceTransformerEmbedder
 
         if not isinstance(self.embedder, SentenceTransformerEmbedder):
@@ -197,14 +196,25 @@ class EmbedFeed:
             vecs = await self.embedder.embed(texts)
         return np.asarray(vecs, dtype=np.float32).reshape(len(texts), -1)
 
-    async def _embed_group(self, group: list[dict[str, Any]]) -> None:
-        """Several samples in one encode; each gets all its rows at once when it ends."""
-        import time
-
+    async def _embed(self, group: list[dict[str, Any]]) -> None:
+        """Several samples in one encode, each getting all its rows when it ends; or one sample in chunks of 32, 64,
+        128...: early rows soon, the rest in big batches."""
         t0 = time.perf_counter()
         texts = [t for it in group for t in it["texts"]]
         try:
-            vecs = await self._encode(texts, grouped=True)
+            if len(group) > 1:
+                vecs, start = await self._encode(texts, grouped=True), 0
+                for it in group:
+                    self._add(it, 0, vecs[start:start + len(it["texts"])])
+                    start += len(it["texts"])
+            else:
+                start, size = 0, CHUNK
+                while start < len(texts):
+                    first, chunk = start, texts[start:start + size]
+                    start, size = start + size, size * 2
+                    self._add(group[0], first, await self._encode(chunk))
+                    async with self._progress:
+                        self._progress.notify_all()
         except Exception as exc:
             for it in group:
                 self._futures[self.ticket(it)].set_exception(
@@ -212,23 +222,23 @@ class EmbedFeed:
         else:
             self.seconds += time.perf_counter() - t0
             self.texts += len(texts)
-            start = 0
             for it in group:
-                rows = vecs[start:start + len(it["texts"])]
-                start += len(it["texts"])
-                self._parts[self.ticket(it)] = [rows]
-                if self.board is not None:
-                    self.board.post.remote(self.ticket(it), 0, rows)
-                self._futures[self.ticket(it)].set_result(rows)
+                parts = self._parts.setdefault(self.ticket(it), [])
+                self._futures[self.ticket(it)].set_result(
+                    np.concatenate(parts) if parts else np.zeros((0, 0), dtype=np.float32))
         for it in group:
             if self.board is not None:
                 self._post_end(self.ticket(it), self._futures[self.ticket(it)])
         async with self._progress:
             self._progress.notify_all()
 
-    async def _work(self) -> None:
-        import time
+    def _add(self, item: dict[str, Any], first: int, rows: np.ndarray) -> None:
+        """Rows `first`.. of the item, kept and posted to the board."""
+        self._parts.setdefault(self.ticket(item), []).append(rows)
+        if self.board is not None:
+            self.board.post.remote(self.ticket(item), first, rows)
 
+    async def _work(self) -> None:
         try:
             await self._load()
         except Exception as exc:  # every sample that needs embeddings fails with the reason, none hangs
@@ -246,34 +256,7 @@ class EmbedFeed:
                 self._ask.clear()
                 await self._ask.wait()  # the next sample that asks
                 continue
-            if len(group := self._group(item)) > 1:
-                await self._embed_group(group)
-                continue
-            fut = self._futures[self.ticket(item)]
-            t0 = time.perf_counter()
-            texts = list(item["texts"])
-            parts = self._parts.setdefault(self.ticket(item), [])
-            try:
-                start, size = 0, CHUNK
-                while start < len(texts):  # chunks of 32, 64, 128...: early rows soon, the rest in big batches
-                    first, chunk = start, texts[start:start + size]
-                    start, size = start + size, size * 2
-                    parts.append(await self._encode(chunk))
-                    if self.board is not None:
-                        self.board.post.remote(self.ticket(item), first, parts[-1])
-                    async with self._progress:
-                        self._progress.notify_all()
-                vecs = np.concatenate(parts) if parts else np.zeros((0, 0), dtype=np.float32)
-            except Exception as exc:
-                fut.set_exception(RuntimeError(f"embedding failed: {type(exc).__name__}: {exc}"))
-            else:
-                self.seconds += time.perf_counter() - t0
-                self.texts += len(texts)
-                fut.set_result(vecs)
-            if self.board is not None:
-                self._post_end(self.ticket(item), fut)
-            async with self._progress:
-                self._progress.notify_all()
+            await self._embed(self._group(item))
 
     async def close(self) -> None:
         if self._worker is not None and not self._worker.done():
