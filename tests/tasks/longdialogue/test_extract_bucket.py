@@ -63,3 +63,15 @@ def test_rendering_is_bounded():
     assert text.count("省略 2 条较早记录") == 3
     long = b.render(max_events=100, max_log_lines=100)
     assert len(text) < len(long) / 2
+
+
+def test_needs_embeddings_is_exactly_when_decide_would_read_them():
+    """The window pass awaits a dialogue's rows only on `needs_embeddings`: it must agree with `decide`'s rule 3."""
+    b = EventBucket()
+    assert not b.needs_embeddings(-1, "anything")  # no event to join
+    b.update(0, "1", -1, "孩子 上学", "a", None)
+    b.update(1, "2", -1, "口服液", "b", None)
+    for eid, name in [(0, ""), (1, "x"), (2, ""), (-1, ""), (-1, "孩子上学"), (-1, " 口服液 "), (-1, "新事件"),
+                      (5, "口服液"), (-1, "孩子")]:
+        reads = b.decide(2, eid, name, None).rule == "new"  # without rows, rule 3 cannot join: it falls to "new"
+        assert b.needs_embeddings(eid, name) == reads, (eid, name)

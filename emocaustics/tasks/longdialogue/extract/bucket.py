@@ -42,10 +42,6 @@ class BucketEvent:
     def last_active(self) -> int:
         return self.sentence_ids[-1] if self.sentence_ids else -1
 
-    def to_json(self) -> dict:
-        return {"event": self.event, "holders": list(self.holders), "description": self.description,
-                "sentence_ids": list(self.sentence_ids)}
-
 
 @dataclass(frozen=True, slots=True)
 class Decision:
@@ -67,11 +63,8 @@ class EventBucket:
         """Which event utterance j joins (rules 1-4 above); does not change the bucket."""
         if 0 <= llm_event_id < len(self.events):
             return Decision(llm_event_id, "llm")
-        name = _norm(llm_event_name)
-        if name:
-            for ev in self.events:
-                if _norm(ev.event) == name:
-                    return Decision(ev.id, "llm-name")
+        if (named := self._named(llm_event_name)) is not None:
+            return Decision(named.id, "llm-name")
         if emb is not None and self.events:
             best_id, best = -1, -2.0
             for ev in self.events:
@@ -88,10 +81,12 @@ class EventBucket:
     def needs_embeddings(self, llm_event_id: int, llm_event_name: str) -> bool:
         """Whether `decide` would consult the embeddings (rules 1-2 do not apply and there are events to join):
         a dialogue's embeddings are awaited only then, so its first calls need not wait for the embedder."""
-        if 0 <= llm_event_id < len(self.events) or not self.events:
-            return False
-        name = _norm(llm_event_name)
-        return not (name and any(_norm(ev.event) == name for ev in self.events))
+        return bool(self.events) and not 0 <= llm_event_id < len(self.events) and self._named(llm_event_name) is None
+
+    def _named(self, name: str) -> BucketEvent | None:
+        """The first event whose name equals `name` (whitespace and case aside; rule 2)."""
+        name = _norm(name)
+        return next((ev for ev in self.events if _norm(ev.event) == name), None) if name else None
 
     def apply(self, j: int, holder: str, decision: Decision, new_name: str, log_line: str) -> BucketEvent:
         if decision.rule == "new":
