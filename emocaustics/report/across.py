@@ -47,18 +47,16 @@ def _answer(text: str | None) -> str | None:
 
 def _groups(matched: list[tuple[str, str]]) -> list[list[str]]:
     """The paired configs joined into groups (connected by any pair), in the order the pairs come."""
-    parent: dict[str, str] = {}
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
 
-    def root(k: str) -> str:
-        while parent.setdefault(k, k) != k:
-            k = parent[k]
-        return k
-
-    for a, b in matched:
-        parent[root(b)] = root(a)
-    out: dict[str, list[str]] = {}
-    for key in dict.fromkeys(k for pair in matched for k in pair):
-        out.setdefault(root(key), []).append(key)
+    keys = list(dict.fromkeys(k for pair in matched for k in pair))
+    at = {k: i for i, k in enumerate(keys)}
+    edges = coo_matrix(([1] * len(matched), ([at[a] for a, _ in matched], [at[b] for _, b in matched])),
+                       shape=(len(keys), len(keys)))
+    out: dict[int, list[str]] = {}
+    for key, group in zip(keys, connected_components(edges, directed=False)[1]):
+        out.setdefault(group, []).append(key)
     return list(out.values())
 
 
