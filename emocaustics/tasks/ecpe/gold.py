@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from emocaustics.tasks.ecpe.official import dedup
 from emocaustics.tasks.ecpe.spans import EMOTIONS, gold_indices
 from emocaustics.tasks.ecpe.validate import (Gold, GoldConversation, Problem, SubmissionError, _Bad, _cause_utterance,
-                                             _conversations, _emotion_part, _pairs_list, _utterances)
+                                             _conversations, _emotion_part, _pairs_list, _utterances, deduplicated)
 
 
 def read_gold(records: Any, subtask: int, file: str) -> Gold:
@@ -56,10 +55,7 @@ def read_gold(records: Any, subtask: int, file: str) -> Gold:
                 if label is not None and label != EMOTIONS[emo]:
                     problems.append(Problem("emotion_contradicts_label", "warning", file, raw, n, x,
                                             f"utterance {eu} is labelled {label!r}"))
-        kept, dropped = dedup(pairs)
-        if dropped:
-            problems.append(Problem("duplicate_pair", "warning", file, raw, None, None,
-                                    f"{dropped} exact duplicate pair(s) dropped, as officially"))
+        kept = deduplicated(pairs, file, raw, problems)
         gold[cid] = GoldConversation(cid, texts, speakers, emotions, kept, raw_pairs)
     if any(p.severity == "error" for p in problems):
         raise SubmissionError(problems)

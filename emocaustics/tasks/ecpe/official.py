@@ -18,7 +18,7 @@ weighted figures are nan (0/0), the micro ones 0.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Sequence, TypeVar
+from typing import Iterable, Sequence
 
 import numpy as np
 import polars as pl
@@ -29,7 +29,6 @@ Pair1 = tuple[int, int, int, int, int]
 Pair2 = tuple[int, int, int]
 # 7 x 7: [gold class][predicted class]; correct on the diagonal, wrong in row 0, missed in column 0
 Matrix = list[list[int]]
-T = TypeVar("T")
 
 # Output keys and their order, as the official scores.txt writes them.
 SUBTASK1_KEYS: tuple[str, ...] = (
@@ -56,20 +55,6 @@ def add_into(total: Matrix, part: Matrix) -> Matrix:
         for j, v in enumerate(prow):
             trow[j] += v
     return total
-
-
-def dedup(pairs: Iterable[T]) -> tuple[list[T], int]:
-    """Exact duplicates dropped, first occurrence kept in order (as the official scorer); returns (kept, dropped)."""
-    seen: set[T] = set()
-    kept: list[T] = []
-    dropped = 0
-    for p in pairs:
-        if p in seen:
-            dropped += 1
-            continue
-        seen.add(p)
-        kept.append(p)
-    return kept, dropped
 
 
 # -- counting, one conversation ------------------------------------------------------------------------------------

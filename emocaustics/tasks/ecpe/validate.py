@@ -23,7 +23,6 @@ from typing import Any, Literal
 
 from emocaustics.core.errors import DataError
 from emocaustics.core.textfile import read_text, shown
-from emocaustics.tasks.ecpe.official import dedup
 from emocaustics.tasks.ecpe.spans import EMOTION_INDEX, EMOTIONS
 
 Severity = Literal["error", "warning"]
@@ -274,11 +273,7 @@ def check_prediction(records: Any, subtask: int, file: str, gold: Gold | None = 
             problems.extend(Problem(kind, "warning", file, raw, n, x, msg)
                             for kind, msg in _pair_warnings(pair, texts, labels))
             parsed.append(pair)
-        kept, dropped = dedup(parsed)
-        if dropped:
-            problems.append(Problem("duplicate_pair", "warning", file, raw, None, None,
-                                    f"{dropped} exact duplicate pair(s) dropped, as officially"))
-        out[cid] = kept
+        out[cid] = deduplicated(parsed, file, raw, problems)
     if gold is not None:
         for cid, conv in gold.conversations.items():
             if cid not in out:
@@ -286,6 +281,15 @@ def check_prediction(records: Any, subtask: int, file: str, gold: Gold | None = 
                                         "this gold conversation is missing from the prediction"))
         out = {cid: out[cid] for cid in gold.conversations if cid in out}  # gold order, as officially
     return Checked(subtask, file, out, problems)
+
+
+def deduplicated(pairs: list[tuple[int, ...]], file: str, raw: Any, problems: list[Problem]) -> list[tuple[int, ...]]:
+    """Exact duplicates dropped, first occurrence kept in order (as the official scorer), their count a warning."""
+    kept = list(dict.fromkeys(pairs))
+    if len(kept) < len(pairs):
+        problems.append(Problem("duplicate_pair", "warning", file, raw, None, None,
+                                f"{len(pairs) - len(kept)} exact duplicate pair(s) dropped, as officially"))
+    return kept
 
 
 def _pair_warnings(pair: tuple[int, ...], texts: list[str], labels: list[str | None]) -> list[tuple[str, str]]:

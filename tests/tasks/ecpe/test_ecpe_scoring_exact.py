@@ -10,6 +10,7 @@ from __future__ import annotations
 from emocaustics.tasks.ecpe import official as O
 from emocaustics.tasks.ecpe.scoring import ConversationCounts, count_columns, figures_from_sums
 from emocaustics.tasks.ecpe.spans import gold_indices, locate_span
+from emocaustics.tasks.ecpe.validate import deduplicated
 
 E = 1e-8
 
@@ -199,7 +200,11 @@ def test_subtask1_table_rows():
 def test_add_into_and_dedup():
     total = [[1, 2], [3, 4]]
     assert O.add_into(total, [[10, 20], [30, 40]]) is total and total == [[11, 22], [33, 44]]
-    assert O.dedup([3, 1, 3, 2, 1, 3]) == ([3, 1, 2], 3)
+    problems: list = []
+    assert deduplicated([(3,), (1,), (3,), (2,), (1,), (3,)], "f", 7, problems) == [(3,), (1,), (2,)]
+    assert [(p.kind, p.conversation, p.message) for p in problems] == [
+        ("duplicate_pair", 7, "3 exact duplicate pair(s) dropped, as officially")]
+    assert deduplicated([(1,)], "f", 7, problems) == [(1,)] and len(problems) == 1  # no duplicate, no warning
 
 
 # -- spans: a span made only of punctuation -------------------------------------------------------------------------
