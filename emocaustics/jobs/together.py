@@ -50,7 +50,6 @@ def solve_together(job: JobSpec, configs: list[Config], loaded: dict[str, Loaded
     chosen = [c for c in configs if needs_model(c.task, c.options)]
     if not chosen:
         return {}
-    by_dir = {c.pred_dir: c for c in chosen}
     prepared, spent = {}, {}
     for c in chosen:  # a config's prepare counts in its wall time (AER's retrieval embeds the topics' documents)
         t0 = time.perf_counter()
@@ -66,7 +65,7 @@ def solve_together(job: JobSpec, configs: list[Config], loaded: dict[str, Loaded
         started.t0 -= spent[label]
         return started
 
-    aio.run(_solve_all(job, chosen, solved, by_dir, cache_dir, log_for, ctx.embedder_spec,
+    aio.run(_solve_all(job, chosen, solved, cache_dir, log_for, ctx.embedder_spec,
                        clock if clock_for is not None else None, retry_limits))
     return solved
 
@@ -141,8 +140,7 @@ def _start_local(chosen: list[Config]) -> None:
         _pickle_by_value_if_local(type(c.task))
 
 
-async def _solve_all(job: JobSpec, chosen: list[Config], solved: dict[str, Solved], by_dir: dict[Path, Config],
-                     cache_dir: Path,
+async def _solve_all(job: JobSpec, chosen: list[Config], solved: dict[str, Solved], cache_dir: Path,
                      log_for: Callable[[str], Any], embedder_spec: str | None,
                      clock_for: Callable[[str], Any] | None, retry_limits: bool) -> None:
     from emocaustics.evallog import sink
@@ -152,15 +150,15 @@ async def _solve_all(job: JobSpec, chosen: list[Config], solved: dict[str, Solve
     # one LLM per model, its spec parsed where the job was resolved (`ModelSpec.parsed`)
     by_key = {c.llm.canonical(): c.llm for c in chosen}
     llms = {key: make_llm(spec, cache_dir=cache_dir) for key, spec in by_key.items()}
-    finished = {c.label: asyncio.Event() for c in chosen}
+    finished = {c.pred_dir: asyncio.Event() for c in chosen}  # by folder: what a config names the one it builds on
     stopped: list[Stop] = []  # a typed stop in one config starts no further sample in any (solve/plan.py)
 
     async def one(cfg: Config) -> None:
         prior = cfg.prior
         if prior is not None:  # the config it builds on, solved beside it: its predictions first
-            await finished[by_dir[prior].label].wait()
+            await finished[prior].wait()
         if stopped:  # the job is stopping: this config does not start (resume solves it)
-            finished[cfg.label].set()
+            finished[cfg.pred_dir].set()
             return
         clock = clock_for(cfg.label) if clock_for is not None else None
         progress: Progress | None = None
@@ -202,7 +200,7 @@ async def _solve_all(job: JobSpec, chosen: list[Config], solved: dict[str, Solve
                 progress.close()
             if clock is not None:
                 clock.stop()
-            finished[cfg.label].set()  # a config waiting on this one then sees the stop, or its predictions
+            finished[cfg.pred_dir].set()  # a config waiting on this one then sees the stop, or its predictions
 
     try:
         async with asyncio.TaskGroup() as group:  # one config's error stops its siblings
