@@ -221,19 +221,18 @@ def scores_txt(scores: dict[str, float]) -> str:
 
 
 # -- per-emotion tables -------------------------------------------------------------------------------------------
-def _column_sums(m: Matrix) -> list[int]:
-    return [sum(row[j] for row in m) for j in range(7)]
+def _pair_columns(m: Matrix) -> dict[str, list[object]]:
+    """Per emotion (classes 1-6): gold pairs (row sums), predicted pairs (column sums), correct (the diagonal)."""
+    return {"emotion": list(EMOTIONS[1:]), "gold_pairs": [sum(m[j]) for j in range(1, 7)],
+            "predicted_pairs": [sum(row[j] for row in m) for j in range(1, 7)],
+            "correct": [m[j][j] for j in range(1, 7)]}
 
 
 def subtask1_table(strict: Matrix, proportional: Matrix) -> pl.DataFrame:
     """One row per emotion (classes 1-6): counts, weights and P/R/F of the strict and proportional metrics."""
     s, p = matrix_figures(strict), proportional_figures(proportional)
-    cols = _column_sums(strict)
     return pl.DataFrame({
-        "emotion": list(EMOTIONS[1:]),
-        "gold_pairs": [sum(strict[j]) for j in range(1, 7)],
-        "predicted_pairs": cols[1:],
-        "correct": [strict[j][j] for j in range(1, 7)],
+        **_pair_columns(strict),
         "strict_weight": s.weight, "strict_precision": s.precision, "strict_recall": s.recall, "strict_f1": s.f1,
         "gold_spans": [proportional[j][GOLD_SPANS] for j in range(1, 7)],
         "overlap_tokens": [proportional[j][OVERLAP] for j in range(1, 7)],
@@ -246,11 +245,7 @@ def subtask1_table(strict: Matrix, proportional: Matrix) -> pl.DataFrame:
 
 def subtask2_table(matrix: Matrix) -> pl.DataFrame:
     f = matrix_figures(matrix)
-    cols = _column_sums(matrix)
     return pl.DataFrame({
-        "emotion": list(EMOTIONS[1:]),
-        "gold_pairs": [sum(matrix[j]) for j in range(1, 7)],
-        "predicted_pairs": cols[1:],
-        "correct": [matrix[j][j] for j in range(1, 7)],
+        **_pair_columns(matrix),
         "weight": f.weight, "precision": f.precision, "recall": f.recall, "f1": f.f1,
     })
