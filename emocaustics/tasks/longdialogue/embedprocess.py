@@ -4,6 +4,7 @@ a run's LLM calls (`embedfeed.py` feeds it), and the daemon thread that waits on
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -152,26 +153,17 @@ def in_daemon_thread(fn: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
     """`fn(*args)` in a daemon thread. Not `asyncio.to_thread`: `asyncio.run` and the interpreter's exit wait for
     the default executor's threads, so a run whose samples never needed embeddings would still wait for the
     model to finish loading before it could end."""
-    loop = asyncio.get_running_loop()
-    fut: asyncio.Future[Any] = loop.create_future()
-
-    def settle(value: Any, exc: BaseException | None) -> None:
-        if fut.done():
-            return
-        if exc is not None:
-            fut.set_exception(exc)
-        else:
-            fut.set_result(value)
+    # `wrap_future` hands the thread's result to the loop (dropped once the loop has closed); marked running, the
+    # future is not cancelled with a waiter, so the thread never settles a cancelled one.
+    done: concurrent.futures.Future[Any] = concurrent.futures.Future()
+    done.set_running_or_notify_cancel()
 
     def target() -> None:
         try:
-            value, exc = fn(*args), None
+            done.set_result(fn(*args))
         except BaseException as e:  # handed to the awaiting coroutine
-            value, exc = None, e
-        try:
-            loop.call_soon_threadsafe(settle, value, exc)
-        except RuntimeError:  # the loop has closed: nobody waits for this any more
-            pass
+            done.set_exception(e)
 
+    fut = asyncio.wrap_future(done)
     threading.Thread(target=target, name="embed-feed", daemon=True).start()
     return fut
