@@ -87,7 +87,8 @@ def score_from_counts(c: dict[str, float]) -> float | None:
                     ratio(c.get("l2_correct", 0), c.get("l2_total", 0))])
 
 
-def _describe(story: Story, ref: Ref) -> str:
+def describe(story: Story, ref: Ref) -> str:
+    """`event: agent -> target` of the relationship at `ref` (the name both this and the sentiment component list)."""
     ev = story.events[ref[0]]
     r = ev.relationships[ref[1]]
     return f"{event_label(ev)}: {r.agent} -> {r.target}"
@@ -100,7 +101,7 @@ def evaluate_relationships(pred: Story, gt: Story, alignment: Alignment | None =
     rp = pairing or pair_relationships(pred, gt, alignment, resolve)
     if rp.events_with_gt == 0:
         reason = "no ground-truth event has a relationship with both agent and target"
-        return unscored("relationships", reason, len(gt.events), extra=[_describe(pred, r) for r in rp.extra],
+        return unscored("relationships", reason, len(gt.events), extra=[describe(pred, r) for r in rp.extra],
                         metrics=METRICS)
     l1, l2 = Tally(), Tally()
     ok: dict[int, bool] = {}
@@ -108,7 +109,7 @@ def evaluate_relationships(pred: Story, gt: Story, alignment: Alignment | None =
     for p_ref, g_ref in rp.matched:
         p = pred.events[p_ref[0]].relationships[p_ref[1]]
         g = gt.events[g_ref[0]].relationships[g_ref[1]]
-        row: dict[str, Any] = {"pair": _describe(gt, g_ref)}
+        row: dict[str, Any] = {"pair": describe(gt, g_ref)}
         for tally, name, gv, pv in ((l1, "level1", g.level1, p.level1), (l2, "level2", g.level2, p.level2)):
             outcome = classify(gv, pv)
             right = outcome is Outcome.COMPARED and same(gv, pv)
@@ -137,6 +138,6 @@ def evaluate_relationships(pred: Story, gt: Story, alignment: Alignment | None =
     return component_result(
         "relationships", score=score_from_counts(counts), metrics=metrics, counts=counts, gt_incomplete=incomplete,
         skipped_events=len(rp.skipped_events), reason="; ".join(reasons) or None,
-        extra=[_describe(pred, r) for r in rp.extra],
-        missing=[_describe(gt, r) for r in rp.missed],
-        details={"matched": details, "false_positives": [_describe(pred, r) for r in rp.false_pos]}, event_ok=ok)
+        extra=[describe(pred, r) for r in rp.extra],
+        missing=[describe(gt, r) for r in rp.missed],
+        details={"matched": details, "false_positives": [describe(pred, r) for r in rp.false_pos]}, event_ok=ok)

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from emocaustics.tasks.narrative.alignment import Alignment, align_events, event_label
+from emocaustics.tasks.narrative.alignment import Alignment, align_events
 from emocaustics.tasks.narrative.characters import Resolver
 from emocaustics.tasks.narrative.gtmissing import (Outcome, Tally, classify, component_result, mean_of, norm, prf,
                                                    ratio, unscored)
-from emocaustics.tasks.narrative.relationships import RelPairing, pair_relationships, usable
-from emocaustics.tasks.narrative.schema import Relationship, Story
+from emocaustics.tasks.narrative.relationships import RelPairing, describe, pair_relationships, usable
+from emocaustics.tasks.narrative.schema import Story
 from emocaustics.tasks.narrative.taxonomy import Taxonomy, default_taxonomy
 
 METRICS = ("label_precision", "label_recall", "label_f1", "polarity_accuracy")
@@ -39,10 +39,6 @@ def polarity(labels: tuple[str, ...], taxonomy: Taxonomy) -> str:
 def score_from_counts(c: dict[str, float]) -> float | None:
     _, _, f1 = prf(c.get("tp", 0), c.get("fp", 0), c.get("fn", 0))
     return mean_of([f1, ratio(c.get("polarity_correct", 0), c.get("polarity_total", 0))])
-
-
-def _pair_name(rel: Relationship, ev_label: str) -> str:
-    return f"{ev_label}: {rel.agent} -> {rel.target}"
 
 
 def evaluate_sentiment(pred: Story, gt: Story, alignment: Alignment | None = None, resolve: Resolver | None = None,
@@ -64,9 +60,8 @@ def evaluate_sentiment(pred: Story, gt: Story, alignment: Alignment | None = Non
     both_empty = 0
     for p_ref, g_ref in rp.matched:
         p = pred.events[p_ref[0]].relationships[p_ref[1]]
-        g_ev = gt.events[g_ref[0]]
-        g = g_ev.relationships[g_ref[1]]
-        name = _pair_name(g, event_label(g_ev))
+        g = gt.events[g_ref[0]].relationships[g_ref[1]]
+        name = describe(gt, g_ref)
         outcome = classify(g.sentiment, p.sentiment)
         if outcome is Outcome.BOTH_EMPTY:
             both_empty += 1
@@ -90,7 +85,7 @@ def evaluate_sentiment(pred: Story, gt: Story, alignment: Alignment | None = Non
         g = gt.events[ev_i].relationships[rel_i]
         if g.sentiment:
             fn += len({norm(x) for x in g.sentiment})
-            missing.append(_pair_name(g, event_label(gt.events[ev_i])))
+            missing.append(describe(gt, (ev_i, rel_i)))
             ok[ev_i] = False
     counts = {"tp": tp, "fp": fp, "fn": fn, "polarity_correct": pol.correct, "polarity_total": pol.total}
     p_, r_, f_ = prf(tp, fp, fn)
