@@ -153,14 +153,13 @@ def config_statistics(scores: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]
     return ci, pair_table
 
 
-def in_holm_family(pairs: pl.DataFrame, kinds: dict[str, str], a: str = "config_a", b: str = "config_b"
-                   ) -> list[bool]:
-    """Which pairs (columns task, a, b) belong to Holm's family: a calibration row (the oracle, a baseline) is a
+def in_holm_family(pairs: pl.DataFrame, kinds: dict[str, str]) -> list[bool]:
+    """Which pairs (columns task, config_a, config_b) belong to Holm's family: a calibration row (the oracle, a baseline) is a
     reference point whose difference to a model is known before any test, so pairs with one are left out of the
     family whenever their task has a config that is not calibration (else they would inflate it: with 8 dialogues
     "oracle vs model" alone cost a real difference its significance). A task whose configs are all calibration (a
     scoring-only method: human ratings, prediction files) has nothing else to compare: its pairs are the family."""
-    rows = pairs.select("task", a, b).rows()
+    rows = pairs.select("task", "config_a", "config_b").rows()
     evaluated = {task for task, x, y in rows if kinds.get(x) != "calibration" or kinds.get(y) != "calibration"}
     return [task not in evaluated or (kinds.get(x) != "calibration" and kinds.get(y) != "calibration")
             for task, x, y in rows]

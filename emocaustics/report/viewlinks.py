@@ -36,9 +36,10 @@ def viewer_links(run_dir: Path) -> tuple[dict[str, int], dict[tuple[str, str], t
 
 def viewer_section(run_dir: Path, fails: pl.DataFrame) -> list[str]:
     """The viewer's line and a link per config, and the failures table with a link per failed sample."""
-    configs, samples = viewer_links(run_dir)
+    configs, samples = viewer_links(run_dir)  # none without a log: the failures, unlinked
+    failed = [f"<h2>Failures ({fails.height})</h2>", _failures(fails, samples) if fails.height else "<p>None.</p>"]
     if not configs:
-        return [f"<h2>Failures ({fails.height})</h2>", _failures(fails, {}) if fails.height else "<p>None.</p>"]
+        return failed
     where = html.escape(str(run_dir))
     links = " · ".join(f"<a class='viewer' href='{EXPORT}/index.html#/c/{i}'>{html.escape(label)}</a>"
                        for label, i in configs.items())
@@ -49,8 +50,7 @@ def viewer_section(run_dir: Path, fails: pl.DataFrame) -> list[str]:
         f"copy that <code>emocaustics view {where} --export {where}/{EXPORT}</code> writes beside this file "
         f"(offline, shareable with the run folder).</p>",
         f"<p id='viewer-configs'>{links}</p>",
-        f"<h2>Failures ({fails.height})</h2>",
-        _failures(fails, samples) if fails.height else "<p>None.</p>",
+        *failed,
     ]
 
 
