@@ -36,10 +36,9 @@ def plan(kind: str, form: dict[str, Any], folders: Folders, folder: Path) -> tup
         metadata = _path(folders, form, "metadata", "metadata file", required=False)
         if metadata is not None:  # a raw MTurk CSV's metadata (score types, models, qc-model): `--metadata`
             argv += ["--metadata", str(metadata)]
-        if str(form.get("ranking") or "").strip():
-            argv += ["--ranking", str(form["ranking"]).strip()]
-        if str(form.get("qc_threshold") or "").strip():
-            argv += ["--qc-threshold", str(form["qc_threshold"]).strip()]
+        for key, flag in (("ranking", "--ranking"), ("qc_threshold", "--qc-threshold")):  # given: passed on
+            if value := str(form.get(key) or "").strip():
+                argv += [flag, value]
         return f"human process {hits.name}", [("process", argv)]
     if kind == "human-replicate":
         run1, run2 = _path(folders, form, "run1", "run 1"), _path(folders, form, "run2", "run 2")
