@@ -111,7 +111,4 @@ def board_embeddings(board: Any, ticket: int) -> Any:
             raise EmbeddingFailed(str(cause).strip().splitlines()[-1] if str(cause).strip() else
                                   type(cause).__name__) from None
 
-    async def whole() -> np.ndarray:
-        return await upto(None)
-
-    return Embeddings(whole, upto)
+    return Embeddings(lambda: upto(None), upto)
