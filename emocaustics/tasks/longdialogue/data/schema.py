@@ -91,10 +91,7 @@ class Dialogue:
 
     @property
     def holders(self) -> tuple[str, ...]:
-        seen: dict[str, None] = {}
-        for u in self.utterances:
-            seen.setdefault(u.holder, None)
-        return tuple(seen)
+        return tuple(dict.fromkeys(u.holder for u in self.utterances))  # in order of first appearance
 
     def __len__(self) -> int:
         return len(self.utterances)
