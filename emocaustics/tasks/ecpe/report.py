@@ -40,6 +40,10 @@ def config_figures(scores: pl.DataFrame) -> dict[str, dict[int, tuple[dict[str, 
     return out
 
 
+# config -> (official figures, per-emotion table), of one subtask
+ByRun = dict[str, tuple[dict[str, float], pl.DataFrame]]
+
+
 def _fmt(v: float) -> str:
     return "nan" if math.isnan(v) else f"{v:.8f}"  # eight decimals: 0.99999999 stays visibly short of 1
 
@@ -55,53 +59,40 @@ PROPORTIONAL_DETAIL = ("gold_spans", "overlap_tokens", "predicted_tokens", "gold
                        "proportional_recall", "proportional_f1")
 
 
-def official_table(figures: dict[str, dict[int, tuple[dict[str, float], pl.DataFrame]]], subtask: int,
-                   keys: tuple[str, ...] | None = None) -> pl.DataFrame:
-    """One row per config: the official figures of `keys` (default: all of the subtask), as 8-decimal text."""
-    keys = keys or (O.SUBTASK1_KEYS if subtask == 1 else O.SUBTASK2_KEYS)
-    rows = [{"run": run, **{k: _fmt(by[subtask][0][k]) for k in keys}} for run, by in figures.items() if subtask in by]
+def official_table(of: ByRun, keys: tuple[str, ...]) -> pl.DataFrame:
+    """One row per config: the official figures of `keys`, as 8-decimal text."""
+    rows = [{"run": run, **{k: _fmt(scores[k]) for k in keys}} for run, (scores, _) in of.items()]
     return pl.DataFrame(rows, schema={"run": pl.Utf8, **{k: pl.Utf8 for k in keys}})
 
 
-def emotion_table(figures: dict[str, dict[int, tuple[dict[str, float], pl.DataFrame]]], subtask: int) -> pl.DataFrame:
+def emotion_table(of: ByRun) -> pl.DataFrame:
     """One row per (config, emotion): counts and P/R/F1 (weights left out: they are the gold shares, the same for
     every config)."""
-    parts = [by[subtask][1].drop([c for c in by[subtask][1].columns if c.endswith("weight")])
-             .with_columns(pl.lit(run).alias("run")) for run, by in figures.items() if subtask in by]
-    if not parts:
-        return pl.DataFrame()
-    df = pl.concat(parts)
+    df = pl.concat([t.drop([c for c in t.columns if c.endswith("weight")]).with_columns(pl.lit(run).alias("run"))
+                    for run, (_, t) in of.items()])
     return df.select("run", pl.all().exclude("run"))
 
 
-def f1_by_emotion(figures: dict[str, dict[int, tuple[dict[str, float], pl.DataFrame]]], subtask: int,
-                  column: str) -> pl.DataFrame:
+def f1_by_emotion(of: ByRun, column: str) -> pl.DataFrame:
     """At a glance: one row per emotion with its gold count, one column per config holding `column` (an F1)."""
-    runs = [run for run, by in figures.items() if subtask in by]
-    first = figures[runs[0]][subtask][1]
     gold = "gold_spans" if column.startswith("proportional") else "gold_pairs"
-    out = first.select("emotion", gold)
-    for run in runs:
-        out = out.with_columns(figures[run][subtask][1][column].alias(run))
-    return out
+    first = next(iter(of.values()))[1]
+    return first.select("emotion", gold).with_columns(t[column].alias(run) for run, (_, t) in of.items())
 
 
-def _chart(figures: dict[str, dict[int, tuple[dict[str, float], pl.DataFrame]]], subtask: int) -> str | None:
+def _chart(of: ByRun, subtask: int) -> str:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    runs = [run for run, by in figures.items() if subtask in by]
-    if not runs:
-        return None
     column = "strict_f1" if subtask == 1 else "f1"
     emotions = list(O.EMOTIONS[1:])
-    width = 0.8 / len(runs)
+    width = 0.8 / len(of)
     fig, ax = plt.subplots(figsize=(9, 3.2))
-    for i, run in enumerate(runs):
-        values = figures[run][subtask][1][column].to_list()
-        xs = [e + (i - (len(runs) - 1) / 2) * width for e in range(len(emotions))]
+    for i, (run, (_, t)) in enumerate(of.items()):
+        values = t[column].to_list()
+        xs = [e + (i - (len(of) - 1) / 2) * width for e in range(len(emotions))]
         ax.bar(xs, [v if v == v else 0 for v in values], width, label=run, edgecolor="#333", linewidth=0.4)
     ax.set_xticks(range(len(emotions)), emotions)
     ax.set_ylim(0, 1.05)
@@ -124,23 +115,23 @@ def sections(summary: pl.DataFrame, scores: pl.DataFrame) -> list[tuple[str, str
                  "older version): rescore to see them.</p>")]
     out: list[tuple[str, str]] = []
     for st in (1, 2):
-        if not any(st in by for by in figures.values()):
+        of = {run: by[st] for run, by in figures.items() if st in by}  # the configs that scored this subtask
+        if not of:
             continue
-        official = "".join(table(official_table(figures, st, keys)) for keys in OFFICIAL_GROUPS[st])
+        official = "".join(table(official_table(of, keys)) for keys in OFFICIAL_GROUPS[st])
         note = f"<p>{html.escape(NOTE)}</p>" if not out else ""  # said once, above the first subtask's figures
         out.append((f"ECPE subtask {st}: official scores", note + official))
-        detail = emotion_table(figures, st)
+        detail = emotion_table(of)
         if st == 1:
-            glance = (f"<p>Strict F1 per emotion:</p>{table(f1_by_emotion(figures, 1, 'strict_f1'))}"
-                      f"<p>Proportional F1 per emotion:</p>{table(f1_by_emotion(figures, 1, 'proportional_f1'))}")
+            glance = (f"<p>Strict F1 per emotion:</p>{table(f1_by_emotion(of, 'strict_f1'))}"
+                      f"<p>Proportional F1 per emotion:</p>{table(f1_by_emotion(of, 'proportional_f1'))}")
             strict = detail.select("run", "emotion", *STRICT_DETAIL, "strict_precision", "strict_recall", "strict_f1")
             more = (_details("strict: counts, precision, recall and F1 per config and emotion", table(strict))
                     + _details("proportional: tokens, precision, recall and F1 per config and emotion",
                                table(detail.select("run", "emotion", *PROPORTIONAL_DETAIL))))
         else:
-            glance = f"<p>F1 per emotion:</p>{table(f1_by_emotion(figures, 2, 'f1'))}"
+            glance = f"<p>F1 per emotion:</p>{table(f1_by_emotion(of, 'f1'))}"
             more = _details("counts, precision, recall and F1 per config and emotion", table(detail))
-        chart = _chart(figures, st)
-        body = glance + (f"<div class='chart'>{chart}</div>" if chart else "") + more
+        body = glance + f"<div class='chart'>{_chart(of, st)}</div>" + more
         out.append((f"ECPE subtask {st}: per emotion", body))
     return out
