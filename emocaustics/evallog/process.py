@@ -2,11 +2,13 @@
 
 The driver's event loop only pickles each message (a finished sample's raw calls: lists, dicts, strings) and queues
 it; a sender thread writes the bytes to the pipe (the write releases the GIL) and a receiver thread settles each
-message's future with the child's answer, in order. Nobody on the driver's path waits for an answer (the child runs
-at a lower priority and may fall far behind on a busy machine): a message that failed fails the next one handed over
-at once, so the run stops there; only a child `BEHIND` messages behind holds the sender (the memory bound).
-The child ends when the parent stops it, when the pipe closes (the parent died), or when it is killed; a child that
-dies fails every message still waiting with a named error (`EvalLogError`), so nothing waits for it forever.
+message's future with the child's answer, in order. Nobody on the driver's path waits for an answer (the child may
+fall far behind on a busy machine): a message that failed fails the next one handed over at once, so the run stops
+there; only a child `BEHIND` messages behind holds the sender (the memory bound). The child runs at the driver's
+priority: a config's finish waits for it (the report reads the log), and at niceness +10 it was starved there.
+The child ends when the parent stops it, when the pipe closes (the parent detached or died: its backlog written
+first), or when it is killed; a child that dies fails every message still waiting with a named error
+(`EvalLogError`), so nothing waits for it forever.
 A fresh interpreter (`python -m emocaustics.evallog.process`, like the vLLM reaper, `models.reaper`), not a fork (a
 driver holding threads, Ray or an event loop) and not multiprocessing's spawn: that imports the parent's main script
 again in the child, which fails for a script without a `__name__ == "__main__"` guard (a notebook's or a user's script
@@ -26,6 +28,7 @@ import threading
 import traceback
 from collections import deque
 from collections.abc import Callable
+from contextlib import suppress
 from concurrent.futures import Future, wait as wait_for
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -33,7 +36,6 @@ from typing import Any
 
 from emocaustics.core.errors import WriteFailed
 
-NICE = 10  # below the driver, so that on a busy machine its loop goes first (150 dialogues: 0 and 10 measured alike)
 BEHIND = 2000  # messages sent and not answered before `submit` waits for the oldest (a few KB to a MB each)
 STOP_WAIT_S = 120.0  # a stop waits this long for the child's backlog (its lines) before the child is killed
 
@@ -67,7 +69,8 @@ class ChildWriter:
         self._error: EvalLogError | None = None
         self._failed: BaseException | None = None  # an answer that failed: handed to the next message (`submit`)
         self._stopped = False
-        threading.Thread(target=self._send_loop, name="evallog-send", daemon=True).start()
+        self._sender = threading.Thread(target=self._send_loop, name="evallog-send", daemon=True)
+        self._sender.start()
         threading.Thread(target=self._receive_loop, name="evallog-receive", daemon=True).start()
         self.submit(("start", factory, state), "its start")
 
@@ -155,6 +158,15 @@ class ChildWriter:
         threading.Thread(target=self._reap, name="evallog-reap", daemon=True).start()
         return state
 
+    def detach(self) -> None:
+        """Go without waiting for the child's work (a process's exit, a log dropped unclosed): what was handed over
+        goes into the pipe, whose writing end then closes; the child writes its backlog on its own and ends."""
+        self._stopped = True  # later messages fail (`submit`)
+        self._out.put(None)
+        self._sender.join()
+        with socket.socket(fileno=os.dup(self._conn.fileno())) as end:
+            end.shutdown(socket.SHUT_WR)  # the child reads end-of-file after the last message
+
     def _reap(self) -> None:
         try:
             self._proc.wait(10)
@@ -171,24 +183,24 @@ def _serve(conn: Connection) -> None:
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    os.nice(NICE)
     handler: Callable[[tuple], Any] | None = None
     while True:
         try:
             message = conn.recv()
-        except (EOFError, OSError):  # the parent is gone
+        except (EOFError, OSError):  # the parent is gone or detached: everything it sent is written
             return
         try:
             if message[0] == "start":
-                handler, reply = message[1](message[2]), None
+                handler, reply = message[1](message[2]), ("ok", None)
             else:
                 assert handler is not None, "no start message"
-                reply = handler(message)
-            conn.send(("ok", reply))
+                reply = ("ok", handler(message))
         except WriteFailed as exc:
-            conn.send(("write", (exc.what, exc.when)))
+            reply = ("write", (exc.what, exc.when))
         except Exception:
-            conn.send(("error", traceback.format_exc(limit=8)))
+            reply = ("error", traceback.format_exc(limit=8))
+        with suppress(OSError):  # the parent went without waiting (`ChildWriter.detach`): the backlog is still written
+            conn.send(reply)
         if message[0] == "stop":
             return
 

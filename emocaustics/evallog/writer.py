@@ -111,7 +111,8 @@ class EvalLog:
             state = {"root": str(self.root.parent), "prompts": self.prompts, "secrets": self.secrets,
                      "attempt": self.attempt, "known": self.known, "written": self._written}
             self._child = ChildWriter(_serve_log, state, f"eval log of run {self.root.parent}")
-            self._finalizer = weakref.finalize(self, self._child.stop)  # a log dropped unclosed: no orphan child
+            # a log dropped unclosed, or the process's exit: the child ends once it has written what it was sent
+            self._finalizer = weakref.finalize(self, self._child.detach)
         if opens:
             self._open.add(label)
         return self._child.submit(message, f"config {label}, {what}")

@@ -1,4 +1,4 @@
-"""Issue 55 item 3: nothing on the driver's path waits for the eval log's writer process (a child at niceness +10).
+"""Issue 55 item 3: nothing on the driver's path waits for the eval log's writer process (a child that may fall behind).
 
 The experiment that decides the stall: the child is stopped (SIGSTOP, as a starved low-priority process is) while a
 config's samples are solved; every prediction is written at the model's pace all the same, and once the child runs
