@@ -145,13 +145,6 @@ def write_extra_tables(folder: Path, tables: dict[str, list[pl.DataFrame]]) -> l
     return written
 
 
-def config_cost(table: pl.DataFrame) -> float | None:
-    """A config's dollars from its per-sample table: the sum, or None (unknown) when any sample's cost is."""
-    if "cost_usd" not in table.columns or table["cost_usd"].null_count():
-        return None
-    return round(float(table["cost_usd"].sum()), 6)
-
-
 def score_line(cfg: Config, scored: Scored, table: pl.DataFrame, wall: float) -> str:
     """The console's line of a config, `[score LABEL] METRIC VALUE, F failures, N samples, T s`: summary.csv's
     figures (`scoring.headline.headline` of the config's per-sample table: for epochs its reduced rows), named by the
@@ -167,9 +160,10 @@ def score_line(cfg: Config, scored: Scored, table: pl.DataFrame, wall: float) ->
     return f"[score {cfg.label}] {name} {value}, {top['failures']} failures, {top['samples']} samples, {wall} s"
 
 
-def summary_record(cfg: Config, scored: Scored, loaded_defects: int,
-                   table: pl.DataFrame | None = None) -> dict[str, Any]:
+def summary_record(cfg: Config, scored: Scored, loaded_defects: int, table: pl.DataFrame) -> dict[str, Any]:
+    """configs.json's record of a config; its dollars: its samples' sum, or None (unknown) when any sample's is."""
+    cost = table.get_column("cost_usd", default=pl.Series([None]))
     return {"run": cfg.label, "task": cfg.task.name, "method": cfg.options.method, "model": cfg.model,
             "options": cfg.options.model_dump(mode="json"), "summary": scored.summary, "data_defects": loaded_defects,
             "prompts_version": cfg.task.prompts_version,
-            "cost_usd": config_cost(table) if table is not None else None}
+            "cost_usd": None if cost.null_count() else round(float(cost.sum()), 6)}
