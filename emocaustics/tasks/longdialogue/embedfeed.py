@@ -163,30 +163,23 @@ class EmbedFeed:
         await in_daemon_thread(self._process.wait_ready)
         self.marks["embedder_loaded"] = time.time()
 
-    def _next(self) -> dict[str, Any] | None:
+    def _next(self) -> list[dict[str, Any]]:
+        """The samples to embed next (none: nothing to do now). Samples that wait come first, the longest of them
+        first (`_order`); in the background only they, one at a time (the rest stay asked); working ahead, the next
+        samples in order join them in one encode up to GROUP_TEXTS texts."""
         asked = {key for key in self._asked if key in self._futures and not self._futures[key].done()}
-        if asked:  # samples that wait come first, the longest of them first (`_order`); the rest stay asked
-            first = next(it for it in self._order if self.ticket(it) in asked)
-            self._asked = [key for key in asked if key != self.ticket(first)]
-            return first
-        self._asked = []
-        if self.background:
-            return None  # on demand only
-        return next((it for it in self._order if not self._futures[self.ticket(it)].done()), None)
-
-    def _group(self, first: dict[str, Any]) -> list[dict[str, Any]]:
-        """`first` and, working ahead, the next samples to embed with it (asked ones first) up to GROUP_TEXTS texts."""
-        group, size = [first], len(first["texts"])
-        if self.background:
-            return group
-        asked = {key for key in self._asked if not self._futures[key].done()}
-        for it in [*(it for it in self._order if self.ticket(it) in asked), *self._order]:
-            if size >= GROUP_TEXTS:
+        queue = [it for it in self._order if self.ticket(it) in asked]
+        if not self.background:
+            queue += [it for it in self._order
+                      if self.ticket(it) not in asked and not self._futures[self.ticket(it)].done()]
+        group: list[dict[str, Any]] = []
+        size = 0
+        for it in queue:
+            if group and (self.background or size >= GROUP_TEXTS):
                 break
-            if all(it is not g for g in group) and not self._futures[self.ticket(it)].done():
-                group.append(it)
-                size += len(it["texts"])
-        self._asked = [key for key in self._asked if key not in {self.ticket(it) for it in group}]
+            group.append(it)
+            size += len(it["texts"])
+        self._asked = [key for key in asked if key not in {self.ticket(it) for it in group}]
         return group
 
     async def _encode(self, texts: list[str], grouped: bool = False) -> np.ndarray:
@@ -250,13 +243,13 @@ class EmbedFeed:
             return
         while True:
             await self._take_board_asks()
-            if (item := self._next()) is None:
+            if not (group := self._next()):
                 if not self.background or all(f.done() for f in self._futures.values()):
                     break
                 self._ask.clear()
                 await self._ask.wait()  # the next sample that asks
                 continue
-            await self._embed(self._group(item))
+            await self._embed(group)
 
     async def close(self) -> None:
         if self._worker is not None and not self._worker.done():
