@@ -80,16 +80,9 @@ CHAIN_MERGE = Template(
 NO_EVENTS = "（暂无）"
 UNKNOWN = "未知"
 
-TEMPLATES: dict[str, str] = {
-    "system": SYSTEM,
-    "direct_sextuple": DIRECT_SEXTUPLE.template,
-    "rag_sextuple": RAG_SEXTUPLE.template,
-    "window_pass1": WINDOW_PASS1.template,
-    "window_pass2": WINDOW_PASS2.template,
-    "chain_direct": CHAIN_DIRECT.template,
-    "chain_window": CHAIN_WINDOW.template,
-    "chain_merge": CHAIN_MERGE.template,
-}
+# The system text and every template above, by its name in lower case: a template added here is versioned with them.
+TEMPLATES: dict[str, str] = {"system": SYSTEM, **{name.lower(): value.template for name, value in list(globals().items())
+                                                  if isinstance(value, Template)}}
 
 # Recorded in every run manifest: a change to any template changes it (and, through the messages, the cache keys).
 PROMPTS_VERSION = "v1-" + hashlib.sha256("\x00".join(f"{k}={v}" for k, v in sorted(TEMPLATES.items())).encode()).hexdigest()[:12]
