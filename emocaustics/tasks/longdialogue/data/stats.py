@@ -35,21 +35,19 @@ def compute(dialogues: Sequence[Dialogue], corpus: Corpus) -> dict[str, Any]:
     emo_files = {f for d in corpus.dialogues.values() for f in d.emo_files} | {
         x.file for x in defects if x.file.startswith("emo_")}
     sentiments: Counter[str] = Counter()
-    for d in dialogues:
-        for u in d.utterances:
-            sentiments[normalise_label(u.gt.sentiment) if u.gt else ""] += 1
-    states: Counter[str] = Counter(normalise_label(e.state) for d in dialogues if d.chains
-                                   for evs in d.chains.values() for ev in evs for e in ev.emotions)
+    states: Counter[str] = Counter()
     # noise of the selection, by raw label (so "Neutral" is not noise but "doubtful" and '' are)
     noise: Counter[str] = Counter()
     for d in dialogues:
         for u in d.utterances:
             raw = u.gt.sentiment if u.gt else ""
+            sentiments[normalise_label(raw)] += 1
             if normalise_label(raw) not in LABELS:
                 noise[f"sentiment:{raw!r}"] += 1
         for evs in (d.chains or {}).values():
             for ev in evs:
                 for e in ev.emotions:
+                    states[normalise_label(e.state)] += 1
                     if normalise_label(e.state) not in LABELS:
                         noise[f"state:{e.state!r}"] += 1
     kinds = Counter(x.kind for x in defects)
