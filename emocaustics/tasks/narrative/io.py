@@ -71,7 +71,8 @@ class Pairing:
     duplicates: list[str] = field(default_factory=list)  # a story with both <s>.json and <s>_pred.json predictions
 
 
-def _by_name(folder: Path) -> tuple[dict[str, Path], list[str]]:
+def by_name(folder: Path) -> tuple[dict[str, Path], list[str]]:
+    """A folder's .json files by story name (the pairing rule of `score` and `run` alike), and the name clashes."""
     found: dict[str, Path] = {}
     dups: list[str] = []
     for path in sorted(folder.glob("*.json")):
@@ -89,8 +90,8 @@ def pair_folders(pred_dir: Path, gt_dir: Path) -> Pairing:
     for d, what in ((pred_dir, "prediction"), (gt_dir, "ground-truth")):
         if not d.is_dir():
             raise UsageError(f"{what} folder {d} does not exist")
-    preds, dup_p = _by_name(pred_dir)
-    gts, dup_g = _by_name(gt_dir)
+    preds, dup_p = by_name(pred_dir)
+    gts, dup_g = by_name(gt_dir)
     if not gts:
         raise UsageError(f"no .json files in the ground-truth folder {gt_dir}")
     out = Pairing(duplicates=dup_p + dup_g)

@@ -21,7 +21,7 @@ from emocaustics.core.errors import UsageError
 from emocaustics.core.task import (DatasetOptions, Defect, Failure, Loaded, Methods, Options, Placement, Sample,
                                    ScoreContext, Scored, SolveFailed, Task)
 from emocaustics.tasks.narrative.data import gt_dir, locate
-from emocaustics.tasks.narrative.io import PRED_SUFFIX, decode, missing_prediction, write_story
+from emocaustics.tasks.narrative.io import PRED_SUFFIX, by_name, decode, missing_prediction, story_name, write_story
 from emocaustics.tasks.narrative.prompts import PROMPTS_VERSION
 from emocaustics.scoring.fanout import wants_ray
 from emocaustics.tasks.narrative.rayscore import RAY_ABOVE, score_samples_ray
@@ -46,13 +46,6 @@ class NarrativeDataset(DatasetOptions):
     stories: list[str] | None = None  # only these story names
 
 
-def _pred_file(folder: Path, name: str) -> Path | None:
-    for candidate in (folder / f"{name}{PRED_SUFFIX}.json", folder / f"{name}.json"):
-        if candidate.is_file():
-            return candidate
-    return None
-
-
 class NarrativeTask(Task):
     name: ClassVar[str] = "narrative"
     description: ClassVar[str] = ("JSON-v3 narrative annotation (characters, events, relationships, sentiment, "
@@ -68,6 +61,7 @@ class NarrativeTask(Task):
         root = locate(dataset.data)
         gts = gt_dir(root, dataset.gt)
         preds = root / dataset.pred
+        pred_files = by_name(preds)[0] if preds.is_dir() else {}
         files = sorted(gts.glob("*.json"))
         wanted = set(dataset.stories or ())
         if wanted:
@@ -84,7 +78,7 @@ class NarrativeTask(Task):
                 story = parse_story(raw, str(path), path.stem)
             except NarrativeFormatError as exc:
                 story = exc
-            pred_file = _pred_file(preds, path.stem) if preds.is_dir() else None
+            pred_file = pred_files.get(story_name(path))  # paired as `score narrative` pairs (io.pair_folders)
             meta: dict[str, Any] = {"gt_file": str(path), "pred_file": str(pred_file) if pred_file else None,
                                     "pred_dir": str(preds), "cluster": path.stem}  # a sample is one story
             if isinstance(story, NarrativeFormatError):
