@@ -131,9 +131,3 @@ class Corpus:
     defects: list[Defect] = field(default_factory=list)
     root: str = ""
     pairing: str = "verified"  # "verified" (default) or "published" (pair by file number, as the reference code)
-
-    def select(self, ids: list[int]) -> list[Dialogue]:
-        missing = [i for i in ids if i not in self.dialogues]
-        if missing:
-            raise KeyError(f"dialogue ids not in {self.root or 'the dataset'}: {missing[:10]}")
-        return [self.dialogues[i] for i in ids]

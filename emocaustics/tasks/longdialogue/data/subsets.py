@@ -60,4 +60,4 @@ def resolve(subset: str | None, ids: list[int] | None, *, root: str | Path | Non
         if outside:
             raise UsageError(f"ids {outside[:10]} are not in subset {name!r} of {corpus.root}")
         chosen = list(dict.fromkeys(ids))
-    return corpus.select(chosen), corpus
+    return [corpus.dialogues[i] for i in chosen], corpus  # every id checked above
