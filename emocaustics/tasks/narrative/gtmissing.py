@@ -18,7 +18,7 @@ has `score: None`, `gt_incomplete: True`, a reason and how many events were skip
 from __future__ import annotations
 
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from enum import Enum
 from typing import Any
 
@@ -93,15 +93,8 @@ class Tally:
     both_empty: int = 0
 
     def add(self, outcome: Outcome, correct: bool = False) -> None:
-        if outcome is Outcome.COMPARED:
-            self.compared += 1
-            self.correct += int(correct)
-        elif outcome is Outcome.MISSING:
-            self.missing += 1
-        elif outcome is Outcome.EXTRA:
-            self.extra += 1
-        else:
-            self.both_empty += 1
+        setattr(self, outcome.value, getattr(self, outcome.value) + 1)  # each outcome counts in its own field
+        self.correct += int(correct and outcome is Outcome.COMPARED)
 
     @property
     def total(self) -> int:
@@ -115,8 +108,7 @@ class Tally:
         return ratio(self.correct, self.total)
 
     def to_json(self) -> dict[str, int]:
-        return {"correct": self.correct, "compared": self.compared, "missing": self.missing, "extra": self.extra,
-                "both_empty": self.both_empty}
+        return asdict(self)
 
 
 def component_result(component: str, *, score: float | None, metrics: dict[str, float | None],
