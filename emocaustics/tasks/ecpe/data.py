@@ -40,13 +40,8 @@ SOURCE = DataSource(
            "these files to another repository."))
 
 
-def locate(data: str | Path | None = None) -> Path:
-    """The data folder: `data` if given, else $EMOCAUSTICS_ECAC_DATA, else the fetch cache (`SOURCE.locate`)."""
-    return SOURCE.locate(data)
-
-
-def fetch(dest: Path | None = None, *, url: str = URL) -> Path:
-    return SOURCE.fetch(dest, urls=(url,))
+# The data folder (`data` if given, else $EMOCAUSTICS_ECAC_DATA, else the fetch cache) and its download: SOURCE's.
+locate, fetch = SOURCE.locate, SOURCE.fetch
 
 
 # -- samples ------------------------------------------------------------------------------------------------------
