@@ -137,7 +137,7 @@ class EmbedFeed:
         return int(item[KEY])
 
     def _post_end(self, key: int, fut: asyncio.Future[np.ndarray]) -> None:
-        if fut.cancelled():
+        if self.board is None or fut.cancelled():  # no board: samples take their rows from the futures
             return
         exc = fut.exception()
         if exc is None:
@@ -220,8 +220,7 @@ class EmbedFeed:
                 self._futures[self.ticket(it)].set_result(
                     np.concatenate(parts) if parts else np.zeros((0, 0), dtype=np.float32))
         for it in group:
-            if self.board is not None:
-                self._post_end(self.ticket(it), self._futures[self.ticket(it)])
+            self._post_end(self.ticket(it), self._futures[self.ticket(it)])
         async with self._progress:
             self._progress.notify_all()
 
@@ -238,8 +237,7 @@ class EmbedFeed:
             for key, fut in self._futures.items():
                 if not fut.done():
                     fut.set_exception(RuntimeError(f"embedder failed to load: {type(exc).__name__}: {exc}"))
-                    if self.board is not None:
-                        self._post_end(key, fut)
+                    self._post_end(key, fut)
             return
         while True:
             await self._take_board_asks()
