@@ -50,12 +50,10 @@ def view_sample(input: Any, target: Any, prediction: Any, items: list[dict[str, 
                      "columns": ["utt", "holder", "sentence", "gold sextuple", "predicted sextuple", "points"],
                      "rows": rows, "marks": marks})
     if isinstance(prediction, dict) or not per_utt:
-        gold_rows = _chains(inp.get("chains"))
-        sections.append({"title": "Gold event chains", "kind": "table", "columns": ["holder", "event", "text",
-                         "emotions"], "rows": gold_rows, "marks": [None] * len(gold_rows)})
-        pred_rows = _chains(prediction if isinstance(prediction, dict) else {})
-        sections.append({"title": "Predicted event chains", "kind": "table", "columns": ["holder", "event", "text",
-                         "emotions"], "rows": pred_rows, "marks": [None] * len(pred_rows)})
+        for title, chains in (("Gold event chains", inp.get("chains")), ("Predicted event chains", prediction)):
+            chain_rows = _chains(chains)  # a prediction that is not a chains object has none
+            sections.append({"title": title, "kind": "table", "columns": ["holder", "event", "text", "emotions"],
+                             "rows": chain_rows, "marks": [None] * len(chain_rows)})
     events = [it for it in items if it.get("gt_event") is not None or it.get("kind") is not None]
     if events:
         matched = sum(1 for it in events if it.get("event_matched"))
