@@ -40,7 +40,11 @@ class Taxonomy:
         key = norm(label)
         if key in POLARITIES:
             return key
-        return _norm_map(self.sentiments).get(key, "unknown")
+        return self._polarity_of.get(key, "unknown")
+
+    @functools.cached_property
+    def _polarity_of(self) -> dict[str, str]:
+        return {norm(k): v for k, v in self.sentiments.items()}  # by normalised label, built once per taxonomy
 
     def level2s(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(v for vs in self.relationships.values() for v in vs))
@@ -84,15 +88,6 @@ class Taxonomy:
                 check(ev.action.get(field), allowed, f"{ev.path}.action_layer.{field}",
                       f"{field} (under {cat})" if cat else field)
         return out
-
-
-@functools.lru_cache(maxsize=64)
-def _norm_map_cached(items: tuple[tuple[str, str], ...]) -> dict[str, str]:
-    return {norm(k): v for k, v in items}
-
-
-def _norm_map(d: dict[str, str]) -> dict[str, str]:
-    return _norm_map_cached(tuple(d.items()))
 
 
 # -- loading -------------------------------------------------------------------------------------------------------
