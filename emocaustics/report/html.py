@@ -37,12 +37,12 @@ dl.legend dt{font-family:ui-monospace,monospace;overflow-wrap:anywhere}dl.legend
 """
 
 
-def svg(fig, text_as_text: bool = False) -> str:
-    """The figure as inline SVG. With `text_as_text` the labels stay <text> elements (searchable, testable)."""
+def svg(fig) -> str:
+    """The figure as inline SVG, its labels drawn as paths (the same on every machine, whatever fonts it has)."""
     import matplotlib.pyplot as plt
 
     buf = io.StringIO()
-    with plt.rc_context({"svg.fonttype": "none" if text_as_text else "path"}):
+    with plt.rc_context({"svg.fonttype": "path"}):
         fig.savefig(buf, format="svg", bbox_inches="tight")
     plt.close(fig)
     text = buf.getvalue()

@@ -228,7 +228,7 @@ def summary_markdown(summary: pl.DataFrame, pairs: pl.DataFrame, title: str) -> 
     shown = legend(main.columns, comps, option_columns(summary))
     text += "\n## Columns\n\n" + "".join(f"- `{c}`: {doc}\n" for c, doc in shown)
     if pairs.height:
-        fam = pairs.filter(pl.col("family") == "configs") if "family" in pairs.columns else pairs
+        fam = pairs.filter(pl.col("family") == "configs")  # config_statistics gives every pair its family
         text += (f"\nPaired tests between configs of the same task (approximate randomisation, Holm over "
                  f"{fam.height} pairs; significance.csv): {fam.filter(pl.col('significant')).height} significant at "
                  "0.05.")
