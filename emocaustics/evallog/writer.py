@@ -13,11 +13,11 @@ sample's latest). Compaction is idempotent (rows are unique by key), so a crash 
 the staged lines back, at the config's end or (a killed attempt's) at the next run's start: one path for both.
 All of that work (chunking each finished recorder, encoding and staging its line, building the tables) runs in a child
 process (`process.ChildWriter`, started at a run's first sample, stopped when its last open config is finished, or
-by `close`): in a thread of the driver it held the GIL against the event loop that drives the calls. The driver only
-pickles each finished sample's raw calls; its prediction is written without waiting for the line (the child, at a
-lower priority, catches up behind; a config's `finish` waits for it), so a run killed outright may keep a prediction
-whose line was not written yet. A line that fails, or a child that dies, fails the next sample handed over (or the
-`finish`) with an `EvalLogError` naming the run folder and the config: the run stops there.
+by `close`; at the process's exit it finishes on its own): in a thread of the driver it held the GIL against the
+event loop that drives the calls. The driver only pickles each finished sample's raw calls; its prediction is written
+without waiting for the line (the child catches up behind; a config's `finish` waits for it), so a run killed outright
+may keep a prediction whose line was not written yet. A line that fails, or a child that dies, fails the next sample
+handed over (or the `finish`) with an `EvalLogError` naming the run folder and the config: the run stops there.
 A write that fails (a full disk) stops the run with one line naming its path (`core.writes.WriteFailed`); the lines
 and tables written before it stay whole.
 Secrets (values of the environment's key/token/password variables) are replaced before anything is written, and a
