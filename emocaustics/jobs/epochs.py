@@ -14,6 +14,7 @@ reduces each sample's per-epoch scores, and its corpus summary is each epoch's (
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -144,12 +145,10 @@ def reduce_table(epoch_frame: pl.DataFrame, reducer: str) -> pl.DataFrame:
 
 
 def _summed(stats: list[dict[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
-    """Each sample's cost over the epochs."""
-    out: dict[str, dict[str, Any]] = {}
+    """Each sample's cost over the epochs: its numbers summed (a Counter adds them), the rest left out."""
+    out: dict[str, Counter] = {}
     for per in stats:
         for sid, row in per.items():
-            acc = out.setdefault(sid, {})
-            for k, v in row.items():
-                if isinstance(v, (int, float)) and not isinstance(v, bool):
-                    acc[k] = acc.get(k, 0) + v
+            out.setdefault(sid, Counter()).update(
+                {k: v for k, v in row.items() if isinstance(v, (int, float)) and not isinstance(v, bool)})
     return out
