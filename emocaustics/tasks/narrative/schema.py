@@ -19,6 +19,7 @@ issues and the span is scored by its offsets.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -123,26 +124,19 @@ class _Reader:
     def fail(self, path: str, message: str) -> NarrativeFormatError:
         return NarrativeFormatError(message, file=self.file, field=path)
 
-    def obj(self, value: Any, path: str) -> dict[str, Any]:
+    def of(self, kind: type, value: Any, path: str) -> Any:
+        """`value` when it is a `kind` (dict, list or str), the empty one for null, else the error at `path`."""
         if value is None:
-            return {}
-        if not isinstance(value, dict):
-            raise self.fail(path, f"expected an object, found {_type_name(value)}")
+            return kind()
+        if not isinstance(value, kind):
+            raise self.fail(path, f"expected {_type_name(kind())}, found {_type_name(value)}")
         return value
 
-    def lst(self, value: Any, path: str) -> list[Any]:
-        if value is None:
-            return []
-        if not isinstance(value, list):
-            raise self.fail(path, f"expected a list, found {_type_name(value)}")
-        return value
+    obj = functools.partialmethod(of, dict)
+    lst = functools.partialmethod(of, list)
 
     def text(self, value: Any, path: str) -> str | None:
-        if value is None:
-            return None
-        if not isinstance(value, str):
-            raise self.fail(path, f"expected a string, found {_type_name(value)}")
-        return value.strip() or None
+        return self.of(str, value, path).strip() or None
 
     def texts(self, value: Any, path: str) -> tuple[str, ...]:
         """A string or a list of strings (blank entries dropped: they carry nothing)."""
