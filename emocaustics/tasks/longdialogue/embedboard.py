@@ -31,12 +31,8 @@ class EmbeddingBoard:
         self._total: dict[int, int] = {}  # ticket -> the sample's row count, once all are embedded
         self._failed: dict[int, str] = {}
         self._asked: list[int] = []
-        self._changed: asyncio.Condition | None = None  # made on the actor's own loop, at first use
-
-    def _cond(self) -> asyncio.Condition:
-        if self._changed is None:
-            self._changed = asyncio.Condition()
-        return self._changed
+        # bound to the actor's own loop at first use (asyncio's primitives take no loop when made, since 3.10)
+        self._changed = asyncio.Condition()
 
     async def post(self, ticket: int, start: int, rows: np.ndarray) -> None:
         """Rows `start`.. of the ticket's sample."""
@@ -47,19 +43,19 @@ class EmbeddingBoard:
             while have in parts:  # rows from 0 up to the first gap
                 have += len(parts[have])
             self._rows[ticket] = have
-        async with self._cond():
-            self._cond().notify_all()
+        async with self._changed:
+            self._changed.notify_all()
 
     async def end(self, ticket: int, total: int) -> None:
         """Every row of the ticket's sample is embedded: `total` of them (some may still be on their way)."""
         self._total[ticket] = total
-        async with self._cond():
-            self._cond().notify_all()
+        async with self._changed:
+            self._changed.notify_all()
 
     async def fail(self, ticket: int, reason: str) -> None:
         self._failed[ticket] = reason
-        async with self._cond():
-            self._cond().notify_all()
+        async with self._changed:
+            self._changed.notify_all()
 
     def _done(self, ticket: int) -> bool:
         return ticket in self._total and self._rows.get(ticket, 0) >= self._total[ticket]
@@ -71,8 +67,8 @@ class EmbeddingBoard:
 
         if not ready():
             self._asked.append(ticket)
-            async with self._cond():
-                await self._cond().wait_for(ready)
+            async with self._changed:
+                await self._changed.wait_for(ready)
         if ticket in self._failed:
             raise RuntimeError(self._failed[ticket])
         have = self._rows.get(ticket, 0)
