@@ -41,22 +41,19 @@ def read_prior(src: Path, dialogues: list[int]) -> dict[str, Any]:
         raise FileNotFoundError(f"{src} is not a directory")
     # `output_chat_N.json` as we write them, or `chat_N.json`
     files = {int(m.group(1)): p for p in src.iterdir() if (m := _PRED_RE.match(p.name))}
-    found: dict[str, Any] = {}
-    for d in dialogues:
-        path = files.get(d)
-        if path is None:
-            found[str(d)] = Failure("input", f"no sextuple prediction (output_)chat_{d}.json in {src}")
-            continue
-        try:
-            obj = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            found[str(d)] = Failure("input", f"{path}: unreadable sextuple prediction: {exc}")
-            continue
-        if not isinstance(obj, list) or not all(isinstance(r, dict) for r in obj):
-            found[str(d)] = Failure("input", f"{path}: a sextuple prediction must be a list of records")
-            continue
-        found[str(d)] = obj
-    return found
+    return {str(d): _prior(files.get(d), d, src) for d in dialogues}
+
+
+def _prior(path: Path | None, d: int, src: Path) -> Any:
+    if path is None:
+        return Failure("input", f"no sextuple prediction (output_)chat_{d}.json in {src}")
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return Failure("input", f"{path}: unreadable sextuple prediction: {exc}")
+    if not isinstance(obj, list) or not all(isinstance(r, dict) for r in obj):
+        return Failure("input", f"{path}: a sextuple prediction must be a list of records")
+    return obj
 
 
 class DialogueStore:
