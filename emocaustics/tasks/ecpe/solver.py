@@ -109,32 +109,24 @@ RawPair = tuple[int, str, int, str]  # (emotion utterance, emotion, cause uttera
 def build_prediction(conv: Conversation, raw: list[RawPair], *, causes_up_to_emotion: bool) -> dict[str, Any]:
     """Official pair lists from the model's pairs: ids checked (a bad one is dropped with its reason: only a
     backend without guided decoding can produce it), spans located, duplicates merged and counted."""
-    out: dict[str, Any] = {"subtask1": [], "subtask2": [], "spans": [], "span_misses": 0, "duplicates": 0,
-                           "dropped": []}
-    seen1: set[tuple[str, str]] = set()
-    seen2: set[tuple[str, str]] = set()
+    spans: dict[tuple[str, str], str] = {}  # subtask-1 pair -> the model's span text (the first of its duplicates)
+    pairs2: dict[tuple[str, str], None] = {}
+    dropped: list[str] = []
+    located = misses = 0
     n = len(conv)
     for eu, emotion, cu, span in raw:
         if not (1 <= eu <= n and 1 <= cu <= n):
-            out["dropped"].append(f"utterance number out of 1..{n}: emotion {eu}, cause {cu}")
+            dropped.append(f"utterance number out of 1..{n}: emotion {eu}, cause {cu}")
             continue
         if causes_up_to_emotion and cu > eu:
-            out["dropped"].append(f"cause utterance {cu} after emotion utterance {eu}")
+            dropped.append(f"cause utterance {cu} after emotion utterance {eu}")
             continue
         start, end, found = locate_span(span, conv.texts[cu - 1])
-        out["span_misses"] += not found
-        p1 = (f"{eu}_{emotion}", f"{cu}_{start}_{end}")
-        if p1 in seen1:
-            out["duplicates"] += 1
-        else:
-            seen1.add(p1)
-            out["subtask1"].append(list(p1))
-            out["spans"].append(span)
-        p2 = (f"{eu}_{emotion}", str(cu))
-        if p2 not in seen2:
-            seen2.add(p2)
-            out["subtask2"].append(list(p2))
-    return out
+        located, misses = located + 1, misses + (not found)
+        spans.setdefault((f"{eu}_{emotion}", f"{cu}_{start}_{end}"), span)
+        pairs2.setdefault((f"{eu}_{emotion}", str(cu)))
+    return {"subtask1": [list(p) for p in spans], "subtask2": [list(p) for p in pairs2], "spans": list(spans.values()),
+            "span_misses": misses, "duplicates": located - len(spans), "dropped": dropped}
 
 
 async def solve_direct(asker: Any, conv: Conversation, max_pairs: int) -> dict[str, Any]:

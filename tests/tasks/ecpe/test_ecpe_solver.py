@@ -45,6 +45,7 @@ def test_direct_one_call_spans_located_by_the_token_rule():
     assert pred["subtask1"] == [["2_sadness", "1_0_4"], ["3_joy", "3_0_7"]]
     assert pred["subtask2"] == [["2_sadness", "1"], ["3_joy", "3"]]
     assert (pred["span_misses"], pred["duplicates"]) == (1, 1)
+    assert pred["spans"] == ["I lost my job .", "got a brand new one"]  # the model's text, the first of duplicates
     assert pred["dropped"] == ["utterance number out of 1..3: emotion 9, cause 3"]  # only a non-guided backend
     assert set(pred) == {"subtask1", "subtask2", "spans", "span_misses", "duplicates", "dropped", "no_cause"}
     req = llm.requests[0]
