@@ -277,8 +277,8 @@ async def _rows(pending: Any) -> Any:
 async def start_feed(texts: dict[str, list[str]], embedder_spec: str | None, in_process: bool,
                      marks: dict[str, float], *, ahead: bool) -> EmbedFeed:
     """The embedding feed of a run's side texts (sample id -> texts), started now beside the model's calls; with
-    replicas (not `in_process`), its board. `ahead`: the solver waits on every sample's rows (`embeds_ahead`)."""
-    # In this process (an endpoint) a solver that consults embeddings only now and then (`embeds_ahead` False) lets
+    replicas (not `in_process`), its board. `ahead`: the solver waits on every sample's rows (`rag`)."""
+    # In this process (an endpoint) a solver that consults embeddings only now and then (`window`) lets
     # the embedder yield the CPU to the loop that drives the calls; for a replica the embedder runs at full priority
     # (niced, it starved behind a CPU engine and held window dialogues back). A model in Ray actors may be a CPU
     # engine on these cores: the embedder then takes half of them.

@@ -32,16 +32,13 @@ class DialogueSide:
         needs = self.task.extract_config(options).needs_embeddings(item["prior"] is not None, len(item["sentences"]))
         return list(item["sentences"]) if needs else None
 
-    def embeds_ahead(self, options: Options) -> bool:
-        """`window` consults embeddings only when an answer names no known event; `rag` waits on every utterance's."""
-        return options.method != "window"
-
     async def feed(self, texts: dict[str, list[str]], options: Options, embedder_spec: str | None, in_process: bool,
                    marks: dict[str, float]) -> Any:
         """The run's embedding feed of these utterances (dialogue id -> texts), started now beside the calls."""
         from emocaustics.tasks.longdialogue.embedfeed import start_feed
 
-        return await start_feed(texts, embedder_spec, in_process, marks, ahead=self.embeds_ahead(options))
+        # ahead: `rag` waits on every utterance's rows; `window` consults them only when an answer names no known event
+        return await start_feed(texts, embedder_spec, in_process, marks, ahead=options.method != "window")
 
     def builds_on(self, options: Options, model: str | None, candidates: list[tuple[str, Any, Any, str]]) -> str | None:
         """A chain `window` config builds on the same model's sextuple `window` config (with default extraction
