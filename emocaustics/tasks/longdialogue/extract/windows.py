@@ -31,17 +31,13 @@ class Window:
         return range(self.new_start, self.end)
 
 
-def check_window_params(k: int, s: int) -> None:
-    """K and S must be positive and S <= K (a step larger than the window would skip utterances' context)."""
+def windows(n: int, k: int, s: int) -> list[Window]:
+    """The windows over a dialogue of n utterances, in order. K and S must be positive and S <= K (a step larger than
+    the window would skip utterances' context)."""
     if k < 1 or s < 1:
         raise ValueError(f"window K={k} and step S={s} must both be >= 1")
     if s > k:
         raise ValueError(f"step S={s} is larger than window K={k}: the absorbed utterances would not all be shown")
-
-
-def windows(n: int, k: int, s: int) -> list[Window]:
-    """The windows over a dialogue of n utterances, in order."""
-    check_window_params(k, s)
     out: list[Window] = []
     for i, new_start in enumerate(range(0, n, s)):
         end = min(n, new_start + s)
