@@ -26,17 +26,14 @@ SELF_WORDS = frozenset({"self", "myself", "自己", "本人", "自身"})
 
 # ---------------------------------------------------------------------------------------------------------- reading
 
-def _line_col(text: str, pos: int) -> tuple[int, int]:
-    line = text.count("\n", 0, pos) + 1
-    return line, pos - (text.rfind("\n", 0, pos) + 1) + 1
-
-
 def decode(data: bytes, file: str, *, repair: bool = False) -> tuple[str | None, Defect | None]:
     """UTF-8 text (a BOM is accepted); other bytes are an `encoding` defect, or with `repair` a GB18030 reading."""
     try:
         return data.decode("utf-8-sig"), None
     except UnicodeDecodeError as exc:
-        line, col = _line_col(data[: exc.start].decode("utf-8", "replace"), exc.start)
+        before = data[: exc.start].decode("utf-8", "replace")
+        line = before.count("\n", 0, exc.start) + 1
+        col = exc.start - (before.rfind("\n", 0, exc.start) + 1) + 1
         msg = f"not UTF-8: byte 0x{data[exc.start]:02x} at offset {exc.start}"
         if repair:
             try:
