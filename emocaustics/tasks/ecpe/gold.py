@@ -28,9 +28,7 @@ def read_gold(records: Any, subtask: int, file: str) -> Gold:
         raw_pairs = _pairs_list(rec, raw, file, problems)
         for n, x in enumerate(raw_pairs, 1):
             try:
-                if not isinstance(x, list | tuple) or len(x) != 2:
-                    raise _Bad("malformed_pair", "a pair must be a list of two strings")
-                eu, emo = _emotion_part(x[0])
+                eu, emo = _emotion_part(x)
                 if subtask == 1:
                     if not isinstance(x[1], str) or "_" not in x[1]:
                         raise _Bad("malformed_pair", "a gold cause must be '<utterance>_<span text>'")

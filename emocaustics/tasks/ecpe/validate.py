@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -53,8 +53,7 @@ class Problem:
         return f"{', '.join(where)}: {self.severity} {self.kind}: {self.message}"
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "severity": self.severity, "file": self.file, "conversation": self.conversation,
-                "pair": self.pair, "value": self.value, "message": self.message}
+        return {k: v for k, v in asdict(self).items() if k != "field"}
 
     def as_error(self, more: str = "") -> DataError:
         """The problem as the one-line error of the command line: file, record (conversation), field (the pair)."""
@@ -138,8 +137,11 @@ def parse_json(text: str, file: str) -> Any:
 
 
 # -- the parts of a pair ------------------------------------------------------------------------------------------
-def _emotion_part(value: Any) -> tuple[int, int]:
-    """`"5_surprise"` -> (5, 6)."""
+def _emotion_part(pair: Any) -> tuple[int, int]:
+    """A pair (two parts) whose first part is `"5_surprise"` -> (5, 6)."""
+    if not isinstance(pair, list | tuple) or len(pair) != 2:
+        raise _Bad("malformed_pair", "a pair must be a list of two strings")
+    value = pair[0]
     if not isinstance(value, str):
         raise _Bad("malformed_pair", f"the emotion part must be a string '<utterance>_<emotion>', not {shown(value)}")
     parts = value.split("_")
@@ -262,9 +264,7 @@ def check_prediction(records: Any, subtask: int, file: str, gold: Gold | None = 
         parsed: list[tuple[int, ...]] = []
         for n, x in enumerate(pairs, 1):
             try:
-                if not isinstance(x, list | tuple) or len(x) != 2:
-                    raise _Bad("malformed_pair", "a pair must be a list of two strings")
-                eu, emo = _emotion_part(x[0])
+                eu, emo = _emotion_part(x)
                 pair: tuple[int, ...] = (eu, *_cause_indices(x[1]), emo) if subtask == 1 \
                     else (eu, _cause_utterance(x[1]), emo)
             except _Bad as bad:
