@@ -88,23 +88,19 @@ class EventBucket:
         name = _norm(name)
         return next((ev for ev in self.events if _norm(ev.event) == name), None) if name else None
 
-    def apply(self, j: int, holder: str, decision: Decision, new_name: str, log_line: str) -> BucketEvent:
-        if decision.rule == "new":
-            ev = BucketEvent(id=len(self.events), event=new_name.strip() or f"事件{len(self.events) + 1}")
+    def update(self, j: int, holder: str, llm_event_id: int, llm_event_name: str, log_line: str,
+               emb: np.ndarray | None) -> Decision:
+        d = self.decide(j, llm_event_id, llm_event_name, emb)
+        if d.rule == "new":
+            ev = BucketEvent(id=len(self.events), event=llm_event_name.strip() or f"事件{len(self.events) + 1}")
             self.events.append(ev)
         else:
-            ev = self.events[decision.event_id]
+            ev = self.events[d.event_id]
         if holder not in ev.holders:
             ev.holders.append(holder)
         ev.sentence_ids.append(j)
         ev.log.append((j, log_line.strip()))
         self.assignment[j] = ev.id
-        return ev
-
-    def update(self, j: int, holder: str, llm_event_id: int, llm_event_name: str, log_line: str,
-               emb: np.ndarray | None) -> Decision:
-        d = self.decide(j, llm_event_id, llm_event_name, emb)
-        self.apply(j, holder, d, llm_event_name, log_line)
         return d
 
     def on_show(self, max_events: int) -> list[BucketEvent]:
