@@ -162,12 +162,10 @@ class EcpeTask(Task):
                     status, reason = "failed", f"the prediction has no subtask{st} pair list"
                 empty = counts.is_empty() and status == "ok"
                 for k, v in counts.metric_values(st).items():
-                    if empty and k.endswith("_f1"):
-                        rows.append({"sample_id": sample.id, "metric": k, "value": None, "status": "unscored",
-                                     "reason": "no gold and no predicted pair: F1 is 0 / 0"})
-                    else:
-                        rows.append({"sample_id": sample.id, "metric": k, "value": v, "status": status,
-                                     "reason": reason})
+                    undefined = empty and k.endswith("_f1")
+                    rows.append({"sample_id": sample.id, "metric": k, "value": None if undefined else v,
+                                 "status": "unscored" if undefined else status,
+                                 "reason": "no gold and no predicted pair: F1 is 0 / 0" if undefined else reason})
                 info[sample.id].update(counts.emotion_counts(st))
         for s in samples:  # what the LLM solver counted on the way
             pred = predictions.get(s.id)
