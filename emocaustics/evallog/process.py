@@ -110,8 +110,9 @@ class ChildWriter:
         while True:
             try:
                 kind, value = self._conn.recv()
-            except (EOFError, OSError):
+            except (EOFError, OSError):  # the child ended (after a stop, its backlog, or not) or broke its end
                 self._died()
+                self._conn.close()
                 return
             with self._lock:
                 fut, what = self._waiting.popleft()
@@ -124,15 +125,15 @@ class ChildWriter:
             # this thread died with every later answer unsent
             if fut.set_running_or_notify_cancel():
                 fut.set_result(value) if failed is None else fut.set_exception(failed)
-            if what == "stop":
-                return
 
     def _died(self) -> None:
-        """Every message still waiting fails, naming what it was; later ones fail at once."""
+        """The child reaped (killed if it has not ended in 2 s); every message still waiting fails, naming what it was;
+        later ones fail at once."""
         try:
             code = self._proc.wait(2)
-        except subprocess.TimeoutExpired:  # its end of the pipe broke, the process not (yet) gone
-            code = None
+        except subprocess.TimeoutExpired:  # its end of the pipe broke, the process not gone: ended now
+            self._proc.kill()
+            code = self._proc.wait()
         with self._lock:
             if self._error is None:
                 self._error = EvalLogError(f"{self.where}: the writer process (pid {self.pid}) ended with exit "
@@ -153,10 +154,7 @@ class ChildWriter:
         self._out.put(None)
         if state is None:  # it failed or is stuck: ended now
             self._proc.kill()
-        # the child exits by itself after its answer: reaped in the background, so that the run does not wait for its
-        # interpreter's teardown (killed if it has not ended in a few seconds)
-        threading.Thread(target=self._reap, name="evallog-reap", daemon=True).start()
-        return state
+        return state  # the child exits by itself after its answer, reaped by the receiver (`_died`), not waited for
 
     def detach(self) -> None:
         """Go without waiting for the child's work (a process's exit, a log dropped unclosed): what was handed over
@@ -164,16 +162,8 @@ class ChildWriter:
         self._stopped = True  # later messages fail (`submit`)
         self._out.put(None)
         self._sender.join()
-        with socket.socket(fileno=os.dup(self._conn.fileno())) as end:
+        with suppress(OSError), socket.socket(fileno=os.dup(self._conn.fileno())) as end:  # (closed: the child died)
             end.shutdown(socket.SHUT_WR)  # the child reads end-of-file after the last message
-
-    def _reap(self) -> None:
-        try:
-            self._proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self._proc.kill()
-            self._proc.wait()
-        self._conn.close()
 
 
 def _serve(conn: Connection) -> None:

@@ -46,6 +46,8 @@ def test_the_exit_does_not_wait_for_a_stopped_child_which_then_completes_the_log
     finally:
         os.kill(pid, signal.SIGCONT)
         parent.kill()
+        parent.wait()
+        parent.stdout.close()  # type: ignore[union-attr]
     deadline = time.monotonic() + 30
     while _alive(pid) and time.monotonic() < deadline:  # the child ends by itself, its backlog written
         time.sleep(0.05)
