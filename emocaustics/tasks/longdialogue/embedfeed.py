@@ -116,9 +116,7 @@ class EmbedFeed:
             for part in self._parts.get(key, []):
                 board.post.remote(key, start, part)
                 start += len(part)
-            fut = self._futures.get(key)
-            if fut is not None and fut.done():
-                self._post_end(key, fut)
+            self._post_end(key, self._futures[key])  # the feed has started (`start_feed`): every key has its future
 
     def entry(self, sample_id: str) -> dict[str, Any]:
         """The feed's entry of a sample (what `get`, `upto` and `ticket` take)."""
@@ -137,7 +135,7 @@ class EmbedFeed:
         return int(item[KEY])
 
     def _post_end(self, key: int, fut: asyncio.Future[np.ndarray]) -> None:
-        if self.board is None or fut.cancelled():  # no board: samples take their rows from the futures
+        if self.board is None or not fut.done() or fut.cancelled():  # no board, or nothing to tell yet
             return
         exc = fut.exception()
         if exc is None:
