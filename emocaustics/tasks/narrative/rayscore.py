@@ -32,41 +32,35 @@ RAY_ABOVE = 2000  # stories; at or below this the local loop is used (see the mo
 BATCH_SIZE = 64
 
 
-def _score_file_batch(batch: dict[str, np.ndarray], *, weights: dict[str, float] | None, taxonomy: str | None,
-                      n_t: int) -> dict[str, np.ndarray]:
+def _file_result(item: dict[str, Any], **options: Any) -> dict[str, Any]:
     from emocaustics.tasks.narrative.aggregate import compact
     from emocaustics.tasks.narrative.scoring import score_files, taxonomy_for
 
-    tax = taxonomy_for(taxonomy)
-    out = [json.dumps(compact(score_files(str(p) or None, str(g), missing=str(m), weights=weights, taxonomy=tax,
-                                          n_t=n_t)), ensure_ascii=False)
-           for p, g, m in zip(batch["pred"], batch["gt"], batch["missing"])]
-    return {"key": batch["key"], "result": np.array(out, dtype=object)}
+    options["taxonomy"] = taxonomy_for(options["taxonomy"])  # a folder name crosses; each worker loads it once
+    return compact(score_files(item["pred"] or None, item["gt"], missing=item["missing"], **options))
 
 
 def _encode_pred(pred: Any) -> Any:
     return {"__failure__": [pred.step, pred.reason]} if isinstance(pred, Failure) else {"value": pred}
 
 
-def _decode_pred(obj: dict[str, Any]) -> Any:
-    return Failure(*obj["__failure__"]) if "__failure__" in obj else obj["value"]
-
-
-def _score_sample_batch(batch: dict[str, np.ndarray], *, weights: dict[str, float] | None, taxonomy: str | None,
-                        n_t: int) -> dict[str, np.ndarray]:
+def _sample_result(item: dict[str, Any], **options: Any) -> dict[str, Any]:
     from emocaustics.tasks.narrative.scoring import score_sample
 
-    out = []
-    for raw in batch["sample"]:
-        s = json.loads(raw)
-        out.append(json.dumps(score_sample(s["id"], _decode_pred(s["pred"]), s["target"], s["meta"], weights=weights,
-                                           taxonomy=taxonomy, n_t=n_t), ensure_ascii=False))
+    pred = Failure(*item["pred"]["__failure__"]) if "__failure__" in item["pred"] else item["pred"]["value"]
+    return score_sample(item["id"], pred, item["target"], item["meta"], **options)
+
+
+def _score_batch(batch: dict[str, np.ndarray], *, score: Any, **options: Any) -> dict[str, np.ndarray]:
+    """`score` of each item of a batch; items and results cross as JSON strings (see the module docstring)."""
+    out = [json.dumps(score(json.loads(raw), **options), ensure_ascii=False) for raw in batch["item"]]
     return {"key": batch["key"], "result": np.array(out, dtype=object)}
 
 
-def _stream(items: list[dict[str, Any]], batch_fn: Any, batch_size: int, **kwargs: Any) -> dict[str, dict[str, Any]]:
-    """{item key: its decoded result} of `batch_fn` over `items` as a Ray Data stream; every item comes back."""
-    rows = ray_map(items, [Stage(batch_fn, kwargs)], batch_size=batch_size)
+def _stream(items: list[tuple[str, Any]], score: Any, batch_size: int, **options: Any) -> dict[str, dict[str, Any]]:
+    """{item key: its decoded result} of `score` over (key, item) pairs as a Ray Data stream; every item comes back."""
+    rows = ray_map([{"key": k, "item": json.dumps(v, ensure_ascii=False)} for k, v in items],
+                   [Stage(_score_batch, {"score": score, **options})], batch_size=batch_size)
     got = {str(r["key"]): json.loads(r["result"]) for r in rows}
     if len(got) != len(items):  # never a silent gap: every story comes back
         raise RuntimeError(f"Ray Data scoring returned {len(got)} of {len(items)} stories")
@@ -80,9 +74,9 @@ def score_file_pairs(pairs: list[tuple[str, Path | None, Path]], *, weights: dic
     (`scoring.score_files` per story; `missing[story]` is the reason of a story without a prediction file)."""
     if not pairs:
         return {}
-    items = [{"key": name, "pred": str(p) if p else "", "gt": str(g), "missing": (missing or {}).get(name, "")}
+    items = [(name, {"pred": str(p) if p else "", "gt": str(g), "missing": (missing or {}).get(name, "")})
              for name, p, g in pairs]
-    got = _stream(items, _score_file_batch, batch_size, weights=weights, taxonomy=taxonomy, n_t=n_t)
+    got = _stream(items, _file_result, batch_size, weights=weights, taxonomy=taxonomy, n_t=n_t)
     return {name: got[name] for name, _, _ in pairs}  # in the pairs' order: the aggregate's sums are then identical
 
 
@@ -93,7 +87,6 @@ def score_samples_ray(samples: list[Sample], predictions: dict[str, Any], *, wei
     if not samples:
         return {}
     missing = Failure("predict", "no prediction for this story")
-    items = [{"key": s.id, "sample": json.dumps({"id": s.id, "target": s.target, "meta": s.meta,
-                                                 "pred": _encode_pred(predictions.get(s.id, missing))},
-                                                ensure_ascii=False)} for s in samples]
-    return _stream(items, _score_sample_batch, batch_size, weights=weights, taxonomy=taxonomy, n_t=n_t)
+    items = [(s.id, {"id": s.id, "target": s.target, "meta": s.meta,
+                     "pred": _encode_pred(predictions.get(s.id, missing))}) for s in samples]
+    return _stream(items, _sample_result, batch_size, weights=weights, taxonomy=taxonomy, n_t=n_t)
