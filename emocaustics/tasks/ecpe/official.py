@@ -176,8 +176,7 @@ def matrix_figures(matrix: Matrix) -> Figures:
     mp = hits / (sum(cols[1:]) + 1e-8)
     mr = hits / (sum(rows[1:]) + 1e-8)
     mf = 2 * mp * mr / (mp + mr + 1e-8)
-    return Figures([float(x) for x in p[1:]], [float(x) for x in r[1:]], [float(x) for x in f[1:]],
-                   [float(x) for x in w], _floats(weighted), _floats((mp, mr, mf)))
+    return Figures(p[1:].tolist(), r[1:].tolist(), f[1:].tolist(), w.tolist(), _floats(weighted), _floats((mp, mr, mf)))
 
 
 def proportional_figures(table: Matrix) -> Figures:
@@ -194,8 +193,7 @@ def proportional_figures(table: Matrix) -> Figures:
     mp = total / (sum(t[:, PRED_LEN]) + 1e-8)
     mr = total / (sum(t[:, GOLD_LEN]) + 1e-8)
     mf = 2 * mp * mr / (mp + mr + 1e-8)
-    return Figures([float(x) for x in p], [float(x) for x in r], [float(x) for x in f], [float(x) for x in w],
-                   _floats(weighted), _floats((mp, mr, mf)))
+    return Figures(p.tolist(), r.tolist(), f.tolist(), w.tolist(), _floats(weighted), _floats((mp, mr, mf)))
 
 
 def _floats(xs: Iterable[object]) -> tuple[float, float, float]:
