@@ -105,10 +105,6 @@ def runs_to_merge(emos: list[Emotion]) -> list[tuple[int, int]]:
     return runs
 
 
-def union_ids(emos: list[Emotion]) -> tuple[str, ...]:
-    return tuple(dict.fromkeys(sid for e in emos for sid in e.source_ids if sid))
-
-
 async def merge(asker: Asker, chains: ChainState) -> ChainState:
     """Merge each run of consecutive identical states per holder and event: the LLM merges the reasons, the source
     ids are the union (first-seen order). All runs of a dialogue go to the model in one batch."""
@@ -127,5 +123,6 @@ async def merge(asker: Asker, chains: ChainState) -> ChainState:
     # replace runs from the back so that earlier indices stay valid
     for (h, ev, a, b), ans in sorted(zip(jobs, answers), key=lambda t: -t[0][2]):
         emos = merged[h][ev]
-        emos[a:b] = [Emotion(emos[a].state, ans.reason, union_ids(emos[a:b]))]
+        union = tuple(dict.fromkeys(sid for e in emos[a:b] for sid in e.source_ids if sid))  # first-seen order
+        emos[a:b] = [Emotion(emos[a].state, ans.reason, union)]
     return merged
