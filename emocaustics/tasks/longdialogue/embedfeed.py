@@ -143,14 +143,6 @@ class EmbedFeed:
         else:
             self.board.fail.remote(key, str(exc))
 
-    async def _take_board_asks(self) -> None:
-        if self.board is None:
-            return
-        try:
-            self._asked.extend(await self.board.asked.remote())
-        except Exception:  # the board is gone: its waiters fail on their own; the feed goes on in order
-            pass
-
     async def _load(self) -> None:
         from emocaustics.models.embedders import SentenceTransformerEmbedder
 
@@ -238,7 +230,11 @@ class EmbedFeed:
                     self._post_end(key, fut)
             return
         while True:
-            await self._take_board_asks()
+            if self.board is not None:  # the replicas' asks
+                try:
+                    self._asked.extend(await self.board.asked.remote())
+                except Exception:  # the board is gone: its waiters fail on their own; the feed goes on in order
+                    pass
             if not (group := self._next()):
                 if not self.background or all(f.done() for f in self._futures.values()):
                     break
