@@ -114,11 +114,6 @@ def text_sorted_rank(n: int) -> dict[int, int]:
     return {int(s): i + 1 for i, s in enumerate(sorted(str(k) for k in range(1, n + 1)))}
 
 
-def numbering_rules(n_chats: int) -> dict[str, Callable[[int], int | None]]:
-    ranks = text_sorted_rank(n_chats)
-    return {"same number": lambda k: k, "text-sorted renumbering": lambda k: ranks.get(k)}
-
-
 def match(emos: Sequence[Evidence], chats: Sequence[Evidence]) -> list[Match]:
     """Pair each distinct emo content with the distinct chat content it annotates (one-to-one where possible).
 
@@ -196,7 +191,10 @@ def _settle_ambiguous(matches: list[Match], unmatched: list[int], emos: Sequence
     if (not ambiguous and not unmatched) or len(confident) < 10:
         return matches
     by_number = {n: j for j, c in enumerate(chats) for n in c.numbers}
-    for rule_name, rule in numbering_rules(len(chats)).items():
+    ranks = text_sorted_rank(len(chats))
+    rules: dict[str, Callable[[int], int | None]] = {"same number": lambda k: k,
+                                                     "text-sorted renumbering": lambda k: ranks.get(k)}
+    for rule_name, rule in rules.items():
         agree = sum(by_number.get(rule(min(emos[m.emo].numbers)) or -1) == m.chat for m in confident)
         if agree < RULE_AGREEMENT * len(confident):
             continue
