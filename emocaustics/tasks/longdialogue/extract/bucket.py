@@ -38,10 +38,6 @@ class BucketEvent:
     def description(self) -> str:
         return "\n".join(f"[{i}] {text}" for i, text in self.log)
 
-    @property
-    def last_active(self) -> int:
-        return self.sentence_ids[-1] if self.sentence_ids else -1
-
 
 @dataclass(frozen=True, slots=True)
 class Decision:
@@ -104,7 +100,8 @@ class EventBucket:
         return d
 
     def on_show(self, max_events: int) -> list[BucketEvent]:
-        recent = sorted(self.events, key=lambda e: e.last_active, reverse=True)[:max_events]
+        # the most recently active: by the last utterance that joined (`update` makes an event with its first one)
+        recent = sorted(self.events, key=lambda e: e.sentence_ids[-1], reverse=True)[:max_events]
         return sorted(recent, key=lambda e: e.id)
 
     def render(self, max_events: int = 8, max_log_lines: int = 6) -> str:
