@@ -13,7 +13,6 @@ import string
 # Index 0 is the null class: it is excluded from every metric.
 EMOTIONS: tuple[str, ...] = ("neutral", "anger", "disgust", "fear", "joy", "sadness", "surprise")
 EMOTION_INDEX: dict[str, int] = {e: i for i, e in enumerate(EMOTIONS)}
-CAUSE_EMOTIONS: tuple[str, ...] = EMOTIONS[1:]
 
 _PUNCT = frozenset(string.punctuation)  # ASCII only, as the official scorer
 
