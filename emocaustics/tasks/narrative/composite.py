@@ -130,12 +130,10 @@ def score_pair(pred_obj: Any, gt_obj: Any, weights: dict[str, float] | str | Non
                pred_name: str = "prediction", gt_name: str = "ground truth", taxonomy: Taxonomy | None = None,
                n_t: int = 2) -> dict[str, Any]:
     """Decoded JSON v3 prediction and GT -> composite result; a file that cannot be read gives `error` instead."""
-    try:
-        gt = parse_story(gt_obj, gt_name)
-    except NarrativeFormatError as exc:
-        return error_result(str(exc), "gt")
-    try:
-        pred = parse_story(pred_obj, pred_name)
-    except NarrativeFormatError as exc:
-        return error_result(str(exc), "pred")
-    return score_story(pred, gt, weights, taxonomy, n_t)
+    stories: dict[str, Story] = {}
+    for role, obj, name in (("gt", gt_obj, gt_name), ("pred", pred_obj, pred_name)):  # the GT's error first
+        try:
+            stories[role] = parse_story(obj, name)
+        except NarrativeFormatError as exc:
+            return error_result(str(exc), role)
+    return score_story(stories["pred"], stories["gt"], weights, taxonomy, n_t)
