@@ -45,10 +45,8 @@ class DialogueSide:
         options) when the job has one: its events are reused instead of extracted again."""
         if self.task.name != "emotion" or options.method != "window":
             return None
-        for task_name, opts, other_model, label in candidates:
-            if task_name == "sextuple" and opts.method == "window" and other_model == model and not opts.extract_options():
-                return label
-        return None
+        return next((label for task_name, opts, other_model, label in candidates if task_name == "sextuple"
+                     and opts.method == "window" and other_model == model and not opts.extract_options()), None)
 
     def read_prior(self, folder: Path, samples: list[Sample]) -> dict[str, Any]:
         """Each dialogue's sextuple prediction in `folder` (`output_chat_N.json` or `chat_N.json`), as written."""
