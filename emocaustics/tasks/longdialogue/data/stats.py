@@ -67,7 +67,9 @@ def compute(dialogues: Sequence[Dialogue], corpus: Corpus) -> dict[str, Any]:
         "labels": {"sentiment": dict(sentiments.most_common()), "state": dict(states.most_common())},
         "label_noise": dict(noise.most_common()),
         "duplicates": sum(x.file.startswith("chat_") for x in dup),
-        "duplicate_pairs": sorted(([_first(x.message), x.file] for x in dup), key=lambda p: (p[0][:4], _num(p[0]))),
+        # a duplicate's message names the file it copies: "byte-identical to chat_1.json; counted once"
+        "duplicate_pairs": sorted(([x.message.split()[2].rstrip(";"), x.file] for x in dup),
+                                  key=lambda p: (p[0][:4], _num(p[0]))),
         "mispaired": sorted(({"emo": x.file, "annotates": _annotated(x.message)} for x in defects
                              if x.kind == "mispaired"), key=lambda m: _num(m["emo"])),
         "malformed": [{"file": x.file, "line": x.line, "column": x.column, "error": x.message}
@@ -83,10 +85,6 @@ def compute(dialogues: Sequence[Dialogue], corpus: Corpus) -> dict[str, Any]:
 def _annotated(message: str) -> str:
     m = _ANNOTATES.search(message)
     return m.group(1) if m else ""
-
-
-def _first(message: str) -> str:
-    return message.split()[2].rstrip(";")  # "byte-identical to chat_1.json; counted once"
 
 
 def render(s: dict[str, Any]) -> str:
