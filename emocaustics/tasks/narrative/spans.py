@@ -38,6 +38,11 @@ CLOSERS = frozenset("”’\"'」』）)】》〕")
 ABBREVIATIONS = frozenset({"mr", "mrs", "ms", "dr", "st", "prof", "jr", "sr", "vs", "mt", "no", "etc", "e.g", "i.e"})
 METRICS = ("boundary_similarity", "mean_iou")
 _WORD_BEFORE = re.compile(r"([A-Za-z.]+)$")
+# what a sentence end takes with it (each part optional: both always match): more terminators, closing quotes or
+# brackets, whitespace (\s is str.isspace)
+_STOP_TAIL = re.compile(f"[{re.escape(''.join(sorted(TERMINATORS | {'.'})))}]*"
+                        f"[{re.escape(''.join(sorted(CLOSERS)))}]*\\s*")
+_SPACES = re.compile(r"\s*")
 
 
 def _english_stop(text: str, i: int) -> bool:
@@ -78,22 +83,9 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
     i = 0
     while i < n:
         ch = text[i]
-        if ch == "\n":
-            j = i + 1
-            while j < n and text[j].isspace():
-                j += 1
-            cut(j)
-            i = j
-        elif ch in TERMINATORS or (ch == "." and _english_stop(text, i)):
-            j = i + 1
-            while j < n and (text[j] in TERMINATORS or text[j] == "."):
-                j += 1
-            while j < n and text[j] in CLOSERS:
-                j += 1
-            while j < n and text[j].isspace():
-                j += 1
-            cut(j)
-            i = j
+        if ch == "\n" or ch in TERMINATORS or (ch == "." and _english_stop(text, i)):
+            i = (_SPACES if ch == "\n" else _STOP_TAIL).match(text, i + 1).end()  # type: ignore[union-attr]
+            cut(i)
         else:
             i += 1
     cut(n)
