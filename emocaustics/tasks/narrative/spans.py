@@ -38,21 +38,17 @@ CLOSERS = frozenset("”’\"'」』）)】》〕")
 ABBREVIATIONS = frozenset({"mr", "mrs", "ms", "dr", "st", "prof", "jr", "sr", "vs", "mt", "no", "etc", "e.g", "i.e"})
 METRICS = ("boundary_similarity", "mean_iou")
 _WORD_BEFORE = re.compile(r"([A-Za-z.]+)$")
-# what a sentence end takes with it (each part optional: both always match): more terminators, closing quotes or
+# what a sentence end takes with it (each part optional: these always match): more terminators, closing quotes or
 # brackets, whitespace (\s is str.isspace)
-_STOP_TAIL = re.compile(f"[{re.escape(''.join(sorted(TERMINATORS | {'.'})))}]*"
-                        f"[{re.escape(''.join(sorted(CLOSERS)))}]*\\s*")
-_SPACES = re.compile(r"\s*")
+_CLOSING = re.compile(f"[{re.escape(''.join(sorted(CLOSERS)))}]*")
+_STOP_TAIL = re.compile(f"[{re.escape(''.join(sorted(TERMINATORS | {'.'})))}]*" + _CLOSING.pattern + r"\s*")
+_SPACES, _DOTS = re.compile(r"\s*"), re.compile(r"\.*")
 
 
 def _english_stop(text: str, i: int) -> bool:
     """Whether the `.` run starting at i ends a sentence."""
-    j = i
-    while j < len(text) and text[j] == ".":
-        j += 1
-    k = j
-    while k < len(text) and text[k] in CLOSERS:
-        k += 1
+    j = _DOTS.match(text, i).end()  # type: ignore[union-attr]
+    k = _CLOSING.match(text, j).end()  # type: ignore[union-attr]
     if k < len(text) and not text[k].isspace():
         return False
     if j - i > 1:  # an ellipsis "..." followed by a space
