@@ -26,8 +26,7 @@ def missing_prediction(name: str, pred_dir: Path | str | None) -> str:
 
 def story_name(path: Path) -> str:
     """The pairing key of a file: its stem without a trailing `_pred`."""
-    stem = path.stem
-    return stem[: -len(PRED_SUFFIX)] if stem.endswith(PRED_SUFFIX) else stem
+    return path.stem.removesuffix(PRED_SUFFIX)
 
 
 def decode(path: Path) -> Any:
