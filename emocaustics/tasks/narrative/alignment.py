@@ -93,10 +93,9 @@ def align_events(pred: Story, gt: Story, text: str | None, resolve: Resolver | N
         from scipy.optimize import linear_sum_assignment
         rows, cols = linear_sum_assignment(w + TIE_BREAK * closeness * (w > 0), maximize=True)
         out.pairs = [(int(i), int(j), float(w[i, j]), basis[i, j]) for i, j in zip(rows, cols) if w[i, j] > 0]
-    got_p = {p for p, _, _, _ in out.pairs}
-    got_g = {g for _, g, _, _ in out.pairs}
-    out.extra = [i for i in range(n) if i not in got_p]
-    out.missed = [j for j in range(m) if j not in got_g]
+    p2g, g2p = out.pred_to_gt(), out.gt_to_pred()
+    out.extra = [i for i in range(n) if i not in p2g]
+    out.missed = [j for j in range(m) if j not in g2p]
     return out
 
 
