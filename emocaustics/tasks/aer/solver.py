@@ -28,7 +28,6 @@ from emocaustics.evallog.record import note
 from emocaustics.models.base import ChatRequest, Completion, Sampling
 from emocaustics.solve.ask import CONTEXT_RE
 from emocaustics.solve.schema import schema_of, token_budget
-from emocaustics.scoring.reducers import majority
 from emocaustics.tasks.aer.prompts import REASONING_MAX_CHARS
 
 Letter = Literal["A", "B", "C", "D"]
@@ -50,13 +49,9 @@ def answer_model(prompt: str) -> type[Answer] | type[CotAnswer]:
     return CotAnswer if prompt == "cot" else Answer
 
 
-def answer_schema(prompt: str) -> dict[str, Any]:
-    return _schema(answer_model(prompt))
-
-
 @functools.lru_cache(maxsize=None)
-def _schema(model: type[BaseModel]) -> dict[str, Any]:
-    return schema_of(model)  # one object per model: the requests of a run share it
+def answer_schema(prompt: str) -> dict[str, Any]:
+    return schema_of(answer_model(prompt))  # one object per prompt: the requests of a run share it
 
 
 def answer_budget(prompt: str) -> int:
@@ -173,6 +168,3 @@ async def ask_samples(llm: Any, messages: tuple[dict[str, str], ...], prompt: st
                                 f"raw output: {r.raw[:RAW_KEEP]!r}")
     return done
 
-
-# The self-consistency vote is the one AER's `mode` reducer uses over epochs (scoring/reducers.py): one function
-vote = majority

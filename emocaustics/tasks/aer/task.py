@@ -14,7 +14,7 @@ import polars as pl
 from pydantic import Field, model_validator
 
 from emocaustics.core.errors import UsageError
-from emocaustics.scoring.reducers import reduce_votes
+from emocaustics.scoring.reducers import majority, reduce_votes
 from emocaustics.core.task import (DatasetOptions, Failure, Loaded, Methods, Options, Placement, Sample, ScoreContext,
                                    Scored, SolveFailed, Task, rows_frame)
 from emocaustics.tasks.aer import predictors, prompts, scoring
@@ -143,7 +143,7 @@ class AerTask(Task):
         return prepare_samples(samples, options, ctx.embedder if ctx is not None else None)
 
     async def solve(self, llm: Any, sample: Sample, options: AerOptions) -> dict[str, Any]:
-        from emocaustics.tasks.aer.solver import ask_samples, vote
+        from emocaustics.tasks.aer.solver import ask_samples
 
         meta = sample.meta
         if "context_kind" not in meta:
@@ -157,7 +157,8 @@ class AerTask(Task):
                                      temperature=options.temperature, seed=options.seed,
                                      affinity=self.placement(sample, options).affinity)
         read = [a for a in attempts if a.letters is not None]
-        letters, votes, fallback = vote([a.letters or [] for a in read], len(read))
+        # the self-consistency vote is the one the `mode` reducer uses over epochs (scoring/reducers.py)
+        letters, votes, fallback = majority([a.letters or [] for a in read], len(read))
         pred: dict[str, Any] = {"answer": letters, "raw_output": attempts[0].raw, "parsed_from": read[0].how}
         if options.prompt == "cot":
             pred["reasoning"] = read[0].reasoning

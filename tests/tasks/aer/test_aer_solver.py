@@ -12,7 +12,8 @@ import pytest
 from emocaustics.core.task import Failure, ScoreContext, SolveFailed, get_task, parse_options
 from emocaustics.models.base import Completion
 from emocaustics.tasks.aer import prompts
-from emocaustics.tasks.aer.solver import Unreadable, read_answer, vote
+from emocaustics.scoring.reducers import majority as vote
+from emocaustics.tasks.aer.solver import Unreadable, read_answer
 from extract_doubles import SchemaLLM
 from tasks.aer.aer_fixtures import KeywordEmbedder, ScriptedLLM, standard_dataset
 
