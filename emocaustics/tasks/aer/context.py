@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from emocaustics.tasks.aer.data import Topic
 from emocaustics.tasks.aer.prompts import CUT_MARK, DOCUMENT_ITEM, PASSAGE_ITEM
@@ -69,9 +69,6 @@ class Trim:
     cut_doc: int | None  # 1-based index of the document cut part-way, if any
     chars_per_token: float
     rule: str = "full"
-
-    def to_json(self) -> dict:
-        return asdict(self)
 
 
 def render_full(topic: Topic, budget: int, chars_per_token: float) -> tuple[str, Trim]:

@@ -28,7 +28,7 @@ from typing import Any
 from emocaustics.core.errors import DataError, UsageError
 from emocaustics.core.task import Defect, Sample
 from emocaustics.core.textfile import read_text, shown
-from emocaustics.tasks.aer.fetch import SPLIT_DIRS, fetch, locate  # noqa: F401 (fetch re-exported: data.fetch)
+from emocaustics.tasks.aer.fetch import SPLIT_DIRS, locate
 
 LETTERS = ("A", "B", "C", "D")
 SPLITS = tuple(SPLIT_DIRS)

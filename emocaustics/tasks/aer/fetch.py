@@ -33,8 +33,3 @@ SOURCE = DataSource(
 def locate(data: str | Path | None = None) -> Path:
     """The data root (resolved): `data`, else `$EMOCAUSTICS_AER_DATA`, else the fetch cache (`SOURCE.locate`)."""
     return SOURCE.locate(data).resolve()
-
-
-def fetch(dest: Path | str | None = None, *, url: str = URL) -> Path:
-    """Download the organisers' repository at the pinned commit and unpack it into `dest` (default: the cache)."""
-    return SOURCE.fetch(dest, urls=(url,))

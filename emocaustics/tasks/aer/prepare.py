@@ -16,6 +16,7 @@ import hashlib
 import math
 import random
 from collections import defaultdict
+from dataclasses import asdict
 from typing import Any
 
 from emocaustics.core.errors import UsageError
@@ -106,7 +107,7 @@ def _attach_full(samples: list[Sample], idxs: list[int], data: SplitData, rest: 
             raise UsageError(f"max_context_tokens={opts.max_context_tokens} leaves no room for documents of topic "
                              f"{tid} (answer budget {answer_budget(opts.prompt)}, rest of prompt ~{worst} tokens)")
         text, trim = render_full(topic, budget, opts.chars_per_token)
-        record = trim.to_json()
+        record = asdict(trim)
         for i in members:
             metas[i]["context"] = text
             metas[i]["trim"] = record

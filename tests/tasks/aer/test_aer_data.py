@@ -190,7 +190,7 @@ def test_fetch_unpacks_a_github_tarball(tmp_path: Path) -> None:
         "repo-abc/../escape.txt": b"never",
     }))
     dest = tmp_path / "cache" / "aer"
-    out = fetch_mod.fetch(dest, url=archive.as_uri())
+    out = fetch_mod.SOURCE.fetch(dest, urls=(archive.as_uri(),))
     assert out == dest
     assert sorted(p.relative_to(dest).as_posix() for p in dest.rglob("*") if p.is_file()) == [
         "README.md", "SOURCE.md", "dev_data/questions.jsonl", "sample_data/docs.json", "sample_data/questions.jsonl"]
@@ -201,14 +201,14 @@ def test_fetch_unpacks_a_github_tarball(tmp_path: Path) -> None:
 
 def test_fetch_offline_and_bad_archives_are_usage_errors(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="cannot download .* set EMOCAUSTICS_AER_DATA"):
-        fetch_mod.fetch(tmp_path / "d", url="http://127.0.0.1:9/nothing.tar.gz")
+        fetch_mod.SOURCE.fetch(tmp_path / "d", urls=("http://127.0.0.1:9/nothing.tar.gz",))
     junk = tmp_path / "junk.tar.gz"
     junk.write_bytes(b"not a tarball")
     with pytest.raises(UsageError, match="not a tarball"):
-        fetch_mod.fetch(tmp_path / "d", url=junk.as_uri())
+        fetch_mod.SOURCE.fetch(tmp_path / "d", urls=(junk.as_uri(),))
     empty = tmp_path / "empty.tar.gz"
     empty.write_bytes(_tarball({"repo-abc/README.md": b"x"}))
     with pytest.raises(UsageError, match=r"has no \*_data/questions.jsonl"):
-        fetch_mod.fetch(tmp_path / "d", url=empty.as_uri())
+        fetch_mod.SOURCE.fetch(tmp_path / "d", urls=(empty.as_uri(),))
     assert fetch_mod.URL == ("https://codeload.github.com/sooo66/semeval2026-task12-dataset/tar.gz/"
                              "43ee9e52ecd900f80cdbc8ed360151e069e65964")
