@@ -147,14 +147,13 @@ def read_submission(path: Path | str, split_samples: list[Sample]) -> Submission
     if errors:
         more = f" (and {len(errors) - MAX_LISTED} more)" if len(errors) > MAX_LISTED else ""
         raise DataError("; ".join(errors[:MAX_LISTED]) + more, file=name)
-    if not preds:
-        raise DataError("the submission has no answer (an empty file): nothing to score", file=name)
     return Submission(preds, [s.id for s in split_samples if s.id not in preds], source)
 
 
 def check_lines(text: str, known: set[str]) -> tuple[list[str], dict[str, tuple[str, ...]]]:
-    """(every problem, each naming its line and field; the answers by id) of a submission's text against the ids of
-    a split: what `read_submission` refuses a file for (it lists the first ones) and `aer validate` lists in full."""
+    """(every problem, each naming its line and field, or that it has no answer at all; the answers by id) of a
+    submission's text against the ids of a split: what `read_submission` refuses a file for (it lists the first ones)
+    and `aer validate` lists in full."""
     errors: list[str] = []
     seen: dict[str, int] = {}
     preds: dict[str, tuple[str, ...]] = {}
@@ -183,6 +182,8 @@ def check_lines(text: str, known: set[str]) -> tuple[list[str], dict[str, tuple[
         else:
             seen[qid] = n
             preds[qid] = letters
+    if not errors and not preds:  # it pairs with no question: nothing to score
+        errors.append("the submission has no answer (an empty file): nothing to score")
     return errors, preds
 
 
