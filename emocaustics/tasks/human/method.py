@@ -146,15 +146,14 @@ def system_scores(conv: pl.DataFrame, meta: Metadata, workers: set[str] | None =
     (descending, ties in metadata order, systems without ratings last); the raw table follows the z table."""
     part = conv if workers is None else conv.filter(pl.col("worker").is_in(sorted(workers)))
     cols = meta.sorted_scores
-    z_rows, raw_rows = [], []
+    rows: dict[str, dict[str, dict]] = {"z": {}, "raw": {}}  # table -> model -> row; the two tables one rule
     for model in meta.models:
         sub = part.filter(pl.col("model") == model)
-        z = sub.select([z_col(s) for s in cols]).to_numpy()
-        raw = sub.select([raw_col(s) for s in cols]).to_numpy()
-        n = int(z.size)
-        z_rows.append({"model": model, "N": n, "z": _mean(z), **{s: _mean(z[:, i]) for i, s in enumerate(cols)}})
-        raw_rows.append({"model": model, "N": n, "raw": _mean(raw),
-                         **{s: _mean(raw[:, i]) for i, s in enumerate(cols)}})
+        for overall, col in (("z", z_col), ("raw", raw_col)):
+            v = sub.select([col(s) for s in cols]).to_numpy()
+            rows[overall][model] = {"model": model, "N": int(v.size), overall: _mean(v),
+                                    **{s: _mean(v[:, i]) for i, s in enumerate(cols)}}
+    z_rows = list(rows["z"].values())
     order = ranking if ranking is not None else meta.ranking
     if order is None:
         ranked = sorted(range(len(z_rows)), key=lambda i: (math.isnan(z_rows[i]["z"]), -z_rows[i]["z"]
@@ -165,12 +164,9 @@ def system_scores(conv: pl.DataFrame, meta: Metadata, workers: set[str] | None =
         unknown = [m for m in order if m not in meta.models]
         if missing or unknown or len(set(order)) != len(order):
             raise ValueError(f"ranking must list each system once: missing {missing}, unknown {unknown}")
-    by_model = {r["model"]: r for r in z_rows}
-    raw_by = {r["model"]: r for r in raw_rows}
-    schema = {"model": pl.Utf8, "N": pl.Int64, **{c: pl.Float64 for c in ("z", *cols)}}
-    raw_schema = {"model": pl.Utf8, "N": pl.Int64, **{c: pl.Float64 for c in ("raw", *cols)}}
-    return (pl.DataFrame([by_model[m] for m in order], schema=schema),
-            pl.DataFrame([raw_by[m] for m in order], schema=raw_schema))
+    z_table, raw_table = (pl.DataFrame([rows[t][m] for m in order], schema={
+        "model": pl.Utf8, "N": pl.Int64, **{c: pl.Float64 for c in (t, *cols)}}) for t in ("z", "raw"))
+    return z_table, raw_table
 
 
 def _mean(a: np.ndarray) -> float:
