@@ -123,12 +123,10 @@ def task_sections(sample: dict[str, Any]) -> list[dict[str, Any]]:
     from emocaustics.core.errors import UsageError
     from emocaustics.core.task import get_task
 
-    task = None
-    if sample.get("task"):
-        try:
-            task = get_task(sample["task"])
-        except UsageError:  # a task of a plug-in not installed here: the generic view
-            task = None
+    try:
+        task = get_task(sample["task"]) if sample.get("task") else None
+    except UsageError:  # a task of a plug-in not installed here: the generic view
+        task = None
     if task is not None:
         try:
             sections = task.report.view_sample(sample["input"], sample["target"], sample["prediction"], sample["items"])
