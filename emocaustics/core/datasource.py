@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
-from typing import IO, Literal
+from typing import IO, Literal, cast
 
 from emocaustics.core.errors import UsageError
 
@@ -242,7 +242,8 @@ class DataSource:
         with tar:
             for member in tar:
                 if member.isfile() and (rel := self._safe(member.name)) is not None:
-                    yield rel, (lambda member=member: _opened(tar.extractfile(member)))
+                    # tarfile gives a reader for every regular file (None only for other members)
+                    yield rel, (lambda member=member: cast(IO[bytes], tar.extractfile(member)))
 
     def _safe(self, name: str) -> str | None:
         path = PurePosixPath(name)
@@ -259,8 +260,3 @@ class DataSource:
             lines.append(f"- sha256 of the download: {self.sha256}")
         lines += [f"- Holds: {holds}", *(f"- {n}" for n in self.notes)]
         return "\n".join(lines) + "\n"
-
-
-def _opened(f: IO[bytes] | None) -> IO[bytes]:
-    assert f is not None  # tarfile gives a reader for every regular file
-    return f
