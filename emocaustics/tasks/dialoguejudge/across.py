@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from emocaustics.stats import cluster_index, holm, paired_bootstrap_p
-from emocaustics.stats.bootstrap import percentile_interval, resample_counts
-from emocaustics.tasks.dialoguejudge.agreement import interval_alpha, resampled_r, system_means
+from emocaustics.stats import holm, paired_bootstrap_p
+from emocaustics.stats.bootstrap import percentile_interval
+from emocaustics.tasks.dialoguejudge.agreement import interval_alpha, resampled_system_r, system_r
 
 NEEDED = ("run", "sample_id", "cluster", "system", "human_z", "judge_z", "qc_pass")
 
@@ -41,22 +41,12 @@ def judge_pairs(rows: pl.DataFrame, resamples: int = 1000, seed: int = 0) -> tup
     column = lambda name: wide[name].cast(pl.Float64).fill_null(np.nan).to_numpy()  # noqa: E731
     alpha = interval_alpha(np.vstack([np.hstack([column(f"{k}{c}") for c in crit]) for k in range(len(runs))]))
     wide = wide.filter(pl.col("human_z").is_not_null())  # the comparison's conversations (the qc system's are not)
-    system = wide["system"].to_numpy()
-    human, judges = column("human_z"), [column(f"z{k}") for k in range(len(runs))]
-
-    def r(counts: np.ndarray) -> np.ndarray:  # (judges, resamples): each judge's system-level r
-        return np.array([resampled_r(system_means(counts, system, human), system_means(counts, system, j))
-                         for j in judges])
-
-    observed = r(np.ones((1, len(system))))[:, 0]
+    sides = [("human_z", f"z{k}") for k in range(len(runs))]  # each judge's system-level r, the workers' side shared
+    observed = system_r(np.ones((1, wide.height)), wide, sides)[:, 0, 0]
     pairs = [(a, b) for a in range(len(runs)) for b in range(a + 1, len(runs))]
     diff = np.array([observed[a] - observed[b] for a, b in pairs])
-    boot = np.full((len(pairs), 0), np.nan)
-    if resamples > 0 and pairs:
-        chunks = [r(c) for c in resample_counts(len(system), resamples, np.random.default_rng(seed),
-                                                cluster_index(wide["cluster"].to_list()))]
-        got = np.concatenate(chunks, axis=1)
-        boot = np.array([got[a] - got[b] for a, b in pairs])
+    got = resampled_system_r(wide, sides, resamples if pairs else 0, seed)[:, 0]  # (judges, resamples)
+    boot = got[[a for a, _ in pairs]] - got[[b for _, b in pairs]]
     low, high = percentile_interval(boot) if boot.shape[1] else (np.full(len(pairs), np.nan),) * 2
     p = paired_bootstrap_p(boot, diff) if boot.shape[1] else np.full(len(pairs), np.nan)
     adjusted = holm(p)

@@ -21,6 +21,7 @@ import numpy as np
 import polars as pl
 
 from emocaustics.core.task import Sample
+from emocaustics.stats.bootstrap import cluster_index, percentile_interval, resample_counts
 from emocaustics.stats.correlation import correlate
 from emocaustics.tasks.human.data import Assignment, Hits, Metadata, Rating
 from emocaustics.tasks.human.method import (conversation_table, quality_control, standardise, system_scores,
@@ -97,13 +98,16 @@ def judge(meta: Metadata, samples: list[Sample], ratings: Ratings, *,
             .join(conv.filter(is_judge).select("sample_id", *side({twin(w) for w in passed}, "judge"),
                                                *[pl.col(r).alias(f"judge:{r[4:]}") for r in raw]),
                   on="sample_id", how="left"))
-    low_high = _bootstrap(wide.filter(pl.col("human_z").is_not_null()), zs, resamples, seed)
+    boot = resampled_system_r(wide.filter(pl.col("human_z").is_not_null()), [(f"human_{z}", f"judge_{z}") for z in zs],
+                              resamples, seed, ranks=(False, True))
+    low, high = percentile_interval(boot) if boot.shape[-1] else (np.full(boot.shape[:2], np.nan),) * 2
     rows = []
-    for c, zc in zip(columns, zs):
+    for j, c in enumerate(columns):
         x, y = human.get_column(c).to_numpy(), mine.get_column(c).to_numpy()
         ok = np.isfinite(x) & np.isfinite(y) & _spread(y)
         rows.append({"column": c, **{m: correlate(x[ok], y[ok], m) for m in ("pearson", "spearman")},
-                     **low_high[zc]})
+                     **{f"{m}_{e}": float(v[j, k]) for k, m in enumerate(("pearson", "spearman"))
+                        for e, v in (("low", low), ("high", high))}})
     rated = wide.filter(pl.col("judge:" + meta.score_names[0]).is_not_null())
     alpha = interval_alpha(np.vstack([rated.select(raw).to_numpy().ravel(),
                                       rated.select(f"judge:{r[4:]}" for r in raw).to_numpy().ravel()]))
@@ -182,26 +186,26 @@ def resampled_r(h: np.ndarray, g: np.ndarray, rank: bool = False) -> np.ndarray:
     return np.where(np.ptp(g, axis=1) <= FLAT, np.nan, r)
 
 
-def _bootstrap(wide: pl.DataFrame, columns: tuple[str, ...], resamples: int, seed: int) -> dict[str, dict[str, float]]:
-    """Percentile 95 % intervals of Pearson and Spearman per column (`emocaustics.stats.bootstrap`) from the
-    comparison's conversations (`human_<column>`, `judge_<column>`): the round's assignments drawn with replacement,
-    each bringing its judge twin; the z-scores and QC verdicts stay the round's."""
-    from emocaustics.stats.bootstrap import cluster_index, percentile_interval, resample_counts
-
-    nan = {f"{m}_{e}": float("nan") for m in ("pearson", "spearman") for e in ("low", "high")}
-    if resamples < 1 or wide.is_empty():
-        return {c: dict(nan) for c in columns}
+def system_r(counts: np.ndarray, wide: pl.DataFrame, pairs: list[tuple[str, str]],
+             ranks: tuple[bool, ...] = (False,)) -> np.ndarray:
+    """(pairs, ranks, resamples): for each pair of per-conversation columns of `wide` (the workers' z, a judge's z),
+    r of the system means (`system_means`) in each resample of `counts`, Pearson (with a rank: Spearman)."""
     system = wide.get_column("system").to_numpy()
     value = lambda c: wide.get_column(c).cast(pl.Float64).fill_null(np.nan).to_numpy()  # noqa: E731
-    found = []
-    for counts in resample_counts(wide.height, resamples, np.random.default_rng(seed),
-                                  cluster_index(wide.get_column("cluster").to_list())):
-        means = [(system_means(counts, system, value(f"human_{c}")), system_means(counts, system, value(f"judge_{c}")))
-                 for c in columns]
-        found.append(np.array([[resampled_r(h, g), resampled_r(h, g, rank=True)] for h, g in means]))
-    low, high = percentile_interval(np.concatenate(found, axis=-1))  # (columns, 2)
-    return {c: {f"{m}_{e}": float(v[j, k]) for k, m in enumerate(("pearson", "spearman"))
-                for e, v in (("low", low), ("high", high))} for j, c in enumerate(columns)}
+    means = [(system_means(counts, system, value(h)), system_means(counts, system, value(g))) for h, g in pairs]
+    return np.array([[resampled_r(h, g, rank) for rank in ranks] for h, g in means])
+
+
+def resampled_system_r(wide: pl.DataFrame, pairs: list[tuple[str, str]], resamples: int, seed: int,
+                       ranks: tuple[bool, ...] = (False,)) -> np.ndarray:
+    """`system_r` in each percentile-bootstrap resample (`emocaustics.stats.bootstrap`) of the comparison's
+    conversations (`wide`): the round's assignments (`cluster`) drawn with replacement, each bringing its judge twin;
+    the z-scores and QC verdicts stay the round's. No resamples (last axis 0) without `resamples` or conversations."""
+    if resamples < 1 or wide.is_empty():
+        return np.full((len(pairs), len(ranks), 0), np.nan)
+    return np.concatenate([system_r(counts, wide, pairs, ranks) for counts in resample_counts(
+        wide.height, resamples, np.random.default_rng(seed), cluster_index(wide.get_column("cluster").to_list()))],
+        axis=-1)
 
 
 def _rowwise_r(x: np.ndarray, y: np.ndarray) -> np.ndarray:
