@@ -67,7 +67,7 @@ class YamlTask(ComposedTask):
                 origin = self.data_sources[0].cache_dir() / origin.name  # the copy `data fetch` made
             if not origin.is_file():
                 raise UsageError(f"{self._at('dataset', 'path')}: no such file {origin}")
-            rows, _ = data.read_local(origin, ds.format)
+            rows = data.read_local(origin, ds.format)
             digest = data.sha256_of([origin])
             if ds.sha256 and digest != ds.sha256.lower():
                 raise UsageError(f"{self._at('dataset', 'sha256')}: {origin} has sha256 {digest}, not the one "

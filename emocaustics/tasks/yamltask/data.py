@@ -26,8 +26,8 @@ def sha256_of(paths: list[Path]) -> str:
     return digest.hexdigest()
 
 
-def read_local(path: Path, fmt: str | None) -> tuple[list[dict[str, Any]], str]:
-    """(rows, what a record is called in messages) of a local file."""
+def read_local(path: Path, fmt: str | None) -> list[dict[str, Any]]:
+    """The rows of a local file, each with where it is (`__where`: its line or row) for messages."""
     kind = fmt or {".jsonl": "jsonl", ".json": "jsonl", ".csv": "csv", ".parquet": "parquet"}.get(path.suffix)
     if kind is None:
         raise UsageError(f"{path}: cannot tell the format from the suffix {path.suffix!r}: give dataset.format "
@@ -43,14 +43,14 @@ def read_local(path: Path, fmt: str | None) -> tuple[list[dict[str, Any]], str]:
                 if not isinstance(row, dict):
                     raise UsageError(f"{path}: line {n}: a record is a JSON object, not {type(row).__name__}")
                 rows.append({"__where": f"line {n}", **row})
-        return rows, "line"
+        return rows
     import polars as pl
 
     try:
         frame = pl.read_csv(path) if kind == "csv" else pl.read_parquet(path)
     except Exception as exc:  # polars' own words: a malformed CSV, a file that is not Parquet
         raise UsageError(f"{path}: cannot read it as {kind}: {exc}") from None
-    return [{"__where": f"row {i + 1}", **r} for i, r in enumerate(frame.to_dicts())], "row"
+    return [{"__where": f"row {i + 1}", **r} for i, r in enumerate(frame.to_dicts())]
 
 
 def read_saved(folder: Path, split: str | None) -> tuple[list[dict[str, Any]], list[Path]]:

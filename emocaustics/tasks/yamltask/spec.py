@@ -104,8 +104,8 @@ class Lines:
     def __init__(self, text: str) -> None:
         self.root = yaml.compose(text, Loader=yaml.SafeLoader)
 
-    def line(self, loc: tuple[Any, ...]) -> tuple[int, bool]:
-        """(line, found): the line of the key at `loc`, or of the nearest mapping above it when it is missing."""
+    def line(self, loc: tuple[Any, ...]) -> int:
+        """The line of the key at `loc`, or of the nearest mapping above it when it is missing."""
         node, line = self.root, 1 if self.root is None else self.root.start_mark.line + 1
         for part in loc:
             if isinstance(node, yaml.MappingNode):
@@ -113,14 +113,14 @@ class Lines:
                 if hit is None:
                     if any(k.value == "name" for k, _ in node.value) and isinstance(part, str):
                         continue  # the discriminator's tag in a union's path (solver -> generate -> prompt)
-                    return line, False
+                    return line
                 line, node = hit[0].start_mark.line + 1, hit[1]
             elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
                 node = node.value[part]
                 line = node.start_mark.line + 1
             else:
-                return line, True
-        return line, True
+                return line
+        return line
 
 
 TAGS = ("generate", "multiple_choice", "exact_match", "set_match", "token_f1", "llm_judge")
@@ -132,8 +132,7 @@ def shown(loc: tuple[Any, ...]) -> str:
 
 
 def where(path: Path, lines: Lines, loc: tuple[Any, ...]) -> str:
-    line, _ = lines.line(loc)
-    return f"{path}: line {line}: {shown(loc)}"
+    return f"{path}: line {lines.line(loc)}: {shown(loc)}"
 
 
 def read_task_file(path: Path) -> tuple[TaskFile, Lines]:
@@ -164,8 +163,7 @@ def message(path: Path, lines: Lines, err: dict[str, Any]) -> str:
     loc = tuple(err["loc"])
     kind, msg = err["type"], err["msg"].removeprefix("Value error, ")
     if kind == "missing":
-        line, _ = lines.line(loc[:-1])
-        return f"{path}: line {line}: {shown(loc[:-1])}: missing key {loc[-1]!r}"
+        return f"{path}: line {lines.line(loc[:-1])}: {shown(loc[:-1])}: missing key {loc[-1]!r}"
     if kind == "extra_forbidden":
         return f"{where(path, lines, loc)}: unknown key"
     if kind == "union_tag_invalid":
