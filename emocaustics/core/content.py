@@ -1,5 +1,5 @@
-"""A sample's content as plain JSON data, its short content hash (`Task.fingerprint`, provenance) and a rough token
-count (`Task.estimate`): kept apart from the task interface (`core.task`, which re-exports them)."""
+"""A sample's content as plain JSON data and its short content hash (`Task.fingerprint`, provenance): kept apart from
+the task interface (`core.task`, which re-exports them). (The dry run's token heuristic is `solve.forecast`'s.)"""
 
 from __future__ import annotations
 
@@ -29,10 +29,3 @@ def content_hash(obj: Any) -> str:
 
     text = json.dumps(jsonable(obj), sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
-
-
-def approx_tokens(obj: Any) -> int:
-    """A rough token count of a text or JSON value: one token per CJK character, one per ~4 other characters."""
-    text = obj if isinstance(obj, str) else json.dumps(jsonable(obj), ensure_ascii=False, default=str)
-    cjk = sum(1 for ch in text if "\u3000" <= ch <= "\u9fff" or "\uac00" <= ch <= "\ud7af")
-    return cjk + (len(text) - cjk) // 4

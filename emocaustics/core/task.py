@@ -12,7 +12,7 @@ import importlib
 from pathlib import Path
 
 from emocaustics.core.answers import check_answer_models
-from emocaustics.core.content import approx_tokens, content_hash, jsonable  # noqa: F401 (importable from here too)
+from emocaustics.core.content import content_hash, jsonable  # noqa: F401 (importable from here too)
 from emocaustics.core.contract import (CONTRACT, Data, JsonlStore, Methods, Placement, PredictionStore,  # noqa: F401
                                        Report, Scorer, SideInputs, Solver, Task, builds_on, needs_model,
                                        parse_options)

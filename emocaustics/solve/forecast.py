@@ -68,7 +68,7 @@ class TokenCounter:
 
 
 def fast_approx_tokens(text: str) -> int:
-    """`core.task.approx_tokens` of a text, from its UTF-8 length (the prompts of a large job run to gigabytes):
+    """The `approx_tokens` heuristic of a text, from its UTF-8 length (the prompts of a large job run to gigabytes):
     characters of three UTF-8 bytes (CJK, Hangul, most other non-Latin scripts) count one token, the rest one per ~4
     characters."""
     wide = (len(text.encode("utf-8")) - len(text)) // 2
