@@ -22,6 +22,7 @@ from emocaustics.core.textfile import decode, read_text, shown
 from emocaustics.tasks.aer.data import MAX_LISTED, json_lines, parse_gold
 
 OUTCOMES = ("exact", "partial", "wrong")
+COUNT_KEYS = ("exact_match", "partial_match", "wrong")  # each outcome's count in a summary
 
 
 def question_score(predicted: Iterable[str] | None, gold: Iterable[str]) -> float:
@@ -57,19 +58,11 @@ class Item:
 
 
 def _counts(items: list[Item]) -> dict[str, Any]:
+    """score, the three outcomes' rates, total, the three outcomes' counts (the published results' keys, in order)."""
     n = len(items)
-    k = {o: sum(1 for it in items if it.outcome == o) for o in OUTCOMES}
-    total = sum(it.score for it in items)
-    return {
-        "score": total / n if n else 0.0,
-        "exact_match_rate": k["exact"] / n if n else 0.0,
-        "partial_match_rate": k["partial"] / n if n else 0.0,
-        "wrong_rate": k["wrong"] / n if n else 0.0,
-        "total": n,
-        "exact_match": k["exact"],
-        "partial_match": k["partial"],
-        "wrong": k["wrong"],
-    }
+    k = {key: sum(1 for it in items if it.outcome == o) for o, key in zip(OUTCOMES, COUNT_KEYS)}
+    return {"score": sum(it.score for it in items) / n if n else 0.0,
+            **{f"{key}_rate": c / n if n else 0.0 for key, c in k.items()}, "total": n, **k}
 
 
 def summarize(items: list[Item], *, split: str | None = None, missing: list[str] | None = None) -> dict[str, Any]:
