@@ -8,7 +8,6 @@ the first samples that do not match (another subset, another dataset, a renumber
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from datetime import datetime, timezone
@@ -24,12 +23,6 @@ FILE = "provenance.json"
 VERSION = 1
 
 
-def dataset_hash(fingerprints: dict[str, str]) -> str:
-    """One hash of the selected samples' ids and contents (order-independent)."""
-    text = json.dumps(sorted(fingerprints.items()), ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
-
-
 def record(task: Any, loaded: Any, *, dataset: dict[str, Any], options: Any, model: str | None,
            identity: str | None = None) -> dict[str, Any]:
     fingerprints = {s.id: task.data.fingerprint(s) for s in loaded.samples}
@@ -38,7 +31,8 @@ def record(task: Any, loaded: Any, *, dataset: dict[str, Any], options: Any, mod
         "task": task.name,
         "dataset": dataset,
         "dataset_info": {k: v for k, v in (loaded.info or {}).items() if isinstance(v, (str, int, float, bool))},
-        "dataset_hash": dataset_hash(fingerprints),
+        # one hash of the selected samples' ids and contents (order-independent)
+        "dataset_hash": content_hash(sorted(fingerprints.items())),
         "samples": fingerprints,
         # each sample's gold apart (`compare` pairs by input and gold: a corrected answer is no model difference)
         "gold": {s.id: content_hash(s.target) for s in loaded.samples},
