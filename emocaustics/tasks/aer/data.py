@@ -239,9 +239,8 @@ def _topics(path: Path, errors: list[DataError], defects: list[Defect]) -> dict[
     return topics
 
 
-def _reference(root: Path) -> Path | None:
-    return next((p for p in (root / "reference.jsonl", root / SPLIT_DIRS["test"] / "reference.jsonl") if p.is_file()),
-                None)
+def _references(root: Path) -> tuple[Path, Path]:  # where the test gold may be, in the order it is looked for
+    return root / "reference.jsonl", root / SPLIT_DIRS["test"] / "reference.jsonl"
 
 
 def _join_reference(path: Path, questions: list[Question], errors: list[DataError]) -> list[Question]:
@@ -280,7 +279,7 @@ def _load_cached(root: str, split: str, stamp: tuple[float, ...]) -> SplitData:
     if not questions and not errors:
         errors.append(DataError("no question in the file (an empty split)", file=str(qpath)))
     files = {"questions": str(qpath)}
-    if split == "test" and (ref := _reference(base)) is not None:
+    if split == "test" and (ref := next((p for p in _references(base) if p.is_file()), None)) is not None:
         questions = _join_reference(ref, questions, errors)
         files["reference"] = str(ref)
     defects += _repeats(questions, str(qpath))
@@ -299,8 +298,7 @@ def load_split(root: Path | str | None, split: str) -> SplitData:
     folder = base / SPLIT_DIRS[split]
     if not (folder / "questions.jsonl").is_file():
         raise UsageError(f"{base}: split {split!r} is not there (no {SPLIT_DIRS[split]}/questions.jsonl)")
-    paths = [folder / "questions.jsonl", folder / "docs.json", base / "reference.jsonl",
-             base / SPLIT_DIRS["test"] / "reference.jsonl"]
+    paths = [folder / "questions.jsonl", folder / "docs.json", *_references(base)]
     stamp = tuple(p.stat().st_mtime if p.exists() else -1.0 for p in paths)
     return _load_cached(str(base), split, stamp)
 
