@@ -168,32 +168,30 @@ def _contributions(wide: pl.DataFrame, human: pl.DataFrame, mine: pl.DataFrame) 
             for sid, model, z in wide.select("sample_id", "system", "judge_z").iter_rows()}
 
 
-def system_means(counts: np.ndarray, system: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """(resamples, systems): each system's mean of the non-NaN `values` of its rows, each row weighted by `counts`
-    (a resample's draws of the rows; NaN for a system it drew none of)."""
-    onehot = system[:, None] == np.unique(system)[None, :]
-    seen = ~np.isnan(values)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return (counts * np.where(seen, values, 0.0)) @ onehot / ((counts * seen) @ onehot)
-
-
-def resampled_r(h: np.ndarray, g: np.ndarray, rank: bool = False) -> np.ndarray:
-    """Pearson (or with `rank` Spearman) r of each resample's system means, workers `h` against judge `g`; NaN where
-    the judge's are one value (`FLAT`)."""
-    from scipy.stats import rankdata
-
-    r = _rowwise_r(rankdata(h, axis=1), rankdata(g, axis=1)) if rank else _rowwise_r(h, g)
-    return np.where(np.ptp(g, axis=1) <= FLAT, np.nan, r)
-
-
 def system_r(counts: np.ndarray, wide: pl.DataFrame, pairs: list[tuple[str, str]],
              ranks: tuple[bool, ...] = (False,)) -> np.ndarray:
     """(pairs, ranks, resamples): for each pair of per-conversation columns of `wide` (the workers' z, a judge's z),
-    r of the system means (`system_means`) in each resample of `counts`, Pearson (with a rank: Spearman)."""
+    Pearson (with a rank: Spearman) r of the system means in each resample of `counts` (a resample's draws of the
+    rows): each system's mean of the non-null values of its rows, each row weighted by its count. NaN where a resample
+    drew none of a system's rows, or where the judge's means are one value (`FLAT`)."""
+    from scipy.stats import rankdata
+
     system = wide.get_column("system").to_numpy()
-    value = lambda c: wide.get_column(c).cast(pl.Float64).fill_null(np.nan).to_numpy()  # noqa: E731
-    means = [(system_means(counts, system, value(h)), system_means(counts, system, value(g))) for h, g in pairs]
-    return np.array([[resampled_r(h, g, rank) for rank in ranks] for h, g in means])
+    onehot = system[:, None] == np.unique(system)[None, :]
+
+    def means(column: str) -> np.ndarray:  # (resamples, systems)
+        values = wide.get_column(column).cast(pl.Float64).fill_null(np.nan).to_numpy()
+        seen = ~np.isnan(values)
+        return (counts * np.where(seen, values, 0.0)) @ onehot / ((counts * seen) @ onehot)
+
+    def rowwise_r(x: np.ndarray, y: np.ndarray) -> np.ndarray:  # Pearson r of each row pair
+        x, y = x - x.mean(1, keepdims=True), y - y.mean(1, keepdims=True)
+        return (x * y).sum(1) / np.sqrt((x * x).sum(1) * (y * y).sum(1))
+
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.array([[np.where(np.ptp(g, axis=1) <= FLAT, np.nan,
+                                   rowwise_r(rankdata(h, axis=1), rankdata(g, axis=1)) if rank else rowwise_r(h, g))
+                          for rank in ranks] for h, g in [(means(h), means(g)) for h, g in pairs]])
 
 
 def resampled_system_r(wide: pl.DataFrame, pairs: list[tuple[str, str]], resamples: int, seed: int,
@@ -206,10 +204,3 @@ def resampled_system_r(wide: pl.DataFrame, pairs: list[tuple[str, str]], resampl
     return np.concatenate([system_r(counts, wide, pairs, ranks) for counts in resample_counts(
         wide.height, resamples, np.random.default_rng(seed), cluster_index(wide.get_column("cluster").to_list()))],
         axis=-1)
-
-
-def _rowwise_r(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Pearson r of each row pair (NaN where a row has a NaN: a resample without a system, or is constant)."""
-    x, y = x - x.mean(1, keepdims=True), y - y.mean(1, keepdims=True)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return (x * y).sum(1) / np.sqrt((x * x).sum(1) * (y * y).sum(1))
