@@ -128,7 +128,7 @@ class AnthropicChatLLM(ChatClient):
     async def _once(self, request: ChatRequest) -> Completion:
         import anthropic
 
-        client, sem = self._client()
+        client, sem = self._per_loop.here()
         async with sem:
             try:
                 resp = await self._create(client, request)

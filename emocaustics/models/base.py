@@ -7,6 +7,8 @@ Solving and scoring code call only the members `LLM` names; the registry picks t
 
 from __future__ import annotations
 
+import asyncio
+import weakref
 from dataclasses import dataclass, field
 from collections.abc import Awaitable, Callable
 from enum import StrEnum
@@ -208,6 +210,24 @@ class _Adapted(ModelBase):
     async def aclose(self) -> None:
         if self._aclose is not None:
             await self._aclose()
+
+
+class PerLoop(weakref.WeakKeyDictionary):  # type: ignore[type-arg]
+    """One object per event loop, made by `make()` on the loop's first use: HTTP clients, semaphores, queues and
+    futures belong to the loop that made them, and tests and CLIs may run several loops in turn."""
+
+    def __init__(self, make: Callable[[], Any]) -> None:
+        super().__init__()
+        self.make = make
+
+    def here(self) -> Any:
+        """The running loop's object (made now if it has none)."""
+        loop = asyncio.get_running_loop()
+        return self[loop] if loop in self else self.setdefault(loop, self.make())
+
+    def drop(self) -> Any:
+        """The running loop's object, forgotten (None if it had none)."""
+        return self.pop(asyncio.get_running_loop(), None)
 
 
 def as_model(obj: Any) -> LLM:

@@ -29,13 +29,12 @@ import asyncio
 import logging
 import time
 import uuid
-import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
 from emocaustics.core.errors import Stop
 from emocaustics.models.breaker import _print_line, answers_or_stop
-from emocaustics.models.base import ChatRequest, Completion, ErrorKind, Layer
+from emocaustics.models.base import ChatRequest, Completion, ErrorKind, Layer, PerLoop
 from emocaustics.models.batchstore import STORE, BatchStore
 from emocaustics.models.cache import request_key
 from emocaustics.models.usage import Usage
@@ -86,25 +85,22 @@ class BatchLLM(Layer):
         self.ledger, self.price = ledger, price  # the job's max_cost_usd (models/budget.py), when set and priced
         self.usage = Usage()  # the calls answered through batches
         self.counts = {"batches": 0, "batches_resumed": 0, "batched_calls": 0, "batch_live_retries": 0}
-        self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = weakref.WeakKeyDictionary()
+        self._loops = PerLoop(self._new_state)
 
     # -- the caller's side ------------------------------------------------------------------------------------
     async def generate(self, requests: list[ChatRequest]) -> list[Completion]:
-        state = self._state()
+        state: _LoopState = self._loops.here()
         waits = [self._live_one(r) if r.live else self._enqueue(state, r) for r in requests]
         return await answers_or_stop(waits)
 
     async def _live_one(self, request: ChatRequest) -> Completion:
         return (await self.live.generate([request]))[0]
 
-    def _state(self) -> _LoopState:
-        loop = asyncio.get_running_loop()
-        state = self._loops.get(loop)
-        if state is None:
-            state = self._loops[loop] = _LoopState()
-            if self.store is not None:  # an earlier run's (or loop's) batches still running at the provider
-                state.pending = self.store.pending(self.endpoint)
-                state.resumed = {k: b for b, reqs in state.pending.items() for k in reqs}
+    def _new_state(self) -> _LoopState:
+        state = _LoopState()
+        if self.store is not None:  # an earlier run's (or loop's) batches still running at the provider
+            state.pending = self.store.pending(self.endpoint)
+            state.resumed = {k: b for b, reqs in state.pending.items() for k in reqs}
         return state
 
     def _enqueue(self, state: _LoopState, request: ChatRequest) -> asyncio.Future[Completion]:
@@ -277,7 +273,7 @@ class BatchLLM(Layer):
 
     # -- the rest of the LLM object ------------------------------------------------------------------------------
     async def aclose(self) -> None:
-        state = self._loops.pop(asyncio.get_running_loop(), None)
+        state = self._loops.drop()
         if state is not None:
             for task in [*state.tasks, *([state.flusher] if state.flusher else [])]:
                 task.cancel()

@@ -15,14 +15,12 @@ as the live clients read them and reach no log or file.
 
 from __future__ import annotations
 
-import asyncio
 import json
-import weakref
 from dataclasses import dataclass
 from typing import Any
 
 from emocaustics.models import anthropic_chat, openai_chat
-from emocaustics.models.base import ChatRequest
+from emocaustics.models.base import ChatRequest, PerLoop
 
 CHAT_URL = "/v1/chat/completions"
 
@@ -49,22 +47,20 @@ class _Batches:
 
     def __init__(self, llm: Any) -> None:
         self.llm = llm  # the live client: its body builder, modes, base URL and timeouts
-        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
+        self._clients = PerLoop(self._connect)
+        self.client = self._clients.here  # the running event loop's SDK client
 
-    def client(self) -> Any:
-        loop = asyncio.get_running_loop()
-        if loop not in self._clients:
-            import importlib
+    def _connect(self) -> Any:
+        import importlib
 
-            module, _, cls = self.sdk.partition(":")
-            self._clients[loop] = getattr(importlib.import_module(module), cls)(
-                api_key=self.llm.api_key(), base_url=self.llm.base_url or self.home,
-                timeout=max(60.0, self.llm.timeout), max_retries=self.llm.max_retries,
-                default_headers=self.llm._auth)  # credentials of the spec's URL (models/http.py)
-        return self._clients[loop]
+        module, _, cls = self.sdk.partition(":")
+        return getattr(importlib.import_module(module), cls)(
+            api_key=self.llm.api_key(), base_url=self.llm.base_url or self.home,
+            timeout=max(60.0, self.llm.timeout), max_retries=self.llm.max_retries,
+            default_headers=self.llm._auth)  # credentials of the spec's URL (models/http.py)
 
     async def aclose(self) -> None:
-        client = self._clients.pop(asyncio.get_running_loop(), None)
+        client = self._clients.drop()
         if client is not None:
             await client.close()
 

@@ -28,12 +28,11 @@ import asyncio
 import sys
 import threading
 import time
-import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from emocaustics.core.errors import EndpointDown, Stop
-from emocaustics.models.base import ChatRequest, Completion, ErrorKind, Layer
+from emocaustics.models.base import ChatRequest, Completion, ErrorKind, Layer, PerLoop
 from emocaustics.models.gate import PriorityGate
 from emocaustics.models.ratelimit import AdaptiveLimiter
 
@@ -91,7 +90,7 @@ class BreakerLLM(Layer):
         self.idle_since: float | None = self.heard  # since when nothing is in flight (None: something is)
         self._reported = (self.heard, 0.0)  # (heard, silence) of the last "waiting on" line
         self._lock = threading.Lock()
-        self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = weakref.WeakKeyDictionary()
+        self._loops = PerLoop(self._new_state)
         client = llm if client is None else client  # the endpoint's client, under the layers between (budget)
         if hasattr(client, "on_response"):
             client.on_response = self._answered
@@ -133,13 +132,10 @@ class BreakerLLM(Layer):
                 self._trip(f"failed {n} requests in a row with {what}, each after its retries (last: {error}; "
                            f"the model's {key} sets how many)")
 
-    def _state(self) -> _LoopState:
-        loop = asyncio.get_running_loop()
-        state = self._loops.get(loop)
-        if state is None:
-            state = self._loops[loop] = _LoopState(self.concurrency)
-            if self.limiter is not None:
-                self.limiter.attach(state.gate)
+    def _new_state(self) -> _LoopState:
+        state = _LoopState(self.concurrency)
+        if self.limiter is not None:
+            self.limiter.attach(state.gate)
         return state
 
     async def _one(self, request: ChatRequest) -> Completion:
@@ -156,7 +152,7 @@ class BreakerLLM(Layer):
         return answer
 
     async def _attempt(self, request: ChatRequest) -> Completion:
-        state = self._state()
+        state: _LoopState = self._loops.here()
         async with state.gate.slot(request.priority):  # the longest dependent chain first (models/gate.py)
             if self.tripped:
                 raise EndpointDown(self.down_reason())
@@ -231,7 +227,7 @@ class BreakerLLM(Layer):
 
     async def aclose(self) -> None:
         """Close the client's connections of this event loop (see `OpenAIChatLLM.aclose`)."""
-        state = self._loops.pop(asyncio.get_running_loop(), None)
+        state = self._loops.drop()
         if state is not None and state.watchdog is not None and not state.watchdog.done():
             state.watchdog.cancel()
         await self.llm.aclose()

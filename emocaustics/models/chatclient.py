@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import weakref
 from collections.abc import Callable
 from typing import Any, Literal
 
-from emocaustics.models.base import ChatRequest, Completion, ErrorKind, ModelBase
+from emocaustics.models.base import ChatRequest, Completion, ErrorKind, ModelBase, PerLoop
 from emocaustics.models.usage import Usage
 
 log = logging.getLogger(__name__)
@@ -44,22 +43,14 @@ class ChatClient(ModelBase):
         # Told of every HTTP response, retried ones included (set by the dead-endpoint breaker: models/breaker.py).
         self.on_response: Callable[..., None] | None = None  # (status, headers)
         self.retry_throttled = True  # False behind an adaptive rate limit, which requeues a 429 (models/breaker.py)
-        # HTTP clients and semaphores belong to one event loop; tests and CLIs may run several loops in turn.
-        self._per_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[Any, Any]] = (
-            weakref.WeakKeyDictionary())
+        # (HTTP client, concurrency limit) of each event loop (`_connect`): they belong to the loop that made them.
+        self._per_loop = PerLoop(self._connect)
 
     def api_key(self) -> str:
         """The provider's key from the environment (`Provider.key`: models/registry.py), else `NO_KEY`."""
         from emocaustics.models.registry import provider
 
         return provider(self.kind).key() or NO_KEY
-
-    def _client(self) -> tuple[Any, Any]:
-        """(HTTP client, concurrency limit) of the running event loop."""
-        loop = asyncio.get_running_loop()
-        if loop not in self._per_loop:
-            self._per_loop[loop] = self._connect()
-        return self._per_loop[loop]
 
     def _connect(self) -> tuple[Any, Any]:
         raise NotImplementedError
@@ -108,7 +99,7 @@ class ChatClient(ModelBase):
 
     async def aclose(self) -> None:
         """Close this event loop's HTTP client (call before the loop ends to release its connections cleanly)."""
-        entry = self._per_loop.pop(asyncio.get_running_loop(), None)
+        entry = self._per_loop.drop()
         if entry is not None and entry[0] is not None:
             await entry[0].close()
 

@@ -64,7 +64,7 @@ class LiteLLMChat(ChatClient):
         if request.schema is not None and self.json_mode != "plain":
             kwargs["response_format"] = {"type": "json_schema",
                                          "json_schema": {"name": "answer", "schema": request.schema}}
-        async with self._client()[1]:
+        async with self._per_loop.here()[1]:
             try:
                 response = await litellm.acompletion(**kwargs)
             except litellm.BadRequestError as exc:

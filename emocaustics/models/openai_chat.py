@@ -67,7 +67,7 @@ class OpenAIChatLLM(ChatClient):
     async def _once(self, request: ChatRequest) -> Completion:
         from emocaustics.models.http import HTTPFailure
 
-        poster, gate = self._client()
+        poster, gate = self._per_loop.here()
         async with gate.slot(request.priority):  # the longest dependent chain first (models/gate.py)
             # Decided under the semaphore: an earlier request may just have found out that the endpoint is plain.
             use_schema = request.schema is not None and self.json_mode != "plain"
