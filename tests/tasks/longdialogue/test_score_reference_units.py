@@ -16,7 +16,7 @@ from emocaustics.tasks.longdialogue.score.judge import (
     Judge,
     ReferenceCrash,
     answer_value,
-    answer_value_or_zero,
+    answer_value_or_none,
     as_question_text,
 )
 
@@ -52,9 +52,10 @@ def test_answer_value_failures_say_where_and_why():
     assert str(exc.value) == "w: the judge call failed (late); the reference stops here"
 
 
-def test_answer_value_or_zero_counts_every_failure_as_zero():
+def test_answer_value_or_none_is_none_where_the_chain_script_stops():
     answers = (Answer("1"), Answer(" 1 "), Answer("2"), Answer("1.0"), Answer(None, "e"), Answer("1", "e"))
-    assert [answer_value_or_zero(a) for a in answers] == [1, 1, 0, 0, 0, 0]
+    assert [answer_value_or_none(a) for a in answers] == [1, 1, 0, None, None, None]
+    assert [answer_value_or_none(a) or 0 for a in answers] == [1, 1, 0, 0, 0, 0]  # the sextuple script's reading
 
 
 class ListLLM:

@@ -86,12 +86,13 @@ def answer_value(answer: Answer, where: str) -> int:
     return 1 if value == 1 else 0
 
 
-def answer_value_or_zero(answer: Answer) -> int:
-    """The sextuple script's reading: as `answer_value`, but a failure counts 0 instead of stopping."""
+def answer_value_or_none(answer: Answer) -> int | None:
+    """As `answer_value`, but None where the chain script stops: the sextuple script counts it 0, and the reference
+    policy counts it as a judge failure."""
     try:
         return answer_value(answer, "")
     except ReferenceCrash:
-        return 0
+        return None
 
 
 @dataclass(frozen=True, slots=True)

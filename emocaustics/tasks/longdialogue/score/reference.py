@@ -28,8 +28,8 @@ from emocaustics.scoring.similarity import SimilarityTable
 from emocaustics.tasks.longdialogue.data.schema import Dialogue, chains_to_json
 from emocaustics.tasks.longdialogue.score import refchains, sextuple
 from emocaustics.tasks.longdialogue.score.policy import Policy
-from emocaustics.tasks.longdialogue.score.judge import (REFERENCE_JUDGE, Answer, Judge, ReferenceCrash,
-                                                        answer_value)
+from emocaustics.tasks.longdialogue.score.judge import (REFERENCE_JUDGE, Judge, ReferenceCrash,
+                                                        answer_value_or_none)
 from emocaustics.tasks.longdialogue.score.tables import ScoreResult, build_result, dialogue_row
 
 
@@ -146,7 +146,7 @@ class ReferencePolicy(Policy):
         metrics = sextuple.file_means(lines, judged=answers is not None)
         bad = 0
         if answers is not None:
-            bad = sum(_unreadable(answers[q]) for q in sextuple.judge_questions(lines))
+            bad = sum(answer_value_or_none(answers[q]) is None for q in sextuple.judge_questions(lines))
         n_pred, n_gt = (len(pred) if isinstance(pred, list) else 0), len(d.utterances)
         reason = (f"prediction has {n_pred} lines, ground truth {n_gt}: the first {len(lines)} are scored, "
                   "as the reference does" if n_pred != n_gt else None)
@@ -165,14 +165,6 @@ class ReferencePolicy(Policy):
     def result(self, task: str, items: list[dict[str, Any]], rows: list[dict[str, Any]],
                info: dict[str, Any]) -> ScoreResult:
         return build_result(task, items, rows, info, _columns(task), reference_components)
-
-
-def _unreadable(a: Answer) -> bool:
-    try:
-        answer_value(a, "")
-    except ReferenceCrash:
-        return True
-    return False
 
 
 def _sextuple_item(d: Dialogue, ln: sextuple.RefLine) -> dict[str, Any]:

@@ -44,7 +44,7 @@ from emocaustics.tasks.longdialogue.score.judge import (
     Answer,
     Question,
     ReferenceCrash,
-    answer_value_or_zero,
+    answer_value_or_none,
     as_question_text,
 )
 
@@ -304,7 +304,7 @@ def score_file(gt: Sequence[dict[str, Any]], pred: Any, sim: SimFn, answers: Map
     out = [choose(g, cands, sim, i, file) for i, (g, cands) in enumerate(zip(gt, lines))]
     if answers is None:
         return out
-    return [replace(ln, judged={f: answer_value_or_zero(answers[q]) for f, q in zip(EMBEDDED, judge_questions([ln]))})
+    return [replace(ln, judged={f: answer_value_or_none(answers[q]) or 0 for f, q in zip(EMBEDDED, judge_questions([ln]))})
             for ln in out]
 
 
