@@ -60,12 +60,10 @@ def resolve_judge(judge: Any, rules: JudgeRules = SPEC_JUDGE) -> Judge | None:
 
 
 async def score_ok(task: str, ok: Sequence[tuple[Dialogue, Any]], table: SimilarityTable,
-                   judge: Judge | None = None, policy: Policy | None = None,
-                   notes: Mapping[int, int] | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+                   judge: Judge | None, policy: Policy,
+                   notes: Mapping[int, int]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Score the scorable dialogues in rounds (whether a later question is asked depends on earlier answers):
     (item rows, dialogue rows)."""
-    policy = policy or Policy(judge=judge is not None)
-    notes = notes or {}
     answers: dict[Any, Any] | None = None
     if judge is not None:
         answers = await judge.ask(sorted(policy.prefetch(task, ok, table)), task)
