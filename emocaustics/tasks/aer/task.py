@@ -199,13 +199,10 @@ class AerTask(Task):
               ctx: ScoreContext) -> Scored:
         items = self.items(samples, predictions)
         rows: list[dict[str, Any]] = []
-        for it in items:
+        for it in items:  # the score, then one 0/1 row per outcome
             status = "ok" if it.predicted is not None else "failed"
-            rows.append({"sample_id": it.id, "metric": "score", "value": it.score, "status": status,
-                         "reason": it.reason})
-            for name in scoring.OUTCOMES:
-                rows.append({"sample_id": it.id, "metric": name, "value": float(it.outcome == name),
-                             "status": status, "reason": it.reason})
+            for name, value in (("score", it.score), *((o, float(it.outcome == o)) for o in scoring.OUTCOMES)):
+                rows.append({"sample_id": it.id, "metric": name, "value": value, "status": status, "reason": it.reason})
         for s in samples:
             if s.target is None:
                 rows.append({"sample_id": s.id, "metric": "score", "value": None, "status": "unscored",
