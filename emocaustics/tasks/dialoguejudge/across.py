@@ -42,20 +42,19 @@ def judge_pairs(rows: pl.DataFrame, resamples: int = 1000, seed: int = 0) -> tup
     alpha = interval_alpha(np.vstack([np.hstack([column(f"{k}{c}") for c in crit]) for k in range(len(runs))]))
     wide = wide.filter(pl.col("human_z").is_not_null())  # the comparison's conversations (the qc system's are not)
     sides = [("human_z", f"z{k}") for k in range(len(runs))]  # each judge's system-level r, the workers' side shared
+    a, b = np.triu_indices(len(runs), 1)  # every two judges, in order: (0, 1), (0, 2), ..., (1, 2), ...
     observed = system_r(np.ones((1, wide.height)), wide, sides)[:, 0, 0]
-    pairs = [(a, b) for a in range(len(runs)) for b in range(a + 1, len(runs))]
-    diff = np.array([observed[a] - observed[b] for a, b in pairs])
-    got = resampled_system_r(wide, sides, resamples if pairs else 0, seed)[:, 0]  # (judges, resamples)
-    boot = got[[a for a, _ in pairs]] - got[[b for _, b in pairs]]
-    low, high = percentile_interval(boot) if boot.shape[1] else (np.full(len(pairs), np.nan),) * 2
-    p = paired_bootstrap_p(boot, diff) if boot.shape[1] else np.full(len(pairs), np.nan)
+    got = resampled_system_r(wide, sides, resamples if len(a) else 0, seed)[:, 0]  # (judges, resamples)
+    diff, boot = observed[a] - observed[b], got[a] - got[b]
+    low, high = percentile_interval(boot) if boot.shape[1] else (np.full(len(a), np.nan),) * 2
+    p = paired_bootstrap_p(boot, diff) if boot.shape[1] else np.full(len(a), np.nan)
     adjusted = holm(p)
     reliable = dict(rows.group_by("run").agg(pl.first("qc_pass")).iter_rows())
-    table = pl.DataFrame([{"config_a": runs[a], "config_b": runs[b], "r_a": observed[a], "r_b": observed[b],
-                           "diff": diff[i], "diff_low": low[i], "diff_high": high[i], "p": p[i],
-                           "p_holm": adjusted[i], "significant": bool(adjusted[i] < 0.05),
-                           "reliable_a": bool(reliable[runs[a]]), "reliable_b": bool(reliable[runs[b]])}
-                          for i, (a, b) in enumerate(pairs)],
+    table = pl.DataFrame([{"config_a": runs[i], "config_b": runs[j], "r_a": observed[i], "r_b": observed[j],
+                           "diff": diff[k], "diff_low": low[k], "diff_high": high[k], "p": p[k],
+                           "p_holm": adjusted[k], "significant": bool(adjusted[k] < 0.05),
+                           "reliable_a": bool(reliable[runs[i]]), "reliable_b": bool(reliable[runs[j]])}
+                          for k, (i, j) in enumerate(zip(a, b))],
                          schema_overrides={c: pl.Float64 for c in ("r_a", "r_b", "diff", "diff_low", "diff_high",
                                                                    "p", "p_holm")})
     return table, alpha

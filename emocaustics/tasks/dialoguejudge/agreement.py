@@ -85,7 +85,7 @@ def judge(meta: Metadata, samples: list[Sample], ratings: Ratings, *,
     order = tuple(human.get_column("model").to_list())
     mine, _ = system_scores(conv, meta, {twin(w) for w in passed}, order)
     columns = ("z", *meta.sorted_scores)
-    raw = [f"raw:{s}" for s in meta.score_names]
+    raw, mine_raw = [f"raw:{s}" for s in meta.score_names], [f"judge:{s}" for s in meta.score_names]
     # each conversation's z on either side of the comparison (null outside it: a failing worker's, the qc system's),
     # of which the system z, and so r, are means again: in the bootstrap's resamples, and for judges compared on
     # the same resamples (`across.py`, from the per-sample columns)
@@ -96,7 +96,7 @@ def judge(meta: Metadata, samples: list[Sample], ratings: Ratings, *,
     wide = (conv.filter(~is_judge).select("sample_id", pl.col("model").alias("system"),
                                           pl.col("assignment").alias("cluster"), *side(passed, "human"), *raw)
             .join(conv.filter(is_judge).select("sample_id", *side({twin(w) for w in passed}, "judge"),
-                                               *[pl.col(r).alias(f"judge:{r[4:]}") for r in raw]),
+                                               *[pl.col(r).alias(m) for r, m in zip(raw, mine_raw)]),
                   on="sample_id", how="left"))
     boot = resampled_system_r(wide.filter(pl.col("human_z").is_not_null()), [(f"human_{z}", f"judge_{z}") for z in zs],
                               resamples, seed, ranks=(False, True))
@@ -108,13 +108,10 @@ def judge(meta: Metadata, samples: list[Sample], ratings: Ratings, *,
         rows.append({"column": c, **{m: correlate(x[ok], y[ok], m) for m in ("pearson", "spearman")},
                      **{f"{m}_{e}": float(v[j, k]) for k, m in enumerate(("pearson", "spearman"))
                         for e, v in (("low", low), ("high", high))}})
-    rated = wide.filter(pl.col("judge:" + meta.score_names[0]).is_not_null())
-    alpha = interval_alpha(np.vstack([rated.select(raw).to_numpy().ravel(),
-                                      rated.select(f"judge:{r[4:]}" for r in raw).to_numpy().ravel()]))
-    item = [rated.select(cols).to_numpy().mean(1) for cols in (raw, [f"judge:{r[4:]}" for r in raw])]
+    rated = [wide.filter(pl.col(mine_raw[0]).is_not_null()).select(cols).to_numpy() for cols in (raw, mine_raw)]
     per_sample = wide.select("sample_id", "system", "human_z", "judge_z", pl.col("^judge:.*$"))
     return Judged(qc, pl.concat([workers, mine_qc]), human, mine, pl.DataFrame(rows),
-                  correlate(*item), alpha,
+                  correlate(*[v.mean(1) for v in rated]), interval_alpha(np.vstack([v.ravel() for v in rated])),
                   _contributions(wide, human, mine), per_sample)
 
 
