@@ -32,7 +32,6 @@ from emocaustics.core.errors import ServiceGone
 from emocaustics.models.base import ChatRequest, Completion, ModelBase
 from emocaustics.models.local import RunFailure
 from emocaustics.models.placement import Placement
-from emocaustics.models.replicas import NAMESPACE, SERVICE_PREFIX  # noqa: F401 (services.py imports them from here)
 from emocaustics.models.usage import Usage
 
 if TYPE_CHECKING:
@@ -88,7 +87,8 @@ class ModelPool(ModelBase):
         self.detached = detached  # replicas outlive this process (a model service: models/services.py)
         self.attached = replica_actors.service_running(self)
         if self.attached:  # the same spec and engine options name the same replicas: route to them, start none
-            self._actors = [ray.get_actor(f"{self.actor_prefix}-{i}", namespace=NAMESPACE) for i in range(replicas)]
+            self._actors = [ray.get_actor(f"{self.actor_prefix}-{i}", namespace=replica_actors.NAMESPACE)
+                            for i in range(replicas)]
         else:
             self._actors = [self._make_actor(i, max_restarts, cpus_per_replica) for i in range(replicas)]
         self._place = Placement(replicas)  # load and affinity per replica

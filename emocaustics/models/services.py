@@ -26,8 +26,8 @@ from collections.abc import Callable
 from typing import Any
 
 from emocaustics.core.errors import UsageError
-from emocaustics.models.pool import NAMESPACE, SERVICE_PREFIX, ModelPool, get_pool
-from emocaustics.models.replicas import named_actor
+from emocaustics.models.pool import ModelPool, get_pool
+from emocaustics.models.replicas import NAMESPACE, SERVICE_PREFIX, named_actor
 
 DEFAULT_IDLE_TIMEOUT = 3600.0  # `keep_alive: true` and `serve` without --idle-timeout
 NO_CLUSTER = ("model services need a Ray cluster that outlives this command: start one with `ray start --head` "
