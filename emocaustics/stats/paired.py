@@ -51,13 +51,12 @@ def randomisation_table(values: np.ndarray, present: np.ndarray, pairs: list[tup
     pres = np.atleast_2d(np.asarray(present, dtype=bool))
     val = np.atleast_2d(np.asarray(values, dtype=np.float64))
     m = len(plan.pairs)
-    n_common = np.zeros(m)
+    n_common = plan.n_common()
     obs = np.full(m, np.nan)
     tol = np.zeros(m)
     for p, (a, b) in enumerate(plan.pairs):
-        both = pres[a] & pres[b]
-        n_common[p] = both.sum()
         if n_common[p]:
+            both = pres[a] & pres[b]
             d = val[a, both] - val[b, both]
             obs[p] = abs(d.mean())
             tol[p] = 1e-9 * max(float(np.abs(d).mean()), 1e-300)  # rounding of the corrected sums, not a real gap
