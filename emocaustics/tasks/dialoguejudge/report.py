@@ -18,10 +18,6 @@ UNRELIABLE = "unreliable (failed QC)"
 SIZE, PAD = 260, 36  # the scatter's square plot area and its margin, px
 
 
-def reliability(passed: object) -> str:
-    return "reliable" if passed else UNRELIABLE
-
-
 def scatter(human: np.ndarray, judge: np.ndarray, systems: list[str], title: str) -> str:
     """Judge (y) against workers (x), one labelled point per system, on one scale with the identity line."""
     ok = np.isfinite(human) & np.isfinite(judge)
@@ -47,19 +43,19 @@ def sections(summary: pl.DataFrame, scores: pl.DataFrame) -> list[tuple[str, str
     for k, rows in enumerate(families(scores)):
         runs = rows["run"].unique(maintain_order=True).to_list()
         config = summary.filter(pl.col("run").is_in(runs))
-        qc = config.select("run", pl.col("qc_pass").map_elements(reliability, return_dtype=pl.Utf8).alias("judge"),
+        verdict = pl.when("qc_pass").then(pl.lit("reliable")).otherwise(pl.lit(UNRELIABLE)).alias("judge")
+        qc = config.select("run", verdict,
                            "qc_p", pl.col("score").alias("system_r"), "ci_low", "ci_high", "item_alpha", "self_r")
         firsts = rows.group_by("run", maintain_order=True).agg(pl.first("qc_pass"), pl.col("^r:.*$").first())
-        criteria = pl.DataFrame({"criterion": ["overall (z)", *[c[2:] for c in firsts.columns[3:]]],  # r:z first
-                                 **{run + ("" if ok else f" [{UNRELIABLE}]"): rs
-                                    for run, ok, *rs in firsts.iter_rows()}})
-        charts = []
-        for run, ok, r, *_ in firsts.iter_rows():
+        per_judge, charts = {}, []  # each judge's r per criterion (r:z first), its scatter
+        for run, ok, *rs in firsts.iter_rows():
+            per_judge[run + ("" if ok else f" [{UNRELIABLE}]")] = rs
             z = (rows.filter(pl.col("run") == run).group_by("system", maintain_order=True)
                  .agg(pl.col("human_z").drop_nulls().mean(), pl.col("judge_z").drop_nulls().mean())
                  .filter(pl.col("human_z").is_not_null()))
             charts.append(scatter(z["human_z"].to_numpy(), z["judge_z"].fill_null(np.nan).to_numpy(),
-                                  z["system"].to_list(), f"{run}: r = {r:.3f}" + ("" if ok else f", {UNRELIABLE}")))
+                                  z["system"].to_list(), f"{run}: r = {rs[0]:.3f}" + ("" if ok else f", {UNRELIABLE}")))
+        criteria = pl.DataFrame({"criterion": ["overall (z)", *[c[2:] for c in firsts.columns[3:]]], **per_judge})
         body = (f"<h3>Quality control and agreement</h3>{table(qc)}<h3>System-level Pearson r per criterion</h3>"
                 f"{table(criteria)}<h3>System z: workers against judge</h3><div class='chart'>{''.join(charts)}</div>")
         if len(runs) > 1:
