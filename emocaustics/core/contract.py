@@ -161,12 +161,10 @@ class JsonlStore:
 
     def write_prediction(self, out: Path, sample_id: str, prediction: Any) -> None:
         out.mkdir(parents=True, exist_ok=True)  # whole lines: one cut by a full disk is cut off (`WriteFailed`)
-        if isinstance(prediction, Failure):
-            row = {"id": sample_id, "step": prediction.step, "reason": prediction.reason}
-            append_line(out / "failures.jsonl", json.dumps(row, ensure_ascii=False))
-        else:
-            append_line(out / "predictions.jsonl", json.dumps({"id": sample_id, "prediction": prediction},
-                                                              ensure_ascii=False))
+        failed = isinstance(prediction, Failure)
+        row = ({"id": sample_id, "step": prediction.step, "reason": prediction.reason} if failed
+               else {"id": sample_id, "prediction": prediction})
+        append_line(out / ("failures.jsonl" if failed else "predictions.jsonl"), json.dumps(row, ensure_ascii=False))
 
     def read_back(self, sample_id: str, value: Any) -> Any:
         """What a JSON line gives back (lists for tuples): the row a job scores from memory is the one it would read."""
@@ -177,22 +175,19 @@ class JsonlStore:
     def read_predictions(self, out: Path) -> dict[str, Any]:
         """Predictions by sample id, and a `Failure` for each sample that failed and has no prediction since."""
         found: dict[str, Any] = {}
-        failures = out / "failures.jsonl"
-        if failures.exists():
-            for line in failures.read_text(encoding="utf-8").splitlines():
-                if line.strip():
-                    row = json.loads(line)
-                    found[str(row["id"])] = Failure(str(row.get("step")), str(row.get("reason")))
-        path = out / "predictions.jsonl"
-        if path.exists():
+        for kind in ("failure", "prediction"):  # failures first: a prediction written since replaces its failure
+            path = out / f"{kind}s.jsonl"
+            if not path.exists():
+                continue
             for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
                 if not line.strip():
                     continue
                 try:
                     row = json.loads(line)
-                    found[str(row["id"])] = row["prediction"]
+                    found[str(row["id"])] = row["prediction"] if kind == "prediction" else \
+                        Failure(str(row.get("step")), str(row.get("reason")))
                 except (json.JSONDecodeError, KeyError, TypeError) as exc:
-                    raise UsageError(f"{path}: line {n}: not a prediction row ({exc})") from None
+                    raise UsageError(f"{path}: line {n}: not a {kind} row ({exc})") from None
         return found
 
 
