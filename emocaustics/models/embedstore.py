@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from emocaustics.core.errors import UsageError
 from emocaustics.core.writes import failed
-from emocaustics.models.cachefile import CORRUPT, connect, journal_mode, retried
+from emocaustics.models.cachefile import CORRUPT, open_file, retried
 
 SCHEMA = "CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, vec BLOB NOT NULL)"
 FILE_NAME = "embeddings.sqlite"
@@ -45,17 +44,9 @@ class EmbeddingStore:
         self.path = path = shared_folder() / FILE_NAME
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = retried(lambda: self._open(path))
+            self._db = retried(lambda: open_file(path, SCHEMA))
         except (OSError, sqlite3.Error) as exc:
             raise self._error(exc) from None
-
-    @staticmethod
-    def _open(path: Path) -> sqlite3.Connection:
-        db = connect(str(path), False)
-        db.execute(f"PRAGMA journal_mode={journal_mode(path)}")
-        db.execute("PRAGMA synchronous=NORMAL")
-        db.execute(SCHEMA)
-        return db
 
     def _error(self, exc: BaseException) -> Exception:
         if getattr(exc, "sqlite_errorname", "") in CORRUPT or isinstance(exc, ValueError):
