@@ -82,7 +82,12 @@ def wilcoxon_p(a: np.ndarray, b: np.ndarray | None = None) -> float:
     """Two-sided Wilcoxon signed-rank p-value of a - b (or of `a` as differences when b is None)."""
     from scipy import stats as sps  # ~0.7 s: a run of one config has no pair to test (start-up, issue 55)
 
-    d = _diffs(a, b) if b is not None else np.asarray(a, dtype=np.float64)
+    d = np.asarray(a, dtype=np.float64)
+    if b is not None:
+        y = np.asarray(b, dtype=np.float64)
+        if d.shape != y.shape:
+            raise ValueError(f"paired test needs the same items on both sides, got {d.shape} and {y.shape}")
+        d = d - y
     if d.size == 0 or np.isnan(d).any():
         return float("nan")
     if not np.any(d != 0):
@@ -109,13 +114,3 @@ def holm(pvalues: np.ndarray) -> np.ndarray:
     back[order] = adjusted
     out[ok] = back
     return out
-
-
-def _diffs(a: np.ndarray, b: np.ndarray | None) -> np.ndarray:
-    x = np.asarray(a, dtype=np.float64)
-    if b is None:
-        return x
-    y = np.asarray(b, dtype=np.float64)
-    if x.shape != y.shape:
-        raise ValueError(f"paired test needs the same items on both sides, got {x.shape} and {y.shape}")
-    return x - y
