@@ -238,11 +238,9 @@ def process(hits: Hits, *, ranking: tuple[str, ...] | list[str] | None = None,
         return sorted(frame.get_column(col).unique().to_list())
 
     rank = tuple(ranking) if ranking is not None else None
-    scores = {"passed": system_scores(conv, meta, set(passed), rank)}
-    order = rank if rank is not None else meta.ranking
-    # failing and all workers: the same order rule (their own z unless a ranking is given)
-    scores["failed"] = system_scores(conv, meta, set(failed), order)
-    scores["all"] = system_scores(conv, meta, None, order)
+    # every group by system_scores' one order rule: `ranking`, else metadata.ranking, else the group's own z
+    scores = {group: system_scores(conv, meta, workers, rank)
+              for group, workers in (("passed", set(passed)), ("failed", set(failed)), ("all", None))}
     return Processed(meta, conv, moments, qc, passed, failed, uniq(conv.filter(ok), "assignment"),
                      uniq(conv.filter(~ok), "assignment"), uniq(conv.filter(ok), "hit"), uniq(conv.filter(~ok), "hit"),
                      pass_rates(conv, set(passed)), scores, durations(hits, set(passed)), list(hits.defects))
