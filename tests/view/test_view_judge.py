@@ -32,7 +32,7 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     mp = pytest.MonkeyPatch()
     mp.setattr(ch.ChainRules, "event_threshold", property(lambda self: -1.0))  # every pair goes to the judge
     try:
-        log = EvalLog(tmp)
+        log = EvalLog(tmp, process=False)
         cfg = log.config("emotion_x")
         rec = Recorder()
         rec.add(ChatRequest(messages=({"role": "user", "content": "extract the events of dialogue 1"},)),
