@@ -83,9 +83,8 @@ class HumanTask(Task):
                                                     "assignments": len(samples)})
 
     def predict(self, method: str, samples: list[Sample], options: Options) -> dict[str, Any]:
-        if method != "process":
-            return super().predict(method, samples, options)
-        return {s.id: {"method": "process"} for s in samples}  # nothing to predict: the ratings are the input
+        # `process` only (HumanOptions.method admits no other): nothing to predict, the ratings are the input
+        return {s.id: {"method": "process"} for s in samples}
 
     def _run(self, samples: list[Sample], opts: HumanOptions) -> tuple[Any, Any]:
         """The method and its step 7 over a config's samples. `score` and then `finalize` ask for the same config: the
