@@ -34,20 +34,12 @@ class SimilarityTable:
 
 def clean_pairs(pairs: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
     """Stripped, non-empty, non-identical pairs (the others have fixed similarities), de-duplicated, order kept."""
-    seen: dict[tuple[str, str], None] = {}
-    for a, b in pairs:
-        a, b = a.strip(), b.strip()
-        if a and b and a != b:
-            seen.setdefault((a, b), None)
-    return list(seen)
+    stripped = ((a.strip(), b.strip()) for a, b in pairs)
+    return list(dict.fromkeys((a, b) for a, b in stripped if a and b and a != b))
 
 
 def distinct_texts(pairs: list[tuple[str, str]]) -> list[str]:
-    out: dict[str, None] = {}
-    for a, b in pairs:
-        out.setdefault(a, None)
-        out.setdefault(b, None)
-    return list(out)
+    return list(dict.fromkeys(t for pair in pairs for t in pair))  # each text once, in the order first named
 
 
 def cosines(pairs: list[tuple[str, str]], texts: list[str], vectors: np.ndarray) -> dict[tuple[str, str], float]:
