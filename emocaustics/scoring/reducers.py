@@ -75,10 +75,8 @@ def reduce_scores(values: Sequence[float | None], reducer: str) -> float | None:
         return sum(got) / len(got)
     if kind == "max":
         return max(got)
-    if kind == "mode":
-        counts = Counter(got)
-        best = max(counts.values())
-        return next(v for v in got if counts[v] == best)
+    if kind == "mode":  # most_common orders equal counts as first met: the tie goes to the earliest epoch
+        return Counter(got).most_common(1)[0][0]
     return pass_at_k(len(got), sum(1 for v in got if v >= 1.0), k)
 
 
@@ -90,9 +88,7 @@ def majority(answers: list[list[str]], n: int) -> tuple[list[str], dict[str, int
     chosen = sorted(x for x, k in votes.items() if 2 * k > n)
     if chosen:
         return chosen, dict(sorted(votes.items())), False
-    sets = Counter(tuple(a) for a in answers)
-    best = max(sets.values())
-    first = next(a for a in answers if sets[tuple(a)] == best)
+    first = Counter(tuple(a) for a in answers).most_common(1)[0][0]  # ties: the answer met first
     return list(first), dict(sorted(votes.items())), True
 
 
