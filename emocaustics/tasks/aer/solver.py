@@ -123,9 +123,7 @@ async def ask_samples(llm: Any, messages: tuple[dict[str, str], ...], prompt: st
     schema = answer_schema(prompt)
     budget = answer_budget(prompt)
     temp = temperature if samples > 1 else 0.0
-    results: list[Attempt | None] = [None] * samples
-    reasons = [""] * samples
-    raws = [""] * samples
+    results: list[Attempt | None] = [None] * samples  # a failed one holds its raw output and reason until re-asked
     pending = list(range(samples))
     for attempt in range(2):
         if not pending:
@@ -140,27 +138,24 @@ async def ask_samples(llm: Any, messages: tuple[dict[str, str], ...], prompt: st
             raise SolveFailed(step, f"backend returned {len(completions)} answers for {len(requests)} requests")
         still = []
         for i, c, request in zip(pending, completions, requests):
-            raws[i] = c.text
             note(request, step=step, attempt=attempt)  # the eval log's record of this call
             if c.error is not None and CONTEXT_RE.search(c.error):
                 raise SolveFailed(step, f"prompt exceeds the model's context: {c.error}")
             if c.error is not None and not (c.error.startswith("invalid JSON") and c.text.strip()):
-                reasons[i] = f"model error: {c.error}"
+                results[i] = Attempt(None, "", c.text, reason=f"model error: {c.error}")
                 still.append(i)
                 continue
             try:
                 # a backend without structured output may answer in prose: its text is still read strictly
                 letters, reasoning, how = read_answer(c if c.error is None else Completion(text=c.text), prompt)
             except Unreadable as exc:
-                reasons[i] = f"unreadable answer: {exc}"
+                results[i] = Attempt(None, "", c.text, reason=f"unreadable answer: {exc}")
                 note(request, step=step, attempt=attempt, parse_error=str(exc))
                 still.append(i)
                 continue
             results[i] = Attempt(letters, reasoning[:REASONING_MAX_CHARS * 2], c.text, how, "", c.prompt_tokens,
                                  c.cached)
         pending = still
-    for i in pending:
-        results[i] = Attempt(None, "", raws[i], reason=reasons[i])
     done = [r for r in results if r is not None]
     if all(r.letters is None for r in done):
         r = done[0]
