@@ -63,10 +63,8 @@ def prepare_samples(samples: list[Sample], opts: Any, embedder: Any = None) -> l
         shots_by_topic: dict[int, list[dict[str, Any]]] = {}
         if opts.prompt == "few-shot":
             pool = load_split(root, opts.shots_from or default_shots_split(split))
-            for i in idxs:
-                t = samples[i].input["topic_id"]
-                if t not in shots_by_topic:
-                    shots_by_topic[t] = pick_shots(pool, t, opts.shots, opts.seed, split)
+            shots_by_topic = {t: pick_shots(pool, t, opts.shots, opts.seed, split)  # a draw per topic, seeded by it
+                              for t in dict.fromkeys(samples[i].input["topic_id"] for i in idxs)}
         rest: dict[int, int] = {}
         for i in idxs:
             s = samples[i]
