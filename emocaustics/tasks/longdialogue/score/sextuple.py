@@ -80,13 +80,9 @@ def text_sim(sim: SimFn, a: str, b: str) -> float:
 
 def first_greatest(items: Iterable[T], key: Callable[[T], Any]) -> tuple[T, Any] | None:
     """(item, key) of the greatest key, the first of equals (a later item must be strictly greater); None when
-    there is none. The one choice of both modes: a line's candidate (both), a chain's event and emotion (the spec)."""
-    best: tuple[T, Any] | None = None
-    for it in items:
-        k = key(it)
-        if best is None or k > best[1]:
-            best = (it, k)
-    return best
+    there is none. The one choice of both modes: a line's candidate (both), a chain's event and emotion (the spec).
+    `max` keeps the first of equals (it replaces its pick only on a strictly greater key), each key computed once."""
+    return max(((it, key(it)) for it in items), key=lambda pair: pair[1], default=None)
 
 
 def choose_candidate(cands: Sequence[Any], score: Callable[[int, Any], tuple[dict[str, float], Any]],
