@@ -133,27 +133,21 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except (UsageError, EndpointDown, BudgetReached, SamplesFailed, WriteFailed) as exc:  # exit statuses: core.errors
-        if _interrupted(exc):
+    except (KeyboardInterrupt, Exception) as exc:
+        if _interrupted(exc):  # a Ctrl-C, or an error of the clean-up after one
             return _interrupt(args)
+        # a lost Ray cluster surfaces as whatever Ray call came next (our own errors too): one line, status 5
         if (lost := _lost_cluster(exc)) is not None and not isinstance(exc, UsageError):
             return _cluster_lost(lost, exc)
-        print(f"emocaustics: error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        return _interrupt(args)
-    except Exception as exc:  # a lost Ray cluster surfaces as whatever Ray call came next: one line, status 5
-        if _interrupted(exc):
-            return _interrupt(args)
-        lost = _lost_cluster(exc)
-        if lost is None:
-            from emocaustics.core.writes import unnamed
+        if isinstance(exc, (UsageError, EndpointDown, BudgetReached, SamplesFailed, WriteFailed)):
+            print(f"emocaustics: error: {exc}", file=sys.stderr)
+            return exc.exit_code  # exit statuses: core.errors
+        from emocaustics.core.writes import unnamed
 
-            if (full := unnamed(exc)) is not None:  # a full disk under a write that no writer named
-                print(f"emocaustics: error: {full}", file=sys.stderr)
-                return full.exit_code
-            raise
-        return _cluster_lost(lost, exc)
+        if (full := unnamed(exc)) is not None:  # a full disk under a write that no writer named
+            print(f"emocaustics: error: {full}", file=sys.stderr)
+            return full.exit_code
+        raise
 
 
 def _interrupted(exc: BaseException) -> bool:
