@@ -256,5 +256,4 @@ class AerTask(Task):
 
 
 def _table(block: dict[str, dict[str, Any]], key: str) -> pl.DataFrame:
-    rows = [{key: int(k) if k.isdigit() else k, **v} for k, v in block.items()]
-    return pl.DataFrame(rows) if rows else pl.DataFrame()
+    return pl.DataFrame([{key: int(k) if k.isdigit() else k, **v} for k, v in block.items()])  # none: (0, 0)
