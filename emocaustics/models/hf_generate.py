@@ -212,6 +212,4 @@ class HFGenerator:
     def _completion(self, request: ChatRequest, tokens: list[int], cut: bool, prompt_tokens: int,
                     limit: int) -> Completion:
         text = self.tokenizer.decode([t for t in tokens if t not in self.eos_ids], skip_special_tokens=True)
-        parsed, repaired, error = read_answer(text, request.schema, cut, limit)
-        return Completion(text=text, parsed=parsed, error=error, kind=ErrorKind.ANSWER if error else None,
-                          prompt_tokens=prompt_tokens, generated_tokens=len(tokens), repaired=repaired)
+        return read_answer(text, request, cut, limit, prompt_tokens=prompt_tokens, generated_tokens=len(tokens))

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from emocaustics.models.base import ChatRequest, Completion, ErrorKind
+
 
 def _expects(schema: dict) -> type | tuple[type, ...] | None:
     kind = schema.get("type")
@@ -36,11 +38,14 @@ def parse_answer(text: str, schema: dict | None) -> tuple[Any, bool, str | None]
     return None, False, f"invalid JSON: {strict_error}; not repairable (answer starts {snippet!r})"
 
 
-def read_answer(text: str, schema: dict | None, cut: bool, max_tokens: int) -> tuple[Any, bool, str | None]:
-    """`parse_answer` of an answer that may have been cut at `max_tokens` (`cut`): json-repair would close the brackets
+def read_answer(text: str, request: ChatRequest, cut: bool, max_tokens: int, *, prompt_tokens: int = 0,
+                generated_tokens: int = 0) -> Completion:
+    """The Completion of an answer to `request`, every backend's: its `parse_answer`, where an answer not the JSON
+    asked for is of kind ANSWER. It may have been cut at `max_tokens` (`cut`): json-repair would close the brackets
     of a half answer and call it valid (pairs, events after the cut would vanish), so a cut answer that needed repair
     is never counted: the caller asks again (a new seed, `json_retries`) and else reports this failure."""
-    parsed, repaired, error = parse_answer(text, schema)
+    parsed, repaired, error = parse_answer(text, request.schema)
     if cut and (error or repaired):
-        return None, False, f"answer cut at max_tokens={max_tokens}; {error or 'incomplete JSON'}"
-    return parsed, repaired, error
+        parsed, repaired, error = None, False, f"answer cut at max_tokens={max_tokens}; {error or 'incomplete JSON'}"
+    return Completion(text=text, parsed=parsed, error=error, kind=ErrorKind.ANSWER if error else None,
+                      prompt_tokens=prompt_tokens, generated_tokens=generated_tokens, repaired=repaired)

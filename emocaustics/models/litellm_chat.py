@@ -77,9 +77,8 @@ class LiteLLMChat(ChatClient):
         text = choice.message.content or ""
         usage = getattr(response, "usage", None)
         prompt, generated = (int(usage.prompt_tokens or 0), int(usage.completion_tokens or 0)) if usage else (0, 0)
-        parsed, repaired, error = read_answer(text, request.schema, choice.finish_reason == "length", s.max_tokens)
-        return Completion(text=text, parsed=parsed, repaired=repaired, prompt_tokens=prompt, generated_tokens=generated,
-                          error=error, kind=ErrorKind.ANSWER if error else None)
+        return read_answer(text, request, choice.finish_reason == "length", s.max_tokens, prompt_tokens=prompt,
+                           generated_tokens=generated)
 
     def _failure(self, litellm: Any, exc: Exception) -> Completion:
         status, text = getattr(exc, "status_code", None), str(exc)[:300]

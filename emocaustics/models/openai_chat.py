@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from emocaustics.models.base import ChatRequest, Completion, ErrorKind
+from emocaustics.models.base import ChatRequest, Completion
 from emocaustics.models.chatclient import NO_KEY, ChatClient  # noqa: F401 (NO_KEY: benchmarks/refdriver.py)
 from emocaustics.models.gate import PriorityGate
 from emocaustics.models.jsonout import read_answer
@@ -93,13 +93,6 @@ def completion_from(data: Any, request: ChatRequest) -> Completion:
         usage = data.get("usage") or {}
     except (ValueError, AttributeError, TypeError) as exc:
         return Completion(text="", error=f"invalid response body: {type(exc).__name__}: {str(exc)[:200]}")
-    parsed, repaired, error = read_answer(text, request.schema, finish == "length", request.sampling.max_tokens)
-    return Completion(
-        text=text,
-        parsed=parsed,
-        error=error,
-        kind=ErrorKind.ANSWER if error else None,
-        prompt_tokens=int(usage.get("prompt_tokens") or 0),
-        generated_tokens=int(usage.get("completion_tokens") or 0),
-        repaired=repaired,
-    )
+    return read_answer(text, request, finish == "length", request.sampling.max_tokens,
+                       prompt_tokens=int(usage.get("prompt_tokens") or 0),
+                       generated_tokens=int(usage.get("completion_tokens") or 0))

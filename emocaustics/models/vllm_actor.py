@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from emocaustics.core import aio
-from emocaustics.models.base import ChatRequest, Completion, ErrorKind, ModelBase
+from emocaustics.models.base import ChatRequest, Completion, ModelBase
 from emocaustics.models.hf_generate import prompt_or_failure
 from emocaustics.models.jsonout import read_answer
 from emocaustics.models.local import run_item
@@ -176,17 +176,9 @@ class VLLMEngineActor:
         if final is None or not final.outputs:
             return Completion(text="", prompt_tokens=len(ids), error="engine returned no output")
         seq = final.outputs[0]
-        parsed, repaired, error = read_answer(seq.text, request.schema, seq.finish_reason == "length", max_tokens)
         self.usage.cached_prompt_tokens += int(final.num_cached_tokens or 0)
-        return Completion(
-            text=seq.text,
-            parsed=parsed,
-            error=error,
-            kind=ErrorKind.ANSWER if error else None,
-            prompt_tokens=len(final.prompt_token_ids or ids),
-            generated_tokens=len(seq.token_ids),
-            repaired=repaired,
-        )
+        return read_answer(seq.text, request, seq.finish_reason == "length", max_tokens,
+                           prompt_tokens=len(final.prompt_token_ids or ids), generated_tokens=len(seq.token_ids))
 
     def _die(self, exc: BaseException) -> None:
         import sys
