@@ -19,7 +19,6 @@ command that continues, and exits with status 6.
 from __future__ import annotations
 
 import threading
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from emocaustics.core.errors import BudgetReached
