@@ -35,11 +35,9 @@ def by_topic(scores: pl.DataFrame) -> pl.DataFrame:
 
 def glance(long: pl.DataFrame, runs: list[str]) -> pl.DataFrame:
     """Topics as rows, one score column per config of `runs`."""
-    wide = long.select(pl.col(TOPIC).alias("topic"), "questions").unique("topic", keep="first")
-    for run in runs:
-        part = long.filter(pl.col("run") == run).select(pl.col(TOPIC).alias("topic"), pl.col("score").alias(run))
-        wide = wide.join(part, on="topic", how="left")
-    return wide.sort("topic")
+    scores = long.filter(pl.col("run").is_in(runs)).pivot(on="run", index=TOPIC, values="score")  # runs in job order
+    return (long.select(TOPIC, "questions").unique(TOPIC, keep="first").join(scores, on=TOPIC, how="left")
+            .rename({TOPIC: "topic"}).sort("topic"))
 
 
 def sections(summary: pl.DataFrame, scores: pl.DataFrame) -> list[tuple[str, str]]:
