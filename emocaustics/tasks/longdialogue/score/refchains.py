@@ -132,13 +132,9 @@ def _best(text: str, options: list[str], sim: SimFn, where: str) -> tuple[int, f
     """The first option of greatest cosine strictly above 0 (the reference starts from 0.0 and needs `>`)."""
     a = embed_text(text, f"{where}, ground truth")
     texts = [embed_text(t, f"{where}, prediction {k}") for k, t in enumerate(options)]
-    best: tuple[int, float] | None = None
-    top = 0.0
-    for k, t in enumerate(texts):
-        s = float(sim(a, t))
-        if s > top:
-            best, top = (k, s), s
-    return best
+    cosines = ((k, float(sim(a, t))) for k, t in enumerate(texts))
+    # max replaces its pick only on a strictly greater cosine: the first of equals, as the reference's `>`
+    return max((ks for ks in cosines if ks[1] > 0), key=lambda ks: ks[1], default=None)
 
 
 def gt_source_ids(em: Emotion, where: str) -> set[int]:
