@@ -108,9 +108,8 @@ def export(view: Documents, out: Path) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     for name in ("index.html", "app.js"):
         (out / name).write_bytes((STATIC / name).read_bytes())
-    docs = Scripts(view)
-    for path in view.paths():
+    for path in view.paths():  # each document made once, as the server would make it (`script`)
         target = out / "data" / f"{path}.js"
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(docs.get(f"/data/{path}.js") or "", encoding="utf-8")
+        target.write_text(script(path, view.document(path)), encoding="utf-8")
     return out / "index.html"
