@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import polars as pl
@@ -40,7 +39,6 @@ def twin(worker: str) -> str:
 
 @dataclass
 class Judged:
-    qc: dict[str, Any]  # the judge's QC row: p_value, n_qc, n_systems, passed, reason
     workers: pl.DataFrame  # every worker's QC row, then the judge's (`human.method.quality_control`)
     human: pl.DataFrame  # system z of QC-passed workers (model, N, z, criteria)
     judge: pl.DataFrame  # the judge's system z over the same assignments, in the same order
@@ -79,7 +77,6 @@ def judge(meta: Metadata, samples: list[Sample], ratings: Ratings, *,
     workers = quality_control(conv.filter(~is_judge), meta, threshold)
     pooled = conv.filter(is_judge).with_columns(pl.lit(JUDGE).alias("worker"), pl.col("sd").max())
     mine_qc = quality_control(pooled, meta, threshold)
-    qc = mine_qc.row(0, named=True)
     passed = set(workers.filter(pl.col("passed")).get_column("worker").to_list())
     human, _ = system_scores(conv, meta, passed)
     order = tuple(human.get_column("model").to_list())
@@ -110,7 +107,7 @@ def judge(meta: Metadata, samples: list[Sample], ratings: Ratings, *,
                         for e, v in (("low", low), ("high", high))}})
     rated = [wide.filter(pl.col(mine_raw[0]).is_not_null()).select(cols).to_numpy() for cols in (raw, mine_raw)]
     per_sample = wide.select("sample_id", "system", "human_z", "judge_z", pl.col("^judge:.*$"))
-    return Judged(qc, pl.concat([workers, mine_qc]), human, mine, pl.DataFrame(rows),
+    return Judged(pl.concat([workers, mine_qc]), human, mine, pl.DataFrame(rows),
                   correlate(*[v.mean(1) for v in rated]), interval_alpha(np.vstack([v.ravel() for v in rated])),
                   _contributions(wide, human, mine), per_sample)
 

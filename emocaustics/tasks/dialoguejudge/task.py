@@ -143,7 +143,7 @@ class DialogueJudgeTask(Task):
             mean = lambda r: sum(r.values()) / len(r)  # noqa: E731
             rows.append({"sample_id": s.id, "metric": "diff", "value": mean(ratings[s.id]) - mean(s.target)})
         overall = result.agreement.row(0, named=True)
-        qc = result.qc
+        qc = result.workers.row(-1, named=True)  # the judge's: p_value, n_qc, n_systems, passed, reason
         summary = {"system_r": overall["pearson"], "system_rho": overall["spearman"],
                    **{k: overall[k] for k in ("pearson_low", "pearson_high", "spearman_low", "spearman_high")},
                    "qc_pass": bool(qc["passed"]), "qc_p": qc["p_value"], "item_r": result.item_r,
