@@ -36,11 +36,7 @@ Verdicts = Mapping[tuple[str, str], bool | None]
 class ChainRules:
     judge: bool = False  # whether a judge takes part (False = `--judge none`)
     on_judge_error: str = "zero"  # zero | unscored
-
-    @property
-    def event_threshold(self) -> float:
-        return 0.7
-
+    event_threshold: float = 0.7
     reason_threshold: float = 0.8
 
     def __post_init__(self) -> None:
