@@ -38,8 +38,6 @@ def split_correlation_matrix(columns: Mapping[str, Sequence[float] | np.ndarray]
     out = np.full((k, k), np.nan)
     for i in range(k):
         for j in range(k):
-            if i < j:
-                out[i, j] = correlate(columns[names[i]], columns[names[j]], "pearson")
-            elif i > j:
-                out[i, j] = correlate(columns[names[i]], columns[names[j]], "spearman")
+            if i != j:
+                out[i, j] = correlate(columns[names[i]], columns[names[j]], "pearson" if i < j else "spearman")
     return out

@@ -29,9 +29,7 @@ def significance_frame(p: np.ndarray, labels: Sequence[str], corner: str = "") -
         raise ValueError(f"matrix shape {mat.shape} does not match {len(names)} labels")
     if corner in names:
         raise ValueError(f"corner name {corner!r} collides with a label")
-    data: dict[str, list] = {corner: names}
-    for j, name in enumerate(names):
-        data[name] = [float(v) for v in mat[:, j]]
+    data: dict[str, list] = {corner: names, **{name: mat[:, j].tolist() for j, name in enumerate(names)}}
     return pl.DataFrame(data, schema={corner: pl.Utf8, **{n: pl.Float64 for n in names}})
 
 
