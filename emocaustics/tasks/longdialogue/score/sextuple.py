@@ -227,10 +227,7 @@ def gt_records(utterances: Sequence[Utterance]) -> list[dict[str, str]]:
 
 
 def _read(obj: dict[str, Any], keys: tuple[str, str]) -> Any:
-    for k in keys:
-        if k in obj:
-            return obj[k]
-    return ""
+    return next((obj[k] for k in keys if k in obj), "")  # the first key present wins, even holding null
 
 
 def prediction_lines(pred: Any, file: str) -> list[list[dict[str, Any]]]:
