@@ -17,7 +17,7 @@ from emocaustics.core.content import content_hash
 from emocaustics.core.errors import UsageError
 from emocaustics.core.task import DatasetOptions, Loaded, Sample
 from emocaustics.tasks.yamltask import data
-from emocaustics.tasks.yamltask.spec import TaskFile, read_task_file, where
+from emocaustics.tasks.yamltask.spec import read_task_file, where
 
 
 def answer_model(max_length: int) -> type[BaseModel]:
