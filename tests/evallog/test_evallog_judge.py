@@ -7,6 +7,7 @@ Ray."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 from pathlib import Path
 
@@ -62,8 +63,9 @@ def embedder():
 def every_pair_judged(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every event pair similar enough that the judge decides (the similarity gate is tested elsewhere)."""
     import emocaustics.tasks.longdialogue.score.chains as ch
+    import emocaustics.tasks.longdialogue.score.policy as pol
 
-    monkeypatch.setattr(ch.ChainRules, "event_threshold", property(lambda self: -1.0))
+    monkeypatch.setattr(pol, "ChainRules", functools.partial(ch.ChainRules, event_threshold=-1.0))
 
 
 def test_judge_calls_are_logged_with_the_dialogue_they_judged(tmp_path: Path, embedder, every_pair_judged) -> None:

@@ -6,6 +6,7 @@ scoring's judge lines under the config's sink), a stand-in judge LLM in process,
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 from pathlib import Path
 
@@ -27,10 +28,11 @@ from fakes.openai_embeddings import FakeEmbeddingsServer
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     import emocaustics.tasks.longdialogue.score.chains as ch
+    import emocaustics.tasks.longdialogue.score.policy as pol
 
     tmp = tmp_path_factory.mktemp("judged")
     mp = pytest.MonkeyPatch()
-    mp.setattr(ch.ChainRules, "event_threshold", property(lambda self: -1.0))  # every pair goes to the judge
+    mp.setattr(pol, "ChainRules", functools.partial(ch.ChainRules, event_threshold=-1.0))  # every pair goes to the judge
     try:
         log = EvalLog(tmp, process=False)
         cfg = log.config("emotion_x")
