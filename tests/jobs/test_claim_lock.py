@@ -57,16 +57,24 @@ def _spawn(run_dir: Path, mode: str = "fresh", hold: float = 0.5, go: Path | Non
     return proc
 
 
+def _rest(proc: subprocess.Popen) -> str:
+    """What the process prints after CHECKED, to its end. Not `communicate(timeout=...)`: that reads the pipe's file
+    descriptor, past the lines `readline` already buffered (a REFUSED that came with CHECKED would be lost)."""
+    out = proc.stdout.read()
+    proc.wait(timeout=60)
+    return out
+
+
 def test_of_two_processes_on_one_new_folder_exactly_one_runs_and_the_other_is_told_which(tmp_path: Path) -> None:
     run_dir = tmp_path / "new" / "run"
     go = tmp_path / "go"
     procs = [_spawn(run_dir, go=go), _spawn(run_dir, go=go)]  # both found the folder free
     go.touch()
-    outs = [p.communicate(timeout=60) for p in procs]  # (stdout, None)
-    said = sorted(out.split()[0] for out, _ in outs)
+    outs = [_rest(p) for p in procs]
+    said = sorted(out.split()[0] for out in outs)
     assert said == ["CLAIMED", "REFUSED"], outs
-    winner = next(p for p, (out, _) in zip(procs, outs) if out.startswith("CLAIMED"))
-    refusal = next(out for out, _ in outs if out.startswith("REFUSED"))
+    winner = next(p for p, out in zip(procs, outs) if out.startswith("CLAIMED"))
+    refusal = next(out for out in outs if out.startswith("REFUSED"))
     assert str(run_dir) in refusal and f"pid {winner.pid} on " in refusal and " since 20" in refusal, refusal
     assert "-c" in refusal or sys.executable in refusal  # the command that holds it
     assert sorted(p.returncode for p in procs) == [0, 2]
@@ -78,7 +86,7 @@ def test_a_killed_holder_leaves_the_folder_claimable_and_its_run_resumes(tmp_pat
     holder = _spawn(run_dir, hold=30)
     assert holder.stdout.readline().strip() == "CLAIMED"
     second = _spawn(run_dir, "resume", hold=0)
-    assert second.communicate(timeout=60)[0].startswith("REFUSED") and second.returncode == 2
+    assert _rest(second).startswith("REFUSED") and second.returncode == 2
     holder.send_signal(signal.SIGKILL)  # no clean-up at all: the kernel lets go of the lock
     holder.wait(timeout=30)
     job = JobSpec.model_validate(JOB)
