@@ -78,8 +78,23 @@ AREA_across            := emocaustics.report.across.*
 AREA_evallog           := emocaustics.evallog.record.* emocaustics.evallog.read.* emocaustics.view.data.*
 AREA_forecast          := emocaustics.solve.forecast.*
 AREA_stops             := emocaustics.solve.plan.x*Limits* emocaustics.solve.plan.x__failure* emocaustics.core.errors.*
+# issue 53's new code (the epochs themselves are in `resume`)
+AREA_limits            := emocaustics.solve.item.x*LimitedLLM*
+AREA_reducers          := emocaustics.scoring.reducers.*
+AREA_errors            := emocaustics.models.base.x*ErrorKind* emocaustics.models.base.x*Completion* \
+                          emocaustics.models.http.x_server_wait* \
+                          emocaustics.models.http.x_retry_delay* emocaustics.models.http.x_should_retry* \
+                          emocaustics.models.http.x_error_message* emocaustics.models.http.x_strip_credentials* \
+                          emocaustics.models.http.x_url_auth* emocaustics.models.http.x*JSONPoster*post* \
+                          emocaustics.models.anthropic_chat.x__failure* emocaustics.models.litellm_chat.x*_failure* \
+                          emocaustics.core.redact.*
+AREA_cache             := emocaustics.models.cache.* emocaustics.models.cachefile.* emocaustics.models.cacheplace.* \
+                          emocaustics.models.cachestore.*
+AREA_workbench         := emocaustics.ui.server.* emocaustics.ui.paths.* emocaustics.ui.forms.*
+AREA_exports           := emocaustics.exports.eee.* emocaustics.exports.inspect_log.* emocaustics.exports.names.* \
+                          emocaustics.exports.source.*
 AREAS := stats_tables stats_tests emocaustics_score aer_ecpe narrative_match narrative_scores human cost breaker ratelimit resume compare across evallog \
-         forecast stops
+         forecast stops limits reducers errors cache workbench exports
 AREA         ?=
 MUTANTS      ?= $(AREA_$(AREA))
 MAX_CHILDREN ?= 2
