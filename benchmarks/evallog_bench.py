@@ -10,16 +10,17 @@ calls. No model, no network, no Ray.
 
 - size: `RunLog.size_report()` of the written log: bytes on disk (total and per call), prompt characters the calls
   sent against the characters stored (the share deduplicated: text many calls share is stored once).
-- writer: seconds to `emit` every sample (one staging line each, secrets redacted: one secret in the environment, as
-  a run with an API key) and `finish` the config (compaction to Parquet and the samples table with input and gold),
-  per 1,000 calls: the work itself, done here in the writer's thread (a job's log does it in its child process). Recording: the seconds spent inside `Recorder`'s methods (`add`: each call's text chunked and
+- writer: seconds to write every sample's line (`ConfigLog._write`, what the log's child does for each `emit`: one
+  staging line each, secrets redacted: one secret in the environment, as a run with an API key) and `finish` the
+  config (compaction to Parquet and the samples table with input and gold), per 1,000 calls: the work itself, done
+  here in this process (a job's log does it in its child process). Recording: the seconds spent inside `Recorder`'s methods (`add`: each call's text chunked and
   hashed as it is made; `note`, `to_json`) during the run, the faster of two runs; the walls of the same in-process
   run with and without the sink are reported too (their difference is within the shared machine's noise).
 - share of a run (issue 27's figure): the same whole-dataset window run against a stand-in endpoint with startup_bench's
   latency and slots (0.2 s per call, 256 in service; in process, the stand-in's answers after that wait), with the
   job's eval log (each sample emitted as it finishes and its prediction waiting for its line, the config finished at
-  the end: Parquet written; the writing in the log's child process) and without, five pairs, alternating (after each
-  pair, the same run with the writing in a thread of the driver, the design before the child: `thread_share`), on the event loop and collector settings of a job's driver (`core.aio.run`); the share is
+  the end: Parquet written; the writing in the log's child process) and without, five pairs, alternating, on the
+  event loop and collector settings of a job's driver (`core.aio.run`); the share is
   the median of the pairs' (with - without) / without, each pair run back to back so that the shared machine's load
   moves both alike. Beside it, the driver's own CPU seconds per run (`time.process_time`, all its threads; far
   steadier under load than wall): the log's added driver CPU over the wall without it (`driver_cpu_share`), what the
@@ -158,11 +159,9 @@ class Endpoint:
         return getattr(self.llm, name)
 
 
-def endpoint_run(run: tuple[Any, Any, list[Any]], out: Path, samples: list[Any] | None,
-                 process: bool = True) -> tuple[float, float]:
+def endpoint_run(run: tuple[Any, Any, list[Any]], out: Path, samples: list[Any] | None) -> tuple[float, float]:
     """Wall seconds and the driver's own CPU seconds (this process, all its threads) of one run against `Endpoint`; with `samples`, with the job's eval log (emit as samples finish,
-    each prediction waiting for its line, finish at the end, as jobs/runner.py does), written by its child process
-    or, `process=False`, by a thread of this process (the design before the child: its cost, measured beside)."""
+    each prediction waiting for its line, finish at the end, as jobs/runner.py does), written by its child process."""
     from emocaustics.core import aio
     from emocaustics.evallog import sink
     from emocaustics.evallog.writer import EvalLog
@@ -173,7 +172,7 @@ def endpoint_run(run: tuple[Any, Any, list[Any]], out: Path, samples: list[Any] 
     llm = Endpoint(RecordingLLM(counter_for(None)))
     (out / "pred").mkdir(parents=True, exist_ok=True)
     t0, cpu0 = time.perf_counter(), time.process_time()
-    evallog = EvalLog(out / "run", secrets=[SECRET], process=process) if samples is not None else None
+    evallog = EvalLog(out / "run", secrets=[SECRET]) if samples is not None else None
     log = evallog.config(LABEL) if evallog is not None else None
     predictions: dict[str, Any] = {}
 
@@ -195,13 +194,14 @@ def endpoint_run(run: tuple[Any, Any, list[Any]], out: Path, samples: list[Any] 
 
 
 def write_log(run_dir: Path, rows: list[tuple[str, dict[str, Any]]], samples: list[Any]) -> dict[str, float]:
+    from emocaustics.evallog.record import dumps
     from emocaustics.evallog.writer import EvalLog
 
     t0 = time.perf_counter()
-    log = EvalLog(run_dir, secrets=[SECRET], process=False)  # the work itself, as the child does it, timed here
+    log = EvalLog(run_dir, secrets=[SECRET])
     cfg = log.config(LABEL)
-    for sid, row in rows:
-        cfg.emit(sid, row)
+    for sid, row in rows:  # the work itself, as the child does it (`ConfigLog.emit`'s line), timed here: no child
+        cfg._write(sid, {**row, "stats": dumps(row.get("stats") or {}, sort_keys=True)}, time.time())
     t1 = time.perf_counter()
     cfg.finish(samples, {sid: row["prediction"] for sid, row in rows})
     t2 = time.perf_counter()
@@ -267,17 +267,15 @@ def run(quick: bool = False) -> dict[str, Any]:
             "share_of_in_process_run": round(cost / min(plain), 4),
             "startup_bench_window_wall_s": startup_wall, "startup_bench_when": startup_when,
             "share_of_startup_bench_run": round(cost / startup_wall, 4) if startup_wall else None}
-        plain_e, logged_e, thread_e = [], [], []
-        plain_c, logged_c, thread_c = [], [], []  # the driver's CPU seconds: moves far less with the load than wall
+        plain_e, logged_e = [], []
+        plain_c, logged_c = [], []  # the driver's CPU seconds: moves far less with the load than wall
         for rep in range(1 if quick else PAIRS):
-            for walls, cpus, run_dir_e, with_samples, process in (
-                    (plain_e, plain_c, "plain", None, True), (logged_e, logged_c, "logged", samples, True),
-                    (thread_e, thread_c, "thread", samples, False)):
-                wall, cpu = endpoint_run(run_, root / f"endpoint-{run_dir_e}{rep}", with_samples, process=process)
+            for walls, cpus, run_dir_e, with_samples in ((plain_e, plain_c, "plain", None),
+                                                         (logged_e, logged_c, "logged", samples)):
+                wall, cpu = endpoint_run(run_, root / f"endpoint-{run_dir_e}{rep}", with_samples)
                 walls.append(wall)
                 cpus.append(cpu)
         shares = [(b - a) / a for a, b in zip(plain_e, logged_e)]
-        thread_shares = [(b - a) / a for a, b in zip(plain_e, thread_e)]
         figures["endpoint_run"] = {
             "latency_s": LATENCY_S, "slots": SLOTS, "without_log_s": [round(x, 3) for x in plain_e],
             "with_log_s": [round(x, 3) for x in logged_e], "pair_shares": [round(x, 4) for x in shares],
@@ -285,17 +283,11 @@ def run(quick: bool = False) -> dict[str, Any]:
             "with_log_median_s": round(statistics.median(logged_e), 3),
             "overhead_s": round(statistics.median(logged_e) - statistics.median(plain_e), 3),
             "share": round(statistics.median(shares), 4),
-            "with_thread_log_s": [round(x, 3) for x in thread_e], "thread_pair_shares": [round(x, 4) for x in thread_shares],
-            "with_thread_log_median_s": round(statistics.median(thread_e), 3),
-            "thread_share": round(statistics.median(thread_shares), 4),
             "driver_cpu_without_log_s": [round(x, 3) for x in plain_c], "driver_cpu_with_log_s": [round(x, 3) for x in logged_c],
-            "driver_cpu_with_thread_log_s": [round(x, 3) for x in thread_c],
             # the log's cost on the driver (the child's work runs on another core) over the run's wall: what the run
             # would lose if every added CPU second of the driver stood on its critical path
             "driver_cpu_share": round((statistics.median(logged_c) - statistics.median(plain_c))
-                                      / statistics.median(plain_e), 4),
-            "driver_cpu_thread_share": round((statistics.median(thread_c) - statistics.median(plain_c))
-                                             / statistics.median(plain_e), 4)}
+                                      / statistics.median(plain_e), 4)}
         figures["viewer_server"] = server_timings(run_dir, len(samples))
         binary = chromium()
         figures["viewer_browser"] = browser_timings(run_dir, len(samples), binary) if binary else None
@@ -331,8 +323,8 @@ def to_markdown(res: dict[str, Any]) -> str:
              f"| run against the endpoint stand-in without / with the log (share) | "
              f"{f['endpoint_run']['without_log_median_s']} / {f['endpoint_run']['with_log_median_s']} s, medians "
              f"({f['endpoint_run']['share']}) |",
-             f"| driver CPU added by the log, over the run's wall: child writer / thread writer | "
-             f"{f['endpoint_run']['driver_cpu_share']} / {f['endpoint_run']['driver_cpu_thread_share']} |",
+             f"| driver CPU added by the log (its child writer), over the run's wall | "
+             f"{f['endpoint_run']['driver_cpu_share']} |",
              f"| server: index / list / first sample / sample median, max | {v['index_s']} / {v['sample_list_s']} / "
              f"{v['first_sample_s']} / {v['sample_median_s']}, {v['sample_max_s']} s |",
              f"| browser: index / list / first sample / sample median, max | {b.get('index_s')} / "

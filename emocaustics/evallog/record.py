@@ -22,7 +22,7 @@ import hashlib
 import json
 import time
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from itertools import accumulate, compress
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -157,18 +157,15 @@ class Recorder:
         call = found[1]
         call["step"], call["attempt"], call["parse_error"] = step, attempt, parse_error
 
-    def to_json(self, pause: Callable[[float], None] | None = None) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
         """Plain JSON (it travels from a replica back to the driver with the sample's result): each call's messages
-        as the hashes of their chunks (chunked here, in call order, so the same chunks as when each call was made).
-        `pause(0)` after each call: a background thread lets the event loop's thread take the GIL at once."""
+        as the hashes of their chunks (chunked here, in call order, so the same chunks as when each call was made)."""
         for call in self.calls[self._chunked:]:
             if call.get("schema") is not None:  # as the request held it (`add`); a window's schema is built per call
                 call["schema"] = self._schema(call["schema"])
             msgs = call.get("messages")
             if msgs:
                 call["messages"] = [[role, self.chunker.refs(text)] for role, text in msgs]
-            if pause is not None:
-                pause(0)
         self._chunked = len(self.calls)
         return {"calls": self.calls, "texts": self.texts, "prompts": self.prompts}
 
@@ -186,8 +183,8 @@ class Finished:
     def __init__(self, recorder: Recorder) -> None:
         self.recorder = recorder
 
-    def to_json(self, pause: Callable[[float], None] | None = None) -> dict[str, Any]:
-        return self.recorder.to_json(pause)
+    def to_json(self) -> dict[str, Any]:
+        return self.recorder.to_json()
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (dict, (self.to_json(),))

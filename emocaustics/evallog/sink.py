@@ -19,7 +19,7 @@ class Sink(Protocol):
     prompts: bool  # False: keep counts and timings, no prompt or answer text
 
     def emit(self, sample_id: str, result: dict[str, Any]) -> "Future[None] | None":
-        """Stage a finished sample; a future of its line, written by the writer's process or thread (the run does not
+        """Stage a finished sample; a future of its line, written by the writer's process (the run does not
         wait for it: a failed line is raised to the next `emit` or the config's finish)."""
 
 

@@ -29,10 +29,9 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 import time
 import weakref
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -79,24 +78,21 @@ class EvalLog:
     """One run's eval log folder; `config(label)` gives the writer of one config."""
 
     def __init__(self, run_dir: Path, *, prompts: bool = True, secrets: list[str] | None = None,
-                 process: bool = True, _state: dict[str, Any] | None = None) -> None:
+                 _state: dict[str, Any] | None = None) -> None:
         self.root = Path(run_dir) / "evallog"
-        self.prompts, self.process = prompts, process  # process=False: the work in a thread of this process
+        self.prompts = prompts
         self.secrets = known_secrets() if secrets is None else secrets  # the URL credentials too (core/redact.py)
         self.redact = Redactor(self.secrets)
         self.attempt = f"{time.time():.6f}-{os.getpid()}"  # this process's attempt at the run
-        self._lock = threading.Lock()
         self._child: ChildWriter | None = None
         self._open: set[str] = set()  # configs with samples sent to the child and not finished
         if _state is not None:  # the child's copy of the parent's log (`_serve_log`): nothing to scan or compact
             self.attempt, self.known, self._written = _state["attempt"], _state["known"], _state["written"]
-            self._worker = None
             return
         with writing(self.root):
             for sub in ("staging", "calls", "attempts", "samples", "texts"):
                 (self.root / sub).mkdir(parents=True, exist_ok=True)
         self.known: set[str] = set()
-        self._worker: ThreadPoolExecutor | None = None
         for part in sorted((self.root / "texts").glob("part-*.parquet")):
             self.known.update(pl.read_parquet(part, columns=["hash"])["hash"].to_list())
         self._written = set(self.known)  # the chunks in texts/ (`known`: and those staged, not yet compacted)
@@ -132,39 +128,30 @@ class EvalLog:
     # -- texts ---------------------------------------------------------------------------------------------------
     def _new_texts(self, texts: dict[str, str]) -> dict[str, str]:
         """The chunks not written before (marked as written: the caller stages them)."""
-        with self._lock:
-            fresh = {h: t for h, t in texts.items() if h not in self.known}
-            self.known.update(fresh)
+        fresh = {h: t for h, t in texts.items() if h not in self.known}
+        self.known.update(fresh)
         return fresh
 
     def _flush_texts(self, texts: dict[str, str]) -> None:
-        """Chunks into a new texts part (those not there yet)."""
-        with self._lock:
-            self.known.update(texts)
-            rows = {h: t for h, t in texts.items() if h not in self._written}
-            if not rows:
-                return
-            parts = sorted((self.root / "texts").glob("part-*.parquet"))
-            n = int(parts[-1].stem.split("-")[1]) + 1 if parts else 0
-            frame = pl.DataFrame({"hash": list(rows), "text": [self.redact(t) for t in rows.values()]},
-                                 schema={"hash": pl.Utf8, "text": pl.Utf8})
-            atomic_parquet(frame, self.root / "texts" / f"part-{n:05d}.parquet")
-            self._written.update(rows)
+        """Chunks into a new texts part (those not there yet). Like `_new_texts`, only ever called from one thread (the
+        child's, or the driver's where no child runs): no lock."""
+        self.known.update(texts)
+        rows = {h: t for h, t in texts.items() if h not in self._written}
+        if not rows:
+            return
+        parts = sorted((self.root / "texts").glob("part-*.parquet"))
+        n = int(parts[-1].stem.split("-")[1]) + 1 if parts else 0
+        frame = pl.DataFrame({"hash": list(rows), "text": [self.redact(t) for t in rows.values()]},
+                             schema={"hash": pl.Utf8, "text": pl.Utf8})
+        atomic_parquet(frame, self.root / "texts" / f"part-{n:05d}.parquet")
+        self._written.update(rows)
 
     # -- compaction ----------------------------------------------------------------------------------------------
-    def _submit(self, fn: Any, *args: Any) -> "Future[Any]":
-        """`fn(*args)` in the log's one thread (in the order submitted)."""
-        if self._worker is None:
-            self._worker = ThreadPoolExecutor(1, thread_name_prefix="evallog")
-        return self._worker.submit(fn, *args)
-
     def _compact(self, label: str) -> None:
         """Staged lines of `label` into its Parquet tables (merged with what is there), then the staging file goes."""
         staged = self.root / "staging" / f"{label}.jsonl"
         if not staged.exists():
             return
-        if self._worker is not None:  # the samples emitted before this are staged
-            self._submit(lambda: None).result()
         rows = []
         for line in staged.read_text(encoding="utf-8").splitlines():
             try:
@@ -186,26 +173,22 @@ class ConfigLog:
         self.log, self.label = log, label
         self.prompts = log.prompts
         self.path = log.root / "staging" / f"{label}.jsonl"
-        self._lock = threading.Lock()
 
     def emit(self, sample_id: str, result: dict[str, Any]) -> "Future[None] | None":
         """One finished sample: `result` has ok, step, reason, stats, replica and `log` (a `Recorder.to_json()`, or a
-        `record.Finished` whose text is chunked by the writer). The log's child process (or, `process=False`, its
-        thread) chunks, encodes and stages it, off the caller's event loop: the future is done once its line is
-        written, and nobody on the run's path waits for it. Raises what failed before (`process.ChildWriter.submit`)."""
+        `record.Finished` whose text is chunked by the writer). The log's child process chunks, encodes and stages it,
+        off the caller's event loop: the future is done once its line is written, and nobody on the run's path waits
+        for it. Raises what failed before (`process.ChildWriter.submit`)."""
         got = {k: result.get(k) for k in ("ok", "step", "reason", "replica", "log")}
         got["stats"] = dumps(result.get("stats") or {}, sort_keys=True)
-        if self.log.process:  # the child chunks a finished recorder: it gets the raw calls (`Recorder.__getstate__`)
-            if isinstance(got["log"], Finished):
-                got["log"] = got["log"].recorder
-            return self.log._send(self.label, ("emit", self.label, str(sample_id), got, time.time()),
-                                  f"sample {sample_id}")
-        return self.log._submit(self._write, str(sample_id), got, time.time())
+        if isinstance(got["log"], Finished):  # the child chunks it: it gets the raw calls (`Recorder.__getstate__`)
+            got["log"] = got["log"].recorder
+        return self.log._send(self.label, ("emit", self.label, str(sample_id), got, time.time()), f"sample {sample_id}")
 
     def _write(self, sample_id: str, result: dict[str, Any], finished: float) -> None:
         rec = result.get("log") or {}
-        if hasattr(rec, "to_json"):  # a recorder sent raw, chunked here in call order; pausing after each call lets
-            rec = rec.to_json(time.sleep)  # the event loop run (the log's thread) and the table builds (its child)
+        if hasattr(rec, "to_json"):  # a recorder sent raw: chunked here (the child), in call order
+            rec = rec.to_json()
         calls = rec.get("calls") or []
         texts = rec.get("texts") or {}
         if not self.prompts:  # whatever a replica recorded, no prompt or answer text is kept
@@ -217,8 +200,7 @@ class ConfigLog:
                "replica": result.get("replica"), "calls": calls, "stats": result["stats"],
                "prompts": self.prompts, "texts": self.log._new_texts(texts)}
         line = self.log.redact(dumps(row))
-        with self._lock:  # a line cut by a full disk is cut back off: the staged lines stay readable
-            append_line(self.path, line)
+        append_line(self.path, line)  # a line cut by a full disk is cut back off: the staged lines stay readable
 
     def finish(self, samples: list[Any], predictions: dict[str, Any]) -> None:
         """Compact what was staged and write every sample's input, gold and prediction (the dataset's and the

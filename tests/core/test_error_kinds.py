@@ -136,7 +136,7 @@ def test_the_eval_log_redacts_url_credentials_and_keys_in_every_encoding(tmp_pat
     monkeypatch.setenv("SOME_TOKEN", KEY)
     strip_credentials("https://bob:s3cret-pass-word%2F1@llm.example/v1")
     basic = base64.b64encode(b"bob:s3cret-pass-word/1").decode()
-    log = EvalLog(tmp_path, process=False)
+    log = EvalLog(tmp_path)
     text = log.redact(f"Basic {basic} s3cret-pass-word/1 bob:s3cret-pass-word/1 {json.dumps(KEY)}")
     assert "s3cret" not in text and basic not in text and KEY not in text
 

@@ -310,7 +310,7 @@ def test_a_request_sent_again_is_noted_on_its_last_call(clock: Clock) -> None:
     assert [c["attempt"] for c in rec.calls] == [None, 2]
 
 
-def test_to_json_chunks_messages_and_schema_once_and_pauses_after_each_call(clock: Clock) -> None:
+def test_to_json_chunks_messages_and_schema_once(clock: Clock) -> None:
     rec = Recorder()
     system = "intro line\n\n" + lines(0, 8)
     req = ChatRequest(messages=({"role": "system", "content": system}, {"role": "user", "content": "q1"}),
@@ -318,9 +318,8 @@ def test_to_json_chunks_messages_and_schema_once_and_pauses_after_each_call(cloc
     rec.add(req, Completion(text="a"), 100.0, 1.0)
     rec.add(ChatRequest(messages=({"role": "system", "content": system}, {"role": "user", "content": "q2"}),
                         schema=SCHEMA), Completion(text="b"), 100.0, 1.0)
-    paused: list[float] = []
-    out = rec.to_json(paused.append)
-    assert paused == [0, 0] and out["prompts"] is True and out["calls"] is rec.calls and out["texts"] is rec.texts
+    out = rec.to_json()
+    assert out["prompts"] is True and out["calls"] is rec.calls and out["texts"] is rec.texts
     sys_refs = [text_hash(t) for t in ("intro line\n\n", L(0) + "\n" + L(1) + "\n", lines(2, 5) + "\n",
                                        lines(5, 8))]
     schema_text = '{"properties": {"é": {"type": "string"}}, "type": "object"}'
@@ -373,8 +372,7 @@ def test_finished_in_the_driver_is_chunked_when_pickled(clock: Clock) -> None:
     rec.add(_req("q"), Completion(text="a"), 100.0, 1.0)
     fin = rec.finished()
     assert isinstance(fin, Finished) and fin.recorder is rec
-    paused: list[float] = []
-    assert fin.to_json(paused.append)["calls"][0]["messages"][1] == ["user", [text_hash("q")]] and paused == [0]
+    assert fin.to_json()["calls"][0]["messages"][1] == ["user", [text_hash("q")]]
     assert pickle.loads(pickle.dumps(fin)) == rec.to_json()
 
 

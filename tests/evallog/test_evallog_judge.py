@@ -151,7 +151,7 @@ def test_reference_mode_logs_each_dialogue_s_judge_calls_and_the_answer_that_fai
     crashed = Dialogue(id=10, utterances=(Utterance(0, "x", "1"),), chat_files=("chat_10.json",),
                        chains={"1": (Event("吵架", ()),)})
     pred = RawPrediction({"1": {"events": [{"event": "P0", "emotions": []}]}}, "output_emotions_10.json")
-    log = EvalLog(tmp_path, process=False)
+    log = EvalLog(tmp_path)
     sx, ch = TableJudge(SX_JUDGE), TableJudge({("吵架", "P0"): "是的"})
     with sink.active(log.config("sx")):
         asyncio.run(ascore("sextuple", [SX_DIALOGUE], {1: SX_PRED}, embedder=SX_EMBEDDER, judge=sx, compat="reference"))
@@ -194,7 +194,7 @@ def test_ray_branch_brings_the_actor_s_judge_calls_back_to_the_driver_s_log(tmp_
     monkeypatch.setattr(fanout, "ray_map", _in_process_map)
     lines = {}
     for path in ("ray", "in-process"):
-        log = EvalLog(tmp_path / path, prompts=prompts, process=False)
+        log = EvalLog(tmp_path / path, prompts=prompts)
         with sink.active(log.config("emotion_x")):
             res = score_with_ray("emotion", [D1, D2], PREDS, embedder=embedder, judge=CountingJudge(),
                                  batch_size=1, ray=path == "ray")

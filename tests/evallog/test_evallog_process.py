@@ -1,5 +1,5 @@
-"""The eval log's writer process (`evallog.process`): the files it writes are byte for byte those the writer thread
-wrote on the same samples (chunks, staging lines, Parquet tables, texts parts; secrets redacted; prompt logging off);
+"""The eval log's writer process (`evallog.process`): the files it writes are byte for byte those its handler writes
+in the test's own process on the same samples (chunks, staging lines, Parquet tables, texts parts; secrets redacted; prompt logging off);
 a child that fails or dies fails the sample waiting for it with an error naming the run folder and the config, never
 a hang; and the child is gone once the run's last config is finished, once the run stops with an error, and once a
 log is dropped unclosed."""
@@ -54,8 +54,10 @@ def _write(root: Path, process: bool, prompts: bool, raw: bool,
            monkeypatch: pytest.MonkeyPatch) -> dict[str, bytes]:
     """Every sample emitted (the staging file read once all are written), then the config finished: the files."""
     monkeypatch.setattr(writer, "time", SimpleNamespace(time=lambda: 1700000000.5, sleep=time.sleep))
-    log = EvalLog(root, prompts=prompts, secrets=[SECRET], process=process)
+    log = EvalLog(root, prompts=prompts, secrets=[SECRET])
     log.attempt = "attempt-1"
+    if not process:
+        _in_process(log)
     cfg = log.config("cfg")
     futures = [cfg.emit(str(i), _result(i, raw)) for i in range(SAMPLES)]
     for fut in futures:
@@ -74,21 +76,37 @@ def _write(root: Path, process: bool, prompts: bool, raw: bool,
     return files
 
 
+def _in_process(log: EvalLog) -> None:
+    """The reference: the child's handler (`writer._serve_log`) run here, each message through pickle as the pipe
+    carries it, on the log's own chunk sets (no child is started: `finish` compacts in this process)."""
+    import pickle
+    from concurrent.futures import Future
+
+    handle = writer._serve_log({"root": str(log.root.parent), "prompts": log.prompts, "secrets": log.secrets,
+                                "attempt": log.attempt, "known": log.known, "written": log._written})
+
+    def send(label: str, message: tuple, what: str, opens: bool = True) -> Future:
+        fut: Future = Future()
+        fut.set_result(handle(pickle.loads(pickle.dumps(message))))
+        return fut
+
+    log._send = send  # type: ignore[method-assign]
+
+
 @pytest.mark.parametrize("prompts", [True, False])
 @pytest.mark.parametrize("raw", [False, True], ids=["in-driver", "from-replica"])
-def test_the_process_writes_the_files_the_thread_wrote(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                       prompts: bool, raw: bool) -> None:
-    """Samples recorded in the driver (a finished recorder: the thread chunked it, now the child does) or in a
-    replica (the log as JSON; the thread path wrote it at once, in the caller)."""
-    thread = _write(tmp_path / "thread", False, prompts, raw, monkeypatch)
+def test_the_process_writes_the_files_its_handler_writes_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               prompts: bool, raw: bool) -> None:
+    """Samples recorded in the driver (a finished recorder, chunked by the child) or in a replica (the log as JSON)."""
+    here = _write(tmp_path / "here", False, prompts, raw, monkeypatch)
     child = _write(tmp_path / "child", True, prompts, raw, monkeypatch)
-    assert sorted(child) == sorted(thread)
+    assert sorted(child) == sorted(here)
     # texts: the first 50 samples' chunks (written while the rest were staged; the last 7 bring none: their dialogues
     # and the system prompt were seen), then the samples' inputs and gold; without prompts, the gold only
     parts = ["evallog/texts/part-00000.parquet", "evallog/texts/part-00001.parquet"][:2 if prompts else 1]
     assert sorted(child) == sorted(["staging", "evallog/calls/cfg.parquet", "evallog/attempts/cfg.parquet",
                                     "evallog/samples/cfg.parquet", *parts])
-    assert [k for k in child if child[k] != thread[k]] == []
+    assert [k for k in child if child[k] != here[k]] == []
     assert child["staging"].count(b"\n") == SAMPLES
     assert all(SECRET.encode() not in blob and SECRET[8:].encode() not in blob for blob in child.values())
     assert (b"the rule's line 4.5" in child["staging"]) is prompts

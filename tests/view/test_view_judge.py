@@ -34,7 +34,7 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     mp = pytest.MonkeyPatch()
     mp.setattr(pol, "ChainRules", functools.partial(ch.ChainRules, event_threshold=-1.0))  # every pair goes to the judge
     try:
-        log = EvalLog(tmp, process=False)
+        log = EvalLog(tmp)
         cfg = log.config("emotion_x")
         rec = Recorder()
         rec.add(ChatRequest(messages=({"role": "user", "content": "extract the events of dialogue 1"},)),
