@@ -141,7 +141,6 @@ class OpenAIEmbedder:
         self.name = self.identity = f"openai:{model}@{base_url}"  # what the endpoint serves is its own to say
         self.batch_size, self.max_retries = batch_size, max_retries
         self.texts_embedded = 0
-        self.requests = 0
 
     def _client(self) -> Any:
         from openai import AsyncOpenAI
@@ -162,7 +161,6 @@ class OpenAIEmbedder:
         async def one(chunk: list[str]) -> list[list[float]]:
             async with sem:
                 resp = await client.embeddings.create(model=self.model, input=chunk)
-                self.requests += 1
             data = sorted(resp.data, key=lambda d: d.index)
             if len(data) != len(chunk):
                 raise RuntimeError(f"{self.name}: asked for {len(chunk)} embeddings, got {len(data)}")
