@@ -15,7 +15,8 @@
   `sampling=auto` leaves them out for good on the first 400 that names them (API versions that take none), `omit`
   never sends them. There is no seed: repeated samples differ only by temperature.
 - Every final failure is a Completion with `error` (HTTP status and the API's error type, timeout, connection, invalid
-  JSON, answer cut at max_tokens); `generate` never raises for one request.
+  JSON, answer cut at max_tokens) and its `kind` (a prompt over the context window: `ErrorKind.CONTEXT_LENGTH`);
+  `generate` never raises for one request.
 """
 
 from __future__ import annotations
@@ -145,11 +146,15 @@ def completion_from(resp: Any, request: ChatRequest) -> Completion:
     text = "".join(getattr(b, "text", "") for b in (resp.content or []) if getattr(b, "type", "") == "text")
     usage = resp.usage
     parsed, repaired, error = parse_answer(text, request.schema)
+    over = resp.stop_reason == "model_context_window_exceeded" and bool(error or not text)  # prompt + answer over it
     if resp.stop_reason == "max_tokens" and (error or not text):
         error = f"answer cut at max_tokens={request.sampling.max_tokens}; {error or 'empty answer'}"
+    elif over:
+        error = f"answer cut at the model's context window; {error or 'empty answer'}"
     elif resp.stop_reason == "refusal" and error:
         error = f"model refused; {error}"
-    return Completion(text=text, parsed=parsed, error=error, kind=ErrorKind.ANSWER if error else None,
+    return Completion(text=text, parsed=parsed, error=error,
+                      kind=ErrorKind.CONTEXT_LENGTH if over else ErrorKind.ANSWER if error else None,
                       repaired=repaired,
                       prompt_tokens=(usage.input_tokens + (usage.cache_read_input_tokens or 0)
                                      + (usage.cache_creation_input_tokens or 0)) if usage else 0,
@@ -169,7 +174,10 @@ def _failure(exc: Exception, timeout: float) -> Completion:
                           kind=ErrorKind.CONNECTION)
     if isinstance(exc, anthropic.APIStatusError):
         err = exc.body.get("error") if isinstance(exc.body, dict) else None
-        kind = f" {err['type']}" if isinstance(err, dict) and err.get("type") else ""
-        return Completion("", error=f"HTTP {exc.status_code}{kind}: {error_message(exc.body, str(exc.message))[:200]}",
-                          kind=ErrorKind.of_status(exc.status_code))
+        named = f" {err['type']}" if isinstance(err, dict) and err.get("type") else ""
+        words = error_message(exc.body, str(exc.message))
+        # a prompt over the context window: a 400 with no code of its own, told by its documented words (allowed once)
+        over = exc.status_code == 400 and words.startswith("prompt is too long")
+        return Completion("", error=f"HTTP {exc.status_code}{named}: {words[:200]}",
+                          kind=ErrorKind.CONTEXT_LENGTH if over else ErrorKind.of_status(exc.status_code))
     return Completion("", error=f"{type(exc).__name__}: {str(exc)[:200]}")

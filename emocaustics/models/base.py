@@ -61,9 +61,12 @@ class ErrorKind(StrEnum):
     OTHER = "other"
 
     @classmethod
-    def of_status(cls, status: int | None, code: Any = None) -> ErrorKind:
-        """The kind of an HTTP error answer; `code`: the server's own error code where it gives one (OpenAI's)."""
-        if code == "context_length_exceeded":
+    def of_status(cls, status: int | None, error: Any = None) -> ErrorKind:
+        """The kind of an HTTP error answer; `error`: the body's `error` object where it has one. A prompt over the
+        context is OpenAI's code "context_length_exceeded", or vLLM's 400 naming the parameter `input_tokens` (the
+        prompt's tokens) or `input_text` (its characters, checked before tokenizing: vllm/renderers/params.py)."""
+        code, param = (error.get("code"), error.get("param")) if isinstance(error, dict) else (None, None)
+        if code == "context_length_exceeded" or (status == 400 and param in ("input_tokens", "input_text")):
             return cls.CONTEXT_LENGTH
         if status is None or status < 400:  # a 2xx whose body could not be read
             return cls.OTHER

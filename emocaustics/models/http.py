@@ -184,8 +184,8 @@ class JSONPoster:
                         parsed: Any = json.loads(text)
                     except ValueError:
                         parsed = None
-                    err = parsed.get("error") if isinstance(parsed, dict) else None
-                    failure = HTTPFailure(ErrorKind.of_status(resp.status, isinstance(err, dict) and err.get("code")),
+                    failure = HTTPFailure(ErrorKind.of_status(resp.status, isinstance(parsed, dict)
+                                                              and parsed.get("error")),
                                           f"HTTP {resp.status}: {error_message(parsed, text)[:200]}", resp.status,
                                           parsed)
                     retry = should_retry(resp.status, headers) and (self.retry_throttled or resp.status != 429)

@@ -11,13 +11,12 @@
   parse, or that was cut at max_tokens (`finish_reason: "length"`; never json-repaired), is asked again up to
   `json_retries` times, then reported as a failure.
 - Every final failure is a Completion with its `kind` (models/base.py: from the HTTP status and the server's error
-  code) and `error` naming the reason (HTTP status, timeout, connection, invalid JSON); `generate` never raises for
-  one request.
+  code or parameter: a prompt over the context is `CONTEXT_LENGTH`) and `error` naming the reason (HTTP status,
+  timeout, connection, invalid JSON); `generate` never raises for one request.
 """
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from emocaustics.models.base import ChatRequest, Completion
@@ -26,7 +25,6 @@ from emocaustics.models.gate import PriorityGate
 from emocaustics.models.jsonout import read_answer
 from emocaustics.models.registry import provider
 
-log = logging.getLogger(__name__)
 KEY_VARIABLES = ("OPENAI_API_KEY", "EMOCAUSTICS_API_KEY")  # the registry's `Provider.key_variables` (a test holds it)
 
 

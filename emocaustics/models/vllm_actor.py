@@ -141,13 +141,14 @@ class VLLMEngineActor:
         self._gc.__enter__()
 
     async def _one(self, request: ChatRequest) -> Completion:
+        # A prompt over max_model_len is told here by its tokens (CONTEXT_LENGTH); the engine would say so in words only
+        prompt = prompt_or_failure(self._tokenizer, request, self._max_len, "max_model_len")
+        if isinstance(prompt, Completion):
+            return prompt
         from vllm import SamplingParams
         from vllm.inputs import TokensPrompt
         from vllm.sampling_params import RequestOutputKind, StructuredOutputsParams
 
-        prompt = prompt_or_failure(self._tokenizer, request, self._max_len, "max_model_len")
-        if isinstance(prompt, Completion):
-            return prompt
         (ids, max_tokens), s = prompt, request.sampling
         params = SamplingParams(
             max_tokens=max_tokens,

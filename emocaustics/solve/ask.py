@@ -8,7 +8,6 @@ last reason when an answer is still bad after the retries. Nothing is skipped si
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -19,15 +18,9 @@ from emocaustics.evallog.record import note
 from emocaustics.solve.item import SAMPLE_COUNTS, AskCounts
 from emocaustics.solve.schema import Unparseable, token_budget, validate_answer
 from emocaustics.core.task import SolveFailed
-from emocaustics.models.base import LLM, ChatRequest, Sampling
+from emocaustics.models.base import LLM, ChatRequest, ErrorKind, Sampling
 
 M = TypeVar("M", bound=BaseModel)
-
-# Engine/endpoint messages that mean "the prompt does not fit the model's context": never retried, never truncated.
-CONTEXT_RE = re.compile(
-    r"maximum context length|max_model_len|context length|too long|longer than the maximum|exceeds? the (model|maximum)",
-    re.IGNORECASE,
-)
 
 
 # A step that gave up: the core's SolveFailed (the runner turns it into a failure row naming step and reason).
@@ -35,7 +28,8 @@ StepFailed = SolveFailed
 
 
 class ContextExceeded(StepFailed):
-    """The prompt is longer than the model's context; reported for the dialogue instead of truncating it."""
+    """The prompt is longer than the model's context (a Completion of kind `ErrorKind.CONTEXT_LENGTH`, set by the
+    client that saw it); never retried, reported for the dialogue instead of truncating it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +98,7 @@ class Asker:
             for i, c, request in zip(pending, completions, requests):
                 note(request, step=asks[i].step, attempt=attempt)  # the eval log's record of this call
                 if c.error is not None:
-                    if CONTEXT_RE.search(c.error):
+                    if c.kind is ErrorKind.CONTEXT_LENGTH:
                         raise ContextExceeded(asks[i].step, f"prompt exceeds the model's context: {c.error}")
                     reasons[i] = f"model error: {c.error}"
                     still.append(i)

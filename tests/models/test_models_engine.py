@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from emocaustics.models.base import ChatRequest, Sampling
+from emocaustics.models.base import ChatRequest, ErrorKind, Sampling
 from emocaustics.models.cache import CachedLLM, ResponseCache
 from emocaustics.models.local import RunFailure
 from emocaustics.models.pool import get_pool
@@ -65,6 +65,7 @@ def test_prompt_over_the_context_is_reported_not_truncated(smoke_pool) -> None:
     ok, too_long = asyncio.run(smoke_pool.generate([chat("短", max_tokens=4), long]))
     assert ok.ok
     assert too_long.error and too_long.error.startswith("prompt too long") and "max_model_len" in too_long.error
+    assert too_long.kind is ErrorKind.CONTEXT_LENGTH  # what the solvers decide on
 
 
 async def _scheduling_policy(llm, _item):

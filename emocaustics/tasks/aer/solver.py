@@ -25,8 +25,7 @@ from pydantic import AfterValidator, BaseModel, Field, ValidationError
 
 from emocaustics.core.task import SolveFailed
 from emocaustics.evallog.record import note
-from emocaustics.models.base import ChatRequest, Completion, Sampling
-from emocaustics.solve.ask import CONTEXT_RE
+from emocaustics.models.base import ChatRequest, Completion, ErrorKind, Sampling
 from emocaustics.solve.schema import schema_of, token_budget
 from emocaustics.tasks.aer.prompts import REASONING_MAX_CHARS
 
@@ -139,7 +138,7 @@ async def ask_samples(llm: Any, messages: tuple[dict[str, str], ...], prompt: st
         still = []
         for i, c, request in zip(pending, completions, requests):
             note(request, step=step, attempt=attempt)  # the eval log's record of this call
-            if c.error is not None and CONTEXT_RE.search(c.error):
+            if c.kind is ErrorKind.CONTEXT_LENGTH:
                 raise SolveFailed(step, f"prompt exceeds the model's context: {c.error}")
             if c.error is not None and not (c.error.startswith("invalid JSON") and c.text.strip()):
                 results[i] = Attempt(None, "", c.text, reason=f"model error: {c.error}")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from emocaustics.core.task import Failure, ScoreContext, SolveFailed, get_task, parse_options
-from emocaustics.models.base import Completion
+from emocaustics.models.base import Completion, ErrorKind
 from emocaustics.tasks.aer import prompts
 from emocaustics.scoring.reducers import majority as vote
 from emocaustics.tasks.aer.solver import Unreadable, read_answer
@@ -157,7 +157,7 @@ def test_still_unreadable_after_the_retry_is_a_counted_failure_with_raw_output(t
 
 def test_context_overflow_fails_at_once(tmp_path: Path) -> None:
     samples, options = _prepared(standard_dataset(tmp_path), context="none")
-    llm = ScriptedLLM(lambda r, n: Completion(text="", error="This model's maximum context length is 4096 tokens"))
+    llm = ScriptedLLM(lambda r, n: Completion(text="", error="rejected", kind=ErrorKind.CONTEXT_LENGTH))
     with pytest.raises(SolveFailed, match="exceeds the model's context"):
         asyncio.run(TASK.solve(llm, samples[0], options))
     assert len(llm.requests) == 1

@@ -14,7 +14,7 @@ from emocaustics.tasks.longdialogue.extract import chains as C
 from emocaustics.tasks.longdialogue.extract import sextuple as S
 from emocaustics.solve.ask import Asker, ContextExceeded, StepFailed
 from emocaustics.solve.schema import token_budget
-from emocaustics.models.base import Completion
+from emocaustics.models.base import Completion, ErrorKind
 from extract_doubles import SchemaLLM, unit_vectors
 
 N = 23
@@ -45,7 +45,8 @@ def test_direct_one_call_per_utterance_with_whole_history_and_nothing_later():
 def test_direct_over_the_context_is_reported_not_truncated():
     def answer(req, n):
         if len(utter_ids(req.messages[-1]["content"])) > 10:
-            return Completion(text="", error="prompt too long: 5000 tokens, max_model_len 4096")
+            return Completion(text="", error="prompt too long: 5000 tokens, max_model_len 4096",
+                              kind=ErrorKind.CONTEXT_LENGTH)
     with pytest.raises(ContextExceeded, match="direct utterance 10: prompt exceeds the model's context"):
         run(S.direct(Asker(SchemaLLM(answer)), dialogue()))
 
