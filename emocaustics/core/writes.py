@@ -12,6 +12,7 @@ from __future__ import annotations
 import errno
 import os
 import re
+import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -28,7 +29,7 @@ def _cause(exc: BaseException) -> tuple[str, int | None]:
     if isinstance(exc, OSError) and exc.errno is not None:
         return exc.strerror or str(exc), exc.errno
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    if "disk is full" in text:  # sqlite3's SQLITE_FULL carries no errno
+    if getattr(exc, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_FULL:  # sqlite's full disk carries no errno
         return "No space left on device", errno.ENOSPC
     if (m := _OS_ERROR.search(text)) is not None:  # polars / Rust I/O errors
         code = int(m.group(1))

@@ -19,8 +19,25 @@ from emocaustics.core.writes import append_line, atomic_parquet, failed
 ENOSPC = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
 
+def _sqlite_full() -> sqlite3.OperationalError:
+    """sqlite's own SQLITE_FULL (its code, not only its words): a database capped at one page, made to grow."""
+    db = sqlite3.connect(":memory:")
+    try:
+        db.execute("PRAGMA max_page_count = 1")
+        db.execute("CREATE TABLE t (x)")
+        db.execute("INSERT INTO t VALUES (?)", ("x" * 100_000,))
+    except sqlite3.OperationalError as exc:
+        return exc
+    finally:
+        db.close()
+    raise AssertionError("sqlite did not refuse to grow")
+
+
+SQLITE_FULL = _sqlite_full()
+
+
 def test_one_line_names_the_path_and_the_cause_of_each_kind_of_full_disk() -> None:
-    for exc in (ENOSPC, sqlite3.OperationalError("database or disk is full"),
+    for exc in (ENOSPC, SQLITE_FULL,
                 RuntimeError("parquet: File out of specification: underlying IO error: No space left on device "
                              "(os error 28)")):
         text = str(failed("/runs/r/x.jsonl", exc))
@@ -28,6 +45,9 @@ def test_one_line_names_the_path_and_the_cause_of_each_kind_of_full_disk() -> No
         assert text.startswith("cannot write /runs/r/x.jsonl: No space left on device (ENOSPC)"), text
         assert "--resume" in text
     assert WriteFailed.exit_code == EXIT_WRITE_FAILED == 7
+    # sqlite's full disk is told by its code (sqlite_errorcode SQLITE_FULL), not by words a message may hold
+    assert SQLITE_FULL.sqlite_errorcode == sqlite3.SQLITE_FULL
+    assert "ENOSPC" not in str(failed("/runs/r/x.jsonl", sqlite3.OperationalError("database or disk is full")))
     named = failed("/runs/r/x.jsonl", ENOSPC).continued("config c", "emocaustics run j.yaml --resume --out /runs/r")
     assert str(named) == ("config c: cannot write /runs/r/x.jsonl: No space left on device (ENOSPC); what was written "
                           "is kept; once there is room, to continue: emocaustics run j.yaml --resume --out /runs/r")
@@ -88,11 +108,11 @@ def test_the_cache_writer_thread_keeps_its_error_for_the_run(tmp_path: Path, mon
 
         def execute(self, sql: str, *a: object) -> object:
             if sql.startswith("INSERT"):
-                raise sqlite3.OperationalError("database or disk is full")
+                raise SQLITE_FULL
             return real.execute(sql, *a)
 
         def executemany(self, sql: str, *a: object) -> object:
-            raise sqlite3.OperationalError("database or disk is full")
+            raise SQLITE_FULL
 
         def close(self) -> None:
             real.close()
