@@ -1,6 +1,6 @@
 """A round's conversations for `dialogue-judge`: `dialogues_<round>.jsonl` (one line per rated conversation, see the
 data's SOURCE.md) beside the round's normative `hits_data_<round>.json`, whose metadata (criteria, systems, the qc
-system) the conversations are rated by. Both are found where the `human` task finds its ratings (`human.data.locate`:
+system) the conversations are rated by. Both are found where the `human` task finds its ratings (`human.data.SOURCE`:
 the `data` option, $EMOCAUSTICS_HUMANEVAL_DATA, or the fetch cache); a user's own round is a folder of the same shape.
 `data fetch` brings the ratings but not the conversations (rebuilt from the upstream HIT_detail files), so the task
 declares no data source of its own.
@@ -15,7 +15,7 @@ from typing import Any
 from emocaustics.core.errors import DataError, UsageError
 from emocaustics.core.task import Sample
 from emocaustics.core.textfile import read_text, shown
-from emocaustics.tasks.human.data import Metadata, locate, read_hits
+from emocaustics.tasks.human.data import SOURCE, Metadata, read_hits
 
 ROUNDS = ("FreeTopicRound1", "FreeTopicRound2")
 KEYS = ("hit", "assignment", "worker", "model", "turns", "scores")
@@ -23,7 +23,7 @@ KEYS = ("hit", "assignment", "worker", "model", "turns", "scores")
 
 def round_files(data: str | None, split: str) -> tuple[Path, Path]:
     """(conversations, metadata file) of round `split`."""
-    root = locate(data)
+    root = SOURCE.locate(data)
     folder = root if root.is_dir() else root.parent
     found = folder / f"dialogues_{split}.jsonl", folder / f"hits_data_{split}.json"
     for path in found:

@@ -313,15 +313,11 @@ SOURCE = DataSource(
            "License: MIT (LICENSE beside this note)"))
 
 
-def locate(data: str | None = None) -> Path:
-    """The ratings folder (or file): `data` if given, else $EMOCAUSTICS_HUMANEVAL_DATA, else the fetch cache (the
-    team's copy: ../shared/datasets/humaneval)."""
-    return SOURCE.locate(data)
-
-
 def hits_path(data: str | None = None, file: str | None = None) -> Path:
-    """The ratings file: `locate(data)` when it is a file, else `file` (default the free-topic round 1) inside it."""
-    root = locate(data)
+    """The ratings file: the ratings folder or file (`SOURCE.locate`: `data` if given, else
+    $EMOCAUSTICS_HUMANEVAL_DATA, else the fetch cache, the team's copy: ../shared/datasets/humaneval) when it is a
+    file, else `file` (default the free-topic round 1) inside it."""
+    root = SOURCE.locate(data)
     if root.is_file():
         return root
     target = root / (file or DEFAULT_FILE)

@@ -136,17 +136,17 @@ def test_locate_order(tmp_path, monkeypatch):
         p.mkdir()
     monkeypatch.setenv("EMOCAUSTICS_CACHE", str(cache))
     monkeypatch.setenv(D.ENV_VAR, str(env))
-    assert D.locate(str(explicit)) == explicit
-    assert D.locate() == env
+    assert D.SOURCE.locate(str(explicit)) == explicit
+    assert D.SOURCE.locate() == env
     monkeypatch.delenv(D.ENV_VAR)
     with pytest.raises(UsageError, match=D.ENV_VAR):
-        D.locate()
+        D.SOURCE.locate()
     (cache / "datasets" / "humaneval").mkdir(parents=True)
-    assert D.locate() == cache / "datasets" / "humaneval"
+    assert D.SOURCE.locate() == cache / "datasets" / "humaneval"
     with pytest.raises(UsageError, match="no normative JSON"):
         D.hits_path()
     with pytest.raises(UsageError, match="no such ratings file or folder"):
-        D.locate(str(tmp_path / "nowhere"))
+        D.SOURCE.locate(str(tmp_path / "nowhere"))
 
 
 def test_hits_path_picks_the_file(tmp_path, ratings):
