@@ -105,10 +105,6 @@ class ModelSpec(BaseModel):
         opts = {**_given(limits), **self.engine, **_given(placed)}  # engine: also the client keys beside spec
         return parse_llm_spec(self.spec).with_options(**opts)
 
-    def spec_string(self) -> str:
-        """The entry as one spec string (`LLMSpec.canonical`): what a command line would give for it."""
-        return self.parsed().canonical()
-
 
 def _given(keys: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in keys.items() if v is not None}

@@ -18,7 +18,7 @@ def test_quickstart_job_loads_with_both_methods_and_the_calibration_rows():
     runs = [(run, *run.resolve()) for run in job.expand()]
     assert sorted(o.method for _, _, o in runs) == ["baseline", "direct", "oracle", "utterance"]
     assert all(t.name == "ecpe" and (run.model == "smoke") == needs_model(t, o) for run, t, o in runs)
-    assert job.models["smoke"].spec_string() == "smoke"  # plain: shares the test session's engine
+    assert job.models["smoke"].parsed().canonical() == "smoke"  # plain: shares the test session's engine
     ids = job.dataset_for(runs[0][0])["ids"]
     assert 3 <= len(ids) <= 6
 
