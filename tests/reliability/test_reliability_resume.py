@@ -32,6 +32,8 @@ import yaml
 from fakes.child_run import cleanup, start_cli
 from fakes.openai_chat import FakeOpenAIServer, Faults
 
+pytestmark = pytest.mark.slow
+
 IDS = [1, 2, 3]
 START_LIMIT = 120  # seconds for a child to start and write its first file (2 busy cores)
 LATENCY = 0.3  # seconds each answer takes: far longer than the 0.05 s poll that sees the first file and kills
