@@ -29,7 +29,10 @@ K = ErrorKind
     (None, None, K.OTHER), (200, None, K.OTHER), (399, None, K.OTHER), (400, None, K.BAD_REQUEST),
     (401, None, K.AUTH), (403, None, K.AUTH), (404, None, K.BAD_REQUEST), (429, None, K.THROTTLED),
     (499, None, K.BAD_REQUEST), (500, None, K.SERVER), (501, None, K.SERVER), (599, None, K.SERVER),
-    (429, False, K.THROTTLED),
+    (429, False, K.THROTTLED), (400, {"code": "context_length_exceeded"}, K.CONTEXT_LENGTH),
+    (None, {"code": "context_length_exceeded"}, K.CONTEXT_LENGTH), (400, {"param": "input_tokens"}, K.CONTEXT_LENGTH),
+    (400, {"param": "input_text"}, K.CONTEXT_LENGTH), (413, {"param": "input_tokens"}, K.BAD_REQUEST),
+    (400, {"param": "messages", "code": "other"}, K.BAD_REQUEST), (400, "context_length_exceeded", K.BAD_REQUEST),
 ])
 def test_the_kind_of_a_status_and_code(status, code, kind):
     assert K.of_status(status, code) is kind
