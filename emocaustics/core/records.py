@@ -4,7 +4,7 @@ base option models. Plain data (JSON-able samples, so Ray Data and actors move t
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -84,6 +84,7 @@ class ScoreContext:
     judge: Any = None  # its LLMSpec (`jobs.configs.judge_spec`; the core imports no models layer), or None
     scoring: dict[str, Any] = field(default_factory=dict)
     use_ray: bool = False
+    cache: Any = None  # the run's response cache (`models.cacheplace.CacheChoice`), None when off (`--no-cache`)
 
 
 @dataclass
@@ -115,4 +116,5 @@ class DatasetOptions(BaseModel):
     """Base of every task's dataset options; `data` is a local copy (default: the task's env var or fetch cache)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+    ids_field: ClassVar[str | None] = None  # the option that reads only these sample ids (`SelectSpec.to_load`)
     data: str | None = None

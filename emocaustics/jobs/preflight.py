@@ -41,7 +41,8 @@ def load_all(configs: list[Any]) -> dict[str, Loaded | UsageError]:
                f"{select.model_dump_json() if select is not None else ''}")
         if key not in memo:
             try:
-                got = _selected(cfg.task.data.load(cfg.dataset, cfg.options), select, cfg)
+                dataset = select.to_load(cfg.task, cfg.dataset) if select is not None else cfg.dataset
+                got = _selected(cfg.task.data.load(dataset, cfg.options), select, cfg)
                 memo[key] = require_ground_truth(cfg.task, got, cfg.options)  # before anything runs
             except UsageError as exc:
                 memo[key] = exc
@@ -275,8 +276,10 @@ def _forecast(cfg: Any, got: Loaded, counters: dict[str, Any], left: list[list] 
 def check_endpoint(parsed: LLMSpec, timeout: float = 10.0) -> None:
     """One cheap request (GET <base>/models) to a remote endpoint; a connection failure, a timeout or a refused key
     is a PreflightError naming the endpoint. Any other answer (even 404: not every server lists models) is a live
-    endpoint."""
-    import httpx
+    endpoint. The standard library's client: httpx, for this one request, was the run's only import of it (0.1 s
+    before the first call of every endpoint run; the model clients speak aiohttp, models/http.py)."""
+    import urllib.request
+    from urllib.error import HTTPError, URLError
 
     from emocaustics.models.http import url_auth
     from emocaustics.models.spec import endpoint_name
@@ -293,13 +296,17 @@ def check_endpoint(parsed: LLMSpec, timeout: float = 10.0) -> None:
     if not key and prov.home and url.startswith(prov.home + "/"):
         raise PreflightError(f"endpoint {name}: no API key: set {prov.key_variables[0]}")
     try:
-        resp = httpx.get(url, headers=headers, timeout=timeout)
-    except httpx.TimeoutException:
-        raise PreflightError(f"endpoint {name}: no answer within {timeout:g} s") from None
-    except httpx.HTTPError as exc:
-        raise PreflightError(f"endpoint {name}: cannot connect ({type(exc).__name__})") from None
-    if resp.status_code in (401, 403):
-        raise PreflightError(f"endpoint {name}: the key was refused (HTTP {resp.status_code}); set "
+        urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=timeout).close()
+        return
+    except HTTPError as exc:  # an answer all the same
+        status = exc.code
+    except (URLError, OSError) as exc:  # URLError wraps what the connection met
+        why = exc.reason if isinstance(getattr(exc, "reason", None), BaseException) else exc
+        if isinstance(why, TimeoutError):
+            raise PreflightError(f"endpoint {name}: no answer within {timeout:g} s") from None
+        raise PreflightError(f"endpoint {name}: cannot connect ({type(why).__name__})") from None
+    if status in (401, 403):
+        raise PreflightError(f"endpoint {name}: the key was refused (HTTP {status}); set "
                              + " or ".join(prov.key_variables))
 
 

@@ -8,7 +8,7 @@ import itertools
 import json
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from emocaustics.core.errors import UsageError, shorten
 from emocaustics.core.optionkeys import run_level_keys
@@ -34,6 +34,18 @@ class SelectSpec(_Strict):
         if isinstance(value, list):
             return [str(v) if isinstance(v, int) and not isinstance(v, bool) else v for v in value]
         return value
+
+    def to_load(self, task: Task, dataset: Any) -> Any:
+        """The dataset options `task` loads for this selection: its ids in the task's own ids option where it declares
+        one (`DatasetOptions.ids_field`) and the dataset leaves it unset, so that the loader reads only those samples
+        (an `eval --ids` of 3 dialogues read all 400); ids that option cannot hold are left to `apply` to name."""
+        field = task.Dataset.ids_field
+        if self.ids is None or field is None or getattr(dataset, field) is not None:
+            return dataset
+        try:
+            return type(dataset).model_validate({**dataset.model_dump(), field: self.ids})
+        except ValidationError:
+            return dataset
 
     def apply(self, samples: list[Sample], where: str) -> list[Sample]:
         """The selected samples; an id the data does not have is a UsageError naming it and `where` (the dataset)."""

@@ -3,6 +3,10 @@ model list, the headers) come from the provider's registry entry (models/registr
 
 from __future__ import annotations
 
+import io
+import urllib.error
+import urllib.request
+
 import httpx
 import pytest
 
@@ -18,11 +22,13 @@ def sent(monkeypatch):
     got: list[tuple[str, dict]] = []
     status = [200]
 
-    def get(url, headers, timeout):
-        got.append((url, dict(headers)))
-        return httpx.Response(status[0])
+    def urlopen(request, timeout):  # headers compared as HTTP does, whatever their case (httpx.Headers)
+        got.append((request.full_url, httpx.Headers(dict(request.header_items()))))
+        if status[0] >= 400:
+            raise urllib.error.HTTPError(request.full_url, status[0], "refused", {}, None)  # type: ignore[arg-type]
+        return io.BytesIO(b"[]")
 
-    monkeypatch.setattr(httpx, "get", get)
+    monkeypatch.setattr(urllib.request, "urlopen", urlopen)
     for var in ("OPENAI_API_KEY", "EMOCAUSTICS_API_KEY", "ANTHROPIC_API_KEY"):
         monkeypatch.delenv(var, raising=False)
     return got, status

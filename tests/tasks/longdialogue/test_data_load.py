@@ -126,7 +126,7 @@ def test_the_pairing_is_kept_in_the_cache_folder(tmp_path, monkeypatch):
 
 def test_subsets_and_ids(tmp_path):
     dialogues, corpus = resolve("sample", [3, 1])
-    assert [d.id for d in dialogues] == [3, 1] and corpus.dialogues[1].source == "sample"
+    assert [d.id for d in dialogues] == [1, 3] and corpus.dialogues[1].source == "sample"
     with pytest.raises(UsageError, match="unknown subset"):
         resolve("paper-1000", None)
     with pytest.raises(UsageError, match=r"\[99\]"):

@@ -43,7 +43,8 @@ def parse_ids(text: str | None) -> list[int] | None:
 
 def resolve(subset: str | None, ids: list[int] | None, *, root: str | Path | None = None, pairing: str = "verified",
             repair: bool = False, strict: bool = False) -> tuple[list[Dialogue], Corpus]:
-    """The dialogues of a named subset (default `all`), optionally narrowed to `ids`, and the corpus they come from."""
+    """The dialogues of a named subset (default `all`), optionally narrowed to `ids` (kept in the subset's order; only
+    those are read where the load cache knows the folder: `loadcache.LazyDialogues`), and the corpus they come from."""
     from emocaustics.tasks.longdialogue.data.load import load_corpus, load_sample
 
     name = subset or "all"
@@ -59,5 +60,5 @@ def resolve(subset: str | None, ids: list[int] | None, *, root: str | Path | Non
         outside = [i for i in ids if i not in chosen]
         if outside:
             raise UsageError(f"ids {outside[:10]} are not in subset {name!r} of {corpus.root}")
-        chosen = list(dict.fromkeys(ids))
+        chosen = [i for i in chosen if i in ids]  # the data's order, as every selection (`SelectSpec.apply`)
     return [corpus.dialogues[i] for i in chosen], corpus  # every id checked above
