@@ -65,7 +65,7 @@ def start_job(job: JobSpec, configs: list[Any], loaded: dict[str, Loaded], claim
               namespace=job.ray.namespace)
     embedder = make_embedder(job.scoring.embedder)  # loaded once, shared by every config's scoring
     ctx = ScoreContext(embedder=embedder, embedder_spec=job.scoring.embedder, judge=judge,
-                       scoring=job.scoring.task_options, use_ray=True)
+                       scoring=job.scoring.task_options, use_ray=True, cache=cache_dir)
     print(f"response cache: {cache_dir.describe() if cache_dir is not None else 'off'}", flush=True)
     evallog = EvalLog(run_dir, prompts=job.log.prompts)  # every call of every sample: `emocaustics view RUN_DIR`
     local = sorted({c.model for c in configs if c.llm is not None and not is_remote(c.llm)})  # engines here

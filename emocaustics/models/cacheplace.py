@@ -19,6 +19,7 @@ from emocaustics.core.errors import UsageError
 
 if TYPE_CHECKING:
     from emocaustics.models.cachestore import ResponseCache
+    from emocaustics.models.embedstore import EmbeddingStore
 
 MODES = ("on", "off", "read-only")
 CAP_VARIABLE = "EMOCAUSTICS_CACHE_MAX_GB"
@@ -69,6 +70,12 @@ class CacheChoice:
         from emocaustics.models.cachestore import ResponseCache
 
         return ResponseCache(self.path, read_only=self.read_only, max_bytes=max_bytes())
+
+    def embeddings(self) -> EmbeddingStore:
+        """The embeddings kept beside this cache (models/embedstore.py), used as the run uses the cache."""
+        from emocaustics.models.embedstore import EmbeddingStore
+
+        return EmbeddingStore(self.folder, read_only=self.read_only)
 
 
 class CacheValueError(UsageError, ValueError):

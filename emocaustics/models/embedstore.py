@@ -4,7 +4,8 @@ loaded CPU machine, then nothing the next time).
 
 The key is a hash of the embedder's `identity` (a local model's name and its weights' fingerprint, an endpoint's model
 and URL: models/embedders.py) and the text, so other weights or another text are embedded afresh. The store is
-`embeddings.sqlite` in the shared cache folder beside the response cache (`cacheplace.shared_folder()`), opened the
+`embeddings.sqlite` beside the run's response cache and used as the run uses that (`CacheChoice.embeddings()`: the
+shared folder or the job's own; read-only keeps nothing new; `--no-cache` has no store at all), opened the
 way the response cache's file is (`models/cachefile.py`: WAL, or the rollback journal on a network filesystem, a busy
 timeout), so that two runs at once read and write it: each write is one `BEGIN IMMEDIATE` transaction, and the first
 vector stored for a key stays. A damaged file is one line naming it (`UsageError`), never read past.
@@ -14,13 +15,14 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from emocaustics.core.errors import UsageError
 from emocaustics.core.writes import failed
-from emocaustics.models.cachefile import CORRUPT, open_file, retried
+from emocaustics.models.cachefile import CORRUPT, connect, open_file, retried
 
 SCHEMA = "CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, vec BLOB NOT NULL)"
 FILE_NAME = "embeddings.sqlite"
@@ -38,11 +40,14 @@ def _key(identity: str, text: str) -> str:
 class EmbeddingStore:
     """The shared cache folder's store file; `get_many` and `put_many` by identity and text."""
 
-    def __init__(self) -> None:
-        from emocaustics.models.cacheplace import shared_folder
-
-        self.path = path = shared_folder() / FILE_NAME
+    def __init__(self, folder: Path, read_only: bool = False) -> None:
+        self.path = path = folder / FILE_NAME
+        self.read_only = read_only
         try:
+            if read_only:  # reads what is there (nothing when there is no file yet), creates and writes nothing
+                self._db = connect(f"file:{path}?mode=ro", True) if path.is_file() else connect(":memory:", False)
+                self._db.execute(SCHEMA)
+                return
             path.parent.mkdir(parents=True, exist_ok=True)
             self._db = retried(lambda: open_file(path, SCHEMA))
         except (OSError, sqlite3.Error) as exc:
@@ -71,6 +76,8 @@ class EmbeddingStore:
         return {i: found[k] for i, k in enumerate(keys) if k in found}
 
     def put_many(self, identity: str, texts: list[str], vectors: np.ndarray) -> None:
+        if self.read_only:
+            return
         rows = [(_key(identity, t), np.ascontiguousarray(v, dtype=np.float32).tobytes()) for t, v in zip(texts, vectors)]
         try:
             self._db.execute("BEGIN IMMEDIATE")  # one transaction: another run's waits (the busy timeout)

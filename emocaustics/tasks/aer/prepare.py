@@ -20,7 +20,7 @@ from dataclasses import asdict
 from typing import Any
 
 from emocaustics.core.errors import UsageError
-from emocaustics.core.task import Sample
+from emocaustics.core.task import Sample, ScoreContext
 from emocaustics.tasks.aer import prompts
 from emocaustics.tasks.aer.context import approx_tokens, render_full, render_passages
 from emocaustics.tasks.aer.data import SplitData, load_split
@@ -51,7 +51,7 @@ def _budget(opts: Any, rest_tokens: int) -> int:
     return opts.max_context_tokens - answer_budget(opts.prompt) - rest_tokens - margin
 
 
-def prepare_samples(samples: list[Sample], opts: Any, embedder: Any = None) -> list[Sample]:
+def prepare_samples(samples: list[Sample], opts: Any, ctx: ScoreContext | None = None) -> list[Sample]:
     """Attach shots and context to every sample (see the module docstring); one pass per (data root, split)."""
     groups: dict[tuple[str, str], list[int]] = defaultdict(list)
     for i, s in enumerate(samples):
@@ -78,7 +78,7 @@ def prepare_samples(samples: list[Sample], opts: Any, embedder: Any = None) -> l
         if opts.context == "full":
             _attach_full(samples, idxs, data, rest, metas, opts)
         elif opts.context == "retrieve":
-            _attach_retrieved(samples, idxs, data, rest, metas, opts, embedder)
+            _attach_retrieved(samples, idxs, data, rest, metas, opts, ctx)
         for i in idxs:
             metas[i]["prompt_tokens_est"] = rest[i] + metas[i].get("trim", {}).get("tokens_kept", 0)
     return [Sample(s.id, s.input, s.target, m) for s, m in zip(samples, metas)]
@@ -112,12 +112,13 @@ def _attach_full(samples: list[Sample], idxs: list[int], data: SplitData, rest: 
 
 
 def _attach_retrieved(samples: list[Sample], idxs: list[int], data: SplitData, rest: dict[int, int],
-                      metas: list[dict[str, Any]], opts: Any, embedder: Any) -> None:
-    if embedder is None:
+                      metas: list[dict[str, Any]], opts: Any, ctx: ScoreContext | None) -> None:
+    if ctx is None or ctx.embedder is None:
         raise UsageError("context: retrieve needs the job's embedder (scoring.embedder), none was given")
     queries = [(_topic_of(data, samples[i]), query_text(samples[i].input["target_event"], samples[i].input["options"]))
                for i in idxs]
-    ranked = run_sync(top_chunks(embedder, queries, opts.top_k, opts.chunk_tokens, opts.chars_per_token))
+    ranked = run_sync(top_chunks(ctx.embedder, queries, opts.top_k, opts.chunk_tokens, opts.chars_per_token,
+                                 ctx.cache))
     for i, (topic, _), hits in zip(idxs, queries, ranked):
         budget = _budget(opts, rest[i])
         if budget <= 0:

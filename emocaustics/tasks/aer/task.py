@@ -140,7 +140,7 @@ class AerTask(Task):
             return samples
         from emocaustics.tasks.aer.prepare import prepare_samples
 
-        return prepare_samples(samples, options, ctx.embedder if ctx is not None else None)
+        return prepare_samples(samples, options, ctx)
 
     async def solve(self, llm: Any, sample: Sample, options: AerOptions) -> dict[str, Any]:
         from emocaustics.tasks.aer.solver import ask_samples

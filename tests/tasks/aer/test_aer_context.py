@@ -89,11 +89,14 @@ def test_retrieval_embeds_each_topic_once_and_ranks_by_similarity(tmp_path: Path
             doc(2, 1, content="A storm flooded the harbour of town 1. The storm lasted a day."),
             doc(3, 1, content="Tourists came in summer.")]
     root = write_dataset(tmp_path, {"sample": ([question(1, 1), question(2, 1)], [topic(1, docs)])})
+    from emocaustics.models.cacheplace import CacheChoice, shared_folder
+
     task = get_task("aer")
     emb = KeywordEmbedder(["storm", "harbour", "council", "Tourists"])
     opts = parse_options(task, {"method": "llm", "context": "retrieve", "top_k": 2})
     samples = task.load(task.Dataset(split="sample", data=str(root)), opts).samples
-    first = task.prepare(samples, opts, ScoreContext(embedder=emb))
+    ctx = ScoreContext(embedder=emb, cache=CacheChoice(shared_folder()))  # a job's default `cache: on`
+    first = task.prepare(samples, opts, ctx)
     trim = first[0].meta["trim"]
     assert trim["rule"] == "retrieve" and trim["passages_kept"] == 2
     assert trim["passages"][0]["doc"] == 2  # the storm/harbour document ranks first
@@ -101,7 +104,7 @@ def test_retrieval_embeds_each_topic_once_and_ranks_by_similarity(tmp_path: Path
     # chunks: one call for the topic's chunks, one for the two queries
     assert emb.calls == [3, 2]
     again = task.prepare(samples, parse_options(task, {"method": "llm", "context": "retrieve", "top_k": 1,
-                                                      "prompt": "cot"}), ScoreContext(embedder=emb))
+                                                      "prompt": "cot"}), ctx)
     assert emb.calls == [3, 2]  # another config: the chunks and queries are kept (models/embedstore.py)
     assert again[0].meta["trim"]["passages_kept"] == 1
 
@@ -137,8 +140,6 @@ def test_embeddings_are_unit_rows_whatever_the_embedder_returns() -> None:
         async def embed(self, texts: list[str]) -> list[list[float]]:
             return [[3.0, 4.0], [0.0, 0.0]][:len(texts)]
 
-    from emocaustics.models.embedstore import EmbeddingStore
-
-    got = asyncio.run(retrieve.embed_kept(Raw(), EmbeddingStore(), ["a", "b"]))
+    got = asyncio.run(retrieve.embed_kept(Raw(), None, ["a", "b"]))
     assert got.dtype == np.float32
     assert np.allclose(got, [[0.6, 0.8], [0.0, 0.0]])

@@ -40,6 +40,7 @@ def test_documents_are_embedded_with_a_progress_line(tmp_path, capsys, monkeypat
     import numpy as np
 
     from emocaustics.core.task import ScoreContext
+    from emocaustics.models.cacheplace import CacheChoice, shared_folder
     from emocaustics.tasks.aer import retrieve
     from tasks.aer.aer_fixtures import KeywordEmbedder, doc, question, topic, write_dataset
 
@@ -49,7 +50,7 @@ def test_documents_are_embedded_with_a_progress_line(tmp_path, capsys, monkeypat
     opts = parse_options(TASK, {"method": "llm", "context": "retrieve", "top_k": 2})
     samples = TASK.load(TASK.Dataset(split="sample", data=str(root)), opts).samples
     emb = KeywordEmbedder(["storm", "council"])
-    TASK.prepare(samples, opts, ScoreContext(embedder=emb))
+    TASK.prepare(samples, opts, ScoreContext(embedder=emb, cache=CacheChoice(shared_folder())))
     lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("[embed documents")]
     assert emb.calls == [2, 2, 1, 2]  # the 5 passages 2 at a time, then the 2 queries
     assert [line.split("] ")[1].split()[0] for line in lines] == ["0/5", "5/5"], lines
@@ -60,8 +61,8 @@ def test_documents_are_embedded_with_a_progress_line(tmp_path, capsys, monkeypat
 
     topic1 = load_split(str(root), "sample").topics[1]
     texts = [retrieve.chunk_text(c) for c in retrieve.chunk_topic(topic1, opts.chunk_tokens, opts.chars_per_token)]
-    kept = EmbeddingStore().get_many(emb.identity, texts)
+    kept = EmbeddingStore(shared_folder()).get_many(emb.identity, texts)
     assert np.allclose(np.stack([kept[i] for i in range(len(texts))]), retrieve.normalise_rows(
         np.asarray(retrieve.run_sync(KeywordEmbedder(["storm", "council"]).embed(texts)))))
-    TASK.prepare(samples, opts, ScoreContext(embedder=emb))
+    TASK.prepare(samples, opts, ScoreContext(embedder=emb, cache=CacheChoice(shared_folder())))
     assert emb.calls[4:] == [] and "[embed documents" not in capsys.readouterr().out
