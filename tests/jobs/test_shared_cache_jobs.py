@@ -109,7 +109,10 @@ def test_a_rerun_with_another_scorer_option_and_an_eval_after_it_call_nothing_an
 def test_two_runs_at_once_against_one_cache_lose_and_duplicate_nothing(tmp_path: Path,
                                                                       capsys: pytest.CaptureFixture[str]) -> None:
     with FakeOpenAIServer() as server:
-        procs = [subprocess.Popen([sys.executable, "-m", "emocaustics", *_eval_args(server.base_url, tmp_path / n)],
+        # `--no-score`: the race is over the cache, which solving fills; each child loading the embedder to score
+        # what no assertion here reads cost seconds (the third run, below, scores)
+        procs = [subprocess.Popen([sys.executable, "-m", "emocaustics",
+                                   *_eval_args(server.base_url, tmp_path / n, "--no-score")],
                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=dict(os.environ))
                  for n in ("a", "b")]
         outs = [p.communicate(timeout=600)[0].decode() for p in procs]
