@@ -276,10 +276,11 @@ def _forecast(cfg: Any, got: Loaded, counters: dict[str, Any], left: list[list] 
 def check_endpoint(parsed: LLMSpec, timeout: float = 10.0) -> None:
     """One cheap request (GET <base>/models) to a remote endpoint; a connection failure, a timeout or a refused key
     is a PreflightError naming the endpoint. Any other answer (even 404: not every server lists models) is a live
-    endpoint. The standard library's client: httpx, for this one request, was the run's only import of it (0.1 s
-    before the first call of every endpoint run; the model clients speak aiohttp, models/http.py)."""
+    endpoint. The standard library asks: httpx, imported for this one request only, cost 0.1 s before the first call
+    of every endpoint run (the model clients speak aiohttp, models/http.py)."""
     import urllib.request
-    from urllib.error import HTTPError, URLError
+    from http.client import HTTPException
+    from urllib.error import HTTPError
 
     from emocaustics.models.http import url_auth
     from emocaustics.models.spec import endpoint_name
@@ -300,11 +301,10 @@ def check_endpoint(parsed: LLMSpec, timeout: float = 10.0) -> None:
         return
     except HTTPError as exc:  # an answer all the same
         status = exc.code
-    except (URLError, OSError) as exc:  # URLError wraps what the connection met
+    except (OSError, HTTPException) as exc:  # a URLError (an OSError) wraps what the connection met
         why = exc.reason if isinstance(getattr(exc, "reason", None), BaseException) else exc
-        if isinstance(why, TimeoutError):
-            raise PreflightError(f"endpoint {name}: no answer within {timeout:g} s") from None
-        raise PreflightError(f"endpoint {name}: cannot connect ({type(why).__name__})") from None
+        raise PreflightError(f"endpoint {name}: " + (f"no answer within {timeout:g} s" if isinstance(why, TimeoutError)
+                                                     else f"cannot connect ({type(why).__name__})")) from None
     if status in (401, 403):
         raise PreflightError(f"endpoint {name}: the key was refused (HTTP {status}); set "
                              + " or ".join(prov.key_variables))
