@@ -120,7 +120,8 @@ def test_no_limit_no_bound(clock):
     assert limited._left() == (None, "")  # a first call without `seconds` sets no bound
 
 
-@pytest.mark.parametrize("limits", [{}, {"seconds": 10.0}, {"left": 10.0, "config": 10}])
+@pytest.mark.parametrize("limits", [{}, {"seconds": 10.0}, {"left": 10.0, "config": 10}, {"seconds": 0.5},
+                                    {"left": 0.5, "config": 1}])  # under a second left: still the model's
 def test_the_models_own_timeout_is_not_a_limit(clock, limits):
     model = Model(clock, own_timeout=True)
     limited = LimitedLLM(model, **limits)
