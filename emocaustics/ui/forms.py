@@ -46,7 +46,29 @@ def plan(kind: str, form: dict[str, Any], folders: Folders, folder: Path) -> tup
                 [("replicate", ["human", "replicate", str(run1), str(run2), "--out", str(folder / "replication")])])
     if kind == "submission":
         return _submission(form, folders, folder)
+    if kind == "dialogue-judge":
+        return _judge(form, folders, folder)
     raise UsageError(f"unknown job kind {kind!r}")
+
+
+def _judge(form: dict[str, Any], folders: Folders, folder: Path) -> tuple[str, list[tuple[str, list[str]]]]:
+    """An LLM judge put through a round as a worker (`eval dialogue-judge`). A model behind an endpoint only (its key
+    from the workbench's environment): local weights would be read from outside the root folder."""
+    from emocaustics.models.registry import is_remote
+    from emocaustics.tasks.dialoguejudge.data import ROUNDS
+
+    model, split, limit = (str(form.get(k) or "").strip() for k in ("model", "round", "limit"))
+    if not is_remote(model):
+        raise UsageError(f"model {model!r}: a model behind an endpoint (e.g. openai:gpt-4o-mini, "
+                         "anthropic:claude-sonnet-4-5, openai:MODEL@http://HOST:PORT/v1)")
+    if split not in ROUNDS:
+        raise UsageError(f"round {split!r}: one of {', '.join(ROUNDS)}")
+    if limit and not limit.isdigit():
+        raise UsageError(f"limit {limit!r}: a number of conversations, or empty for all")
+    data = _path(folders, form, "data", "conversations folder", required=False)
+    argv = ["eval", "dialogue-judge", "--model", model, "--split", split, *(["-D", f"data={data}"] if data else []),
+            *(["--limit", limit] if limit else []), "--out", str(folder / "run"), "--allow-failures"]
+    return f"judge {model} on {split}", [("eval", argv)]
 
 
 def _submission(form: dict[str, Any], folders: Folders, folder: Path) -> tuple[str, list[tuple[str, list[str]]]]:

@@ -62,9 +62,11 @@ class Workbench:
         self._lock = threading.Lock()
 
     def state(self) -> dict[str, Any]:
+        from emocaustics.tasks.dialoguejudge.data import ROUNDS
+
         return {"root": str(self.folders.root), "out": str(self.folders.out), "runs": run_folders(self.folders.root),
                 "tasks": forms.SUBMISSION_TASKS, "splits": forms.AER_SPLITS, "subsets": forms.SUBSETS,
-                "predictors": forms.PREDICTORS}
+                "predictors": forms.PREDICTORS, "rounds": ROUNDS}
 
     def upload(self, query: dict[str, str], body: bytes) -> dict[str, Any]:
         folder = (self.folders.resolve(query["folder"], "upload folder") if query.get("folder")

@@ -8,7 +8,9 @@ the page shows is compared with what the command line prints or writes for the s
 - broken submissions (AER, ECPE): every problem is listed, not the first;
 - paths outside the root (.., absolute, a symbolic link out) are refused on the page;
 - cancel stops a long job (the sextuple scorer on the whole set): its worker process is gone;
-- a run folder under the root opens in the viewer.
+- a run folder under the root opens in the viewer;
+- an LLM judge put through a round (`eval dialogue-judge` against a loopback stand-in endpoint): the score the page
+  shows is summary.csv's.
 Screenshots go to docs/img/ui-*.png (docs/workbench.md shows them)."""
 
 from __future__ import annotations
@@ -254,6 +256,48 @@ def test_cancel_stops_a_long_job(bench: Workbench, page: Browser) -> None:
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
     assert _job(bench, job)["steps"][0]["status"] is None  # the scorer never finished
+
+
+def test_a_judge_is_put_through_a_round_as_eval_does(bench: Workbench, page: Browser, monkeypatch) -> None:
+    """The judge form runs `eval dialogue-judge` on a folder of conversations under the root, against an endpoint (a
+    loopback stand-in for an OpenAI-compatible API that answers each conversation's worker ratings plus noise); the
+    page shows the score line `eval` prints, and it is summary.csv's score."""
+    import random
+    import re
+
+    import polars as pl
+
+    from emocaustics.core.task import get_task
+    from emocaustics.tasks.dialoguejudge import prompts
+    from fakes.openai_chat import FakeOpenAIServer
+    from tasks.dialoguejudge.conftest import write_subset
+
+    data = write_subset(bench.folders.root / "judge-round", 40)  # every 40th worker of round 1
+    task = get_task("dialogue-judge")
+    samples = task.load(task.Dataset(data=str(data)), task.Options(method="llm")).samples
+    truth = {prompts.user_message(s.input): s.target for s in samples}
+    rng = random.Random(3)
+
+    class NoisyJudge(FakeOpenAIServer):
+        def answer_text(self, body):
+            rated = truth[body["messages"][-1]["content"]]
+            return json.dumps({k: min(100, max(0, round(v + rng.gauss(0, 10)))) for k, v in rated.items()})
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-key")  # the workbench's environment: its jobs' keys
+    with NoisyJudge() as server:
+        _set(page, {"#judge-model": f"openai:noisy-judge@{server.base_url}", "#judge-round": "FreeTopicRound1",
+                    "#judge-data": "judge-round"})
+        job = _run(page, "human", "#judge-go")
+        assert len(server.bodies) == len(samples)
+    shown = page.eval("document.getElementById('job').innerText")
+    assert page.eval("document.body.dataset.state") == "done", shown
+    run = bench.folders.out / "jobs" / job / "run"
+    summary = pl.read_csv(run / "summary.csv").row(0, named=True)
+    printed = re.search(r"\] system_r (-?[0-9.]+), 0 failures, (\d+) samples", shown)
+    assert printed, shown
+    assert float(printed[1]) == pytest.approx(summary["score"], abs=5e-5) and int(printed[2]) == len(samples)
+    assert summary["score"] > 0.5 and f"out/jobs/{job}/run/report.html" in shown
+    _shoot(page, "judge")
 
 
 JOB = """name: ui-run

@@ -211,7 +211,8 @@ def test_state_names_the_folders_and_the_forms_choices(bench):
     assert json.loads(body) == {"root": str(bench.folders.root), "out": str(bench.folders.out), "runs": [],
                                 "tasks": ["aer", "ecpe", "narrative", "sextuple", "emotion"],
                                 "splits": ["sample", "dev", "test", "train"],
-                                "subsets": ["sample", "paper-100", "long-20", "all"], "predictors": ["oracle", "baseline"]}
+                                "subsets": ["sample", "paper-100", "long-20", "all"], "predictors": ["oracle", "baseline"],
+                                "rounds": ["FreeTopicRound1", "FreeTopicRound2"]}
 
 
 def test_a_job_is_started_read_and_cancelled(bench):
@@ -299,3 +300,33 @@ def test_a_viewer_is_opened_once_per_run_folder(bench):
         bench.close()
     code, _, body = _ask(bench, "POST", "/api/view", b"")
     assert code == 400 and json.loads(body)["error"].startswith("run folder: empty")
+
+
+def test_a_judge_is_run_on_a_round_as_eval_does(folders):
+    job, title, steps = _plan("dialogue-judge", {"model": " openai:gpt-4o-mini ", "round": "FreeTopicRound2",
+                                                 "data": "data", "limit": "40"}, folders)
+    assert title == "judge openai:gpt-4o-mini on FreeTopicRound2"
+    assert steps == [("eval", ["eval", "dialogue-judge", "--model", "openai:gpt-4o-mini", "--split", "FreeTopicRound2",
+                               "-D", f"data={folders.root / 'data'}", "--limit", "40", "--out", str(job / "run"),
+                               "--allow-failures"])]
+    _, _, steps = _plan("dialogue-judge", {"model": "anthropic:claude-sonnet-4-5", "round": "FreeTopicRound1"},
+                        folders)
+    assert steps[0][1][:6] == ["eval", "dialogue-judge", "--model", "anthropic:claude-sonnet-4-5", "--split",
+                               "FreeTopicRound1"] and "-D" not in steps[0][1] and "--limit" not in steps[0][1]
+
+
+@pytest.mark.parametrize("form, says", [
+    ({"model": "vllm:/weights/elsewhere", "round": "FreeTopicRound1"}, r"^model 'vllm:/weights/elsewhere': a model "
+                                                                       r"behind an endpoint \(e\.g\. openai:"),
+    ({"model": "", "round": "FreeTopicRound1"}, r"^model '': a model behind an endpoint"),
+    ({"model": "openai:m", "round": "Round3"}, r"^round 'Round3': one of FreeTopicRound1, FreeTopicRound2$"),
+    ({"model": "openai:m", "round": "FreeTopicRound1", "limit": "ten"}, r"^limit 'ten': a number of conversations"),
+])
+def test_a_judge_form_is_refused_with_what_it_needs(folders, form, says):
+    with pytest.raises(UsageError, match=says):
+        _plan("dialogue-judge", form, folders)
+
+
+def test_a_judge_s_conversations_folder_stays_under_the_root(folders):
+    with pytest.raises(Refused, match=r"conversations folder"):
+        _plan("dialogue-judge", {"model": "openai:m", "round": "FreeTopicRound1", "data": "../outside"}, folders)

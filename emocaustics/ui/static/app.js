@@ -186,6 +186,7 @@ async function init() {
   for (const s of state.splits) $("#split").append(el("option", {value: s}, s));
   for (const s of state.subsets) $("#subset").append(el("option", {value: s}, s));
   for (const p of state.predictors) $("#predictors").append(el("option", {value: p}));
+  for (const r of state.rounds) $("#judge-round").append(el("option", {value: r}, r));
   $("#split").value = "dev";
   $("#runs").replaceChildren(...state.runs.map((run) => {
     const button = el("button", {"data-run": run}, "open in the viewer");
@@ -201,6 +202,9 @@ async function init() {
     } catch (err) { fail(err); }
   };
   $("#replicate-go").onclick = () => start({kind: "human-replicate", run1: $("#run1").value, run2: $("#run2").value});
+  $("#judge-go").onclick = () => start({kind: "dialogue-judge", model: $("#judge-model").value,
+                                        round: $("#judge-round").value, data: $("#judge-data").value,
+                                        limit: $("#judge-limit").value});
   $("#score-go").onclick = async () => {
     try {
       const pred = (await upload($("#pred-file"))) || $("#pred-path").value;
