@@ -100,44 +100,54 @@ def _one_line(stderr: str) -> str:
     return errors[0]
 
 
-@pytest.mark.parametrize("disk", ["file-size-limit", *TMPFS])
-def test_a_full_disk_stops_the_run_with_one_line_and_resume_finishes_it(disk: str, tmp_path: Path) -> None:
-    data = write_dataset(tmp_path / "data", {"sample": ([question(i, 1 + (i - 1) // 4) for i in range(1, N + 1)],
-                                                        [topic(t) for t in range(1, N // 4 + 1)])})
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory):
+    """The stand-in, the job and its run with room (the results every disk's resumed run must give), shared by the
+    disks: the same job gives the same results whichever disk a test then fills, and a child run of it per disk cost
+    seconds each."""
+    tmp = tmp_path_factory.mktemp("full-disk")
+    data = write_dataset(tmp / "data", {"sample": ([question(i, 1 + (i - 1) // 4) for i in range(1, N + 1)],
+                                                   [topic(t) for t in range(1, N // 4 + 1)])})
     with FakeOpenAIServer() as server:
-        job = tmp_path / "job.yaml"
+        job = tmp / "job.yaml"
         job.write_text(JOB.format(data=data, url=server.base_url), encoding="utf-8")
-        ref = _run(job, tmp_path / "ref", tmp_path / "ref-cache")
+        ref = _run(job, tmp / "ref", tmp / "ref-cache")
         assert ref.returncode == 0, ref.stderr[-3000:]
-        run = tmp_path / "run"
-        if disk in TMPFS:
-            kb, cache_too = TMPFS[disk]
-            full_rc, full_err, resume_rc, resume_err = _on_tmpfs(
-                job, tmp_path, kb, tmp_path / "mnt" / "cache" if cache_too else tmp_path / "cache")
-            where, cause = tmp_path / "mnt", "No space left on device (ENOSPC)"
-        else:
-            full = _run(job, run, tmp_path / "cache", full=True)
-            full_rc, full_err = full.returncode, full.stderr
-            where, cause = tmp_path, "disk I/O error"  # sqlite's words for EFBIG (a full disk: ENOSPC's)
-            assert json.loads((run / "run.json").read_text())["state"] == "running"  # whole, and not finished
-            assert not (run / "scores.parquet").exists()
-            written = _predictions(run) if list(run.rglob("predictions.jsonl")) else {}
-            assert written.items() <= _predictions(tmp_path / "ref").items()  # (how many: the timing's)
-            assert list(run.rglob("staging/*.jsonl"))  # the samples' log lines staged before the stop are kept
-            for kept in run.rglob("*.jsonl"):  # every line written is whole
-                for line in kept.read_text(encoding="utf-8").splitlines():
-                    json.loads(line)
-            assert not list(run.rglob("*.tmp")), list(run.rglob("*.tmp"))
-            resumed = _run(job, run, tmp_path / "cache", "--resume")
-            resume_rc, resume_err = resumed.returncode, resumed.stderr
-        assert full_rc == 7, full_err[-3000:]
-        line = _one_line(full_err)
-        # the config it stopped in (when a sample's write met it), the path and the cause, and how to continue
-        assert line.startswith("emocaustics: error: ") and f"cannot write {where}/" in line, line
-        assert f"{cause}; what was written is kept" in line and "--resume" in line, line
-        assert resume_rc == 0, resume_err[-3000:]
-    assert _predictions(run) == _predictions(tmp_path / "ref")
+        yield job, tmp / "ref"
+
+
+@pytest.mark.parametrize("disk", ["file-size-limit", *TMPFS])
+def test_a_full_disk_stops_the_run_with_one_line_and_resume_finishes_it(disk: str, reference, tmp_path: Path) -> None:
+    job, ref_dir = reference
+    run = tmp_path / "run"
+    if disk in TMPFS:
+        kb, cache_too = TMPFS[disk]
+        full_rc, full_err, resume_rc, resume_err = _on_tmpfs(
+            job, tmp_path, kb, tmp_path / "mnt" / "cache" if cache_too else tmp_path / "cache")
+        where, cause = tmp_path / "mnt", "No space left on device (ENOSPC)"
+    else:
+        full = _run(job, run, tmp_path / "cache", full=True)
+        full_rc, full_err = full.returncode, full.stderr
+        where, cause = tmp_path, "disk I/O error"  # sqlite's words for EFBIG (a full disk: ENOSPC's)
+        assert json.loads((run / "run.json").read_text())["state"] == "running"  # whole, and not finished
+        assert not (run / "scores.parquet").exists()
+        written = _predictions(run) if list(run.rglob("predictions.jsonl")) else {}
+        assert written.items() <= _predictions(ref_dir).items()  # (how many: the timing's)
+        assert list(run.rglob("staging/*.jsonl"))  # the samples' log lines staged before the stop are kept
+        for kept in run.rglob("*.jsonl"):  # every line written is whole
+            for line in kept.read_text(encoding="utf-8").splitlines():
+                json.loads(line)
+        assert not list(run.rglob("*.tmp")), list(run.rglob("*.tmp"))
+        resumed = _run(job, run, tmp_path / "cache", "--resume")
+        resume_rc, resume_err = resumed.returncode, resumed.stderr
+    assert full_rc == 7, full_err[-3000:]
+    line = _one_line(full_err)
+    # the config it stopped in (when a sample's write met it), the path and the cause, and how to continue
+    assert line.startswith("emocaustics: error: ") and f"cannot write {where}/" in line, line
+    assert f"{cause}; what was written is kept" in line and "--resume" in line, line
+    assert resume_rc == 0, resume_err[-3000:]
+    assert _predictions(run) == _predictions(ref_dir)
     assert len(_predictions(run)) == N
-    got, want = (pl.read_parquet(r / "scores.parquet") for r in (run, tmp_path / "ref"))
+    got, want = (pl.read_parquet(r / "scores.parquet") for r in (run, ref_dir))
     cols = [c for c in ("run", "sample_id", "score", "failed") if c in want.columns]
     assert got.select(cols).sort(cols[:2]).equals(want.select(cols).sort(cols[:2]))
