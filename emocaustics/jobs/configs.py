@@ -70,7 +70,7 @@ def _one(run: Any, job: JobSpec, run_dir: Path) -> Config:
     entry = job.models[model] if model else None
     got = _parsed(job, model) if entry is not None else None  # malformed: the pre-flight (or `checked`) names it
     llm = None if isinstance(got, UsageError) else got
-    kind = "calibration" if model is None else "engine-check" if llm is not None and llm.is_smoke else "model"
+    kind = "calibration" if model is None else "engine-check" if llm is not None and llm.kind == "smoke" else "model"
     limits = Limits(tokens=run.token_limit, seconds=run.time_limit, config=run.config_time_limit)
     return Config(
         label=run.label, task=task, options=options, model=model, llm=llm, spec=entry.spec if entry else None,

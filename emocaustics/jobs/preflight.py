@@ -76,9 +76,9 @@ def model_source(parsed: LLMSpec, *, network: bool) -> str:
     """Where a model's weights come from; raises UsageError when they cannot be had (network: may ask the hub)."""
     from emocaustics.models import hub
 
-    if parsed.is_smoke:
+    if parsed.kind == "smoke":
         return "built locally (tiny random model)"
-    if parsed.kind in ("vllm", "hf"):
+    if parsed.kind == "vllm":
         name = parsed.model
         if Path(name).expanduser().exists():
             return f"local path {name}"

@@ -323,7 +323,7 @@ _POOLS: dict[str, ModelPool] = {}
 
 
 def get_pool(spec: LLMSpec, *, detached: bool = False) -> ModelPool:
-    """The one pool of this process for a parsed `smoke` / `vllm:` / `hf:` spec; created on first use.
+    """The one pool of this process for a parsed `smoke` / `vllm:` spec; created on first use.
 
     Engine options are part of the key: the same model with another max_model_len is another pool.
     `detached`: replicas that outlive this process, for a model service (models/services.py).

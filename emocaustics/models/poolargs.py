@@ -56,27 +56,19 @@ def check_engine_options(spec: LLMSpec) -> None:
 
 
 def pool_arguments(spec: LLMSpec) -> dict[str, Any]:
-    """Keyword arguments of `ModelPool` for a smoke/vllm/hf spec (builds the smoke model when needed). `hf:` replicas
-    are `hf_actor.HFModelActor`s, and `hf:smoke` loads the smoke model's folder; the smoke folder's name is part of the
-    response-cache id."""
+    """Keyword arguments of `ModelPool` for a smoke/vllm spec (builds the smoke model when needed; the smoke folder's
+    name is part of the response-cache id)."""
     if is_remote(spec.kind):
         raise ValueError(f"{spec.kind} specs have no model pool")
-    hf = spec.kind == "hf"
     engine = dict(spec.engine)
-    if not hf:
-        check_engine_options(spec)
-        if spec.tp > 1:
-            engine["tensor_parallel_size"] = spec.tp
+    check_engine_options(spec)
+    if spec.tp > 1:
+        engine["tensor_parallel_size"] = spec.tp
     model = spec.model
-    if spec.is_smoke:
+    if spec.kind == "smoke":
         from emocaustics.models.smoke import build_smoke_model
 
         model = str(build_smoke_model())  # its folder's name, a hash of its recipe, is in the identity
-    args = {"model": model, "name": spec.canonical(), "cache_id": spec.identity, "replicas": spec.replicas,
+    return {"model": model, "name": spec.canonical(), "cache_id": spec.identity, "replicas": spec.replicas,
             "engine_opts": engine, "gpus_per_replica": spec.gpus, "cpus_per_replica": spec.cpus,
             "actor_options": {"scheduling_strategy": "SPREAD"} if spec.placement == "spread" else None}
-    if hf:
-        from emocaustics.models.hf_actor import HFModelActor
-
-        args["actor_cls"] = HFModelActor
-    return args

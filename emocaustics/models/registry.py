@@ -2,7 +2,7 @@
 
     openai, anthropic, ollama   clients of an endpoint (remote): behind the breaker, rate limit and budget layers
     litellm                     the long tail (Gemini, Bedrock, Azure OpenAI, Mistral, Together...): remote, as above
-    vllm, hf, smoke             the process's pool of Ray-hosted replicas (models/pool.py)
+    vllm, smoke                 the process's pool of Ray-hosted replicas (models/pool.py)
 
 A provider of another package is declared in the entry-point group `emocaustics.providers`
 (`myprov = "mypkg.module:provider"`, a `Provider` or a function `make(spec) -> model`), found the first time a spec
@@ -150,5 +150,5 @@ register(Provider("litellm", f"{_FACTORY}:litellm_client", options=("api_version
                   form="PROVIDER/MODEL, the backend as LiteLLM names it (litellm:openai/gpt-4o, "
                        "litellm:gemini/gemini-1.5-pro, litellm:azure/DEPLOYMENT)",
                   fits=lambda model: all(model.partition("/")[::2])))
-for _name in ("vllm", "hf", "smoke"):
+for _name in ("vllm", "smoke"):
     register(Provider(_name, f"{_FACTORY}:pool", remote=False, priced=False))

@@ -2,15 +2,13 @@
 
     smoke[?OPTION=VALUE&...]                     the tiny random model, served by the real vLLM engine
     vllm:PATH_OR_NAME[?replicas=2&tp=1&max_model_len=4096&OPTION=VALUE...]
-    hf:PATH_OR_NAME[?replicas=2&max_batch=8&device=auto&dtype=auto...]   transformers (alias huggingface:)
     openai:MODEL@BASE_URL[?concurrency=16&timeout=60&max_retries=4&json_mode=auto&max_connection_failures=5
                           &max_server_errors=10&stall_seconds=120&max_throttled=20&batch=true]
 
 Shorthands (`expand_shorthand`, applied where a job or `emocaustics eval` names a model), the SemEval baseline's types:
 `openai:MODEL` (base URL $OPENAI_BASE_URL, else https://api.openai.com/v1; key $OPENAI_API_KEY), `anthropic:MODEL`
 (key $ANTHROPIC_API_KEY), `ollama:MODEL` (Ollama's OpenAI-compatible API at $OLLAMA_HOST, else localhost:11434),
-`vllm:MODEL` (the local engine), `smoke`, `huggingface:MODEL` (= `hf:MODEL`: transformers in Ray actors, no vLLM;
-`hf:smoke` is the smoke model's folder).
+`vllm:MODEL` (the local engine), `smoke`.
 
 Keys come from the environment only: a secret in the query (`?api_key=...`) is refused, and `user:password@` in a base
 URL is taken out of the spec and sent as that URL's Authorization header (HTTP Basic, `models/http.py`), so no spec
@@ -20,8 +18,7 @@ For `smoke`/`vllm:` the pool keys are `replicas`, `tp` (tensor_parallel_size), `
 the cluster has GPUs, else 0), `cpus` (Ray CPUs reserved per replica, default 0), `placement` (`spread`: replicas on
 different nodes, round robin over the alive nodes that fit a replica; default: Ray's default placement); every other key is a vLLM engine
 argument (`AsyncEngineArgs` field), checked when the engine is made. Values are JSON when they parse as JSON
-(numbers, booleans, objects), else strings. `hf:` takes the pool keys but `tp` (at most one GPU per replica) and the
-options `models.hf_generate.HF_KEYS` (max_batch, batch_wait, device, dtype, trust_remote_code, attn_implementation).
+(numbers, booleans, objects), else strings.
 """
 
 from __future__ import annotations
@@ -38,7 +35,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from emocaustics.core.errors import UsageError
 from emocaustics.core.redact import redacted, refuse_secrets
 from emocaustics.models.breaker import DEFAULT_LIMIT, DEFAULT_SERVER_ERRORS, REQUEUE_LIMIT
-from emocaustics.models.hf_generate import HF_KEYS
 # A remote base URL without `user:password@`: those become the Authorization header its clients send, so that what
 # the run records and prints has no secret in it; aiohttp would refuse the URL anyway.
 from emocaustics.models.http import strip_credentials as without_credentials
@@ -46,7 +42,6 @@ from emocaustics.models.registry import is_remote, provider
 
 ALLOWED = (
     "'smoke[?OPTION=VALUE...]', 'vllm:PATH_OR_NAME[?replicas=N&tp=N&OPTION=VALUE...]', "
-    "'hf:PATH_OR_NAME[?replicas=N&max_batch=N&device=auto|cpu|cuda&dtype=auto|float32|bfloat16]' or "
     "'openai:MODEL@BASE_URL[?concurrency=N&timeout=SECONDS&max_retries=N&json_mode=auto|schema|plain]' or "
     "'anthropic:MODEL[@BASE_URL][?concurrency=N&timeout=SECONDS&max_retries=N&json_mode=...&sampling=auto|send|omit]'"
 )
@@ -65,12 +60,7 @@ def expand_shorthand(spec: str) -> str:
     head, sep, query = spec.strip().partition("?")
     refuse_secrets(dict(parse_qsl(query, keep_blank_values=True)), f"model spec {redacted(spec)!r}")
     kind, _, name = head.partition(":")
-    if kind in ("hf", "huggingface"):
-        if not name:
-            raise UsageError(f"model spec {redacted(spec)!r}: expected 'hf:MODEL_OR_PATH' (a Hugging Face hub name "
-                             "or a local model folder; hf:smoke is the smoke model)")
-        head = f"hf:{name}"
-    elif kind == "openai" and name and "@" not in name:
+    if kind == "openai" and name and "@" not in name:
         base = os.environ.get("OPENAI_BASE_URL", "").strip() or OPENAI_DEFAULT_URL
         head = f"openai:{name}@{without_credentials(base.rstrip('/'))}"
     elif "@" in name and is_remote(kind):
@@ -123,7 +113,7 @@ CLIENT_KEYS = ("timeout", "max_retries", "json_mode", "json_retries") + LIMIT_KE
 class LLMSpec(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    kind: str  # the provider's name (models/registry.py): smoke, vllm, hf, openai, anthropic, ollama or a plug-in's
+    kind: str  # the provider's name (models/registry.py): smoke, vllm, openai, anthropic, ollama or a plug-in's
     model: str = ""
     base_url: str | None = None
     replicas: int = Field(1, ge=1)
@@ -133,7 +123,7 @@ class LLMSpec(BaseModel):
     # "spread": replicas round robin over the alive nodes that fit one (strict node affinity: see ModelPool);
     # "default": Ray's default, which keeps zero-resource actors (CPU engines) on the driver's node.
     placement: Literal["default", "spread"] = "default"
-    engine: dict[str, Any] = Field(default_factory=dict)  # vLLM AsyncEngineArgs, open-ended (hf: its HF_KEYS options)
+    engine: dict[str, Any] = Field(default_factory=dict)  # vLLM AsyncEngineArgs, open-ended
     # A remote endpoint's: its client's own options (timeout, max_retries, json_mode, json_retries, the provider's),
     # the breaker's and rate limit's, batch mode's.
     client: dict[str, Any] = Field(default_factory=dict)
@@ -168,17 +158,12 @@ class LLMSpec(BaseModel):
             return f"{self.kind}:{self.model}" + (f"@{self.base_url}" if self.base_url else "")
         unplaced = self.model_copy(update={"replicas": 1, "tp": 1, "gpus": None, "cpus": 0.0, "placement": "default"})
         head, sep, query = unplaced.canonical().partition("?")
-        if self.is_smoke:
+        if self.kind == "smoke":
             from emocaustics.models.smoke import smoke_model_dir
 
             return f"{head}:{smoke_model_dir().name}{sep}{query}"
         weights = Path(self.model).expanduser()
         return f"{head}#{fingerprint(weights)}{sep}{query}" if weights.exists() else head + sep + query
-
-    @property
-    def is_smoke(self) -> bool:
-        """The tiny random model, on either backend (`smoke`: vLLM; `hf:smoke`: transformers)."""
-        return self.kind == "smoke" or (self.kind == "hf" and self.model == "smoke")
 
     def with_options(self, **opts: Any) -> "LLMSpec":
         """This spec with query options (`KEY=VALUE` of a spec string) put where they belong, checked as in a query."""
@@ -201,11 +186,6 @@ def _assign(data: dict[str, Any], opts: dict[str, Any], spec: str) -> None:
                                  f"{', '.join(allowed)})")
             part = "limits" if key in LIMIT_KEYS else "batch" if key in BATCH_KEYS else "client"
             data[part] = {**data.get(part, {}), key: value}
-        elif data["kind"] == "hf" and (key not in POOL_KEYS + HF_KEYS + BATCH_KEYS or key == "tp" and value != 1
-                                       or key == "gpus" and isinstance(value, (int, float)) and value > 1):
-            raise UsageError(f"model spec {spec!r}: " + (f"unknown option {key!r} (hf options: "
-                             f"{', '.join(k for k in POOL_KEYS + HF_KEYS if k != 'tp')})" if key not in POOL_KEYS
-                             else "hf: replicas use at most one GPU each (no tensor parallel; vllm: has it)"))
         elif key in BATCH_KEYS:
             raise UsageError(f"model spec {spec!r}: {key} needs an openai: or anthropic: model (the providers' batch "
                              "APIs)")
@@ -229,8 +209,11 @@ def parse_llm_spec(spec: str) -> LLMSpec:
     kind, _, rest = head.partition(":")
     if head == "smoke":
         data: dict[str, Any] = {"kind": "smoke"}
-    elif kind in ("vllm", "hf", "huggingface") and rest:
-        data = {"kind": "hf" if kind == "huggingface" else kind, "model": rest}
+    elif kind == "vllm" and rest:
+        data = {"kind": "vllm", "model": rest}
+    elif kind in ("hf", "huggingface"):  # removed (round 8): a second path for local weights beside the vLLM engine
+        raise UsageError(f"model spec {spec!r}: the {kind}: provider was removed; use "
+                         f"{'smoke' if rest == 'smoke' else 'vllm:' + (rest or 'PATH_OR_NAME')} for local weights, ollama:MODEL, or openai:MODEL@URL (any OpenAI-compatible server)")
     elif is_remote(kind) and (rest or provider(kind).needs_url):  # openai, anthropic, ollama, a plug-in's endpoint
         model, at, base_url = rest.partition("@")
         needs_url = provider(kind).needs_url

@@ -23,8 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from emocaustics.core import aio
-from emocaustics.models.base import ChatRequest, Completion, ModelBase
-from emocaustics.models.hf_generate import prompt_or_failure
+from emocaustics.models.base import ChatRequest, Completion, ErrorKind, ModelBase
 from emocaustics.models.jsonout import read_answer
 from emocaustics.models.local import run_item
 from emocaustics.models.usage import Usage
@@ -62,6 +61,22 @@ CPU_DEFAULTS: dict[str, Any] = {"gpu_memory_utilization": 0.3, "kv_cache_memory_
 def engine_options(engine_opts: dict[str, Any], *, cpu: bool) -> dict[str, Any]:
     """A replica's vLLM engine arguments: the pipeline's defaults, the platform's, then the spec's own options."""
     return {**ENGINE_DEFAULTS, **(CPU_DEFAULTS if cpu else GPU_DEFAULTS), **engine_opts}
+
+
+def prompt_or_failure(tokenizer: Any, request: ChatRequest, max_len: int | None) -> tuple[list[int], int] | Completion:
+    """A request's prompt token ids (its chat template applied) and the new tokens it may have, or the Completion of
+    why it cannot be asked: the template failed, or the prompt leaves no room in the engine's `max_model_len`."""
+    try:
+        text = tokenizer.apply_chat_template([dict(m) for m in request.messages], tokenize=False,
+                                             add_generation_prompt=True)
+        # The template already wrote every special token; encoding must not add a BOS a second time.
+        ids = list(tokenizer.encode(text, add_special_tokens=False))
+    except Exception as exc:
+        return Completion(text="", error=f"chat template failed: {type(exc).__name__}: {exc}")
+    if max_len is not None and len(ids) + 1 > max_len:
+        return Completion(text="", prompt_tokens=len(ids), kind=ErrorKind.CONTEXT_LENGTH,
+                          error=f"prompt too long: {len(ids)} tokens, max_model_len {max_len}")
+    return ids, min(request.sampling.max_tokens, max_len - len(ids)) if max_len else request.sampling.max_tokens
 
 
 class EngineLLM(ModelBase):
@@ -113,7 +128,6 @@ class VLLMEngineActor:
                 "engine_pids": list(self._engine_pids)}
 
     async def _load(self) -> None:
-        """Build the engine (the hf replica builds its model instead: hf_actor.py)."""
         from vllm.engine.arg_utils import AsyncEngineArgs
         from vllm.platforms import current_platform
         from vllm.usage.usage_lib import UsageContext
@@ -142,7 +156,7 @@ class VLLMEngineActor:
 
     async def _one(self, request: ChatRequest) -> Completion:
         # A prompt over max_model_len is told here by its tokens (CONTEXT_LENGTH); the engine would say so in words only
-        prompt = prompt_or_failure(self._tokenizer, request, self._max_len, "max_model_len")
+        prompt = prompt_or_failure(self._tokenizer, request, self._max_len)
         if isinstance(prompt, Completion):
             return prompt
         from vllm import SamplingParams

@@ -83,7 +83,7 @@ def test_run_takes_a_mapping_or_a_file_and_is_loud_when_asked(tmp_path, capsys):
 def test_errors_raise_and_never_exit(tmp_path):
     with pytest.raises(UsageError, match="method llm of task aer calls a model"):
         ec.eval("aer")
-    with pytest.raises(UsageError, match="hf: replicas use at most one GPU each"):
+    with pytest.raises(UsageError, match="the hf: provider was removed; use vllm:gpt2"):
         ec.eval("aer", model="hf:gpt2?tp=2")
     with pytest.raises(UsageError, match="no scores.parquet"):
         ec.load_run(tmp_path)

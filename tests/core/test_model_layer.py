@@ -146,9 +146,9 @@ def test_the_registry_names_its_providers_and_an_unknown_one():
     from emocaustics.core.errors import UsageError
     from emocaustics.models.registry import is_priced, is_remote, provider
 
-    assert all(provider(k).name == k for k in ("openai", "anthropic", "ollama", "vllm", "hf", "smoke"))
+    assert all(provider(k).name == k for k in ("openai", "anthropic", "ollama", "vllm", "smoke"))
     assert is_remote("openai:m@http://x/v1?concurrency=2") and is_remote("anthropic:claude")
     assert not is_remote("smoke") and not is_remote("vllm:Qwen/Qwen2.5-0.5B") and not is_remote("nobody:x")
-    assert is_priced("anthropic:claude") and not is_priced("ollama:llama3") and not is_priced("hf:smoke")
-    with pytest.raises(UsageError, match="unknown model provider 'nobody'; known: anthropic, hf, litellm, ollama"):
+    assert is_priced("anthropic:claude") and not is_priced("ollama:llama3") and not is_priced("smoke")
+    with pytest.raises(UsageError, match="unknown model provider 'nobody'; known: anthropic, litellm, ollama"):
         provider("nobody")

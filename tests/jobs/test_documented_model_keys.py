@@ -1,5 +1,5 @@
 """Issue 41, point 11: every key docs/models.md gives for a model is accepted where the docs put it. The keys are read
-from the docs themselves (the backticked names of the sections about endpoints and about transformers), so a key
+from the docs themselves (the backticked names of the sections about endpoints), so a key
 documented later and not accepted fails here; a backticked word of those sections that is not a model key is listed
 in NOT_KEYS with what it is."""
 
@@ -15,7 +15,6 @@ from emocaustics.models.spec import parse_llm_spec
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "models.md"
 ENDPOINT_SECTIONS = ("Spec strings", "Dead endpoints", "Cost and rate limits")
-HF_SECTION = "transformers (`hf:`)"
 NOT_KEYS = {
     # spec kinds, embedders, libraries
     "minilm", "smoke", "transformers", "openai", "anthropic", "hf", "huggingface", "generate",
@@ -31,8 +30,6 @@ SAMPLE = {  # a valid value of each documented key
     "concurrency": 4, "timeout": 30, "max_retries": 2, "json_mode": "plain", "max_connection_failures": 3,
     "max_server_errors": 3, "stall_seconds": 40, "max_throttled": 5, "rpm": 600, "tpm": 100000, "batch_size": 100,
     "batch_poll": 5, "batch_quiet": 1, "batch_max_wait": 10,
-    "max_batch": 4, "batch_wait": 0.02, "device": "cpu", "dtype": "float32", "trust_remote_code": False,
-    "attn_implementation": "eager",
 }
 
 
@@ -43,13 +40,11 @@ def _documented(*titles: str) -> list[str]:
 
 
 ENDPOINT_KEYS = _documented(*ENDPOINT_SECTIONS)
-HF_KEYS = _documented(HF_SECTION)
 
 
 def test_the_docs_name_the_keys_this_test_checks():
     assert {"batch_poll", "batch_size", "batch_quiet", "batch_max_wait", "timeout", "max_retries"} <= set(ENDPOINT_KEYS)
-    assert {"max_batch", "dtype"} <= set(HF_KEYS)
-    missing = [k for k in ENDPOINT_KEYS + HF_KEYS if k not in SAMPLE]
+    missing = [k for k in ENDPOINT_KEYS if k not in SAMPLE]
     assert not missing, f"docs/models.md names {missing}: give each a value in SAMPLE (or list it in NOT_KEYS)"
 
 
@@ -66,14 +61,6 @@ def test_an_endpoint_key_is_accepted_beside_spec_and_in_the_spec_query(key, spec
     value = SAMPLE[key]
     assert _client({"spec": spec, key: value})[key] == value  # a job's model entry, as the docs show
     assert parse_llm_spec(f"{spec}?{key}={value}").endpoint_options()[key] == value  # the spec string's query
-
-
-@pytest.mark.parametrize("key", HF_KEYS)
-def test_a_transformers_option_is_accepted_in_engine_and_in_the_spec_query(key):
-    value = SAMPLE[key]
-    assert _client({"spec": "hf:some/model", "engine": {key: value}})[key] == value
-    query = str(value).lower() if isinstance(value, bool) else value
-    assert parse_llm_spec(f"hf:some/model?{key}={query}").engine[key] == value
 
 
 def test_a_client_key_beside_spec_and_in_engine_is_refused_and_a_local_engine_refuses_batch_keys():

@@ -14,7 +14,6 @@ import pytest
 import yaml
 
 from emocaustics.cli import main
-from emocaustics.core.errors import UsageError
 from emocaustics.core.task import parse_options
 from fakes.openai_chat import FakeOpenAIServer
 from tasks.aer.aer_fixtures import standard_dataset
@@ -137,9 +136,11 @@ def test_a_missing_key_or_server_is_one_line_naming_it(tmp_path, monkeypatch, ca
 
 
 @pytest.mark.parametrize("args, message", [
-    (["aer", "--model", "hf:"], "--model: model spec 'hf:': expected 'hf:MODEL_OR_PATH'"),
-    (["aer", "--model", "huggingface:x/y?tp=2"], "model spec 'hf:x/y?tp=2': hf: replicas use at most one GPU each"),
-    (["aer", "--model", "hf:x/y?max_model_len=3"], "unknown option 'max_model_len' (hf options: replicas, gpus,"),
+    # the transformers provider is gone (round 8): its specs say what to use instead
+    (["aer", "--model", "hf:x/y?tp=2"], "model spec 'hf:x/y?tp=2': the hf: provider was removed; use vllm:x/y "
+                                        "for local weights, ollama:MODEL, or openai:MODEL@URL"),
+    (["aer", "--model", "huggingface:"], "the huggingface: provider was removed; use vllm:PATH_OR_NAME for local"),
+    (["aer", "--model", "hf:smoke"], "the hf: provider was removed; use smoke for local weights"),
     (["aer"], "method llm of task aer calls a model: give --model SPEC"),
     (["aer", "--method", "oracle", "-T", "promt=cot"], "-T promt: task aer has no option 'promt'; its options: "
                                                        "prompt, context,"),
@@ -189,12 +190,8 @@ def test_shorthands_expand_and_full_specs_stay():
     try:
         assert expand_shorthand("openai:gpt-4o-mini?concurrency=4") == "openai:gpt-4o-mini@http://box:8000/v1?concurrency=4"
         assert expand_shorthand("ollama:qwen2.5:7b") == "openai:qwen2.5:7b@http://0.0.0.0:11434/v1"
-        for spec in ("openai:m@http://x/v1", "anthropic:claude", "vllm:Qwen/Q", "smoke", "smoke?max_model_len=4096",
-                     "hf:gpt2", "hf:smoke?max_batch=2"):
+        for spec in ("openai:m@http://x/v1", "anthropic:claude", "vllm:Qwen/Q", "smoke", "smoke?max_model_len=4096"):
             assert expand_shorthand(spec) == spec
-        assert expand_shorthand("huggingface:Qwen/Q?device=cpu") == "hf:Qwen/Q?device=cpu"
-        with pytest.raises(UsageError, match="expected 'hf:MODEL_OR_PATH'"):
-            expand_shorthand("huggingface:")
     finally:
         for k, v in old.items():
             os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)

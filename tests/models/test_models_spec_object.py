@@ -1,6 +1,6 @@
 """A model spec travels as an `LLMSpec` past the edges (issue 26): the job runner (`run`, `eval`) parses the string once,
 and the plan, the pool and the factory take the object; strings are still taken where users hand them in. The smoke
-model is recognised by `LLMSpec.is_smoke`, not by splitting strings. No engine starts here."""
+model is recognised by its kind (`LLMSpec.kind == "smoke"`), not by splitting strings. No engine starts here."""
 
 from __future__ import annotations
 
@@ -17,13 +17,21 @@ from emocaustics.models.spec import as_llm_spec, parse_llm_spec
 ENDPOINT = "openai:m@http://127.0.0.1:9/v1?max_retries=1&concurrency=4"
 
 
-@pytest.mark.parametrize("text, smoke, kind", [
-    ("smoke", True, "smoke"), ("smoke?replicas=2&max_model_len=512", True, "smoke"), ("hf:smoke", True, "hf"),
-    ("huggingface:smoke?max_batch=4", True, "hf"), ("vllm:smoke", False, "vllm"), ("hf:org/smoke", False, "hf"),
-    ("vllm:Qwen/Qwen2.5-7B-Instruct", False, "vllm"), (ENDPOINT, False, "openai")])
-def test_is_smoke_names_the_tiny_model_on_either_backend(text, smoke, kind):
-    spec = parse_llm_spec(text)
-    assert (spec.is_smoke, spec.kind) == (smoke, kind)
+@pytest.mark.parametrize("text, kind", [
+    ("smoke", "smoke"), ("smoke?replicas=2&max_model_len=512", "smoke"), ("vllm:smoke", "vllm"),
+    ("vllm:Qwen/Qwen2.5-7B-Instruct", "vllm"), (ENDPOINT, "openai")])
+def test_the_tiny_model_is_the_smoke_kind_and_a_model_named_smoke_is_not(text, kind):
+    assert parse_llm_spec(text).kind == kind
+
+
+@pytest.mark.parametrize("text, instead", [
+    ("hf:smoke", "use smoke for local weights"), ("huggingface:org/m?max_batch=4", "use vllm:org/m for local weights"),
+    ("hf:", "use vllm:PATH_OR_NAME for local weights")])
+def test_the_removed_transformers_provider_is_refused_naming_what_to_use(text, instead):
+    kind = text.partition(":")[0]
+    with pytest.raises(spec_module.UsageError, match=f"the {kind}: provider was removed; {instead}, ollama:MODEL, "
+                                                     r"or openai:MODEL@URL \(any OpenAI-compatible server\)"):
+        parse_llm_spec(spec_module.expand_shorthand(text))
 
 
 def test_as_llm_spec_parses_a_string_and_passes_an_object_through():
@@ -63,20 +71,19 @@ def test_run_kind_knows_the_smoke_model_by_its_spec(tmp_path):
 
     job = JobSpec.model_validate({
         "name": "kinds", "dataset": {"aer": {"split": "sample"}},
-        "models": {"vllm_smoke": {"spec": "smoke?max_model_len=512"}, "hf_smoke": {"spec": "huggingface:smoke"},
+        "models": {"vllm_smoke": {"spec": "smoke?max_model_len=512"}, "hub": {"spec": "vllm:org/smoke"},
                    "api": {"spec": "openai:m@http://127.0.0.1:1/v1"}},
-        "grid": {"task": ["aer"], "model": ["vllm_smoke", "hf_smoke", "api"], "options": {"method": "llm"}},
+        "grid": {"task": ["aer"], "model": ["vllm_smoke", "hub", "api"], "options": {"method": "llm"}},
         "runs": [{"task": "aer", "options": {"method": "oracle"}}]})
     kinds = {c.model or c.options.method: c.kind for c in resolve(job, tmp_path)}
-    assert kinds == {"vllm_smoke": "engine-check", "hf_smoke": "engine-check", "api": "model",
+    assert kinds == {"vllm_smoke": "engine-check", "hub": "model", "api": "model",
                      "oracle": "calibration"}
 
 
 def test_model_source_knows_the_smoke_model_by_its_spec():
     from emocaustics.jobs.preflight import model_source
 
-    for text in ("smoke?replicas=2", "hf:smoke"):
-        assert model_source(parse_llm_spec(text), network=False) == "built locally (tiny random model)"
+    assert model_source(parse_llm_spec("smoke?replicas=2"), network=False) == "built locally (tiny random model)"
     assert model_source(parse_llm_spec(ENDPOINT), network=False) == "endpoint"
 
 

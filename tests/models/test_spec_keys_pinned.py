@@ -15,7 +15,6 @@ STRINGS = [
     ("smoke?max_model_len=512&replicas=2", "smoke?replicas=2&max_model_len=512", None),
     ("vllm:org/m?tp=2&gpus=2&dtype=float16&max_num_seqs=8", "vllm:org/m?tp=2&gpus=2&dtype=float16&max_num_seqs=8",
      "vllm:org/m?dtype=float16&max_num_seqs=8"),
-    ("hf:org/m?max_batch=4&device=cpu", "hf:org/m?device=cpu&max_batch=4", "hf:org/m?device=cpu&max_batch=4"),
     ("openai:gpt-4o@http://h:1/v1?concurrency=8&rpm=60&timeout=30&batch=true&batch_poll=5",
      "openai:gpt-4o@http://h:1/v1?batch=true&batch_poll=5&concurrency=8&rpm=60&timeout=30",
      "openai:gpt-4o@http://h:1/v1"),
