@@ -156,8 +156,8 @@ def eval(task: str, *, model: str | None = None, method: str | None = None, spli
          time_limit: float | None = None, config_time_limit: float | None = None, retry_limits: bool = False) -> Run:
     """One task, one method, one model, as `emocaustics eval` (`jobs.oneline.eval_job` builds the job).
 
-    `model`: `openai:MODEL`, `anthropic:MODEL`, `ollama:MODEL`, `vllm:PATH_OR_NAME`, `hf:PATH_OR_NAME` (transformers),
-    `smoke`, or a full spec (`openai:MODEL@URL?concurrency=8`); none for a calibration method. `options`: the task's options; `dataset`: its
+    `model`: `openai:MODEL`, `anthropic:MODEL`, `ollama:MODEL`, `vllm:PATH_OR_NAME`, `smoke`,
+    or a full spec (`openai:MODEL@URL?concurrency=8`); none for a calibration method. `options`: the task's options; `dataset`: its
     dataset options; `split`: the dataset's split (or subset); `ids`/`limit`: which samples. `submission_file`: copy
     the config's submission (the task's `submission.*` file with that suffix) there. `cache`: the job's `cache:` (on,
     off, read-only or a folder; models/cacheplace.py). `epochs`, `reducer`: each sample solved N times, reduced;

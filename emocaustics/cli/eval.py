@@ -16,14 +16,11 @@ EXAMPLES = """examples:
   emocaustics eval aer --model ollama:llama3.1:8b -T context=none -T prompt=cot
   emocaustics eval ecpe --method oracle --ids 1401,1424
   emocaustics eval sextuple --model vllm:Qwen/Qwen2.5-7B-Instruct --method window --split paper-100
-  emocaustics eval aer --model hf:Qwen/Qwen2.5-0.5B-Instruct --limit 10
   emocaustics eval emotion --model openai:gpt-4o-mini --method window --ids 207 --no-score
 
 models: openai:MODEL (base URL $OPENAI_BASE_URL, default https://api.openai.com/v1; key $OPENAI_API_KEY),
   anthropic:MODEL (key $ANTHROPIC_API_KEY), ollama:MODEL ($OLLAMA_HOST, default localhost:11434), vllm:PATH_OR_NAME
-  (the local engine), hf:PATH_OR_NAME or huggingface:PATH_OR_NAME (transformers, no vLLM needed; GPU when there is
-  one), smoke (a tiny random model: an engine check; hf:smoke is it on transformers), or a full spec
-  openai:MODEL@URL?concurrency=8.
+  (the local engine), smoke (a tiny random model: an engine check), or a full spec openai:MODEL@URL?concurrency=8.
   `emocaustics tasks` lists each task's methods and options.
 
 """ + "\n  ".join(textwrap.wrap(exit_epilog(), 116))

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 class ModelSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    spec: str  # smoke | vllm:/hf:PATH_OR_NAME | openai:MODEL[@BASE_URL] | anthropic:MODEL[@BASE_URL] | ollama:MODEL
+    spec: str  # smoke | vllm:PATH_OR_NAME | openai:MODEL[@BASE_URL] | anthropic:MODEL[@BASE_URL] | ollama:MODEL
     replicas: int = Field(1, ge=1)
     gpus_per_replica: float = Field(0, ge=0)  # tensor parallel size when > 1
     engine: dict[str, Any] = Field(default_factory=dict)  # passed through to the vLLM engine (remote: the client)

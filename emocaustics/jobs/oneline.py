@@ -21,7 +21,7 @@ from emocaustics.core.task import Task, get_task
 from emocaustics.jobs.evaloptions import EVAL_OPTIONS, PLACES
 from emocaustics.jobs.spec import JobSpec
 
-MODEL_HINT = "openai:MODEL, anthropic:MODEL, ollama:MODEL, vllm:PATH_OR_NAME, hf:PATH_OR_NAME or smoke"
+MODEL_HINT = "openai:MODEL, anthropic:MODEL, ollama:MODEL, vllm:PATH_OR_NAME or smoke"
 
 
 def parse_assignments(pairs: list[str] | None, flag: str) -> dict[str, Any]:

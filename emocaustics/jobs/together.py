@@ -4,7 +4,7 @@ once (a lone config is a group of one).
 Through ONE LLM object per model: their requests share its batches and its limits.
 - a model with `batch: true`: one provider turnaround for every config's independent calls (one after the other, K
   configs took K turnarounds of up to the provider's 24 h window);
-- a model in engines of this cluster (`smoke`, `vllm:`, `hf:`): one config's independent calls fill the engine's
+- a model in engines of this cluster (`smoke`, `vllm:`): one config's independent calls fill the engine's
   batches while another's `window` chain waits on its own answers (one after the other, the job lasted the sum of
   every config's own length);
 - an endpoint billed per call: its configs side by side behind the model's one `concurrency` gate (models/breaker.py).
