@@ -209,16 +209,12 @@ class VLLMEngineActor:
     async def generate(self, requests: list[ChatRequest]) -> list[Completion]:
         if self._engine is None:
             await self.start()
-        return await self._counted(len(requests), asyncio.gather(*(self._one(r) for r in requests)))
-
-    async def _counted(self, n: int, answers: Awaitable[list[Completion]]) -> list[Completion]:
-        """`n` requests' answers, counted in flight meanwhile (a service's idle clock: models/services.py)."""
-        self._inflight += n
+        self._inflight += len(requests)  # counted in flight meanwhile: a service's idle clock (models/services.py)
         self.last_request = time.time()
         try:
-            done = list(await answers)
+            done = list(await asyncio.gather(*(self._one(r) for r in requests)))
         finally:
-            self._inflight -= n
+            self._inflight -= len(requests)
             self.last_request = time.time()
         self.usage.count(done)
         return done
