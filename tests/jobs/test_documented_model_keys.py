@@ -24,7 +24,7 @@ NOT_KEYS = {
     "replicas", "gpus_per_replica", "gpus", "cpus", "tp", "placement", "max_cost_usd", "cost_usd", "custom_id",
     "prefix_cache_hit_rate", "max_tokens",
     # method names and option values
-    "direct", "rag", "window", "auto", "cpu", "cuda", "float32", "bfloat16", "float16",
+    "direct", "rag", "window",
 }
 SAMPLE = {  # a valid value of each documented key
     "concurrency": 4, "timeout": 30, "max_retries": 2, "json_mode": "plain", "max_connection_failures": 3,
