@@ -78,3 +78,10 @@ def test_the_vote_record_of_the_epochs():
     assert (tie["answer"], tie["vote_fallback"], tie["votes"]) == (["B"], True, {"A": 1, "B": 1})
     assert reduce_votes(["x", {"answer": None}]) is None
     assert reduce_votes([{"pick": ["X"]}], key="pick")["pick"] == ["X"]
+
+
+def test_a_tasks_reducers_and_its_default():
+    from emocaustics.scoring.reducers import REDUCERS, reducers_of
+
+    assert reducers_of(Voting) == (("mode", "mean"), "mode")
+    assert reducers_of(object) == (REDUCERS, "mean") and REDUCERS == ("mean", "mode", "max", "pass@k")
