@@ -170,6 +170,7 @@ class StubJobs:
     def start(self, kind, title, folder, steps):
         job = Job(id=folder.name, kind=kind, title=title, folder=folder, steps=steps, state="done", ended=1.0,
                   started=0.0)
+        (folder / "score.out").write_text('{"ok": true}', encoding="utf-8")
         self.jobs[job.id] = job
         return job
 
@@ -330,3 +331,20 @@ def test_a_judge_form_is_refused_with_what_it_needs(folders, form, says):
 def test_a_judge_s_conversations_folder_stays_under_the_root(folders):
     with pytest.raises(Refused, match=r"conversations folder"):
         _plan("dialogue-judge", {"model": "openai:m", "round": "FreeTopicRound1", "data": "../outside"}, folders)
+
+
+def test_a_job_started_in_process_runs_in_its_own_folder(bench):
+    with pytest.raises(UsageError, match=r"^unknown job kind ''$"):
+        bench.start({})
+    doc = bench.start({"kind": "submission", "task": "sextuple", "pred": "oracle"})
+    job = bench.folders.out / "jobs" / "0002"  # 0001 was made for the refused form, and taken back
+    assert doc["steps"][0]["command"] == (f"emocaustics score sextuple --pred oracle --engine local --out {job}/report "
+                                          "--json --allow-failures")
+    assert doc["files"] == ["out:jobs/0002/score.out"] and doc["steps"][0]["json"] == {"ok": True}
+
+
+def test_missing_fields_of_a_submission(folders):
+    with pytest.raises(UsageError, match=r"^task '': one of aer, ecpe, narrative, sextuple, emotion$"):
+        _plan("submission", {}, folders)
+    _, title, steps = _plan("submission", {"task": "emotion", "pred": "baseline"}, folders)
+    assert title == "emotion: baseline" and steps[0][1][:4] == ["score", "emotion", "--pred", "baseline"]
