@@ -31,7 +31,7 @@ from emocaustics.models.spec import LLMSpec
 
 def load_all(configs: list[Any]) -> dict[str, Loaded | UsageError]:
     """Each config's loaded samples (or the error that loading raised), by label; equal loads are shared. The one
-    place a config's sample selection (`select:`, `SelectSpec.apply`) is applied: everything after (the dry run, the
+    place a config's sample selection (`select:`, `SelectSpec.load`) is applied: everything after (the dry run, the
     solve, the scores, the provenance, a resume) sees the selected samples only."""
     memo: dict[str, Loaded | UsageError] = {}
     out: dict[str, Loaded | UsageError] = {}
@@ -41,8 +41,8 @@ def load_all(configs: list[Any]) -> dict[str, Loaded | UsageError]:
                f"{select.model_dump_json() if select is not None else ''}")
         if key not in memo:
             try:
-                dataset = select.to_load(cfg.task, cfg.dataset) if select is not None else cfg.dataset
-                got = _selected(cfg.task.data.load(dataset, cfg.options), select, cfg)
+                got = (cfg.task.data.load(cfg.dataset, cfg.options) if select is None
+                       else select.load(cfg.task, cfg.dataset, cfg.options))
                 memo[key] = require_ground_truth(cfg.task, got, cfg.options)  # before anything runs
             except UsageError as exc:
                 memo[key] = exc
@@ -50,15 +50,6 @@ def load_all(configs: list[Any]) -> dict[str, Loaded | UsageError]:
                 memo[key] = UsageError(f"{type(exc).__name__}: {exc}")
         out[cfg.label] = memo[key]
     return out
-
-
-def _selected(loaded: Loaded, select: Any, cfg: Any) -> Loaded:
-    if select is None:
-        return loaded
-    shown = ", ".join(f"{k}={v}" for k, v in cfg.dataset.model_dump(exclude_defaults=True).items())
-    samples = select.apply(loaded.samples, f"dataset {cfg.task.name}" + (f" ({shown})" if shown else ""))
-    info = {**loaded.info, "loaded_samples": len(loaded.samples), "selected_samples": len(samples)}
-    return Loaded(samples, loaded.defects, info)
 
 
 def placement(model: ModelSpec) -> str:

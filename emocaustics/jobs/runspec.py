@@ -4,6 +4,7 @@ file around them is `jobs/spec.py`, which imports these from here."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 from typing import Any
@@ -12,15 +13,15 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 
 from emocaustics.core.errors import UsageError, shorten
 from emocaustics.core.optionkeys import run_level_keys
-from emocaustics.core.task import Options, Sample, Task, get_task, needs_model, parse_options
+from emocaustics.core.task import Loaded, Options, Sample, Task, get_task, needs_model, parse_options
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class SelectSpec(_Strict):
-    """Which loaded samples a config evaluates, for every task alike: the runner applies it right after `Task.load`
-    (`apply`), so the dry run, the solve, the scores, the provenance and a resume all see the same samples. `ids`
+    """Which loaded samples a config evaluates, for every task alike: the runner loads through it (`load`: `Task.load`,
+    then `apply`), so the dry run, the solve, the scores, the provenance and a resume all see the same samples. `ids`
     (strings or ints, matched against the samples' ids) keeps those in load order; `limit` then takes the first N."""
 
     ids: list[str] | None = None
@@ -35,17 +36,20 @@ class SelectSpec(_Strict):
             return [str(v) if isinstance(v, int) and not isinstance(v, bool) else v for v in value]
         return value
 
-    def to_load(self, task: Task, dataset: Any) -> Any:
-        """The dataset options `task` loads for this selection: its ids in the task's own ids option where it declares
-        one (`DatasetOptions.ids_field`) and the dataset leaves it unset, so that the loader reads only those samples
-        (an `eval --ids` of 3 dialogues read all 400); ids that option cannot hold are left to `apply` to name."""
-        field = task.Dataset.ids_field
-        if self.ids is None or field is None or getattr(dataset, field) is not None:
-            return dataset
-        try:
-            return type(dataset).model_validate({**dataset.model_dump(), field: self.ids})
-        except ValidationError:
-            return dataset
+    def load(self, task: Task, dataset: Any, options: Options) -> Loaded:
+        """The task's samples of this selection, its figures in the info (`loaded_samples`, `selected_samples`). The
+        ids go to the task's own ids option where it declares one (`DatasetOptions.ids_field`) and the dataset leaves
+        it unset, so that its loader reads only those samples (an `eval --ids` of 3 dialogues read all 400); ids that
+        option cannot hold are left to `apply` to name."""
+        field, narrowed = task.Dataset.ids_field, dataset
+        if self.ids is not None and field is not None and getattr(dataset, field) is None:
+            with contextlib.suppress(ValidationError):
+                narrowed = type(dataset).model_validate({**dataset.model_dump(), field: self.ids})
+        loaded = task.data.load(narrowed, options)
+        shown = ", ".join(f"{k}={v}" for k, v in dataset.model_dump(exclude_defaults=True).items())
+        samples = self.apply(loaded.samples, f"dataset {task.name}" + (f" ({shown})" if shown else ""))
+        info = {**loaded.info, "loaded_samples": len(loaded.samples), "selected_samples": len(samples)}
+        return Loaded(samples, loaded.defects, info)
 
     def apply(self, samples: list[Sample], where: str) -> list[Sample]:
         """The selected samples; an id the data does not have is a UsageError naming it and `where` (the dataset)."""
