@@ -348,3 +348,17 @@ def test_missing_fields_of_a_submission(folders):
         _plan("submission", {}, folders)
     _, title, steps = _plan("submission", {"task": "emotion", "pred": "baseline"}, folders)
     assert title == "emotion: baseline" and steps[0][1][:4] == ["score", "emotion", "--pred", "baseline"]
+
+
+def test_a_refused_field_is_named_by_what_it_is(folders):
+    cases = [("human-process", {"hits": "none"}, "ratings file 'none': no such file"),
+             ("human-process", {}, "ratings file: give a path"),
+             ("human-process", {"hits": "hits.json", "metadata": "none"}, "metadata file 'none': no such file"),
+             ("human-replicate", {"run1": "r1", "run2": "none"}, "run 2 'none': no such file"),
+             ("human-replicate", {"run1": "none", "run2": "r2"}, "run 1 'none': no such file"),
+             ("submission", {"task": "ecpe", "pred": "none"}, "submission 'none': no such file"),
+             ("submission", {"task": "ecpe", "pred": "pred.jsonl", "data": "none"}, "data folder 'none': no such file")]
+    for kind, form, says in cases:
+        with pytest.raises(Refused) as got:
+            _plan(kind, form, folders)
+        assert str(got.value).startswith(says), (form, str(got.value))
