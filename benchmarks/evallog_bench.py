@@ -8,7 +8,7 @@ runs it in the driver (`solve.plan.asolve_samples` under the job's eval-log sink
 vectors). So each call's messages are the prompts a run builds (windows, the event bucket, histories), about 30,000
 calls. No model, no network, no Ray.
 
-- size: `RunLog.size_report()` of the written log: bytes on disk (total and per call), prompt characters the calls
+- size: `size_report(RunLog(...))` of the written log: bytes on disk (total and per call), prompt characters the calls
   sent against the characters stored (the share deduplicated: text many calls share is stored once).
 - writer: seconds to write every sample's line (`ConfigLog._write`, what the log's child does for each `emit`: one
   staging line each, secrets redacted: one secret in the environment, as a run with an API key) and `finish` the
@@ -208,6 +208,21 @@ def write_log(run_dir: Path, rows: list[tuple[str, dict[str, Any]]], samples: li
     return {"emit_s": t1 - t0, "finish_s": t2 - t1, "total_s": t2 - t0}
 
 
+def size_report(log: Any) -> dict[str, Any]:
+    """Bytes on disk of a run's eval log (`RunLog`), and how much prompt text its calls sent against how much is
+    stored (the share deduplicated: text many calls share is stored once)."""
+    sent = 0
+    lengths = {h: len(t) for h, t in log.texts.items()}
+    for label in log.labels():
+        for msgs in log.calls(label)["messages"].to_list():
+            for m in msgs or []:
+                sent += sum(lengths.get(h, 0) for h in m["text"])
+    stored = sum(lengths.values())
+    disk = sum(p.stat().st_size for p in log.root.rglob("*") if p.is_file())
+    return {"bytes_on_disk": disk, "prompt_chars_sent": sent, "text_chars_stored": stored,
+            "dedup_share": round(1 - stored / sent, 4) if sent else None}
+
+
 def _startup_wall() -> tuple[float | None, str | None]:
     """startup_bench's whole-dataset window run (against the stand-in endpoint) as latest.json holds it."""
     try:
@@ -248,7 +263,7 @@ def run(quick: bool = False) -> dict[str, Any]:
         assert recorded == calls, f"{recorded} calls recorded of {calls} asked"
         run_dir = root / "run"
         write = write_log(run_dir, rows, samples)
-        size = RunLog(run_dir).size_report()
+        size = size_report(RunLog(run_dir))
         figures["calls"] = calls
         figures["size"] = {"bytes_on_disk": size["bytes_on_disk"], "mib_on_disk": round(size["bytes_on_disk"] / 2**20, 2),
                            "bytes_per_call": round(size["bytes_on_disk"] / calls, 1),

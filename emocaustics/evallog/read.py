@@ -193,17 +193,3 @@ class RunLog:
                  "messages": [{"role": m["role"], "content": self.text(m["text"])} for m in c["messages"] or []],
                  "schema": _loads(self.text(c["schema"])), "sampling": _loads(c["sampling"]),
                  "parsed": _loads(c["parsed"])} for c in calls.to_dicts()]
-
-    # -- size ----------------------------------------------------------------------------------------------------
-    def size_report(self) -> dict[str, Any]:
-        """Bytes on disk, and how much prompt text the calls sent against how much is stored."""
-        sent = 0
-        lengths = {h: len(t) for h, t in self.texts.items()}
-        for label in self.labels():
-            for msgs in self.calls(label)["messages"].to_list():
-                for m in msgs or []:
-                    sent += sum(lengths.get(h, 0) for h in m["text"])
-        stored = sum(lengths.values())
-        disk = sum(p.stat().st_size for p in self.root.rglob("*") if p.is_file())
-        return {"bytes_on_disk": disk, "prompt_chars_sent": sent, "text_chars_stored": stored,
-                "dedup_share": round(1 - stored / sent, 4) if sent else None}

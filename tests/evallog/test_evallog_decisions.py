@@ -454,6 +454,7 @@ def test_replica_id_is_the_actor_id_only_inside_an_initialised_ray(monkeypatch: 
 
 
 # -- reading a run folder --------------------------------------------------------------------------------------------
+from benchmarks.evallog_bench import size_report  # noqa: E402
 from emocaustics.core.errors import UsageError  # noqa: E402
 from emocaustics.evallog.read import NOT_SOLVED, RunLog  # noqa: E402
 from emocaustics.evallog.tables import ATTEMPT_SCHEMA, CALL_SCHEMA, SAMPLE_SCHEMA  # noqa: E402
@@ -611,7 +612,7 @@ def test_records_of_a_run_still_going_come_from_the_provenance(tmp_path: Path) -
                            "b": {"run": "b", "task": "tb", "model": "m", "method": "zs"}}
     assert list(log.records) == ["a", "b"]
     assert log.scores is None and log.items is None and log.labels() == []
-    assert log.table("a").height == 0 and log.size_report()["dedup_share"] is None
+    assert log.table("a").height == 0 and size_report(log)["dedup_share"] is None
     s = log.sample("a", "1")  # no items nor scores tables
     assert (s["items"], s["scores"], s["status"], s["reason"], s["task"]) == ([], {}, "missing", NOT_SOLVED, "ta")
 
@@ -745,5 +746,5 @@ def test_the_size_report_counts_prompt_text_sent_against_text_stored(run: Path) 
     disk = sum(os.path.getsize(Path(d) / n) for d, _, names in os.walk(run / "evallog") for n in names)
     # sent: cfgA's calls 15+13(+0 for a missing chunk), 15+13, 15+13, and the staged 15+15; cfgY's has no messages
     # stored: 15+13+8+5+18 + 13 + 15
-    assert log.size_report() == {"bytes_on_disk": disk, "prompt_chars_sent": 114, "text_chars_stored": 87,
+    assert size_report(log) == {"bytes_on_disk": disk, "prompt_chars_sent": 114, "text_chars_stored": 87,
                                  "dedup_share": 0.2368}

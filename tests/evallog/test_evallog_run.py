@@ -13,6 +13,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from benchmarks.evallog_bench import size_report
 from emocaustics.evallog.read import RunLog
 from emocaustics.evallog.writer import EvalLog
 from evallog.aer_job import DOOMED, N, dataset, document_text, marker, run_job, server
@@ -70,7 +71,7 @@ def test_every_call_is_logged_with_prompt_answer_gold_and_prediction(tmp_path: P
         assert sum(document_text(t, 1) in x for x in texts) == 1
     system = log.sample("aer_llm_api_context=full", "q-1")["calls"][0]["messages"][0]["content"]
     assert sum(system in x for x in texts) == 1
-    size = log.size_report()
+    size = size_report(log)
     assert size["text_chars_stored"] < size["prompt_chars_sent"] / 2, size
     assert not list((run_dir / "evallog" / "staging").iterdir())  # compacted into Parquet at the config's end
     capsys.readouterr()
