@@ -94,6 +94,14 @@ def _cpu_snapshot() -> dict[int, float]:
     return snap
 
 
+def embedder_pids() -> list[int]:
+    """The process ids of this process's live shared embedder children (`EmbedderProcess._shared`, kept for the next
+    run): their CPU is charged to the embedder, not to 'other'."""
+    from emocaustics.tasks.longdialogue.embedprocess import EmbedderProcess
+
+    return [p._proc.pid for p in EmbedderProcess._shared.values() if p._proc.pid is not None and p._proc.is_alive()]
+
+
 def _cpu_split(before: dict[int, float], after: dict[int, float], pids: dict[str, Any]) -> dict[str, float]:
     """Where the machine's CPU went during one method's run: the engine (core and worker processes), the replica actor
     (our state machines, tokenising, vLLM's output handling), this driver (the plan, the embedding feed's loop), its
@@ -214,9 +222,7 @@ def run_pipeline(methods: dict[str, int], work: Path,
             summary = run_extract(dialogues[:n], cfg, llm_spec=llm_spec, out=out, from_dir=from_dir,
                                   cache_dir=work / f"cache-{method.replace('/', '-')}{tag}")  # fresh: nothing cached
             t1 = time.time()
-            from emocaustics.tasks.longdialogue.embedprocess import EmbedderProcess
-
-            cpu_split = _cpu_split(snap0, _cpu_snapshot(), {**pids, "child_pids": EmbedderProcess.shared_pids()})
+            cpu_split = _cpu_split(snap0, _cpu_snapshot(), {**pids, "child_pids": embedder_pids()})
             fig: dict[str, Any] = {"dialogues": n, "wall_s": round(t1 - t0, 2),
                                    "predicted": summary["predicted"], "failures": len(summary["failures"]),
                                    "unparseable": summary["unparseable"], "retries": summary["retries"],

@@ -62,11 +62,6 @@ class EmbedderProcess:
         return found
 
     @classmethod
-    def shared_pids(cls) -> list[int]:
-        """The process ids of this process's live embedder children (benchmarks charge their CPU to the embedder)."""
-        return [p._proc.pid for p in cls._shared.values() if p._proc.pid is not None and p._proc.is_alive()]
-
-    @classmethod
     def stop_shared(cls) -> None:
         for proc in cls._shared.values():
             proc.stop()
