@@ -74,11 +74,6 @@ def activate(limit_usd: float | None, prices: dict[str, Price]) -> Ledger:
     return _active
 
 
-def deactivate() -> None:
-    global _active
-    _active = None
-
-
 def active() -> Ledger | None:
     return _active
 

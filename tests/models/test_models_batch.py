@@ -252,7 +252,7 @@ def test_budget_reserves_at_the_batch_price(tmp_path: Path) -> None:
         try:
             out = asyncio.run(go())
         finally:
-            budget.deactivate()
+            budget._active = None
     stopped = [c for c in out if isinstance(c, BudgetReached)]  # the typed stop, not a failed answer
     assert len(stopped) == 1 and str(stopped[0]).startswith(budget.BUDGET_REACHED), out
     out = [c for c in out if c not in stopped]
