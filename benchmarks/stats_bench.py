@@ -71,7 +71,7 @@ def run(quick: bool = False) -> dict:
     def all_wilcoxon() -> None:
         for i in range(n_configs):
             for j in range(i + 1, n_configs):
-                wilcoxon_p(matrix[i], matrix[j])
+                wilcoxon_p(matrix[i] - matrix[j])
 
     wil_s = min(timed(all_wilcoxon, REPEATS))
     mixed = make_scores(n_items, n_configs, missing=0.01, seed=1)

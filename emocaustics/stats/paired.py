@@ -78,16 +78,11 @@ def randomisation_table(values: np.ndarray, present: np.ndarray, pairs: list[tup
     return np.where(n_common > 0, p, np.nan)
 
 
-def wilcoxon_p(a: np.ndarray, b: np.ndarray | None = None) -> float:
-    """Two-sided Wilcoxon signed-rank p-value of a - b (or of `a` as differences when b is None)."""
+def wilcoxon_p(d: np.ndarray) -> float:
+    """Two-sided Wilcoxon signed-rank p-value of the paired differences `d` (a config's minus another's)."""
     from scipy import stats as sps  # ~0.7 s: a run of one config has no pair to test (start-up, issue 55)
 
-    d = np.asarray(a, dtype=np.float64)
-    if b is not None:
-        y = np.asarray(b, dtype=np.float64)
-        if d.shape != y.shape:
-            raise ValueError(f"paired test needs the same items on both sides, got {d.shape} and {y.shape}")
-        d = d - y
+    d = np.asarray(d, dtype=np.float64)
     if d.size == 0 or np.isnan(d).any():
         return float("nan")
     if not np.any(d != 0):
