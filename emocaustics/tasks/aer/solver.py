@@ -116,8 +116,7 @@ class Attempt:
 
 
 async def ask_samples(llm: Any, messages: tuple[dict[str, str], ...], prompt: str, *, samples: int,
-                      temperature: float, seed: int, affinity: str | None, use_schema: bool = True,
-                      step: str = "answer") -> list[Attempt]:
+                      temperature: float, seed: int, affinity: str | None) -> list[Attempt]:
     """`samples` answers (each retried once); raises SolveFailed when none could be read."""
     schema = answer_schema(prompt)
     budget = answer_budget(prompt)
@@ -130,16 +129,16 @@ async def ask_samples(llm: Any, messages: tuple[dict[str, str], ...], prompt: st
         # a re-ask: a new seed, temperature >= 0.7 (see the module docstring), live under `batch: true`
         sampling = [Sampling(max_tokens=budget, temperature=temp if attempt == 0 else max(temp, 0.7),
                              seed=seed + i + 1000 * attempt) for i in pending]
-        requests = [ChatRequest(messages=messages, schema=schema if use_schema else None, sampling=sp,
+        requests = [ChatRequest(messages=messages, schema=schema, sampling=sp,
                                 affinity=affinity, live=attempt > 0) for sp in sampling]
         completions = await llm.generate(requests)
         if len(completions) != len(requests):
-            raise SolveFailed(step, f"backend returned {len(completions)} answers for {len(requests)} requests")
+            raise SolveFailed("answer", f"backend returned {len(completions)} answers for {len(requests)} requests")
         still = []
         for i, c, request in zip(pending, completions, requests):
-            note(request, step=step, attempt=attempt)  # the eval log's record of this call
+            note(request, step="answer", attempt=attempt)  # the eval log's record of this call
             if c.kind is ErrorKind.CONTEXT_LENGTH:
-                raise SolveFailed(step, f"prompt exceeds the model's context: {c.error}")
+                raise SolveFailed("answer", f"prompt exceeds the model's context: {c.error}")
             if c.error is not None and not (c.error.startswith("invalid JSON") and c.text.strip()):
                 results[i] = Attempt(None, "", c.text, reason=f"model error: {c.error}")
                 still.append(i)
@@ -149,7 +148,7 @@ async def ask_samples(llm: Any, messages: tuple[dict[str, str], ...], prompt: st
                 letters, reasoning, how = read_answer(c if c.error is None else Completion(text=c.text), prompt)
             except Unreadable as exc:
                 results[i] = Attempt(None, "", c.text, reason=f"unreadable answer: {exc}")
-                note(request, step=step, attempt=attempt, parse_error=str(exc))
+                note(request, step="answer", attempt=attempt, parse_error=str(exc))
                 still.append(i)
                 continue
             results[i] = Attempt(letters, reasoning[:REASONING_MAX_CHARS * 2], c.text, how, "", c.prompt_tokens,
@@ -158,7 +157,7 @@ async def ask_samples(llm: Any, messages: tuple[dict[str, str], ...], prompt: st
     done = [r for r in results if r is not None]
     if all(r.letters is None for r in done):
         r = done[0]
-        raise SolveFailed(step, f"{r.reason} (after 2 attempts{f', all {samples} samples' if samples > 1 else ''}); "
-                                f"raw output: {r.raw[:RAW_KEEP]!r}")
+        raise SolveFailed("answer", f"{r.reason} (after 2 attempts{f', all {samples} samples' if samples > 1 else ''}); "
+                                    f"raw output: {r.raw[:RAW_KEEP]!r}")
     return done
 
