@@ -3,8 +3,7 @@
     name, description         the task's name and one line about it
     Options, Dataset          pydantic models of its knobs (`method` picks a solver or a calibration predictor) and of
                               where its samples come from (an Options class may declare `legacy_run_keys`, and its
-                              `reducers`: `scoring/reducers.py`; a Dataset class `split_field`: `core/optionkeys.py`,
-                              and `ids_field`: `DatasetOptions`)
+                              `reducers`: `scoring/reducers.py`; a Dataset class `option_for`: `core/optionkeys.py`)
     methods                   `Methods(solver=..., calibration=...)`: which methods call a model, which need none
     data                      `Data`: load -> `Loaded`, its published `data_sources`, a ground-truth check, fingerprint
     solver                    `Solver`: solve (a task with side inputs gets them as its 4th argument, `Side`),
@@ -46,7 +45,7 @@ if TYPE_CHECKING:
 # variables a task's models may declare (pydantic's own API aside), the rest the protocols' below.
 CONTRACT: dict[str, tuple[str, ...] | None] = {
     "name": None, "description": None, "methods": None, "predict": None, "prompts_version": None,
-    "Options": ("reducers", "legacy_run_keys"), "Dataset": ("split_field", "ids_field"),
+    "Options": ("reducers", "legacy_run_keys"), "Dataset": ("option_for",),
     "data": ("data_sources", "load", "check_ground_truth", "fingerprint"),
     "solver": ("answer_models", "solve", "prepare", "placement", "dry_solve"),
     "scorer": ("submission_files", "score", "finalize"),

@@ -1,11 +1,14 @@
-"""Which of a task's options the front doors set: the keys a job file's run may hold beside `task`, and the option
-`eval --split` sets. The jobs code names no task's options: it asks the task's classes.
+"""Which of a task's options the front doors set: the keys a job file's run may hold beside `task`, the option
+`eval --split` sets and the one a selection's ids go to. The jobs code names no task's options: it asks the task's
+classes.
 
 - `LegacyRunKeys`, on a task's `Options`: `legacy_run_keys`, options that older job files wrote beside `task` in a run
   instead of under `options:`. A run moves those, and `method` (every task's option), under `options` on load; any
   other key beside `task` stays an unknown key.
-- `SplitField`, on a task's `Dataset`: `split_field`, the dataset option that `eval --split` sets (a task whose data
-  comes in subsets, say). Without a declaration it is the option called `split`, when the task has one.
+- `DatasetOptions.option_for`, on a task's `Dataset`: which of its options holds what the front doors set. `split`:
+  the option `eval --split` sets (a task whose data comes in subsets, say; without a declaration the option called
+  `split`, when the task has one). `ids`: the option a selection's ids (`select: {ids}`, `eval --ids`) go to, so that
+  the loader reads those samples alone (without one, every sample is loaded and the selection applied after).
 """
 
 from __future__ import annotations
@@ -22,12 +25,6 @@ class LegacyRunKeys(Protocol):
     legacy_run_keys: ClassVar[tuple[str, ...]]
 
 
-@runtime_checkable
-class SplitField(Protocol):
-    # The dataset option `--split` sets; None: the task has no split.
-    split_field: ClassVar[str | None]
-
-
 def run_level_keys(task: Task) -> tuple[str, ...]:
     """The keys a run of `task` may hold beside `task` that belong under `options`: `method`, then what the task's
     options declare."""
@@ -35,8 +32,8 @@ def run_level_keys(task: Task) -> tuple[str, ...]:
     return ("method", *declared)
 
 
-def split_field(task: Task) -> str | None:
-    """The dataset option `--split` sets for `task`: what its dataset options declare, else `split`; None when the
-    task has no such option."""
-    field = task.Dataset.split_field if isinstance(task.Dataset, SplitField) else "split"
+def dataset_option(task: Task, what: str) -> str | None:
+    """The dataset option of `task` that holds `what` (`split` or `ids`): what its dataset options declare
+    (`option_for`), else for `split` the option called `split`; None when the task has no such option."""
+    field = getattr(task.Dataset, "option_for", {}).get(what, "split" if what == "split" else None)
     return field if field in task.Dataset.model_fields else None

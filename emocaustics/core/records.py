@@ -116,5 +116,6 @@ class DatasetOptions(BaseModel):
     """Base of every task's dataset options; `data` is a local copy (default: the task's env var or fetch cache)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    ids_field: ClassVar[str | None] = None  # the option that reads only these sample ids (`SelectSpec.load`)
+    # which option holds what the front doors set: {"split": ..., "ids": ...} (core/optionkeys.py)
+    option_for: ClassVar[dict[str, str]] = {}
     data: str | None = None

@@ -90,10 +90,10 @@ def _id(*parts: str) -> str:
 def _dataset_name(cfg: ConfigRecord) -> str:
     """The dataset and its split: the dataset option the task calls its split (core/optionkeys.py; the run's tasks
     were all found when the run folder was read)."""
-    from emocaustics.core.optionkeys import split_field
+    from emocaustics.core.optionkeys import dataset_option
     from emocaustics.core.task import get_task
 
-    split = cfg.dataset_info.get("split") or cfg.dataset.get(split_field(get_task(cfg.task)) or "split")
+    split = cfg.dataset_info.get("split") or cfg.dataset.get(dataset_option(get_task(cfg.task), "split") or "split")
     return f"{cfg.dataset_info.get('dataset') or cfg.task}{f'/{split}' if split else ''}"
 
 

@@ -16,7 +16,7 @@ import yaml
 from pydantic import ValidationError
 
 from emocaustics.core.errors import UsageError
-from emocaustics.core.optionkeys import split_field
+from emocaustics.core.optionkeys import dataset_option
 from emocaustics.core.task import Task, get_task
 from emocaustics.jobs.evaloptions import EVAL_OPTIONS, PLACES
 from emocaustics.jobs.spec import JobSpec
@@ -129,7 +129,7 @@ def eval_job(task: str, *, model: str | None = None, method: str | None = None, 
         raise UsageError(f"-D {unknown[0]}: task {task} has no dataset option {unknown[0]!r}; its dataset options: "
                          f"{', '.join(data_fields)}")
     if split is not None:
-        field = split_field(the_task)  # the task's declared option, else its `split` (core.optionkeys.SplitField)
+        field = dataset_option(the_task, "split")  # the task's declared option, else its `split` (core/optionkeys.py)
         if field is None:
             raise UsageError(f"--split: task {task} has no split; its dataset options: {', '.join(data_fields)} "
                              "(give them with -D KEY=VALUE)")

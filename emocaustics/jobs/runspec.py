@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from emocaustics.core.errors import UsageError, shorten
-from emocaustics.core.optionkeys import run_level_keys
+from emocaustics.core.optionkeys import dataset_option, run_level_keys
 from emocaustics.core.task import Loaded, Options, Sample, Task, get_task, needs_model, parse_options
 
 class _Strict(BaseModel):
@@ -38,10 +38,10 @@ class SelectSpec(_Strict):
 
     def load(self, task: Task, dataset: Any, options: Options) -> Loaded:
         """The task's samples of this selection, its figures in the info (`loaded_samples`, `selected_samples`). The
-        ids go to the task's own ids option where it declares one (`DatasetOptions.ids_field`) and the dataset leaves
+        ids go to the task's own ids option where it declares one (`DatasetOptions.option_for`) and the dataset leaves
         it unset, so that its loader reads only those samples (an `eval --ids` of 3 dialogues read all 400); ids that
         option cannot hold are left to `apply` to name."""
-        field, narrowed = task.Dataset.ids_field, dataset
+        field, narrowed = dataset_option(task, "ids"), dataset
         if self.ids is not None and field is not None and getattr(dataset, field) is None:
             with contextlib.suppress(ValidationError):
                 narrowed = type(dataset).model_validate({**dataset.model_dump(), field: self.ids})

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from emocaustics.core.errors import UsageError
-from emocaustics.core.optionkeys import split_field
+from emocaustics.core.optionkeys import dataset_option
 from emocaustics.core.task import get_task
 from emocaustics.ui.paths import Folders, Refused
 
@@ -95,7 +95,7 @@ def _submission(form: dict[str, Any], folders: Folders, folder: Path) -> tuple[s
     if task == "narrative":
         return title, [("score", ["score", "narrative", "--pred", str(pred), *with_data, "--engine", "local",
                                   "--markdown", str(folder / "report.md"), "--json", "--allow-failures"])]
-    key = split_field(get_task(task)) or "split"  # the task's name for its split (the form's field is named so)
+    key = dataset_option(get_task(task), "split") or "split"  # the task's name for its split (the form's field is named so)
     part = str(form.get(key) or "")
     if part and part not in SUBSETS:
         raise UsageError(f"{key} {part!r}: one of {', '.join(SUBSETS)}")

@@ -1,6 +1,6 @@
 """Issue 26: the jobs code names no task's options. A task's `Options` declare the options a job file's run may still
 hold beside `task` (`legacy_run_keys`: EmoCaustics's window and step), and its `Dataset` the option `eval --split`
-sets (`split_field`: EmoCaustics's subset). Test tasks that declare their own (`depth`, `fold`) get them with no
+sets (`option_for`: EmoCaustics's subset). Test tasks that declare their own (`depth`, `fold`) get them with no
 change in the core; a task that declares none gets only `method` lifted and only a `split` option set."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import ClassVar
 import pytest
 
 from emocaustics.core.errors import UsageError
-from emocaustics.core.optionkeys import LegacyRunKeys, SplitField, run_level_keys, split_field
+from emocaustics.core.optionkeys import LegacyRunKeys, dataset_option, run_level_keys
 from emocaustics.core.task import DatasetOptions, Methods, Options, Task, get_task, register, unregister
 from emocaustics.jobs.oneline import eval_job
 from emocaustics.jobs.spec import JobSpec
@@ -26,7 +26,7 @@ class DeepOptions(Options):
 
 
 class FoldDataset(DatasetOptions):
-    split_field: ClassVar[str] = "fold"
+    option_for: ClassVar[dict[str, str]] = {"split": "fold"}
     fold: str = "f1"
     split: str = "whole"  # a `split` option it does not mean for --split: the declaration wins
 
@@ -64,12 +64,13 @@ def run_options(run: dict) -> dict:
 
 def test_declarations_are_the_protocols():
     assert isinstance(DeepOptions, LegacyRunKeys) and not isinstance(Options, LegacyRunKeys)
-    assert isinstance(FoldDataset, SplitField) and not isinstance(SubsetDataset, SplitField)
     assert run_level_keys(get_task("deeptest")) == ("method", "depth")
     assert run_level_keys(get_task("plainkeystest")) == ("method",)
     assert run_level_keys(get_task("sextuple")) == ("method", "window", "step")
-    assert [split_field(get_task(t)) for t in ("deeptest", "plainkeystest", "sextuple", "aer", "human")] == \
-        ["fold", None, "subset", "split", None]
+    assert [dataset_option(get_task(t), "split") for t in ("deeptest", "plainkeystest", "sextuple", "aer", "human")] \
+        == ["fold", None, "subset", "split", None]
+    assert [dataset_option(get_task(t), "ids") for t in ("deeptest", "sextuple", "emotion", "aer")] == \
+        [None, "ids", "ids", None]
 
 
 def test_a_declared_run_key_is_moved_under_options():

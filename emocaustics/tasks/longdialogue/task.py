@@ -41,8 +41,8 @@ def all_of_given_data(cls: Any, raw: Any) -> Any:
 
 
 class EmoDataset(DatasetOptions):
-    split_field: ClassVar[str] = "subset"  # what `eval --split` sets (core.optionkeys.SplitField)
-    ids_field: ClassVar[str] = "ids"  # a selection's ids are read alone (`DatasetOptions`)
+    # `eval --split` sets the subset; a selection's ids are read alone (core/optionkeys.py)
+    option_for: ClassVar[dict[str, str]] = {"split": "subset", "ids": "ids"}
     subset: str | None = "sample"  # all | paper-100 | long-20 | sample
     ids: list[int] | None = None
     pairing: Literal["verified", "published"] = "verified"

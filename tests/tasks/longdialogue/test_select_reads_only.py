@@ -1,4 +1,4 @@
-"""A selection's ids reach a task that can read samples alone (`Dataset.ids_field`, core/optionkeys.py): `eval --ids`
+"""A selection's ids reach a task that can read samples alone (`Dataset.option_for`, core/optionkeys.py): `eval --ids`
 of 3 dialogues read and validated all 400 of the folder before the selection threw 397 away (startup_bench: 0.35 s
 of the time before the first request). The selected samples, their order and the named errors stay the same."""
 
