@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from emocaustics.tasks.narrative.alignment import Alignment, align_events, event_label
+from emocaustics.tasks.narrative.alignment import Alignment, event_label
 from emocaustics.tasks.narrative.characters import Resolver
 from emocaustics.tasks.narrative.gtmissing import (Outcome, Tally, classify, component_result, is_empty, ratio, same,
                                                    unscored)
@@ -26,10 +26,7 @@ def score_from_counts(c: dict[str, float]) -> float | None:
     return ratio(c.get("correct", 0), c.get("total", 0))
 
 
-def evaluate_actions(pred: Story, gt: Story, alignment: Alignment | None = None,
-                     resolve: Resolver | None = None) -> dict[str, Any]:
-    if alignment is None:
-        alignment = align_events(pred, gt, gt.text or pred.text, resolve)
+def evaluate_actions(pred: Story, gt: Story, alignment: Alignment, resolve: Resolver) -> dict[str, Any]:
     g2p = alignment.gt_to_pred()
     tallies = {f: Tally() for f in ACTION_FIELDS}
     scored = complete = partial = skipped = 0

@@ -20,7 +20,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from emocaustics.tasks.narrative.alignment import Alignment, align_events, event_label
+from emocaustics.tasks.narrative.alignment import Alignment, event_label
 from emocaustics.tasks.narrative.characters import Resolver
 from emocaustics.tasks.narrative.gtmissing import (Outcome, Tally, classify, component_result, mean_of, prf, ratio,
                                                    same, unscored)
@@ -94,11 +94,8 @@ def describe(story: Story, ref: Ref) -> str:
     return f"{event_label(ev)}: {r.agent} -> {r.target}"
 
 
-def evaluate_relationships(pred: Story, gt: Story, alignment: Alignment | None = None,
-                           resolve: Resolver | None = None, pairing: RelPairing | None = None) -> dict[str, Any]:
-    resolve = resolve or Resolver(gt.characters, pred.characters)
-    alignment = alignment or align_events(pred, gt, gt.text or pred.text, resolve)
-    rp = pairing or pair_relationships(pred, gt, alignment, resolve)
+def evaluate_relationships(pred: Story, gt: Story, alignment: Alignment, resolve: Resolver,
+                           rp: RelPairing) -> dict[str, Any]:
     if rp.events_with_gt == 0:
         reason = "no ground-truth event has a relationship with both agent and target"
         return unscored("relationships", reason, len(gt.events), extra=[describe(pred, r) for r in rp.extra],

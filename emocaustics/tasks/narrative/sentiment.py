@@ -18,13 +18,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from emocaustics.tasks.narrative.alignment import Alignment, align_events
+from emocaustics.tasks.narrative.alignment import Alignment
 from emocaustics.tasks.narrative.characters import Resolver
 from emocaustics.tasks.narrative.gtmissing import (Outcome, Tally, classify, component_result, mean_of, norm, prf,
                                                    ratio, unscored)
-from emocaustics.tasks.narrative.relationships import RelPairing, describe, pair_relationships, usable
+from emocaustics.tasks.narrative.relationships import RelPairing, describe, usable
 from emocaustics.tasks.narrative.schema import Story
-from emocaustics.tasks.narrative.taxonomy import Taxonomy, default_taxonomy
+from emocaustics.tasks.narrative.taxonomy import Taxonomy
 
 METRICS = ("label_precision", "label_recall", "label_f1", "polarity_accuracy")
 
@@ -41,12 +41,8 @@ def score_from_counts(c: dict[str, float]) -> float | None:
     return mean_of([f1, ratio(c.get("polarity_correct", 0), c.get("polarity_total", 0))])
 
 
-def evaluate_sentiment(pred: Story, gt: Story, alignment: Alignment | None = None, resolve: Resolver | None = None,
-                       pairing: RelPairing | None = None, taxonomy: Taxonomy | None = None) -> dict[str, Any]:
-    taxonomy = taxonomy or default_taxonomy()
-    resolve = resolve or Resolver(gt.characters, pred.characters)
-    alignment = alignment or align_events(pred, gt, gt.text or pred.text, resolve)
-    rp = pairing or pair_relationships(pred, gt, alignment, resolve)
+def evaluate_sentiment(pred: Story, gt: Story, alignment: Alignment, resolve: Resolver, rp: RelPairing,
+                       taxonomy: Taxonomy) -> dict[str, Any]:
     labelled = sum(1 for ev in gt.events for r in ev.relationships if usable(r) and r.sentiment)
     if labelled == 0:
         return unscored("sentiment", "no ground-truth relationship carries a sentiment label",

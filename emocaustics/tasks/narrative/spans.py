@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from emocaustics.tasks.narrative.alignment import Alignment, align_events, event_label, iou
+from emocaustics.tasks.narrative.alignment import Alignment, event_label, iou
 from emocaustics.tasks.narrative.gtmissing import component_result, mean_of, ratio, unscored
 from emocaustics.tasks.narrative.schema import Story
 
@@ -147,12 +147,9 @@ def score_from_counts(c: dict[str, float]) -> float | None:
     return mean_of([b, ratio(c.get("iou_sum", 0.0), c.get("gt_spans", 0))])
 
 
-def evaluate_spans(pred: Story, gt: Story, alignment: Alignment | None = None, text: str | None = None,
-                   n_t: int = 2) -> dict[str, Any]:
-    text = text if text is not None else (gt.text or pred.text)
+def evaluate_spans(pred: Story, gt: Story, alignment: Alignment, text: str | None, n_t: int = 2) -> dict[str, Any]:
     if text is None:
         return unscored("spans", "no text_content to place spans in", len(gt.events), metrics=METRICS)
-    alignment = alignment or align_events(pred, gt, text)
     length = len(text)
     gt_ranges = {j: ev.span.range_in(length) for j, ev in enumerate(gt.events) if ev.span is not None}
     gt_valid = {j: r for j, r in gt_ranges.items() if r is not None}

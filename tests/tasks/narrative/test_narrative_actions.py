@@ -1,9 +1,9 @@
 """Action layer: five fields per aligned event, accuracy over the fields the GT has."""
 
 import pytest
+from tasks.narrative.evaluators import evaluate_actions
 from tasks.narrative.narrative_builders import SIX, act, doc, ev, story
 
-from emocaustics.tasks.narrative.actions import evaluate_actions
 
 FULL = act("physical", "give", "home", "completed", "climax")
 

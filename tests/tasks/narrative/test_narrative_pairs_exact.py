@@ -3,11 +3,11 @@ positive, missed in an aligned and in an unaligned event, skipped GT, extra), th
 counts -> score functions with absent counts."""
 
 import pytest
+from tasks.narrative.evaluators import evaluate_relationships, evaluate_sentiment
 from tasks.narrative.narrative_builders import SIX, close, doc, ev, rel, story
 
 from emocaustics.tasks.narrative import relationships, sentiment
-from emocaustics.tasks.narrative.relationships import evaluate_relationships
-from emocaustics.tasks.narrative.sentiment import evaluate_sentiment, polarity
+from emocaustics.tasks.narrative.sentiment import polarity
 from emocaustics.tasks.narrative.taxonomy import default_taxonomy
 
 

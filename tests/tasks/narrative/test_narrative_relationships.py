@@ -1,9 +1,9 @@
 """Relationships: (agent, target) pairs per aligned event, aliases resolved, GT-missing rule."""
 
 import pytest
+from tasks.narrative.evaluators import evaluate_relationships
 from tasks.narrative.narrative_builders import SIX, ch, doc, ev, rel, story
 
-from emocaustics.tasks.narrative.relationships import evaluate_relationships
 
 
 def run(pred_events, gt_events, pred_chars=None, gt_chars=None):

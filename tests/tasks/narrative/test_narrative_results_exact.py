@@ -2,6 +2,7 @@
 counts -> score functions, each on a worked example, so that a renamed key, a lost reason or a changed count is seen."""
 
 import pytest
+from tasks.narrative.evaluators import evaluate_actions
 from tasks.narrative.narrative_builders import SIX, act, ch, close, doc, ev, story
 
 from emocaustics.tasks.narrative import actions, alignment, characters
@@ -117,7 +118,7 @@ def test_actions_whole_result():
     # missing: 0 of 1, neither. p4 (extra event): its field listed. Fields right 1+3+0 = 4 of 5+3+1 = 9.
     # Per field: category 2 of 3; type 0 of 1; context 0 of 1; status 1 of 2; function 1 of 2 (e1's missing).
     # GT-empty fields in scored events: type 2 (e2 extra, e4 both), context 2, status 1, function 1 = 6.
-    r = actions.evaluate_actions(story(doc(SIX, [], pred)), story(doc(SIX, [], gt)))
+    r = evaluate_actions(story(doc(SIX, [], pred)), story(doc(SIX, [], gt)))
     assert close(r, {
         "component": "actions", "score": 4 / 9, "gt_incomplete": True,
         "reason": "1 GT event(s) without an action layer skipped; 6 GT field(s) empty in scored events",
@@ -143,7 +144,7 @@ def test_actions_whole_result():
 
 
 def test_actions_unscored_whole_result():
-    r = actions.evaluate_actions(story(doc("x" * 40, [], [ev("p1", 0, 6, action=act("verbal"))])),
+    r = evaluate_actions(story(doc("x" * 40, [], [ev("p1", 0, 6, action=act("verbal"))])),
                                  story(doc("x" * 40, [], [ev("e1", 0, 6, action={})])))
     assert r == {"component": "actions", "score": None, "gt_incomplete": True,
                  "reason": "no ground-truth event has an action-layer field", "skipped_events": 1,
@@ -157,11 +158,11 @@ def test_actions_align_with_the_given_resolver_and_the_gt_text():
     gt = story(doc(None, [], [ev("e1", agents=["Tom Hale"], action=full)]))
     # neither story lists characters: only the resolver passed in knows Tom is Tom Hale, so the events align (5 of 5)
     resolve = characters.Resolver(story(doc(characters=[ch("Tom Hale", ["Tom"])])).characters, [])
-    assert actions.evaluate_actions(pred, gt, resolve=resolve)["score"] == 1.0
-    assert actions.evaluate_actions(pred, gt)["score"] == 0.0
+    assert evaluate_actions(pred, gt, resolve=resolve)["score"] == 1.0
+    assert evaluate_actions(pred, gt)["score"] == 0.0
     # the prediction has no text: spans are placed in the GT's, so p1 = e1 by span
     p = story(doc(None, [], [ev("p1", 0, 6, action=full)]))
-    assert actions.evaluate_actions(p, story(doc("x" * 40, [], [ev("e1", 0, 6, action=full)])))["score"] == 1.0
+    assert evaluate_actions(p, story(doc("x" * 40, [], [ev("e1", 0, 6, action=full)])))["score"] == 1.0
 
 
 def test_events_mean_span_iou_and_no_reason_without_extra():
@@ -207,10 +208,10 @@ def test_tally_counts_every_repeat_and_defaults_to_wrong():
 
 def test_actions_reason_names_only_what_happened():
     full = act("physical", "give", "home", "completed", "climax")
-    r = actions.evaluate_actions(story(doc(SIX, [], [ev("e1", 0, 6, action=full)])),
+    r = evaluate_actions(story(doc(SIX, [], [ev("e1", 0, 6, action=full)])),
                                  story(doc(SIX, [], [ev("e1", 0, 6, action=full), ev("e2", 6, 12)])))
     assert r["reason"] == "1 GT event(s) without an action layer skipped"
-    r = actions.evaluate_actions(story(doc(SIX, [], [ev("e1", 0, 6, action=act("verbal"))])),
+    r = evaluate_actions(story(doc(SIX, [], [ev("e1", 0, 6, action=act("verbal"))])),
                                  story(doc(SIX, [], [ev("e1", 0, 6, action=act("verbal"))])))
     assert r["reason"] == "4 GT field(s) empty in scored events"  # type, context, status, function
 

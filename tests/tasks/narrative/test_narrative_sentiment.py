@@ -1,9 +1,9 @@
 """Sentiment: labels per matched relationship pair (multi-label), polarity through the taxonomy, GT-missing rule."""
 
 import pytest
+from tasks.narrative.evaluators import evaluate_sentiment
 from tasks.narrative.narrative_builders import SIX, ch, doc, ev, rel, story
 
-from emocaustics.tasks.narrative.sentiment import evaluate_sentiment
 
 
 def run(pred_rels, gt_rels, gt_chars=None, pred_events=None, gt_events=None):

@@ -2,9 +2,10 @@
 pairing, the exclusion rule for GT events without spans, GT missing."""
 
 import pytest
+from tasks.narrative.evaluators import evaluate_spans
 from tasks.narrative.narrative_builders import SIX, doc, ev, story
 
-from emocaustics.tasks.narrative.spans import (boundaries, boundary_similarity, evaluate_spans, masses,
+from emocaustics.tasks.narrative.spans import (boundaries, boundary_similarity, masses,
                                                optimal_iou_pairs, sentence_range, split_sentences)
 
 

@@ -3,10 +3,11 @@ edges, boundaries at the first and last sentence, the whole spans result of a wo
 aligned to span-less GT events), the parts of B, and counts -> score with absent counts."""
 
 import pytest
+from tasks.narrative.evaluators import evaluate_spans
 from tasks.narrative.narrative_builders import SIX, close, doc, ev, story
 
 from emocaustics.tasks.narrative import spans
-from emocaustics.tasks.narrative.spans import (boundaries, boundary_similarity, evaluate_spans, optimal_iou_pairs,
+from emocaustics.tasks.narrative.spans import (boundaries, boundary_similarity, optimal_iou_pairs,
                                                sentence_range, split_sentences)
 
 
