@@ -33,12 +33,11 @@ def significance_frame(p: np.ndarray, labels: Sequence[str], corner: str = "") -
     return pl.DataFrame(data, schema={corner: pl.Utf8, **{n: pl.Float64 for n in names}})
 
 
-def matrix_from_pairs(pairs: pl.DataFrame, labels: Sequence[str], column: str = "p_holm",
-                      a: str = "config_a", b: str = "config_b") -> np.ndarray:
+def matrix_from_pairs(pairs: pl.DataFrame, labels: Sequence[str]) -> np.ndarray:
     """A symmetric (k x k) matrix from a pairs table (two-sided tests: one row per unordered pair); diagonal 1."""
     index = {str(x): i for i, x in enumerate(labels)}
     out = np.ones((len(index), len(index)))
-    for row in pairs.select(a, b, column).iter_rows():
+    for row in pairs.select("config_a", "config_b", "p_holm").iter_rows():
         i, j = index[str(row[0])], index[str(row[1])]
         value = np.nan if row[2] is None else float(row[2])
         out[i, j] = out[j, i] = value
