@@ -75,9 +75,8 @@ def pair_weight(p: Event, g: Event, length: int | None, resolve: Resolver) -> tu
     return FALLBACK_PARTICIPANTS * jac + (1 - FALLBACK_PARTICIPANTS) * float(same_type), "fallback"
 
 
-def align_events(pred: Story, gt: Story, text: str | None, resolve: Resolver | None = None) -> Alignment:
+def align_events(pred: Story, gt: Story, text: str | None, resolve: Resolver) -> Alignment:
     """Align predicted with GT events by maximum total weight (see the module docstring)."""
-    resolve = resolve or Resolver(gt.characters, pred.characters)
     length = len(text) if text is not None else None
     n, m = len(pred.events), len(gt.events)
     out = Alignment()

@@ -2,9 +2,10 @@
 missed and extra events, GT missing."""
 
 import pytest
+from tasks.narrative.evaluators import align_events
 from tasks.narrative.narrative_builders import act, ch, doc, ev, story
 
-from emocaustics.tasks.narrative.alignment import align_events, evaluate_events, iou
+from emocaustics.tasks.narrative.alignment import evaluate_events, iou
 
 
 def run(pred_events, gt_events, text="x" * 40, pred_chars=None, gt_chars=None):

@@ -2,11 +2,11 @@
 counts -> score functions, each on a worked example, so that a renamed key, a lost reason or a changed count is seen."""
 
 import pytest
-from tasks.narrative.evaluators import evaluate_actions
+from tasks.narrative.evaluators import align_events, evaluate_actions
 from tasks.narrative.narrative_builders import SIX, act, ch, close, doc, ev, story
 
 from emocaustics.tasks.narrative import actions, alignment, characters
-from emocaustics.tasks.narrative.alignment import align_events, evaluate_events
+from emocaustics.tasks.narrative.alignment import evaluate_events
 from emocaustics.tasks.narrative.characters import evaluate_characters
 from emocaustics.tasks.narrative.gtmissing import Outcome, Tally, unscored
 
