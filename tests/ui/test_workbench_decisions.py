@@ -362,3 +362,22 @@ def test_a_refused_field_is_named_by_what_it_is(folders):
         with pytest.raises(Refused) as got:
             _plan(kind, form, folders)
         assert str(got.value).startswith(says), (form, str(got.value))
+
+
+def test_upload_edges(bench, tmp_path):
+    code, _, body = _ask(bench, "POST", "/api/upload", b"1")  # no name
+    assert code == 400 and json.loads(body)["error"] == "upload name '': not a plain file name"
+    code, _, body = _ask(bench, "POST", "/api/upload?name=a&folder=out:uploads/9999", b"1")
+    assert code == 400 and json.loads(body)["error"].startswith("upload folder 'uploads/9999': no such file")
+    folder = bench.folders.next_folder("uploads")
+    name = "é" * 127 + "a"  # 255 bytes: the longest a file system takes
+    assert bench.folders.save_upload(folder, name, b"").name == name
+
+
+def test_run_folders_at_the_depth_limit_and_a_linked_evallog(tmp_path):
+    root = tmp_path / "r"
+    for rel in ("p/q/r/s/evallog", "v/w/x/y/z/evallog", "elsewhere/evallog"):
+        (root / rel).mkdir(parents=True)
+    (root / "m").mkdir()
+    (root / "m" / "evallog").symlink_to(root / "elsewhere" / "evallog")
+    assert run_folders(root) == ["elsewhere", "p/q/r/s"]
