@@ -122,7 +122,8 @@ def make_server(bench: Workbench, port: int = 0) -> ThreadingHTTPServer:
             try:
                 self._json(200, work())
             except (UsageError, KeyError, ValueError) as exc:  # a refused path, a bad field: the page shows it
-                self._json(400 if not isinstance(exc, KeyError) else 404, {"error": str(exc).strip("'\"")})
+                said = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)  # KeyError's str quotes it
+                self._json(400 if not isinstance(exc, KeyError) else 404, {"error": str(said)})
 
         def _refuse(self, code: int, message: str) -> None:
             self._json(code, {"error": message})
