@@ -262,29 +262,19 @@ def test_a_judge_is_put_through_a_round_as_eval_does(bench: Workbench, page: Bro
     """The judge form runs `eval dialogue-judge` on a folder of conversations under the root, against an endpoint (a
     loopback stand-in for an OpenAI-compatible API that answers each conversation's worker ratings plus noise); the
     page shows the score line `eval` prints, and it is summary.csv's score."""
-    import random
     import re
 
     import polars as pl
 
     from emocaustics.core.task import get_task
-    from emocaustics.tasks.dialoguejudge import prompts
-    from fakes.openai_chat import FakeOpenAIServer
+    from fakes.noisy_judge import NoisyJudge
     from tasks.dialoguejudge.conftest import write_subset
 
     data = write_subset(bench.folders.root / "judge-round", 40)  # every 40th worker of round 1
     task = get_task("dialogue-judge")
     samples = task.load(task.Dataset(data=str(data)), task.Options(method="llm")).samples
-    truth = {prompts.user_message(s.input): s.target for s in samples}
-    rng = random.Random(3)
-
-    class NoisyJudge(FakeOpenAIServer):
-        def answer_text(self, body):
-            rated = truth[body["messages"][-1]["content"]]
-            return json.dumps({k: min(100, max(0, round(v + rng.gauss(0, 10)))) for k, v in rated.items()})
-
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-key")  # the workbench's environment: its jobs' keys
-    with NoisyJudge() as server:
+    with NoisyJudge(samples, seed=3) as server:
         _set(page, {"#judge-model": f"openai:noisy-judge@{server.base_url}", "#judge-round": "FreeTopicRound1",
                     "#judge-data": "judge-round"})
         job = _run(page, "human", "#judge-go")

@@ -70,24 +70,14 @@ def test_eval_a_model_through_an_openai_compatible_endpoint(tiny_round, tmp_path
     stand-in answers each conversation's worker ratings plus fresh noise on every call, and a tenth of its answers
     are invalid JSON, re-asked. `--epochs 2` gives the judge's self-replication (`self_r`) in summary.csv, the one
     configs.json holds beside the humans' 0.969."""
-    import random
+    from fakes.noisy_judge import NoisyJudge
+    from fakes.openai_chat import Faults
 
-    from fakes.openai_chat import FakeOpenAIServer, Faults
-
-    from emocaustics.tasks.dialoguejudge import prompts
     from emocaustics.tasks.human.cli import PAPER_R
 
     data, run = tiny_round, tmp_path / "run"
     samples = TASK.load(TASK.Dataset(data=str(data)), TASK.Options(method="llm")).samples
-    truth = {prompts.user_message(s.input): s.target for s in samples}
-    rng = random.Random(1)
-
-    class NoisyJudge(FakeOpenAIServer):
-        def answer_text(self, body):
-            rated = truth[body["messages"][-1]["content"]]
-            return json.dumps({k: min(100, max(0, round(v + rng.gauss(0, 10)))) for k, v in rated.items()})
-
-    with NoisyJudge(Faults(rate_invalid=0.1, seed=2)) as server:
+    with NoisyJudge(samples, Faults(rate_invalid=0.1, seed=2), seed=1) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         assert main(["eval", "dialogue-judge", "--model", "openai:noisy-judge", "--epochs", "2", "-T", "resamples=0",
                      "-D", f"data={data}", "--out", str(run)]) == 0
