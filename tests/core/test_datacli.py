@@ -69,4 +69,4 @@ def test_a_task_with_nothing_to_fetch_and_an_unknown_name_are_one_line_errors(ca
     assert "task 'narrative' declares no data to fetch" in capsys.readouterr().err
     assert main(["data", "fetch", "nope"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "tasks with data to fetch: aer, ecpe, emotion, human, sextuple" in err
+    assert err.count("\n") == 1 and "tasks with data to fetch: aer, dialogue-judge, ecpe, emotion, human, sextuple" in err

@@ -22,7 +22,7 @@ from emocaustics.core.task import (DatasetOptions, Failure, Loaded, Methods, Opt
                                    Scored, Task, rows_frame)
 from emocaustics.tasks.dialoguejudge import prompts
 from emocaustics.tasks.parts import lazy
-from emocaustics.tasks.dialoguejudge.data import ROUNDS, load_round
+from emocaustics.tasks.dialoguejudge.data import ROUNDS, SOURCE, load_round
 from emocaustics.tasks.human.data import parse_metadata
 
 
@@ -63,6 +63,7 @@ class DialogueJudgeTask(Task):
     Dataset: ClassVar[type[DatasetOptions]] = JudgeDataset
     methods = Methods(solver=("llm",), calibration=("oracle", "constant", "random"))
     primary_metric: ClassVar[str] = "system_r"
+    data_sources = (SOURCE,)  # `data fetch dialogue-judge`: the HIT_detail files of both rounds
     prompts_version: ClassVar[str] = prompts.PROMPTS_VERSION
     answer_models = (prompts.answer_model(tuple(prompts.STATEMENTS)),)
     metric_docs: ClassVar[dict[str, str]] = {
