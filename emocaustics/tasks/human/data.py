@@ -117,8 +117,6 @@ def read_hits(path: str | Path) -> Hits:
         found = sorted(f.name for f in p.glob("*.json"))
         hint = f"name one of its files: {', '.join(found)}" if found else "it holds no .json file"
         raise UsageError(f"{p}: is a folder, not a ratings file; {hint}")
-    if not p.exists():
-        raise UsageError(f"{p}: no such ratings file")
     return parse_hits(read_json(p, "ratings file"), file=str(p))
 
 
