@@ -219,13 +219,3 @@ def holm_family(pairs: pl.DataFrame, in_family: np.ndarray | list[bool], *, test
         pl.Series("p_holm", adjusted, dtype=pl.Float64).fill_nan(None),
         pl.Series("significant", verdict, dtype=pl.Boolean))
 
-
-def per_item(rows: pl.DataFrame, metric: str, *, config: str = "run", item: str = "sample_id") -> pl.DataFrame:
-    """The `config_stats` input from long score rows (`run, sample_id, metric, value, status`): one metric's rows as
-    config, item, value. Unscored rows keep their null value (counted as missing); failed rows keep their 0."""
-    missing = [c for c in (config, item, "metric", "value") if c not in rows.columns]
-    if missing:
-        raise ValueError(f"per_item: rows lack column(s) {missing}")
-    return (rows.filter(pl.col("metric") == metric)
-            .select(pl.col(config).cast(pl.Utf8).alias("config"), pl.col(item).cast(pl.Utf8).alias("item"),
-                    pl.col("value").cast(pl.Float64)))

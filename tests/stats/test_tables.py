@@ -131,13 +131,12 @@ def test_configs_scoring_different_items_share_one_pass_and_stay_paired():
     assert width == pytest.approx(2 * 1.96 * np.std(base) / np.sqrt(1800), rel=0.15)
 
 
-def test_per_item_from_long_rows():
-    from emocaustics.stats import per_item
-
+def test_config_stats_from_long_rows():
     rows = pl.DataFrame({"run": ["a", "a", "b", "b", "a"], "sample_id": ["1", "2", "1", "2", "1"],
                          "metric": ["f1", "f1", "f1", "f1", "other"], "value": [1.0, 0.0, None, 0.5, 9.0],
                          "status": ["ok", "failed", "unscored", "ok", "ok"]})
-    df = per_item(rows, "f1")
+    df = rows.filter(pl.col("metric") == "f1").select(pl.col("run").alias("config"), pl.col("sample_id").alias("item"),
+                                                      "value")
     assert df.columns == ["config", "item", "value"] and df.height == 4
     ci, pairs = config_stats(df, n_resamples=200)
     assert ci.row(1, named=True)["n_missing"] == 1  # b's unscored item 1

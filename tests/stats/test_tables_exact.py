@@ -13,7 +13,7 @@ import pytest
 from scipy import stats as sps
 
 from emocaustics.stats import config_stats, holm_family
-from emocaustics.stats.tables import config_matrix, per_item
+from emocaustics.stats.tables import config_matrix
 
 A = [3.0, 1.0, 4.0, 1.0, 5.0, 9.0, 2.0]
 B = [2.0, 1.0, 1.0, 2.0, 3.0, 5.0, 1.0]
@@ -183,18 +183,6 @@ def test_holm_family_exact():
     with pytest.raises(ValueError) as err:
         holm_family(pairs, [True] * 4, test="t")
     assert str(err.value) == "test must be one of ('randomisation', 'bootstrap', 'wilcoxon'), got 't'"
-
-
-def test_per_item_exact_and_error():
-    rows = pl.DataFrame({"run": ["r1", "r2"], "sample_id": [1, 2], "metric": ["f1", "f1"], "value": [1, None]})
-    got = per_item(rows, "f1")
-    assert got.schema == {"config": pl.Utf8, "item": pl.Utf8, "value": pl.Float64}
-    assert got.rows() == [("r1", "1", 1.0), ("r2", "2", None)]
-    other = per_item(rows.rename({"run": "model", "sample_id": "id"}), "f1", config="model", item="id")
-    assert other.rows() == got.rows()
-    with pytest.raises(ValueError) as err:
-        per_item(rows.drop("metric"), "f1")
-    assert str(err.value) == "per_item: rows lack column(s) ['metric']"
 
 
 def test_one_item_configs_and_an_empty_input():
