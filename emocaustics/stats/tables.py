@@ -152,33 +152,24 @@ def config_stats(per_item: pl.DataFrame, *, n_resamples: int = DEFAULT_RESAMPLES
     low, high = percentile_interval(cfg_boot, level) if k else (np.zeros(0), np.zeros(0))
     low, high = np.where(n > 0, low, np.nan), np.where(n > 0, high, np.nan)
 
-    n_common = np.zeros(m, dtype=np.int64)
-    only_a = np.zeros(m, dtype=np.int64)
-    only_b = np.zeros(m, dtype=np.int64)
-    n_clus = np.zeros(m, dtype=np.int64)
+    in_a, in_b = present[[i for i, _ in pairs]], present[[j for _, j in pairs]]  # pairs x items, one row a pair
+    both = in_a & in_b
+    n_common = both.sum(axis=1).astype(np.int64)
+    n_clus = _count_clusters(both, clusters)
+    only_a = (in_a & ~in_b).sum(axis=1).astype(np.int64)
+    only_b = (in_b & ~in_a).sum(axis=1).astype(np.int64)
     diff = np.full(m, np.nan)
     p_wil = np.full(m, np.nan)
     diff_boot = np.full((m, n_resamples), np.nan)
     for p, (i, j) in enumerate(pairs):
-        both = present[i] & present[j]
-        n_common[p] = int(both.sum())
-        n_clus[p] = _count_clusters(both[None], clusters)[0]
-        only_a[p] = int((present[i] & ~present[j]).sum())
-        only_b[p] = int((present[j] & ~present[i]).sum())
         if n_common[p] == 0:
             continue
-        d = values[i, both] - values[j, both]
+        d = values[i, both[p]] - values[j, both[p]]
         diff[p] = d.mean()
-        p_wil[p] = wilcoxon_p(_cluster_means(d, None if clusters is None else clusters[both]))
+        p_wil[p] = wilcoxon_p(_cluster_means(d, None if clusters is None else clusters[both[p]]))
         diff_boot[p] = pair_boot[p]
-    if m:
-        p_boot = paired_bootstrap_p(diff_boot, diff)
-        d_low, d_high = percentile_interval(diff_boot[~np.isnan(diff)], level) if (~np.isnan(diff)).any() \
-            else (np.zeros(0), np.zeros(0))
-        lo, hi = np.full(m, np.nan), np.full(m, np.nan)
-        lo[~np.isnan(diff)], hi[~np.isnan(diff)] = d_low, d_high
-    else:
-        p_boot, lo, hi = np.zeros(0), np.zeros(0), np.zeros(0)
+    p_boot = paired_bootstrap_p(diff_boot, diff)
+    lo, hi = percentile_interval(diff_boot, level)  # a pair without common items: all NaN, so NaN bounds
 
     # the flips get their own stream, derived from the seed (independent of the bootstrap draws)
     flips = np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0])
