@@ -28,7 +28,7 @@ from typing import Any
 from emocaustics.core.errors import DataError, UsageError
 from emocaustics.core.task import Defect, Sample
 from emocaustics.core.textfile import read_text, shown
-from emocaustics.tasks.aer.fetch import SPLIT_DIRS, locate
+from emocaustics.tasks.aer.fetch import SOURCE, SPLIT_DIRS
 
 LETTERS = ("A", "B", "C", "D")
 SPLITS = tuple(SPLIT_DIRS)
@@ -294,7 +294,7 @@ def load_split(root: Path | str | None, split: str) -> SplitData:
     """Parse one split (cached per process by path and file times); call `.check(require_documents=...)` on it."""
     if split not in SPLIT_DIRS:
         raise UsageError(f"unknown AER split {split!r}; choose one of {', '.join(SPLITS)}")
-    base = locate(root)
+    base = SOURCE.locate(root).resolve()  # the cache's key and the samples' root: one spelling of the folder
     folder = base / SPLIT_DIRS[split]
     if not (folder / "questions.jsonl").is_file():
         raise UsageError(f"{base}: split {split!r} is not there (no {SPLIT_DIRS[split]}/questions.jsonl)")

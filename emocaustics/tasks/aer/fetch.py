@@ -9,8 +9,6 @@ the data is fetched for local evaluation and never committed or redistributed.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from emocaustics.core.datasource import DataSource
 
 NAME = "aer"
@@ -29,7 +27,3 @@ SOURCE = DataSource(
            "Licence: none stated by the publishers; local evaluation only, do not redistribute.",
            "Test gold: reference.jsonl is not in the repository; put it beside this file."))
 
-
-def locate(data: str | Path | None = None) -> Path:
-    """The data root (resolved): `data`, else `$EMOCAUSTICS_AER_DATA`, else the fetch cache (`SOURCE.locate`)."""
-    return SOURCE.locate(data).resolve()

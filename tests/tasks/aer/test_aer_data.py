@@ -152,17 +152,17 @@ def test_locate_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     cache = tmp_path / "cache"
     monkeypatch.setenv("EMOCAUSTICS_CACHE", str(cache))
     monkeypatch.setenv(fetch_mod.ENV_VAR, str(env))
-    assert fetch_mod.locate(explicit) == explicit.resolve()
-    assert fetch_mod.locate(None) == env.resolve()
+    assert fetch_mod.SOURCE.locate(explicit) == explicit.resolve()
+    assert fetch_mod.SOURCE.locate(None) == env.resolve()
     monkeypatch.delenv(fetch_mod.ENV_VAR)
     with pytest.raises(UsageError, match="`emocaustics data fetch aer`.*looked in"):
-        fetch_mod.locate(None)
+        fetch_mod.SOURCE.locate(None)
     standard_dataset(cache / "datasets" / "aer")
-    assert fetch_mod.locate(None) == (cache / "datasets" / "aer").resolve()
+    assert fetch_mod.SOURCE.locate(None) == (cache / "datasets" / "aer").resolve()
     with pytest.raises(UsageError, match="nowhere: no such AER data folder"):
-        fetch_mod.locate(tmp_path / "nowhere")
+        fetch_mod.SOURCE.locate(tmp_path / "nowhere")
     with pytest.raises(UsageError, match="not the AER data folder: no <split>_data/questions.jsonl in it"):
-        fetch_mod.locate(tmp_path)
+        fetch_mod.SOURCE.locate(tmp_path)
 
 
 def _tarball(members: dict[str, bytes]) -> bytes:
