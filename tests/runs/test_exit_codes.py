@@ -29,16 +29,14 @@ def test_run_exits_0_when_nothing_failed_and_2_on_usage_errors(count_task, tmp_p
 def _sample_predictions(folder, ids):
     """Oracle sextuple predictions of some of our sample dialogues, written as `extract` writes them."""
     from emocaustics.tasks.longdialogue.data.subsets import resolve
-    from emocaustics.tasks.longdialogue.score.predictions import write_sextuple_predictions
+    from tests.fakes.sextuple_files import write_candidates
     from emocaustics.tasks.longdialogue.score.predictors import predict
 
     dialogues, _ = resolve("sample", None)
     preds = predict("oracle", "sextuple", dialogues)
     for d in dialogues:
         if d.id in ids:
-            write_sextuple_predictions(folder, d.id, candidates=preds[d.id],
-                                       sentences=[u.sentence for u in d.utterances],
-                                       holders=[u.holder for u in d.utterances])
+            write_candidates(folder, d.id, d, preds[d.id])
     return dialogues
 
 

@@ -48,7 +48,7 @@ def test_check_names_the_sample_and_what_was_expected(count_task):
 def _folder_from_sample_subset(folder: Path) -> list:
     """Oracle predictions of our sample dialogues with the provenance a run writes for them."""
     from emocaustics.core.task import get_task
-    from emocaustics.tasks.longdialogue.score.predictions import write_sextuple_predictions
+    from tests.fakes.sextuple_files import write_candidates
     from emocaustics.tasks.longdialogue.score.predictors import predict
 
     task = get_task("sextuple")
@@ -58,8 +58,7 @@ def _folder_from_sample_subset(folder: Path) -> list:
     dialogues = [s.input for s in loaded.samples]
     preds = predict("oracle", "sextuple", dialogues)
     for d in dialogues:
-        write_sextuple_predictions(folder, d.id, candidates=preds[d.id], sentences=[u.sentence for u in d.utterances],
-                                   holders=[u.holder for u in d.utterances])
+        write_candidates(folder, d.id, d, preds[d.id])
     provenance.write(folder, provenance.record(task, loaded, dataset=dataset.model_dump(mode="json"),
                                                options=options, model="smoke"))
     return dialogues

@@ -47,14 +47,13 @@ def test_oracle_and_baseline_on_paper_100(capsys, tmp_path):
 @pytest.mark.published
 def test_prediction_folder_with_missing_and_malformed(capsys, tmp_path):
     from emocaustics.tasks.longdialogue.data.subsets import resolve
-    from emocaustics.tasks.longdialogue.score.predictions import write_sextuple_predictions
+    from tests.fakes.sextuple_files import write_candidates
     from emocaustics.tasks.longdialogue.score.predictors import predict
 
     ds, _ = resolve("paper-100", [1, 2, 3], root=DATA)
     preds = predict("oracle", "sextuple", ds)
     d1 = ds[0]
-    write_sextuple_predictions(tmp_path, 1, candidates=preds[1], sentences=[u.sentence for u in d1.utterances],
-                               holders=[u.holder for u in d1.utterances])
+    write_candidates(tmp_path, 1, d1, preds[1])
     (tmp_path / "output_chat_2.json").write_text("[{", encoding="utf-8")
     out = run_json(capsys, "score", "sextuple", "--pred", str(tmp_path), "--gt", DATA, "--subset", "paper-100",
                    "--ids", "1,2,3", "--engine", "local", "--json", "--allow-failures")  # 2 of 3 fail: exit 3 without
@@ -66,7 +65,8 @@ def test_prediction_folder_with_missing_and_malformed(capsys, tmp_path):
 def _oracle_folder(task: str, folder: Path, ids: list[int]) -> None:
     """Oracle prediction files for some of the repo's sample dialogues."""
     from emocaustics.tasks.longdialogue.data.subsets import resolve
-    from emocaustics.tasks.longdialogue.score.predictions import write_chain_predictions, write_sextuple_predictions
+    from emocaustics.tasks.longdialogue.score.predictions import write_chain_predictions
+    from tests.fakes.sextuple_files import write_candidates
     from emocaustics.tasks.longdialogue.score.predictors import predict
 
     dialogues, _ = resolve("sample", None)
@@ -75,9 +75,7 @@ def _oracle_folder(task: str, folder: Path, ids: list[int]) -> None:
         if d.id not in ids:
             continue
         if task == "sextuple":
-            write_sextuple_predictions(folder, d.id, candidates=preds[d.id],
-                                       sentences=[u.sentence for u in d.utterances],
-                                       holders=[u.holder for u in d.utterances])
+            write_candidates(folder, d.id, d, preds[d.id])
         else:
             write_chain_predictions(folder, d.id, preds[d.id])
 

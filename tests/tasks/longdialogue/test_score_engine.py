@@ -14,10 +14,10 @@ from emocaustics.tasks.longdialogue.score.plan import score_with_ray
 from emocaustics.tasks.longdialogue.score.predictions import (
     read_prediction_files,
     write_chain_predictions,
-    write_sextuple_predictions,
 )
 from emocaustics.tasks.longdialogue.score.predictors import predict
 from tests.fakes.openai_embeddings import FakeEmbeddingsServer
+from tests.fakes.sextuple_files import write_candidates
 
 
 def score_sextuples(dialogues, predictions, **kw):  # the engine in this process, through the one dispatch
@@ -172,8 +172,7 @@ def test_judge_batched_retried_and_failures_counted(embedder, monkeypatch):
 
 def test_prediction_files_round_trip(tmp_path, embedder):
     preds = predict("oracle", "sextuple", [D1])
-    write_sextuple_predictions(tmp_path, 1, candidates=preds[1], sentences=[u.sentence for u in D1.utterances],
-                               holders=[u.holder for u in D1.utterances])
+    write_candidates(tmp_path, 1, D1, preds[1])
     write_chain_predictions(tmp_path, 1, D1.chains)
     (tmp_path / "notes.txt").write_text("x")
     sp = read_prediction_files(tmp_path, "sextuple")

@@ -162,19 +162,8 @@ def read_prediction_files(directory: str | Path, task: str, *, raw: bool = False
     return _read_predictions(directory, SEXTUPLE_NAME if task == "sextuple" else CHAIN_NAME, parse)
 
 
-def write_sextuple_predictions(directory: str | Path, dialogue_id: int, records: Sequence[dict[str, Any]] | None = None,
-                               *, sentences: Sequence[str] = (), holders: Sequence[str] = (),
-                               candidates: SextuplePrediction | None = None) -> Path:
-    """Write one dialogue's prediction as `output_chat_N.json`.
-
-    Either pass ready `records` (the reference shape), or `candidates` per utterance with the utterances'
-    `sentences` and `holders` (same length).
-    """
-    if records is None:
-        if candidates is None or not (len(candidates) == len(sentences) == len(holders)):
-            raise ValueError("write_sextuple_predictions needs records, or candidates/sentences/holders of one length")
-        records = [{"input_sentence": s, "holder": h, "final_model_response": [c.to_json() for c in cands]}
-                   for s, h, cands in zip(sentences, holders, candidates)]
+def write_sextuple_predictions(directory: str | Path, dialogue_id: int, records: Sequence[dict[str, Any]]) -> Path:
+    """Write one dialogue's prediction, its records in the reference shape, as `output_chat_N.json`."""
     return write_json(Path(directory) / f"output_chat_{dialogue_id}.json", list(records))
 
 
