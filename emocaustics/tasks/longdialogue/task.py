@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import model_validator
 
@@ -26,9 +26,7 @@ from emocaustics.tasks.longdialogue.extract.knobs import ExtractKnobs
 from emocaustics.tasks.longdialogue.extract.windows import DEFAULT_WINDOWS
 from emocaustics.tasks.longdialogue.side import DialogueSide
 from emocaustics.tasks.longdialogue.extract.output import DialogueStore
-
-if TYPE_CHECKING:  # polars loads where scores are tabled: an extract run never imports it (issue 31: start-up)
-    import polars as pl
+from emocaustics.tasks.parts import lazy
 
 RAY_ABOVE = 50  # dialogues; at or below this Ray's start-up costs more than it saves in scoring (`scoring.fanout`)
 
@@ -146,10 +144,7 @@ class EmoCausticsTask(Task):
         k, s = self.k_s(opts) if opts.method in ("window", "rag") else (None, None)
         return {"K": k, "S": s}
 
-    def report_sections(self, summary: pl.DataFrame, scores: pl.DataFrame) -> list[tuple[str, str]]:
-        from emocaustics.tasks.longdialogue.report import sections
-
-        return sections(summary, scores)
+    report_sections = lazy("emocaustics.tasks.longdialogue.report", "sections")
 
     # -- data ----------------------------------------------------------------------------------------------------
     def load(self, dataset: DatasetOptions, options: Options) -> Loaded:
@@ -231,12 +226,8 @@ class EmoCausticsTask(Task):
         return {str(k): v for k, v in found.items()}
 
     # -- scoring -------------------------------------------------------------------------------------------------
-    def view_sample(self, input: Any, target: Any, prediction: Any,
-                    items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """The viewer's sample page (`Report.view_sample`): sextuples per utterance, events and chain matches."""
-        from emocaustics.tasks.longdialogue.view import view_sample
-
-        return view_sample(input, target, prediction, items)
+    # the viewer's sample page (`Report.view_sample`): sextuples per utterance, events and chain matches
+    view_sample = lazy("emocaustics.tasks.longdialogue.view", "view_sample")
 
     def score(self, samples: list[Sample], predictions: dict[str, Any], options: Options,
               ctx: ScoreContext) -> Scored:
