@@ -130,13 +130,36 @@ def reference_items(dialogues: list[Any], method: str, from_dir: Path | None, em
     return items, time.perf_counter() - t0
 
 
+async def extract_one(llm: Any, item: dict[str, Any]) -> dict[str, Any]:
+    """One item outside the plan (the reference's driving here; the benchmarks that drive a pool directly): a row with
+    the prediction or the failure, its cost and seconds. Embeddings come packed with the item (`emb`, `make_item`)."""
+    from emocaustics.core.task import SolveFailed
+    from emocaustics.solve.item import CountingLLM
+    from emocaustics.tasks.longdialogue.embeddings import Embeddings, unpack
+    from emocaustics.tasks.longdialogue.extract.dialogue import solve_dialogue
+
+    emb = None if item.get("emb") is None else Embeddings(unpack(item["emb"]))
+    t0 = time.perf_counter()
+    row: dict[str, Any] = {"dialogue": int(item["id"]), "utterances": len(item["sentences"]), "ok": False,
+                           "prediction": None, "step": None, "reason": None}
+    stats: dict[str, Any] = {}
+    counted = CountingLLM(llm)  # its calls, as the plan counts them
+    try:
+        row["prediction"] = await solve_dialogue(counted, item, emb, stats)
+        row["ok"] = True
+    except SolveFailed as exc:
+        row["step"], row["reason"] = exc.step, exc.reason
+    row["retry_reasons"] = stats.pop("retry_reasons", [])
+    row["stats"] = {**counted.counts, **stats}
+    row["seconds"] = round(time.perf_counter() - t0, 3)
+    return row
+
+
 def run_reference_style(llm: BlockingLLM, items: list[dict[str, Any]], method: str,
                         on_row: Any = None) -> dict[str, Any]:
     """Run the items the reference's way (`method` = "task/how"); returns rows (as `extract_one` makes them), wall
     seconds and the thread count used. An item with `skip_reason` gets its failure row without a call. `on_row(row)`
     runs in the item's thread as soon as its dialogue is done (the reference scripts write each output file there)."""
-    from emocaustics.tasks.longdialogue.extract.dialogue import extract_one
-
     threads = reference_threads(method)
 
     def one(item: dict[str, Any]) -> dict[str, Any]:

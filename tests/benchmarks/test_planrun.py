@@ -57,7 +57,8 @@ def test_plan_run_asks_what_the_state_machine_asks_with_the_vectors(dialogues, t
     hand: the same calls, and the plan writes every prediction."""
     from emocaustics.solve.forecast import RecordingLLM, counter_for
     from emocaustics.solve.plan import asolve_samples
-    from emocaustics.tasks.longdialogue.extract.dialogue import ExtractConfig, extract_one, make_item
+    from benchmarks.refdriver import extract_one
+    from emocaustics.tasks.longdialogue.extract.dialogue import ExtractConfig, make_item
 
     task, options = StandInEmbeddings("sextuple"), options_of(task="sextuple", method="window", window=4, step=2)
     plan_llm = RecordingLLM(counter_for(None))

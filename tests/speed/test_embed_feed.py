@@ -14,7 +14,8 @@ import pytest
 
 from emocaustics.tasks.longdialogue import embedfeed
 from emocaustics.tasks.longdialogue.embedfeed import CHUNK, GROUP_TEXTS, EmbedFeed
-from emocaustics.tasks.longdialogue.extract.dialogue import ExtractConfig, extract_one, make_item
+from benchmarks.refdriver import extract_one
+from emocaustics.tasks.longdialogue.extract.dialogue import ExtractConfig, make_item
 from extract_doubles import Dialogue, SchemaLLM, solve_dialogues
 from fakes.openai_embeddings import FakeEmbeddingsServer
 

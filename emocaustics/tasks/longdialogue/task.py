@@ -19,7 +19,7 @@ from pydantic import model_validator
 from emocaustics.core.datasource import DataSource
 from emocaustics.core.errors import UsageError
 from emocaustics.core.task import (DatasetOptions, Defect, Failure, Loaded, Methods, Options, Placement, Sample,
-                                   ScoreContext, Scored, Side, Task, rows_frame)
+                                   ScoreContext, Scored, Side, SolveFailed, Task, rows_frame)
 from emocaustics.scoring.fanout import wants_ray
 from emocaustics.tasks.longdialogue.data.fetch import SOURCE
 from emocaustics.tasks.longdialogue.extract.knobs import ExtractKnobs
@@ -195,15 +195,22 @@ class EmoCausticsTask(Task):
     def dry_solve(self, samples: list[Sample], options: Options, llm: Any, embedder: Any, *,
                   prior: bool = False) -> None:
         """The dry run's pass (solve/forecast.py): each dialogue through the same state machine as a run
-        (`extract_one`), with the stand-ins' answers and embeddings. `prior`: a chain `window` config that builds on
-        the job's sextuple `window` config, whose calls are that config's (made here uncounted, for its records)."""
+        (`solve_dialogue`), with the stand-ins' answers and embeddings. `prior`: a chain `window` config that builds
+        on the job's sextuple `window` config, whose calls are that config's (made here uncounted, for its records)."""
         from emocaustics.core import aio
         from emocaustics.solve.forecast import RecordingLLM, TokenCounter
-        from emocaustics.tasks.longdialogue.extract.dialogue import ExtractConfig, extract_one, make_item
+        from emocaustics.tasks.longdialogue.embeddings import Embeddings
+        from emocaustics.tasks.longdialogue.extract.dialogue import ExtractConfig, make_item, solve_dialogue
 
         opts: EmoOptions = options  # type: ignore[assignment]
         cfg = self.extract_config(options)
         uncounted = RecordingLLM(TokenCounter("uncounted"))
+
+        async def solved(model: Any, item: dict[str, Any], vecs: Any) -> Any:
+            try:  # a dialogue that fails (one without utterances) fails in the run too, at no cost
+                return await solve_dialogue(model, item, None if vecs is None else Embeddings(vecs), {})
+            except SolveFailed:
+                return None
 
         async def each() -> None:
             for s in samples:
@@ -212,10 +219,10 @@ class EmoCausticsTask(Task):
                 vecs = await embedder.embed(sentences) if sentences else None
                 records = None
                 if prior and self.name == "emotion" and opts.method == "window":
-                    base = make_item(d.id, sentences, holders, ExtractConfig(task="sextuple", method="window"), vecs)
-                    records = (await extract_one(uncounted, base))["prediction"]
+                    base = make_item(d.id, sentences, holders, ExtractConfig(task="sextuple", method="window"))
+                    records = await solved(uncounted, base, vecs)
                 emb = vecs if cfg.needs_embeddings(records is not None, len(sentences)) else None
-                await extract_one(llm, make_item(d.id, sentences, holders, cfg, emb, records))
+                await solved(llm, make_item(d.id, sentences, holders, cfg, prior=records), emb)
 
         aio.run(each())
 

@@ -264,7 +264,8 @@ def test_chain_direct_one_call_per_holder_dialogue_first():
 def test_sequential_steps_carry_critical_path_priorities():
     """Each call's priority is minus the calls of its dialogue that wait for it in sequence (vLLM serves lower values
     first): pass-1 windows count down to the pass-2 round, independent calls stay at 0."""
-    from emocaustics.tasks.longdialogue.extract.dialogue import ExtractConfig, extract_one, make_item
+    from benchmarks.refdriver import extract_one
+    from emocaustics.tasks.longdialogue.extract.dialogue import ExtractConfig, make_item
 
     def of(llm, answer_key):  # the calls whose schema answers with `answer_key`
         return [r.priority for r in llm.requests if answer_key in (r.schema or {}).get("properties", {})]

@@ -9,7 +9,8 @@ import re
 import numpy as np
 
 from emocaustics.tasks.longdialogue.embeddings import pack, unpack
-from emocaustics.tasks.longdialogue.extract.dialogue import ExtractConfig, extract_one, make_item
+from benchmarks.refdriver import extract_one
+from emocaustics.tasks.longdialogue.extract.dialogue import ExtractConfig, make_item
 from emocaustics.models.base import Completion
 from emocaustics.models.cache import CachedLLM, ResponseCache
 from extract_doubles import Dialogue, SchemaLLM, solve_dialogues, unit_vectors

@@ -4,13 +4,11 @@
 the EmoCaustics task's `solve` calls it, and the shared plan (`solve.plan`) runs it *inside* a replica actor,
 next to the engine, so that each dependent step is a local call there instead of a round trip from the driver.
 The item (`make_item`) is the task's solver view of a dialogue: its utterances, the method's config and, for chains
-built on a sextuple run, that run's prediction. `extract_one` runs one item outside the plan (the dry run, and the
-benchmarks that drive a pool directly).
+built on a sextuple run, that run's prediction. The dry run runs the same state machine (`task.dry_solve`).
 """
 
 from __future__ import annotations
 
-import time
 from typing import Any, Literal
 
 import numpy as np
@@ -20,8 +18,7 @@ from emocaustics.core.task import SolveFailed
 from emocaustics.tasks.longdialogue.extract import chains as chain_methods
 from emocaustics.tasks.longdialogue.extract import sextuple as sx
 from emocaustics.solve.ask import Asker, StepFailed
-from emocaustics.solve.item import CountingLLM
-from emocaustics.tasks.longdialogue.embeddings import EmbeddingFailed, Embeddings, pack, unpack
+from emocaustics.tasks.longdialogue.embeddings import EmbeddingFailed, Embeddings, pack
 from emocaustics.tasks.longdialogue.extract.knobs import ExtractKnobs
 from emocaustics.tasks.longdialogue.extract.prompts import SYSTEM
 from emocaustics.tasks.longdialogue.extract.windows import DEFAULT_WINDOWS, windows
@@ -175,22 +172,3 @@ async def solve_dialogue(llm: Any, item: dict[str, Any], emb: Embeddings | None,
         stats.update(asker.stats.to_json())
         stats["retry_reasons"] = asker.retry_reasons
 
-
-async def extract_one(llm: Any, item: dict[str, Any]) -> dict[str, Any]:
-    """One item outside the plan (the dry run; benchmarks that drive a pool directly): a row with the prediction or
-    the failure. Embeddings come packed with the item (`emb`, `make_item`)."""
-    emb = None if item.get("emb") is None else Embeddings(unpack(item["emb"]))
-    t0 = time.perf_counter()
-    row: dict[str, Any] = {"dialogue": int(item["id"]), "utterances": len(item["sentences"]), "ok": False,
-                           "prediction": None, "step": None, "reason": None}
-    stats: dict[str, Any] = {}
-    counted = CountingLLM(llm)  # its calls, as the plan counts them
-    try:
-        row["prediction"] = await solve_dialogue(counted, item, emb, stats)
-        row["ok"] = True
-    except SolveFailed as exc:
-        row["step"], row["reason"] = exc.step, exc.reason
-    row["retry_reasons"] = stats.pop("retry_reasons", [])
-    row["stats"] = {**counted.counts, **stats}
-    row["seconds"] = round(time.perf_counter() - t0, 3)
-    return row
