@@ -14,6 +14,7 @@ It lives beside `compare.py` because it reads compare's pairing (a second one wo
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -78,17 +79,12 @@ class Across(Documents):
                                for d, n in zip(self.dirs, self.names))
             raise UsageError(f"no config of one run has a partner in another (the same label, or one that "
                              f"--pair LABEL_A LABEL_B names): {labels}")
-        self._tables: dict[int, dict[str, Any]] = {}
-        self._members: dict[str, dict[str, Any]] = {}
+        self.table = functools.cache(self._table)  # each made once, when first asked
+        self.member = functools.cache(self._member)
         if not any(r["cells"].count(None) < len(r["cells"]) - 1 for g in range(len(self.groups))
                    for r in self.table(g)["rows"]):
             raise UsageError(f"the runs {folders} share no sample (by task and sample id, and content where "
                              "the runs recorded it): nothing to show side by side")
-
-    def member(self, key: str) -> dict[str, Any]:
-        if key not in self._members:
-            self._members[key] = self._member(key)
-        return self._members[key]
 
     def _member(self, key: str) -> dict[str, Any]:
         """A config's header: its run, label, task, method, and model (the spec the run recorded in its provenance,
@@ -120,33 +116,31 @@ class Across(Documents):
                            "samples": len(rows), "shared": sum(1 for r in rows if None not in r["cells"])})
         return {"across": True, "run": f"{len(self.names)} runs", "runs": runs, "groups": groups}
 
-    def table(self, g: int) -> dict[str, Any]:
+    def _table(self, g: int) -> dict[str, Any]:
         """Group g's samples, one row per item any member has, in natural id order."""
-        if g not in self._tables:
-            keys = self.groups[g]
-            mine = self.rows.filter(pl.col("key").is_in(keys))
-            cells: dict[str, dict[str, Any]] = {}
-            for key in keys:
-                run, label = key.split("\t", 1)
-                log = self.logs[run]
-                status = log.scores.filter(pl.col("run") == label).select(
-                    pl.col("sample_id").cast(pl.Utf8), "failed", "status", "reason")
-                known = {r["sample_id"]: r for r in status.to_dicts()}
-                answers = dict(log.samples(label).select("sample_id", "prediction").iter_rows())
-                for r in mine.filter(pl.col("key") == key).iter_rows(named=True):
-                    s = known.get(r["sample_id"], {})
-                    cells.setdefault(r["item"], {"sample_id": r["sample_id"]})[key] = {
-                        "score": r["score"], "failed": bool(s.get("failed")), "status": s.get("status"),
-                        "reason": s.get("reason"), "answer": _answer(answers.get(r["sample_id"]))}
-            rows = []
-            for item, got in sorted(cells.items(), key=lambda kv: natural(kv[1]["sample_id"])):
-                present = [got[k] for k in keys if k in got]
-                rows.append({"sample_id": got["sample_id"], "item": item,
-                             "answers_differ": len({c.pop("answer") for c in present}) > 1,
-                             "cells": [got.get(k) for k in keys]})
-            self._tables[g] = {"g": g, "task": mine["task"][0] if mine.height else None,
-                               "members": [self.member(k) for k in keys], "rows": rows}
-        return self._tables[g]
+        keys = self.groups[g]
+        mine = self.rows.filter(pl.col("key").is_in(keys))
+        cells: dict[str, dict[str, Any]] = {}
+        for key in keys:
+            run, label = key.split("\t", 1)
+            log = self.logs[run]
+            status = log.scores.filter(pl.col("run") == label).select(
+                pl.col("sample_id").cast(pl.Utf8), "failed", "status", "reason")
+            known = {r["sample_id"]: r for r in status.to_dicts()}
+            answers = dict(log.samples(label).select("sample_id", "prediction").iter_rows())
+            for r in mine.filter(pl.col("key") == key).iter_rows(named=True):
+                s = known.get(r["sample_id"], {})
+                cells.setdefault(r["item"], {"sample_id": r["sample_id"]})[key] = {
+                    "score": r["score"], "failed": bool(s.get("failed")), "status": s.get("status"),
+                    "reason": s.get("reason"), "answer": _answer(answers.get(r["sample_id"]))}
+        rows = []
+        for item, got in sorted(cells.items(), key=lambda kv: natural(kv[1]["sample_id"])):
+            present = [got[k] for k in keys if k in got]
+            rows.append({"sample_id": got["sample_id"], "item": item,
+                         "answers_differ": len({c.pop("answer") for c in present}) > 1,
+                         "cells": [got.get(k) for k in keys]})
+        return {"g": g, "task": mine["task"][0] if mine.height else None,
+                "members": [self.member(k) for k in keys], "rows": rows}
 
     def sample(self, g: int, k: int) -> dict[str, Any]:
         """Sample k of group g as each member's run logged and scored it (None where the run lacks it)."""

@@ -14,6 +14,7 @@ with their outcome marked.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any
@@ -67,7 +68,7 @@ class ViewData(Documents):
     def __init__(self, log: RunLog) -> None:
         self.log = log
         self.labels = log.labels()
-        self._tables: dict[int, dict[str, Any]] = {}
+        self.table = functools.cache(self._table)  # each config's list made once, when first asked
 
     def index(self) -> dict[str, Any]:
         """The run's configs with summary.csv's figures (`scoring.headline.headline`), one solved in epochs before its
@@ -86,25 +87,23 @@ class ViewData(Documents):
                                 "failed": head["failures"], "score": head.get("score")})
         return {"run": self.log.run_dir.name, "path": str(self.log.run_dir), "configs": configs}
 
-    def table(self, i: int) -> dict[str, Any]:
-        if i not in self._tables:
-            label = self.labels[i]
-            frame = self.log.table(label)
-            inputs = self.log.samples(label)
-            blobs = {}
-            for r in inputs.to_dicts():
-                parts = [self.log.text([r["input"]]) if r["input"] else "",
-                         self.log.text([r["target"]]) if r["target"] else "", r["prediction"] or ""]
-                blobs[r["sample_id"]] = " ".join(p[:SEARCH_CHARS] for p in parts)
-            rows = sorted(frame.to_dicts(), key=lambda r: natural(str(r["sample_id"])))
-            for r in rows:
-                r["search"] = " ".join(filter(None, [str(r["sample_id"]), r.get("reason") or "",
-                                                    blobs.get(r["sample_id"], "")]))
-            metrics = [c for c in frame.columns if c == "score" or c.startswith("c_")
-                       or c in ("calls", "cache_hits", "prompt_tokens", "generated_tokens", "seconds")]
-            self._tables[i] = {"i": i, "label": label, "metrics": metrics, "rows": rows,
-                               "task": self.log.records.get(label, {}).get("task")}
-        return self._tables[i]
+    def _table(self, i: int) -> dict[str, Any]:
+        label = self.labels[i]
+        frame = self.log.table(label)
+        inputs = self.log.samples(label)
+        blobs = {}
+        for r in inputs.to_dicts():
+            parts = [self.log.text([r["input"]]) if r["input"] else "",
+                     self.log.text([r["target"]]) if r["target"] else "", r["prediction"] or ""]
+            blobs[r["sample_id"]] = " ".join(p[:SEARCH_CHARS] for p in parts)
+        rows = sorted(frame.to_dicts(), key=lambda r: natural(str(r["sample_id"])))
+        for r in rows:
+            r["search"] = " ".join(filter(None, [str(r["sample_id"]), r.get("reason") or "",
+                                                blobs.get(r["sample_id"], "")]))
+        metrics = [c for c in frame.columns if c == "score" or c.startswith("c_")
+                   or c in ("calls", "cache_hits", "prompt_tokens", "generated_tokens", "seconds")]
+        return {"i": i, "label": label, "metrics": metrics, "rows": rows,
+                "task": self.log.records.get(label, {}).get("task")}
 
     def sample(self, i: int, j: int) -> dict[str, Any]:
         table = self.table(i)
