@@ -79,9 +79,8 @@ def majority(answers: list[str]) -> tuple[str, dict[str, int]]:
     """(winner, votes): the most frequent answer; ties go to the tied answer the earliest sample gave."""
     if not answers:
         raise ValueError("no answers to vote on")
-    votes = Counter(answers)
-    best = max(votes.values())
-    return next(a for a in answers if votes[a] == best), dict(sorted(votes.items()))
+    votes = Counter(answers)  # most_common orders equal counts as first met: the tie goes to the earliest sample's
+    return votes.most_common(1)[0][0], dict(sorted(votes.items()))
 
 
 class MultipleChoice:
