@@ -27,8 +27,7 @@ def decode(data: bytes, file: str) -> str:
         column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
         raise DataError(f"not UTF-8 text: byte 0x{data[exc.start]:02x} at line {line} column {column} "
                         "(save the file as UTF-8)", file=file, record=f"line {line}") from None
-    if text.startswith(BOM):
-        text = text[1:]
+    text = text.removeprefix(BOM)
     return text.replace("\r\n", "\n") if "\r" in text else text
 
 
