@@ -64,15 +64,14 @@ def parse_json_text(text: str, file: str, *, repair: bool = False) -> tuple[Any 
                          line=broken.line, column=broken.column)
 
 
-def read_json(path: str | Path, *, repair: bool = False, name: str | None = None) -> tuple[Any | None, Defect | None]:
+def read_json(path: str | Path, *, repair: bool = False) -> tuple[Any | None, Defect | None]:
     """Read one JSON file. Returns (object, None), (None, defect) or, with `repair`, (object, `repaired` defect)."""
     path = Path(path)
-    file = name or path.name
     try:
         data = path.read_bytes()
     except OSError as exc:
-        return None, Defect("unreadable", file, f"cannot read {path}: {exc.strerror or exc}")
-    return parse_bytes(data, file, repair=repair)
+        return None, Defect("unreadable", path.name, f"cannot read {path}: {exc.strerror or exc}")
+    return parse_bytes(data, path.name, repair=repair)
 
 
 def parse_bytes(data: bytes, file: str, *, repair: bool = False) -> tuple[Any | None, Defect | None]:
@@ -220,16 +219,16 @@ def _emotion(obj: Any, file: str, holder: str, where: str, known: frozenset[str]
     return Emotion(vals["state"], vals["reason"], ids, vals["source_id"])
 
 
-def parse_chains(obj: Any, file: str, *, holders: set[str] | frozenset[str] = frozenset()) -> tuple[Chains, list[Defect]]:
+def parse_chains(obj: Any, file: str) -> tuple[Chains, list[Defect]]:
     """Validate an emotion-chain file `{holder: {"events": [{"event", "emotions": [{state, reason, source_id}]}]}}`.
 
-    `holders` (e.g. the chat's speakers) widens what counts as an id in source_id beyond numbers and the chain's own
-    holder keys. Unusable parts are left out and each one is a Defect that says where it was.
+    What counts as an id in source_id: numbers and the chain's own holder keys. Unusable parts are left out and each
+    one is a Defect that says where it was.
     """
     defects: list[Defect] = []
     if not isinstance(obj, dict):
         return {}, [Defect("wrong_type", file, f"top level is {type(obj).__name__}, expected an object of holders")]
-    known = frozenset(str(h) for h in obj) | frozenset(holders)
+    known = frozenset(str(h) for h in obj)
     chains: Chains = {}
     for holder_key, body in obj.items():
         holder = str(holder_key).strip()
