@@ -148,12 +148,11 @@ def windows(n_sentences: int, size: int) -> list[tuple[int, int]]:
 
 
 async def annotate(llm: Any, text: str, *, title: str | None = None, window_sentences: int = 6,
-                   taxonomy: Taxonomy | None = None, affinity: str | None = None,
-                   asker: Asker | None = None) -> dict[str, Any]:
+                   taxonomy: Taxonomy | None = None, affinity: str | None = None) -> dict[str, Any]:
     """Annotate one story into a JSON v3 document (raises SolveFailed naming the window when an answer stays bad)."""
     tax = taxonomy or default_taxonomy()
     sentences = split_sentences(text)
-    asker = asker or Asker(llm, system=system_prompt(tax), affinity=affinity)
+    asker = Asker(llm, system=system_prompt(tax), affinity=affinity)
     state = _State()
     plan = windows(len(sentences), window_sentences)
     for k, (first, last) in enumerate(plan):
