@@ -39,7 +39,7 @@ SEP = "#" * 20  # above the first: the worker's feedback (left out); then one bl
 SECTIONS = {"Conversation:": "turns", "Persona:": "persona", "Topic and Human Opinion:": "topic",
             "Topic Change and Chatbot Opinion:": "topic_change", "Revised avg score:": "scores"}  # in this order
 FILE_NAME = re.compile(r"\((\w+)\)(\w+?)_(\w+?)_(\w+)\.txt")
-TURN = re.compile(r"(User|Bot)\((\d+)\): ?(.*)")
+TURN = re.compile(r"User\((\d+)\): ?(.*)\nBot\(\1\): ?(.*)")  # one round: the user's line, the bot's answer
 RATING = re.compile(r"(\w[\w ]*?)(\(↓\))?: (\d+(?:\.\d+)?)")  # (↓): a negative criterion, reversed by the method
 
 
@@ -78,14 +78,11 @@ def _record(path: Path, block: list[tuple[int, str]], split: str, ids: tuple[str
     if len(got) < len(SECTIONS):
         raise DataError(f"system {head[7:]!r} has no {list(SECTIONS)[len(got)]!r} section", **where(at))
     turns: list[dict[str, Any]] = []
-    for k, (n, line) in enumerate(got["turns"] + [(at, "")] * (len(got["turns"]) % 2)):  # each User(k) its Bot(k)
-        turn, want = TURN.fullmatch(line), f"{('User', 'Bot')[k % 2]}({k // 2 + 1})"
-        if turn is None or f"{turn[1]}({turn[2]})" != want:
-            raise DataError(f"expected the turn {want}: TEXT, got {shown(line)}", **where(n))
-        if k % 2:
-            turns[-1]["bot"] = turn[3]
-        else:
-            turns.append({"round": k // 2 + 1, "user": turn[3]})
+    for k, (n, _) in enumerate(got["turns"][::2], 1):  # each User(k) line, then its Bot(k)
+        pair = "\n".join(line for _, line in got["turns"][2 * k - 2:2 * k])
+        if (turn := TURN.fullmatch(pair)) is None or turn[1] != str(k):
+            raise DataError(f"expected User({k}): TEXT and Bot({k}): TEXT, got {shown(pair)}", **where(n))
+        turns.append({"round": k, "user": turn[2], "bot": turn[3]})
     scores: dict[str, float] = {}
     for n, line in got["scores"]:
         rating = RATING.fullmatch(line)

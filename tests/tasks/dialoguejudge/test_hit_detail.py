@@ -163,9 +163,9 @@ def test_a_hand_made_file_reads_into_records(tmp_path):
 
 
 @pytest.mark.parametrize("old, new, line", [
-    ("Bot(2): i like", "Bot(3): i like", 10),  # a turn out of order
+    ("Bot(2): i like", "Bot(3): i like", 9),  # a turn out of order: named at its round's User line
     ("User(2): Do you fish?\n", "", 9),  # a user turn missing: Bot(1) is followed by Bot(2)
-    ("Bot(1): I you want garden\n", "", 30),  # the last user turn has no answer: named at its block's Model line
+    ("Bot(1): I you want garden\n", "", 33),  # the last user turn has no answer
     ("Fun: 55.5", "Fun: lots", 26),  # a rating that is no number
     ("Interesting: 60", "Interesting 60", 25),
     ("Conversation:\nUser(1): Hi\nBot(1): hello", "Chat:\nUser(1): Hi\nBot(1): hello", 6),  # no Conversation header
