@@ -19,16 +19,17 @@ def test_union_seconds_merges_overlaps_and_keeps_gaps():
 
 
 def test_phase_of_tells_each_step_by_its_schema():
+    from emocaustics.solve.schema import schema_of
     from emocaustics.tasks.longdialogue.extract import parse as p
 
     def as_json(s):
         return json.dumps(s, sort_keys=True, ensure_ascii=False)
 
     assert phase_of(as_json(p.pass1_schema(5, [0, 1]))) == "window-pass1"
-    assert phase_of(as_json(p.sextuple_schema())) == "sextuple"
+    assert phase_of(as_json(schema_of(p.SextupleAnswer))) == "sextuple"
     assert phase_of(as_json(p.chain_direct_schema(["A", "B"]))) == "chain-direct"
     assert phase_of(as_json(p.chain_window_schema(["A"], ["e"], 5))) == "chain-window"
-    assert phase_of(as_json(p.merge_schema())) == "chain-merge"
+    assert phase_of(as_json(schema_of(p.MergeAnswer))) == "chain-merge"
     assert phase_of(None) == "free-text"
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from benchmarks.sim_cluster import make_sim_pool
 from benchmarks.sim_engine import PRESETS, SimEngine, estimate_tokens, fake_answer
-from emocaustics.solve.schema import validate_answer
+from emocaustics.solve.schema import schema_of, validate_answer
 from emocaustics.tasks.longdialogue.extract import parse as P
 
 HW = replace(PRESETS["qwen2.5-7b@h100"], step_overhead_s=0.001)
@@ -91,11 +91,11 @@ def test_token_estimate_follows_length():
 
 
 @pytest.mark.parametrize("schema,model", [
-    (P.sextuple_schema(), P.SextupleAnswer),
+    (schema_of(P.SextupleAnswer), P.SextupleAnswer),
     (P.pass1_schema(5, [1, 2]), P.Pass1Answer),
     (P.chain_direct_schema(["A", "B"]), P.ChainDirectAnswer),
     (P.chain_window_schema(["A", "B"], ["吵架"], 4), P.ChainWindowAnswer),
-    (P.merge_schema(), P.MergeAnswer),
+    (schema_of(P.MergeAnswer), P.MergeAnswer),
 ])
 def test_answers_pass_the_pipeline_parsers(schema, model):
     import json

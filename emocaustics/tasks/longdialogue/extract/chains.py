@@ -10,8 +10,9 @@ from __future__ import annotations
 from emocaustics.tasks.longdialogue.data.schema import Emotion
 from emocaustics.tasks.longdialogue.extract import prompts as P
 from emocaustics.solve.ask import Ask, Asker
+from emocaustics.solve.schema import schema_of
 from emocaustics.tasks.longdialogue.extract.parse import (ChainDirectAnswer, ChainWindowAnswer, MergeAnswer, chain_direct_schema,
-                                       chain_window_schema, merge_schema)
+                                       chain_window_schema)
 from emocaustics.tasks.longdialogue.extract.sextuple import DialogueInput
 from emocaustics.tasks.longdialogue.extract.windows import windows
 
@@ -115,7 +116,7 @@ async def merge(asker: Asker, chains: ChainState) -> ChainState:
             for a, b in runs_to_merge(emos):
                 reasons = "\n".join(f"{n + 1}. {e.reason}" for n, e in enumerate(emos[a:b]))
                 asks.append(Ask(f"chain merge {h}/{ev} emotions {a}-{b - 1}", P.CHAIN_MERGE.substitute(
-                    holder=h, event=ev, state=emos[a].state, reasons=reasons), MergeAnswer, merge_schema(),
+                    holder=h, event=ev, state=emos[a].state, reasons=reasons), MergeAnswer, schema_of(MergeAnswer),
                     live=True))
                 jobs.append((h, ev, a, b))
     answers = await asker.ask_many(asks) if asks else []

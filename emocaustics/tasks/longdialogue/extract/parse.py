@@ -84,10 +84,6 @@ class ChainWindowAnswer(_Strict):
 class MergeAnswer(_Strict):
     reason: str = Field(max_length=LONG)
 
-def sextuple_schema() -> dict[str, Any]:
-    return schema_of(SextupleAnswer)
-
-
 def pass1_schema(n_new: int, event_ids: list[int]) -> dict[str, Any]:
     """Exactly one item per new utterance; event_id limited to the events on show, or -1 for a new event."""
     s = schema_of(Pass1Answer)
@@ -115,7 +111,3 @@ def chain_window_schema(holders: list[str], events: list[str], max_items: int) -
     if events:
         props["event"] = {"type": "string", "enum": list(events)}
     return s
-
-
-def merge_schema() -> dict[str, Any]:
-    return schema_of(MergeAnswer)

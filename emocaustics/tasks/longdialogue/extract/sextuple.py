@@ -16,8 +16,9 @@ import numpy as np
 from emocaustics.tasks.longdialogue.extract import prompts as P
 from emocaustics.tasks.longdialogue.extract.bucket import EventBucket
 from emocaustics.solve.ask import Ask, Asker
+from emocaustics.solve.schema import schema_of
 from emocaustics.tasks.longdialogue.embeddings import EmbeddingFailed, Embeddings  # noqa: F401 (the methods' inputs)
-from emocaustics.tasks.longdialogue.extract.parse import Pass1Answer, SextupleAnswer, pass1_schema, sextuple_schema
+from emocaustics.tasks.longdialogue.extract.parse import Pass1Answer, SextupleAnswer, pass1_schema
 from emocaustics.tasks.longdialogue.extract.windows import Window, recent_history, windows
 
 EventContext = Literal["asof", "strict", "final"]
@@ -59,7 +60,7 @@ def _record(d: DialogueInput, i: int, answer: SextupleAnswer, event: str | None 
 
 async def direct(asker: Asker, d: DialogueInput) -> list[dict]:
     """One call per utterance with the whole history up to it; a prompt over the context is a failure, not cut."""
-    schema = sextuple_schema()
+    schema = schema_of(SextupleAnswer)
     asks = [
         Ask(f"direct utterance {i}", P.DIRECT_SEXTUPLE.substitute(history=d.lines(range(i + 1)), index=i,
                                                                     holder=d.holders[i], sentence=d.sentences[i]),
@@ -93,7 +94,7 @@ async def rag(asker: Asker, d: DialogueInput, emb: np.ndarray | Embeddings | Non
     The first K utterances have no line older than their recent history to retrieve: their calls go out at once,
     and a dialogue of at most K utterances needs no embeddings at all (`retrieves`)."""
     emb = Embeddings.of(emb)
-    schema = sextuple_schema()
+    schema = schema_of(SextupleAnswer)
     pending: list[asyncio.Task[list[SextupleAnswer]]] = []
     free = len(d) if top_k <= 0 else min(len(d), k)  # utterances that retrieve nothing
     bounds = sorted({0, free, *range(free, len(d), chunk), len(d)})
@@ -156,7 +157,7 @@ def default_target(d: DialogueInput, j: int) -> str:
 
 def _pass2_asks(d: DialogueInput, w: Window, events_text: str, names: dict[int, str], targets: dict[int, str],
                 known: bool, priority: int = 0) -> list[Ask[SextupleAnswer]]:
-    schema = sextuple_schema()
+    schema = schema_of(SextupleAnswer)
     asks = []
     for j in w.new:
         # history from the window's first shown utterance up to j: consecutive utterances share this prefix
