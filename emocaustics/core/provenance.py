@@ -9,7 +9,6 @@ the first samples that do not match (another subset, another dataset, a renumber
 from __future__ import annotations
 
 import json
-import os
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from emocaustics.core.content import content_hash
 from emocaustics.core.errors import ProvenanceMismatch, UsageError
 from emocaustics.core.redact import redacted
 from emocaustics.core.software import software
+from emocaustics.core.writes import atomic_json
 
 FILE = "provenance.json"
 VERSION = 1
@@ -51,11 +51,8 @@ def record(task: Any, loaded: Any, *, dataset: dict[str, Any], options: Any, mod
 def write(folder: Path, rec: dict[str, Any]) -> Path:
     """Write (or refresh) `provenance.json`; atomically, so a killed run never leaves half a record."""
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / FILE
-    tmp = path.with_name(f".{FILE}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(rec, ensure_ascii=False, indent=1), encoding="utf-8")
-    os.replace(tmp, path)
-    return path
+    atomic_json(rec, folder / FILE)
+    return folder / FILE
 
 
 def read(folder: str | Path) -> dict[str, Any] | None:

@@ -3,16 +3,18 @@
 A full disk shows up as an OSError without a file name (the write, not the open, fails), as sqlite's "database or
 disk is full", or as polars' "underlying IO error ... (os error 28)": `failed(path, exc)` turns each into one error
 naming the path. `append_line` keeps an appended file whole: a line cut by a full disk is cut back off, so the lines
-written before stay readable and a `--resume` reads the file as it was; `atomic_parquet` replaces a table whole or
-not at all.
+written before stay readable and a `--resume` reads the file as it was; `atomic_json` and `atomic_parquet` replace a
+file whole or not at all (`_replacing`).
 """
 
 from __future__ import annotations
 
 import errno
+import json
 import os
 import re
 import sqlite3
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -61,9 +63,14 @@ def writing(path: str | Path) -> Iterator[None]:
     try:
         yield
     except Exception as exc:
-        if isinstance(exc, WriteFailed) or not (isinstance(exc, OSError) or _cause(exc)[1] is not None):
+        if not _a_write_error(exc):
             raise
         raise failed(getattr(exc, "filename", None) or path, exc) from None
+
+
+def _a_write_error(exc: BaseException) -> bool:
+    """An OSError, or sqlite's or polars' words for one, not named yet."""
+    return not isinstance(exc, WriteFailed) and (isinstance(exc, OSError) or _cause(exc)[1] is not None)
 
 
 def append_line(path: Path, line: str) -> None:
@@ -84,14 +91,30 @@ def append_line(path: Path, line: str) -> None:
             os.close(fd)
 
 
+@contextmanager
+def _replacing(path: Path) -> Iterator[Path]:
+    """A temporary file beside `path` to write its new content to, put in its place when the block ends: a write
+    that fails (a full disk) leaves `path` as it was and raises `WriteFailed` naming it. The name is this thread's
+    own: writers side by side (each running config's clock thread saves run.json) never share one."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    except Exception as exc:
+        if not _a_write_error(exc):
+            raise
+        raise failed(path, exc) from None  # `path`, not the temporary file's name
+    finally:
+        tmp.unlink(missing_ok=True)  # gone once replaced; the file as it was stays
+
+
+def atomic_json(obj: Any, path: Path) -> None:
+    """`obj` as indented JSON in `path` (run.json, provenance.json), replacing it whole or not at all."""
+    with _replacing(path) as tmp:
+        tmp.write_text(json.dumps(obj, ensure_ascii=False, indent=1), encoding="utf-8")
+
+
 def atomic_parquet(frame: Any, path: Path) -> None:
     """`frame` (a polars DataFrame) as `path`, zstd-compressed, replacing it whole or not at all."""
-    import polars as pl
-
-    tmp = path.with_name(path.name + ".tmp")
-    try:
+    with _replacing(path) as tmp:  # polars reports a full disk as a ComputeError: `_cause` reads its os error
         frame.write_parquet(tmp, compression="zstd", compression_level=ZSTD_LEVEL)
-        os.replace(tmp, path)
-    except (OSError, pl.exceptions.ComputeError) as exc:  # polars reports a full disk as a ComputeError
-        tmp.unlink(missing_ok=True)  # the file as it was stays
-        raise failed(path, exc) from None

@@ -1,5 +1,6 @@
-"""A job's dollars: each model's price (models/prices.py, with the job's `price:` overrides), the pre-flight check of
-`max_cost_usd`, and the process-wide ledger a run spends against (models/budget.py, which raises the typed stop)."""
+"""A job's dollars: each model's price (models/prices.py, with the job's `price:` overrides) and the pre-flight check
+of `max_cost_usd`, whose prices the run's ledger spends against (made in the start phase: models/budget.py, which
+raises the typed stop)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ from typing import Any
 from emocaustics.core.errors import UsageError
 from emocaustics.jobs.spec import JobSpec
 from emocaustics.models.prices import Price, price_for, table
-from emocaustics.models.registry import is_remote
 from emocaustics.models.spec import LLMSpec, endpoint_name
 
 
@@ -21,7 +21,7 @@ def check_budget(job: JobSpec, configs: list[Any]) -> dict[str, Price]:
     by_model = {c.model: c.price for c in configs if c.model}
     out = {}
     for where, name, llm in models_called(job, configs):
-        if not isinstance(llm, LLMSpec) or not is_remote(llm):
+        if not isinstance(llm, LLMSpec) or not llm.remote:
             continue
         price = by_model[name] if name in by_model else price_for(llm, job.models[name].price
                                                                   if name in job.models else None)
@@ -32,12 +32,3 @@ def check_budget(job: JobSpec, configs: list[Any]) -> dict[str, Price]:
                              f"table of {table()['as_of']} does not list it): give its `price: {{input: USD, output: "
                              "USD}` per 1M tokens")  # not an f-string: one brace
     return out
-
-
-def start_ledger(job: JobSpec, configs: list[Any]) -> None:
-    """The run's ledger (models/budget.py): the limit, and the price of each endpoint by its endpoint name (a limit
-    with an unpriced endpoint is a usage error, before the ledger)."""
-    from emocaustics.models import budget
-
-    prices = check_budget(job, configs)
-    budget.activate(job.max_cost_usd, prices)

@@ -91,19 +91,18 @@ class ModelSpec(BaseModel):
         """The entry as the model layer takes it, built here, where a job is resolved: its spec string (the one
         parse) with the entry's typed keys put where they go (pool, limits, batch, client, engine) and checked as in
         a query (a malformed one is a UsageError naming it). Nothing downstream parses a spec string."""
-        from emocaustics.models.registry import is_remote
         from emocaustics.models.spec import parse_llm_spec
 
-        gpus = int(self.gpus_per_replica)
+        base, gpus = parse_llm_spec(self.spec), int(self.gpus_per_replica)
         placed = {"replicas": self.replicas if self.replicas != 1 else None, "gpus": gpus or None,
                   "tp": gpus if self.gpus_per_replica > 1 else None,
                   "placement": self.placement if self.placement != "default" else None,
                   "batch": True if self.batch else None}  # a local engine's spec refuses batch: providers' APIs
         limits = {"concurrency": self.concurrency, "max_connection_failures": self.max_connection_failures,
                   "max_server_errors": self.max_server_errors, "stall_seconds": self.stall_seconds,
-                  "rpm": self.rpm, "tpm": self.tpm} if is_remote(self.spec) else {}
+                  "rpm": self.rpm, "tpm": self.tpm} if base.remote else {}
         opts = {**_given(limits), **self.engine, **_given(placed)}  # engine: also the client keys beside spec
-        return parse_llm_spec(self.spec).with_options(**opts)
+        return base.with_options(**opts)
 
 
 def _given(keys: dict[str, Any]) -> dict[str, Any]:

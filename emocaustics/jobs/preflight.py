@@ -10,7 +10,7 @@ Both run before Ray starts and before the run folder is touched:
   counted with the model's tokenizer where it is local), generated tokens (at most: the requests' own max_tokens),
   dollars at the model's price (jobs/cost.py; "unknown" without one), models with their placement, where outputs
   and cache go. A config that cannot run is not forecast: its row names its problem.
-- `preflight` checks, in this order, the datasets, the embedder, every model (an endpoint gets one cheap request, a
+- `checked` checks, in this order, the datasets, the budget, the embedder, every model (an endpoint gets one cheap request, a
   path must exist, a hub name must be cached or reachable) and stops at the first problem with one line that names it.
 """
 
@@ -25,6 +25,7 @@ from emocaustics.core.groundtruth import require_ground_truth
 from emocaustics.core.task import Loaded, needs_model
 from emocaustics.jobs.spec import JobSpec, ModelSpec
 from emocaustics.models.cacheplace import CacheChoice
+from emocaustics.models.prices import Price
 from emocaustics.models.registry import probed, provider
 from emocaustics.models.spec import LLMSpec
 
@@ -128,7 +129,6 @@ def describe(job: JobSpec, configs: list[Any], loaded: dict[str, Loaded | UsageE
     from emocaustics.jobs import rundir
     from emocaustics.jobs.cost import check_budget
     from emocaustics.models.prices import table as price_table
-    from emocaustics.models.registry import is_remote
 
     problems: dict[str, list[str]] = {}  # message -> the labels of the configs it stops (none: the job's)
 
@@ -167,7 +167,7 @@ def describe(job: JobSpec, configs: list[Any], loaded: dict[str, Loaded | UsageE
     for cfg in configs:
         got = loaded[cfg.label]
         n = "?" if isinstance(got, UsageError) else len(got.samples)
-        remote = cfg.llm is not None and is_remote(cfg.llm)
+        remote = cfg.llm is not None and cfg.llm.remote
         if isinstance(got, UsageError):
             why = problem(f"dataset: {got}", cfg.label)
         elif not got.samples:
@@ -301,37 +301,30 @@ def check_endpoint(parsed: LLMSpec, timeout: float = 10.0) -> None:
                              + " or ".join(prov.key_variables))
 
 
-def checked(job: JobSpec, configs: list[Any], *, network: bool = True) -> dict[str, Loaded]:
-    """The pre-flight phase of a run: every config's samples (`load_all`), once every check passed (`preflight`;
-    without `network`, for tests, only the datasets' and the model specs' own errors stop it)."""
-    loaded = load_all(configs)
-    if network:
-        preflight(job, configs, loaded)
-    for got in loaded.values():
-        if isinstance(got, UsageError):
-            raise got
-    for c in configs:
-        if c.model and c.llm is None:  # a spec that does not parse as the model layer takes it: its error
-            job.models[c.model].parsed()
-    return loaded  # type: ignore[return-value]  # the errors were raised above
-
-
-def preflight(job: JobSpec, configs: list[Any], loaded: dict[str, Loaded | UsageError]) -> None:
-    """Stop with one line on the first problem: datasets, the embedder, then every model the configs use."""
+def checked(job: JobSpec, configs: list[Any], *, network: bool = True) -> tuple[dict[str, Loaded], dict[str, Price]]:
+    """The pre-flight phase of a run: every config's samples (`load_all`) and the price of every endpoint the job
+    calls (`cost.check_budget`: the start phase's ledger spends against them). Stops with one line on the first
+    problem: datasets, the budget, the embedder, then every model the configs use; without `network` (tests) only
+    the datasets', the budget's and the model specs' own errors stop it."""
+    from emocaustics.jobs.cost import check_budget
     from emocaustics.models.embedders import check_embedder
 
+    loaded = load_all(configs)
     for cfg in configs:
         got = loaded[cfg.label]
         if isinstance(got, UsageError):
-            raise PreflightError(f"config {cfg.label}: dataset: {got}")
-        if not got.samples:
+            raise PreflightError(f"config {cfg.label}: dataset: {got}") if network else got
+        if network and not got.samples:
             raise PreflightError(f"config {cfg.label}: the dataset selection has no samples")
-    from emocaustics.jobs.cost import check_budget
-
-    check_budget(job, configs)  # max_cost_usd with an unpriced endpoint: before any network check
-    try:
-        check_embedder(job.scoring.embedder)
-    except UsageError as exc:
-        raise PreflightError(f"scoring.embedder: {exc}") from None
-    for problem in _model_problems(job, configs, network=True).values():
-        raise PreflightError(problem)
+    prices = check_budget(job, configs)  # max_cost_usd with an unpriced endpoint: before any network check
+    if network:
+        try:
+            check_embedder(job.scoring.embedder)
+        except UsageError as exc:
+            raise PreflightError(f"scoring.embedder: {exc}") from None
+        for problem in _model_problems(job, configs, network=True).values():
+            raise PreflightError(problem)
+    for c in configs:
+        if c.model and c.llm is None:  # a spec that does not parse as the model layer takes it: its error
+            job.models[c.model].parsed()
+    return loaded, prices  # type: ignore[return-value]  # the errors were raised above

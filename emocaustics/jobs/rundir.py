@@ -34,7 +34,7 @@ from typing import Any
 
 from emocaustics.core.errors import NothingToResume, ResumeMismatch, RunFolderTaken, UsageError, WriteFailed
 from emocaustics.core.redact import redacted
-from emocaustics.core.writes import NO_ROOM, failed
+from emocaustics.core.writes import NO_ROOM, atomic_json, failed
 from emocaustics.jobs.spec import JobSpec
 
 RUN_FILE = "run.json"
@@ -93,17 +93,6 @@ def read_run(run_dir: Path) -> dict[str, Any] | None:
         return {"job": "?", "hash": "?", "state": "unreadable"}
 
 
-def _write_atomic(path: Path, obj: Any) -> None:
-    # a temporary name of this thread's own: configs solved side by side each have a clock thread saving run.json
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    try:
-        tmp.write_text(json.dumps(obj, ensure_ascii=False, indent=1), encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError as exc:  # a full disk: the record on disk stays the last whole one
-        tmp.unlink(missing_ok=True)
-        raise failed(path, exc) from None
-
-
 def _describe(record: dict[str, Any] | None, run_dir: Path) -> str:
     if record is None:
         return f"{run_dir} is not empty and holds no run.json (not a run folder of this version)"
@@ -130,7 +119,7 @@ class Claim:
 
     def save(self) -> None:
         with self.lock:
-            _write_atomic(self.run_dir / RUN_FILE, self.record)
+            atomic_json(self.record, self.run_dir / RUN_FILE)  # a full disk: the last whole record stays
 
 
 # The run folders this process holds, by path: a run stopped by an error and resumed in the same process (the Python

@@ -102,7 +102,7 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force
             retry_limits: bool = False) -> Path:
     """Run a job into its folder, phase by phase: resolve, claim, pre-flight, start, solve, score, tables and report,
     finish. Nothing is written until the folder is claimed (`rundir.claim`) and every pre-flight check passed
-    (`preflight`; `check=False` skips the network checks, for tests). `job_file`: the spec's file, named in the
+    (`preflight.checked`; `check=False` skips the network checks, for tests). `job_file`: the spec's file, named in the
     command a stopped run prints to continue it. `retry_limits` (with `resume`): samples that failed over a limit are
     solved again too."""
     if retry_limits and not resume:
@@ -117,10 +117,10 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force
     claimed = rundir.claim(run_dir, job, resume=resume, force=force)
     configs = _order(resolve(job, run_dir))
     marks["data_start"] = time.time()
-    loaded = checked(job, configs, network=check)
+    loaded, prices = checked(job, configs, network=check)
     marks["data_loaded"] = marks["llm_start"] = time.time()
-    started = start_job(job, configs, loaded, claimed, ray_address or job.ray.address or os.environ.get("RAY_ADDRESS"),
-                        retry_limits)
+    started = start_job(job, configs, loaded, prices, claimed,
+                        ray_address or job.ray.address or os.environ.get("RAY_ADDRESS"), retry_limits)
     marks["llm_ready"] = marks["first_submitted"] = time.time()
     with _named(f"job {job.name}", job_file, run_dir):  # every model config on one plan: their prepared samples
         solved = solve_together(job, configs, loaded, started.ctx, started.cache_dir, started.evallog.config,

@@ -34,23 +34,23 @@ class Started:
     startup: dict[str, Any]
 
 
-def start_job(job: JobSpec, configs: list[Any], loaded: dict[str, Loaded], claimed: rundir.Claim,
-              address: str | None, retry_limits: bool) -> Started:
-    """The start phase, after every pre-flight check passed: the ledger, the cache, run.json and config.yaml, the
+def start_job(job: JobSpec, configs: list[Any], loaded: dict[str, Loaded], prices: dict[str, Any],
+              claimed: rundir.Claim, address: str | None, retry_limits: bool) -> Started:
+    """The start phase, after every pre-flight check passed: the ledger (`max_cost_usd`, spent against the endpoints'
+    `prices` the pre-flight found: models/budget.py), the cache, run.json and config.yaml, the
     job's Ray settings (joined when first needed: `models.factory.join_ray`), the embedder, the eval log, the local
     engines, then each config's folder and provenance (and a resume's line of what it skips)."""
     from emocaustics.core.cluster import configure
     from emocaustics.evallog.writer import EvalLog
     from emocaustics.jobs.configs import judge_spec
-    from emocaustics.jobs.cost import start_ledger
     from emocaustics.jobs.together import resume_line
+    from emocaustics.models.budget import activate
     from emocaustics.models.cacheplace import choose
     from emocaustics.models.embedders import make_embedder
-    from emocaustics.models.registry import is_remote
 
     run_dir = claimed.run_dir
     config_yaml, judge = dump_job(job), judge_spec(job)  # what of the job the folder and the scoring keep
-    start_ledger(job, configs)  # max_cost_usd: every endpoint priced (else a usage error), then spent against
+    activate(job.max_cost_usd, prices)
     # the job's `cache:` (models/cacheplace.py): the shared cache by default (read-only), a folder of the job's, or
     # None (`off`, `--no-cache`); in run.json: where, never what it holds
     cache_dir = choose(job.cache)
@@ -68,7 +68,7 @@ def start_job(job: JobSpec, configs: list[Any], loaded: dict[str, Loaded], claim
                        scoring=job.scoring.task_options, use_ray=True, cache=cache_dir)
     print(f"response cache: {cache_dir.describe() if cache_dir is not None else 'off'}", flush=True)
     evallog = EvalLog(run_dir, prompts=job.log.prompts)  # every call of every sample: `emocaustics view RUN_DIR`
-    local = sorted({c.model for c in configs if c.llm is not None and not is_remote(c.llm)})  # engines here
+    local = sorted({c.model for c in configs if c.llm is not None and not c.llm.remote})  # engines here
     startup = start_models(job, local, {c.model: c.llm for c in configs if c.model}.__getitem__, embedder)
     (run_dir / "startup.json").write_text(json.dumps(startup, indent=1), encoding="utf-8")
     defects: list[dict[str, Any]] = []

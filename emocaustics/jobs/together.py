@@ -127,9 +127,7 @@ def resume_line(cfg: Config, samples: list, retry_limits: bool = False) -> str:
 def _start_local(chosen: list[Config]) -> None:
     """The pools of the local models, in this (main) thread as the plan's `solve_samples` does: `ray.init` installs
     signal handlers, and the driver owns the replicas. The job has started them already; this finds them."""
-    from emocaustics.models.registry import is_remote
-
-    local = [c for c in chosen if not is_remote(c.llm)]
+    local = [c for c in chosen if not c.llm.remote]
     if not local:
         return
     from emocaustics.models.factory import pool

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 from emocaustics.core.errors import UsageError
-from emocaustics.models.registry import is_remote
 from emocaustics.models.spec import LLMSpec
 
 
@@ -58,7 +57,7 @@ def check_engine_options(spec: LLMSpec) -> None:
 def pool_arguments(spec: LLMSpec) -> dict[str, Any]:
     """Keyword arguments of `ModelPool` for a smoke/vllm spec (builds the smoke model when needed; the smoke folder's
     name is part of the response-cache id)."""
-    if is_remote(spec.kind):
+    if spec.remote:
         raise ValueError(f"{spec.kind} specs have no model pool")
     engine = dict(spec.engine)
     check_engine_options(spec)

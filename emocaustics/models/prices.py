@@ -63,16 +63,6 @@ def table() -> dict[str, Any]:
     return json.loads((Path(__file__).with_name("prices.json")).read_text(encoding="utf-8"))
 
 
-def model_name(spec: Any) -> str | None:
-    """The provider's model name of an endpoint: an `LLMSpec`'s model, or a spec string's (`openai:gpt-4o@URL?...` ->
-    `gpt-4o`); None for local engines."""
-    from emocaustics.models.registry import is_priced
-
-    if not is_priced(spec):
-        return None
-    return (spec.split("?", 1)[0].partition(":")[2].split("@", 1)[0] if isinstance(spec, str) else spec.model) or None
-
-
 def listed(name: str | None) -> Price | None:
     """The table's price of a model name (exact, or with a date / `-latest` suffix), else None."""
     if not name:
@@ -85,8 +75,9 @@ def listed(name: str | None) -> Price | None:
 
 
 def price_for(spec: Any, override: PriceOverride | None = None) -> Price | None:
-    """A model's price (see the module docstring); None when unknown."""
-    base = listed(model_name(spec))
+    """A model's price (see the module docstring), of its `LLMSpec`: the endpoint's model name where its provider
+    bills per call (`LLMSpec.priced`); None when unknown."""
+    base = listed(spec.model if spec.priced else None)
     if override is None:
         return base
     given = override.model_dump(exclude_none=True)

@@ -10,7 +10,8 @@ names a kind that is not built in, and used as the built-in ones are: `myprov:MO
 and `models.factory.make_llm` puts the same layers in front of it (docs/models.md, "Plug-in providers"); one with a
 `models_path` is checked by the pre-flight as the built-in endpoints are.
 
-Code outside this module asks the provider (`remote`, `priced`, `probed`), never the spelling of a spec.
+Code outside this module asks the provider (`remote`, `probed`), never the spelling of a spec; a parsed spec keeps its
+provider's facts (`LLMSpec.remote`, `.priced`), read once where it is parsed.
 """
 
 from __future__ import annotations
@@ -104,11 +105,6 @@ def is_remote(spec: Any) -> bool:
     """Whether the spec's provider is a client of an endpoint (False for an unknown kind: the parser names it)."""
     found = find(kind_of(spec))
     return found is not None and found.remote
-
-
-def is_priced(spec: Any) -> bool:
-    found = find(kind_of(spec))
-    return found is not None and found.priced
 
 
 def probed(spec: Any) -> Provider | None:

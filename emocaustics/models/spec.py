@@ -38,7 +38,7 @@ from emocaustics.models.breaker import DEFAULT_LIMIT, DEFAULT_SERVER_ERRORS, REQ
 # A remote base URL without `user:password@`: those become the Authorization header its clients send, so that what
 # the run records and prints has no secret in it; aiohttp would refuse the URL anyway.
 from emocaustics.models.http import strip_credentials as without_credentials
-from emocaustics.models.registry import is_remote, provider
+from emocaustics.models.registry import find, is_remote, provider
 
 ALLOWED = (
     "'smoke[?OPTION=VALUE...]', 'vllm:PATH_OR_NAME[?replicas=N&tp=N&OPTION=VALUE...]', "
@@ -114,6 +114,9 @@ class LLMSpec(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     kind: str  # the provider's name (models/registry.py): smoke, vllm, openai, anthropic, ollama or a plug-in's
+    # The provider's facts, read from the registry once, where the spec is parsed: every layer after reads these
+    remote: bool = False  # a client of an endpoint: no Ray pool; breaker, rate limit and budget layers in front
+    priced: bool = False  # its calls cost money (models/prices.py)
     model: str = ""
     base_url: str | None = None
     replicas: int = Field(1, ge=1)
@@ -132,7 +135,7 @@ class LLMSpec(BaseModel):
 
     def canonical(self) -> str:
         """A stable string for this spec (registry key, reports). Equal specs give equal strings."""
-        if is_remote(self.kind):  # openai, anthropic, and a plug-in provider's endpoint
+        if self.remote:  # openai, anthropic, and a plug-in provider's endpoint
             head = f"{self.kind}:{self.model}" + (f"@{self.base_url}" if self.base_url else "")
             query = dict(sorted(self.endpoint_options().items()))
         else:
@@ -154,7 +157,7 @@ class LLMSpec(BaseModel):
         URL; a local model by its spec without placement (outputs do not depend on replicas/tp/gpus/cpus) and, for
         weights on this machine, what they hold: the smoke model's recipe hash, a local folder's (or file's)
         `fingerprint`, so that replaced weights are a new model. A hub name stays its name (`revision=` pins it)."""
-        if is_remote(self.kind):
+        if self.remote:
             return f"{self.kind}:{self.model}" + (f"@{self.base_url}" if self.base_url else "")
         unplaced = self.model_copy(update={"replicas": 1, "tp": 1, "gpus": None, "cpus": 0.0, "placement": "default"})
         head, sep, query = unplaced.canonical().partition("?")
@@ -179,7 +182,7 @@ def _value(raw: str) -> Any:
 
 def _assign(data: dict[str, Any], opts: dict[str, Any], spec: str) -> None:
     for key, value in opts.items():
-        if is_remote(data["kind"]):
+        if data["remote"]:
             allowed = CLIENT_KEYS + provider(data["kind"]).options
             if key not in allowed:
                 raise UsageError(f"model spec {spec!r}: unknown option {key!r} ({data['kind']} options: "
@@ -207,6 +210,7 @@ def parse_llm_spec(spec: str) -> LLMSpec:
                          f"expected {ALLOWED}") from None
     refuse_secrets(opts, f"model spec {spec!r}")
     kind, _, rest = head.partition(":")
+    prov = find(kind)  # its provider, asked once: the spec keeps what it says (`LLMSpec.remote`, `.priced`)
     if head == "smoke":
         data: dict[str, Any] = {"kind": "smoke"}
     elif kind == "vllm" and rest:
@@ -214,17 +218,16 @@ def parse_llm_spec(spec: str) -> LLMSpec:
     elif kind in ("hf", "huggingface"):  # removed (round 8): a second path for local weights beside the vLLM engine
         raise UsageError(f"model spec {spec!r}: the {kind}: provider was removed; use "
                          f"{'smoke' if rest == 'smoke' else 'vllm:' + (rest or 'PATH_OR_NAME')} for local weights, ollama:MODEL, or openai:MODEL@URL (any OpenAI-compatible server)")
-    elif is_remote(kind) and (rest or provider(kind).needs_url):  # openai, anthropic, ollama, a plug-in's endpoint
+    elif prov is not None and prov.remote and (rest or prov.needs_url):  # openai, anthropic, ollama, a plug-in's
         model, at, base_url = rest.partition("@")
-        needs_url = provider(kind).needs_url
-        if not model or (at or needs_url) and not base_url.startswith(("http://", "https://")):
-            form = "@BASE_URL' with an http(s) URL" if needs_url else f"' or '{kind}:MODEL@BASE_URL'"
+        if not model or (at or prov.needs_url) and not base_url.startswith(("http://", "https://")):
+            form = "@BASE_URL' with an http(s) URL" if prov.needs_url else f"' or '{kind}:MODEL@BASE_URL'"
             raise UsageError(f"model spec {spec!r}: expected '{kind}:MODEL{form}")
-        provider(kind).check(model, spec)  # a form of its own (litellm: PROVIDER/MODEL)
+        prov.check(model, spec)  # a form of its own (litellm: PROVIDER/MODEL)
         data = {"kind": kind, "model": model, "base_url": without_credentials(base_url) if base_url else None}
     else:
         raise UsageError(f"unknown model spec {spec!r}; expected {ALLOWED}")
-    return _built(data, opts, spec)
+    return _built({**data, "remote": prov.remote, "priced": prov.priced}, opts, spec)  # type: ignore[union-attr]
 
 
 def _built(data: dict[str, Any], opts: dict[str, Any], spec: str) -> LLMSpec:

@@ -74,7 +74,7 @@ def test_no_provider_name_tests_outside_the_registry():
     found.pop("models/registry.py", None)
     over = {f: n for f, n in found.items() if n > ALLOWED.get(f, 0)}
     assert not over, f"provider names tested outside models/registry.py (ask the provider: registry.is_remote, " \
-                     f"is_priced): {over}"
+                     f"LLMSpec.remote, .priced): {over}"
 
 
 def test_no_attribute_pass_through():
@@ -144,11 +144,16 @@ def test_layers_answer_the_interface_and_nothing_else(tmp_path):
 
 def test_the_registry_names_its_providers_and_an_unknown_one():
     from emocaustics.core.errors import UsageError
-    from emocaustics.models.registry import is_priced, is_remote, provider
+    from emocaustics.models.registry import is_remote, provider
+    from emocaustics.models.spec import parse_llm_spec
 
     assert all(provider(k).name == k for k in ("openai", "anthropic", "ollama", "vllm", "smoke"))
     assert is_remote("openai:m@http://x/v1?concurrency=2") and is_remote("anthropic:claude")
     assert not is_remote("smoke") and not is_remote("vllm:Qwen/Qwen2.5-0.5B") and not is_remote("nobody:x")
-    assert is_priced("anthropic:claude") and not is_priced("ollama:llama3") and not is_priced("smoke")
+    # a parsed spec keeps its provider's facts: read once, where it is parsed
+    specs = {s: parse_llm_spec(s) for s in ("anthropic:claude", "openai:m@http://x/v1", "ollama:llama3", "smoke",
+                                            "vllm:Qwen/Qwen2.5-0.5B")}
+    assert [(s.remote, s.priced) for s in specs.values()] == [(True, True), (True, True), (True, False),
+                                                              (False, False), (False, False)]
     with pytest.raises(UsageError, match="unknown model provider 'nobody'; known: anthropic, litellm, ollama"):
         provider("nobody")

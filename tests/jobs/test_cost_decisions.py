@@ -33,8 +33,13 @@ import pytest  # noqa: E402
 from emocaustics.core.errors import BudgetReached  # noqa: E402
 from emocaustics.models import budget  # noqa: E402
 from emocaustics.models.base import ChatRequest, Sampling  # noqa: E402
-from emocaustics.models.prices import (Price, PriceOverride, listed, model_name, price_for,  # noqa: E402
-                                       sample_cost, table)
+from emocaustics.models.prices import (Price, PriceOverride, listed, price_for, sample_cost, table)  # noqa: E402
+from emocaustics.models.spec import expand_shorthand, parse_llm_spec  # noqa: E402
+
+
+def _spec(text):
+    """A spec as a job's resolution hands it on: parsed, its provider's facts with it."""
+    return parse_llm_spec(expand_shorthand(text))
 
 P = Price(input=2.0, output=10.0, cached_input=0.5, batch_input=1.5, batch_output=4.0)
 
@@ -53,12 +58,12 @@ def test_missing_prices_default_to_input_for_cached_and_half_for_batch():
     assert p.cost(1000, 100, 1000, batch=True) == pytest.approx((1000 * 2.0 + 100 * 5.0) / 1e6)
 
 
-def test_model_names_of_specs():
-    assert model_name("openai:gpt-4o@http://x/v1?timeout=3") == "gpt-4o"
-    assert model_name("openai:gpt-4o?timeout=3") == "gpt-4o"
-    assert model_name("anthropic:claude-3-5-haiku-latest") == "claude-3-5-haiku-latest"
-    assert model_name("openai:@http://x/v1") is None
-    assert model_name("smoke") is None
+def test_a_spec_is_priced_by_its_model_name_where_its_provider_bills_per_call():
+    assert price_for(_spec("openai:gpt-4o@http://x/v1?timeout=3")) == listed("gpt-4o") is not None
+    assert price_for(_spec("openai:gpt-4o?timeout=3")) == listed("gpt-4o")
+    assert price_for(_spec("anthropic:claude-3-5-haiku-latest")) == listed("claude-3-5-haiku-latest") is not None
+    assert price_for(parse_llm_spec("ollama:gpt-4o")) is None  # the same name, on a server that bills nothing
+    assert price_for(_spec("smoke")) is None and price_for(_spec("vllm:gpt-4o")) is None
 
 
 def test_listed_prices_exact_dated_and_latest_names():
@@ -73,12 +78,13 @@ def test_listed_prices_exact_dated_and_latest_names():
 
 def test_an_override_fills_from_the_table_and_without_input_and_output_is_unknown():
     base = listed("gpt-4o")
-    assert price_for("openai:gpt-4o@x", PriceOverride(output=1.0)) == base.model_copy(update={"output": 1.0})
-    assert price_for("openai:mine@x", PriceOverride(input=1.0)) is None
-    assert price_for("openai:mine@x", PriceOverride(output=1.0)) is None
-    assert price_for("openai:mine@x", PriceOverride(input=1.0, output=3.0, batch_output=0.5)) == Price(
+    assert price_for(_spec("openai:gpt-4o@http://x"), PriceOverride(output=1.0)) == base.model_copy(
+        update={"output": 1.0})
+    assert price_for(_spec("openai:mine@http://x"), PriceOverride(input=1.0)) is None
+    assert price_for(_spec("openai:mine@http://x"), PriceOverride(output=1.0)) is None
+    assert price_for(_spec("openai:mine@http://x"), PriceOverride(input=1.0, output=3.0, batch_output=0.5)) == Price(
         input=1.0, output=3.0, batch_output=0.5)
-    assert price_for("openai:mine@x") is None
+    assert price_for(_spec("openai:mine@http://x")) is None
 
 
 def test_a_sample_costs_its_live_and_batch_tokens():
@@ -232,12 +238,17 @@ def _job(tmp_path, models: list[str], *, budget_usd: float | None = 3, judge: st
     return job, resolve(job, tmp_path / "run")
 
 
-def test_the_ledger_prices_each_remote_endpoint_by_its_endpoint_name(tmp_path):
+def _start_ledger(job, configs):
+    """The run's ledger as the phases make it: the pre-flight's prices (`cost.check_budget`), then the start's."""
     from emocaustics.jobs import cost
 
+    budget.activate(job.max_cost_usd, cost.check_budget(job, configs))
+
+
+def test_the_ledger_prices_each_remote_endpoint_by_its_endpoint_name(tmp_path):
     job, configs = _job(tmp_path, ["remote", "listed", "smoke"])
     try:
-        cost.start_ledger(job, configs)
+        _start_ledger(job, configs)
         led = budget.active()
         assert led.limit_usd == 3.0
         assert led.prices == {"openai:gpt-4o-mini@http://x/v1": listed("gpt-4o-mini"),
@@ -259,7 +270,7 @@ def test_a_limit_with_an_unpriced_endpoint_is_a_usage_error_naming_it(tmp_path):
         f"{table()['as_of']} does not list it): give its `price: {{input: USD, output: USD}}` per 1M tokens")
     try:
         with pytest.raises(UsageError):
-            cost.start_ledger(job, configs)
+            _start_ledger(job, configs)
         assert budget.active() is None
     finally:
         budget._active = None
@@ -271,7 +282,7 @@ def test_no_limit_needs_no_price_and_the_ledger_then_has_no_limit(tmp_path):
     job, configs = _job(tmp_path, ["remote", "bare"], budget_usd=None)
     cost.check_budget(job, configs)
     try:
-        cost.start_ledger(job, configs)
+        _start_ledger(job, configs)
         assert budget.active().limit_usd is None
         assert budget.active().prices == {"openai:mine@http://x/v1": Price(input=1.0, output=2.0)}
     finally:
@@ -292,17 +303,15 @@ def test_a_request_with_max_tokens_0_reserves_its_prompt_only():
 
 
 def test_the_judge_is_priced_by_its_model_entry_or_by_its_spec(tmp_path):
-    from emocaustics.jobs import cost
-
     gpt4o, mini = listed("gpt-4o"), listed("gpt-4o-mini")
     try:
         job, configs = _job(tmp_path, ["listed"], judge="judgey")  # a job model no run uses: its price override
-        cost.start_ledger(job, configs)
+        _start_ledger(job, configs)
         assert budget.active().prices == {"openai:gpt-4o@http://j/v1": gpt4o.model_copy(update={"input": 7.0,
                                                                                               "output": 9.0}),
                                           "openai:gpt-4o-mini@http://x/v1": mini}
         job, configs = _job(tmp_path, ["listed"], judge='"openai:gpt-4o@http://j/v1"')  # a spec: the table's price
-        cost.start_ledger(job, configs)
+        _start_ledger(job, configs)
         assert budget.active().prices == {"openai:gpt-4o@http://j/v1": gpt4o, "openai:gpt-4o-mini@http://x/v1": mini}
     finally:
         budget._active = None
@@ -314,6 +323,5 @@ def test_usage_adds_up_errors_over_the_completions():
     assert u.errors == 2 and u.calls == 3
 
 
-def test_a_model_name_ends_at_the_first_question_mark_and_the_first_at():
-    assert model_name("openai:gpt-4o?x=1?y=2") == "gpt-4o"
-    assert model_name("openai:gpt-4o@http://user@host/v1") == "gpt-4o"
+def test_a_spec_is_priced_by_its_model_name_without_its_url_or_options():
+    assert price_for(_spec("openai:gpt-4o@http://user@host/v1?timeout=3")) == listed("gpt-4o")

@@ -16,6 +16,7 @@ from emocaustics.core.errors import EXIT_BUDGET_REACHED
 from emocaustics.core.task import Failure
 from emocaustics.models.budget import Ledger
 from emocaustics.models.prices import Price, PriceOverride, price_for, sample_cost
+from emocaustics.models.spec import parse_llm_spec as _spec  # a job's model as its resolution hands it on
 
 JOB = """
 name: budget
@@ -51,16 +52,17 @@ def _predicted(run_dir) -> set[str]:
 
 
 def test_prices_come_from_the_table_or_the_job_and_unknown_is_never_zero():
-    assert price_for("openai:gpt-4o-mini@https://api.openai.com/v1") == price_for("openai:gpt-4o-mini-2024-07-18@x")
-    assert price_for("openai:gpt-4o-mini@https://api.openai.com/v1").input == 0.15
-    assert price_for("anthropic:claude-3-5-haiku-latest").output == 4.0
-    assert price_for("openai:gpt-4o-mini-foo@http://x/v1") is None  # not a dated name of a listed model
-    assert price_for("openai:llama3.1:8b@http://localhost:11434/v1") is None
-    assert price_for("smoke") is None
-    mine = price_for("openai:mine@http://x/v1", PriceOverride(input=1.0, output=2.0))
+    assert price_for(_spec("openai:gpt-4o-mini@https://api.openai.com/v1")) == price_for(
+        _spec("openai:gpt-4o-mini-2024-07-18@http://x"))
+    assert price_for(_spec("openai:gpt-4o-mini@https://api.openai.com/v1")).input == 0.15
+    assert price_for(_spec("anthropic:claude-3-5-haiku-latest")).output == 4.0
+    assert price_for(_spec("openai:gpt-4o-mini-foo@http://x/v1")) is None  # not a dated name of a listed model
+    assert price_for(_spec("openai:llama3.1:8b@http://localhost:11434/v1")) is None
+    assert price_for(_spec("smoke")) is None
+    mine = price_for(_spec("openai:mine@http://x/v1"), PriceOverride(input=1.0, output=2.0))
     assert mine is not None and mine.cost(1_000_000, 500_000) == 2.0
-    assert price_for("openai:mine@http://x/v1", PriceOverride(input=1.0)) is None  # no output price: unknown
-    cheaper = price_for("openai:gpt-4o@http://x/v1", PriceOverride(output=1.0))
+    assert price_for(_spec("openai:mine@http://x/v1"), PriceOverride(input=1.0)) is None  # no output price: unknown
+    cheaper = price_for(_spec("openai:gpt-4o@http://x/v1"), PriceOverride(output=1.0))
     assert cheaper is not None and (cheaper.input, cheaper.output) == (2.5, 1.0)
     assert Price(input=2, output=4).cost(1_000_000, 1_000_000, batch=True) == 3.0  # batch: half by default
     assert sample_cost(None, {"prompt_tokens": 10, "generated_tokens": 1}) is None
