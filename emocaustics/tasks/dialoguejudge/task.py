@@ -79,6 +79,7 @@ class DialogueJudgeTask(Task):
                   "(mean over every two epochs), beside the humans' round-to-round r = 0.969 (Ji et al. 2022)",
     }
     report_sections = lazy("emocaustics.tasks.dialoguejudge.report", "sections")  # QC, per criterion, scatter, pairs
+    view_sample = lazy("emocaustics.tasks.dialoguejudge.view", "view_sample")  # worker and judge side by side
     # `ci_low`/`ci_high` in `sample_info` are the summary's interval of score: the bootstrap of the system-level r
     # itself (assignments resampled with their judge twins), not of the shares (`report.tables.config_statistics`)
 
