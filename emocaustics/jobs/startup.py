@@ -80,8 +80,7 @@ def start_job(job: JobSpec, configs: list[Any], loaded: dict[str, Loaded], price
             defects.extend({"task": cfg.task.name, **d.to_json()} for d in got.defects)
         if claimed.resumed:
             print(resume_line(cfg, got.samples, retry_limits), flush=True)
-        cfg.pred_dir.mkdir(parents=True, exist_ok=True)
-        write_provenance(cfg, got)
+        write_provenance(cfg, got)  # its folder made there
     return Started(ctx, cache_dir, evallog, defects, startup)
 
 
