@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import io
+import re
 from pathlib import Path
 
 import polars as pl
@@ -52,10 +53,7 @@ def svg(fig) -> str:
 def breakable(text: str) -> str:
     """Escaped text that may wrap after `_`, `-`, `=`, `:` and `/` (config labels and column names are long words
     made of parts: they wrap between the parts, never inside one)."""
-    out = html.escape(text)
-    for ch in "_-=:/":
-        out = out.replace(ch, ch + "<wbr>")
-    return out
+    return re.sub(r"([_\-=:/])", r"\1<wbr>", html.escape(text))
 
 
 def table(df: pl.DataFrame, row_class: str | None = None, table_id: str | None = None) -> str:
