@@ -25,7 +25,7 @@ def make_llm(parsed: LLMSpec, *, cache_dir: CacheChoice | Path | str | None = No
     """The model for the spec (parsed where it was given: a job, a command line), usable from asyncio code in the
     driver.
 
-    A local provider (smoke/vllm/hf) gives the process's shared `ModelPool` (Ray is started locally if it is not
+    A local provider (smoke/vllm) gives the process's shared `ModelPool` (Ray is started locally if it is not
     running yet); a remote one its client behind the budget, breaker and rate-limit layers. With `cache_dir` (a
     folder, or a run's `CacheChoice`: models/cacheplace.py), calls go through `<cache_dir>/responses.sqlite`, read-only
     if the choice says so; `batch=true` keeps its batch ids in `<cache_dir>/batches.jsonl` (without a cache_dir they
@@ -35,7 +35,7 @@ def make_llm(parsed: LLMSpec, *, cache_dir: CacheChoice | Path | str | None = No
     choice = as_choice(cache_dir)
     cache = choice.open() if choice is not None else None
     folder = choice.folder if choice is not None else None
-    if prov.remote:
+    if parsed.remote:  # the provider's facts, kept on the spec where it was parsed
         llm = _endpoint(llm, parsed, prov, folder, cache)
     if cache is not None:
         from emocaustics.models.cache import CachedLLM
@@ -54,7 +54,7 @@ def _endpoint(client: LLM, parsed: LLMSpec, prov: Provider, cache_dir: Path | st
     name = endpoint_name(parsed)
     client.retry_throttled = False  # type: ignore[attr-defined]  # a 429 goes back through the adaptive queue
     # The job's max_cost_usd, checked as each call leaves the breaker's queue (models/budget.py).
-    llm = guard(client, name) if prov.priced else client
+    llm = guard(client, name) if parsed.priced else client
     # A dead endpoint (connection failures, 5xx in a row, or silence past the stall deadline) is no longer called:
     # models/breaker.py. No stall deadline given: two client timeouts, at least 30 s.
     timeout = float(getattr(client, "timeout", None) or 60.0)  # the client's, whatever its default
@@ -127,7 +127,7 @@ def join_ray(address: str | None = None, *, num_cpus: int | None = None) -> bool
 
 
 def pool(spec: LLMSpec) -> LLM:
-    """The process's one pool of Ray-hosted replicas of a smoke/vllm/hf spec (Ray joined here if not yet: call it
+    """The process's one pool of Ray-hosted replicas of a smoke/vllm spec (Ray joined here if not yet: call it
     from the main thread, where `ray.init` installs its signal handlers)."""
     from emocaustics.models.pool import get_pool
 

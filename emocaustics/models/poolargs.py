@@ -1,4 +1,4 @@
-"""A local spec's model pool made: `ModelPool`'s arguments for a smoke/vllm/hf spec (`models.pool.get_pool` makes the
+"""A local spec's model pool made: `ModelPool`'s arguments for a smoke/vllm spec (`models.pool.get_pool` makes the
 pool from them), and a vLLM spec's engine options checked against vLLM's `AsyncEngineArgs` before any replica starts.
 """
 
