@@ -68,17 +68,25 @@ def _rest(proc: subprocess.Popen) -> str:
 def test_of_two_processes_on_one_new_folder_exactly_one_runs_and_the_other_is_told_which(tmp_path: Path) -> None:
     run_dir = tmp_path / "new" / "run"
     go = tmp_path / "go"
-    procs = [_spawn(run_dir, go=go), _spawn(run_dir, go=go)]  # both found the folder free
+    # both hold until killed: a winner that let go after a fixed time could be gone before a loaded machine let the
+    # loser start, and the loser would then meet a free lock (what the killed-holder test below checks), not a refusal
+    procs = [_spawn(run_dir, hold=60, go=go), _spawn(run_dir, hold=60, go=go)]  # both found the folder free
     go.touch()
-    outs = [_rest(p) for p in procs]
-    said = sorted(out.split()[0] for out in outs)
-    assert said == ["CLAIMED", "REFUSED"], outs
-    winner = next(p for p, out in zip(procs, outs) if out.startswith("CLAIMED"))
-    refusal = next(out for out in outs if out.startswith("REFUSED"))
-    assert str(run_dir) in refusal and f"pid {winner.pid} on " in refusal and " since 20" in refusal, refusal
-    assert "-c" in refusal or sys.executable in refusal  # the command that holds it
-    assert sorted(p.returncode for p in procs) == [0, 2]
-    assert json.loads((run_dir / "run.json").read_text(encoding="utf-8"))["state"] == "running"
+    try:
+        firsts = [p.stdout.readline() for p in procs]  # each one's verdict: CLAIMED (then it holds) or REFUSED ...
+        said = sorted(line.split()[0] for line in firsts)
+        assert said == ["CLAIMED", "REFUSED"], firsts
+        w = 0 if firsts[0].startswith("CLAIMED") else 1
+        winner, loser = procs[w], procs[1 - w]
+        refusal = firsts[1 - w] + _rest(loser)
+        assert str(run_dir) in refusal and f"pid {winner.pid} on " in refusal and " since 20" in refusal, refusal
+        assert "-c" in refusal or sys.executable in refusal  # the command that holds it
+        assert loser.returncode == 2 and winner.poll() is None  # refused while the winner still held the folder
+        assert json.loads((run_dir / "run.json").read_text(encoding="utf-8"))["state"] == "running"
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait(timeout=30)
 
 
 def test_a_killed_holder_leaves_the_folder_claimable_and_its_run_resumes(tmp_path: Path, count_task) -> None:
