@@ -81,12 +81,16 @@ def test_a_remote_model_gets_the_cache_by_its_reference(tmp_path):
         runs_remotely = True
 
         async def run(self, fn, items, affinity_key=None, **keys):
-            return [("remote", keys, affinity_key)]
+            return [("remote", fn, items, keys, affinity_key)]
+
+    async def solve(model, item):
+        return item
 
     cache = ResponseCache(tmp_path / "c.sqlite", read_only=True)
     llm = CachedLLM(Remote(), cache)
-    got = asyncio.run(llm.run(lambda m, i: None, [1], "aff", weight_key="w"))
-    assert got == [("remote", {"weight_key": "w", "cache_path": f"file:{tmp_path / 'c.sqlite'}?mode=ro"}, "aff")]
+    got = asyncio.run(llm.run(solve, [1], "aff", weight_key="w"))
+    assert got == [("remote", solve, [1], {"weight_key": "w", "cache_path": f"file:{tmp_path / 'c.sqlite'}?mode=ro"},
+                    "aff")]
     assert llm.runs_remotely is True and CachedLLM(Model(), cache).runs_remotely is False
 
 
@@ -238,6 +242,47 @@ def test_a_damaged_file_is_named_and_a_missing_or_whole_one_passes(tmp_path):
     with pytest.raises(UsageError) as got:
         check_file(tmp_path / "bad.sqlite")
     assert str(got.value).startswith(f"response cache {tmp_path / 'bad.sqlite'} is damaged (file is not a database)")
+
+
+def _big_cache(path: Path, rows: int = 12_000) -> None:
+    """A cache file whose quick_check calls sqlite's progress handler (every 100,000 steps), its last page damaged."""
+    db = open_file(path)
+    with cachefile.immediate(db, path):
+        db.executemany("INSERT INTO responses VALUES (?, 'm', '{}', 1, 1, 1)", ((f"k{i:06d}",) for i in range(rows)))
+    db.close()
+    with open(path, "r+b") as f:
+        f.seek(path.stat().st_size - 4096)
+        f.write(b"\xff" * 4096)
+
+
+def test_a_damaged_file_is_read_until_the_checks_time_is_up(tmp_path, monkeypatch):
+    _big_cache(tmp_path / "big.sqlite")
+    with pytest.raises(UsageError, match="is damaged"):  # within its seconds: read to the damage at the end
+        check_file(tmp_path / "big.sqlite")
+    monkeypatch.setattr(cachefile, "CHECK_SECONDS", -1.0)  # time up at once: the rest is checked as it is used
+    check_file(tmp_path / "big.sqlite")
+
+
+@pytest.mark.parametrize("column", ["used REAL NOT NULL DEFAULT 0", "size INTEGER NOT NULL DEFAULT 0"])
+def test_a_cache_with_one_of_its_new_columns_gains_the_other(tmp_path, column):
+    with sqlite3.connect(tmp_path / "c.sqlite") as db:  # a process that was adding the columns stopped between them
+        db.execute("CREATE TABLE responses (key TEXT PRIMARY KEY, model TEXT NOT NULL, value TEXT NOT NULL, "
+                   f"created REAL NOT NULL, {column})")
+        db.execute("INSERT INTO responses VALUES ('k', 'm', 'v', 5, 0)")
+    db = open_file(tmp_path / "c.sqlite")
+    assert db.execute("SELECT used, size FROM responses").fetchall() == [(5.0, 3 + 64)]
+    db.close()
+
+
+def test_a_failed_migration_names_the_file(tmp_path):
+    from emocaustics.core.errors import WriteFailed
+
+    with sqlite3.connect(tmp_path / "c.sqlite") as db:
+        db.execute("CREATE TABLE responses (key TEXT PRIMARY KEY, model TEXT, value TEXT, created REAL)")
+    db = cachefile.connect(f"file:{tmp_path / 'c.sqlite'}?mode=ro", True)  # a write refused: as a full disk is
+    with pytest.raises(WriteFailed, match=str(tmp_path / "c.sqlite")):
+        cachefile._add_lru_columns(db, tmp_path / "c.sqlite")
+    db.close()
 
 
 def test_what_an_entry_holds_and_its_size(tmp_path):

@@ -113,6 +113,19 @@ def test_url_credentials_become_a_basic_header_and_are_learned(monkeypatch):
     assert redact._LEARNED == {"us@er:p:ss-word", header[len("Basic "):], "p:ss-word"}
 
 
+def test_url_credentials_with_an_at_sign_or_no_user(monkeypatch):
+    monkeypatch.setattr(redact, "_LEARNED", set())
+    monkeypatch.setattr(http, "_URL_AUTH", {})
+    assert strip_credentials("https://u:p@ss-word@h.example/v1") == "https://h.example/v1"  # the last @ ends them
+    assert url_auth("https://h.example/v1") == {"Authorization": "Basic " + base64.b64encode(b"u:p@ss-word").decode()}
+    assert strip_credentials("https://:token-only-1@h2.example/API/X") == "https://h2.example/API/X"
+    assert url_auth("https://h2.example/API/X/") == {"Authorization": "Basic " + base64.b64encode(b":token-only-1")
+                                                     .decode()}  # no user: none made up; only the slash taken off
+    assert strip_credentials("https://key-as-user-1@h3.example/v1") == "https://h3.example/v1"
+    assert url_auth("https://h3.example/v1") == {"Authorization": "Basic " + base64.b64encode(b"key-as-user-1:")
+                                                 .decode()}  # no password: none made up
+
+
 def test_short_credentials_are_not_learned_as_secrets(monkeypatch):
     monkeypatch.setattr(redact, "_LEARNED", set())
     assert redact.learn_credentials("u", "pw") == "Basic " + base64.b64encode(b"u:pw").decode()  # 4 characters
@@ -146,6 +159,8 @@ def test_every_form_of_a_secret_is_replaced():
     assert r(json.dumps({"k": 'ab"cd/é-1234'})) == '{"k": "[redacted]"}'  # JSON-escaped, non-ASCII as \u
     assert r(json.dumps({"k": 'ab"cd/é-1234'}, ensure_ascii=False)) == '{"k": "[redacted]"}'
     assert r("abcabc") == "[redacted][redacted]"
+    # a secret inside a longer one: the longer is replaced first, whole (whatever their alphabetical order)
+    assert redact.Redactor(["b-secret", "a-b-secret-long"])("x a-b-secret-long y") == "x [redacted] y"
     assert redact.Redactor([])("abc") == "abc"
 
 
@@ -209,6 +224,19 @@ def test_anthropic_failures():
     assert (c.error, c.kind) == ("ValueError: " + "y" * 200, K.OTHER)
 
 
+def test_a_failure_carries_no_answer_text():
+    """A failed Completion's text is "" (never None, never words of its own): the solvers and the records read it."""
+    from emocaustics.models.anthropic_chat import _failure
+    from emocaustics.models.litellm_chat import LiteLLMChat
+
+    anthropic, request, status = _anthropic_errors()
+    refused = anthropic.APIConnectionError(request=request)
+    made = [_failure(e, 1) for e in (anthropic.APITimeoutError(request), refused, status(500, None), ValueError("v"))]
+    llm = LiteLLMChat("openai/m", None, name="litellm:openai/m")
+    made += [llm._failure(LITELLM, e) for e in (_Context("c", 400), _Timeout("t"), _Error("e", 503), _Error("n"))]
+    assert [c.text for c in made] == [""] * 8 and all(c.error for c in made)
+
+
 class _Error(Exception):
     def __init__(self, message: str, status: int | None = None) -> None:
         super().__init__(message)
@@ -258,8 +286,10 @@ def test_litellm_failures():
 class Endpoint(BaseHTTPRequestHandler):
     answers: list[tuple[int, dict, bytes]] = []
     seen: list[bytes] = []
+    paths: list[str] = []  # the request line's target: a path, or the whole URL when asked as a proxy
 
     def do_POST(self):  # noqa: N802
+        Endpoint.paths.append(self.path)
         Endpoint.seen.append(self.rfile.read(int(self.headers["Content-Length"])))
         status, headers, body = Endpoint.answers.pop(0) if len(Endpoint.answers) > 1 else Endpoint.answers[0]
         self.send_response(status)
@@ -277,7 +307,7 @@ class Endpoint(BaseHTTPRequestHandler):
 def endpoint():
     server = ThreadingHTTPServer(("127.0.0.1", 0), Endpoint)
     threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
-    Endpoint.seen = []
+    Endpoint.seen, Endpoint.paths = [], []
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}/v1/"
     finally:
@@ -289,9 +319,14 @@ def _post(url: str, answers, *, max_retries: int = 0, retry_throttled: bool = Tr
     Endpoint.answers = list(answers)
     got: list = []
 
+    def on_response(status, headers):
+        got.append(status)
+        if seen is not None:
+            seen.append(headers)
+
     async def go():
         poster = JSONPoster(url, {}, timeout=timeout, max_retries=max_retries, connections=2, retry_throttled=
-                            retry_throttled, on_response=lambda status, headers: got.append(status))
+                            retry_throttled, on_response=on_response)
         try:
             return await poster.post("/chat/completions", {"q": "é"})
         finally:
@@ -307,8 +342,25 @@ FAST = {"retry-after-ms": "1"}
 
 
 def test_an_answer_is_parsed_and_the_body_sent_as_json(endpoint):
-    answer, statuses = _post(endpoint, [(200, {}, b'{"a": [1]}')])
+    headers: list = []
+    answer, statuses = _post(endpoint, [(200, {"x-ratelimit-remaining-requests": "7"}, b'{"a": [1]}')], seen=headers)
     assert answer == {"a": [1]} and statuses == [200] and json.loads(Endpoint.seen[0]) == {"q": "é"}
+    assert Endpoint.paths == ["/v1/chat/completions"]  # the base URL's slash and the path's, one
+    assert headers[0]["x-ratelimit-remaining-requests"] == "7"  # the rate limit reads the response's headers
+
+
+def test_the_environments_proxy_carries_the_request(endpoint, monkeypatch):
+    for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", endpoint.removesuffix("/v1/"))
+    monkeypatch.setenv("http_proxy", endpoint.removesuffix("/v1/"))
+    answer, _ = _post("http://upstream.invalid/v1", [(200, {}, b"[2]")])
+    assert answer == [2] and Endpoint.paths == ["http://upstream.invalid/v1/chat/completions"]
+
+
+def test_an_error_body_that_is_not_utf8_is_read_with_replacements(endpoint):
+    failure, _ = _post(endpoint, [(500, {}, b"\xff\xfe broken")])
+    assert (failure.kind, failure.reason) == (K.SERVER, "HTTP 500: \ufffd\ufffd broken")
 
 
 def test_a_2xx_that_is_not_json_fails_at_once(endpoint):
@@ -336,6 +388,14 @@ def test_a_server_error_is_asked_again_until_the_retries_are_spent(endpoint):
     assert answer == [1] and statuses == [503, 503, 200]
     failure, statuses = _post(endpoint, [(502, FAST, b"")] * 4, max_retries=2)
     assert (failure.kind, failure.reason, statuses) == (K.SERVER, "HTTP 502: (empty body)", [502, 502, 502])
+
+
+def test_the_wait_before_asking_again_reads_the_answers_headers(endpoint, monkeypatch):
+    asked: list = []
+    monkeypatch.setattr(http, "retry_delay", lambda retries, headers=None: asked.append((retries, headers)) or 0.0)
+    answer, _ = _post(endpoint, [(503, {"retry-after": "3"}, b""), (503, {"retry-after": "4"}, b""), (200, {}, b"5")],
+                      max_retries=2)
+    assert answer == 5 and [(n, h["retry-after"]) for n, h in asked] == [(0, "3"), (1, "4")]
 
 
 def test_a_throttled_answer_goes_back_at_once_when_the_rate_limit_requeues_it(endpoint):
