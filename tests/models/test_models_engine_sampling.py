@@ -12,7 +12,7 @@ import asyncio
 import pytest
 
 from emocaustics.models.base import ChatRequest, Sampling
-from emocaustics.tasks.aer.solver import answer_budget, answer_schema, ask_samples
+from emocaustics.tasks.aer.solver import ANSWER_BUDGETS, ANSWER_SCHEMAS, ask_samples
 
 pytestmark = pytest.mark.engine
 
@@ -46,9 +46,9 @@ def test_self_consistency_samples_answer_without_killing_the_replica(smoke_pool)
 
     # A seed gives the same answer however the prompt was prefilled: asked alone now, the prompt comes from the
     # prefix cache in one step, where above it was prefilled in chunks beside two other requests.
-    schema = answer_schema("zero-shot")
+    schema = ANSWER_SCHEMAS["zero-shot"]
     (again,) = asyncio.run(smoke_pool.generate([ChatRequest(
         messages=messages, schema=schema, affinity="sc-test",
-        sampling=Sampling(max_tokens=answer_budget("zero-shot"), temperature=0.7, seed=11))]))
+        sampling=Sampling(max_tokens=ANSWER_BUDGETS["zero-shot"], temperature=0.7, seed=11))]))
     assert again.ok, again.error
     assert again.text == attempts[0].raw

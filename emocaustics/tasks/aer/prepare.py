@@ -25,7 +25,7 @@ from emocaustics.tasks.aer import prompts
 from emocaustics.tasks.aer.context import approx_tokens, render_full, render_passages
 from emocaustics.tasks.aer.data import SplitData, load_split
 from emocaustics.tasks.aer.retrieve import query_text, run_sync, top_chunks
-from emocaustics.tasks.aer.solver import answer_budget
+from emocaustics.tasks.aer.solver import ANSWER_BUDGETS
 
 MARGIN = 0.05  # of the context, for the chat template and the estimate's error
 
@@ -46,17 +46,14 @@ def pick_shots(pool: SplitData, topic_id: int, k: int, seed: int, split: str) ->
              "options": cands[i].options, "answer": list(cands[i].gold or ())} for i in chosen]
 
 
-def _budget(opts: Any, rest_tokens: int) -> int:
-    margin = math.ceil(MARGIN * opts.max_context_tokens)
-    return opts.max_context_tokens - answer_budget(opts.prompt) - rest_tokens - margin
-
-
 def prepare_samples(samples: list[Sample], opts: Any, ctx: ScoreContext | None = None) -> list[Sample]:
     """Attach shots and context to every sample (see the module docstring); one pass per (data root, split)."""
     groups: dict[tuple[str, str], list[int]] = defaultdict(list)
     for i, s in enumerate(samples):
         groups[(s.meta["root"], s.meta["split"])].append(i)
     metas: list[dict[str, Any]] = [dict(s.meta) for s in samples]
+    # the context less the answer's bound and the margin: a question's documents get this less the rest of its prompt
+    room = opts.max_context_tokens - ANSWER_BUDGETS[opts.prompt] - math.ceil(MARGIN * opts.max_context_tokens)
     for (root, split), idxs in groups.items():
         data = load_split(root, split)
         cpt = opts.chars_per_token
@@ -69,16 +66,16 @@ def prepare_samples(samples: list[Sample], opts: Any, ctx: ScoreContext | None =
         for i in idxs:
             s = samples[i]
             shots = shots_by_topic.get(s.input["topic_id"], [])
-            head = prompts.context_block("x", s.meta.get("topic"), opts.context) if opts.context != "none" else ""
-            rest[i] = approx_tokens(head + prompts.rest_of_prompt(
-                shots=shots, target_event=s.input["target_event"], options=s.input["options"], prompt=opts.prompt), cpt)
+            rest[i] = approx_tokens(prompts.rest_of_prompt(
+                topic=s.meta.get("topic"), context_kind=opts.context, shots=shots, target_event=s.input["target_event"],
+                options=s.input["options"], prompt=opts.prompt), cpt)
             metas[i]["shots"] = shots
             metas[i]["context_kind"] = opts.context
             metas[i]["context"] = ""
         if opts.context == "full":
-            _attach_full(samples, idxs, data, rest, metas, opts)
+            _attach_full(samples, idxs, data, rest, room, metas, opts)
         elif opts.context == "retrieve":
-            _attach_retrieved(samples, idxs, data, rest, metas, opts, ctx)
+            _attach_retrieved(samples, idxs, data, rest, room, metas, opts, ctx)
         for i in idxs:
             metas[i]["prompt_tokens_est"] = rest[i] + metas[i].get("trim", {}).get("tokens_kept", 0)
     return [Sample(s.id, s.input, s.target, m) for s, m in zip(samples, metas)]
@@ -92,7 +89,7 @@ def _topic_of(data: SplitData, s: Sample):  # noqa: ANN202
     return topic
 
 
-def _attach_full(samples: list[Sample], idxs: list[int], data: SplitData, rest: dict[int, int],
+def _attach_full(samples: list[Sample], idxs: list[int], data: SplitData, rest: dict[int, int], room: int,
                  metas: list[dict[str, Any]], opts: Any) -> None:
     by_topic: dict[int, list[int]] = defaultdict(list)
     for i in idxs:
@@ -100,10 +97,10 @@ def _attach_full(samples: list[Sample], idxs: list[int], data: SplitData, rest: 
     for tid, members in by_topic.items():
         topic = _topic_of(data, samples[members[0]])
         worst = max(rest[i] for i in members)  # one budget per topic: all its questions share the document prefix
-        budget = _budget(opts, worst)
+        budget = room - worst
         if budget <= 0:
             raise UsageError(f"max_context_tokens={opts.max_context_tokens} leaves no room for documents of topic "
-                             f"{tid} (answer budget {answer_budget(opts.prompt)}, rest of prompt ~{worst} tokens)")
+                             f"{tid} (answer budget {ANSWER_BUDGETS[opts.prompt]}, rest of prompt ~{worst} tokens)")
         text, trim = render_full(topic, budget, opts.chars_per_token)
         record = asdict(trim)
         for i in members:
@@ -111,7 +108,7 @@ def _attach_full(samples: list[Sample], idxs: list[int], data: SplitData, rest: 
             metas[i]["trim"] = record
 
 
-def _attach_retrieved(samples: list[Sample], idxs: list[int], data: SplitData, rest: dict[int, int],
+def _attach_retrieved(samples: list[Sample], idxs: list[int], data: SplitData, rest: dict[int, int], room: int,
                       metas: list[dict[str, Any]], opts: Any, ctx: ScoreContext | None) -> None:
     if ctx is None or ctx.embedder is None:
         raise UsageError("context: retrieve needs the job's embedder (scoring.embedder), none was given")
@@ -120,7 +117,7 @@ def _attach_retrieved(samples: list[Sample], idxs: list[int], data: SplitData, r
     ranked = run_sync(top_chunks(ctx.embedder, queries, opts.top_k, opts.chunk_tokens, opts.chars_per_token,
                                  ctx.cache))
     for i, (topic, _), hits in zip(idxs, queries, ranked):
-        budget = _budget(opts, rest[i])
+        budget = room - rest[i]
         if budget <= 0:
             raise UsageError(f"max_context_tokens={opts.max_context_tokens} leaves no room for passages "
                              f"({samples[i].id})")

@@ -16,6 +16,7 @@ import json
 from string import Template
 from typing import Any
 
+PROMPT_MODES = ("zero-shot", "few-shot", "cot")  # AerOptions.prompt
 REASONING_MAX_CHARS = 600  # the cot reasoning string's bound (maxLength in the schema)
 
 SYSTEM = (
@@ -101,6 +102,9 @@ def user_message(*, context: str, topic: str | None, context_kind: str, shots: l
             + question_block(target_event, options, prompt))
 
 
-def rest_of_prompt(*, shots: list[dict[str, Any]], target_event: str, options: dict[str, str], prompt: str) -> str:
-    """Everything but the documents (for the trim rule's budget)."""
-    return SYSTEM + "\n" + examples_block(shots) + question_block(target_event, options, prompt)
+def rest_of_prompt(*, topic: str | None, context_kind: str, shots: list[dict[str, Any]], target_event: str,
+                   options: dict[str, str], prompt: str) -> str:
+    """Everything but the documents (for the trim rule's budget): the system text and the user message with a
+    one-token stand-in for the documents or passages (the block's frame counts, its body is what the budget sizes)."""
+    return SYSTEM + "\n" + user_message(context="x", topic=topic, context_kind=context_kind, shots=shots,
+                                        target_event=target_event, options=options, prompt=prompt)

@@ -15,7 +15,6 @@
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 from dataclasses import dataclass
@@ -27,7 +26,7 @@ from emocaustics.core.task import SolveFailed
 from emocaustics.evallog.record import note
 from emocaustics.models.base import ChatRequest, Completion, ErrorKind, Sampling
 from emocaustics.solve.schema import schema_of, token_budget
-from emocaustics.tasks.aer.prompts import REASONING_MAX_CHARS
+from emocaustics.tasks.aer.prompts import PROMPT_MODES, REASONING_MAX_CHARS
 
 Letter = Literal["A", "B", "C", "D"]
 Letters = Annotated[list[Letter], AfterValidator(lambda v: sorted(set(v))), Field(min_length=1, max_length=4)]
@@ -48,14 +47,10 @@ def answer_model(prompt: str) -> type[Answer] | type[CotAnswer]:
     return CotAnswer if prompt == "cot" else Answer
 
 
-@functools.lru_cache(maxsize=None)
-def answer_schema(prompt: str) -> dict[str, Any]:
-    return schema_of(answer_model(prompt))  # one object per prompt: the requests of a run share it
-
-
-def answer_budget(prompt: str) -> int:
-    """max_tokens of one answer: the schema's bound."""
-    return token_budget(answer_schema(prompt))
+# The answer's schema and its bound (max_tokens of one answer) are constants of the prompt mode, built once here where
+# the answer is defined: a run's requests share one schema object, and prepare sizes the documents by the bound.
+ANSWER_SCHEMAS = {prompt: schema_of(answer_model(prompt)) for prompt in PROMPT_MODES}
+ANSWER_BUDGETS = {prompt: token_budget(schema) for prompt, schema in ANSWER_SCHEMAS.items()}
 
 
 class Unreadable(Exception):
@@ -118,8 +113,7 @@ class Attempt:
 async def ask_samples(llm: Any, messages: tuple[dict[str, str], ...], prompt: str, *, samples: int,
                       temperature: float, seed: int, affinity: str | None) -> list[Attempt]:
     """`samples` answers (each retried once); raises SolveFailed when none could be read."""
-    schema = answer_schema(prompt)
-    budget = answer_budget(prompt)
+    schema, budget = ANSWER_SCHEMAS[prompt], ANSWER_BUDGETS[prompt]
     temp = temperature if samples > 1 else 0.0
     results: list[Attempt | None] = [None] * samples  # a failed one holds its raw output and reason until re-asked
     pending = list(range(samples))

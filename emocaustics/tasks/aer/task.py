@@ -29,7 +29,7 @@ USED_BY = {"shots": ("prompt", "few-shot"), "shots_from": ("prompt", "few-shot")
 
 class AerOptions(Options):
     method: str = "llm"
-    prompt: Literal["zero-shot", "few-shot", "cot"] = "zero-shot"
+    prompt: Literal[prompts.PROMPT_MODES] = "zero-shot"
     # retrieve by default: `full` keeps the topic's documents in file order up to the budget, which for most topics is
     # the first 2 of ~15 documents, whatever the question (issue 41); the passages closest to the question serve it
     # better. A config that names its context keeps it.

@@ -15,7 +15,7 @@ from emocaustics.core.errors import UsageError
 from emocaustics.core.task import Failure, ScoreContext, SolveFailed, get_task, parse_options
 from emocaustics.models.anthropic_chat import AnthropicChatLLM, to_messages
 from emocaustics.models.base import ChatRequest, Sampling
-from emocaustics.tasks.aer.solver import answer_schema
+from emocaustics.tasks.aer.solver import ANSWER_SCHEMAS
 from fakes.anthropic_messages import AnthropicFaults, FakeAnthropicServer
 from tasks.aer.aer_fixtures import question, standard_dataset, topic, write_dataset
 
@@ -30,7 +30,7 @@ def _key(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _req(text: str = "which caused it?", schema: bool = True, temperature: float = 0.0) -> ChatRequest:
     return ChatRequest(messages=({"role": "system", "content": "be brief"}, {"role": "user", "content": text}),
-                       schema=answer_schema("zero-shot") if schema else None,
+                       schema=ANSWER_SCHEMAS["zero-shot"] if schema else None,
                        sampling=Sampling(max_tokens=40, temperature=temperature))
 
 

@@ -12,7 +12,7 @@ from emocaustics.tasks.aer import retrieve
 from emocaustics.tasks.aer.context import (CUT_MARK, approx_tokens, chunk_topic, cut_to_tokens, document_text,
                                            render_full)
 from emocaustics.tasks.aer.data import Document, Topic
-from emocaustics.tasks.aer.solver import answer_budget
+from emocaustics.tasks.aer.solver import ANSWER_BUDGETS
 from tasks.aer.aer_fixtures import KeywordEmbedder, doc, question, standard_dataset, topic, write_dataset
 
 
@@ -81,7 +81,7 @@ def test_full_context_prompt_fits_the_budget(tmp_path: Path) -> None:
         assert trim["docs_kept"] < trim["docs_total"] and trim["cut_doc"] == trim["docs_kept"] + 1
         assert samples[0].meta["context"] is samples[1].meta["context"]  # one string per topic: one prefix
         for s in samples:
-            assert s.meta["prompt_tokens_est"] + answer_budget(prompt) <= 4096 * 0.95
+            assert s.meta["prompt_tokens_est"] + ANSWER_BUDGETS[prompt] <= 4096 * 0.95
 
 
 def test_retrieval_embeds_each_topic_once_and_ranks_by_similarity(tmp_path: Path) -> None:

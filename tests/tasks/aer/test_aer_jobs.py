@@ -11,7 +11,7 @@ import pytest
 
 from emocaustics.core.task import ScoreContext, get_task, needs_model
 from emocaustics.jobs.spec import load_job
-from emocaustics.tasks.aer.solver import answer_budget
+from emocaustics.tasks.aer.solver import ANSWER_BUDGETS
 from extract_doubles import SchemaLLM
 from tasks.aer.aer_fixtures import KeywordEmbedder, published_root
 
@@ -44,7 +44,7 @@ def test_quickstart_runs_prepare_and_answer_on_sample() -> None:
         assert opts.max_context_tokens <= window
         loaded = task.load(task.Dataset(split="sample", data=str(root), max_samples=30), opts)
         samples = task.prepare(loaded.samples, opts, ScoreContext(embedder=emb))
-        assert max(s.meta["prompt_tokens_est"] for s in samples) + answer_budget(opts.prompt) <= window
+        assert max(s.meta["prompt_tokens_est"] for s in samples) + ANSWER_BUDGETS[opts.prompt] <= window
         llm = SchemaLLM()
         preds = [asyncio.run(task.solve(llm, s, opts)) for s in samples[:4]]
         assert len(llm.requests) == 4 * opts.samples and all(p["answer"] for p in preds)
