@@ -62,8 +62,9 @@ def write_results(run_dir: Path, results: list[ConfigResult], defects: list[dict
         (run_dir / "configs.json").write_text(json.dumps([r.record for r in results], ensure_ascii=False, indent=1,
                                                          default=str), encoding="utf-8")
         (run_dir / "wall.json").write_text(json.dumps(wall, indent=1), encoding="utf-8")
-        # scores.parquet: every row; the tables: the reduced rows; the report reads the tables' statistics
-        report = write_report(run_dir, scores, write_tables(run_dir, scores, wall))
+        # scores.parquet: every row; the tables: the reduced rows; then the report, which reads the tables' statistics
+        summary = write_tables(run_dir, scores, wall)
+        report = write_report(run_dir, scores, summary)
     reduced = table_rows(scores)
     claimed.record["failed_samples"] = int(reduced["failed"].sum())
     claimed.record["samples"] = reduced.height
