@@ -1,5 +1,5 @@
-"""Which summary columns a reader sees first, and what every column means (one text for the HTML legend, the
-Markdown summary and the LaTeX export).
+"""Which summary columns a reader sees first, and what every column means, the intervals' clusters included (one text
+for the HTML legend, the Markdown summary and the LaTeX export).
 
 The summary of a job is split in two: the main table (what was run, how many samples, the score with its 95 %
 interval, failures and cost) and the components (`c_<metric>`: the task's secondary metrics), shown per task in their
@@ -144,6 +144,20 @@ def main_table(summary: pl.DataFrame, drop_same_micro: bool = False) -> pl.DataF
     if drop_same_micro and same_as_score(df):
         cols.remove("micro_score")
     return df.select(*(["kind"] if "kind" in df.columns else []), *place_config_columns(df, cols))
+
+
+def cluster_note(summary: pl.DataFrame) -> str:
+    """What the intervals and paired tests resampled, per task: its cluster unit and how many clusters (one line,
+    shown under the summary table)."""
+    if "cluster_by" not in summary.columns:
+        return ""
+    parts = []
+    for task, unit, n, samples in (summary.group_by("task", maintain_order=True)
+                                   .agg(pl.first("cluster_by"), pl.max("clusters"), pl.max("samples")).iter_rows()):
+        own = " (one sample each)" if unit in (None, "sample") or n == samples else ""
+        parts.append(f"{task}: {unit or 'sample'}, {n} clusters{own}")
+    return ("Intervals (ci) and paired tests resample clusters, each drawn with all its samples (summary.csv: "
+            f"clusters, cluster_by): {'; '.join(parts)}.")
 
 
 def components_by_task(summary: pl.DataFrame) -> dict[str, list[str]]:

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import polars as pl
 
-from emocaustics.report.columns import components_by_task, legend, main_table, option_columns
-from emocaustics.report.tables import DECIMALS, cluster_note, failures, run_title
+from emocaustics.report.columns import cluster_note, components_by_task, legend, main_table, option_columns
+from emocaustics.report.tables import DECIMALS, failures, run_title
 from emocaustics.scoring.reducers import table_rows
 
 # Component tables are cut into chunks of this many metric columns so that each fits the page.

@@ -215,7 +215,7 @@ def run_title(run_dir: Path) -> str:
 
 def summary_markdown(summary: pl.DataFrame, pairs: pl.DataFrame, title: str) -> str:
     """summary.md: the main table, each task's components, what every column means, the paired tests' verdict."""
-    from emocaustics.report.columns import components_by_task, legend, main_table, option_columns
+    from emocaustics.report.columns import cluster_note, components_by_task, legend, main_table, option_columns
 
     main = main_table(summary).drop("kind", strict=False)
     if "note" in summary.columns:
@@ -237,20 +237,6 @@ def summary_markdown(summary: pl.DataFrame, pairs: pl.DataFrame, title: str) -> 
                      "the family: significance.csv gives their unadjusted p (family `calibration`).")
         text += "\n"
     return text
-
-
-def cluster_note(summary: pl.DataFrame) -> str:
-    """What the intervals and paired tests resampled, per task: its cluster unit and how many clusters (one line,
-    shown under the summary table)."""
-    if "cluster_by" not in summary.columns:
-        return ""
-    parts = []
-    for task, unit, n, samples in (summary.group_by("task", maintain_order=True)
-                                   .agg(pl.first("cluster_by"), pl.max("clusters"), pl.max("samples")).iter_rows()):
-        own = " (one sample each)" if unit in (None, "sample") or n == samples else ""
-        parts.append(f"{task}: {unit or 'sample'}, {n} clusters{own}")
-    return ("Intervals (ci) and paired tests resample clusters, each drawn with all its samples (summary.csv: "
-            f"clusters, cluster_by): {'; '.join(parts)}.")
 
 
 def compare(run_dirs: list[Path]) -> pl.DataFrame:
