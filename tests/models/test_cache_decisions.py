@@ -138,7 +138,7 @@ def test_a_choice_says_where_and_how(monkeypatch, tmp_path):
     assert as_choice(str(tmp_path)) == on and as_choice(tmp_path) == on
 
 
-@pytest.mark.parametrize("value", ["on", " off ", "read-only", "./x", "~/x", "/x", "a/b", ".x"])
+@pytest.mark.parametrize("value", ["on", " off ", "read-only", "./x", "~/x", "/x", "a/b", ".x", "~"])
 def test_modes_and_paths_are_taken(value):
     assert checked(value) == value.strip()
 
@@ -333,6 +333,42 @@ def test_many_keys_are_read_past_sqlites_parameter_limit(tmp_path):
     got = cache.get_many([f"k{i}" for i in range(1201)] + ["none"])
     assert len(got) == 1201 and got["k1200"].text == "1200" and got["k0"].text == "0"
     cache.close()
+
+
+def _committed(path: Path, want: int) -> bool:
+    """Whether another connection sees `want` entries within 2 s (the writer thread commits on its own)."""
+    import time
+
+    deadline = time.monotonic() + 2.0
+    while time.monotonic() < deadline:
+        with sqlite3.connect(path) as db:
+            if db.execute("SELECT count(*) FROM responses").fetchone()[0] == want:
+                return True
+        time.sleep(0.01)
+    return False
+
+
+def test_the_writer_thread_commits_each_batch_without_a_flush(tmp_path):
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    cache.put_many("m", [("k1", Completion("a"))])
+    assert _committed(tmp_path / "c.sqlite", 1)  # another process sees it while this run goes on
+    cache.put_many("m", [("k2", Completion("b"))])
+    assert _committed(tmp_path / "c.sqlite", 2)  # and the next batch: the thread waits for more, it does not end
+    cache.close()
+
+
+def test_the_damage_named_is_quick_checks_first_finding(tmp_path):
+    path = tmp_path / "c.sqlite"
+    db = open_file(path)
+    with cachefile.immediate(db, path):
+        db.executemany("INSERT INTO responses VALUES (?, 'm', '{}', 1, 1, 1)", ((f"k{i:06d}",) for i in range(300)))
+    db.close()
+    with open(path, "r+b") as f:  # a leaf page's header: quick_check reports it as text, not as an error
+        f.seek(path.stat().st_size - 2 * 4096)
+        f.write(b"\x07\x07\x07")
+    with pytest.raises(UsageError) as got:
+        check_file(path)
+    assert f"{path} is damaged (Page " in str(got.value) and "***" not in str(got.value)
 
 
 def test_a_closed_cache_takes_no_more(tmp_path):
