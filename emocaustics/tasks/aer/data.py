@@ -303,6 +303,11 @@ def load_split(root: Path | str | None, split: str) -> SplitData:
     return _load_cached(str(base), split, stamp)
 
 
+def shots_split(split: str, shots_from: str | None) -> str:
+    """The split a run's few-shot examples come from: `shots_from`, by default dev (sample for a run on dev)."""
+    return shots_from or ("sample" if split == "dev" else "dev")
+
+
 def to_sample(q: Question, data: SplitData) -> Sample:
     topic = data.topics.get(q.topic_id)
     return Sample(

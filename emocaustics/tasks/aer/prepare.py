@@ -23,15 +23,11 @@ from emocaustics.core.errors import UsageError
 from emocaustics.core.task import Sample, ScoreContext
 from emocaustics.tasks.aer import prompts
 from emocaustics.tasks.aer.context import approx_tokens, render_full, render_passages
-from emocaustics.tasks.aer.data import SplitData, load_split
+from emocaustics.tasks.aer.data import SplitData, load_split, shots_split
 from emocaustics.tasks.aer.retrieve import query_text, run_sync, top_chunks
 from emocaustics.tasks.aer.solver import ANSWER_BUDGETS
 
 MARGIN = 0.05  # of the context, for the chat template and the estimate's error
-
-
-def default_shots_split(split: str) -> str:
-    return "sample" if split == "dev" else "dev"
 
 
 def pick_shots(pool: SplitData, topic_id: int, k: int, seed: int, split: str) -> list[dict[str, Any]]:
@@ -59,7 +55,7 @@ def prepare_samples(samples: list[Sample], opts: Any, ctx: ScoreContext | None =
         cpt = opts.chars_per_token
         shots_by_topic: dict[int, list[dict[str, Any]]] = {}
         if opts.prompt == "few-shot":
-            pool = load_split(root, opts.shots_from or default_shots_split(split))
+            pool = load_split(root, shots_split(split, opts.shots_from))
             shots_by_topic = {t: pick_shots(pool, t, opts.shots, opts.seed, split)  # a draw per topic, seeded by it
                               for t in dict.fromkeys(samples[i].input["topic_id"] for i in idxs)}
         rest: dict[int, int] = {}

@@ -19,7 +19,7 @@ from emocaustics.core.task import (DatasetOptions, Failure, Loaded, Methods, Opt
                                    Scored, SolveFailed, Task, rows_frame)
 from emocaustics.tasks.aer import predictors, prompts, scoring
 from emocaustics.tasks.aer.context import cut_summary
-from emocaustics.tasks.aer.data import load_split, to_sample
+from emocaustics.tasks.aer.data import load_split, shots_split, to_sample
 from emocaustics.tasks.aer.fetch import SOURCE
 from emocaustics.tasks.parts import lazy
 
@@ -111,9 +111,7 @@ class AerTask(Task):
         if dataset.max_samples is not None:
             samples = samples[:dataset.max_samples]
         if options.method in self.methods.solver and options.prompt == "few-shot":
-            from emocaustics.tasks.aer.prepare import default_shots_split
-
-            shots = load_split(data.root, options.shots_from or default_shots_split(dataset.split))
+            shots = load_split(data.root, shots_split(dataset.split, options.shots_from))
             if shots.split == dataset.split:
                 raise UsageError(f"few-shot examples must come from another split than {dataset.split!r}")
             shots.check(require_documents=False)
