@@ -26,9 +26,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from emocaustics.tasks.longdialogue.data.schema import Chains, Emotion, Event, normalise_label
-from emocaustics.tasks.longdialogue.score.sextuple import first_greatest, text_sim
+from emocaustics.tasks.longdialogue.score.sextuple import SimFn, first_greatest, text_sim
 
-SimFn = Callable[[str, str], float]
 Verdicts = Mapping[tuple[str, str], bool | None]
 
 

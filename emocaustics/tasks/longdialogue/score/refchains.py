@@ -178,8 +178,8 @@ def _emotion(row: RefChainItem, gt_em: Emotion, preds: list[dict[str, Any]], sim
 
 
 def score_dialogue(gt: Chains, pred: Any, sim: SimFn, answers: Mapping[Question, Answer] | None) -> RefChainOutcome:
-    """One dialogue. Raises `ReferenceCrash` where the reference raises, unless an earlier answer is still missing
-    (that answer may be the first failure): then the outcome is incomplete and `missing` says what to ask."""
+    """One dialogue. Raises `ReferenceCrash` where the reference raises; stops at the first answer still missing (it
+    may be the reference's first failure): then the outcome is incomplete and `missing` says what to ask."""
     out = RefChainOutcome()
     try:
         for holder, events in gt.items():
@@ -220,10 +220,6 @@ def score_dialogue(gt: Chains, pred: Any, sim: SimFn, answers: Mapping[Question,
             out.possible += role_possible
     except _Pending:
         return out
-    except ReferenceCrash:
-        if out.missing:
-            return out  # an earlier question is unanswered: it may be the reference's first failure
-        raise
     return out
 
 
