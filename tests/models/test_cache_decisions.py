@@ -357,6 +357,32 @@ def test_the_writer_thread_commits_each_batch_without_a_flush(tmp_path):
     cache.close()
 
 
+def test_the_writer_thread_does_not_hold_the_process_at_exit(tmp_path):
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    cache.put_many("m", [("k1", Completion("a"))])
+    daemon = cache._writer.daemon
+    cache.close()  # before the assertion: a thread that is no daemon would keep this test's process alive
+    assert daemon is True  # a process that ends without closing its cache is not kept waiting (atexit commits)
+
+
+def test_a_commit_that_fails_is_raised_to_the_next_put_naming_the_file(tmp_path):
+    from emocaustics.core.errors import WriteFailed
+
+    path = tmp_path / "c.sqlite"
+    cache = ResponseCache(path)
+    cache._wdb.close()
+    cache._wdb = cachefile.connect(f"file:{path}?mode=ro", True)  # the writer's commits refused, as on a full disk
+    cache.put_many("m", [("k1", Completion("a"))])
+    writer = cache._writer
+    writer.join(2)
+    assert not writer.is_alive()  # the thread ends; the failure is kept for the caller
+    with pytest.raises(WriteFailed, match=f"^cannot write {path}: "):
+        cache.put_many("m", [("k2", Completion("b"))])
+    assert set(cache.get_many(["k1"])) == {"k1"}  # its rows are not lost
+    with pytest.raises(WriteFailed):
+        cache.close()  # nor at close: tried again, refused again, and the connections closed
+
+
 def test_the_damage_named_is_quick_checks_first_finding(tmp_path):
     path = tmp_path / "c.sqlite"
     db = open_file(path)
