@@ -126,7 +126,7 @@ async def ascore(task: str, dialogues: Sequence[Dialogue], predictions: Mapping[
                 failed.append(policy.crashed(task, d, exc, notes.get(d.id, 0)))
                 continue
             ready.append((d, pred))
-        table = await policy.similarities(pairs, emb)
+        table = await policy.similarities(sorted(pairs), emb)  # sorted: a set's order follows the hash seed
         t_embed = time.perf_counter() - t0
         items, rows = await score_ok(task, ready, table, jdg, policy, notes)
     finally:

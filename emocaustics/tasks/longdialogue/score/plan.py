@@ -44,7 +44,7 @@ class EmbedStage:
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
         ids = [int(i) for i in batch["dialogue"]]
-        per_dialogue = {i: clean_pairs(collect_pairs(self.task, *self.ok[i])) for i in ids}
+        per_dialogue = {i: clean_pairs(sorted(collect_pairs(self.task, *self.ok[i]))) for i in ids}  # as ascore
         all_pairs = clean_pairs(p for ps in per_dialogue.values() for p in ps)
         texts = distinct_texts(all_pairs)
         values = cosines(all_pairs, texts, self.encode(texts)) if texts else {}
