@@ -189,6 +189,26 @@ def test_the_journal_read_from_this_machines_mounts(tmp_path, monkeypatch):
     assert journal_mode(tmp_path / "c.sqlite") == "WAL"  # no /proc/mounts: a local disk
 
 
+class _NetworkMounts(type(Path())):
+    """/proc/mounts of a machine whose /data is on NFS (the file only at its own path)."""
+
+    def read_text(self, *a, **k):
+        if str(self) != "/proc/mounts":
+            raise OSError("no such file")
+        return "/dev/root / ext4 rw 0 0\nsrv:/e /data nfs4 rw 0 0\n"
+
+
+def test_the_journal_read_from_a_network_machines_mounts(monkeypatch):
+    monkeypatch.setattr(cachefile, "Path", _NetworkMounts)
+    assert journal_mode(_NetworkMounts("/data/cache/c.sqlite")) == "DELETE"
+
+
+@pytest.mark.parametrize("mounts, path", [("srv:/ / nfs4 rw 0 0\n", "/home/a"),  # the root itself on NFS
+                                          ("srv:/ /srv/dataX nfs rw 0 0\n", "/srv/dataX/a")])
+def test_the_journal_under_any_mount_point(mounts, path):
+    assert journal_mode(Path(path), mounts) == "DELETE"
+
+
 class _NoMounts(type(Path())):
     def read_text(self, *a, **k):
         raise OSError("no /proc")
@@ -253,6 +273,36 @@ def _big_cache(path: Path, rows: int = 12_000) -> None:
     with open(path, "r+b") as f:
         f.seek(path.stat().st_size - 4096)
         f.write(b"\xff" * 4096)
+
+
+def _row_of(size: int, key: str) -> tuple[str, Completion]:
+    """An entry whose size, as the cap counts it, is `size` bytes."""
+    empty = len(key) + 1 + len(json.dumps({"text": "", "parsed": None, "prompt_tokens": 0, "generated_tokens": 0,
+                                           "repaired": False})) + 64
+    return key, Completion("x" * (size - empty))
+
+
+def test_eviction_runs_once_a_twentieth_of_the_cap_was_committed_since(tmp_path):
+    cache = ResponseCache(tmp_path / "c.sqlite", max_bytes=8000)  # a twentieth: 400 bytes
+    evictions: list[int] = []
+    real = cache.evict
+    cache.evict = lambda: (evictions.append(cache._since_evict), real())[1]
+    for key, size, want in (("k1", 400, []), ("k2", 200, [600]), ("k3", 400, [600])):
+        cache.put_many("m", [_row_of(size, key)])
+        cache.flush()
+        assert evictions == want, key  # exactly 400 is not past it; 400 + 200 is, and the count starts again
+    cache.close()
+
+
+@pytest.mark.parametrize("cap, kept", [(450, ["k1", "k2", "k3"]), (449, ["k2", "k3"]), (300, ["k2", "k3"]),
+                                       (299, ["k3"])])
+def test_eviction_deletes_the_least_recently_used_until_within_the_cap(tmp_path, cap, kept):
+    db = open_file(tmp_path / "c.sqlite")
+    db.executemany("INSERT INTO responses VALUES (?, 'm', 'v', ?, ?, 150)", [("k1", 1, 3), ("k2", 2, 4), ("k3", 0, 5)])
+    db.close()
+    ResponseCache(tmp_path / "c.sqlite", max_bytes=cap).close()  # evicts on opening
+    with sqlite3.connect(tmp_path / "c.sqlite") as db:
+        assert [k for (k,) in db.execute("SELECT key FROM responses ORDER BY key")] == kept
 
 
 def test_a_damaged_file_is_read_until_the_checks_time_is_up(tmp_path, monkeypatch):
