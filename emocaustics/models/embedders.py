@@ -93,7 +93,6 @@ class SentenceTransformerEmbedder:
         self.batch_size = batch_size
         self._model: Any = None
         self._lock = threading.Lock()
-        self.texts_embedded = 0
 
     def _load(self) -> Any:
         with self._lock:
@@ -124,7 +123,6 @@ class SentenceTransformerEmbedder:
         model = self._load()
         vecs = model.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True,
                             convert_to_numpy=True, show_progress_bar=False)
-        self.texts_embedded += len(texts)
         return normalise_rows(vecs)
 
     async def embed(self, texts: list[str]) -> np.ndarray:
@@ -140,7 +138,6 @@ class OpenAIEmbedder:
         self.model, self.base_url = model, base_url
         self.name = self.identity = f"openai:{model}@{base_url}"  # what the endpoint serves is its own to say
         self.batch_size, self.max_retries = batch_size, max_retries
-        self.texts_embedded = 0
 
     def _client(self) -> Any:
         from openai import AsyncOpenAI
@@ -171,7 +168,6 @@ class OpenAIEmbedder:
             parts = await asyncio.gather(*(one(c) for c in chunks))
         finally:
             await client.close()
-        self.texts_embedded += len(texts)
         return normalise_rows(np.array([v for part in parts for v in part], dtype=np.float32))
 
 
