@@ -248,6 +248,9 @@ def test_a_busy_file_is_opened_again_and_other_errors_raised_at_once(monkeypatch
     with pytest.raises(sqlite3.OperationalError):
         retried(locked, tries=3)
     assert len(calls) == 3
+    with pytest.raises(sqlite3.OperationalError):
+        retried(locked)
+    assert len(calls) == 3 + 20  # by default: 20 tries (about 10 s of waits)
     with pytest.raises(sqlite3.OperationalError, match="disk I/O"):
         retried(lambda: (_ for _ in ()).throw(sqlite3.OperationalError("disk I/O error")))
 
@@ -445,6 +448,15 @@ def test_the_damage_named_is_quick_checks_first_finding(tmp_path):
     with pytest.raises(UsageError) as got:
         check_file(path)
     assert f"{path} is damaged (Page " in str(got.value) and "***" not in str(got.value)
+
+
+def test_a_read_only_cache_keeps_no_use_of_its_hits(tmp_path):
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    cache.put_many("m", [("k", Completion("a"))])
+    cache.close()
+    ro = ResponseCache(tmp_path / "c.sqlite", read_only=True)
+    assert set(ro.get_many(["k", "none"])) == {"k"} and ro._touched == {}  # nothing it could ever write
+    ro.close()
 
 
 def test_a_closed_cache_takes_no_more(tmp_path):
