@@ -17,7 +17,7 @@ def _sections(prediction):
 def test_one_answer_side_by_side_with_the_worker_and_its_reason():
     got = _sections({"ratings": {"robotic": 40, "interesting": 75, "fun": 70}, "reason": "stilted greetings"})
     assert got[0]["kind"] == "text" and "User: Hey\nChatbot: kon nichiwa !" in got[0]["text"]
-    assert "Love(like)" in got[0]["title"]
+    assert got[0]["text"].startswith("Topic: Beginning: Love(like)\n\nConversation:\nUser: Hey")
     table = got[1]
     assert table["columns"] == ["criterion", "worker", "judge"]
     assert table["rows"] == [["robotic", 88.0, 40.0], ["interesting", 80.0, 75.0], ["fun", 68.0, 70.0]]
