@@ -450,6 +450,16 @@ def test_the_damage_named_is_quick_checks_first_finding(tmp_path):
     assert f"{path} is damaged (Page " in str(got.value) and "***" not in str(got.value)
 
 
+def test_a_cache_makes_its_folders_or_names_the_file_it_cannot_make(tmp_path):
+    from emocaustics.core.errors import WriteFailed
+
+    ResponseCache(tmp_path / "a" / "b" / "c.sqlite").close()  # folders made as deep as needed
+    assert (tmp_path / "a" / "b" / "c.sqlite").is_file()
+    (tmp_path / "f").write_text("a file, not a folder", encoding="utf-8")
+    with pytest.raises(WriteFailed, match=f"^cannot write {tmp_path / 'f' / 'c.sqlite'}: "):
+        ResponseCache(tmp_path / "f" / "c.sqlite")
+
+
 def test_a_read_only_cache_keeps_no_use_of_its_hits(tmp_path):
     cache = ResponseCache(tmp_path / "c.sqlite")
     cache.put_many("m", [("k", Completion("a"))])
