@@ -8,6 +8,7 @@ unreadable file. `shown` keeps a value quoted in an error line short, however la
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -49,3 +50,16 @@ def shown(value: Any, limit: int = SHOWN) -> str:
     """repr(value), cut to `limit` characters with the full length said: error lines stay one short line."""
     text = repr(value)
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
+def json_lines(text: str) -> list[tuple[int, Any, str | None]]:
+    """(line number, parsed JSON or None, problem) for each non-blank line of a JSON-lines text."""
+    out = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            out.append((n, json.loads(line), None))
+        except json.JSONDecodeError as exc:
+            out.append((n, None, f"not JSON ({exc.msg} at column {exc.colno})"))
+    return out

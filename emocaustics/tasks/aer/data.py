@@ -27,7 +27,7 @@ from typing import Any
 
 from emocaustics.core.errors import DataError, UsageError
 from emocaustics.core.task import Defect, Sample
-from emocaustics.core.textfile import read_text, shown
+from emocaustics.core.textfile import json_lines, read_text, shown
 from emocaustics.tasks.aer.fetch import SOURCE, SPLIT_DIRS
 
 LETTERS = ("A", "B", "C", "D")
@@ -119,19 +119,6 @@ def parse_gold(raw: Any) -> tuple[tuple[str, ...] | None, str | None]:
         listed = ", ".join(repr(p) for p in bad) or repr(raw)
         return None, f"letter(s) outside A-D: {listed if len(listed) <= 80 else listed[:80] + '...'}"
     return tuple(sorted(set(parts))), None
-
-
-def json_lines(text: str) -> list[tuple[int, Any, str | None]]:
-    """(line number, parsed JSON or None, problem) for each non-blank line of a JSON-lines text."""
-    out = []
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            out.append((n, json.loads(line), None))
-        except json.JSONDecodeError as exc:
-            out.append((n, None, f"not JSON ({exc.msg} at column {exc.colno})"))
-    return out
 
 
 def _questions(path: Path, errors: list[DataError], defects: list[Defect]) -> list[Question]:

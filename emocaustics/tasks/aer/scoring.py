@@ -18,8 +18,8 @@ from typing import Any
 
 from emocaustics.core.errors import DataError
 from emocaustics.core.task import Sample
-from emocaustics.core.textfile import decode, read_text, shown
-from emocaustics.tasks.aer.data import MAX_LISTED, json_lines, parse_gold
+from emocaustics.core.textfile import decode, json_lines, read_text, shown
+from emocaustics.tasks.aer.data import MAX_LISTED, parse_gold
 
 OUTCOMES = ("exact", "partial", "wrong")
 COUNT_KEYS = ("exact_match", "partial_match", "wrong")  # each outcome's count in a summary

@@ -18,7 +18,7 @@ from typing import Any
 from emocaustics.core.datasource import DataSource
 from emocaustics.core.errors import DataError, UsageError
 from emocaustics.core.task import Sample
-from emocaustics.core.textfile import read_text, shown
+from emocaustics.core.textfile import json_lines, read_text, shown
 from emocaustics.tasks.human.data import COMMIT, ENV_VAR, REPO, URL, Metadata, parse_metadata, read_hits
 
 FOLDERS = {"FreeTopicRound1": "free(run1)", "FreeTopicRound2": "free(run2)"}  # upstream dialogue_data/HIT_detail/
@@ -120,11 +120,10 @@ def load_round(data: str | None, split: str) -> tuple[Metadata, list[Sample], Pa
     txt = next((p for p in (folder / split, folder / FOLDERS[split]) if p.is_dir()), None)
     entries: list[Entry] = []
     if origin.is_file():
-        for n, line in enumerate(read_text(origin, what="conversations file").splitlines(), 1):
-            try:
-                entries += [(str(origin), f"line {n}", json.loads(line))] if line.strip() else []
-            except json.JSONDecodeError as exc:
-                raise DataError(f"not JSON ({exc.msg})", file=str(origin), record=f"line {n}") from None
+        for n, obj, problem in json_lines(read_text(origin, what="conversations file")):
+            if problem:
+                raise DataError(problem, file=str(origin), record=f"line {n}")
+            entries.append((str(origin), f"line {n}", obj))
         meta = read_hits(hits).metadata  # a missing one: "<its path>: no such ratings file"
     elif txt is not None:
         positive: dict[str, bool] = {}

@@ -15,6 +15,7 @@ from typing import Any
 from emocaustics.core.datasource import DataSource, cache_root
 from emocaustics.core.errors import UsageError
 from emocaustics.core.task import Sample
+from emocaustics.core.textfile import json_lines
 
 
 def sha256_of(paths: list[Path]) -> str:
@@ -34,15 +35,12 @@ def read_local(path: Path, fmt: str | None) -> list[dict[str, Any]]:
                          "(jsonl, csv or parquet)")
     if kind == "jsonl":
         rows = []
-        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            if line.strip():
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise UsageError(f"{path}: line {n}: not JSON ({exc.msg})") from None
-                if not isinstance(row, dict):
-                    raise UsageError(f"{path}: line {n}: a record is a JSON object, not {type(row).__name__}")
-                rows.append({"__where": f"line {n}", **row})
+        for n, row, problem in json_lines(path.read_text(encoding="utf-8")):
+            if problem is None and not isinstance(row, dict):
+                problem = f"a record is a JSON object, not {type(row).__name__}"
+            if problem:
+                raise UsageError(f"{path}: line {n}: {problem}")
+            rows.append({"__where": f"line {n}", **row})
         return rows
     import polars as pl
 
