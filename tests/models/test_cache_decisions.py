@@ -456,8 +456,18 @@ def test_a_cache_makes_its_folders_or_names_the_file_it_cannot_make(tmp_path):
     ResponseCache(tmp_path / "a" / "b" / "c.sqlite").close()  # folders made as deep as needed
     assert (tmp_path / "a" / "b" / "c.sqlite").is_file()
     (tmp_path / "f").write_text("a file, not a folder", encoding="utf-8")
-    with pytest.raises(WriteFailed, match=f"^cannot write {tmp_path / 'f' / 'c.sqlite'}: "):
+    with pytest.raises(WriteFailed, match=f"^cannot write {tmp_path / 'f' / 'c.sqlite'}: File exists \\(EEXIST\\)"):
         ResponseCache(tmp_path / "f" / "c.sqlite")
+
+
+def test_a_damaged_file_opened_is_named_and_every_connection_waits_a_minute_for_a_busy_one(tmp_path):
+    path = tmp_path / "bad.sqlite"
+    path.write_bytes(b"not sqlite" * 500)
+    with pytest.raises(UsageError, match=f"^response cache {path} is damaged \\(file is not a database\\): "):
+        ResponseCache(path)
+    db = cachefile.connect(str(tmp_path / "ok.sqlite"), False)
+    assert db.execute("PRAGMA busy_timeout").fetchone()[0] == 60_000  # another run's commit is waited for
+    db.close()
 
 
 def test_a_read_only_cache_keeps_no_use_of_its_hits(tmp_path):
