@@ -33,6 +33,7 @@ from emocaustics.core.content import content_hash
 from emocaustics.core.errors import UsageError
 from emocaustics.core.records import DatasetOptions, Failure, Loaded, Options, Sample, ScoreContext, Scored, Side, \
     SolveFailed
+from emocaustics.core.textfile import json_lines
 from emocaustics.core.writes import append_line
 
 if TYPE_CHECKING:
@@ -179,15 +180,12 @@ class JsonlStore:
             path = out / f"{kind}s.jsonl"
             if not path.exists():
                 continue
-            for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
+            for n, row, problem in json_lines(path.read_text(encoding="utf-8")):
+                try:  # a line that is not JSON is None here: a TypeError, said as its problem
                     found[str(row["id"])] = row["prediction"] if kind == "prediction" else \
                         Failure(str(row.get("step")), str(row.get("reason")))
-                except (json.JSONDecodeError, KeyError, TypeError) as exc:
-                    raise UsageError(f"{path}: line {n}: not a {kind} row ({exc})") from None
+                except (KeyError, TypeError) as exc:
+                    raise UsageError(f"{path}: line {n}: not a {kind} row ({problem or exc})") from None
         return found
 
 

@@ -489,3 +489,23 @@ def test_summed_does_not_change_its_input():
     _summed(stats)
     assert stats == [{"a": {"llm_calls": 1}}, {"a": {"llm_calls": 2}}]
     assert json.dumps(stats)  # still plain rows
+
+
+@pytest.mark.parametrize("line, said", [
+    ('{"id": "s1", "predic', "line 2: not a prediction row (not JSON (Unterminated string"),  # cut by a killed run
+    ('{"prediction": 1}', "line 2: not a prediction row ('id')"),
+    ('[1, 2]', "line 2: not a prediction row (list indices"),
+])
+def test_a_bad_line_of_the_store_is_named_by_file_and_line(tmp_path: Path, line: str, said: str) -> None:
+    """The default store reads its files back line by line: a line that is not JSON, or not its row, is one usage
+    error naming the file and the line, never a traceback; blank lines are passed over."""
+    from emocaustics.core.errors import UsageError
+
+    JsonlStore().write_prediction(tmp_path, "s0", {"answer": "A"})
+    with (tmp_path / "predictions.jsonl").open("a", encoding="utf-8") as f:
+        f.write(line + "\n\n")
+    with pytest.raises(UsageError) as got:
+        JsonlStore().read_predictions(tmp_path)
+    assert str(got.value).startswith(f"{tmp_path / 'predictions.jsonl'}: {said}"), str(got.value)
+    (tmp_path / "predictions.jsonl").write_text('{"id": "s0", "prediction": 1}\n\n', encoding="utf-8")
+    assert JsonlStore().read_predictions(tmp_path) == {"s0": 1}
