@@ -36,10 +36,9 @@ def read_local(path: Path, fmt: str | None) -> list[dict[str, Any]]:
     if kind == "jsonl":
         rows = []
         for n, row, problem in json_lines(path.read_text(encoding="utf-8")):
-            if problem is None and not isinstance(row, dict):
-                problem = f"a record is a JSON object, not {type(row).__name__}"
-            if problem:
-                raise UsageError(f"{path}: line {n}: {problem}")
+            if problem or not isinstance(row, dict):  # as AER's readers: the reader's problem, else the shape's
+                shape = f"a record is a JSON object, not {type(row).__name__}"
+                raise UsageError(f"{path}: line {n}: {problem or shape}")
             rows.append({"__where": f"line {n}", **row})
         return rows
     import polars as pl

@@ -78,3 +78,20 @@ def test_a_prompt_field_that_fields_input_leaves_out_is_named(tmp_path: Path) ->
     with pytest.raises(UsageError, match=r"line 7: solver.prompt: the solver needs 'country', which fields.input "
                                          r"leaves out \(it gives city\)"):
         get_task(str(tmp_path / "task.yaml")).load(DatasetOptions(), None)
+
+
+@pytest.mark.parametrize("line, said", [('{"question": "2+2", "answ', "line 3: not JSON (Unterminated string"),
+                                        ('["2+2", "4"]', "line 3: a record is a JSON object, not list")])
+def test_a_bad_line_of_a_local_jsonl_file_is_named_by_file_and_line(tmp_path, line, said):
+    """A YAML task's local JSON-lines rows (`read_local`): a line that is not JSON or not an object is one usage error
+    naming the file and the line; blank lines are passed over."""
+    from emocaustics.core.errors import UsageError
+    from emocaustics.tasks.yamltask.data import read_local
+
+    path = tmp_path / "rows.jsonl"
+    path.write_text('{"question": "1+1", "answer": "2"}\n\n' + line + "\n", encoding="utf-8")
+    with pytest.raises(UsageError) as got:
+        read_local(path, None)
+    assert str(got.value).startswith(f"{path}: {said}"), str(got.value)
+    path.write_text('{"question": "1+1", "answer": "2"}\n\n', encoding="utf-8")
+    assert read_local(path, None) == [{"__where": "line 1", "question": "1+1", "answer": "2"}]
