@@ -209,6 +209,11 @@ def test_the_journal_under_any_mount_point(mounts, path):
     assert journal_mode(Path(path), mounts) == "DELETE"
 
 
+def test_a_mount_line_needs_its_type():
+    assert journal_mode(Path("/data/a"), "srv:/e /data nfs\n") == "DELETE"  # device, mount point, type: enough
+    assert journal_mode(Path("/data/a"), "srv:/e /data\n") == "WAL"  # no type: not read
+
+
 class _NoMounts(type(Path())):
     def read_text(self, *a, **k):
         raise OSError("no /proc")
@@ -468,6 +473,42 @@ def test_a_damaged_file_opened_is_named_and_every_connection_waits_a_minute_for_
     db = cachefile.connect(str(tmp_path / "ok.sqlite"), False)
     assert db.execute("PRAGMA busy_timeout").fetchone()[0] == 60_000  # another run's commit is waited for
     db.close()
+
+
+def test_only_a_file_without_the_caps_columns_is_migrated(tmp_path, monkeypatch):
+    migrated: list = []
+    monkeypatch.setattr(cachefile, "_add_lru_columns", lambda db, path: migrated.append(path))
+    open_file(tmp_path / "new.sqlite").close()  # made with them: no write transaction on every open
+    assert migrated == []
+    with sqlite3.connect(tmp_path / "old.sqlite") as db:
+        db.execute("CREATE TABLE responses (key TEXT PRIMARY KEY, model TEXT, value TEXT, created REAL)")
+    open_file(tmp_path / "old.sqlite").close()
+    assert migrated == [tmp_path / "old.sqlite"]  # the file named, for a failed write's message
+
+
+def test_a_failed_eviction_names_the_file(tmp_path):
+    from emocaustics.core.errors import WriteFailed
+
+    path = tmp_path / "c.sqlite"
+    cache = ResponseCache(path, max_bytes=10**6)
+    cache.put_many("m", [("k", Completion("a"))])
+    cache.flush()
+    cache.max_bytes = 1  # now over the cap: the eviction must delete
+    cache._wdb.close()
+    cache._wdb = cachefile.connect(f"file:{path}?mode=ro", True)
+    with pytest.raises(WriteFailed, match=f"^cannot write {path}: "):
+        cache.evict()
+    cache._wdb.close()
+    cache._wdb = None
+    cache.close()
+
+
+def test_the_embeddings_kept_beside_the_cache(tmp_path):
+    from emocaustics.models.embedstore import FILE_NAME
+
+    for read_only in (False, True):
+        store = CacheChoice(tmp_path, read_only=read_only).embeddings()
+        assert (store.path, store.read_only) == (tmp_path / FILE_NAME, read_only)
 
 
 def test_a_read_only_cache_keeps_no_use_of_its_hits(tmp_path):
