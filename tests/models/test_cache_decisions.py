@@ -503,6 +503,52 @@ def test_a_failed_eviction_names_the_file(tmp_path):
     cache.close()
 
 
+class _VacuumFails:
+    """The writer's connection, whose `PRAGMA incremental_vacuum` (giving pages back) fails as a full disk's would."""
+
+    def __init__(self, db):
+        self.db = db
+
+    def __getattr__(self, name):
+        return getattr(self.db, name)
+
+    def executescript(self, script):
+        raise sqlite3.OperationalError("disk I/O error")
+
+
+def test_pages_that_cannot_be_given_back_name_the_file(tmp_path):
+    from emocaustics.core.errors import WriteFailed
+
+    path = tmp_path / "c.sqlite"
+    cache = ResponseCache(path, max_bytes=10**6)
+    cache.put_many("m", [("k", Completion("a"))])
+    cache.flush()
+    cache.max_bytes, real = 1, cache._wdb
+    cache._wdb = _VacuumFails(real)
+    with pytest.raises(WriteFailed, match=f"^cannot write {path}: disk I/O error"):
+        cache.evict()
+    cache._wdb = real
+    cache.close()
+
+
+def test_keys_are_read_500_to_a_query(tmp_path):
+    cache = ResponseCache(tmp_path / "c.sqlite")
+
+    class Counting:
+        def __init__(self, db):
+            self.db, self.queries = db, 0
+
+        def execute(self, *args):
+            self.queries += 1
+            return self.db.execute(*args)
+
+    cache._db = counting = Counting(cache._db)
+    cache.get_many([f"k{i}" for i in range(1001)])
+    assert counting.queries == 3  # sqlite's bound-parameter limit, at 500 a query: 500, 500, 1
+    cache._db = counting.db
+    cache.close()
+
+
 def test_the_embeddings_kept_beside_the_cache(tmp_path):
     from emocaustics.models.embedstore import FILE_NAME
 
