@@ -266,6 +266,10 @@ def test_eees_records_of_a_config_in_epochs():
     eid = f"aer/Qwen/Q7/{retrieved}"
     assert (agg["schema_version"], agg["evaluation_id"], agg["retrieved_timestamp"]) == ("0.3.0", eid, retrieved)
     assert agg["evaluation_timestamp"] == "2026-12-01T10:00:00+00:00"
+    assert agg["model_info"] == {"name": "api", "id": "Qwen/Q7", "developer": "Qwen", "inference_platform": "openai",
+                                 "additional_details": {"deployment_type": "externally_managed",
+                                                        "model_availability": "unknown",
+                                                        "spec": "openai:Qwen/Q7@http://h:8/v1"}}
     assert agg["source_metadata"] == {"source_name": "emocaustics run job (aer_llm)", "source_type": "evaluation_run",
                                       "source_organization_name": "unknown", "evaluator_relationship": "other",
                                       "additional_details": {"job": "job", "job_hash": "h4sh", "config": "aer_llm"}}
@@ -273,6 +277,7 @@ def test_eees_records_of_a_config_in_epochs():
         "git_commit": "abc", "git_dirty": "false", "git_origin": "o", "prompts_version": "p1"}}
     [result] = agg["evaluation_results"]
     assert (result["evaluation_result_id"], result["evaluation_name"]) == ("accuracy", "aer")
+    assert result["evaluation_timestamp"] == "2026-12-01T10:00:00+00:00"  # the config's start, not the run's
     assert result["source_data"] == {"dataset_name": "semeval", "source_type": "other",
                                      "additional_details": {"split": "dev", "dataset": "semeval"}}
     assert result["metric_config"] == {
@@ -295,6 +300,12 @@ def test_eees_records_of_a_config_in_epochs():
                                                   "hash_algorithm": "sha256", "total_rows": 2}
     assert [(i["sample_id"], i["metadata"]["epoch"]) for i in instances] == [("s1", "1"), ("s2", "2")]
     assert all(i["evaluation_id"] == eid and i["model_id"] == "Qwen/Q7" for i in instances)
+
+
+def test_eees_file_names_are_version_4_uuids():
+    for label in ("a", "b", "c", "d", "e", "f"):
+        stem = eee.records(RUN, _config(label=label, samples=[], reduced={}))[0].rsplit("/", 1)[1][:-len(".json")]
+        assert (uuid.UUID(stem).version, uuid.UUID(stem).variant) == (4, uuid.RFC_4122), label
 
 
 def test_eees_record_of_a_calibration_config_without_an_interval():
