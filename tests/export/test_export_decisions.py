@@ -82,6 +82,7 @@ def test_times_with_their_zone():
 def test_the_inspect_log_file_name():
     log = {"eval": {"created": "2026-12-01T10:00:00.123+00:00", "eval_id": "E"}}
     assert inspect_log.file_name(_config(label="epochs:a_b=4."), log) == "2026-12-01T10-00-00+00-00_epochs-a-b-4_E.json"
+    assert inspect_log.file_name(_config(label="Xbox Run-9!"), log) == "2026-12-01T10-00-00+00-00_Xbox-Run-9_E.json"
 
 
 def test_inspects_small_pieces():
@@ -226,6 +227,11 @@ def test_the_dataset_and_its_split(monkeypatch):
     assert inspect_log._dataset_name(_config(task="ecpe", dataset={}, dataset_info={"dataset": "D", "split": "x"})) \
         == "D/x"
     assert inspect_log._dataset_name(_config(task="ecpe", dataset={}, dataset_info={})) == "ecpe"
+    # a task whose split option has its own name (sextuple's `subset`), and one without any (narrative's: `split`)
+    assert inspect_log._dataset_name(_config(task="sextuple", dataset={"subset": "long-20", "split": "no"},
+                                             dataset_info={})) == "sextuple/long-20"
+    assert inspect_log._dataset_name(_config(task="narrative", dataset={"split": "s1"}, dataset_info={})) == \
+        "narrative/s1"
 
 
 # ---- Every Eval Ever
@@ -238,6 +244,7 @@ def test_eees_small_pieces():
     assert eee._resampled({"cluster_by": "topic", "clusters": None}) == "bootstrap over samples (percentile)"
     assert eee._resampled({"clusters": 5}) == "bootstrap over samples (percentile)"
     assert eee._safe("a b/c.d-e_f") == "a-b-c.d-e_f" and eee._safe("..x..") == "x" and eee._safe("/") == "unknown"
+    assert eee._safe("X-ray X") == "X-ray-X"
 
 
 def test_eees_model():
