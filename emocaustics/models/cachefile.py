@@ -88,7 +88,7 @@ def journal_mode(path: Path, mounts: str | None = None) -> str:
     for line in mounts.splitlines():
         parts = line.split()
         if len(parts) > 2 and (where == parts[1] or where.startswith(parts[1].rstrip("/") + "/")) \
-                and len(parts[1]) > len(best):
+                and len(parts[1]) >= len(best):  # of equals the later: a mount over a mount hides it
             best, fstype = parts[1], parts[2]
     return "DELETE" if fstype in NETWORK_FILESYSTEMS else "WAL"
 

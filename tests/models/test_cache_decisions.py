@@ -183,6 +183,13 @@ def test_the_journal_on_each_filesystem(path, mode):
     assert journal_mode(Path(path), "short line\n") == "WAL"
 
 
+def test_a_mount_over_a_mount_is_the_one_in_effect():
+    """/proc/mounts lists mounts in the order they were made: of two at one point the later hides the earlier, so an
+    NFS share mounted over a local disk's folder gets sqlite's rollback journal, and a local disk over NFS gets WAL."""
+    assert journal_mode(Path("/data/a"), "/dev/sda1 /data ext4 rw 0 0\nsrv:/e /data nfs4 rw 0 0\n") == "DELETE"
+    assert journal_mode(Path("/data/a"), "srv:/e /data nfs4 rw 0 0\n/dev/sda1 /data ext4 rw 0 0\n") == "WAL"
+
+
 def test_the_journal_read_from_this_machines_mounts(tmp_path, monkeypatch):
     assert journal_mode(tmp_path / "c.sqlite") in ("WAL", "DELETE")
     monkeypatch.setattr(cachefile, "Path", _NoMounts)
