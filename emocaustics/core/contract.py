@@ -181,10 +181,10 @@ class JsonlStore:
             if not path.exists():
                 continue
             for n, row, problem in json_lines(path.read_text(encoding="utf-8")):
-                try:  # a line that is not JSON is None here: a TypeError, said as its problem
+                try:  # a line that is not JSON is None here (a TypeError or AttributeError), said as its problem
                     found[str(row["id"])] = row["prediction"] if kind == "prediction" else \
                         Failure(str(row.get("step")), str(row.get("reason")))
-                except (KeyError, TypeError) as exc:
+                except (KeyError, TypeError, AttributeError) as exc:
                     raise UsageError(f"{path}: line {n}: not a {kind} row ({problem or exc})") from None
         return found
 
