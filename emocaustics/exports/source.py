@@ -115,6 +115,10 @@ def read_run(run_dir: Path | str) -> RunRecord:
         configs = json.loads(configs_path.read_text(encoding="utf-8"))
     except ValueError as exc:
         raise UsageError(f"{configs_path}: not valid JSON ({exc})") from None
+    for i, rec in enumerate(configs):  # all of them first: the eval log's reader reads configs.json again
+        for key in ("run", "task", "method"):
+            if not isinstance(rec, dict) or not rec.get(key):
+                raise UsageError(f"{configs_path}: config {i + 1}: no `{key}`")
     scores = _frame(_need(folder / "scores.parquet", "the per-sample scores"))
     rows = _frame(_need(folder / "rows.parquet", "the scorers' long rows: every metric of every sample"))
     table = _frame(_need(folder / "summary.csv", "the score table"))
@@ -131,11 +135,7 @@ def read_run(run_dir: Path | str) -> RunRecord:
     log = RunLog(folder)
     register_run_tasks(folder)
     models = ((record.get("fields") or {}).get("models") or {})
-    for i, rec in enumerate(configs):
-        for key in ("run", "task", "method"):
-            if not isinstance(rec, dict) or not rec.get(key):
-                raise UsageError(f"{configs_path}: config {i + 1}: no `{key}`")
-        out.configs.append(_config(folder, rec, models, scores, rows, table, log, heads.get(rec["run"]) or {}))
+    out.configs = [_config(folder, r, models, scores, rows, table, log, heads.get(r["run"]) or {}) for r in configs]
     return out
 
 
