@@ -114,7 +114,13 @@ def atomic_json(obj: Any, path: Path) -> None:
         tmp.write_text(json.dumps(obj, ensure_ascii=False, indent=1), encoding="utf-8")
 
 
-def atomic_parquet(frame: Any, path: Path) -> None:
-    """`frame` (a polars DataFrame) as `path`, zstd-compressed, replacing it whole or not at all."""
+def atomic_parquet(frame: Any, path: Path, merge_on: list[str] | None = None) -> None:
+    """`frame` (a polars DataFrame) as `path`, zstd-compressed, replacing it whole or not at all. `merge_on`: the rows
+    are unique by these columns, the rows already in `path` first (a table compacted again: the eval log's)."""
+    if merge_on is not None:
+        import polars as pl
+
+        frame = pl.concat([pl.read_parquet(path), frame] if path.exists() else [frame], how="vertical_relaxed")
+        frame = frame.unique(subset=merge_on, keep="first", maintain_order=True)
     with _replacing(path) as tmp:  # polars reports a full disk as a ComputeError: `_cause` reads its os error
         frame.write_parquet(tmp, compression="zstd", compression_level=ZSTD_LEVEL)

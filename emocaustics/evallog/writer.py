@@ -160,9 +160,9 @@ class EvalLog:
                 continue
         calls, attempts, texts = _tables(rows)
         self._flush_texts(texts)
-        _merge(self.root / "calls" / f"{label}.parquet", calls, ["sample_id", "attempt", "seq"])
-        _merge(self.root / "attempts" / f"{label}.parquet", pl.DataFrame(attempts, schema=ATTEMPT_SCHEMA),
-               ["sample_id", "attempt"])
+        atomic_parquet(calls, self.root / "calls" / f"{label}.parquet", merge_on=["sample_id", "attempt", "seq"])
+        atomic_parquet(pl.DataFrame(attempts, schema=ATTEMPT_SCHEMA), self.root / "attempts" / f"{label}.parquet",
+                       merge_on=["sample_id", "attempt"])
         staged.unlink()
 
 
@@ -256,9 +256,3 @@ def _serve_log(state: dict[str, Any]) -> Any:
             return log.config(message[1])._finish(*message[2:])
         return {"known": log.known, "written": log._written}
     return handle
-
-
-def _merge(path: Path, new: pl.DataFrame, key: list[str]) -> None:
-    if path.exists():
-        new = pl.concat([pl.read_parquet(path), new], how="vertical_relaxed")
-    atomic_parquet(new.unique(subset=key, keep="first", maintain_order=True), path)
