@@ -18,18 +18,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from emocaustics.core.progress import Progress
-from emocaustics.models.embedders import normalise_rows
-from emocaustics.models.embedstore import identity_of
+from emocaustics.models.embedstore import embed_kept
 from emocaustics.tasks.aer.context import Chunk, chunk_topic
 from emocaustics.tasks.aer.data import Topic
 
 if TYPE_CHECKING:
     from emocaustics.models.cacheplace import CacheChoice
-    from emocaustics.models.embedstore import EmbeddingStore
 
 T = TypeVar("T")
-EMBED_BATCH = 256  # passages per embedder call: the progress line moves between calls
 
 
 def run_sync(coro: Awaitable[T]) -> T:
@@ -44,31 +40,6 @@ def run_sync(coro: Awaitable[T]) -> T:
 
 def chunk_text(c: Chunk) -> str:
     return f"{c.title}\n{c.text}" if c.title else c.text
-
-
-async def embed_kept(embedder: Any, store: EmbeddingStore | None, texts: list[str], stage: str | None = None
-                     ) -> np.ndarray:
-    """The vectors of `texts`: those the store holds for this embedder, the rest embedded EMBED_BATCH at a time (with
-    a progress line named `stage`, when given: minutes on a loaded machine, before any question is asked) and kept."""
-    identity = identity_of(embedder)
-    kept = store.get_many(identity, texts) if store is not None else {}
-    todo = [i for i in range(len(texts)) if i not in kept]
-    progress = Progress(stage, len(todo)) if stage and todo else None
-    if progress is not None:  # said at once: the embedder's load and first batch took 96 s on a loaded machine
-        progress.update(0)
-    for at in range(0, len(todo), EMBED_BATCH):
-        batch = [texts[i] for i in todo[at:at + EMBED_BATCH]]
-        vecs = normalise_rows(np.asarray(await embedder.embed(batch), dtype=np.float32))
-        if vecs.shape[0] != len(batch):
-            raise RuntimeError(f"embedder returned {vecs.shape[0]} vectors for {len(batch)} texts")
-        if store is not None:
-            store.put_many(identity, batch, vecs)
-        kept.update(zip(todo[at:at + EMBED_BATCH], vecs))
-        if progress is not None:
-            progress.update(len(batch))
-    if progress is not None:  # on a terminal: the live line's newline
-        progress.close()
-    return np.stack([kept[i] for i in range(len(texts))]) if texts else np.zeros((0, 1), np.float32)
 
 
 def query_text(target_event: str, options: dict[str, str]) -> str:

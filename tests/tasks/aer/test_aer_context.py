@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from emocaustics.core.task import ScoreContext, get_task, parse_options
+from emocaustics.models.embedstore import embed_kept
 from emocaustics.tasks.aer import retrieve
 from emocaustics.tasks.aer.context import (CUT_MARK, approx_tokens, chunk_topic, cut_to_tokens, document_text,
                                            render_full)
@@ -140,6 +141,6 @@ def test_embeddings_are_unit_rows_whatever_the_embedder_returns() -> None:
         async def embed(self, texts: list[str]) -> list[list[float]]:
             return [[3.0, 4.0], [0.0, 0.0]][:len(texts)]
 
-    got = asyncio.run(retrieve.embed_kept(Raw(), None, ["a", "b"]))
+    got = asyncio.run(embed_kept(Raw(), None, ["a", "b"]))
     assert got.dtype == np.float32
     assert np.allclose(got, [[0.6, 0.8], [0.0, 0.0]])

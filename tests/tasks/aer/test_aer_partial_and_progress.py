@@ -41,10 +41,12 @@ def test_documents_are_embedded_with_a_progress_line(tmp_path, capsys, monkeypat
 
     from emocaustics.core.task import ScoreContext
     from emocaustics.models.cacheplace import CacheChoice, shared_folder
+    from emocaustics.models import embedstore
+    from emocaustics.models.embedders import normalise_rows
     from emocaustics.tasks.aer import retrieve
     from tasks.aer.aer_fixtures import KeywordEmbedder, doc, question, topic, write_dataset
 
-    monkeypatch.setattr(retrieve, "EMBED_BATCH", 2)
+    monkeypatch.setattr(embedstore, "EMBED_BATCH", 2)
     docs = [doc(i, 1, content=f"Report {i}: a storm in town 1." if i % 2 else "The council met.") for i in range(1, 6)]
     root = write_dataset(tmp_path, {"sample": ([question(1, 1), question(2, 1)], [topic(1, docs)])})
     opts = parse_options(TASK, {"method": "llm", "context": "retrieve", "top_k": 2})
@@ -62,7 +64,7 @@ def test_documents_are_embedded_with_a_progress_line(tmp_path, capsys, monkeypat
     topic1 = load_split(str(root), "sample").topics[1]
     texts = [retrieve.chunk_text(c) for c in retrieve.chunk_topic(topic1, opts.chunk_tokens, opts.chars_per_token)]
     kept = EmbeddingStore(shared_folder()).get_many(emb.identity, texts)
-    assert np.allclose(np.stack([kept[i] for i in range(len(texts))]), retrieve.normalise_rows(
+    assert np.allclose(np.stack([kept[i] for i in range(len(texts))]), normalise_rows(
         np.asarray(retrieve.run_sync(KeywordEmbedder(["storm", "council"]).embed(texts)))))
     TASK.prepare(samples, opts, ScoreContext(embedder=emb, cache=CacheChoice(shared_folder())))
     assert emb.calls[4:] == [] and "[embed documents" not in capsys.readouterr().out
