@@ -55,6 +55,12 @@ CALL = {"messages": [{"role": "system", "content": "be brief"}, {"role": "user",
     ("anthropic:claude-x", ModelName("anthropic", "claude-x", None, True, "anthropic")),
     ("vllm:/models/my-model/", ModelName("vllm", "my-model", None, False, "unknown")),
     ("vllm:Org/M", ModelName("vllm", "Org/M", None, False, "Org")),
+    # a local folder however it is written (its name only), a name ending in X, a hub name of three parts
+    ("vllm:~/models/m", ModelName("vllm", "m", None, False, "unknown")),
+    ("vllm:./ckpt/m/", ModelName("vllm", "m", None, False, "unknown")),
+    ("vllm:.hidden-model", ModelName("vllm", ".hidden-model", None, False, "unknown")),
+    ("vllm:Org/MIX", ModelName("vllm", "Org/MIX", None, False, "Org")),
+    ("openai:org/team/m@http://h:8/v1", ModelName("openai", "org/team/m", "http://h:8/v1", True, "org")),
 ])
 def test_a_models_name(spec, name):
     assert model_name(spec) == name
@@ -117,6 +123,12 @@ def test_a_model_call_as_an_inspect_event():
     assert failed["output"]["completion"] == "" and failed["output"]["usage"]["total_tokens"] == 0
     assert (failed["error"], failed["role"], failed["metadata"], failed["config"]) == ("HTTP 500", "grader", None, {})
     assert "cache" not in failed and "error" not in event and "role" not in event
+    # what a call's parse and its sampling add; a call without its start begins at the sample's start
+    more = inspect_log._event({**CALL, "start": None, "parse_error": "bad json", "repaired": True,
+                               "schema": {"type": "object"}, "sampling": {"top_p": 0.9}}, "m", 100.0)
+    assert (more["timestamp"], more["working_start"], more["config"]) == (utc(100.0), 0.0, {"top_p": 0.9})
+    assert more["metadata"] == {"seq": 0, "step": "ask", "parse_error": "bad json", "repaired": True,
+                                "schema": {"type": "object"}, "parsed": {"answer": ["A"]}}
 
 
 def test_a_sample_in_inspect():
@@ -126,8 +138,9 @@ def test_a_sample_in_inspect():
                                              "calls": [{"text": "yes", "start": 1.0}]})
     out = inspect_log._sample(s, "openai/m")
     assert (out["id"], out["epoch"], out["input"], out["target"]) == ("s1", 2, '{\n "q": "é"\n}', "A")
-    assert [(m["role"], m["content"]) for m in out["messages"]] == [
-        ("system", "be brief"), ("user", "q?"), ("assistant", "A"), ("user", "again"), ("assistant", "B")]
+    assert [(m["role"], m["content"], m.get("model")) for m in out["messages"]] == [
+        ("system", "be brief", None), ("user", "q?", None), ("assistant", "A", "openai/m"), ("user", "again", None),
+        ("assistant", "B", "openai/m")]
     assert out["output"] == {"model": "openai/m", "choices": [{"message": {
         "role": "assistant", "content": "B", "source": "generate", "model": "openai/m"}, "stop_reason": "stop"}],
         "completion": "B", "usage": {"input_tokens": 10, "output_tokens": 2, "total_tokens": 12}}
@@ -156,17 +169,22 @@ def test_a_failed_sample_without_calls_in_inspect():
     assert inspect_log._sample(_sample(status="failed", prediction="p"), "none")["error"]["message"] == "failed"
     assert inspect_log._sample(_sample(prediction="p"), "none")["output"]["completion"] == "p"
     assert "model_usage" in inspect_log._sample(_sample(generated_tokens=1), "none")
+    # a sample that called a model counts its usage even where no token was counted
+    assert inspect_log._sample(_sample(calls=[CALL]), "m")["model_usage"] == {"m": {
+        "input_tokens": 0, "output_tokens": 0, "total_tokens": 0}}
+    # the answer column keeps a prediction's text as it is (no \u escapes)
+    assert inspect_log._sample(_sample(prediction="é"), "m")["scores"]["accuracy"]["answer"] == '"é"'
 
 
 def test_inspects_results_are_the_headline_then_the_corpus_values():
     cfg = _config(samples=[_sample(), _sample(id="s2", status="failed")],
-                  table={"ci_low": 0.25, "ci_high": 0.75, "clusters": None, "cluster_by": "topic", "x": 1})
+                  table={"ci_low": 0.25, "ci_high": 0.75, "clusters": 12, "cluster_by": "topic", "x": 1})
     assert inspect_log._results(cfg, "pass_at_2") == {
         "total_samples": 2, "completed_samples": 1,
         "scores": [{"name": "accuracy", "scorer": "emocaustics/aer", "reducer": "pass_at_2", "scored_samples": 1,
                     "unscored_samples": 1, "metrics": {
                         "mean": {"name": "mean", "value": 0.5, "metadata": {"ci_low": 0.25, "ci_high": 0.75,
-                                                                            "cluster_by": "topic"}},
+                                                                            "clusters": 12, "cluster_by": "topic"}},
                         "accuracy": {"name": "accuracy", "value": 0.5}}}]}
     cfg = _config(headline={}, summary={"mean": 0.1, "accuracy": 0.5, "n": 3, "flag": True, "bad": NAN})
     assert inspect_log._results(cfg, None)["scores"][0]["metrics"] == {
@@ -205,6 +223,22 @@ def test_an_inspect_log_of_a_config_in_epochs(monkeypatch):
         {"value": 1.0, "sample_id": "s1"}]}]
     assert [s["id"] for s in log["samples"]] == ["s1", "s2", "s3"]
     assert log["results"]["scores"][0]["reducer"] == "pass_at_2"
+
+
+def test_an_inspect_logs_dataset_revision_and_usage(monkeypatch):
+    monkeypatch.setattr(inspect_log, "_dataset_name", lambda cfg: f"name of {cfg.label}")
+    cfg = _config(dataset_info={"dataset": "semeval", "root": "/data/semeval"},
+                  software={"emocaustics": "1.2", "git": {"commit": "abc", "dirty": True}},
+                  samples=[_sample(prompt_tokens=4), _sample(id="s2", calls=[CALL]), _sample(id="s3")],
+                  reduced={"s1": 1.0, "s2": 1.0, "s3": 1.0})
+    log = inspect_log.inspect_log(RUN, cfg)
+    assert (log["eval"]["dataset"]["name"], log["eval"]["dataset"]["location"]) == ("name of aer_llm",
+                                                                                    "/data/semeval")
+    assert log["eval"]["revision"] == {"type": "git", "origin": "", "commit": "abc", "dirty": True}
+    # s1 counts by its tokens, s2 by its calls (no tokens counted), s3 not at all; no cost known: no total_cost
+    assert log["stats"]["model_usage"] == {"openai/Qwen/Q7": {"input_tokens": 4, "output_tokens": 0,
+                                                              "total_tokens": 4}}
+    assert [s["output"]["model"] for s in log["samples"]] == ["openai/Qwen/Q7"] * 3
 
 
 def test_an_inspect_log_of_a_calibration_config_once(monkeypatch):
@@ -256,6 +290,7 @@ def test_eees_model():
         "name": "api", "id": "Qwen/Q7", "developer": "Qwen", "inference_platform": "openai",
         "additional_details": {"deployment_type": "externally_managed", "model_availability": "unknown",
                                "spec": "openai:Qwen/Q7@http://h:8/v1"}})
+    assert eee._model(_config(spec="openai:org/team/m@http://h:8/v1"))[:3] == ("org/team/m", "org", "m")
     mid, dev, short, info = eee._model(_config(spec="vllm:m", model=None))
     assert (mid, dev, short, info["name"], info["additional_details"]["deployment_type"]) == (
         "vllm/m", "unknown", "m", "m", "self_deployed")
