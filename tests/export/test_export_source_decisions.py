@@ -24,7 +24,7 @@ from emocaustics.core.records import Sample
 from emocaustics.core.task import Failure
 from emocaustics.evallog.record import text_hash
 from emocaustics.evallog.writer import EvalLog
-from emocaustics.exports.source import read_run
+from emocaustics.exports.source import _num, read_run
 
 SPEC = "openai:Qwen/Q7@http://h:8/v1"
 SOFTWARE = {"emocaustics": "1.2", "git": {"commit": "abc", "dirty": False}}
@@ -186,6 +186,21 @@ def test_each_sample_of_a_config_solved_once(run):
     assert s2.failed and s2.input == {"q": "two"} and s2.target == "gold-s2"
 
 
+def test_a_status_or_reason_the_score_table_lacks_is_the_eval_logs(run):
+    scores = pl.read_parquet(run / "scores.parquet")
+    scores.with_columns(status=pl.lit(None, pl.String), reason=pl.lit(None, pl.String)).write_parquet(
+        run / "scores.parquet")
+    got = _by_label(run)
+    s1, s2 = got[ONCE].samples
+    assert (s1.status, s1.reason, s2.status, s2.reason) == ("ok", None, "failed", "solve: timeout")
+    assert (got[CALIB].samples[0].status, got[CALIB].samples[0].reason) == ("ok", None)  # no log either: ok
+
+
+def test_a_number_is_a_finite_float_or_none():
+    assert [_num(v) for v in (2, 0.5, float("nan"), "1", None)] == [2.0, 0.5, None, None, None]
+    assert type(_num(2)) is float
+
+
 # -- a config solved in epochs -----------------------------------------------------------------------------------
 def test_a_config_in_epochs_is_one_record_per_sample_and_epoch(run):
     cfg = _by_label(run)[EPOCHS]
@@ -281,6 +296,16 @@ def test_a_damaged_table_is_named(run, name):
     with pytest.raises(UsageError, match=rf"^{run / name}: cannot be read \(\w+: .+\)$") as got:
         read_run(run)
     assert "\n" not in str(got.value)
+
+
+def test_a_tables_error_is_its_first_line_cut_at_200_characters(run, monkeypatch):
+    def damaged(path: Any) -> Any:
+        raise ValueError("x" * 300 + "\nsecond line")
+
+    monkeypatch.setattr(pl, "read_parquet", damaged)
+    with pytest.raises(UsageError) as got:
+        read_run(run)
+    assert str(got.value) == f"{run / 'scores.parquet'}: cannot be read (ValueError: {'x' * 200})"
 
 
 def test_configs_json_that_is_not_json_is_named(run):
