@@ -14,6 +14,8 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import orjson
+
 from emocaustics.models.base import LLM, ChatRequest, Completion, Layer
 from emocaustics.models.cachestore import ResponseCache
 from emocaustics.models.usage import Usage
@@ -22,14 +24,14 @@ __all__ = ["CachedLLM", "ResponseCache", "request_key"]
 
 
 def request_key(model: str, request: ChatRequest) -> str:
-    payload = {
-        "model": model,
-        "messages": [dict(m) for m in request.messages],
-        "schema": request.schema,
-        "sampling": request.sampling.key(),
-    }
-    blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+    # The sha256 of json.dumps({"messages", "model", "sampling", "schema"}, sort_keys=True, ensure_ascii=False,
+    # separators=(",", ":")), byte for byte. The messages (strings only, nearly all of the bytes) go through orjson,
+    # which writes strings as json does and is ten times faster (the key is made for every call); the rest through
+    # json, since orjson writes some floats otherwise (1e-05 as 0.00001) and the key must not change.
+    rest = json.dumps({"model": model, "schema": request.schema, "sampling": request.sampling.key()},
+                      sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    messages = orjson.dumps([dict(m) for m in request.messages], option=orjson.OPT_SORT_KEYS)
+    return hashlib.sha256(b'{"messages":' + messages + b"," + rest[1:].encode("utf-8")).hexdigest()
 
 
 class CachedLLM(Layer):

@@ -27,13 +27,21 @@ def _request(text: str, **sampling) -> ChatRequest:
     return ChatRequest(({"role": "user", "content": text},), sampling=Sampling(**sampling))
 
 
-def test_the_key_is_the_sha256_of_the_canonical_request():
-    r = ChatRequest(({"role": "user", "content": "é"},), schema={"type": "object"},
-                    sampling=Sampling(temperature=0.5, seed=3))
-    blob = json.dumps({"model": "id", "messages": [{"role": "user", "content": "é"}], "schema": {"type": "object"},
+@pytest.mark.parametrize("messages, schema, sampling, model", [
+    (({"role": "user", "content": "é"},), {"type": "object"}, dict(temperature=0.5, seed=3), "id"),
+    # control characters, quotes, a line separator, an emoji, a lone key order to sort; a float json writes with an
+    # exponent (orjson would write 1e-05 as 0.00001); a schema with floats and a non-ASCII model name
+    (({"role": "system", "content": "a\x00\x1f\x7f\"\\/\u2028😀\n\t"}, {"content": "x", "role": "assistant"},
+      {"role": "user", "content": ""}), {"type": "number", "minimum": 1e-05, "maximum": 1e16},
+     dict(temperature=1e-05, top_p=0.95, max_tokens=7), "mödel@http://h:1/v1"),
+    (({"role": "user", "content": "z" * 5000},), None, {}, ""),
+])
+def test_the_key_is_the_sha256_of_the_canonical_request(messages, schema, sampling, model):
+    r = ChatRequest(messages, schema=schema, sampling=Sampling(**sampling))
+    blob = json.dumps({"model": model, "messages": [dict(m) for m in messages], "schema": schema,
                        "sampling": r.sampling.key()}, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    assert request_key("id", r) == hashlib.sha256(blob.encode("utf-8")).hexdigest()
-    assert '"content":"é"' in blob  # the text as it is, not escaped
+    assert request_key(model, r) == hashlib.sha256(blob.encode("utf-8")).hexdigest()
+    assert "\\u00e9" not in blob  # the text as it is, not escaped
 
 
 class Model(ModelBase):
