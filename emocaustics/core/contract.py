@@ -9,6 +9,8 @@
     solver                    `Solver`: solve (a task with side inputs gets them as its 4th argument, `Side`),
                               prepare, `placement` (weight, chain, affinity, size), dry run
     predict                   the calibration predictors (oracle, baselines): no model
+    job_tables                tables across the job's configs of the task (dialogue-judge's judge pairs): written
+                              once with the other tables, as tables/<name>.parquet, and handed to its report sections
     scorer                    `Scorer`: score -> `Scored`, finalize (official files), the submission files it writes
     report                    `Report`: label, primary metric, metric docs, option columns, report sections, sample view
     store                     `PredictionStore`: write (a `Failure` too), read, read back one just written (JsonlStore)
@@ -45,7 +47,7 @@ if TYPE_CHECKING:
 # name -> the members the core reads on that part (None: a value, no part). Options/Dataset members are class
 # variables a task's models may declare (pydantic's own API aside), the rest the protocols' below.
 CONTRACT: dict[str, tuple[str, ...] | None] = {
-    "name": None, "description": None, "methods": None, "predict": None, "prompts_version": None,
+    "name": None, "description": None, "methods": None, "predict": None, "prompts_version": None, "job_tables": None,
     "Options": ("reducers", "legacy_run_keys"), "Dataset": ("option_for",),
     "data": ("data_sources", "load", "check_ground_truth", "fingerprint"),
     "solver": ("answer_models", "solve", "prepare", "placement", "dry_solve"),
@@ -123,7 +125,8 @@ class Report(Protocol):
 
     def summary_columns(self, options: Options) -> dict[str, Any]: ...
 
-    def report_sections(self, summary: pl.DataFrame, scores: pl.DataFrame) -> list[tuple[str, str]]: ...
+    def report_sections(self, summary: pl.DataFrame, scores: pl.DataFrame,
+                        tables: dict[str, pl.DataFrame] | None = None) -> list[tuple[str, str]]: ...
 
     def view_sample(self, input: Any, target: Any, prediction: Any,
                     items: list[dict[str, Any]]) -> list[dict[str, Any]] | None: ...
@@ -300,8 +303,14 @@ class Task:
         """Values of the per-config columns `option_column_docs` declares (`report/columns.py`); none."""
         return {}
 
-    def report_sections(self, summary: pl.DataFrame, scores: pl.DataFrame) -> list[tuple[str, str]]:
-        """Extra (title, HTML) sections of the report for this task's configs (charts, breakdowns); none."""
+    def job_tables(self, scores: pl.DataFrame) -> dict[str, pl.DataFrame]:
+        """Tables across this task's configs, from the job's per-sample rows of them (`report.tables`); none."""
+        return {}
+
+    def report_sections(self, summary: pl.DataFrame, scores: pl.DataFrame,
+                        tables: dict[str, pl.DataFrame] | None = None) -> list[tuple[str, str]]:
+        """Extra (title, HTML) sections of the report for this task's configs (charts, breakdowns), given its
+        `job_tables` as written (read back from tables/) when it wrote any; none."""
         return []
 
     def view_sample(self, input: Any, target: Any, prediction: Any,

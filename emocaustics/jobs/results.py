@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from emocaustics.core.task import Loaded, Scored
+from emocaustics.report.tables import write_extra_tables
 from emocaustics.scoring.generic import per_sample
 
 if TYPE_CHECKING:
@@ -131,19 +132,6 @@ def with_run(table: pl.DataFrame, label: str) -> pl.DataFrame:
     if "run" in table.columns:
         table = table.rename({"run": "table_run"})
     return table.select(pl.lit(label).alias("run"), *table.columns)
-
-
-def write_extra_tables(folder: Path, tables: dict[str, list[pl.DataFrame]]) -> list[Path]:
-    """`tables/<name>.parquet` for each extra table a scorer returned (per-emotion F1s, data problems, system
-    z-scores, significance tests, ...), every config's rows with its `run`: none is dropped because the common
-    tables have no column for it."""
-    written = []
-    for name, parts in tables.items():
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"{name}.parquet"
-        pl.concat(parts, how="diagonal_relaxed").write_parquet(path)
-        written.append(path)
-    return written
 
 
 def score_line(cfg: Config, scored: Scored, table: pl.DataFrame, wall: float) -> str:

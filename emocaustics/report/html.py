@@ -16,7 +16,7 @@ from pathlib import Path
 import polars as pl
 
 from emocaustics.report.columns import cluster_note, components_by_task, legend, main_table, option_columns
-from emocaustics.report.tables import DECIMALS, failures, run_title
+from emocaustics.report.tables import DECIMALS, failures, read_job_tables, run_title
 from emocaustics.scoring.reducers import table_rows
 
 # Component tables are cut into chunks of this many metric columns so that each fits the page.
@@ -162,8 +162,8 @@ def startup_note(run_dir: Path) -> str:
 
 
 def render(run_dir: Path, scores: pl.DataFrame, summary: pl.DataFrame, title: str = "") -> str:
-    """The page of the run's `summary` (`tables.write_tables`'s: its intervals, and significance.csv's pairs, are
-    read, never computed again) and its per-sample `scores`."""
+    """The page of the run's `summary` (`tables.write_tables`'s: its intervals, significance.csv's pairs and the
+    tasks' tables across configs are read, never computed again) and its per-sample `scores`."""
     scores = table_rows(scores)  # the per-epoch rows are in the summary's spread; the rest reads the reduced rows
     parts = [
         f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
@@ -184,9 +184,10 @@ def render(run_dir: Path, scores: pl.DataFrame, summary: pl.DataFrame, title: st
     from emocaustics.core.task import get_task
 
     for task_name in summary["task"].unique(maintain_order=True).to_list():
-        task = get_task(task_name)
+        task, tables = get_task(task_name), read_job_tables(run_dir, task_name)  # its `job_tables`, as written
         for title_text, section in task.report.report_sections(summary.filter(pl.col("task") == task_name),
-                                                        scores.filter(pl.col("task") == task_name)):
+                                                               scores.filter(pl.col("task") == task_name),
+                                                               *([tables] if tables else [])):
             parts.append(f"<h2>{html.escape(title_text)}</h2>")
             parts.append(section)
     sig_path = run_dir / "significance.csv"

@@ -13,6 +13,7 @@ from pathlib import Path
 import polars as pl
 
 from emocaustics.scoring.headline import HEADLINE, scored_rows
+from emocaustics.scoring.reducers import epoch_rows, epoch_spread, table_rows
 
 SCORE_COLUMNS: dict[str, pl.DataType] = {
     "run": pl.Utf8,  # the config label
@@ -76,7 +77,6 @@ def summarise(scores: pl.DataFrame, wall: dict[str, float] | None = None, run_di
     with `run_dir` the grid's axes its config.yaml records (`report.axes`)."""
     from emocaustics.report.axes import read_axes, with_axes
     from emocaustics.report.columns import option_columns
-    from emocaustics.scoring.reducers import epoch_rows, epoch_spread
 
     spread = epoch_spread(epoch_rows(scores))  # configs solved in epochs: how much a sample's score moves
     scores = scored_rows(scores)
@@ -190,9 +190,49 @@ def to_markdown(df: pl.DataFrame, floats: int = 4) -> str:
     return "\n".join(lines) + "\n"
 
 
+def write_extra_tables(folder: Path, tables: dict[str, list[pl.DataFrame]]) -> list[Path]:
+    """`tables/<name>.parquet` for each extra table a scorer returned (per-emotion F1s, data problems, system
+    z-scores, significance tests, ...), every config's rows with its `run`, and each table a task's `job_tables`
+    gave, with its `task`: none is dropped because the common tables have no column for it."""
+    written = []
+    for name, parts in tables.items():
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{name}.parquet"
+        pl.concat(parts, how="diagonal_relaxed").write_parquet(path)
+        written.append(path)
+    return written
+
+
+def write_job_tables(folder: Path, scores: pl.DataFrame) -> list[Path]:
+    """The tables across each task's configs (`Task.job_tables`, e.g. dialogue-judge's judge pairs) as
+    tables/<name>.parquet with `task` as their first column (a config's tables begin with its `run`)."""
+    from emocaustics.core.errors import UsageError
+    from emocaustics.core.task import get_task
+
+    rows, tables = table_rows(scores), {}
+    for task in rows["task"].unique(maintain_order=True).to_list():
+        try:
+            hook = get_task(task).job_tables
+        except UsageError:  # a name no task is registered under (an old run folder's, a test's): none
+            continue
+        for name, table in hook(rows.filter(pl.col("task") == task)).items():
+            tables.setdefault(name, []).append(table.select(pl.lit(task).alias("task"), pl.all()))
+    return write_extra_tables(folder, tables)
+
+
+def read_job_tables(run_dir: Path, task: str) -> dict[str, pl.DataFrame]:
+    """The tables `write_job_tables` wrote of `task`, as its `job_tables` gave them (read, never computed again)."""
+    found = {}
+    for path in sorted((run_dir / "tables").glob("*.parquet")):
+        if next(iter(pl.read_parquet_schema(path))) == "task":
+            found[path.stem] = pl.read_parquet(path).filter(pl.col("task") == task).drop("task")
+    return {name: table for name, table in found.items() if table.height}
+
+
 def write_tables(run_dir: Path, scores: pl.DataFrame, wall: dict[str, float] | None = None) -> pl.DataFrame:
-    """Write scores.parquet, summary.csv, significance.csv and summary.md; return the summary (the report reads its
-    intervals, and significance.csv's pairs: the statistics are computed once, here)."""
+    """Write scores.parquet, summary.csv, significance.csv, summary.md and the tasks' tables across their configs;
+    return the summary (the report reads its intervals, significance.csv's pairs and those tables: the statistics are
+    computed once, here)."""
     check_scores(scores, str(run_dir / "scores.parquet"))
     scores.write_parquet(run_dir / "scores.parquet")
     ci, pairs = config_statistics(scores)
@@ -200,6 +240,7 @@ def write_tables(run_dir: Path, scores: pl.DataFrame, wall: dict[str, float] | N
     summary.write_csv(run_dir / "summary.csv")
     if pairs.height:
         pairs.write_csv(run_dir / "significance.csv")
+    write_job_tables(run_dir / "tables", scores)
     (run_dir / "summary.md").write_text(summary_markdown(summary, pairs, run_title(run_dir)), encoding="utf-8")
     return summary
 

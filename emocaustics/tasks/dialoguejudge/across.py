@@ -58,3 +58,14 @@ def judge_pairs(rows: pl.DataFrame, resamples: int = 1000, seed: int = 0) -> tup
                          schema_overrides={c: pl.Float64 for c in ("r_a", "r_b", "diff", "diff_low", "diff_high",
                                                                    "p", "p_holm")})
     return table, alpha
+
+
+def pairs_table(scores: pl.DataFrame) -> dict[str, pl.DataFrame]:
+    """The task's `job_tables`, written once by the tables phase as tables/judge_pairs.parquet: `judge_pairs` of
+    each family of two or more judges, with its `family` (1, 2, ...: the report's round) and `alpha` across them."""
+    parts = []
+    for k, rows in enumerate(families(scores)):
+        if rows["run"].n_unique() > 1:
+            pairs, alpha = judge_pairs(rows)
+            parts.append(pairs.select(pl.lit(k + 1).alias("family"), pl.all(), pl.lit(alpha).alias("alpha")))
+    return {"judge_pairs": pl.concat(parts)} if parts else {}

@@ -2,7 +2,7 @@
 round, the QC table (the judge's verdict, p and agreement figures; a judge that failed QC marked unreliable), the
 per-criterion table (system-level Pearson r per criterion and judge), the scatter of each judge's system z against
 the QC-passed workers' with the identity line and r (inline SVG), and with two or more judges their paired tests and
-alpha across them (`across.py`)."""
+alpha across them, as the tables phase wrote them (tables/judge_pairs.parquet: `across.pairs_table`)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import numpy as np
 import polars as pl
 
 from emocaustics.report.html import table
-from emocaustics.tasks.dialoguejudge.across import families, judge_pairs
+from emocaustics.tasks.dialoguejudge.across import families
 
 UNRELIABLE = "unreliable (failed QC)"
 SIZE, PAD = 260, 36  # the scatter's square plot area and its margin, px
@@ -38,8 +38,9 @@ def scatter(human: np.ndarray, judge: np.ndarray, systems: list[str], title: str
             f"transform='rotate(-90 10 {PAD + SIZE / 2})' text-anchor='middle'>judge's system z</text>{points}</svg>")
 
 
-def sections(summary: pl.DataFrame, scores: pl.DataFrame) -> list[tuple[str, str]]:
-    out = []
+def sections(summary: pl.DataFrame, scores: pl.DataFrame,
+             tables: dict[str, pl.DataFrame] | None = None) -> list[tuple[str, str]]:
+    out, compared = [], (tables or {}).get("judge_pairs")  # tables/judge_pairs.parquet (`across.pairs_table`)
     for k, rows in enumerate(families(scores)):
         runs = rows["run"].unique(maintain_order=True).to_list()
         config = summary.filter(pl.col("run").is_in(runs))
@@ -58,10 +59,11 @@ def sections(summary: pl.DataFrame, scores: pl.DataFrame) -> list[tuple[str, str
         criteria = pl.DataFrame({"criterion": ["overall (z)", *[c[2:] for c in firsts.columns[3:]]], **per_judge})
         body = (f"<h3>Quality control and agreement</h3>{table(qc)}<h3>System-level Pearson r per criterion</h3>"
                 f"{table(criteria)}<h3>System z: workers against judge</h3><div class='chart'>{''.join(charts)}</div>")
-        if len(runs) > 1:
-            pairs, alpha = judge_pairs(rows)
+        pairs = compared.filter(pl.col("config_a").is_in(runs)) if compared is not None else pl.DataFrame()
+        if pairs.height:
             body += (f"<h3>Judges compared</h3><p>Krippendorff's alpha (interval) across the {len(runs)} judges' "
-                     f"ratings: {alpha:.4f}. Difference of system-level r, paired bootstrap over assignments, "
-                     f"Holm-corrected across the {pairs.height} pairs.</p>{table(pairs)}")
+                     f"ratings: {pairs['alpha'][0]:.4f}. Difference of system-level r, paired bootstrap over "
+                     f"assignments, Holm-corrected across the {pairs.height} pairs.</p>"
+                     f"{table(pairs.drop('family', 'alpha'))}")
         out.append((f"Dialogue judge: round {k + 1} ({len(runs)} judge{'s' if len(runs) > 1 else ''})", body))
     return out

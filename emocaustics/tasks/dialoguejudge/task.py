@@ -78,6 +78,7 @@ class DialogueJudgeTask(Task):
         "self_r": "the judge's self-replication with --epochs N: Pearson r between two epochs' overall system z "
                   "(mean over every two epochs), beside the humans' round-to-round r = 0.969 (Ji et al. 2022)",
     }
+    job_tables = lazy("emocaustics.tasks.dialoguejudge.across", "pairs_table")  # the judges compared, once per run
     report_sections = lazy("emocaustics.tasks.dialoguejudge.report", "sections")  # QC, per criterion, scatter, pairs
     view_sample = lazy("emocaustics.tasks.dialoguejudge.view", "view_sample")  # worker and judge side by side
     # `ci_low`/`ci_high` in `sample_info` are the summary's interval of score: the bootstrap of the system-level r
