@@ -35,51 +35,18 @@ from typing import Any
 from emocaustics.core.errors import NothingToResume, ResumeMismatch, RunFolderTaken, UsageError, WriteFailed
 from emocaustics.core.redact import redacted
 from emocaustics.core.writes import NO_ROOM, atomic_json, failed
-from emocaustics.jobs.spec import JobSpec
+from emocaustics.jobs.spec import JobSpec, dump_job, result_fields
 
 RUN_FILE = "run.json"
 LOCK_FILE = "run.lock"
-# Keys of a job that do not change its results: names, where outputs and the cache go, how work is spread.
-NOT_RESULT_KEYS = ("name", "description", "output", "cache", "concurrency", "ray", "max_cost_usd")
-NOT_RESULT_MODEL_KEYS = ("replicas", "gpus_per_replica", "concurrency", "placement", "max_connection_failures",
-                         "max_server_errors", "stall_seconds", "price", "rpm", "tpm", "keep_alive",
-                         "batch")
-# Engine / client options that change how fast or how robustly answers come, not what they are: a resume after an
-# out-of-memory or a timeout may change them.
-NOT_RESULT_ENGINE_KEYS = ("gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens", "enforce_eager",
-                          "swap_space", "cpu_offload_gb", "kv_cache_memory_bytes", "enable_prefix_caching",
-                          "scheduling_policy", "timeout", "max_retries", "concurrency", "max_connection_failures",
-                          "max_server_errors", "stall_seconds", "rpm", "tpm", "batch", "batch_size", "batch_poll",
-                          "batch_quiet", "batch_max_wait")
-
-
-def result_fields(job: JobSpec) -> dict[str, Any]:
-    """What determines a job's results: dataset, models (what they are, not where they run), the expanded runs with
-    their resolved options, scoring, and each task's prompt version."""
-    # `select` is recorded per run, and only where one is set: jobs without it keep the hash they always had.
-    data = job.model_dump(mode="json", exclude=set(NOT_RESULT_KEYS) | {"runs", "grid", "select"})
-    data["models"] = {k: {kk: ({ek: ev for ek, ev in vv.items() if ek not in NOT_RESULT_ENGINE_KEYS}
-                                if kk == "engine" else vv)
-                           for kk, vv in m.items() if kk not in NOT_RESULT_MODEL_KEYS}
-                      for k, m in data["models"].items()}
-    runs, prompts = [], {}
-    for run in job.expand():
-        task, opts = run.resolve()
-        runs.append({"label": run.label, "task": task.name, "model": run.model, "options": opts.model_dump(mode="json"),
-                     "dataset": job.dataset_for(run)})
-        if (select := job.select_for(run)) is not None:
-            runs[-1]["select"] = select.model_dump(mode="json", exclude_none=True)
-        # epochs change results, limits only which samples fail (a resume may change them); both recorded only where
-        # set, so that a job without them keeps the hash it always had
-        runs[-1].update({k: v for k in ("epochs", "reducer") if (v := getattr(run, k)) not in (1, None)})
-        prompts[task.name] = task.prompts_version
-    data["runs"] = sorted(runs, key=lambda r: r["label"])
-    data["prompts_versions"] = prompts
-    return data
 
 
 def job_hash(job: JobSpec) -> str:
-    text = json.dumps(result_fields(job), sort_keys=True, ensure_ascii=False, default=str)
+    return _digest(result_fields(job))
+
+
+def _digest(fields: dict[str, Any]) -> str:
+    text = json.dumps(fields, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
@@ -91,6 +58,36 @@ def read_run(run_dir: Path) -> dict[str, Any] | None:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {"job": "?", "hash": "?", "state": "unreadable"}
+
+
+BASE_DIR_ENV = "EMOCAUSTICS_BASE_DIR"
+
+
+def base_dir() -> Path:
+    """The folder a job's relative output paths (`output:`, `run --out`) are resolved against: `$EMOCAUSTICS_BASE_DIR`,
+    else the current directory. A job sent by `jobs/submit.sh` runs in Ray's temporary copy of the project (deleted
+    with it); submit.sh sets the variable to the folder the user submitted from, so a submitted job writes where a
+    local run started there would."""
+    return Path(os.path.abspath(os.environ.get(BASE_DIR_ENV) or os.getcwd()))
+
+
+def output_path(path: str | Path) -> Path:
+    """An output path made absolute against `base_dir()` (an absolute path is kept)."""
+    return Path(os.path.abspath(base_dir() / Path(path).expanduser()))
+
+
+def resolve_run_dir(job: JobSpec, out: str | None, resume: bool) -> Path:
+    """The run folder, absolute: a relative `--out` or `output:` is resolved against `base_dir()` (the folder a
+    submitted job was sent from), so the path the job prints is where its results are."""
+    if out:
+        return output_path(out)
+    base = output_path(job.output) / job.name
+    if resume:
+        previous = sorted(p for p in base.glob("*") if (p / RUN_FILE).exists() or (p / "config.yaml").exists())
+        if not previous:
+            raise NothingToResume(f"--resume: no earlier run of job {job.name!r} under {base}")
+        return previous[-1]
+    return base / datetime.now().strftime("%Y%m%d-%H%M%S")
 
 
 def _describe(record: dict[str, Any] | None, run_dir: Path) -> str:
@@ -116,6 +113,7 @@ class Claim:
     # so that the file on disk is always the newest record (a save of an older one cannot land after it)
     lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
     held: Any = field(default=None, repr=False, compare=False)  # run.lock, open and locked (`start` to `finish`)
+    config_yaml: str = ""  # the resolved spec (`spec.dump_job`), config.yaml once the claim is made real (`start`)
 
     def save(self) -> None:
         with self.lock:
@@ -163,7 +161,8 @@ def _let_go(c: Claim) -> None:
 
 def claim(run_dir: Path, job: JobSpec, *, resume: bool, force: bool) -> Claim:
     """May `job` use `run_dir`? Raises a named error when not; writes nothing (see `start`)."""
-    digest = job_hash(job)
+    fields = result_fields(job)
+    digest, config_yaml = _digest(fields), dump_job(job)
     present = _occupied(run_dir)
     if run_dir.exists() and not run_dir.is_dir():
         raise RunFolderTaken(f"{run_dir} is a file, not a run folder")
@@ -177,16 +176,14 @@ def claim(run_dir: Path, job: JobSpec, *, resume: bool, force: bool) -> Claim:
                                   "there is no run to continue (leave out --resume to start one)")
         if record is None or record.get("hash") != digest:
             raise ResumeMismatch(f"--resume: {_describe(record, run_dir)}, not of this job {job.name!r} (hash "
-                                 f"{digest}){_differences((record or {}).get('fields'), result_fields(job))}; "
+                                 f"{digest}){_differences((record or {}).get('fields'), fields)}; "
                                  "resume it with its own job file, or start this job in another --out")
-        return Claim(run_dir, True, record)
+        return Claim(run_dir, True, record, config_yaml=config_yaml)
     if present and not force:
         raise RunFolderTaken(f"{_describe(record, run_dir)}; use --resume to continue it (same job), --force to "
                              "move it aside (it is kept), or another --out")
-    fresh = {"job": job.name, "hash": digest, "state": "new", "fields": result_fields(job), "wall_parts": {}}
-    if present:
-        return Claim(run_dir, False, fresh, moved_to=_aside(run_dir))
-    return Claim(run_dir, False, fresh)
+    fresh = {"job": job.name, "hash": digest, "state": "new", "fields": fields, "wall_parts": {}}
+    return Claim(run_dir, False, fresh, moved_to=_aside(run_dir) if present else None, config_yaml=config_yaml)
 
 
 def _aside(run_dir: Path) -> Path:
@@ -202,7 +199,7 @@ def _aside(run_dir: Path) -> Path:
 
 def start(c: Claim) -> None:
     """Make the claim real, after every pre-flight check passed: move a forced-out run aside, create the folder,
-    write run.json (state `running`)."""
+    write run.json (state `running`) and config.yaml."""
     try:
         if c.moved_to is not None:  # not from under a run still going in it
             held = _hold(c.run_dir)
@@ -226,6 +223,7 @@ def start(c: Claim) -> None:
         c.record.setdefault("started", datetime.now(timezone.utc).isoformat(timespec="seconds"))
         c.record.setdefault("wall_parts", {})
         c.save()
+    (c.run_dir / "config.yaml").write_text(c.config_yaml, encoding="utf-8")
 
 
 def finish(c: Claim) -> None:

@@ -20,37 +20,21 @@ import os
 import shlex
 import time
 from contextlib import contextmanager
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
 import polars as pl
 
 from emocaustics.core import aio
-from emocaustics.core.errors import NothingToResume, Stop, UsageError
+from emocaustics.core.errors import Stop, UsageError
 from emocaustics.core.task import needs_model
 from emocaustics.jobs import rundir
 from emocaustics.jobs.configs import Config, resolve
-from emocaustics.jobs.rundir import RUN_FILE
-from emocaustics.jobs.spec import JobSpec, output_path
+from emocaustics.jobs.spec import JobSpec
 from emocaustics.jobs.together import solve_together, solved_counts
 
 if TYPE_CHECKING:
     from emocaustics.jobs.preflight import DryRun
-
-
-def resolve_run_dir(job: JobSpec, out: str | None, resume: bool) -> Path:
-    """The run folder, absolute: a relative `--out` or `output:` is resolved against `spec.base_dir()` (the folder a
-    submitted job was sent from), so the path the job prints is where its results are."""
-    if out:
-        return output_path(out)
-    base = output_path(job.output) / job.name
-    if resume:
-        previous = sorted(p for p in base.glob("*") if (p / RUN_FILE).exists() or (p / "config.yaml").exists())
-        if not previous:
-            raise NothingToResume(f"--resume: no earlier run of job {job.name!r} under {base}")
-        return previous[-1]
-    return base / datetime.now().strftime("%Y%m%d-%H%M%S")
 
 
 def _order(configs: list[Config], *, to_run: bool = False) -> list[Config]:
@@ -89,7 +73,7 @@ def plan_job(job: JobSpec, *, out: str | None = None, resume: bool = False, retr
     from emocaustics.jobs.preflight import describe, load_all
     from emocaustics.models.cacheplace import choose
 
-    run_dir = resolve_run_dir(job, out, resume)
+    run_dir = rundir.resolve_run_dir(job, out, resume)
     configs = _order(resolve(job, run_dir))
     # one heap collection for all configs' dry solves, not one each (1.4 s a config with aer's test split loaded)
     with aio.many_calls():
@@ -113,7 +97,7 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force
     from emocaustics.jobs.startup import finish_startup, start_job
 
     marks = {"handler": time.time()}  # each phase's start (epoch seconds): startup.json's `timings`, for startup_bench
-    run_dir = resolve_run_dir(job, out, resume)
+    run_dir = rundir.resolve_run_dir(job, out, resume)
     claimed = rundir.claim(run_dir, job, resume=resume, force=force)
     configs = _order(resolve(job, run_dir))
     marks["data_start"] = time.time()

@@ -7,7 +7,6 @@ and what is allowed.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -68,7 +67,7 @@ class JobSpec(_Strict):
     runs: list[RunSpec] = Field(default_factory=list)
     grid: GridSpec | None = None
     scoring: ScoringSpec = Field(default_factory=ScoringSpec)
-    output: str = "runs"  # relative: resolved against `base_dir()` (see `output_path`)
+    output: str = "runs"  # relative: resolved against `rundir.base_dir()` (see `rundir.output_path`)
     # The response cache: on (the shared one, models/cacheplace.py), off, read-only, or a folder (`cache_dir:` too)
     cache: str = Field("on", min_length=1, validation_alias=AliasChoices("cache", "cache_dir"))
     concurrency: int = Field(64, ge=1)  # dialogues in flight per model replica
@@ -217,22 +216,6 @@ def load_job(path: str | Path, overrides: dict[str, Any] | None = None) -> JobSp
         raise UsageError(_format_error(str(path), exc)) from None
 
 
-BASE_DIR_ENV = "EMOCAUSTICS_BASE_DIR"
-
-
-def base_dir() -> Path:
-    """The folder a job's relative output paths (`output:`, `run --out`) are resolved against: `$EMOCAUSTICS_BASE_DIR`,
-    else the current directory. A job sent by `jobs/submit.sh` runs in Ray's temporary copy of the project (deleted
-    with it); submit.sh sets the variable to the folder the user submitted from, so a submitted job writes where a
-    local run started there would."""
-    return Path(os.path.abspath(os.environ.get(BASE_DIR_ENV) or os.getcwd()))
-
-
-def output_path(path: str | Path) -> Path:
-    """An output path made absolute against `base_dir()` (an absolute path is kept)."""
-    return Path(os.path.abspath(base_dir() / Path(path).expanduser()))
-
-
 def dump_job(job: JobSpec) -> str:
     """The resolved spec as YAML (written to config.yaml next to the outputs)."""
     data = job.model_dump(mode="json", exclude={"select"} if job.select is None else None)
@@ -240,3 +223,42 @@ def dump_job(job: JobSpec) -> str:
     data["resolved_runs"] = [run.model_dump(mode="json", exclude={"select"} if run.select is None else None)
                              | {"label": run.label, "axes": run._axes} for run in job.expand()]
     return yaml.safe_dump(data, allow_unicode=True, sort_keys=False)
+
+
+# Keys of a job that do not change its results: names, where outputs and the cache go, how work is spread.
+NOT_RESULT_KEYS = ("name", "description", "output", "cache", "concurrency", "ray", "max_cost_usd")
+NOT_RESULT_MODEL_KEYS = ("replicas", "gpus_per_replica", "concurrency", "placement", "max_connection_failures",
+                         "max_server_errors", "stall_seconds", "price", "rpm", "tpm", "keep_alive",
+                         "batch")
+# Engine / client options that change how fast or how robustly answers come, not what they are: a resume after an
+# out-of-memory or a timeout may change them.
+NOT_RESULT_ENGINE_KEYS = ("gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens", "enforce_eager",
+                          "swap_space", "cpu_offload_gb", "kv_cache_memory_bytes", "enable_prefix_caching",
+                          "scheduling_policy", "timeout", "max_retries", "concurrency", "max_connection_failures",
+                          "max_server_errors", "stall_seconds", "rpm", "tpm", "batch", "batch_size", "batch_poll",
+                          "batch_quiet", "batch_max_wait")
+
+
+def result_fields(job: JobSpec) -> dict[str, Any]:
+    """What determines a job's results: dataset, models (what they are, not where they run), the expanded runs with
+    their resolved options, scoring, and each task's prompt version."""
+    # `select` is recorded per run, and only where one is set: jobs without it keep the hash they always had.
+    data = job.model_dump(mode="json", exclude=set(NOT_RESULT_KEYS) | {"runs", "grid", "select"})
+    data["models"] = {k: {kk: ({ek: ev for ek, ev in vv.items() if ek not in NOT_RESULT_ENGINE_KEYS}
+                                if kk == "engine" else vv)
+                           for kk, vv in m.items() if kk not in NOT_RESULT_MODEL_KEYS}
+                      for k, m in data["models"].items()}
+    runs, prompts = [], {}
+    for run in job.expand():
+        task, opts = run.resolve()
+        runs.append({"label": run.label, "task": task.name, "model": run.model, "options": opts.model_dump(mode="json"),
+                     "dataset": job.dataset_for(run)})
+        if (select := job.select_for(run)) is not None:
+            runs[-1]["select"] = select.model_dump(mode="json", exclude_none=True)
+        # epochs change results, limits only which samples fail (a resume may change them); both recorded only where
+        # set, so that a job without them keeps the hash it always had
+        runs[-1].update({k: v for k in ("epochs", "reducer") if (v := getattr(run, k)) not in (1, None)})
+        prompts[task.name] = task.prompts_version
+    data["runs"] = sorted(runs, key=lambda r: r["label"])
+    data["prompts_versions"] = prompts
+    return data

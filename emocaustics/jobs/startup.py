@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from emocaustics.core.task import Loaded, ScoreContext
 from emocaustics.jobs import rundir
-from emocaustics.jobs.spec import JobSpec, dump_job
+from emocaustics.jobs.spec import JobSpec
 
 # How long the embedder waits for the job's first LLM call before it loads anyway (a resumed job whose calls the
 # response cache answers sends none; its scoring would load the embedder on first use in any case).
@@ -37,7 +37,7 @@ class Started:
 def start_job(job: JobSpec, configs: list[Any], loaded: dict[str, Loaded], prices: dict[str, Any],
               claimed: rundir.Claim, address: str | None, retry_limits: bool) -> Started:
     """The start phase, after every pre-flight check passed: the ledger (`max_cost_usd`, spent against the endpoints'
-    `prices` the pre-flight found: models/budget.py), the cache, run.json and config.yaml, the
+    `prices` the pre-flight found: models/budget.py), the cache, run.json and config.yaml (`rundir.start`), the
     job's Ray settings (joined when first needed: `models.factory.join_ray`), the embedder, the eval log, the local
     engines, then each config's folder and provenance (and a resume's line of what it skips)."""
     from emocaustics.core.cluster import configure
@@ -49,14 +49,13 @@ def start_job(job: JobSpec, configs: list[Any], loaded: dict[str, Loaded], price
     from emocaustics.models.embedders import make_embedder
 
     run_dir = claimed.run_dir
-    config_yaml, judge = dump_job(job), judge_spec(job)  # what of the job the folder and the scoring keep
+    judge = judge_spec(job)  # what of the job the scoring keeps
     activate(job.max_cost_usd, prices)
     # the job's `cache:` (models/cacheplace.py): the shared cache by default (read-only), a folder of the job's, or
     # None (`off`, `--no-cache`); in run.json: where, never what it holds
     cache_dir = choose(job.cache)
     claimed.record["response_cache"] = cache_dir.record() if cache_dir is not None else {"mode": "off"}
-    rundir.start(claimed)
-    (run_dir / "config.yaml").write_text(config_yaml, encoding="utf-8")
+    rundir.start(claimed)  # run.json and config.yaml
     print(f"job {job.name}: {len(configs)} configs -> {run_dir}" + (" (resumed)" if claimed.resumed else ""),
           flush=True)
     # Ray joined when first needed: by a local engine's start, or by scoring that fans out through Ray Data (large

@@ -10,7 +10,7 @@ import pytest
 
 from emocaustics.cli import main
 from emocaustics.jobs.oneline import eval_job
-from emocaustics.jobs.rundir import result_fields
+from emocaustics.jobs.spec import result_fields
 from fakes.openai_chat import FakeOpenAIServer
 from tasks.aer.aer_fixtures import standard_dataset
 

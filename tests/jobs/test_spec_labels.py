@@ -48,7 +48,8 @@ def test_labels_name_every_grid_axis_and_leave_out_constants():
 
 
 def test_labels_are_stable_so_a_resume_finds_the_same_folders():
-    from emocaustics.jobs.rundir import job_hash, result_fields
+    from emocaustics.jobs.rundir import job_hash
+    from emocaustics.jobs.spec import result_fields
 
     first, again = JobSpec.model_validate(GRID), JobSpec.model_validate(GRID)
     assert [r.label for r in first.expand()] == [r.label for r in again.expand()]

@@ -359,7 +359,7 @@ def test_start_moves_the_forced_out_run_aside_and_writes_running(count_task, tmp
     line = f"--force: the previous run in {run_dir} was moved to {aside}\n"
     assert out.getvalue() == line and line in out.flushed_at  # said at once, before the run's own lines
     assert json.loads((aside / "run.json").read_text()) == {"job": "a", "hash": OTHER, "state": "finished"}
-    assert sorted(p.name for p in run_dir.iterdir()) == ["run.json", "run.lock"]  # run.lock: the claim (held)
+    assert sorted(p.name for p in run_dir.iterdir()) == ["config.yaml", "run.json", "run.lock"]  # run.lock: the claim
     running = {**fresh(), "state": "running", "started": "2026-11-29T12:00:05+00:00"}
     assert json.loads((run_dir / "run.json").read_text(encoding="utf-8")) == running == c.record
     Frozen.now_value = dt.datetime(2026, 11, 29, 13, 1, 2, 999999)
