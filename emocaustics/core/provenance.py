@@ -48,11 +48,10 @@ def record(task: Any, loaded: Any, *, dataset: dict[str, Any], options: Any, mod
     }
 
 
-def write(folder: Path, rec: dict[str, Any]) -> Path:
+def write(folder: Path, rec: dict[str, Any]) -> None:
     """Write (or refresh) `provenance.json`; atomically, so a killed run never leaves half a record."""
     folder.mkdir(parents=True, exist_ok=True)
     atomic_json(rec, folder / FILE)
-    return folder / FILE
 
 
 def read(folder: str | Path) -> dict[str, Any] | None:

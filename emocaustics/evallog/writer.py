@@ -41,9 +41,7 @@ from emocaustics.core.redact import Redactor, secrets as known_secrets
 from emocaustics.core.writes import append_line, atomic_parquet, writing
 from emocaustics.evallog.process import ChildWriter
 from emocaustics.evallog.record import JUDGE, Finished, dumps, text_hash
-from emocaustics.evallog.tables import ATTEMPT_SCHEMA, CALL_SCHEMA, SAMPLE_SCHEMA, _tables
-
-__all__ = ["ATTEMPT_SCHEMA", "CALL_SCHEMA", "SAMPLE_SCHEMA", "EvalLog", "ConfigLog"]
+from emocaustics.evallog.tables import ATTEMPT_SCHEMA, SAMPLE_SCHEMA, _tables
 
 _FIELDS: dict[type, tuple[str, ...]] = {}  # a dataclass's field names
 
