@@ -7,7 +7,6 @@ Ray."""
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 from pathlib import Path
 
@@ -65,7 +64,7 @@ def every_pair_judged(monkeypatch: pytest.MonkeyPatch) -> None:
     import emocaustics.tasks.longdialogue.score.chains as ch
     import emocaustics.tasks.longdialogue.score.policy as pol
 
-    monkeypatch.setattr(pol, "ChainRules", functools.partial(ch.ChainRules, event_threshold=-1.0))
+    monkeypatch.setattr(pol.Policy, "chain_rules", ch.ChainRules(event_threshold=-1.0))
 
 
 def test_judge_calls_are_logged_with_the_dialogue_they_judged(tmp_path: Path, embedder, every_pair_judged) -> None:

@@ -6,7 +6,6 @@ scoring's judge lines under the config's sink), a stand-in judge LLM in process,
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 from pathlib import Path
 
@@ -32,7 +31,7 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     tmp = tmp_path_factory.mktemp("judged")
     mp = pytest.MonkeyPatch()
-    mp.setattr(pol, "ChainRules", functools.partial(ch.ChainRules, event_threshold=-1.0))  # every pair goes to the judge
+    mp.setattr(pol.Policy, "chain_rules", ch.ChainRules(event_threshold=-1.0))  # every pair goes to the judge
     try:
         log = EvalLog(tmp)
         cfg = log.config("emotion_x")

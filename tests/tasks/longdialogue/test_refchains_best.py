@@ -1,14 +1,15 @@
-"""The reference's choice of a predicted event / emotion (`refchains._best`): the first option of greatest cosine
+"""The reference's choice of a predicted event / emotion (`chains._best` under `REFERENCE_CHAINS`): the first option of greatest cosine
 strictly above 0 (it starts from 0.0 and replaces only on `>`), a NaN cosine never taken."""
 
 import math
 
-from emocaustics.tasks.longdialogue.score.refchains import _best
+from emocaustics.tasks.longdialogue.score.chains import _best
+from emocaustics.tasks.longdialogue.score.policy import REFERENCE_CHAINS
 
 
 def choose(cos: list[float]):
     texts = [f"p{k}" for k in range(len(cos))]
-    return _best("gt", texts, lambda a, b: cos[texts.index(b)], "w")
+    return _best("gt", list(enumerate(texts)), lambda a, b: cos[texts.index(b)], REFERENCE_CHAINS, "w")
 
 
 def test_first_of_the_greatest_cosine_above_zero():

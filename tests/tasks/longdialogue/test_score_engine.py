@@ -144,13 +144,11 @@ def chains_pred(event1: str, event2: str):
 
 
 def test_judge_batched_retried_and_failures_counted(embedder, monkeypatch):
-    import functools
-
     import emocaustics.tasks.longdialogue.score.chains as ch
     import emocaustics.tasks.longdialogue.score.policy as pol
 
     # make every event pair similar enough that the judge decides (the similarity gate is tested elsewhere)
-    monkeypatch.setattr(pol, "ChainRules", functools.partial(ch.ChainRules, event_threshold=-1.0))
+    monkeypatch.setattr(pol.Policy, "chain_rules", ch.ChainRules(event_threshold=-1.0))
     preds = chains_pred("口服液的争执", "另一回事")  # holder 1: judge yes; holder 2: judge no
     llm = RuleJudge(garbage_first={"口服液争执"})
     res = score_chains([D1], preds, embedder=embedder, judge=Judge(llm))

@@ -1,6 +1,6 @@
 """`--compat reference` building blocks, one function at a time, with exact numbers and exact messages (issue 29:
 mutation survivors of the reference judge (was refjudge), the reference rules of sextuple (was refsextuple) and
-refchains). The end-to-end worked examples are in test_score_reference_compat.py."""
+of chains (was refchains: now the one chain walk under `policy.REFERENCE_CHAINS`, reading through `refjson`)). The end-to-end worked examples are in test_score_reference_compat.py."""
 
 from __future__ import annotations
 
@@ -229,7 +229,35 @@ def test_sextuple_score_file_and_means_with_a_judge():
 # ------------------------------------------------------------------------------------------------------ refchains
 
 from emocaustics.tasks.longdialogue.data.schema import Emotion, Event  # noqa: E402
-from emocaustics.tasks.longdialogue.score import refchains as rc  # noqa: E402
+from dataclasses import replace  # noqa: E402
+from types import SimpleNamespace  # noqa: E402
+
+from emocaustics.tasks.longdialogue.score import chains, refjson  # noqa: E402
+from emocaustics.tasks.longdialogue.score.policy import REFERENCE_CHAINS  # noqa: E402
+
+REF_COLUMNS = chains.item_columns(REFERENCE_CHAINS)
+
+
+def _ref_walk(gt, pred, sim, answers):
+    """The one chain walk under the reference's rules, with a judge when answers are given."""
+    return chains.score_dialogue_chains(gt, pred, sim, answers, replace(REFERENCE_CHAINS, judge=answers is not None))
+
+
+def _ref_row(*values, **named):
+    """A reference item row, its columns in order (as the old `RefChainItem` took them), the rest as the walk
+    leaves them."""
+    return {**{c: getattr(chains.ChainItem(""), c) for c in REF_COLUMNS}, **dict(zip(REF_COLUMNS, values)), **named}
+
+
+def _shown(item):
+    return {c: getattr(item, c) for c in REF_COLUMNS}
+
+
+# the reader's and the walk's names, as this section used them from the old module
+rc = SimpleNamespace(**{n: getattr(refjson, n) for n in ("embed_text", "json_text", "holder_events", "event_list",
+                                                         "pred_emotions_of", "gt_source_ids", "needed_pairs")},
+                     SCORES=chains.SCORES, COLUMNS=chains.COLUMNS, RefChainOutcome=chains.ChainOutcome,
+                     score_dialogue=_ref_walk)
 
 
 def test_chain_embed_text_and_json_text():
@@ -330,12 +358,12 @@ def test_chain_reference_walk_with_a_judge():
                                  "total_reason_llm_score_percentage": 25.0,
                                  "total_reason_embed_score_percentage": 18.75}
     r0, r1, e1, r3 = out.items
-    assert r0 == rc.RefChainItem("1", 0, "E0", "p0", 0.3, 0, True, 0, "joy", "R0", "1", 0, "joy", "r0", "1", 0.9, 1,
+    assert _shown(r0) == _ref_row("1", 0, "E0", "p0", 0.3, 0, True, 0, "joy", "R0", "1", 0, "joy", "r0", "1", 0.9, 1,
                                  1, 1, 1, 0.9, 0.25)
-    assert r1 == rc.RefChainItem("1", 0, "E0", "p0", 0.3, 0, True, 1, "sad", "R1", "2，3", 1, "Sad", "r1", "[2]", 0.6,
+    assert _shown(r1) == _ref_row("1", 0, "E0", "p0", 0.3, 0, True, 1, "sad", "R1", "2，3", 1, "Sad", "r1", "[2]", 0.6,
                                  1, 0, 0, 1, 0.6, 0.25)
-    assert e1 == rc.RefChainItem("1", 1, "E1", "p1", 0.29, 0, False)
-    assert r3 == rc.RefChainItem("3", 0, "E3", "E3", 1.0, 1, True, 0, "fear", "R3", "4", 0, "fear", "r3", "4.0", 0.5,
+    assert _shown(e1) == _ref_row("1", 1, "E1", "p1", 0.29, 0, False)
+    assert _shown(r3) == _ref_row("3", 0, "E3", "E3", 1.0, 1, True, 0, "fear", "R3", "4", 0, "fear", "r3", "4.0", 0.5,
                                  0, 1, 1, 0, 0.0, 1.0)
 
 
@@ -355,7 +383,7 @@ def test_chain_reference_unmatched_event_scores_nothing_but_counts():
     # cosine 0.29 and judge 0: unmatched; the emotion row keeps its weight but adds nothing; possible 1
     out = rc.score_dialogue(gt, pred, key_sim({("E", "p"): 0.29, ("R", "R"): 1.0}), {("E", "p"): Answer("0")})
     assert out.totals == dict.fromkeys(rc.SCORES, 0.0) and out.possible == 1.0
-    assert out.items == [rc.RefChainItem("1", 0, "E", "p", 0.29, 0, False, 0, "joy", "R", "1", weight=1.0)]
+    assert [_shown(i) for i in out.items] == [_ref_row("1", 0, "E", "p", 0.29, 0, False, 0, "joy", "R", "1", weight=1.0)]
     # the judge's 1 matches it at any positive cosine
     yes = rc.score_dialogue(gt, pred, key_sim({("E", "p"): 0.01, ("R", "R"): 1.0}),
                             {("E", "p"): Answer("1"), ("R", "R"): Answer("1")})

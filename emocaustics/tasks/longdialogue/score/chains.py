@@ -1,4 +1,5 @@
-"""Pure emotion-chain scoring for one dialogue, over injected similarities and judge verdicts.
+"""Pure emotion-chain scoring for one dialogue, both modes: one walk over injected similarities and judge answers,
+each mode's rules as data (`ChainRules`; the two modes' instances are `policy.SPEC_CHAINS` and `REFERENCE_CHAINS`).
 
 Rules, `compat="spec"` (the EmoCaustics README, the default):
 - per ground-truth holder, each GT event weighs 1/n_events; in GT order it takes the most similar *unused*
@@ -11,11 +12,28 @@ Rules, `compat="spec"` (the EmoCaustics README, the default):
 - a holder whose GT has no events scores 1 only if the prediction has no event for that holder;
 - dialogue score = mean over GT holders.
 
-`--compat reference` (the published code's own rules, metrics and failures) is another module: `refchains`.
+`--compat reference`: the rules of the published `get_emo_score.py`, over the JSON it reads (`refjson`). Per dialogue:
+- per ground-truth holder with n > 0 events (a holder without events adds nothing, not even to the denominator), each
+  event is worth 1/n. The predicted events are the prediction's `events` of the same holder key.
+- event: the predicted event of greatest cosine, strictly above 0 (the first of equals; one at cosine <= 0 is never
+  taken; events may be taken again by later ground-truth events). The judge is asked about it whenever there is one.
+  It matches unless both its cosine and the judge's value are below 0.3 (the script's default `--event_threshold`).
+- each emotion of a matched event is worth 1/(n * its event's emotion count): its counterpart is the predicted
+  emotion of that event with the greatest reason cosine, strictly above 0 (first of equals). The judge is asked about
+  the two reasons; state scores 1 when exactly equal (no trimming, no case folding); source_id scores 1 when the
+  predicted value is `in` the set of the ground truth's ids read with int() (so 2 and 2.0 match "2", the string "2"
+  never does); reason-judge scores the judge's 1 and reason-embed the cosine, both only when the judge said 1.
+- an event without emotions adds nothing but its 1/n to the denominator.
+- per file: each total over the holders' summed worth, as a percentage rounded to 2 places (0.0 when no holder has
+  events); over files: the mean of the file percentages, rounded to 2 places.
+Where the reference raises (a ground-truth source_id that int() cannot read, such as "self"; a judge answer that is
+not an integer; a predicted emotion without "state"; shapes it indexes wrongly) `ReferenceCrash` names the place.
 
-Judge verdicts arrive as a mapping (gt_text, pred_text) -> True / False / None (None = the judge failed even after
-its retry). A needed verdict that is absent is reported in `ChainOutcome.missing`, so the caller can ask the judge
-for all dialogues in one batch and call again (see `emocaustics.tasks.longdialogue.score.engine`).
+Judge answers arrive as a mapping (the spec's: (gt_text, pred_text) -> True / False / None, None = the judge failed
+even after its retry; the reference's: its raw answers). A needed answer that is absent is reported in
+`ChainOutcome.missing`, so the caller can ask for all dialogues in one batch and call again (`engine`): the spec
+leaves that holder for the next round, the reference stops its walk there (whether it asks its later questions
+depends on the answer).
 """
 
 from __future__ import annotations
@@ -24,38 +42,57 @@ import math
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from emocaustics.tasks.longdialogue.data.schema import Chains, Emotion, Event, normalise_label
+from emocaustics.tasks.longdialogue.score.judge import ReferenceCrash, answer_value
+from emocaustics.tasks.longdialogue.score.refjson import (embed_text, event_list, gt_source_ids, holder_events,
+                                                          json_text, pred_emotions_of)
 from emocaustics.tasks.longdialogue.score.sextuple import SimFn, first_greatest, text_sim
 
-Verdicts = Mapping[tuple[str, str], bool | None]
+SCORES = ("state_score", "source_id_score", "reason_llm_score", "reason_embed_score")
+COLUMNS = ("total_state_score_percentage", "total_source_id_score_percentage", "total_reason_llm_score_percentage",
+           "total_reason_embed_score_percentage")
+JUDGE_COLUMNS = ("total_reason_llm_score_percentage", "total_reason_embed_score_percentage")
 
 
 @dataclass(frozen=True, slots=True)
 class ChainRules:
+    """Where the two modes differ, read by the one walk. The first two are the run's; the rest is the mode's."""
+
     judge: bool = False  # whether a judge takes part (False = `--judge none`)
-    on_judge_error: str = "zero"  # zero | unscored
+    on_judge_error: str = "zero"  # zero | unscored (the spec's; an answer the reference cannot read stops it)
     event_threshold: float = 0.7
-    reason_threshold: float = 0.8
+    reason_threshold: float = 0.8  # the spec's gate on a reason's counterpart (the reference has none)
+    # the published script's reading: its JSON read lazily (`refjson`), texts embedded as it sends them, the first
+    # option of greatest cosine above 0, answers read with int(), state compared exactly, source ids with int(), the
+    # results as totals over the holders with events, and its walk stopped at the first answer still missing
+    published: bool = False
+    reuse_events: bool = False  # a predicted event may be taken again by a later GT event
+    either_matches: bool = False  # matched unless both cosine and judge fall below the threshold; the judge is
+    # then asked about every chosen event (otherwise a match needs both, and the judge is asked only when it decides)
 
     def __post_init__(self) -> None:
         if self.on_judge_error not in ("zero", "unscored"):
             raise ValueError(f"on_judge_error must be 'zero' or 'unscored', not {self.on_judge_error!r}")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ChainItem:
     """One explainable row: a GT emotion (kind=emotion), a GT event without emotions (kind=event), or a holder
-    whose GT has no events (kind=holder). `contribution` summed over a holder's rows is the holder's score."""
+    whose GT has no events (kind=holder, the spec's). Each mode writes its own columns (`item_rows`). The spec's
+    `contribution` summed over a holder's rows is the holder's score; the reference's four scores, each divided by
+    the event's emotions and the holder's events, sum to its totals when the event matched."""
 
     holder: str
-    kind: str
+    kind: str = "emotion"
     event_index: int | None = None
     gt_event: str | None = None
     pred_event_index: int | None = None
     pred_event: str | None = None
     event_sim: float | None = None
     judge: str | None = None  # yes | no | failed | identical | not_asked (embedding already decided / no judge)
+    event_judge: int | None = None  # the reference's judge value for the chosen event (None without a judge)
     event_matched: bool = False
     unscored: bool = False  # the judge failed and --on-judge-error unscored took the event out of the denominator
     emotion_index: int | None = None
@@ -65,37 +102,59 @@ class ChainItem:
     pred_emotion_index: int | None = None
     pred_state: str | None = None
     pred_reason: str | None = None
-    pred_source: str | None = None
+    pred_source: str | None = None  # the reference's: the value as JSON text, "2" (an int) vs "\"2\"" (a string)
     reason_sim: float | None = None
+    reason_judge: int | None = None
     reason_ok: bool = False
     state_ok: bool = False
     source_ok: bool = False
+    state_score: int = 0
+    source_id_score: int = 0
+    reason_llm_score: int = 0
+    reason_embed_score: float = 0.0
     points: float = 0.0
     max_points: float = 0.0
-    weight: float = 0.0
+    weight: float = 0.0  # the reference's: 1 / (events of the holder * emotions of the event); 0 for an empty event
     contribution: float = 0.0
+
+
+SPEC_ONLY = frozenset({"kind", "pred_event_index", "judge", "unscored", "reason_ok", "state_ok", "source_ok",
+                       "points", "max_points", "contribution"})
+REFERENCE_ONLY = frozenset({"event_judge", "reason_judge", *SCORES})
+
+
+def item_columns(rules: ChainRules) -> list[str]:
+    drop = SPEC_ONLY if rules.published else REFERENCE_ONLY
+    return [c for c in ChainItem.__dataclass_fields__ if c not in drop]
+
+
+def item_rows(dialogue: int, items: Sequence[ChainItem], rules: ChainRules) -> list[dict[str, Any]]:
+    """The items table's rows in a mode's own columns (the other mode's are left out)."""
+    columns = item_columns(rules)
+    return [{"dialogue": dialogue, **{c: getattr(it, c) for c in columns}} for it in items]
 
 
 @dataclass(slots=True)
 class ChainOutcome:
     items: list[ChainItem] = field(default_factory=list)
     holder_scores: dict[str, float | None] = field(default_factory=dict)  # None: every event of the holder unscored
-    missing: set[tuple[str, str]] = field(default_factory=set)  # verdicts still needed; items are incomplete then
+    missing: set[tuple[str, str]] = field(default_factory=set)  # answers still needed; items are incomplete then
     judge_failures: int = 0
+    totals: dict[str, float] = field(default_factory=lambda: dict.fromkeys(SCORES, 0.0))  # the reference's
+    possible: float = 0.0  # the reference's summed worth of the events
 
     @property
     def score(self) -> float | None:
         scored = [s for s in self.holder_scores.values() if s is not None]
         return sum(scored) / len(scored) if scored else None
 
+    def percentages(self) -> dict[str, float]:
+        return {c: (round(self.totals[s] / self.possible * 100, 2) if self.possible > 0 else 0.0)
+                for s, c in zip(SCORES, COLUMNS)}
 
-@dataclass(frozen=True, slots=True)
-class _EventMatch:
-    pred_index: int | None
-    sim: float | None
-    judge: str | None
-    matched: bool
-    unscored: bool
+
+class _Pending(Exception):
+    """An answer is still missing; what depends on it waits for the next round."""
 
 
 def source_ok(gt: Emotion, pred: Emotion) -> bool:
@@ -112,80 +171,101 @@ def _emotion_points(gt: Emotion, pred: Emotion) -> float:
     return float(normalise_label(pred.state) == normalise_label(gt.state)) + float(source_ok(gt, pred))
 
 
-def _best(text: str, options: Sequence[tuple[int, str]], sim: SimFn,
+def _best(text: str, options: Sequence[tuple[int, Any]], sim: SimFn, rules: ChainRules, where: str,
           bonus: Callable[[int], float] | None = None) -> tuple[int, float] | None:
-    """The most similar option. Ties (common: a weak embedder maps many Chinese texts to nearly the same vector)
-    go to an identical text, then to the option with the larger `bonus` (the points it would earn), then the
-    earliest."""
+    """(index, similarity) of the most similar option, or None. The spec's ties (common: a weak embedder maps many
+    Chinese texts to nearly the same vector) go to an identical text, then to the option with the larger `bonus`
+    (the points it would earn), then the earliest. The reference embeds the texts as it sends them and takes the
+    first option of greatest cosine strictly above 0 (it starts from 0.0 and replaces only on `>`: never a NaN)."""
+    if rules.published:
+        a = embed_text(text, f"{where}, ground truth")
+        texts = [(j, embed_text(t, f"{where}, prediction {j}")) for j, t in options]
+        found = first_greatest([(j, s) for j, t in texts if (s := float(sim(a, t))) > 0], lambda js: js[1])
+        return None if found is None else found[0]
     found = first_greatest(options, lambda o: (text_sim(sim, text, o[1]), text.strip() == o[1].strip(),
                                                bonus(o[0]) if bonus else 0.0, -o[0]))
     return None if found is None else (found[0][0], found[1][0])
 
 
-def _verdict(gt: str, pred: str, verdicts: Verdicts, missing: set[tuple[str, str]]) -> tuple[str, bool | None]:
-    """('identical'|'yes'|'no'|'failed'|'pending', value)."""
-    if gt.strip() == pred.strip():
-        return "identical", True
-    key = (gt, pred)
-    if key not in verdicts:
-        missing.add(key)
-        return "pending", None
-    v = verdicts[key]
-    return ("failed", None) if v is None else ("yes" if v else "no", v)
+def _answer(gt: str, pred: str, answers: Mapping[Any, Any], rules: ChainRules, missing: set[tuple[str, str]],
+            where: str) -> Any:
+    """The judge's value for a pair: the spec's verdict (True / False / None: failed), the reference's answer read as
+    its script reads it (1 or 0; `ReferenceCrash` where its int() raises). Missing: asked for, `_Pending` raised."""
+    if (gt, pred) not in answers:
+        missing.add((gt, pred))
+        raise _Pending
+    return answer_value(answers[gt, pred], where) if rules.published else answers[gt, pred]
 
 
-def _match_events(gt_events: Sequence[Event], pred_events: Sequence[Event], sim: SimFn, verdicts: Verdicts,
-                  rules: ChainRules, missing: set[tuple[str, str]]) -> list[_EventMatch] | None:
-    """One decision per GT event, or None when a verdict is still missing (greedy order depends on it)."""
+def _emotion(gt_em: Emotion, ems: Sequence[Any], found: tuple[int, float] | None, answers: Mapping[Any, Any],
+             rules: ChainRules, missing: set[tuple[str, str]], where: str) -> dict[str, Any]:
+    """A GT emotion's row fields from its counterpart (`found`: its index in `ems` and similarity; none: no fields)."""
+    if found is None:
+        return {}
+    j, s = found
+    p = ems[j]
+    if not rules.published:
+        reason_ok = s >= rules.reason_threshold
+        st = reason_ok and normalise_label(p.state) == normalise_label(gt_em.state)
+        so = reason_ok and source_ok(gt_em, p)
+        return dict(pred_emotion_index=j, pred_state=p.state, pred_reason=p.reason, reason_sim=s, reason_ok=reason_ok,
+                    state_ok=st, pred_source=p.source_raw or ",".join(p.source_ids), source_ok=so,
+                    points=float(st) + float(so))
+    llm = _answer(gt_em.reason, p["reason"], answers, rules, missing, where) if rules.judge else 0
+    if "state" not in p:
+        raise ReferenceCrash(f"{where}: predicted emotion {j} has no 'state'; the reference raises")
+    ids = gt_source_ids(gt_em, where)
+    try:
+        source_id_ok = int(p["source_id"] in ids)
+    except (KeyError, TypeError):  # the reference's bare except: a missing or unhashable id scores 0
+        source_id_ok = 0
+    return dict(pred_emotion_index=j, pred_state=json_text(p["state"]), pred_reason=json_text(p["reason"]),
+                pred_source=json_text(p.get("source_id", "")), reason_sim=s, reason_judge=llm if rules.judge else None,
+                state_score=int(gt_em.state == p["state"]), source_id_score=source_id_ok,
+                reason_llm_score=llm if llm > 0 else 0, reason_embed_score=s if llm > 0 else 0.0)
+
+
+def _walk_holder(holder: str, gt_events: Sequence[Event], preds: Sequence[Any], sim: SimFn,
+                 answers: Mapping[Any, Any], rules: ChainRules, missing: set[tuple[str, str]]) -> list[list[ChainItem]]:
+    """Each GT event's rows, in order: its match, then each of its emotions (the spec's weights are set after)."""
     used: set[int] = set()
-    out: list[_EventMatch] = []
-    for gt_ev in gt_events:
-        options = [(j, e.event) for j, e in enumerate(pred_events) if j not in used]
-        best = _best(gt_ev.event, options, sim)
-        if best is None:
-            out.append(_EventMatch(None, None, None, False, False))
-            continue
-        j, s = best
-        emb_ok = s >= rules.event_threshold
-        pred_text = pred_events[j].event
-        if not rules.judge or not emb_ok:  # the judge cannot change the decision: a match needs both
-            out.append(_EventMatch(j, s, "not_asked", emb_ok, False))
+    out: list[list[ChainItem]] = []
+    for i, ev in enumerate(gt_events):
+        where = f"holder {holder} event {i}"
+        options = [(j, p["event"] if rules.published else p.event) for j, p in enumerate(preds) if j not in used]
+        best = _best(ev.event, options, sim, rules, where)
+        j, s = best if best is not None else (None, None)
+        pred_text = dict(options).get(j)
+        asked = best is not None and rules.judge and (rules.either_matches or (
+            s >= rules.event_threshold and ev.event.strip() != pred_text.strip()))
+        value = _answer(ev.event, pred_text, answers, rules, missing, where) if asked else None
+        if rules.either_matches:
+            matched = best is not None and not (s < rules.event_threshold and (value or 0) < rules.event_threshold)
         else:
-            tag, v = _verdict(gt_ev.event, pred_text, verdicts, missing)
-            if tag == "pending":
-                return None
-            unscored = tag == "failed" and rules.on_judge_error == "unscored"
-            out.append(_EventMatch(j, s, tag, bool(v) and not unscored, unscored))
-        if out[-1].matched:
-            used.add(j)
+            matched = best is not None and s >= rules.event_threshold and (not asked or bool(value))
+        tag = (None if best is None else "not_asked" if not rules.judge or s < rules.event_threshold
+               else "identical" if not asked else "failed" if value is None else "yes" if value else "no")
+        row = ChainItem(holder, "emotion", i, ev.event, j, pred_text, s, tag, value, matched,
+                        tag == "failed" and rules.on_judge_error == "unscored")
+        if matched and not rules.reuse_events:
+            used.add(j)  # type: ignore[arg-type]
+        if not ev.emotions:
+            out.append([replace(row, kind="event", points=float(matched), max_points=1.0)])
+            continue
+        ems: list[Any] = []
+        if matched:
+            ems = pred_emotions_of(preds[j], f"{where} emotion 0") if rules.published else preds[j].emotions
+        rows = []
+        for k, gt_em in enumerate(ev.emotions):
+            em_where = f"{where} emotion {k}"
+            found = _best(gt_em.reason, [(m, e["reason"] if rules.published else e.reason) for m, e in enumerate(ems)],
+                          sim, rules, em_where, lambda m: _emotion_points(gt_em, ems[m]))
+            rows.append(replace(row, emotion_index=k, gt_state=gt_em.state, gt_reason=gt_em.reason,
+                                gt_source=gt_em.source_raw or ",".join(gt_em.source_ids), max_points=2.0,
+                                weight=1 / len(ev.emotions) / len(gt_events),
+                                **_emotion(gt_em, ems, found, answers, rules, missing, em_where)))
+        out.append(rows)
     return out
-
-
-def _emotion_items(base: ChainItem, gt_ev: Event, pred_ev: Event | None, share: float, sim: SimFn,
-                   rules: ChainRules) -> list[ChainItem]:
-    n = len(gt_ev.emotions)
-    if n == 0:
-        pts = 1.0 if base.event_matched else 0.0
-        return [replace(base, kind="event", points=pts, max_points=1.0, weight=share, contribution=share * pts)]
-    rows = []
-    preds = list(enumerate(pred_ev.emotions)) if pred_ev is not None and base.event_matched else []
-    for k, gt_em in enumerate(gt_ev.emotions):
-        row = replace(base, kind="emotion", emotion_index=k, gt_state=gt_em.state, gt_reason=gt_em.reason,
-                      gt_source=gt_em.source_raw or ",".join(gt_em.source_ids), max_points=2.0, weight=share / n)
-        best = _best(gt_em.reason, [(j, e.reason) for j, e in preds], sim,
-                     lambda j: _emotion_points(gt_em, pred_ev.emotions[j]))  # type: ignore[union-attr]
-        if best is not None:
-            j, s = best
-            p = pred_ev.emotions[j]  # type: ignore[union-attr]
-            reason_ok = s >= rules.reason_threshold
-            st = reason_ok and normalise_label(p.state) == normalise_label(gt_em.state)
-            so = reason_ok and source_ok(gt_em, p)
-            pts = float(st) + float(so)
-            row = replace(row, pred_emotion_index=j, pred_state=p.state, pred_reason=p.reason,
-                          pred_source=p.source_raw or ",".join(p.source_ids), reason_sim=s, reason_ok=reason_ok,
-                          state_ok=st, source_ok=so, points=pts, contribution=row.weight * pts / 2.0)
-        rows.append(row)
-    return rows
 
 
 def _holder_score(rows: Sequence[ChainItem], n_scored: int) -> float | None:
@@ -202,33 +282,58 @@ def _holder_score(rows: Sequence[ChainItem], n_scored: int) -> float | None:
     return math.fsum(p / m for p, m in per_event.values()) / n_scored
 
 
-def score_dialogue_chains(gt: Chains, pred: Chains, sim: SimFn, verdicts: Verdicts | None = None,
+def _add_holder(out: ChainOutcome, holder: str, events: list[list[ChainItem]], rules: ChainRules) -> None:
+    """A walked holder's rows and results: the reference's totals over the worth, or the spec's holder score (the
+    event's share of the holder: 0 when unscored, else 1 over the scored events)."""
+    if rules.published:
+        role, possible = dict.fromkeys(SCORES, 0.0), 0.0
+        for rows in events:
+            out.items.extend(rows)
+            for r in rows:
+                for s in SCORES if r.event_matched and r.emotion_index is not None else ():
+                    role[s] += getattr(r, s) / len(rows) / len(events)
+            possible += 1 / len(events)
+        for s in SCORES:
+            out.totals[s] += role[s]
+        out.possible += possible
+        return
+    n_scored = sum(not rows[0].unscored for rows in events)
+    out.judge_failures += sum(rows[0].judge == "failed" for rows in events)
+    holder_rows = [r for rows in events for r in rows]
+    for rows in events:
+        for r in rows:  # the rows were made for this holder just now: their weights are set in place
+            r.weight = (0.0 if r.unscored else 1.0 / n_scored) / len(rows)
+            r.contribution = r.weight * r.points / r.max_points
+    out.items.extend(holder_rows)
+    out.holder_scores[holder] = _holder_score(holder_rows, n_scored)
+
+
+def score_dialogue_chains(gt: Chains, pred: Any, sim: SimFn, answers: Mapping[Any, Any] | None = None,
                           rules: ChainRules = ChainRules()) -> ChainOutcome:
-    verdicts = verdicts or {}
+    """One dialogue under `rules` (`pred`: our parsed chains for the spec, the published JSON for the reference).
+    Raises `ReferenceCrash` where the reference raises; an answer still missing leaves the outcome incomplete, with
+    `missing` saying what to ask."""
     out = ChainOutcome()
     for holder, gt_events in gt.items():
-        pred_events = tuple(pred.get(holder, ()))
+        if rules.published:  # read for every ground-truth holder, as the reference does
+            raw = holder_events(pred, holder)
+            preds: Sequence[Any] = event_list(raw, holder) if gt_events else []
+        else:
+            preds = tuple(pred.get(holder, ()))
         if not gt_events:
-            full = not pred_events
-            out.items.append(ChainItem(holder=holder, kind="holder", points=float(full), max_points=1.0,
-                                       weight=1.0, contribution=float(full)))
-            out.holder_scores[holder] = float(full)
+            if not rules.published:  # the spec: full marks only when nothing is predicted for the holder either
+                full = not preds
+                out.items.append(ChainItem(holder=holder, kind="holder", points=float(full), max_points=1.0,
+                                           weight=1.0, contribution=float(full)))
+                out.holder_scores[holder] = float(full)
             continue
-        matches = _match_events(gt_events, pred_events, sim, verdicts, rules, out.missing)
-        if matches is None:
+        try:
+            events = _walk_holder(holder, gt_events, preds, sim, answers or {}, rules, out.missing)
+        except _Pending:
+            if rules.published:
+                return out
             continue
-        out.judge_failures += sum(m.judge == "failed" for m in matches)
-        n_scored = sum(not m.unscored for m in matches)
-        holder_rows: list[ChainItem] = []
-        for i, (gt_ev, m) in enumerate(zip(gt_events, matches)):
-            share = 0.0 if m.unscored else 1.0 / n_scored
-            pred_ev = pred_events[m.pred_index] if m.pred_index is not None else None
-            base = ChainItem(holder=holder, kind="emotion", event_index=i, gt_event=gt_ev.event,
-                             pred_event_index=m.pred_index, pred_event=pred_ev.event if pred_ev else None,
-                             event_sim=m.sim, judge=m.judge, event_matched=m.matched, unscored=m.unscored)
-            holder_rows.extend(_emotion_items(base, gt_ev, pred_ev, share, sim, rules))
-        out.items.extend(holder_rows)
-        out.holder_scores[holder] = _holder_score(holder_rows, n_scored)
+        _add_holder(out, holder, events, rules)
     return out
 
 

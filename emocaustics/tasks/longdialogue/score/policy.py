@@ -6,23 +6,27 @@ dialogues fail before scoring, and why) and the text pairs it embeds, which the 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
 from emocaustics.models.base import Embedder
 from emocaustics.scoring.similarity import SimilarityTable, similarity_table
 from emocaustics.tasks.longdialogue.data.schema import Dialogue
-from emocaustics.tasks.longdialogue.score.chains import ChainRules, event_pairs, judge_prefetch, reason_pairs, score_dialogue_chains
+from emocaustics.tasks.longdialogue.score.chains import (ChainRules, event_pairs, item_rows, judge_prefetch,
+                                                         reason_pairs, score_dialogue_chains)
 from emocaustics.tasks.longdialogue.score.judge import SPEC_JUDGE, Judge, JudgeRules, ReferenceCrash
 from emocaustics.tasks.longdialogue.score.sextuple import LengthMismatch, dialogue_points, pairs_needed, score_dialogue_sextuples
 from emocaustics.tasks.longdialogue.score.tables import (
     build_result,
     chain_dialogue_components,
-    chain_item_rows,
     dialogue_row,
     sextuple_dialogue_components,
     sextuple_item_rows,
 )
+
+# each mode's chain rules, read by the one walk (`chains`); the judge and its failures are set per run
+SPEC_CHAINS = ChainRules()
+REFERENCE_CHAINS = ChainRules(event_threshold=0.3, published=True, reuse_events=True, either_matches=True)
 
 
 def _failure(d: Dialogue, reason: str, weight: float, status: str = "failed") -> dict[str, Any]:
@@ -66,10 +70,11 @@ class Policy:
     name = "spec"
     judge_rules: JudgeRules = SPEC_JUDGE
     judge_sextuples = False  # the spec asks its judge on chains only; the reference on both tasks
+    chain_rules = SPEC_CHAINS
 
     def __init__(self, on_judge_error: str = "zero", judge: bool = False) -> None:
         self.on_judge_error = on_judge_error
-        self.rules = ChainRules(judge=judge, on_judge_error=on_judge_error)
+        self.rules = replace(self.chain_rules, judge=judge, on_judge_error=on_judge_error)
 
     triage = staticmethod(triage)  # (scorable (dialogue, prediction) pairs, dialogue rows of the failures)
     # one dialogue's text pairs; the reference raises `ReferenceCrash` on a shape it cannot read (failed unembedded)
@@ -88,7 +93,7 @@ class Policy:
         is None without a judge. A `ReferenceCrash` raised here fails the dialogue by name."""
         if task == "sextuple":
             return score_dialogue_sextuples(d.utterances, pred, sim), set()
-        o = score_dialogue_chains(d.chains or {}, pred, sim, answers or {}, self.rules)
+        o = score_dialogue_chains(d.chains or {}, pred, sim, answers, self.rules)
         return o, o.missing
 
     def rows(self, task: str, d: Dialogue, o: Any, answers: Mapping[Any, Any] | None, notes: int
@@ -98,7 +103,7 @@ class Policy:
             return sextuple_item_rows(d.id, o), dialogue_row(d, "ok", None, float(len(d.utterances)),
                                                              dialogue_points(o), 0, notes,
                                                              **sextuple_dialogue_components(o))
-        return chain_item_rows(d.id, o.items), dialogue_row(
+        return item_rows(d.id, o.items, self.rules), dialogue_row(
             d, "ok" if o.score is not None else "unscored",
             None if o.score is not None else "every event unscored (judge failures)",
             float(sum(s is not None for s in o.holder_scores.values())), o.score, o.judge_failures, notes,

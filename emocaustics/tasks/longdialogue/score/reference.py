@@ -17,7 +17,7 @@ components are the reference's over-file averages of the dialogues it completes.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -26,8 +26,8 @@ import polars as pl
 from emocaustics.models.base import Embedder
 from emocaustics.scoring.similarity import SimilarityTable
 from emocaustics.tasks.longdialogue.data.schema import Dialogue, chains_to_json
-from emocaustics.tasks.longdialogue.score import refchains, sextuple
-from emocaustics.tasks.longdialogue.score.policy import Policy
+from emocaustics.tasks.longdialogue.score import chains, refjson, sextuple
+from emocaustics.tasks.longdialogue.score.policy import REFERENCE_CHAINS, Policy
 from emocaustics.tasks.longdialogue.score.judge import (REFERENCE_JUDGE, Judge, ReferenceCrash,
                                                         answer_value_or_none)
 from emocaustics.tasks.longdialogue.score.tables import ScoreResult, build_result, dialogue_row
@@ -68,7 +68,7 @@ async def reference_sims(pairs: set[tuple[str, str]], embedder: Embedder) -> dic
 
 
 def _columns(task: str) -> tuple[str, ...]:
-    return sextuple.COLUMNS if task == "sextuple" else refchains.COLUMNS
+    return sextuple.COLUMNS if task == "sextuple" else chains.COLUMNS
 
 
 def _row(d: Dialogue, status: str, reason: str | None, weight: float, score: float | None,
@@ -83,6 +83,7 @@ class ReferencePolicy(Policy):
     name = "reference"
     judge_rules = REFERENCE_JUDGE
     judge_sextuples = True
+    chain_rules = REFERENCE_CHAINS
 
     def triage(self, task: str, dialogues: Sequence[Dialogue], predictions: Mapping[int, Any]
                ) -> tuple[list[tuple[Dialogue, Any]], list[dict[str, Any]]]:
@@ -106,7 +107,7 @@ class ReferencePolicy(Policy):
 
     def pairs(self, task: str, d: Dialogue, pred: Any) -> set[tuple[str, str]]:
         if task == "emotion":
-            return refchains.needed_pairs(d.chains or {}, pred)
+            return refjson.needed_pairs(d.chains or {}, pred)
         file = f"output_chat_{d.id}.json"
         lines = sextuple.prediction_lines(pred, file)
         return set(sextuple.needed_pairs(sextuple.gt_records(d.utterances), lines, file))
@@ -121,9 +122,8 @@ class ReferencePolicy(Policy):
 
     def score(self, task: str, d: Dialogue, pred: Any, sim: Any, answers: Mapping[Any, Any] | None
               ) -> tuple[Any, Iterable[Any]]:
-        if task == "emotion":
-            o = refchains.score_dialogue(d.chains or {}, pred, sim, answers)
-            return o, o.missing
+        if task == "emotion":  # the one chain walk, under the reference's rules
+            return super().score(task, d, pred, sim, answers)
         # the candidates are chosen by cosine alone; the judge is then asked about each chosen one's four fields
         file, gt = f"output_chat_{d.id}.json", sextuple.gt_records(d.utterances)
         lines = sextuple.score_file(gt, pred, sim, None, file)
@@ -137,11 +137,10 @@ class ReferencePolicy(Policy):
         if task == "emotion":
             pct: dict[str, float | None] = dict(o.percentages())
             if answers is None:
-                pct.update(dict.fromkeys(refchains.JUDGE_COLUMNS))
+                pct.update(dict.fromkeys(chains.JUDGE_COLUMNS))
             score = (pct["total_state_score_percentage"] + pct["total_source_id_score_percentage"]) / 200  # type: ignore[operator]
             holders = float(sum(1 for evs in (d.chains or {}).values() if evs))
-            return [{"dialogue": d.id, **asdict(it)} for it in o.items], _row(d, "ok", None, holders, score, pct,
-                                                                                notes=notes)
+            return chains.item_rows(d.id, o.items, self.rules), _row(d, "ok", None, holders, score, pct, notes=notes)
         lines, pred = o
         metrics = sextuple.file_means(lines, judged=answers is not None)
         bad = 0
@@ -171,8 +170,8 @@ def _sextuple_item(d: Dialogue, ln: sextuple.RefLine) -> dict[str, Any]:
     out: dict[str, Any] = {"dialogue": d.id, "utterance": ln.index, "n_candidates": ln.n_candidates,
                            "chosen": ln.chosen}
     for f in sextuple.FIELDS:
-        out[f"gt_{f}"] = refchains.json_text(ln.gt[sextuple.GT_KEYS[f]])
-        out[f"pred_{f}"] = refchains.json_text(ln.pred[f])
+        out[f"gt_{f}"] = refjson.json_text(ln.gt[sextuple.GT_KEYS[f]])
+        out[f"pred_{f}"] = refjson.json_text(ln.pred[f])
     for f in sextuple.EMBEDDED:
         out[f"{f}_similarity"] = ln.sims[f]
         out[f"judge_{f}"] = ln.judged[f] if ln.judged is not None else None

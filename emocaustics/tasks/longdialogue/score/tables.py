@@ -13,14 +13,14 @@ from __future__ import annotations
 import csv
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
 from emocaustics.tasks.longdialogue.data.schema import Dialogue
-from emocaustics.tasks.longdialogue.score.chains import ChainItem
+from emocaustics.tasks.longdialogue.score.chains import ChainItem, ChainRules, item_columns
 from emocaustics.tasks.longdialogue.score.sextuple import UtteranceScore
 
 SEXTUPLE_COMPONENTS = ("sentiment", "aspect", "opinion", "rationale")
@@ -76,10 +76,6 @@ def sextuple_item_rows(dialogue: int, rows: list[UtteranceScore]) -> list[dict[s
     return out
 
 
-def chain_item_rows(dialogue: int, items: list[ChainItem]) -> list[dict[str, Any]]:
-    return [{"dialogue": dialogue, **asdict(it)} for it in items]
-
-
 def _frame(rows: list[dict[str, Any]], columns: list[str]) -> pl.DataFrame:
     if not rows:
         return pl.DataFrame({c: [] for c in columns})
@@ -91,7 +87,7 @@ SEXTUPLE_ITEM_COLUMNS = [
     "gt_target", "pred_target", "target_sim", "gt_aspect", "pred_aspect", "aspect_sim", "aspect_ok",
     "gt_opinion", "pred_opinion", "opinion_sim", "opinion_ok", "gt_sentiment", "pred_sentiment", "sentiment_ok",
     "gt_rationale", "pred_rationale", "rationale_sim", "rationale_ok", "points"]
-CHAIN_ITEM_COLUMNS = ["dialogue", *ChainItem.__dataclass_fields__]
+CHAIN_ITEM_COLUMNS = ["dialogue", *item_columns(ChainRules())]  # the spec's
 
 
 def _mean(values: list[float | None]) -> float | None:
