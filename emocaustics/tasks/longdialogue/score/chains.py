@@ -268,44 +268,31 @@ def _walk_holder(holder: str, gt_events: Sequence[Event], preds: Sequence[Any], 
     return out
 
 
-def _holder_score(rows: Sequence[ChainItem], n_scored: int) -> float | None:
-    """mean over scored events of (points / max points); computed from integers per event so that a perfect
-    prediction gives exactly 1.0 (summing the float contributions would not)."""
-    if not n_scored:
-        return None
-    per_event: dict[int | None, list[float]] = {}
-    for r in rows:
-        if not r.unscored:
-            acc = per_event.setdefault(r.event_index, [0.0, 0.0])
-            acc[0] += r.points
-            acc[1] += r.max_points
-    return math.fsum(p / m for p, m in per_event.values()) / n_scored
-
-
 def _add_holder(out: ChainOutcome, holder: str, events: list[list[ChainItem]], rules: ChainRules) -> None:
-    """A walked holder's rows and results: the reference's totals over the worth, or the spec's holder score (the
-    event's share of the holder: 0 when unscored, else 1 over the scored events)."""
+    """A walked holder's rows (one list per GT event) and results: the reference's totals over the worth, or the
+    spec's holder score, each event's share of it 0 when unscored, else 1 over the scored events."""
+    for rows in events:
+        out.items.extend(rows)
     if rules.published:
-        role, possible = dict.fromkeys(SCORES, 0.0), 0.0
+        role = dict.fromkeys(SCORES, 0.0)
         for rows in events:
-            out.items.extend(rows)
             for r in rows:
                 for s in SCORES if r.event_matched and r.emotion_index is not None else ():
                     role[s] += getattr(r, s) / len(rows) / len(events)
-            possible += 1 / len(events)
         for s in SCORES:
             out.totals[s] += role[s]
-        out.possible += possible
+        out.possible += sum(1 / len(events) for _ in events)
         return
-    n_scored = sum(not rows[0].unscored for rows in events)
+    scored = [rows for rows in events if not rows[0].unscored]
     out.judge_failures += sum(rows[0].judge == "failed" for rows in events)
-    holder_rows = [r for rows in events for r in rows]
     for rows in events:
-        for r in rows:  # the rows were made for this holder just now: their weights are set in place
-            r.weight = (0.0 if r.unscored else 1.0 / n_scored) / len(rows)
+        for r in rows:  # made for this holder just now: their share is set in place
+            r.weight = (0.0 if r.unscored else 1.0 / len(scored)) / len(rows)
             r.contribution = r.weight * r.points / r.max_points
-    out.items.extend(holder_rows)
-    out.holder_scores[holder] = _holder_score(holder_rows, n_scored)
+    # the mean over scored events of points / max points, summed per event from integers so that a perfect
+    # prediction gives exactly 1.0 (summing the float contributions would not)
+    out.holder_scores[holder] = (math.fsum(sum(r.points for r in rows) / sum(r.max_points for r in rows)
+                                           for rows in scored) / len(scored) if scored else None)
 
 
 def score_dialogue_chains(gt: Chains, pred: Any, sim: SimFn, answers: Mapping[Any, Any] | None = None,
