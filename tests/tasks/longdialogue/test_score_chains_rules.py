@@ -176,8 +176,7 @@ def test_prefetch_at_the_threshold_and_holders_without_prediction():
 from emocaustics.tasks.longdialogue.score.chains import (  # noqa: E402
     ChainItem,
     ChainOutcome,
-    event_pairs,
-    reason_pairs,
+    needed_pairs,
     source_ok,
 )
 
@@ -284,8 +283,8 @@ def test_event_and_reason_pairs_are_same_holder_products():
     gt = {"A": (Event("x", (emo("s", "r1", "1"),)), Event("y", (emo("s", "r2", "1"),))), "B": (Event("z", ()),)}
     pred = {"A": (Event("px", (emo("s", "u1", "1"), emo("s", "u2", "1"))), Event("py", ())),
             "C": (Event("pc", (emo("s", "uc", "1"),)),)}
-    assert event_pairs(gt, pred) == {("x", "px"), ("x", "py"), ("y", "px"), ("y", "py")}
-    assert reason_pairs(gt, pred) == {("r1", "u1"), ("r1", "u2"), ("r2", "u1"), ("r2", "u2")}
+    assert needed_pairs(gt, pred) == {("x", "px"), ("x", "py"), ("y", "px"), ("y", "py"),  # events
+                                      ("r1", "u1"), ("r1", "u2"), ("r2", "u1"), ("r2", "u2")}  # reasons
 
 
 def test_an_event_with_no_candidate_is_scored_and_unmatched():

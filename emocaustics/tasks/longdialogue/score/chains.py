@@ -39,7 +39,6 @@ depends on the answer).
 from __future__ import annotations
 
 import math
-
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -51,9 +50,8 @@ from emocaustics.tasks.longdialogue.score.refjson import (embed_text, event_list
 from emocaustics.tasks.longdialogue.score.sextuple import SimFn, first_greatest, text_sim
 
 SCORES = ("state_score", "source_id_score", "reason_llm_score", "reason_embed_score")
-COLUMNS = ("total_state_score_percentage", "total_source_id_score_percentage", "total_reason_llm_score_percentage",
-           "total_reason_embed_score_percentage")
-JUDGE_COLUMNS = ("total_reason_llm_score_percentage", "total_reason_embed_score_percentage")
+COLUMNS = tuple(f"total_{s}_percentage" for s in SCORES)  # the reference's per-file metrics, as it names them
+JUDGE_COLUMNS = COLUMNS[2:]  # reason-judge and reason-embed: computed only with a judge
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,10 +178,10 @@ def _best(text: str, options: Sequence[tuple[int, Any]], sim: SimFn, rules: Chai
     if rules.published:
         a = embed_text(text, f"{where}, ground truth")
         texts = [(j, embed_text(t, f"{where}, prediction {j}")) for j, t in options]
-        found = first_greatest([(j, s) for j, t in texts if (s := float(sim(a, t))) > 0], lambda js: js[1])
-        return None if found is None else found[0]
-    found = first_greatest(options, lambda o: (text_sim(sim, text, o[1]), text.strip() == o[1].strip(),
-                                               bonus(o[0]) if bonus else 0.0, -o[0]))
+        found = first_greatest([(j, s) for j, t in texts if (s := float(sim(a, t))) > 0], lambda js: (js[1],))
+    else:
+        found = first_greatest(options, lambda o: (text_sim(sim, text, o[1]), text.strip() == o[1].strip(),
+                                                   bonus(o[0]) if bonus else 0.0, -o[0]))
     return None if found is None else (found[0][0], found[1][0])
 
 
@@ -252,9 +250,8 @@ def _walk_holder(holder: str, gt_events: Sequence[Event], preds: Sequence[Any], 
         if not ev.emotions:
             out.append([replace(row, kind="event", points=float(matched), max_points=1.0)])
             continue
-        ems: list[Any] = []
-        if matched:
-            ems = pred_emotions_of(preds[j], f"{where} emotion 0") if rules.published else preds[j].emotions
+        ems = ((pred_emotions_of(preds[j], f"{where} emotion 0") if rules.published else preds[j].emotions)
+               if matched else ())
         rows = []
         for k, gt_em in enumerate(ev.emotions):
             em_where = f"{where} emotion {k}"
@@ -341,15 +338,13 @@ def judge_prefetch(gt: Chains, pred: Chains, sim: SimFn, rules: ChainRules) -> s
     return out
 
 
-def event_pairs(gt: Chains, pred: Chains) -> set[tuple[str, str]]:
-    """Every (gt event, pred event) text pair of the same holder: what the event matcher may compare."""
-    return {(g.event, p.event) for h, evs in gt.items() for g in evs for p in pred.get(h, ())}
-
-
-def reason_pairs(gt: Chains, pred: Chains) -> set[tuple[str, str]]:
-    """Every (gt reason, pred reason) pair of the same holder (a superset of what matched events compare)."""
+def needed_pairs(gt: Chains, pred: Chains) -> set[tuple[str, str]]:
+    """Every (gt, pred) text pair of the same holder that the spec's walk may compare: the events, and the reasons
+    (a superset of what matched events compare)."""
     out: set[tuple[str, str]] = set()
     for h, evs in gt.items():
-        p_reasons = {e.reason for p in pred.get(h, ()) for e in p.emotions}
+        preds = pred.get(h, ())
+        p_reasons = {e.reason for p in preds for e in p.emotions}
+        out.update((g.event, p.event) for g in evs for p in preds)
         out.update((g.reason, r) for ev in evs for g in ev.emotions for r in p_reasons)
     return out

@@ -12,8 +12,8 @@ from typing import Any
 from emocaustics.models.base import Embedder
 from emocaustics.scoring.similarity import SimilarityTable, similarity_table
 from emocaustics.tasks.longdialogue.data.schema import Dialogue
-from emocaustics.tasks.longdialogue.score.chains import (ChainRules, event_pairs, item_rows, judge_prefetch,
-                                                         reason_pairs, score_dialogue_chains)
+from emocaustics.tasks.longdialogue.score.chains import (ChainRules, item_rows, judge_prefetch, needed_pairs,
+                                                         score_dialogue_chains)
 from emocaustics.tasks.longdialogue.score.judge import SPEC_JUDGE, Judge, JudgeRules, ReferenceCrash
 from emocaustics.tasks.longdialogue.score.sextuple import LengthMismatch, dialogue_points, pairs_needed, score_dialogue_sextuples
 from emocaustics.tasks.longdialogue.score.tables import (
@@ -61,7 +61,7 @@ def collect_pairs(task: str, d: Dialogue, pred: Any) -> set[tuple[str, str]]:
     """The text pairs whose cosines scoring `d` may need."""
     if task == "sextuple":
         return pairs_needed(d.utterances, pred)
-    return event_pairs(d.chains or {}, pred) | reason_pairs(d.chains or {}, pred)
+    return needed_pairs(d.chains or {}, pred)
 
 
 class Policy:
