@@ -16,19 +16,24 @@ from collections.abc import Iterable
 
 import polars as pl
 
+from emocaustics.core.errors import UsageError
+from emocaustics.core.task import Task, get_task
+
+
+def registered(name: str) -> Task | None:
+    """The task registered under `name`; None for a name none is (an old run folder's, a test's): its rows still show,
+    without what a task adds (option columns, metric docs, tables across its configs)."""
+    try:
+        return get_task(name)
+    except UsageError:
+        return None
+
 
 def declared_option_columns(task_names: Iterable[str]) -> dict[str, str]:
     """The option columns (name -> meaning) the named tasks declare, first task first; a column two tasks declare is
     defined by the first. A name no task is registered under (an old run folder's) declares none."""
-    from emocaustics.core.errors import UsageError
-    from emocaustics.core.task import get_task
-
     out: dict[str, str] = {}
-    for name in task_names:
-        try:
-            task = get_task(name)
-        except UsageError:  # unregistered: its rows still show, without option columns
-            continue
+    for task in filter(None, map(registered, task_names)):
         for column, doc in task.report.option_column_docs.items():
             out.setdefault(column, doc)
     return out
@@ -174,12 +179,9 @@ def components_by_task(summary: pl.DataFrame) -> dict[str, list[str]]:
 def metric_doc(task_name: str, metric: str) -> tuple[str, str] | None:
     """The task's own description of a metric (its `metric_docs`), if it gives one, with the key that matched
     (the metric itself, or a prefix key such as `z:`)."""
-    from emocaustics.core.task import get_task
-
-    try:
-        docs = get_task(task_name).report.metric_docs
-    except Exception:  # an unregistered task name in an old run folder: the generic line still defines it
+    if (task := registered(task_name)) is None:  # the generic line still defines it
         return None
+    docs = task.report.metric_docs
     if metric in docs:
         return metric, docs[metric]
     for key, text in docs.items():

@@ -191,14 +191,10 @@ def match(configs: pl.DataFrame, runs: list[str], pairs: Pairs | None = None, co
 
 def _common_mean(per_item: pl.DataFrame, pairs: list[tuple[str, str]], side: int) -> pl.Series:
     """Each pair's side-`side` mean over the items both sides scored (what `diff` is the difference of)."""
-    values = {k: dict(zip(v["item"], v["value"])) for (k,), v in per_item.group_by("config")}
-    out = []
-    for a, b in pairs:
-        va, vb = values[a], values[b]
-        common = [i for i in va if i in vb and va[i] is not None and vb[i] is not None]
-        mine = va if side == 0 else vb
-        out.append(sum(mine[i] for i in common) / len(common) if common else None)
-    return pl.Series(out, dtype=pl.Float64)
+    scored = per_item.drop_nulls("value")
+    of = lambda config: scored.filter(pl.col("config") == config)  # noqa: E731
+    return pl.Series([of(pair[side]).join(of(pair[1 - side]).select("item"), on="item")["value"].mean()
+                      for pair in pairs], dtype=pl.Float64)
 
 
 def describe(result: Comparison, alpha: float = 0.05) -> str:

@@ -206,26 +206,21 @@ def write_extra_tables(folder: Path, tables: dict[str, list[pl.DataFrame]]) -> l
 def write_job_tables(folder: Path, scores: pl.DataFrame) -> list[Path]:
     """The tables across each task's configs (`Task.job_tables`, e.g. dialogue-judge's judge pairs) as
     tables/<name>.parquet with `task` as their first column (a config's tables begin with its `run`)."""
-    from emocaustics.core.errors import UsageError
-    from emocaustics.core.task import get_task
+    from emocaustics.report.columns import registered
 
     rows, tables = table_rows(scores), {}
-    for task in rows["task"].unique(maintain_order=True).to_list():
-        try:
-            hook = get_task(task).job_tables
-        except UsageError:  # a name no task is registered under (an old run folder's, a test's): none
-            continue
-        for name, table in hook(rows.filter(pl.col("task") == task)).items():
-            tables.setdefault(name, []).append(table.select(pl.lit(task).alias("task"), pl.all()))
+    for name in rows["task"].unique(maintain_order=True).to_list():
+        made = task.job_tables(rows.filter(pl.col("task") == name)) if (task := registered(name)) else {}
+        for table_name, table in made.items():
+            tables.setdefault(table_name, []).append(table.select(pl.lit(name).alias("task"), pl.all()))
     return write_extra_tables(folder, tables)
 
 
 def read_job_tables(run_dir: Path, task: str) -> dict[str, pl.DataFrame]:
     """The tables `write_job_tables` wrote of `task`, as its `job_tables` gave them (read, never computed again)."""
-    found = {}
-    for path in sorted((run_dir / "tables").glob("*.parquet")):
-        if next(iter(pl.read_parquet_schema(path))) == "task":
-            found[path.stem] = pl.read_parquet(path).filter(pl.col("task") == task).drop("task")
+    paths = [p for p in sorted((run_dir / "tables").glob("*.parquet"))
+             if next(iter(pl.read_parquet_schema(p))) == "task"]  # a config's own tables begin with its `run`
+    found = {p.stem: pl.read_parquet(p).filter(pl.col("task") == task).drop("task") for p in paths}
     return {name: table for name, table in found.items() if table.height}
 
 

@@ -28,9 +28,9 @@ def families(scores: pl.DataFrame) -> list[pl.DataFrame]:
     return [pl.concat(parts, how="diagonal_relaxed") for parts in by_ids.values()]
 
 
-def judge_pairs(rows: pl.DataFrame, resamples: int = 1000, seed: int = 0) -> tuple[pl.DataFrame, float]:
-    """(one row per pair of the family's judges: config_a, config_b, r_a, r_b, diff = r_a - r_b, diff_low,
-    diff_high, p, p_holm, significant, reliable_a, reliable_b; alpha across the judges) of one family's rows."""
+def judge_pairs(rows: pl.DataFrame, resamples: int = 1000, seed: int = 0) -> pl.DataFrame:
+    """One row per pair of the family's judges (config_a, config_b, r_a, r_b, diff = r_a - r_b, diff_low, diff_high,
+    p, p_holm, significant, reliable_a, reliable_b) of one family's rows, each with `alpha` across the judges."""
     runs = rows["run"].unique(maintain_order=True).to_list()
     crit = [c for c in rows.columns if c.startswith("judge:")]
     wide = rows.filter(pl.col("run") == runs[0]).select("sample_id", "cluster", "system", "human_z")
@@ -53,19 +53,16 @@ def judge_pairs(rows: pl.DataFrame, resamples: int = 1000, seed: int = 0) -> tup
     table = pl.DataFrame([{"config_a": runs[i], "config_b": runs[j], "r_a": observed[i], "r_b": observed[j],
                            "diff": diff[k], "diff_low": low[k], "diff_high": high[k], "p": p[k],
                            "p_holm": adjusted[k], "significant": bool(adjusted[k] < 0.05),
-                           "reliable_a": bool(reliable[runs[i]]), "reliable_b": bool(reliable[runs[j]])}
+                           "reliable_a": bool(reliable[runs[i]]), "reliable_b": bool(reliable[runs[j]]), "alpha": alpha}
                           for k, (i, j) in enumerate(zip(a, b))],
                          schema_overrides={c: pl.Float64 for c in ("r_a", "r_b", "diff", "diff_low", "diff_high",
-                                                                   "p", "p_holm")})
-    return table, alpha
+                                                                   "p", "p_holm", "alpha")})
+    return table
 
 
 def pairs_table(scores: pl.DataFrame) -> dict[str, pl.DataFrame]:
     """The task's `job_tables`, written once by the tables phase as tables/judge_pairs.parquet: `judge_pairs` of
     each family of two or more judges, with its `family` (1, 2, ...: the report's round) and `alpha` across them."""
-    parts = []
-    for k, rows in enumerate(families(scores)):
-        if rows["run"].n_unique() > 1:
-            pairs, alpha = judge_pairs(rows)
-            parts.append(pairs.select(pl.lit(k + 1).alias("family"), pl.all(), pl.lit(alpha).alias("alpha")))
+    parts = [judge_pairs(rows).select(pl.lit(k + 1).alias("family"), pl.all())
+             for k, rows in enumerate(families(scores)) if rows["run"].n_unique() > 1]
     return {"judge_pairs": pl.concat(parts)} if parts else {}
