@@ -9,8 +9,7 @@
     solver                    `Solver`: solve (a task with side inputs gets them as its 4th argument, `Side`),
                               prepare, `placement` (weight, chain, affinity, size), dry run
     predict                   the calibration predictors (oracle, baselines): no model
-    job_tables                tables across the job's configs of the task (dialogue-judge's judge pairs): written
-                              once with the other tables, as tables/<name>.parquet, and handed to its report sections
+    job_tables                tables across the job's configs of the task, written once as tables/<name>.parquet
     scorer                    `Scorer`: score -> `Scored`, finalize (official files), the submission files it writes
     report                    `Report`: label, primary metric, metric docs, option columns, report sections, sample view
     store                     `PredictionStore`: write (a `Failure` too), read, read back one just written (JsonlStore)
@@ -309,8 +308,7 @@ class Task:
 
     def report_sections(self, summary: pl.DataFrame, scores: pl.DataFrame,
                         tables: dict[str, pl.DataFrame] | None = None) -> list[tuple[str, str]]:
-        """Extra (title, HTML) sections of the report for this task's configs (charts, breakdowns), given its
-        `job_tables` as written (read back from tables/) when it wrote any; none."""
+        """Extra (title, HTML) sections of the report for its configs, given its `job_tables` as written; none."""
         return []
 
     def view_sample(self, input: Any, target: Any, prediction: Any,

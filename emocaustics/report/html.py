@@ -15,6 +15,7 @@ from pathlib import Path
 
 import polars as pl
 
+from emocaustics.core.task import get_task
 from emocaustics.report.columns import cluster_note, components_by_task, legend, main_table, option_columns
 from emocaustics.report.tables import DECIMALS, failures, read_job_tables, run_title
 from emocaustics.scoring.reducers import table_rows
@@ -181,8 +182,6 @@ def render(run_dir: Path, scores: pl.DataFrame, summary: pl.DataFrame, title: st
     ]
     for task in summary["task"].unique(maintain_order=True).to_list():
         parts.append(f"<div class='chart bars' id='bars-{html.escape(task)}'>{_bar_chart(summary, task)}</div>")
-    from emocaustics.core.task import get_task
-
     for task_name in summary["task"].unique(maintain_order=True).to_list():
         task, tables = get_task(task_name), read_job_tables(run_dir, task_name)  # its `job_tables`, as written
         for title_text, section in task.report.report_sections(summary.filter(pl.col("task") == task_name),
