@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from emocaustics.core.task import Loaded, Scored
-from emocaustics.report.tables import write_extra_tables, write_tables
+from emocaustics.report.tables import write_extra_tables
 from emocaustics.scoring.generic import per_sample
 
 if TYPE_CHECKING:
@@ -39,6 +39,7 @@ def write_results(run_dir: Path, results: list[ConfigResult], defects: list[dict
     gets the sample and failure counts. Returns the report's path."""
     from emocaustics.core.writes import writing
     from emocaustics.report.html import write_report
+    from emocaustics.report.tables import write_tables
     from emocaustics.scoring.reducers import table_rows
 
     frames, long_rows, items, tables = [], [], [], {}  # tables: the scorers' extra tables by name, every config's
