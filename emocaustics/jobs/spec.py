@@ -81,10 +81,10 @@ class JobSpec(_Strict):
     @field_validator("cache", mode="before")
     @classmethod
     def _cache_word(cls, v: Any) -> Any:
-        from emocaustics.models.cacheplace import checked  # a mode, or a folder written as a path
+        from emocaustics.models.cacheplace import cache_value  # a mode, or a folder written as a path
 
         v = {True: "on", False: "off"}.get(v, v) if isinstance(v, bool) else v  # YAML reads a bare off as false
-        return checked(v) if isinstance(v, str) else v
+        return cache_value(v) if isinstance(v, str) else v
 
     @field_validator("models")
     @classmethod

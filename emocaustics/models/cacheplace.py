@@ -82,7 +82,7 @@ class CacheValueError(UsageError, ValueError):
     """A `cache:` value that is no mode and no path: a usage error (exit 2), and a ValueError in a job's validation."""
 
 
-def checked(value: str) -> str:
+def cache_value(value: str) -> str:
     """A `cache:` value, checked: a mode (`MODES`) or a folder written as a path (with a `/`, or starting with `.` or
     `~`: `./mine`, `~/cache`, `/data/cache`), so that a mistyped mode (`readonly`) is not taken for a new folder in the
     current directory."""
@@ -99,7 +99,7 @@ def choose(value: str | None) -> CacheChoice | None:
     before any sample runs (`cachefile.check_file`)."""
     from emocaustics.models.cachefile import check_file
 
-    value = checked(value or "on")
+    value = cache_value(value or "on")
     if value == "off":
         return None
     max_bytes()  # a bad cap is a usage error before anything runs

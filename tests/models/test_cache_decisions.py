@@ -18,7 +18,7 @@ from emocaustics.models import cachefile
 from emocaustics.models.base import ChatRequest, Completion, ModelBase, Sampling
 from emocaustics.models.cache import CachedLLM, request_key
 from emocaustics.models.cachefile import check_file, damaged, journal_mode, open_file, retried
-from emocaustics.models.cacheplace import CacheChoice, CacheValueError, as_choice, checked, choose, max_bytes, \
+from emocaustics.models.cacheplace import CacheChoice, CacheValueError, as_choice, cache_value, choose, max_bytes, \
     shared_folder
 from emocaustics.models.cachestore import ResponseCache
 
@@ -148,16 +148,16 @@ def test_a_choice_says_where_and_how(monkeypatch, tmp_path):
 
 @pytest.mark.parametrize("value", ["on", " off ", "read-only", "./x", "~/x", "/x", "a/b", ".x", "~"])
 def test_modes_and_paths_are_taken(value):
-    assert checked(value) == value.strip()
+    assert cache_value(value) == value.strip()
 
 
 def test_a_word_that_is_neither_names_the_nearest_mode():
     with pytest.raises(CacheValueError) as got:
-        checked(" READONLY ")
+        cache_value(" READONLY ")
     assert str(got.value) == ("'READONLY' is not a cache mode (on, off, read-only; did you mean 'read-only'?) nor a "
                               "folder: write a folder as a path (./READONLY, ~/READONLY, /PATH)")
     with pytest.raises(ValueError) as got:
-        checked("mine")
+        cache_value("mine")
     assert str(got.value) == ("'mine' is not a cache mode (on, off, read-only) nor a folder: write a folder as a path "
                               "(./mine, ~/mine, /PATH)")
 
