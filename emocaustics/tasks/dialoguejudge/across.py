@@ -63,6 +63,6 @@ def judge_pairs(rows: pl.DataFrame, resamples: int = 1000, seed: int = 0) -> pl.
 def pairs_table(scores: pl.DataFrame) -> dict[str, pl.DataFrame]:
     """The task's `job_tables`, written once by the tables phase as tables/judge_pairs.parquet: `judge_pairs` of
     each family of two or more judges, with its `family` (1, 2, ...: the report's round) and `alpha` across them."""
-    parts = [judge_pairs(rows).select(pl.lit(k + 1).alias("family"), pl.all())
+    parts = [judge_pairs(rows).select(pl.lit(k + 1, pl.Int64).alias("family"), pl.all())
              for k, rows in enumerate(families(scores)) if rows["run"].n_unique() > 1]
     return {"judge_pairs": pl.concat(parts)} if parts else {}
