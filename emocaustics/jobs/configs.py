@@ -1,7 +1,7 @@
 """A job resolved once: each expanded run becomes a frozen `Config` (task, validated options, the parsed model, its
-folder, sample source, price, epochs, limits and the config it builds on) before anything runs. Everything after this
-(pre-flight, dry run, solving, scoring, cost) reads these fields: nothing downstream looks a model up again or parses
-a spec string."""
+folder, sample source, price, epochs, limits and the config it builds on), and every model the job calls (the judge
+too) is parsed once, before anything runs. Everything after this (pre-flight, dry run, cost, start, solving, scoring)
+reads these fields: nothing downstream looks a model up again or parses a spec string."""
 
 from __future__ import annotations
 
@@ -41,12 +41,26 @@ class Config:
     prior: Path | None = None  # the folder of the config this one builds on (`SideInputs.builds_on`), if the job has it
 
 
-def resolve(job: JobSpec, run_dir: Path) -> list[Config]:
-    """Every config of the job, in the job's order. A config another builds on (its predictions read as the other's
-    input: EmoCaustics chains on sextuple windows) is solved in one epoch: of N, which one would it hand on? A
-    UsageError naming both."""
+@dataclass(frozen=True)
+class Resolved:
+    """A job resolved: its configs, those others build on first (`in_order`), and every model they or the judge call,
+    each parsed once."""
+
+    job: JobSpec
+    configs: list[Config]
+    # (where, name, model) of every model called: the job's models by name, then a judge given as a spec string (named
+    # by it); each parsed (`ModelSpec.parsed`), or the UsageError that names its spec (the pre-flight raises it)
+    called: list[tuple[str, str, LLMSpec | UsageError]]
+    judge: LLMSpec | UsageError | None  # `scoring.judge` as the model layer takes it (None: `none`)
+
+
+def resolve(job: JobSpec, run_dir: Path) -> Resolved:
+    """The job resolved, its configs in the order they run in (`in_order`). A config another builds on (its
+    predictions read as the other's input: EmoCaustics chains on sextuple windows) is solved in one epoch: of N, which
+    one would it hand on? A UsageError naming both."""
     runs = job.expand()
-    configs = [_one(run, job, run_dir) for run in runs]
+    parsed: dict[str, LLMSpec | UsageError] = {}  # every model the job calls, parsed once (`_one` adds the configs')
+    configs = [_one(run, job, run_dir, parsed) for run in runs]
     candidates = [(c.task.name, c.options, c.model, c.label) for c in configs]
     by_label = {c.label: c for c in configs}
     out = []
@@ -57,10 +71,24 @@ def resolve(job: JobSpec, run_dir: Path) -> list[Config]:
                              "config others build on is solved once: give it epochs: 1 (the one building on it may "
                              "have more)")
         out.append(replace(c, prior=prior.pred_dir if prior is not None else None))
-    return out
+    judge = job.scoring.judge
+    if judge != "none" and judge not in parsed:
+        parsed[judge] = _parsed(job, judge)
+    called = [(f"models.{n}" if n in job.models else "scoring.judge", n, parsed[n])
+              for n in sorted(parsed, key=lambda n: (n not in job.models, n))]  # the job's models, then a judge's spec
+    return Resolved(job, in_order(out), called, parsed.get(judge))
 
 
-def _one(run: Any, job: JobSpec, run_dir: Path) -> Config:
+def in_order(configs: list[Config], *, to_run: bool = False) -> list[Config]:
+    """Configs others build on first (`SideInputs.builds_on`: a config that reuses another config's predictions); `to_run`
+    (the order they run in): then those that ask a model before the calibration ones, so that a job against a warm
+    model reaches its first LLM call at once (the calibration rows' scoring would wait for the embedder's load first;
+    warm_bench). The tables keep the job's order."""
+    needed = {c.prior for c in configs if c.prior is not None}
+    return sorted(configs, key=lambda c: (c.pred_dir not in needed, to_run and not needs_model(c.task, c.options)))
+
+
+def _one(run: Any, job: JobSpec, run_dir: Path, parsed: dict[str, LLMSpec | UsageError]) -> Config:
     from emocaustics.models.prices import price_for
     from emocaustics.scoring.reducers import reducers_of
     from emocaustics.solve.plan import Limits
@@ -68,7 +96,9 @@ def _one(run: Any, job: JobSpec, run_dir: Path) -> Config:
     task, options = run.resolve()
     model = run.model if needs_model(task, options) else None
     entry = job.models[model] if model else None
-    got = _parsed(job, model) if entry is not None else None  # malformed: the pre-flight (or `checked`) names it
+    if model is not None and model not in parsed:
+        parsed[model] = _parsed(job, model)
+    got = parsed[model] if model is not None else None  # malformed: the pre-flight names it
     llm = None if isinstance(got, UsageError) else got
     kind = "calibration" if model is None else "engine-check" if llm is not None and llm.kind == "smoke" else "model"
     limits = Limits(tokens=run.token_limit, seconds=run.time_limit, config=run.config_time_limit)
@@ -80,23 +110,6 @@ def _one(run: Any, job: JobSpec, run_dir: Path) -> Config:
         batch=entry is not None and (entry.batch or (llm is not None and llm.batch.on)),
         epochs=run.epochs, reducer=run.reducer or reducers_of(task.Options)[1],
         limits=limits if limits.any else None)
-
-
-def models_called(job: JobSpec, configs: list[Config]) -> list[tuple[str, str, LLMSpec | UsageError]]:
-    """(where, name, model) of every model the configs or the judge call: the job's models by name, then a judge given
-    as a spec string (named by it); each model parsed (`ModelSpec.parsed`), or the UsageError that names its spec."""
-    judge = job.scoring.judge
-    names = sorted({c.model for c in configs if c.model} | ({judge} & set(job.models)))
-    return [(f"models.{n}", n, _parsed(job, n)) for n in names] + (
-        [("scoring.judge", judge, _parsed(job, judge))] if judge != "none" and judge not in job.models else [])
-
-
-def judge_spec(job: JobSpec) -> LLMSpec | None:
-    """The judge as the model layer takes it: a job model's entry, or the spec string `scoring.judge` names."""
-    judge = None if job.scoring.judge == "none" else _parsed(job, job.scoring.judge)
-    if isinstance(judge, UsageError):
-        raise judge
-    return judge
 
 
 def _parsed(job: JobSpec, name: str) -> LLMSpec | UsageError:

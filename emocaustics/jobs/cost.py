@@ -4,23 +4,20 @@ raises the typed stop)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from emocaustics.core.errors import UsageError
-from emocaustics.jobs.spec import JobSpec
+from emocaustics.jobs.configs import Resolved
 from emocaustics.models.prices import Price, price_for, table
 from emocaustics.models.spec import LLMSpec, endpoint_name
 
 
-def check_budget(job: JobSpec, configs: list[Any]) -> dict[str, Price]:
+def check_budget(resolved: Resolved) -> dict[str, Price]:
     """The price of every remote endpoint the configs (`jobs/configs.py`) or the judge call, by its endpoint name (a
     spec that does not parse is left to the pre-flight, which names it). `max_cost_usd` needs a price for each: a
     usage error names the first without one."""
-    from emocaustics.jobs.configs import models_called
-
-    by_model = {c.model: c.price for c in configs if c.model}
+    job = resolved.job
+    by_model = {c.model: c.price for c in resolved.configs if c.model}
     out = {}
-    for where, name, llm in models_called(job, configs):
+    for where, name, llm in resolved.called:
         if not isinstance(llm, LLMSpec) or not llm.remote:
             continue
         price = by_model[name] if name in by_model else price_for(llm, job.models[name].price

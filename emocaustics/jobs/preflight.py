@@ -23,7 +23,8 @@ from typing import Any
 from emocaustics.core.errors import PreflightError, UsageError
 from emocaustics.core.groundtruth import require_ground_truth
 from emocaustics.core.task import Loaded, needs_model
-from emocaustics.jobs.spec import JobSpec, ModelSpec
+from emocaustics.jobs.configs import Resolved
+from emocaustics.jobs.spec import ModelSpec
 from emocaustics.models.cacheplace import CacheChoice
 from emocaustics.models.prices import Price
 from emocaustics.models.registry import probed, provider
@@ -100,14 +101,12 @@ class DryRun:
             raise UsageError(f"the dry run found {len(self.problems)} problem(s): {self.problems[0]}{more}")
 
 
-def _model_problems(job: JobSpec, configs: list[Any], *, network: bool = False) -> dict[str, str]:
+def _model_problems(resolved: Resolved, *, network: bool = False) -> dict[str, str]:
     """What stops a model the configs use, or the judge (a spec that does not parse, a path that does not exist; with
     `network`, a dead endpoint or a hub name that cannot be had: then only the first), by job model name (the judge's
     spec when it is no job model)."""
-    from emocaustics.jobs.configs import models_called
-
     found: dict[str, str] = {}
-    for where, name, llm in models_called(job, configs):
+    for where, name, llm in resolved.called:
         try:
             if isinstance(llm, UsageError):  # a spec that does not parse
                 raise llm
@@ -122,13 +121,15 @@ def _model_problems(job: JobSpec, configs: list[Any], *, network: bool = False) 
     return found
 
 
-def describe(job: JobSpec, configs: list[Any], loaded: dict[str, Loaded | UsageError], run_dir: Path,
-             cache_dir: CacheChoice | None, *, resume: bool = False, retry_limits: bool = False) -> DryRun:
+def describe(resolved: Resolved, loaded: dict[str, Loaded | UsageError], run_dir: Path, cache_dir: CacheChoice | None,
+             *, resume: bool = False, retry_limits: bool = False) -> DryRun:
     """The dry run: its problems first, numbered (a config that cannot run is not forecast: its row names its
     problem), then the plan; with `resume`, of the samples the resume would solve (the done ones are skipped)."""
     from emocaustics.jobs import rundir
     from emocaustics.jobs.cost import check_budget
     from emocaustics.models.prices import table as price_table
+
+    job, configs = resolved.job, resolved.configs
 
     problems: dict[str, list[str]] = {}  # message -> the labels of the configs it stops (none: the job's)
 
@@ -141,19 +142,19 @@ def describe(job: JobSpec, configs: list[Any], loaded: dict[str, Loaded | UsageE
         rundir.claim(run_dir, job, resume=resume, force=False)
     except UsageError as exc:
         problem(str(exc))
-    bad_models = _model_problems(job, configs)
+    bad_models = _model_problems(resolved)
     try:
-        check_budget(job, configs)
+        check_budget(resolved)
         unpriced = None
     except UsageError as exc:  # max_cost_usd with an endpoint that has no price
         unpriced = str(exc)
     lines = [f"job {job.name} (hash {rundir.job_hash(job)}): {len(configs)} configs",
              f"outputs: {run_dir}", f"response cache: {cache_dir.describe() if cache_dir else 'off'}"]
-    used = sorted({c.model for c in configs if c.model})
-    lines.append("models:" if used else "models: none (calibration rows only)")
-    for name in used:
+    llms = {c.model: c.llm for c in configs if c.model}  # each model a config uses, parsed with the job
+    lines.append("models:" if llms else "models: none (calibration rows only)")
+    for name in sorted(llms):
         m = job.models[name]
-        source = f"see {problem(bad_models[name])}" if name in bad_models else model_source(m.parsed(), network=False)
+        source = f"see {problem(bad_models[name])}" if name in bad_models else model_source(llms[name], network=False)
         lines.append(f"  {name}: {m.spec} -- {placement(m)}; weights: {source}")
     if job.scoring.judge in bad_models:
         problem(bad_models[job.scoring.judge])
@@ -301,30 +302,30 @@ def check_endpoint(parsed: LLMSpec, timeout: float = 10.0) -> None:
                              + " or ".join(prov.key_variables))
 
 
-def checked(job: JobSpec, configs: list[Any], *, network: bool = True) -> tuple[dict[str, Loaded], dict[str, Price]]:
+def checked(resolved: Resolved, *, network: bool = True) -> tuple[dict[str, Loaded], dict[str, Price]]:
     """The pre-flight phase of a run: every config's samples (`load_all`) and the price of every endpoint the job
     calls (`cost.check_budget`: the start phase's ledger spends against them). Stops with one line on the first
-    problem: datasets, the budget, the embedder, then every model the configs use; without `network` (tests) only
-    the datasets', the budget's and the model specs' own errors stop it."""
+    problem: datasets, the budget, the embedder, then every model the configs or the judge use; without `network`
+    (tests) only the datasets', the budget's and the model specs' own errors stop it."""
     from emocaustics.jobs.cost import check_budget
     from emocaustics.models.embedders import check_embedder
 
-    loaded = load_all(configs)
-    for cfg in configs:
+    loaded = load_all(resolved.configs)
+    for cfg in resolved.configs:
         got = loaded[cfg.label]
         if isinstance(got, UsageError):
             raise PreflightError(f"config {cfg.label}: dataset: {got}") if network else got
         if network and not got.samples:
             raise PreflightError(f"config {cfg.label}: the dataset selection has no samples")
-    prices = check_budget(job, configs)  # max_cost_usd with an unpriced endpoint: before any network check
+    prices = check_budget(resolved)  # max_cost_usd with an unpriced endpoint: before any network check
     if network:
         try:
-            check_embedder(job.scoring.embedder)
+            check_embedder(resolved.job.scoring.embedder)
         except UsageError as exc:
             raise PreflightError(f"scoring.embedder: {exc}") from None
-        for problem in _model_problems(job, configs, network=True).values():
+        for problem in _model_problems(resolved, network=True).values():
             raise PreflightError(problem)
-    for c in configs:
-        if c.model and c.llm is None:  # a spec that does not parse as the model layer takes it: its error
-            job.models[c.model].parsed()
+    for _, _, llm in resolved.called:
+        if isinstance(llm, UsageError):  # a spec that does not parse as the model layer takes it: its error
+            raise llm
     return loaded, prices  # type: ignore[return-value]  # the errors were raised above

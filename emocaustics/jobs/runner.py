@@ -27,23 +27,13 @@ import polars as pl
 
 from emocaustics.core import aio
 from emocaustics.core.errors import Stop, UsageError
-from emocaustics.core.task import needs_model
 from emocaustics.jobs import rundir
-from emocaustics.jobs.configs import Config, resolve
+from emocaustics.jobs.configs import in_order, resolve
 from emocaustics.jobs.spec import JobSpec
 from emocaustics.jobs.together import solve_together, solved_counts
 
 if TYPE_CHECKING:
     from emocaustics.jobs.preflight import DryRun
-
-
-def _order(configs: list[Config], *, to_run: bool = False) -> list[Config]:
-    """Configs others build on first (`SideInputs.builds_on`: a config that reuses another config's predictions); `to_run`
-    (the order they run in): then those that ask a model before the calibration ones, so that a job against a warm
-    model reaches its first LLM call at once (the calibration rows' scoring would wait for the embedder's load first;
-    warm_bench). The tables keep the job's order."""
-    needed = {c.prior for c in configs if c.prior is not None}
-    return sorted(configs, key=lambda c: (c.pred_dir not in needed, to_run and not needs_model(c.task, c.options)))
 
 
 def resume_command(job_file: str | Path | None, run_dir: Path) -> str:
@@ -74,10 +64,10 @@ def plan_job(job: JobSpec, *, out: str | None = None, resume: bool = False, retr
     from emocaustics.models.cacheplace import choose
 
     run_dir = rundir.resolve_run_dir(job, out, resume)
-    configs = _order(resolve(job, run_dir))
+    resolved = resolve(job, run_dir)
     # one heap collection for all configs' dry solves, not one each (1.4 s a config with aer's test split loaded)
     with aio.many_calls():
-        return describe(job, configs, load_all(configs), run_dir, choose(job.cache), resume=resume,
+        return describe(resolved, load_all(resolved.configs), run_dir, choose(job.cache), resume=resume,
                         retry_limits=retry_limits)
 
 
@@ -99,11 +89,12 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force
     marks = {"handler": time.time()}  # each phase's start (epoch seconds): startup.json's `timings`, for startup_bench
     run_dir = rundir.resolve_run_dir(job, out, resume)
     claimed = rundir.claim(run_dir, job, resume=resume, force=force)
-    configs = _order(resolve(job, run_dir))
+    resolved = resolve(job, run_dir)
+    configs = resolved.configs
     marks["data_start"] = time.time()
-    loaded, prices = checked(job, configs, network=check)
+    loaded, prices = checked(resolved, network=check)
     marks["data_loaded"] = marks["llm_start"] = time.time()
-    started = start_job(job, configs, loaded, prices, claimed,
+    started = start_job(resolved, loaded, prices, claimed,
                         ray_address or job.ray.address or os.environ.get("RAY_ADDRESS"), retry_limits)
     marks["llm_ready"] = marks["first_submitted"] = time.time()
     with _named(f"job {job.name}", job_file, run_dir):  # every model config on one plan: their prepared samples
@@ -115,7 +106,7 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force
         said = f"predictions: {run_dir / 'predictions'} (not scored: --no-score)"
     else:
         results = {cfg.label: score_config(cfg, loaded[cfg.label], solved.pop(cfg.label, None), started, claimed)
-                   for cfg in _order(configs, to_run=True)}  # the job's tables keep the job's order of configs
+                   for cfg in in_order(configs, to_run=True)}  # the job's tables keep the job's order of configs
         report = write_results(run_dir, [results[cfg.label] for cfg in configs], started.defects, claimed)
         said = f"summary: {run_dir / 'summary.md'}\nreport:  {report}"
     started.startup["timings"] = {**marks, "manifest_written": time.time()}

@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 from emocaustics.core.task import Loaded, ScoreContext
 from emocaustics.jobs import rundir
+from emocaustics.jobs.configs import Resolved
 from emocaustics.jobs.spec import JobSpec
 
 # How long the embedder waits for the job's first LLM call before it loads anyway (a resumed job whose calls the
@@ -34,22 +35,20 @@ class Started:
     startup: dict[str, Any]
 
 
-def start_job(job: JobSpec, configs: list[Any], loaded: dict[str, Loaded], prices: dict[str, Any],
-              claimed: rundir.Claim, address: str | None, retry_limits: bool) -> Started:
+def start_job(resolved: Resolved, loaded: dict[str, Loaded], prices: dict[str, Any], claimed: rundir.Claim,
+              address: str | None, retry_limits: bool) -> Started:
     """The start phase, after every pre-flight check passed: the ledger (`max_cost_usd`, spent against the endpoints'
     `prices` the pre-flight found: models/budget.py), the cache, run.json and config.yaml (`rundir.start`), the
     job's Ray settings (joined when first needed: `models.factory.join_ray`), the embedder, the eval log, the local
     engines, then each config's folder and provenance (and a resume's line of what it skips)."""
     from emocaustics.core.cluster import configure
     from emocaustics.evallog.writer import EvalLog
-    from emocaustics.jobs.configs import judge_spec
     from emocaustics.jobs.together import resume_line
     from emocaustics.models.budget import activate
     from emocaustics.models.cacheplace import choose
     from emocaustics.models.embedders import make_embedder
 
-    run_dir = claimed.run_dir
-    judge = judge_spec(job)  # what of the job the scoring keeps
+    job, configs, run_dir = resolved.job, resolved.configs, claimed.run_dir
     activate(job.max_cost_usd, prices)
     # the job's `cache:` (models/cacheplace.py): the shared cache by default (read-only), a folder of the job's, or
     # None (`off`, `--no-cache`); in run.json: where, never what it holds
@@ -63,7 +62,8 @@ def start_job(job: JobSpec, configs: list[Any], loaded: dict[str, Loaded], price
     configure(address=address, num_cpus=job.ray.num_cpus, object_store_memory=job.ray.object_store_memory,
               namespace=job.ray.namespace)
     embedder = make_embedder(job.scoring.embedder)  # loaded once, shared by every config's scoring
-    ctx = ScoreContext(embedder=embedder, embedder_spec=job.scoring.embedder, judge=judge,
+    # the judge parsed with the job (one that does not parse stopped the pre-flight)
+    ctx = ScoreContext(embedder=embedder, embedder_spec=job.scoring.embedder, judge=resolved.judge,
                        scoring=job.scoring.task_options, use_ray=True, cache=cache_dir)
     print(f"response cache: {cache_dir.describe() if cache_dir is not None else 'off'}", flush=True)
     evallog = EvalLog(run_dir, prompts=job.log.prompts)  # every call of every sample: `emocaustics view RUN_DIR`

@@ -235,20 +235,20 @@ def _job(tmp_path, models: list[str], *, budget_usd: float | None = 3, judge: st
     path.write_text(JOB.format(runs="\n".join(RUN.format(m) for m in models), judge=judge,
                                budget="" if budget_usd is None else f"max_cost_usd: {budget_usd}"), encoding="utf-8")
     job = load_job(path)
-    return job, resolve(job, tmp_path / "run")
+    return job, resolve(job, tmp_path / "run")  # the job, and the job resolved
 
 
-def _start_ledger(job, configs):
+def _start_ledger(job, resolved):
     """The run's ledger as the phases make it: the pre-flight's prices (`cost.check_budget`), then the start's."""
     from emocaustics.jobs import cost
 
-    budget.activate(job.max_cost_usd, cost.check_budget(job, configs))
+    budget.activate(job.max_cost_usd, cost.check_budget(resolved))
 
 
 def test_the_ledger_prices_each_remote_endpoint_by_its_endpoint_name(tmp_path):
-    job, configs = _job(tmp_path, ["remote", "listed", "smoke"])
+    job, resolved = _job(tmp_path, ["remote", "listed", "smoke"])
     try:
-        _start_ledger(job, configs)
+        _start_ledger(job, resolved)
         led = budget.active()
         assert led.limit_usd == 3.0
         assert led.prices == {"openai:gpt-4o-mini@http://x/v1": listed("gpt-4o-mini"),
@@ -262,15 +262,15 @@ def test_a_limit_with_an_unpriced_endpoint_is_a_usage_error_naming_it(tmp_path):
     from emocaustics.jobs import cost
 
     budget._active = None  # no ledger: an earlier test's run may have left its ledger active
-    job, configs = _job(tmp_path, ["remote", "bare"])
+    job, resolved = _job(tmp_path, ["remote", "bare"])
     with pytest.raises(UsageError) as err:
-        cost.check_budget(job, configs)
+        cost.check_budget(resolved)
     assert str(err.value) == (  # once printed `output: USD}}` (a doubled brace outside the f-string)
         f"models.bare: max_cost_usd is set but openai:nope@http://x/v1 has no known price (the shipped table of "
         f"{table()['as_of']} does not list it): give its `price: {{input: USD, output: USD}}` per 1M tokens")
     try:
         with pytest.raises(UsageError):
-            _start_ledger(job, configs)
+            _start_ledger(job, resolved)
         assert budget.active() is None
     finally:
         budget._active = None
@@ -279,10 +279,10 @@ def test_a_limit_with_an_unpriced_endpoint_is_a_usage_error_naming_it(tmp_path):
 def test_no_limit_needs_no_price_and_the_ledger_then_has_no_limit(tmp_path):
     from emocaustics.jobs import cost
 
-    job, configs = _job(tmp_path, ["remote", "bare"], budget_usd=None)
-    cost.check_budget(job, configs)
+    job, resolved = _job(tmp_path, ["remote", "bare"], budget_usd=None)
+    cost.check_budget(resolved)
     try:
-        _start_ledger(job, configs)
+        _start_ledger(job, resolved)
         assert budget.active().limit_usd is None
         assert budget.active().prices == {"openai:mine@http://x/v1": Price(input=1.0, output=2.0)}
     finally:
@@ -305,13 +305,13 @@ def test_a_request_with_max_tokens_0_reserves_its_prompt_only():
 def test_the_judge_is_priced_by_its_model_entry_or_by_its_spec(tmp_path):
     gpt4o, mini = listed("gpt-4o"), listed("gpt-4o-mini")
     try:
-        job, configs = _job(tmp_path, ["listed"], judge="judgey")  # a job model no run uses: its price override
-        _start_ledger(job, configs)
+        job, resolved = _job(tmp_path, ["listed"], judge="judgey")  # a job model no run uses: its price override
+        _start_ledger(job, resolved)
         assert budget.active().prices == {"openai:gpt-4o@http://j/v1": gpt4o.model_copy(update={"input": 7.0,
                                                                                               "output": 9.0}),
                                           "openai:gpt-4o-mini@http://x/v1": mini}
-        job, configs = _job(tmp_path, ["listed"], judge='"openai:gpt-4o@http://j/v1"')  # a spec: the table's price
-        _start_ledger(job, configs)
+        job, resolved = _job(tmp_path, ["listed"], judge='"openai:gpt-4o@http://j/v1"')  # a spec: the table's price
+        _start_ledger(job, resolved)
         assert budget.active().prices == {"openai:gpt-4o@http://j/v1": gpt4o, "openai:gpt-4o-mini@http://x/v1": mini}
     finally:
         budget._active = None

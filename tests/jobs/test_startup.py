@@ -95,11 +95,10 @@ emocaustics.cli.build_parser()
 from emocaustics.core.cluster import quiet_ray_data
 from emocaustics.jobs.preflight import load_all
 from emocaustics.jobs.configs import resolve
-from emocaustics.jobs.runner import _order
 from emocaustics.jobs.spec import load_job
 import emocaustics.models.services, emocaustics.models.embedders, emocaustics.jobs.startup
 job = load_job("jobs/quickstart.yaml")
-configs = _order(resolve(job, Path("/tmp/unused")))
+configs = resolve(job, Path("/tmp/unused")).configs
 load_all(configs)
 quiet_ray_data()
 heavy = ("torch", "vllm", "sentence_transformers", "transformers", "scipy.optimize", "ray.data", "pandas")

@@ -50,15 +50,15 @@ def test_the_start_spends_against_the_preflights_prices_and_prices_nothing_again
     from emocaustics.models import embedders, prices as price_table
 
     job, run_dir = _job(max_cost_usd=1.0), tmp_path / "run"
-    configs = resolve(job, run_dir)
-    loaded, prices = checked(job, configs, network=False)  # the pre-flight phase: the samples and the prices
-    assert list(loaded) == [configs[0].label] and prices == {ENDPOINT: listed("gpt-4o")}
+    resolved = resolve(job, run_dir)
+    loaded, prices = checked(resolved, network=False)  # the pre-flight phase: the samples and the prices
+    assert list(loaded) == [resolved.configs[0].label] and prices == {ENDPOINT: listed("gpt-4o")}
     monkeypatch.setattr(cost, "check_budget", _refused)
     monkeypatch.setattr(price_table, "price_for", _refused)
     monkeypatch.setattr(embedders, "make_embedder", lambda spec: None)  # no embedder loaded here
     claimed = rundir.claim(run_dir, job, resume=False, force=False)
     try:
-        startup.start_job(job, configs, loaded, prices, claimed, None, False)
+        startup.start_job(resolved, loaded, prices, claimed, None, False)
         assert budget.active().prices == prices and budget.active().limit_usd == 1.0
     finally:
         budget._active = None

@@ -75,7 +75,7 @@ def test_run_kind_knows_the_smoke_model_by_its_spec(tmp_path):
                    "api": {"spec": "openai:m@http://127.0.0.1:1/v1"}},
         "grid": {"task": ["aer"], "model": ["vllm_smoke", "hub", "api"], "options": {"method": "llm"}},
         "runs": [{"task": "aer", "options": {"method": "oracle"}}]})
-    kinds = {c.model or c.options.method: c.kind for c in resolve(job, tmp_path)}
+    kinds = {c.model or c.options.method: c.kind for c in resolve(job, tmp_path).configs}
     assert kinds == {"vllm_smoke": "engine-check", "hub": "model", "api": "model",
                      "oracle": "calibration"}
 
@@ -99,7 +99,7 @@ def test_the_job_runner_hands_the_plan_the_parsed_job_model(tmp_path, monkeypatc
     from emocaustics.core.task import Loaded, ScoreContext
     from emocaustics.jobs import together
 
-    (cfg,) = resolve(job, tmp_path)
+    (cfg,) = resolve(job, tmp_path).configs
     seen = []
 
     class Refused(Exception):

@@ -43,7 +43,7 @@ def reads(tmp_path, monkeypatch):
 def _loaded(root, select, tmp_path):
     job = JobSpec.model_validate({"name": "s", "dataset": {"data": str(root)}, "select": select,
                                   "runs": [{"task": "sextuple", "method": "baseline"}]})
-    return next(iter(load_all(resolve(job, tmp_path / "run")).values()))
+    return next(iter(load_all(resolve(job, tmp_path / "run").configs).values()))
 
 
 def test_only_the_selected_dialogues_are_read_in_the_datas_order(reads, tmp_path):
