@@ -81,7 +81,7 @@ class ScoreContext:
 
     embedder: Any = None
     embedder_spec: str | None = None
-    judge: Any = None  # its LLMSpec (`jobs.configs.judge_spec`; the core imports no models layer), or None
+    judge: Any = None  # its LLMSpec (`jobs.configs.Resolved.judge`; the core imports no models layer), or None
     scoring: dict[str, Any] = field(default_factory=dict)
     use_ray: bool = False
     cache: Any = None  # the run's response cache (`models.cacheplace.CacheChoice`), None when off (`--no-cache`)

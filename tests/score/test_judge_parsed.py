@@ -1,5 +1,5 @@
 """The job's judge reaches the LLM-judge scorer parsed (issue 40 point 1): `scoring.judge` is resolved with the job
-(`jobs.configs.judge_spec`) and the scorer asks that model; a command's --judge is parsed where it is given."""
+(`jobs.configs.Resolved.judge`) and the scorer asks that model; a command's --judge is parsed where it is given."""
 
 from __future__ import annotations
 
