@@ -66,10 +66,7 @@ def score_config(cfg: Any, loaded: Any, solved: Any, started: Any, claimed: Any)
             else:  # the rule `score TASK` shares: nothing written is a Failure
                 predictions, stats = solved.epoch(1)
                 predictions = pair(samples, predictions).predictions
-            with sink.active(evallog.config(cfg.label)):  # a judge's calls join each sample's log, then finished
-                scored = cfg.task.scorer.score(samples, predictions, cfg.options, ctx)
-            evallog.config(cfg.label).finish(samples, predictions)
-            cfg.task.scorer.finalize(cfg.pred_dir, samples, predictions, cfg.options)
+            scored = _scored(cfg, cfg.label, cfg.pred_dir, samples, predictions, ctx, evallog)
             table = score_table(cfg, scored, stats, loaded)
         record = summary_record(cfg, scored, len(loaded.defects), table)
         wall = clock.stop()  # every attempt of this config: a resumed config's time is the sum
@@ -90,10 +87,8 @@ def score_epochs(cfg: Any, solved: Any, ctx: Any, evallog: Any,
         folder = epoch_dir(cfg.pred_dir, e, epochs)
         found, stats = solved.epoch(e)
         predictions = pair(samples, found).predictions
-        with sink.active(evallog.config(epoch_label(cfg.label, e, epochs))):
-            scored = task.scorer.score(samples, predictions, cfg.options, ctx)
-        evallog.config(epoch_label(cfg.label, e, epochs)).finish(samples, predictions)
-        task.scorer.finalize(folder, samples, predictions, cfg.options)  # each epoch's own submission / official files
+        # each epoch's own log and submission / official files
+        scored = _scored(cfg, epoch_label(cfg.label, e, epochs), folder, samples, predictions, ctx, evallog)
         stats_all.append(stats)
         frames.append(score_table(cfg, scored, stats, loaded).with_columns(pl.lit(e, pl.Int64).alias("epoch")))
         rows.append(scored.rows.with_columns(pl.lit(e, pl.Int64).alias("epoch")))
@@ -106,10 +101,7 @@ def score_epochs(cfg: Any, solved: Any, ctx: Any, evallog: Any,
         for s in samples:
             got = [p.get(s.id) for p in per_epoch]
             reduced[s.id] = vote(got) or next((p for p in got if isinstance(p, Failure)), got[0])
-        with sink.active(evallog.config(cfg.label)):
-            scored = task.scorer.score(samples, reduced, cfg.options, ctx)
-        evallog.config(cfg.label).finish(samples, reduced)
-        task.scorer.finalize(cfg.pred_dir, samples, reduced, cfg.options)
+        scored = _scored(cfg, cfg.label, cfg.pred_dir, samples, reduced, ctx, evallog)
         table = score_table(cfg, scored, _summed(stats_all), loaded)
         scored.summary.update(reducer=reducer, epochs=epochs, per_epoch=summaries)
         return scored, table, epoch_frame
@@ -118,6 +110,18 @@ def score_epochs(cfg: Any, solved: Any, ctx: Any, evallog: Any,
                if all(isinstance(s.get(k), (int, float)) and not isinstance(s.get(k), bool) for s in summaries)}
     summary.update(reducer=reducer, epochs=epochs, per_epoch=summaries)
     return Scored(pl.concat(rows, how="diagonal_relaxed"), summary), table, epoch_frame
+
+
+def _scored(cfg: Any, label: str, folder: Path, samples: list, predictions: dict[str, Any], ctx: Any,
+            evallog: Any) -> Scored:
+    """`predictions` scored (a judge's calls join each sample's line in the eval log's `label`, then finished) and
+    finalized into `folder` (the task's submission, its official files)."""
+    log = evallog.config(label)
+    with sink.active(log):
+        scored = cfg.task.scorer.score(samples, predictions, cfg.options, ctx)
+    log.finish(samples, predictions)
+    cfg.task.scorer.finalize(folder, samples, predictions, cfg.options)
+    return scored
 
 
 def reduce_table(epoch_frame: pl.DataFrame, reducer: str) -> pl.DataFrame:
