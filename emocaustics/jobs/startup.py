@@ -15,7 +15,6 @@ from typing import Any, Callable
 from emocaustics.core.task import Loaded, ScoreContext
 from emocaustics.jobs import rundir
 from emocaustics.jobs.configs import Resolved
-from emocaustics.jobs.spec import JobSpec
 
 # How long the embedder waits for the job's first LLM call before it loads anyway (a resumed job whose calls the
 # response cache answers sends none; its scoring would load the embedder on first use in any case).
@@ -67,8 +66,7 @@ def start_job(resolved: Resolved, loaded: dict[str, Loaded], prices: dict[str, A
                        scoring=job.scoring.task_options, use_ray=True, cache=cache_dir)
     print(f"response cache: {cache_dir.describe() if cache_dir is not None else 'off'}", flush=True)
     evallog = EvalLog(run_dir, prompts=job.log.prompts)  # every call of every sample: `emocaustics view RUN_DIR`
-    local = sorted({c.model for c in configs if c.llm is not None and not c.llm.remote})  # engines here
-    startup = start_models(job, local, {c.model: c.llm for c in configs if c.model}.__getitem__, embedder)
+    startup = start_models(resolved, embedder)
     (run_dir / "startup.json").write_text(json.dumps(startup, indent=1), encoding="utf-8")
     defects: list[dict[str, Any]] = []
     seen_tasks: set[str] = set()
@@ -107,11 +105,12 @@ def finish_startup(started: Started, claimed: rundir.Claim) -> None:
         print(f"embedder {started.ctx.embedder_spec}: loaded in {startup['embedder']} s, beside the start", flush=True)
 
 
-def start_models(job: JobSpec, local: list[str], spec_of: Callable[[str], Any], embedder: Any) -> dict[str, Any]:
-    """Start (or attach to) the engines of the job's local models `local` before the first config; the embedder
-    loads in the background, once an engine of the job's own starts or the first LLM call has gone out."""
+def start_models(resolved: Resolved, embedder: Any) -> dict[str, Any]:
+    """Start (or attach to) the engines of the job's local models (`smoke`, `vllm:`) before the first config; the
+    embedder loads in the background, once an engine of the job's own starts or the first LLM call has gone out."""
     from emocaustics.models.services import start_job_model
 
+    local = {c.model: c.llm for c in resolved.configs if c.llm is not None and not c.llm.remote}  # engines here
     startup: dict[str, Any] = {"models": {}, "embedder": None}
     load = getattr(embedder, "_load", None)
     # Loaded beside the engines' start and the first configs' calls, not before them: against a warm (attached) model
@@ -126,9 +125,9 @@ def start_models(job: JobSpec, local: list[str], spec_of: Callable[[str], Any], 
     if load is not None and local:
         ready = lambda: engines_starting.is_set() or any(p.first_call_at for p in list(pools))  # noqa: E731
         _load_in_background(load, startup, ready)
-    for name in local:
+    for name in sorted(local):
         t0 = time.perf_counter()  # a running model service of the same spec is attached to, not started again
-        pools.append(start_job_model(spec_of(name), name, job.models[name].keep_alive,
+        pools.append(start_job_model(local[name], name, resolved.job.models[name].keep_alive,
                                      lambda line: print(line, flush=True), starting=engines_starting.set))
         startup["models"][name] = round(time.perf_counter() - t0, 2)
         print(f"model {name}: engine(s) started in {startup['models'][name]} s (not part of any config's wall time)",

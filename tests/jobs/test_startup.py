@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from emocaustics.jobs import startup
+from emocaustics.jobs.configs import resolve
 from emocaustics.jobs.spec import JobSpec
 
 REPO = Path(__file__).resolve().parents[2]
@@ -45,7 +46,7 @@ def _start(monkeypatch, attached: bool, pool: FakePool) -> tuple[RecordingEmbedd
     import emocaustics.models.services as services
 
     def start_job_model(spec, label, keep_alive, report, starting=None):
-        assert spec == "smoke" and label == "m" and keep_alive is False
+        assert spec.kind == "smoke" and label == "m" and keep_alive is False  # the model parsed with the job
         if not attached:
             starting()
         return pool
@@ -53,7 +54,7 @@ def _start(monkeypatch, attached: bool, pool: FakePool) -> tuple[RecordingEmbedd
     monkeypatch.setattr(services, "start_job_model", start_job_model)
     embedder = RecordingEmbedder()
     t0 = time.monotonic()
-    got = startup.start_models(_job(), ["m"], lambda name: "smoke", embedder)
+    got = startup.start_models(resolve(_job(), Path("/tmp/unused")), embedder)
     return embedder, got, t0
 
 
