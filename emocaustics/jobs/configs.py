@@ -1,13 +1,13 @@
 """A job resolved once: each expanded run becomes a frozen `Config` (task, validated options, the parsed model, its
 folder, sample source, price, epochs, limits and the config it builds on), and every model the job calls (the judge
-too) is parsed once, before anything runs. Everything after this (pre-flight, dry run, cost, start, solving, scoring)
-reads these fields: nothing downstream looks a model up again or parses a spec string."""
+too) is parsed and priced once, before anything runs. Everything after this (pre-flight, dry run, cost, start,
+solving, scoring) reads these fields: nothing downstream looks a model up again or parses a spec string."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from emocaustics.core.errors import UsageError
 from emocaustics.core.task import Options, Task, builds_on, needs_model
@@ -41,16 +41,25 @@ class Config:
     prior: Path | None = None  # the folder of the config this one builds on (`SideInputs.builds_on`), if the job has it
 
 
+class Called(NamedTuple):
+    """A model the job calls, resolved once: where the job names it (`models.NAME`, or `scoring.judge` for a judge
+    given as a spec string, named by it), parsed (`ModelSpec.parsed`; a spec that does not parse: the UsageError that
+    names it, which the pre-flight raises) and priced (models/prices.py, with the entry's `price:`; None: unknown)."""
+
+    where: str
+    name: str
+    llm: LLMSpec | UsageError
+    price: Price | None
+
+
 @dataclass(frozen=True)
 class Resolved:
-    """A job resolved: its configs, those others build on first (`in_order`), and every model they or the judge call,
-    each parsed once."""
+    """A job resolved: its configs, those others build on first (`in_order`), and every model they or the judge call
+    (the job's models by name, then a judge's spec string)."""
 
     job: JobSpec
     configs: list[Config]
-    # (where, name, model) of every model called: the job's models by name, then a judge given as a spec string (named
-    # by it); each parsed (`ModelSpec.parsed`), or the UsageError that names its spec (the pre-flight raises it)
-    called: list[tuple[str, str, LLMSpec | UsageError]]
+    called: list[Called]
     judge: LLMSpec | UsageError | None  # `scoring.judge` as the model layer takes it (None: `none`)
 
 
@@ -59,8 +68,8 @@ def resolve(job: JobSpec, run_dir: Path) -> Resolved:
     predictions read as the other's input: EmoCaustics chains on sextuple windows) is solved in one epoch: of N, which
     one would it hand on? A UsageError naming both."""
     runs = job.expand()
-    parsed: dict[str, LLMSpec | UsageError] = {}  # every model the job calls, parsed once (`_one` adds the configs')
-    configs = [_one(run, job, run_dir, parsed) for run in runs]
+    called: dict[str, Called] = {}  # every model the job calls, resolved once (`_one` adds the configs')
+    configs = [_one(run, job, run_dir, called) for run in runs]
     candidates = [(c.task.name, c.options, c.model, c.label) for c in configs]
     by_label = {c.label: c for c in configs}
     out = []
@@ -72,52 +81,54 @@ def resolve(job: JobSpec, run_dir: Path) -> Resolved:
                              "have more)")
         out.append(replace(c, prior=prior.pred_dir if prior is not None else None))
     judge = job.scoring.judge
-    if judge != "none" and judge not in parsed:
-        parsed[judge] = _parsed(job, judge)
-    called = [(f"models.{n}" if n in job.models else "scoring.judge", n, parsed[n])
-              for n in sorted(parsed, key=lambda n: (n not in job.models, n))]  # the job's models, then a judge's spec
-    return Resolved(job, in_order(out), called, parsed.get(judge))
+    if judge != "none" and judge not in called:
+        called[judge] = _called(job, judge)
+    return Resolved(job, in_order(out), sorted(called.values(), key=lambda m: (m.where == "scoring.judge", m.name)),
+                    called[judge].llm if judge in called else None)
 
 
 def in_order(configs: list[Config], *, to_run: bool = False) -> list[Config]:
-    """Configs others build on first (`SideInputs.builds_on`: a config that reuses another config's predictions); `to_run`
-    (the order they run in): then those that ask a model before the calibration ones, so that a job against a warm
-    model reaches its first LLM call at once (the calibration rows' scoring would wait for the embedder's load first;
-    warm_bench). The tables keep the job's order."""
+    """Configs others build on first (`SideInputs.builds_on`: a config that reuses another config's predictions);
+    `to_run` (the order they run in): then those that ask a model before the calibration ones, so that a job against a
+    warm model reaches its first LLM call at once (the calibration rows' scoring would wait for the embedder's load
+    first; warm_bench). The tables keep the job's order."""
     needed = {c.prior for c in configs if c.prior is not None}
     return sorted(configs, key=lambda c: (c.pred_dir not in needed, to_run and not needs_model(c.task, c.options)))
 
 
-def _one(run: Any, job: JobSpec, run_dir: Path, parsed: dict[str, LLMSpec | UsageError]) -> Config:
-    from emocaustics.models.prices import price_for
+def _one(run: Any, job: JobSpec, run_dir: Path, called: dict[str, Called]) -> Config:
     from emocaustics.scoring.reducers import reducers_of
     from emocaustics.solve.plan import Limits
 
     task, options = run.resolve()
     model = run.model if needs_model(task, options) else None
     entry = job.models[model] if model else None
-    if model is not None and model not in parsed:
-        parsed[model] = _parsed(job, model)
-    got = parsed[model] if model is not None else None  # malformed: the pre-flight names it
-    llm = None if isinstance(got, UsageError) else got
+    if model is not None and model not in called:
+        called[model] = _called(job, model)
+    got = called[model] if model is not None else None  # malformed: no llm here, and the pre-flight names it
+    llm = got.llm if got is not None and not isinstance(got.llm, UsageError) else None
     kind = "calibration" if model is None else "engine-check" if llm is not None and llm.kind == "smoke" else "model"
     limits = Limits(tokens=run.token_limit, seconds=run.time_limit, config=run.config_time_limit)
     return Config(
         label=run.label, task=task, options=options, model=model, llm=llm, spec=entry.spec if entry else None,
         kind=kind, pred_dir=run_dir / "predictions" / run.label,
         dataset=task.Dataset.model_validate(job.dataset_for(run)), select=job.select_for(run),
-        price=price_for(llm, entry.price) if llm is not None and entry is not None else None,
+        price=got.price if got is not None else None,
         batch=entry is not None and (entry.batch or (llm is not None and llm.batch.on)),
         epochs=run.epochs, reducer=run.reducer or reducers_of(task.Options)[1],
         limits=limits if limits.any else None)
 
 
-def _parsed(job: JobSpec, name: str) -> LLMSpec | UsageError:
-    """A job model's entry (`ModelSpec.parsed`), or a spec string given where a model is named (the judge's); a spec
-    that does not parse gives the UsageError naming it."""
+def _called(job: JobSpec, name: str) -> Called:
+    """A job model's entry (`ModelSpec.parsed`), or a spec string given where a model is named (the judge's), parsed
+    and priced; a spec that does not parse gives the UsageError naming it, and no price."""
+    from emocaustics.models.prices import price_for
     from emocaustics.models.spec import parse_llm_spec
 
+    entry = job.models.get(name)
+    where = f"models.{name}" if entry is not None else "scoring.judge"
     try:
-        return job.models[name].parsed() if name in job.models else parse_llm_spec(name)
+        llm = entry.parsed() if entry is not None else parse_llm_spec(name)
     except UsageError as exc:
-        return exc
+        return Called(where, name, exc, None)
+    return Called(where, name, llm, price_for(llm, entry.price if entry is not None else None))

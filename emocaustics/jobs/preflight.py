@@ -106,7 +106,7 @@ def _model_problems(resolved: Resolved, *, network: bool = False) -> dict[str, s
     `network`, a dead endpoint or a hub name that cannot be had: then only the first), by job model name (the judge's
     spec when it is no job model)."""
     found: dict[str, str] = {}
-    for where, name, llm in resolved.called:
+    for where, name, llm, _ in resolved.called:
         try:
             if isinstance(llm, UsageError):  # a spec that does not parse
                 raise llm
@@ -325,7 +325,7 @@ def checked(resolved: Resolved, *, network: bool = True) -> tuple[dict[str, Load
             raise PreflightError(f"scoring.embedder: {exc}") from None
         for problem in _model_problems(resolved, network=True).values():
             raise PreflightError(problem)
-    for _, _, llm in resolved.called:
-        if isinstance(llm, UsageError):  # a spec that does not parse as the model layer takes it: its error
-            raise llm
+    for called in resolved.called:
+        if isinstance(called.llm, UsageError):  # a spec that does not parse as the model layer takes it: its error
+            raise called.llm
     return loaded, prices  # type: ignore[return-value]  # the errors were raised above
