@@ -9,7 +9,6 @@ intervals as error bars, the task's own sections, the significance matrices and 
 from __future__ import annotations
 
 import html
-import io
 import re
 from pathlib import Path
 
@@ -37,18 +36,6 @@ svg{max-width:100%;height:auto}
 dl.legend{font-size:.85rem;display:grid;grid-template-columns:max-content 1fr;gap:.2rem 1rem;max-width:100%}
 dl.legend dt{font-family:ui-monospace,monospace;overflow-wrap:anywhere}dl.legend dd{margin:0}
 """
-
-
-def svg(fig) -> str:
-    """The figure as inline SVG, its labels drawn as paths (the same on every machine, whatever fonts it has)."""
-    import matplotlib.pyplot as plt
-
-    buf = io.StringIO()
-    with plt.rc_context({"svg.fonttype": "path"}):
-        fig.savefig(buf, format="svg", bbox_inches="tight")
-    plt.close(fig)
-    text = buf.getvalue()
-    return text[text.index("<svg"):]  # drop the XML prolog so the SVG can sit inline
 
 
 def breakable(text: str) -> str:

@@ -81,13 +81,22 @@ def plot_significance(p: np.ndarray, labels: Sequence[str], path: str | Path | N
     if title:
         ax.set_title(title)
     if path is None:
-        buf = io.StringIO()
-        fig.savefig(buf, format="svg", bbox_inches="tight")
-        plt.close(fig)
-        text = buf.getvalue()
-        return text[text.find("<svg"):]  # drop the XML prolog: the SVG goes inside an HTML page
+        return svg(fig)
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, bbox_inches="tight")
     plt.close(fig)
     return out
+
+
+def svg(fig) -> str:
+    """The figure as inline SVG, its labels drawn as paths (the same on every machine, whatever fonts it has): the
+    heat maps here and the task sections' charts of the HTML report."""
+    import matplotlib.pyplot as plt
+
+    buf = io.StringIO()
+    with plt.rc_context({"svg.fonttype": "path"}):
+        fig.savefig(buf, format="svg", bbox_inches="tight")
+    plt.close(fig)
+    text = buf.getvalue()
+    return text[text.index("<svg"):]  # drop the XML prolog so the SVG can sit inline

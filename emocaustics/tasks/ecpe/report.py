@@ -15,7 +15,8 @@ import math
 
 import polars as pl
 
-from emocaustics.report.html import svg, table
+from emocaustics.report.html import table
+from emocaustics.stats.matrix import svg
 from emocaustics.tasks.ecpe import official as O
 from emocaustics.tasks.ecpe.scoring import count_columns, figures_from_sums
 
