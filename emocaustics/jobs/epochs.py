@@ -51,7 +51,6 @@ def score_config(cfg: Any, loaded: Any, solved: Any, started: Any, claimed: Any)
     """The score phase of one config: its calibration predictor's predictions or its solved rows (`solved`, let go
     once scored), scored (each epoch, then reduced: jobs/epochs.py) and finalized; its wall clock runs meanwhile and
     its console line is summary.csv's headline."""
-    from emocaustics.core.predictions import pair
     from emocaustics.jobs.rundir import WallClock
 
     evallog, ctx = started.evallog, started.ctx
@@ -63,9 +62,8 @@ def score_config(cfg: Any, loaded: Any, solved: Any, started: Any, claimed: Any)
         else:
             if solved is None:  # a calibration predictor
                 predictions, stats = cfg.task.predict(cfg.options.method, samples, cfg.options), {}
-            else:  # the rule `score TASK` shares: nothing written is a Failure
+            else:  # nothing written is a Failure (`Solved.epoch`)
                 predictions, stats = solved.epoch(1)
-                predictions = pair(samples, predictions).predictions
             scored = _scored(cfg, cfg.label, cfg.pred_dir, samples, predictions, ctx, evallog)
             table = score_table(cfg, scored, stats, loaded)
         record = summary_record(cfg, scored, len(loaded.defects), table)
@@ -79,14 +77,11 @@ def score_epochs(cfg: Any, solved: Any, ctx: Any, evallog: Any,
     """Score each epoch of a config and reduce them: (the reduced `Scored`, the reduced per-sample table, the
     per-epoch tables with their `epoch`); each epoch's and the reduced predictions go to the eval log and to the
     task's `finalize`. `solved`: the config's samples and each epoch's rows (`jobs.together.Solved`)."""
-    from emocaustics.core.predictions import pair
-
     task, epochs, reducer, samples = cfg.task, cfg.epochs, cfg.reducer, solved.samples
     per_epoch, frames, rows, summaries, stats_all = [], [], [], [], []
     for e in range(1, epochs + 1):
         folder = epoch_dir(cfg.pred_dir, e, epochs)
-        found, stats = solved.epoch(e)
-        predictions = pair(samples, found).predictions
+        predictions, stats = solved.epoch(e)
         # each epoch's own log and submission / official files
         scored = _scored(cfg, epoch_label(cfg.label, e, epochs), folder, samples, predictions, ctx, evallog)
         stats_all.append(stats)

@@ -80,9 +80,13 @@ class Solved:
     epochs: list[tuple[dict[str, Any], dict[str, dict[str, Any]]]] = field(default_factory=list)
 
     def epoch(self, e: int) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-        """Epoch `e`'s predictions (in the samples' order, then any id that is no sample's) and stats rows."""
+        """Epoch `e`'s predictions (in the samples' order, then any id that is no sample's, then a Failure for each
+        sample with nothing written: the rule `score TASK` shares, `core.predictions.pair`) and stats rows."""
+        from emocaustics.core.predictions import pair
+
         predictions, stats = self.epochs[e - 1]
-        return {s.id: predictions[s.id] for s in self.samples if s.id in predictions} | predictions, stats
+        found = {s.id: predictions[s.id] for s in self.samples if s.id in predictions} | predictions
+        return pair(self.samples, found).predictions, stats
 
 
 def solved_counts(solved: dict[str, Solved]) -> dict[str, int]:
