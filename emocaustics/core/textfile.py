@@ -46,6 +46,20 @@ def read_text(path: Path | str, *, what: str = "file") -> str:
     return decode(data, str(p))
 
 
+def read_json(path: Path | str, *, what: str = "JSON file") -> Any:
+    """The JSON value of `path` (`read_text`'s text, `parse_json`'s value): every problem a DataError naming the file."""
+    return parse_json(read_text(path, what=what), str(path))
+
+
+def parse_json(text: str, file: str) -> Any:
+    """The JSON value of `text`; a DataError naming `file` and the line and column where it stops being JSON."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DataError(f"not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})", file=file,
+                        record=f"line {exc.lineno}") from None
+
+
 def shown(value: Any, limit: int = SHOWN) -> str:
     """repr(value), cut to `limit` characters with the full length said: error lines stay one short line."""
     text = repr(value)

@@ -90,8 +90,7 @@ def prediction_files(pred: Path, subtask: int | None = None) -> dict[int, tuple[
     (its subtask: `subtask`, else the name). A file that is not JSON stays a `DataError` in place of its records, so
     that every file's problems are reported together."""
     from emocaustics.core.errors import DataError
-    from emocaustics.core.textfile import decode
-    from emocaustics.tasks.ecpe.validate import load_json, parse_json
+    from emocaustics.core.textfile import decode, parse_json, read_json
 
     def parsed(read: Any) -> Any:
         try:
@@ -105,7 +104,7 @@ def prediction_files(pred: Path, subtask: int | None = None) -> dict[int, tuple[
             raise UsageError(f"{pred}: cannot tell the subtask from the name: pass a folder of Subtask_N_*.json "
                              "predictions, a submission zip, or one file named Subtask_1_*.json or Subtask_2_*.json "
                              "(`ecpe validate`: or give --subtask)")
-        return {subtask or int(m.group(1)): (str(pred), parsed(lambda: load_json(pred)))}  # type: ignore[union-attr]
+        return {subtask or int(m.group(1)): (str(pred), parsed(lambda: read_json(pred)))}  # type: ignore[union-attr]
     if not pred.exists():
         raise UsageError(f"{pred}: no such prediction folder, zip or file")
     zipped, out = pred.is_file(), {}
@@ -117,7 +116,7 @@ def prediction_files(pred: Path, subtask: int | None = None) -> dict[int, tuple[
                 continue
             label = f"{pred}:{name}" if zipped else str(pred / name)
             out[st] = (label, parsed(lambda: parse_json(decode(zf.read(name), label), label) if zipped
-                                     else load_json(pred / name)))  # noqa: B023 (called at once)
+                                     else read_json(pred / name)))  # noqa: B023 (called at once)
     if not out:
         raise UsageError(f"{pred}: no Subtask_1_*.json or Subtask_2_*.json prediction file"
                          + (" at the root of the zip (where CodaLab reads them)" if zipped else ""))
@@ -130,15 +129,15 @@ def prediction_files(pred: Path, subtask: int | None = None) -> dict[int, tuple[
 def read_gold_file(gold_dir: Path, subtask: int, pred_name: str) -> Any:
     """The subtask's gold in `gold_dir` (`choose_name`'s choice) for the prediction `pred_name`, read and checked
     (`gold.read_gold`: a `SubmissionError` when it has an error)."""
+    from emocaustics.core.textfile import read_json
     from emocaustics.tasks.ecpe.gold import read_gold
-    from emocaustics.tasks.ecpe.validate import load_json
 
     if not gold_dir.is_dir():
         raise UsageError(f"{gold_dir}: not a folder (the gold data)")
     name = choose_name([p.name for p in gold_dir.iterdir()], subtask, "gold", str(gold_dir))
     if name is None:
         raise UsageError(f"{gold_dir}: no Subtask_{subtask}_gold.json or Subtask_{subtask}_test.json for {pred_name}")
-    return read_gold(load_json(gold_dir / name), subtask, str(gold_dir / name))
+    return read_gold(read_json(gold_dir / name), subtask, str(gold_dir / name))
 
 
 def _kinds(problems: list[Any]) -> str:

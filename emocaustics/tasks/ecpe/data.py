@@ -16,8 +16,9 @@ from typing import Any
 from emocaustics.core.datasource import DataSource
 from emocaustics.core.errors import UsageError
 from emocaustics.core.task import Defect, Loaded, Sample
+from emocaustics.core.textfile import read_json
 from emocaustics.tasks.ecpe.gold import read_gold
-from emocaustics.tasks.ecpe.validate import Gold, load_json
+from emocaustics.tasks.ecpe.validate import Gold
 
 NAME = "ecac"
 ENV = "EMOCAUSTICS_ECAC_DATA"
@@ -55,7 +56,7 @@ def load(root: Path, subtasks: tuple[int, ...] = (1, 2), ids: list[int] | None =
         if not path.is_file():
             raise UsageError(f"{root}: no {FILES[st]} (needed for subtask {st})")
         digest.update(path.read_bytes())
-        golds[st] = read_gold(load_json(path), st, str(path))
+        golds[st] = read_gold(read_json(path), st, str(path))
     first = golds[subtasks[0]]
     defects = [Defect(p.kind, _where(p), p.message) for g in golds.values() for p in g.problems]
     for st, g in golds.items():

@@ -18,11 +18,10 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
 from emocaustics.core.errors import DataError
-from emocaustics.core.textfile import read_text, shown
+from emocaustics.core.textfile import shown
 from emocaustics.tasks.ecpe.spans import EMOTION_INDEX, EMOTIONS
 
 Severity = Literal["error", "warning"]
@@ -120,20 +119,6 @@ class Checked:
     @property
     def warnings(self) -> list[Problem]:
         return [p for p in self.problems if p.severity == "warning"]
-
-
-def load_json(path: Path) -> Any:
-    """A JSON file (core/textfile: a BOM and CRLF are fine; a folder, a missing file, non-UTF-8 bytes or JSON that
-    does not parse are a DataError naming the file and the line)."""
-    return parse_json(read_text(path, what="JSON file"), str(path))
-
-
-def parse_json(text: str, file: str) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise DataError(f"not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})", file=file,
-                        record=f"line {exc.lineno}") from None
 
 
 # -- the parts of a pair ------------------------------------------------------------------------------------------

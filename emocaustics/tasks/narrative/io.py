@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from emocaustics.core.errors import DataError, UsageError
-from emocaustics.core.textfile import read_text
+from emocaustics.core.textfile import read_json
 from emocaustics.tasks.narrative.schema import NarrativeFormatError, Story, parse_story
 
 PRED_SUFFIX = "_pred"
@@ -31,15 +31,10 @@ def story_name(path: Path) -> str:
 
 def decode(path: Path) -> Any:
     """The JSON value of a file; NarrativeFormatError (line and column) when it is not JSON."""
-    try:  # core/textfile: a BOM and CRLF are fine; non-UTF-8 names the line, a folder is refused
-        raw = read_text(path, what="JSON v3 file")
+    try:  # core/textfile: a BOM and CRLF are fine; non-UTF-8 or not JSON names the line, a folder is refused
+        return read_json(path, what="JSON v3 file")
     except DataError as exc:
         raise NarrativeFormatError(exc.detail, file=exc.file, record=exc.record) from None
-    try:
-        return json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise NarrativeFormatError(f"not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})",
-                                   file=str(path), record=f"line {exc.lineno}") from None
 
 
 def read_story(path: str | Path) -> Story:

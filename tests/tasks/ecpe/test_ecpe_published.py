@@ -13,9 +13,10 @@ import pytest
 
 from emocaustics.core.errors import UsageError
 from emocaustics.core.task import ScoreContext, parse_options
+from emocaustics.core.textfile import read_json
 from emocaustics.tasks.ecpe import cli, data
 from emocaustics.tasks.ecpe.task import EcpeTask
-from emocaustics.tasks.ecpe.validate import check_prediction, load_json
+from emocaustics.tasks.ecpe.validate import check_prediction
 
 ORACLE_SCORES_TXT = """\
 weighted_strict_precision:0.9999999999734042
@@ -105,7 +106,7 @@ def _gold_from(records, subtask):
 def test_the_organisers_sample_submission(ecac_root, tmp_path, capsys):
     sub = ecac_root / "sample_submission"
     for st in (1, 2):
-        checked = check_prediction(load_json(sub / f"Subtask_{st}_pred.json"), st, "sample")
+        checked = check_prediction(read_json(sub / f"Subtask_{st}_pred.json"), st, "sample")
         assert checked.problems == []
     # it covers conversations 1-5 and 12 (training data), none of the test set: it pairs with no test conversation,
     # an error for each file (the official scorer stops too: "Conversation 1375 are missing!")
@@ -117,7 +118,7 @@ def test_the_organisers_sample_submission(ecac_root, tmp_path, capsys):
     gold = tmp_path / "gold"
     gold.mkdir()
     for st in (1, 2):
-        (gold / f"Subtask_{st}_gold.json").write_text(json.dumps(_gold_from(load_json(sub / f"Subtask_{st}_pred.json"),
+        (gold / f"Subtask_{st}_gold.json").write_text(json.dumps(_gold_from(read_json(sub / f"Subtask_{st}_pred.json"),
                                                                              st)))
     shutil.copytree(sub, tmp_path / "pred")
     score_cli(tmp_path / "pred", gold, "--json")
