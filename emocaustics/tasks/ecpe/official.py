@@ -50,13 +50,6 @@ def zeros(rows: int, cols: int) -> Matrix:
     return [[0] * cols for _ in range(rows)]
 
 
-def add_into(total: Matrix, part: Matrix) -> Matrix:
-    for trow, prow in zip(total, part):
-        for j, v in enumerate(prow):
-            trow[j] += v
-    return total
-
-
 # -- counting, one conversation ------------------------------------------------------------------------------------
 def strict_counts(gold: Sequence[Pair1], pred: Sequence[Pair1]) -> tuple[Matrix, list[tuple[Pair1, str]]]:
     """Strict match: a prediction is correct when its (start, end, emotion) is still among the gold items of its

@@ -8,6 +8,7 @@ is how the report shows them without the scorer's in-memory results."""
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -115,24 +116,20 @@ def score_subtask(gold: Gold, checked: Checked) -> SubtaskResult:
     subtask = gold.subtask
     convs: dict[int, ConversationCounts] = {}
     outcomes: list[tuple[int, tuple[int, ...], str]] = []
-    total, total_prop = O.zeros(7, 7), O.zeros(7, 4)
+    sums: Counter[str] = Counter()  # the conversations' count columns, summed: the figures of them all
     for cid, conv in gold.conversations.items():
         pred = checked.pairs.get(cid, [])
         if subtask == 1:
             m, outs = O.strict_counts(conv.pairs, pred)  # type: ignore[arg-type]
             t = O.proportional_counts(conv.pairs, pred)  # type: ignore[arg-type]
-            O.add_into(total_prop, t)
         else:
             m, outs = O.pair_counts(conv.pairs, pred)  # type: ignore[arg-type]
             t = None
-        O.add_into(total, m)
         convs[cid] = ConversationCounts(m, t)
+        sums.update(convs[cid].emotion_counts(subtask))
         outcomes.extend((cid, p, what) for p, what in outs)
-    if subtask == 1:
-        scores, table = O.subtask1_scores(total, total_prop), O.subtask1_table(total, total_prop)
-    else:
-        scores, table = O.subtask2_scores(total), O.subtask2_table(total)
-    return SubtaskResult(subtask, scores, table, convs, outcomes, [*gold.problems, *checked.problems])
+    return SubtaskResult(subtask, *figures_from_sums(sums, subtask), convs, outcomes,
+                         [*gold.problems, *checked.problems])
 
 
 def score_records(subtask: int, gold_records: Any, pred_records: Any, *, gold_file: str = "gold",

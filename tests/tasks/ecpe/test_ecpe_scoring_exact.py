@@ -197,9 +197,7 @@ def test_subtask1_table_rows():
     assert table["gold_spans"].to_list() == [2, 0, 0, 3, 1, 0]
 
 
-def test_add_into_and_dedup():
-    total = [[1, 2], [3, 4]]
-    assert O.add_into(total, [[10, 20], [30, 40]]) is total and total == [[11, 22], [33, 44]]
+def test_dedup():
     problems: list = []
     assert deduplicated([(3,), (1,), (3,), (2,), (1,), (3,)], "f", 7, problems) == [(3,), (1,), (2,)]
     assert [(p.kind, p.conversation, p.message) for p in problems] == [
