@@ -70,10 +70,7 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
         nonlocal start
         if end <= start:
             return
-        if text[start:end].strip() or not out:
-            out.append((start, end))
-        else:  # whitespace only: belongs to the sentence before
-            out[-1] = (out[-1][0], end)
+        out.append((start, end))  # never whitespace only but the first: each cut takes the whitespace after it
         start = end
 
     i = 0
