@@ -53,14 +53,12 @@ def evaluate_sentiment(pred: Story, gt: Story, alignment: Alignment, resolve: Re
     missing: list[str] = []
     details: list[dict[str, Any]] = []
     ok: dict[int, bool] = {}
-    both_empty = 0
     for p_ref, g_ref in rp.matched:
         p = pred.events[p_ref[0]].relationships[p_ref[1]]
         g = gt.events[g_ref[0]].relationships[g_ref[1]]
         name = describe(gt, g_ref)
         outcome = classify(g.sentiment, p.sentiment)
-        if outcome is Outcome.BOTH_EMPTY:
-            both_empty += 1
+        if outcome is Outcome.BOTH_EMPTY:  # a usable GT pair without labels: counted in `unlabelled`
             continue
         if outcome is Outcome.EXTRA:
             extra.append(f"{name}: {', '.join(p.sentiment)}")
@@ -90,7 +88,7 @@ def evaluate_sentiment(pred: Story, gt: Story, alignment: Alignment, resolve: Re
     unlabelled = sum(1 for ev in gt.events for r in ev.relationships if usable(r) and not r.sentiment)
     return component_result(
         "sentiment", score=score_from_counts(counts), metrics=metrics, counts=counts,
-        gt_incomplete=bool(extra or both_empty or unlabelled or pol.gt_empty),
+        gt_incomplete=bool(extra or unlabelled or pol.gt_empty),
         reason=f"{unlabelled} GT relationship(s) without sentiment" if unlabelled else None,
         skipped_events=sum(1 for ev in gt.events if not any(usable(r) and r.sentiment for r in ev.relationships)),
         extra=extra, missing=missing, details=details, event_ok=ok)

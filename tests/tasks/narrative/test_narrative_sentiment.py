@@ -69,3 +69,13 @@ def test_label_outside_the_taxonomy_still_compares_as_a_string():
 def test_nothing_predicted_against_labelled_gt_is_zero():
     r = run([], [rel("A", "B", sentiment=["joy"])])
     assert r["score"] == 0.0
+
+
+def test_a_both_empty_pair_makes_the_gt_incomplete_through_its_unlabelled_relationship():
+    """A matched pair where neither side has a label is a usable GT relationship without sentiment: `unlabelled`
+    counts it (so `gt_incomplete` needs no count of its own for such pairs), and the labelled pair still scores."""
+    r = run([rel("A", "B", sentiment="joy"), rel("B", "A")], [rel("A", "B", sentiment=["joy"]), rel("B", "A")])
+    assert r["score"] == 1.0 and r["gt_incomplete"] is True and r["extra"] == []
+    assert r["reason"] == "1 GT relationship(s) without sentiment"
+    r = run([rel("A", "B", sentiment="joy")], [rel("A", "B", sentiment=["joy"])])
+    assert r["gt_incomplete"] is False and r["reason"] is None
