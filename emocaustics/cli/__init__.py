@@ -19,9 +19,6 @@ from emocaustics.core.clihelp import DefaultsFormatter, exit_epilog
 from emocaustics.core.errors import (EXIT_CLUSTER_LOST, EXIT_INTERRUPTED, BudgetReached, EndpointDown, SamplesFailed,
                                      UsageError, WriteFailed)
 
-CORE_COMMAND_MODULES = ("emocaustics.cli.job", "emocaustics.cli.eval", "emocaustics.cli.serve",
-                        "emocaustics.cli.view", "emocaustics.cli.ui", "emocaustics.cli.export")
-
 # The module whose `register(subparsers)` adds each top-level verb: a command builds the parser of its own verb only.
 # Building every verb imports every task package (its task module, polars, numpy, its data layer) and the job
 # layer; for the old `emocaustics extract` that was about 0.15 s of a 0.45 s start before its first call (issue 31). `data`
@@ -30,10 +27,12 @@ CORE_COMMAND_MODULES = ("emocaustics.cli.job", "emocaustics.cli.eval", "emocaust
 VERB_MODULES = {
     "run": "emocaustics.cli.job", "tasks": "emocaustics.cli.job", "report": "emocaustics.cli.job",
     "compare": "emocaustics.cli.job", "eval": "emocaustics.cli.eval", "serve": "emocaustics.cli.serve",
-    "models": "emocaustics.cli.serve", "view": "emocaustics.cli.view", "export": "emocaustics.cli.export",
-    "ecpe": "emocaustics.tasks.ecpe.cli",
-    "human": "emocaustics.tasks.human.cli", "aer": "emocaustics.tasks.aer.cli", "ui": "emocaustics.cli.ui",
+    "models": "emocaustics.cli.serve", "view": "emocaustics.cli.view", "ui": "emocaustics.cli.ui",
+    "export": "emocaustics.cli.export", "ecpe": "emocaustics.tasks.ecpe.cli",
+    "human": "emocaustics.tasks.human.cli", "aer": "emocaustics.tasks.aer.cli",
 }
+# The core's own modules of those verbs, in the order `--help` lists their verbs.
+CORE_COMMAND_MODULES = tuple(dict.fromkeys(m for m in VERB_MODULES.values() if m.startswith("emocaustics.cli.")))
 
 
 def _task_cli_modules() -> list:
