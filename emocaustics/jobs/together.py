@@ -55,7 +55,7 @@ def solve_together(job: JobSpec, configs: list[Config], loaded: dict[str, Loaded
         t0 = time.perf_counter()
         prepared[c.label] = c.task.solver.prepare(loaded[c.label].samples, c.options, ctx)
         spent[c.label] = time.perf_counter() - t0
-    _start_local(chosen)
+    _tasks_by_value(chosen)
     if len(chosen) > 1:
         print(f"solve: {len(chosen)} configs together ({', '.join(c.label for c in chosen)})", flush=True)
     solved = {c.label: Solved(prepared[c.label]) for c in chosen}
@@ -128,17 +128,15 @@ def resume_line(cfg: Config, samples: list, retry_limits: bool = False) -> str:
                                                     if failed else ""))
 
 
-def _start_local(chosen: list[Config]) -> None:
-    """The pools of the local models, in this (main) thread as the plan's `solve_samples` does: `ray.init` installs
-    signal handlers, and the driver owns the replicas. The job has started them already; this finds them."""
+def _tasks_by_value(chosen: list[Config]) -> None:
+    """Local models' tasks travel to their replicas by value where their module is no installed package's (a test's, a
+    script's); the pools themselves were made by the start phase (jobs/startup.py), in the main thread."""
     local = [c for c in chosen if not c.llm.remote]
     if not local:
         return
-    from emocaustics.models.factory import pool
     from emocaustics.models.pool import _pickle_by_value_if_local
 
     for c in local:
-        pool(c.llm)  # Ray joined there (models.factory.join_ray), if not yet
         _pickle_by_value_if_local(type(c.task))
 
 

@@ -88,7 +88,6 @@ def _solve(tmp_path: Path, job: JobSpec, configs: list[Config], priors: dict[str
     llms: dict[str, Overlap] = {}
     # one stand-in per model, by its provider (the plan hands the factory the parsed spec)
     monkeypatch.setattr(factory, "make_llm", lambda spec, **kw: llms.setdefault(spec.kind, Overlap()))
-    monkeypatch.setattr(together, "_start_local", lambda chosen: None)  # no Ray here
     by_label = {c.label: c for c in configs}
     for c in configs:  # resolved with the job: the parsed model, the folder of the config it builds on
         c.llm = job.models[c.model].parsed()
