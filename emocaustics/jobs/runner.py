@@ -98,7 +98,7 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force
                         ray_address or job.ray.address or os.environ.get("RAY_ADDRESS"), retry_limits)
     marks["llm_ready"] = marks["first_submitted"] = time.time()
     with _named(f"job {job.name}", job_file, run_dir):  # every model config on one plan: their prepared samples
-        solved = solve_together(job, configs, loaded, started.ctx, started.cache_dir, started.evallog.config,
+        solved = solve_together(job, configs, loaded, started.ctx, started.evallog.config,
                                 lambda label: rundir.WallClock(claimed, label), retry_limits)
     marks["extract_done"] = time.time()
     if job.no_score:  # `eval --no-score`: the predictions, written as each sample ended; no scores, tables, report

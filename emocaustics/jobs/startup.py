@@ -23,12 +23,11 @@ EMBEDDER_WAIT_S = 5.0
 
 @dataclass
 class Started:
-    """What the start phase hands on: the scoring context every config shares (the embedder loaded once), the
-    response cache's folder (None: off), the eval log, the data defects every task's loader found, and the
-    start-up figures (`startup.json`)."""
+    """What the start phase hands on: the scoring context every config shares (the embedder loaded once, and the
+    response cache, `ctx.cache`, the solve's too: None when off), the eval log, the data defects every task's loader
+    found, and the start-up figures (`startup.json`)."""
 
     ctx: ScoreContext
-    cache_dir: Any
     evallog: Any
     defects: list[dict[str, Any]]
     startup: dict[str, Any]
@@ -78,7 +77,7 @@ def start_job(resolved: Resolved, loaded: dict[str, Loaded], prices: dict[str, A
         if claimed.resumed:
             print(resume_line(cfg, got.samples, retry_limits), flush=True)
         write_provenance(cfg, got)  # its folder made there
-    return Started(ctx, cache_dir, evallog, defects, startup)
+    return Started(ctx, evallog, defects, startup)
 
 
 def write_provenance(cfg: Any, loaded: Loaded) -> None:

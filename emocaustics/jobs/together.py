@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
 
 def solve_together(job: JobSpec, configs: list[Config], loaded: dict[str, Loaded], ctx: ScoreContext,
-                   cache_dir: Path, log_for: Callable[[str], Any], clock_for: Callable[[str], Any] | None = None,
+                   log_for: Callable[[str], Any], clock_for: Callable[[str], Any] | None = None,
                    retry_limits: bool = False) -> dict[str, Solved]:
     """Solve every config that asks a model, all at once (each one's model, batch flag, limits and the config it
     builds on as the job was resolved: jobs/configs.py). Returns each one's prepared samples and rows by label (the
@@ -65,7 +65,7 @@ def solve_together(job: JobSpec, configs: list[Config], loaded: dict[str, Loaded
         started.t0 -= spent[label]
         return started
 
-    aio.run(_solve_all(job, chosen, solved, cache_dir, log_for, ctx.embedder_spec,
+    aio.run(_solve_all(job, chosen, solved, ctx.cache, log_for, ctx.embedder_spec,
                        clock if clock_for is not None else None, retry_limits))
     return solved
 

@@ -103,7 +103,7 @@ def _solve(tmp_path: Path, job: JobSpec, configs: list[Config], priors: dict[str
             events.append(f"stop {self.label}")
 
     loaded = {c.label: Loaded([Sample(f"s{i}", None) for i in range(6)]) for c in configs}  # one dataset
-    solved = together.solve_together(job, configs, loaded, ScoreContext(), tmp_path / "cache", lambda label: None, Clock)
+    solved = together.solve_together(job, configs, loaded, ScoreContext(cache=tmp_path / "cache"), lambda label: None, Clock)
     return solved, llms, events
 
 
