@@ -130,7 +130,6 @@ def describe(resolved: Resolved, loaded: dict[str, Loaded | UsageError], run_dir
     from emocaustics.models.prices import table as price_table
 
     job, configs = resolved.job, resolved.configs
-
     problems: dict[str, list[str]] = {}  # message -> the labels of the configs it stops (none: the job's)
 
     def problem(message: str, label: str | None = None) -> str:
