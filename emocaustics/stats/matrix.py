@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -51,9 +52,6 @@ def plot_significance(p: np.ndarray, labels: Sequence[str], path: str | Path | N
     the SVG text instead (for inlining in an HTML report). `annotate` writes each test's p in its cell and `above`
     colours the cells with p > threshold: with the paper's white and no text, a matrix where no p reaches the
     threshold is a blank square that says nothing (not even that the tests ran)."""
-    import matplotlib
-
-    matplotlib.use("Agg")  # file output only; never a display
     import matplotlib.pyplot as plt
     from matplotlib.colors import LinearSegmentedColormap, TwoSlopeNorm
 
@@ -62,7 +60,7 @@ def plot_significance(p: np.ndarray, labels: Sequence[str], path: str | Path | N
     masked = np.ma.masked_where(~(mat <= threshold) | np.eye(k, dtype=bool), mat)  # NaN and p > threshold masked
     cmap = LinearSegmentedColormap.from_list("significance", [LOW_COLOUR, HIGH_COLOUR]).with_extremes(bad=above)
     side = max(3.0, 0.45 * k + 1.5)
-    fig, ax = plt.subplots(figsize=(side + 1.0, side))
+    fig, ax = figure(side + 1.0, side)
     image = ax.imshow(masked, cmap=cmap, norm=TwoSlopeNorm(vmin=0.0, vcenter=center, vmax=threshold))
     ax.set_xticks(range(k), [str(x) for x in labels], rotation=90)
     ax.set_yticks(range(k), [str(x) for x in labels])
@@ -87,6 +85,17 @@ def plot_significance(p: np.ndarray, labels: Sequence[str], path: str | Path | N
     fig.savefig(out, bbox_inches="tight")
     plt.close(fig)
     return out
+
+
+def figure(width: float, height: float) -> tuple[Any, Any]:
+    """A new (figure, axes) of `width` x `height` inches on matplotlib's Agg backend: files and inline SVG only,
+    never a display (every chart of the package is made here)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt.subplots(figsize=(width, height))
 
 
 def svg(fig) -> str:

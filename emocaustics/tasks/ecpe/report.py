@@ -16,7 +16,7 @@ import math
 import polars as pl
 
 from emocaustics.report.html import table
-from emocaustics.stats.matrix import svg
+from emocaustics.stats.matrix import figure, svg
 from emocaustics.tasks.ecpe import official as O
 from emocaustics.tasks.ecpe.scoring import count_columns, figures_from_sums
 
@@ -82,15 +82,10 @@ def f1_by_emotion(of: ByRun, column: str) -> pl.DataFrame:
 
 
 def _chart(of: ByRun, subtask: int) -> str:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     column = "strict_f1" if subtask == 1 else "f1"
     emotions = list(O.EMOTIONS[1:])
     width = 0.8 / len(of)
-    fig, ax = plt.subplots(figsize=(9, 3.2))
+    fig, ax = figure(9, 3.2)
     for i, (run, (_, t)) in enumerate(of.items()):
         values = t[column].to_list()
         xs = [e + (i - (len(of) - 1) / 2) * width for e in range(len(emotions))]

@@ -23,7 +23,7 @@ from typing import Any
 import polars as pl
 
 from emocaustics.core.errors import UsageError
-from emocaustics.stats.matrix import plot_significance, significance_frame
+from emocaustics.stats.matrix import figure, plot_significance, significance_frame
 from emocaustics.tasks.human.method import Processed
 from emocaustics.tasks.human.significance import Agreement, rater_agreement, score_correlations, system_significance
 
@@ -81,12 +81,9 @@ def conversations_csv(result: Processed) -> pl.DataFrame:
 
 
 def plot_agreement(passed: Agreement, failed: Agreement, path: Path) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = figure(6, 4)
     bins = [i / 10 for i in range(-10, 11)]
     for label, agr, colour in (("passed", passed, "#1f77b4"), ("failed", failed, "#ff7f0e")):
         values = agr.pairs.get_column("correlation").to_list()

@@ -6,18 +6,13 @@ from __future__ import annotations
 import polars as pl
 
 from emocaustics.report.html import table
-from emocaustics.stats.matrix import svg
+from emocaustics.stats.matrix import figure, svg
 
 # Dialogues with at least this many utterances count as "long" (the paper's long-20 are all over 100 turns).
 LONG_DIALOGUE = 100
 
 
 def _heatmap(summary: pl.DataFrame, task: str, method: str, model: str | None) -> str | None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     rows = summary.filter(
         (pl.col("task") == task) & (pl.col("method") == method) & (pl.col("model").eq_missing(model))
     ).drop_nulls(["K", "S"])
@@ -27,7 +22,7 @@ def _heatmap(summary: pl.DataFrame, task: str, method: str, model: str | None) -
     grid = [[None for _ in ks] for _ in ss]
     for r in rows.iter_rows(named=True):
         grid[ss.index(r["S"])][ks.index(r["K"])] = r["score"]
-    fig, ax = plt.subplots(figsize=(1.2 * len(ks) + 2, 0.9 * len(ss) + 1.5))
+    fig, ax = figure(1.2 * len(ks) + 2, 0.9 * len(ss) + 1.5)
     values = [[float("nan") if v is None else v for v in row] for row in grid]
     image = ax.imshow(values, cmap="viridis", vmin=0, vmax=1, origin="lower")
     ax.set_xticks(range(len(ks)), [str(k) for k in ks])
