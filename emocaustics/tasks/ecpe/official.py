@@ -153,40 +153,33 @@ class Figures:
     micro: tuple[float, float, float]
 
 
-def matrix_figures(matrix: Matrix) -> Figures:
-    """Strict and subtask-2 figures from a 7 x 7 matrix: P = diag / column sum, R = diag / row sum,
-    F = 2PR / (P + R), each denominator + 1e-8; weights = each class's share of gold pairs (row sums)."""
-    a = np.asarray(matrix, dtype=np.float64)
-    cols, rows = np.sum(a, axis=0), np.sum(a, axis=1)
-    diag = np.diagonal(a)
+def _figures(hits: np.ndarray, predicted: np.ndarray, gold: np.ndarray, weight_of: np.ndarray) -> Figures:
+    """The official formulas over classes 1-6: P = hits / predicted, R = hits / gold, F = 2PR / (P + R), each
+    denominator + 1e-8; weights = each class's share of `weight_of`; micro P/R/F from the sums over the classes."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        p = diag / (cols + 1e-8)
-        r = diag / (rows + 1e-8)
+        p = hits / (predicted + 1e-8)
+        r = hits / (gold + 1e-8)
         f = 2 * p * r / (p + r + 1e-8)
-        w = rows[1:] / np.sum(rows[1:])
-    weighted = (np.sum(p[1:] * w), np.sum(r[1:] * w), np.sum(f[1:] * w))
-    hits = np.sum(diag[1:])
-    mp = hits / (sum(cols[1:]) + 1e-8)
-    mr = hits / (sum(rows[1:]) + 1e-8)
+        w = weight_of / np.sum(weight_of)
+    weighted = (np.sum(p * w), np.sum(r * w), np.sum(f * w))
+    mp = np.sum(hits) / (np.sum(predicted) + 1e-8)
+    mr = np.sum(hits) / (np.sum(gold) + 1e-8)
     mf = 2 * mp * mr / (mp + mr + 1e-8)
-    return Figures(p[1:].tolist(), r[1:].tolist(), f[1:].tolist(), w.tolist(), _floats(weighted), _floats((mp, mr, mf)))
+    return Figures(p.tolist(), r.tolist(), f.tolist(), w.tolist(), _floats(weighted), _floats((mp, mr, mf)))
+
+
+def matrix_figures(matrix: Matrix) -> Figures:
+    """Strict and subtask-2 figures from a 7 x 7 matrix: hits the diagonal, predicted its column sums, gold its row
+    sums, which are also the weights (each class's share of gold pairs)."""
+    a = np.asarray(matrix, dtype=np.float64)
+    return _figures(np.diagonal(a)[1:], np.sum(a, axis=0)[1:], np.sum(a, axis=1)[1:], np.sum(a, axis=1)[1:])
 
 
 def proportional_figures(table: Matrix) -> Figures:
-    """Proportional figures from the 7 x 4 table: P = overlap / predicted length, R = overlap / gold length;
-    weights = each class's share of gold spans."""
+    """Proportional figures from the 7 x 4 table: hits the overlap, predicted and gold the two lengths; weights =
+    each class's share of gold spans."""
     t = np.asarray(table, dtype=np.float64)[1:]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        p = t[:, OVERLAP] / (t[:, PRED_LEN] + 1e-8)
-        r = t[:, OVERLAP] / (t[:, GOLD_LEN] + 1e-8)
-        f = 2 * p * r / (p + r + 1e-8)
-        w = t[:, GOLD_SPANS] / sum(t[:, GOLD_SPANS])
-    weighted = (sum(p * w), sum(r * w), sum(f * w))
-    total = sum(t[:, OVERLAP])
-    mp = total / (sum(t[:, PRED_LEN]) + 1e-8)
-    mr = total / (sum(t[:, GOLD_LEN]) + 1e-8)
-    mf = 2 * mp * mr / (mp + mr + 1e-8)
-    return Figures(p.tolist(), r.tolist(), f.tolist(), w.tolist(), _floats(weighted), _floats((mp, mr, mf)))
+    return _figures(t[:, OVERLAP], t[:, PRED_LEN], t[:, GOLD_LEN], t[:, GOLD_SPANS])
 
 
 def _floats(xs: Iterable[object]) -> tuple[float, float, float]:
