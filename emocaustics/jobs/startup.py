@@ -107,6 +107,7 @@ def finish_startup(started: Started, claimed: rundir.Claim) -> None:
 def start_models(resolved: Resolved, embedder: Any) -> dict[str, Any]:
     """Start (or attach to) the engines of the job's local models (`smoke`, `vllm:`) before the first config; the
     embedder loads in the background, once an engine of the job's own starts or the first LLM call has gone out."""
+    from emocaustics.models.pool import _pickle_by_value_if_local
     from emocaustics.models.services import start_job_model
 
     local = {c.model: c.llm for c in resolved.configs if c.llm is not None and not c.llm.remote}  # engines here
@@ -131,6 +132,9 @@ def start_models(resolved: Resolved, embedder: Any) -> dict[str, Any]:
         startup["models"][name] = round(time.perf_counter() - t0, 2)
         print(f"model {name}: engine(s) started in {startup['models'][name]} s (not part of any config's wall time)",
               flush=True)
+    for c in resolved.configs:  # the replicas run these configs' solvers: a task whose module is no installed
+        if c.model in local:  # package's (a test's, a script's) travels to them by value (models/pool.py)
+            _pickle_by_value_if_local(type(c.task))
     return startup
 
 

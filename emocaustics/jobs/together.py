@@ -55,7 +55,6 @@ def solve_together(job: JobSpec, configs: list[Config], loaded: dict[str, Loaded
         t0 = time.perf_counter()
         prepared[c.label] = c.task.solver.prepare(loaded[c.label].samples, c.options, ctx)
         spent[c.label] = time.perf_counter() - t0
-    _tasks_by_value(chosen)
     if len(chosen) > 1:
         print(f"solve: {len(chosen)} configs together ({', '.join(c.label for c in chosen)})", flush=True)
     solved = {c.label: Solved(prepared[c.label]) for c in chosen}
@@ -126,18 +125,6 @@ def resume_line(cfg: Config, samples: list, retry_limits: bool = False) -> str:
             + (f"; {kept} failed over a limit, kept as failures (--retry-limits tries them again)" if kept else "")
             + f"; {total - done - kept} to run" + (f" ({failed} of them failed before and are tried again)"
                                                     if failed else ""))
-
-
-def _tasks_by_value(chosen: list[Config]) -> None:
-    """Local models' tasks travel to their replicas by value where their module is no installed package's (a test's, a
-    script's); the pools themselves were made by the start phase (jobs/startup.py), in the main thread."""
-    local = [c for c in chosen if not c.llm.remote]
-    if not local:
-        return
-    from emocaustics.models.pool import _pickle_by_value_if_local
-
-    for c in local:
-        _pickle_by_value_if_local(type(c.task))
 
 
 async def _solve_all(job: JobSpec, chosen: list[Config], solved: dict[str, Solved], cache_dir: Path,
