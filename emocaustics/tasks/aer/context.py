@@ -124,10 +124,10 @@ def chunk_topic(topic: Topic, chunk_tokens: int, chars_per_token: float) -> list
         used = 0
         for sent in sentences:
             n = approx_tokens(sent, chars_per_token)
-            while n > chunk_tokens:  # an over-long sentence: flush, then cut it into pieces of a chunk each
-                if buf:
-                    out.append(Chunk(i, doc.title, " ".join(buf), used))
-                    buf, used = [], 0
+            if used + n > chunk_tokens and buf:  # it does not fit (an over-long one never does): the chunk is done
+                out.append(Chunk(i, doc.title, " ".join(buf), used))
+                buf, used = [], 0
+            while n > chunk_tokens:  # an over-long sentence: cut into pieces of a chunk each, the rest kept
                 head, k = cut_to_tokens(sent, chunk_tokens, chars_per_token)
                 if not head:
                     break
@@ -136,9 +136,6 @@ def chunk_topic(topic: Topic, chunk_tokens: int, chars_per_token: float) -> list
                 n = approx_tokens(sent, chars_per_token)
             if not sent:
                 continue
-            if used + n > chunk_tokens and buf:
-                out.append(Chunk(i, doc.title, " ".join(buf), used))
-                buf, used = [], 0
             buf.append(sent)
             used += n
         if buf:

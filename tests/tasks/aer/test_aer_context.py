@@ -144,3 +144,15 @@ def test_embeddings_are_unit_rows_whatever_the_embedder_returns() -> None:
     got = asyncio.run(embed_kept(Raw(), None, ["a", "b"]))
     assert got.dtype == np.float32
     assert np.allclose(got, [[0.6, 0.8], [0.0, 0.0]])
+
+
+def test_an_over_long_sentence_closes_the_chunk_before_it_and_its_rest_starts_the_next() -> None:
+    """One rule closes a chunk, whether the sentence that does not fit is over-long or not: the chunk so far is done,
+    an over-long sentence is cut into chunks of its own, and its rest is the start of the next chunk."""
+    body = "One two six. " + " ".join(["long"] * 20) + ". Ok go."
+    chunks = chunk_topic(Topic(1, "T", (Document("A", body),)), 8, 4.0)
+    assert chunks[0].text == "One two six."  # 4 tokens; the next sentence (20 words and '.': 21) does not fit
+    assert [c.tokens for c in chunks] == [4, 8, 8, 8]  # the 21 cut 8, 8; its rest (5) and "Ok go." (3) together
+    assert chunks[-1].text == "long long long long. Ok go."
+    assert [c.tokens for c in chunk_topic(Topic(1, "T", (Document("A", "a b. c d e f g h i j k l."),)), 4, 1.0)] \
+        == [3, 4, 4, 3]  # "a b." (3), then the 11 of the second cut 4, 4 and a rest of 3
