@@ -177,10 +177,7 @@ def parse_story(obj: Any, file: str, name: str | None = None) -> Story:
         raise r.fail("$.version", f"not JSON v3: version is {shown(root['version'])} (expected \"3.0\")")
     metadata = r.obj(root.get("metadata"), "$.metadata")
     source = r.obj(root.get("source_info"), "$.source_info")
-    text_value = source.get("text_content")
-    if text_value is not None and not isinstance(text_value, str):
-        raise r.fail("$.source_info.text_content", f"expected a string, found {_type_name(text_value)}")
-    text = text_value if text_value else None  # kept verbatim: offsets index into it
+    text = r.of(str, source.get("text_content"), "$.source_info.text_content") or None  # verbatim: offsets index it
     characters = []
     for i, c in enumerate(r.lst(root.get("characters"), "$.characters")):
         p = f"$.characters[{i}]"

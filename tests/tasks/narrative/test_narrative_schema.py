@@ -90,3 +90,13 @@ def test_pairing(tmp_path):
     assert pair_folders(p, g).duplicates == ["a: a.json and a_pred.json"]
     with pytest.raises(UsageError):
         pair_folders(tmp_path / "nope", g)
+
+
+def test_text_content_is_read_as_every_string_field_is_but_kept_verbatim():
+    """`source_info.text_content`: checked by the reader's one type rule (the same words as every field), null or
+    empty is no text, and a text is kept as written (not stripped: span offsets index into it)."""
+    err = error_of({"version": "3.0", "source_info": {"text_content": 7}})
+    assert err.detail == "expected a string, found an integer" and err.field == "$.source_info.text_content"
+    for value in (None, ""):
+        assert parse_story({"version": "3.0", "source_info": {"text_content": value}}, "s.json").text is None
+    assert parse_story({"version": "3.0", "source_info": {"text_content": "  Once.\n"}}, "s.json").text == "  Once.\n"
