@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from emocaustics.tasks.narrative.gtmissing import (Outcome, Tally, classify, component_result, mean_of, norm, prf,
-                                                   same, unscored)
+                                                   ratio, same, unscored)
 from emocaustics.tasks.narrative.schema import Character, Story
 
 METRICS = ("precision", "recall", "f1", "archetype_accuracy")
@@ -85,8 +85,7 @@ class Resolver:
 
 def score_from_counts(c: dict[str, float]) -> float | None:
     _, _, f1 = prf(c.get("tp", 0), c.get("fp", 0), c.get("fn", 0))
-    arch = c["archetype_correct"] / c["archetype_total"] if c.get("archetype_total") else None
-    return mean_of([f1, arch])
+    return mean_of([f1, ratio(c.get("archetype_correct", 0), c.get("archetype_total", 0))])
 
 
 def evaluate_characters(pred: Story, gt: Story) -> dict[str, Any]:

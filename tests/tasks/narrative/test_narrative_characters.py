@@ -71,3 +71,15 @@ def test_resolver_maps_aliases_to_one_key():
     r = Resolver(gt, pred)
     assert r("梅梅") == r("阿梅") == r("小梅") == "gt#0"  # 小梅 is a predicted name matched to 阿梅
     assert r("周师傅") == "gt#1" and r("奶奶") == "pred#1" and r("路人") == "name:路人"
+
+
+def test_characters_score_from_pooled_counts():
+    """F1 and archetype accuracy averaged; no archetype compared (a total of 0 or none) leaves F1 alone, and no
+    counts at all is not scored: the rule `ratio` says for every component."""
+    from emocaustics.tasks.narrative.characters import score_from_counts
+
+    assert score_from_counts({"tp": 1, "fp": 0, "fn": 1}) == 2 / 3
+    assert score_from_counts({"tp": 1, "fp": 0, "fn": 1, "archetype_correct": 0, "archetype_total": 0}) == 2 / 3
+    assert score_from_counts({"tp": 1, "fp": 0, "fn": 1, "archetype_correct": 1, "archetype_total": 2}) == \
+        (2 / 3 + 0.5) / 2
+    assert score_from_counts({}) is None
