@@ -4,11 +4,11 @@ Pairs here are already parsed and checked (see `validate.py`):
 - subtask 1: `Pair1 = (emotion utterance, cause utterance, span start, span end, emotion index)`,
 - subtask 2: `Pair2 = (emotion utterance, cause utterance, emotion index)`,
 one list per conversation. Counting is per conversation with integers (`strict_counts`, `proportional_counts`,
-`pair_counts`); the corpus figure is the official formula applied once to the summed counts (`subtask1_scores`,
-`subtask2_scores`). Because every official grouping key contains the conversation, summing per-conversation counts is
+`pair_counts`); the corpus figure is the official formula applied once to the summed counts (`subtask_figures`).
+Because every official grouping key contains the conversation, summing per-conversation counts is
 exactly what the official scorer computes on the whole file.
 
-The final formulas use numpy exactly where the official script does (np.sum vs the builtin sum, the +1e-8 on every
+The final formulas are the official script's (numpy sums, on six classes the bits of its builtin sums; +1e-8 on every
 denominator), so that the floating-point results are bit-identical. Quirks kept on purpose (the leaderboard has them):
 a perfect submission scores 0.99999999..., not 1; weighted precision ignores false positives of classes without gold
 pairs (their weight is 0); neutral (index 0) predictions cost nothing; with no gold pair of classes 1-6 at all the
@@ -187,18 +187,6 @@ def _floats(xs: Iterable[object]) -> tuple[float, float, float]:
     return a, b, c
 
 
-def subtask1_scores(strict: Matrix, proportional: Matrix) -> dict[str, float]:
-    """The 12 official subtask-1 figures, in scores.txt order."""
-    s, p = matrix_figures(strict), proportional_figures(proportional)
-    return dict(zip(SUBTASK1_KEYS, (*s.weighted, *p.weighted, *s.micro, *p.micro)))
-
-
-def subtask2_scores(matrix: Matrix) -> dict[str, float]:
-    """The 6 official subtask-2 figures, in scores.txt order (micro first, then weighted)."""
-    f = matrix_figures(matrix)
-    return dict(zip(SUBTASK2_KEYS, (*f.micro, *f.weighted)))
-
-
 def scores_txt(scores: dict[str, float]) -> str:
     """`key:value` lines exactly as the official scores.txt (Python's shortest repr of each float; nan as `nan`)."""
     return "".join(f"{k}:{v!r}\n" for k, v in scores.items())
@@ -212,24 +200,22 @@ def _pair_columns(m: Matrix) -> dict[str, list[object]]:
             "correct": [m[j][j] for j in range(1, 7)]}
 
 
-def subtask1_table(strict: Matrix, proportional: Matrix) -> pl.DataFrame:
-    """One row per emotion (classes 1-6): counts, weights and P/R/F of the strict and proportional metrics."""
-    s, p = matrix_figures(strict), proportional_figures(proportional)
-    return pl.DataFrame({
+def subtask_figures(subtask: int, strict: Matrix, proportional: Matrix) -> tuple[dict[str, float], pl.DataFrame]:
+    """A subtask's official figures in scores.txt order (subtask 1: the 12 of the strict matrix and the proportional
+    table; subtask 2: the 6 of its matrix, micro first, then weighted) and its table, one row per emotion (classes
+    1-6): counts, weights and P/R/F of each metric. Each metric's figures are computed once for both."""
+    s = matrix_figures(strict)
+    if subtask == 2:
+        return dict(zip(SUBTASK2_KEYS, (*s.micro, *s.weighted))), pl.DataFrame({
+            **_pair_columns(strict), "weight": s.weight, "precision": s.precision, "recall": s.recall, "f1": s.f1})
+    t, p = proportional, proportional_figures(proportional)  # subtask 2's is not read
+    return dict(zip(SUBTASK1_KEYS, (*s.weighted, *p.weighted, *s.micro, *p.micro))), pl.DataFrame({
         **_pair_columns(strict),
         "strict_weight": s.weight, "strict_precision": s.precision, "strict_recall": s.recall, "strict_f1": s.f1,
-        "gold_spans": [proportional[j][GOLD_SPANS] for j in range(1, 7)],
-        "overlap_tokens": [proportional[j][OVERLAP] for j in range(1, 7)],
-        "predicted_tokens": [proportional[j][PRED_LEN] for j in range(1, 7)],
-        "gold_tokens": [proportional[j][GOLD_LEN] for j in range(1, 7)],
+        "gold_spans": [t[j][GOLD_SPANS] for j in range(1, 7)],
+        "overlap_tokens": [t[j][OVERLAP] for j in range(1, 7)],
+        "predicted_tokens": [t[j][PRED_LEN] for j in range(1, 7)],
+        "gold_tokens": [t[j][GOLD_LEN] for j in range(1, 7)],
         "proportional_weight": p.weight, "proportional_precision": p.precision,
         "proportional_recall": p.recall, "proportional_f1": p.f1,
-    })
-
-
-def subtask2_table(matrix: Matrix) -> pl.DataFrame:
-    f = matrix_figures(matrix)
-    return pl.DataFrame({
-        **_pair_columns(matrix),
-        "weight": f.weight, "precision": f.precision, "recall": f.recall, "f1": f.f1,
     })

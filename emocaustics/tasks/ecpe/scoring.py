@@ -95,9 +95,7 @@ def figures_from_sums(sums: dict[str, int], subtask: int) -> tuple[dict[str, flo
         if subtask == 1:
             t[j][O.OVERLAP], t[j][O.PRED_LEN] = get("overlap"), get("pred_tokens")
             t[j][O.GOLD_LEN], t[j][O.GOLD_SPANS] = get("gold_tokens"), get("gold_spans")
-    if subtask == 1:
-        return O.subtask1_scores(m, t), O.subtask1_table(m, t)
-    return O.subtask2_scores(m), O.subtask2_table(m)
+    return O.subtask_figures(subtask, m, t)
 
 
 @dataclass

@@ -40,3 +40,27 @@ def test_the_same_counts_give_the_same_figures_in_either_table(monkeypatch):
     assert calls == [4] * 1000
     empty = O.matrix_figures(O.zeros(7, 7))
     assert empty.micro == (0.0, 0.0, 0.0) and all(w != w for w in empty.weight)  # 0 / 0 weights: nan
+
+
+def test_a_subtasks_figures_and_table_compute_each_metric_once(monkeypatch):
+    """The official figures and the per-emotion table of a subtask come from one computation of each metric's
+    figures (`official.subtask_figures`), not one for the figures and another for the table."""
+    from emocaustics.tasks.ecpe import scoring
+
+    calls: list[str] = []
+    for name in ("matrix_figures", "proportional_figures"):
+        real = getattr(O, name)
+        monkeypatch.setattr(O, name, lambda table, real=real, name=name: calls.append(name) or real(table))
+    hits, predicted, gold = [1, 0, 2, 0, 0, 3], [2, 1, 2, 0, 0, 3], [1, 0, 4, 1, 0, 3]
+    sums = {}
+    for st in (1, 2):
+        for e, emo in enumerate(O.EMOTIONS[1:]):
+            sums |= {scoring.count_column(st, emo, k): v for k, v in (("correct", hits[e]), ("predicted", predicted[e]),
+                                                                      ("gold", gold[e]), ("overlap", hits[e]),
+                                                                      ("pred_tokens", predicted[e]),
+                                                                      ("gold_tokens", gold[e]), ("gold_spans", gold[e]))}
+    figures, table = scoring.figures_from_sums(sums, 1)
+    assert calls == ["matrix_figures", "proportional_figures"] and table.height == 6 and len(figures) == 12
+    calls.clear()
+    figures, table = scoring.figures_from_sums(sums, 2)
+    assert calls == ["matrix_figures"] and table.height == 6 and len(figures) == 6

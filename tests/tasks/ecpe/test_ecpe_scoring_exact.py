@@ -44,7 +44,7 @@ def test_pair_counts_matrix_and_outcomes():
 
 def test_subtask2_table_and_scores():
     # gold pairs = row sums 1-6: anger 2, joy 1, sadness 4 (7 in all); predicted = column sums: anger 1, joy 3, sad 2
-    table = O.subtask2_table(MATRIX2)
+    table = O.subtask_figures(2, MATRIX2, O.zeros(7, 4))[1]
     assert table.columns == ["emotion", "gold_pairs", "predicted_pairs", "correct", "weight", "precision", "recall",
                              "f1"]
     pa, pj, ps = 1 / (1 + E), 1 / (3 + E), 2 / (2 + E)
@@ -58,7 +58,7 @@ def test_subtask2_table_and_scores():
         "f1": [f1(pa, ra), 0.0, 0.0, f1(pj, rj), f1(ps, rs), 0.0]}
     # micro: 4 correct of 6 predicted (classes 1-6) and 7 gold
     mp, mr = 4 / (6 + E), 4 / (7 + E)
-    scores = O.subtask2_scores(MATRIX2)
+    scores = O.subtask_figures(2, MATRIX2, O.zeros(7, 4))[0]
     assert list(scores) == list(O.SUBTASK2_KEYS)
     assert scores["precision_pair"] == mp and scores["recall_pair"] == mr and scores["f1_pair"] == f1(mp, mr)
     assert scores["weighted_precision"] == pa * (2 / 7) + 0.0 + 0.0 + pj * (1 / 7) + ps * (4 / 7) + 0.0
@@ -79,8 +79,9 @@ def test_subtask2_conversation_counts_columns_and_sums():
         "ecpe_s2_sadness_correct": 2, "ecpe_s2_sadness_predicted": 2, "ecpe_s2_sadness_gold": 4,
         "ecpe_s2_surprise_correct": 0, "ecpe_s2_surprise_predicted": 0, "ecpe_s2_surprise_gold": 0}
     scores, table = figures_from_sums(counts, 2)
-    assert {k: repr(v) for k, v in scores.items()} == {k: repr(v) for k, v in O.subtask2_scores(MATRIX2).items()}
-    assert table.equals(O.subtask2_table(MATRIX2))
+    figures, whole = O.subtask_figures(2, MATRIX2, O.zeros(7, 4))
+    assert {k: repr(v) for k, v in scores.items()} == {k: repr(v) for k, v in figures.items()}
+    assert table.equals(whole)
     # twice the counts (two such conversations): micro P = 8 / (12 + E)
     doubled, _ = figures_from_sums({k: 2 * v for k, v in counts.items()}, 2)
     assert doubled["precision_pair"] == 8 / (12 + E) and doubled["recall_pair"] == 8 / (14 + E)
@@ -164,9 +165,9 @@ def test_subtask1_conversation_counts_columns_and_figures():
     assert ConversationCounts(MATRIX1).emotion_counts(1) == {
         f"ecpe_s1_{e}_{k}": d[k] for e, d in per.items() for k in ("correct", "predicted", "gold")}
     scores, table = figures_from_sums(counts, 1)
-    official = O.subtask1_scores(MATRIX1, TABLE1)
+    official = O.subtask_figures(1, MATRIX1, TABLE1)[0]
     assert {k: repr(v) for k, v in scores.items()} == {k: repr(v) for k, v in official.items()}
-    assert table.equals(O.subtask1_table(MATRIX1, TABLE1))
+    assert table.equals(O.subtask_figures(1, MATRIX1, TABLE1)[1])
     # strict weights 2/6, 3/6, 1/6 (anger, joy, sadness); P: anger 0 / (1 + E), joy 2 / (3 + E), sadness 1 / (3 + E)
     assert official["strict_precision"] == 3 / (7 + E) and official["strict_recall"] == 3 / (6 + E)
     assert official["weighted_strict_precision"] == 0.0 + 0.0 + 0.0 + 2 / (3 + E) * (3 / 6) + 1 / (3 + E) * (1 / 6)
@@ -180,7 +181,7 @@ def test_subtask1_conversation_counts_columns_and_figures():
 
 
 def test_subtask1_table_rows():
-    table = O.subtask1_table(MATRIX1, TABLE1)
+    table = O.subtask_figures(1, MATRIX1, TABLE1)[1]
     assert table.columns == [
         "emotion", "gold_pairs", "predicted_pairs", "correct", "strict_weight", "strict_precision", "strict_recall",
         "strict_f1", "gold_spans", "overlap_tokens", "predicted_tokens", "gold_tokens", "proportional_weight",
