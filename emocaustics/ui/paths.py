@@ -70,7 +70,7 @@ def _inside(base: Path, typed: str, what: str, where: str) -> Path:
         raise Refused(f"{what} {text!r}: '..' leaves {where}; paths are refused outside it")
     path = base.joinpath(*pure.parts)
     resolved = path.resolve()
-    if not _under(base, resolved):
+    if not resolved.is_relative_to(base):
         raise Refused(f"{what} {text!r}: a symbolic link to {resolved}, outside {where}; paths are refused outside it")
     if not resolved.exists():
         raise Refused(f"{what} {text!r}: no such file or folder in {where}")
@@ -82,11 +82,7 @@ def _inside(base: Path, typed: str, what: str, where: str) -> Path:
         seen.add(os.path.realpath(folder))
         for name in subs + files:
             inner = Path(folder, name)
-            if inner.is_symlink() and not _under(base, inner.resolve()):
+            if inner.is_symlink() and not inner.resolve().is_relative_to(base):
                 raise Refused(f"{what} {text!r}: {inner.relative_to(base)} is a symbolic link to "
                               f"{inner.resolve()}, outside {where}; paths are refused outside it")
     return resolved
-
-
-def _under(base: Path, resolved: Path) -> bool:
-    return resolved == base or base in resolved.parents

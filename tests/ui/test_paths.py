@@ -54,3 +54,20 @@ def test_out_paths_stay_in_the_output_folder(folders: Folders) -> None:
 def test_an_upload_name_must_be_a_plain_name(folders: Folders, name: str) -> None:
     with pytest.raises(Refused, match="not a plain file name"):
         folders.save_upload(folders.next_folder("uploads"), name, b"")
+
+
+def test_a_link_to_a_sibling_whose_name_starts_like_the_root_is_outside(folders: Folders, tmp_path: Path) -> None:
+    """Inside is by path parts, not by text: `root-other` is not under `root` (a link there is refused, directly or
+    inside a folder a job would read), and a link to the root itself is inside."""
+    (tmp_path / "root-other").mkdir()
+    (tmp_path / "root-other" / "x.txt").write_text("no", encoding="utf-8")
+    (folders.root / "twin").symlink_to(tmp_path / "root-other" / "x.txt")
+    (folders.root / "sub" / "deep").symlink_to(tmp_path / "root-other")
+    (folders.root / "self").symlink_to(folders.root)
+    for typed in ("twin", "sub"):
+        with pytest.raises(Refused, match="symbolic link"):
+            folders.resolve(typed)
+    (folders.root / "sub" / "deep").unlink()
+    (folders.root / "twin").unlink()
+    (folders.root / "out-link").unlink()
+    assert folders.resolve("self") == folders.root
