@@ -114,6 +114,39 @@ def test_a_background_feed_embeds_only_the_dialogues_that_ask() -> None:
     assert rows == 10 and texts == 10  # the one that asked, and only it
 
 
+def test_a_background_feed_starts_no_embedder_until_a_dialogue_asks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`window` in the driver's process: a run whose answers always name known events never needs an embedding, so
+    the packaged embedder's child (4-5 s of imports on a core the driver and its endpoint share) starts only when a
+    dialogue first asks."""
+    started: list[str] = []
+
+    async def load(self) -> None:  # stands in for the child's start: records it, loads nothing
+        started.append(self.spec)
+
+    monkeypatch.setattr(EmbedFeed, "_load", load)
+    cfg = ExtractConfig(task="sextuple", method="window")
+
+    async def go() -> list[str]:
+        feed = EmbedFeed("minilm", _items(cfg, 10, dialogues=3), background=True)
+        feed.start()
+        try:
+            await asyncio.sleep(0.3)
+            return list(started)
+        finally:
+            await feed.close()
+
+    assert asyncio.run(go()) == []  # nobody asked: no child started
+    ahead = EmbedFeed("minilm", _items(cfg, 10, dialogues=3))
+
+    async def working_ahead() -> None:
+        ahead.start()
+        await asyncio.sleep(0.3)
+        await ahead.close()
+
+    asyncio.run(working_ahead())
+    assert started == ["minilm"]  # working ahead (rag) it loads at once
+
+
 def _sized_items(cfg: ExtractConfig, sizes: list[int]) -> list[dict]:
     return [{"id": str(d), "texts": [f"对话{d}第{i}句" for i in range(n)]} for d, n in enumerate(sizes, start=1)]
 

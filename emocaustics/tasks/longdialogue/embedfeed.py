@@ -14,7 +14,8 @@ gets its rows when the encode ends. A sample that alone has GROUP_TEXTS texts or
 demand, is encoded in chunks of 32, 64, 128...: its first rows are usable early.
 
 The packaged `minilm` (and any local sentence-transformers model) loads in a child process started with the feed,
-while the first calls go out; an `openai:` embedder is a client like any other.
+while the first calls go out (in the background: when a sample first asks); an `openai:` embedder is a client like
+any other.
 
 Samples that run inside replica actors cannot await this process's futures: with a board attached
 (`embedboard.py`) the feed also posts every chunk there, and takes the replicas' asks from it.
@@ -51,9 +52,10 @@ class EmbedFeed:
         self.embedder = make_embedder(spec)  # parses the spec here: a bad one fails the run before it starts
         self._process: EmbedderProcess | None = None
         # background: the consumers await embeddings only now and then (window, in this process), so the embedder's
-        # CPU must not be taken from the loop that drives the calls: it loads niced and embeds only the samples that
-        # ask (a sample whose answers always name known events never costs an encode; on the 400-sample window
-        # run against the stand-in, embedding every sample ahead took ~1 s of wall from the calls on 2 cores).
+        # CPU must not be taken from the loop that drives the calls: it loads niced when a sample first asks, and
+        # embeds only the samples that ask (a sample whose answers always name known events never costs an encode;
+        # on the 400-sample window run against the stand-in, embedding every sample ahead took ~1 s of wall from
+        # the calls on 2 cores).
         # `rag` waits on every sample's embeddings: it keeps full priority and works ahead.
         self.background = background
         # CPU threads of a local embedder (None: torch's default, every core). Beside a CPU engine on the same cores,
@@ -222,6 +224,8 @@ class EmbedFeed:
 
     async def _work(self) -> None:
         try:
+            if self.background:  # loaded when first asked: the 400-dialogue window run against the stand-in never
+                await self._ask.wait()  # asks, and its niced load took the CPU the driver and endpoint share
             await self._load()
         except Exception as exc:  # every sample that needs embeddings fails with the reason, none hangs
             for key, fut in self._futures.items():
