@@ -196,6 +196,16 @@ def test_a_status_or_reason_the_score_table_lacks_is_the_eval_logs(run):
     assert (got[CALIB].samples[0].status, got[CALIB].samples[0].reason) == ("ok", None)  # no log either: ok
 
 
+def test_the_score_tables_status_and_reason_come_before_the_eval_logs(run):
+    scores = pl.read_parquet(run / "scores.parquet")
+    scorer_failed = (pl.col("run") == ONCE) & (pl.col("sample_id") == "s1")  # solved, but its answer failed scoring
+    scores.with_columns(status=pl.when(scorer_failed).then(pl.lit("failed")).otherwise("status"),
+                        reason=pl.when(scorer_failed).then(pl.lit("unparsable")).otherwise("reason")).write_parquet(
+        run / "scores.parquet")
+    s1 = _by_label(run)[ONCE].samples[0]
+    assert (s1.status, s1.reason, s1.failed) == ("failed", "unparsable", True)
+
+
 def test_a_number_is_a_finite_float_or_none():
     assert [_num(v) for v in (2, 0.5, float("nan"), "1", None)] == [2.0, 0.5, None, None, None]
     assert type(_num(2)) is float
@@ -333,7 +343,7 @@ def test_an_eval_log_line_that_is_not_json_is_named_with_its_line(run):
     with pytest.raises(UsageError) as got:
         read_run(run)
     assert str(got.value).startswith(f"{run / 'evallog' / 'staging' / ONCE}.jsonl:2: not an eval-log line (")
-    assert "`emocaustics run --resume` rewrites the log" in str(got.value)
+    assert str(got.value).endswith("(the run was killed while writing it? `emocaustics run --resume` rewrites the log)")
 
 
 def test_a_run_without_its_eval_log_is_named(run):
