@@ -6,10 +6,9 @@ Ray, no engine (the records a real run gives are test_export_epochs.py's)."""
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import uuid
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 
 import pytest
