@@ -41,10 +41,12 @@ from emocaustics.solve.item import Bound, CountingLLM, Item, Row  # noqa: F401 (
 
 log = logging.getLogger(__name__)
 
-# Text units in flight per slot when samples run in this process (an endpoint): the EmoCaustics dataset's 256 longest
-# dialogues hold 21,949 utterances (86 each), so a run of the dataset itself is never held back, and ten times the
-# data holds about as much as the dataset (before: 2.3 times as much, 51,060; benchmarks/memory_bench.py)
-UNITS_PER_SLOT = 96
+# Text units in flight when samples run in this process (an endpoint), whatever the concurrency: the EmoCaustics
+# dataset's 256 longest dialogues hold 21,949 utterances (86 each), so a run of the dataset itself is never held back,
+# and ten times the data holds about as much as the dataset (before: 2.3 times as much, 51,060; memory_bench). Per
+# slot (96 each) it held a job's default 64 dialogues in flight to the 32 longest (window run over the dataset: 1.28
+# times its floor, 1.19 with this bound; a dialogue's few kB of answers are not what a job's concurrency is chosen for)
+UNITS_IN_FLIGHT = 256 * 96
 
 
 LIMIT_STEPS = ("token_limit", "time_limit")  # the failure steps of a sample over a limit (`--retry-limits`)
@@ -172,7 +174,7 @@ async def asolve_samples(task: Task, samples: Sequence[Sample], options: Options
     try:
         started = ((samples[i], sizes[i]) for i in order if not stops)  # each built as it starts; none once stopped
         rows = await run_in_flight(started, one, limit=concurrency, weight=lambda sized: sized[1],
-                                   budget=concurrency * UNITS_PER_SLOT if bounded else None)
+                                   budget=UNITS_IN_FLIGHT if bounded else None)
     finally:
         if feed is not None:
             await feed.close()

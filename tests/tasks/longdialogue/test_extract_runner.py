@@ -191,11 +191,11 @@ def test_the_longest_dialogue_starts_first_and_rows_keep_the_items_order(tmp_pat
 
 def test_utterances_in_flight_are_bounded_when_dialogues_run_in_this_process(tmp_path, monkeypatch):
     """In this process a dialogue holds its answers until it ends, so ten times the data must not mean ten copies of
-    the longest dialogues at once: at most `concurrency x UNITS_PER_SLOT` utterances in flight (here 2 x 5 = 10).
+    the longest dialogues at once: at most `UNITS_IN_FLIGHT` utterances in flight (here 10).
     Lengths 6, 5, 4, 3: 6 runs alone (6 + 5 = 11 > 10), then 5 + 4 = 9, then 3: the peak is 9 (11 by count alone)."""
     from emocaustics.solve import plan
 
-    monkeypatch.setattr(plan, "UNITS_PER_SLOT", 5)
+    monkeypatch.setattr(plan, "UNITS_IN_FLIGHT", 10)
     cfg = ExtractConfig(task="sextuple", method="direct")
     lengths = {1: 3, 2: 6, 3: 4, 4: 5}
     ds = [Dialogue(d, [f"样本{d}号第{i}句" for i in range(n)], ["1"] * n) for d, n in lengths.items()]
@@ -213,3 +213,28 @@ def test_utterances_in_flight_are_bounded_when_dialogues_run_in_this_process(tmp
     rows = solve_dialogues(Watching(), ds, cfg, tmp_path, concurrency=2,
                            on_row=lambda row: running.discard(int(row.id)))
     assert all(r["ok"] for r in rows) and peak[0] == 9
+
+
+def test_the_bound_does_not_hold_back_the_dataset_at_a_jobs_default_concurrency(tmp_path):
+    """The bound is on utterances in flight, not per slot: at a job's default of 64 dialogues in flight, 64 dialogues
+    as long as EmoCaustics' longest (about 190 utterances) all run at once. Per slot (96 each, 6,144 in all) only 32
+    of them did, and the window run over the dataset idled a quarter of the endpoint's slots for its first 8 s."""
+    from emocaustics.jobs.spec import JobSpec
+
+    concurrency = JobSpec.model_fields["concurrency"].default
+    cfg = ExtractConfig(task="sextuple", method="direct")
+    ds = [Dialogue(d, [f"样本{d}号第{i}句" for i in range(190)], ["1"] * 190) for d in range(1, concurrency + 5)]
+    running: set[int] = set()
+    peak = [0]
+
+    class Watching(SchemaLLM):
+        async def generate(self, requests):
+            for r in requests:
+                running.add(int(re.search(r"样本(\d+)号", r.messages[-1]["content"]).group(1)))
+            peak[0] = max(peak[0], len(running))
+            await asyncio.sleep(0.05)
+            return await super().generate(requests)
+
+    rows = solve_dialogues(Watching(), ds, cfg, tmp_path, concurrency=concurrency,
+                           on_row=lambda row: running.discard(int(row.id)))
+    assert all(r["ok"] for r in rows) and peak[0] == concurrency
