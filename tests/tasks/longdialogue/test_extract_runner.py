@@ -189,6 +189,26 @@ def test_the_longest_dialogue_starts_first_and_rows_keep_the_items_order(tmp_pat
     assert [r["id"] for r in rows] == ["1", "2", "3"] and all(r["ok"] for r in rows)
 
 
+def _peak_in_flight(ds, concurrency: int, tmp_path, measure) -> int:
+    """The peak of `measure(dialogue ids running)` while `ds` are solved at `concurrency` (a dialogue runs from its
+    first call to its row)."""
+    running: set[int] = set()
+    peak = [0]
+
+    class Watching(SchemaLLM):
+        async def generate(self, requests):
+            for r in requests:
+                running.add(int(re.search(r"样本(\d+)号", r.messages[-1]["content"]).group(1)))
+            peak[0] = max(peak[0], measure(running))
+            await asyncio.sleep(0.01)
+            return await super().generate(requests)
+
+    rows = solve_dialogues(Watching(), ds, ExtractConfig(task="sextuple", method="direct"), tmp_path,
+                           concurrency=concurrency, on_row=lambda row: running.discard(int(row.id)))
+    assert all(r["ok"] for r in rows)
+    return peak[0]
+
+
 def test_utterances_in_flight_are_bounded_when_dialogues_run_in_this_process(tmp_path, monkeypatch):
     """In this process a dialogue holds its answers until it ends, so ten times the data must not mean ten copies of
     the longest dialogues at once: at most `UNITS_IN_FLIGHT` utterances in flight (here 10).
@@ -196,23 +216,9 @@ def test_utterances_in_flight_are_bounded_when_dialogues_run_in_this_process(tmp
     from emocaustics.solve import plan
 
     monkeypatch.setattr(plan, "UNITS_IN_FLIGHT", 10)
-    cfg = ExtractConfig(task="sextuple", method="direct")
     lengths = {1: 3, 2: 6, 3: 4, 4: 5}
     ds = [Dialogue(d, [f"样本{d}号第{i}句" for i in range(n)], ["1"] * n) for d, n in lengths.items()]
-    running: set[int] = set()
-    peak = [0]
-
-    class Watching(SchemaLLM):
-        async def generate(self, requests):
-            for r in requests:
-                running.add(int(re.search(r"样本(\d)号", r.messages[-1]["content"]).group(1)))
-            peak[0] = max(peak[0], sum(lengths[d] for d in running))
-            await asyncio.sleep(0.01)
-            return await super().generate(requests)
-
-    rows = solve_dialogues(Watching(), ds, cfg, tmp_path, concurrency=2,
-                           on_row=lambda row: running.discard(int(row.id)))
-    assert all(r["ok"] for r in rows) and peak[0] == 9
+    assert _peak_in_flight(ds, 2, tmp_path, lambda running: sum(lengths[d] for d in running)) == 9
 
 
 def test_the_bound_does_not_hold_back_the_dataset_at_a_jobs_default_concurrency(tmp_path):
@@ -222,19 +228,5 @@ def test_the_bound_does_not_hold_back_the_dataset_at_a_jobs_default_concurrency(
     from emocaustics.jobs.spec import JobSpec
 
     concurrency = JobSpec.model_fields["concurrency"].default
-    cfg = ExtractConfig(task="sextuple", method="direct")
     ds = [Dialogue(d, [f"样本{d}号第{i}句" for i in range(190)], ["1"] * 190) for d in range(1, concurrency + 5)]
-    running: set[int] = set()
-    peak = [0]
-
-    class Watching(SchemaLLM):
-        async def generate(self, requests):
-            for r in requests:
-                running.add(int(re.search(r"样本(\d+)号", r.messages[-1]["content"]).group(1)))
-            peak[0] = max(peak[0], len(running))
-            await asyncio.sleep(0.05)
-            return await super().generate(requests)
-
-    rows = solve_dialogues(Watching(), ds, cfg, tmp_path, concurrency=concurrency,
-                           on_row=lambda row: running.discard(int(row.id)))
-    assert all(r["ok"] for r in rows) and peak[0] == concurrency
+    assert _peak_in_flight(ds, concurrency, tmp_path, len) == concurrency
