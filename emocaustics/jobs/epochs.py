@@ -1,5 +1,6 @@
-"""A config solved in N epochs (`epochs: N`): where each epoch's predictions live, which samples a resume solves
-again, and how the epochs are scored and reduced (docs/jobs.md, "Epochs and reducers").
+"""The score phase of a config, solved once or in N epochs (`epochs: N`): its result (per-sample table, configs.json
+record, console line, `ConfigResult`); where each epoch's predictions live, which samples a resume solves again, and
+how the epochs are scored and reduced (docs/jobs.md, "Epochs and reducers").
 
     predictions/<label>/epoch-<e>/   each epoch's predictions, failures and stats.jsonl (one epoch: the label's folder)
     evallog: config <label>.epoch-<e> each epoch's samples and calls
@@ -15,16 +16,35 @@ reduces each sample's per-epoch scores, and its corpus summary is each epoch's (
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from emocaustics.core.task import Failure, Scored
+from emocaustics.core.task import Failure, Loaded, Scored
 from emocaustics.evallog import sink
-from emocaustics.jobs.results import COST_COLUMNS, ConfigResult, score_line, score_table, summary_record
-from emocaustics.solve.plan import LIMIT_STEPS
+from emocaustics.scoring.generic import per_sample
 from emocaustics.scoring.reducers import reduce_scores
+from emocaustics.solve.plan import LIMIT_STEPS
+
+if TYPE_CHECKING:
+    from emocaustics.jobs.configs import Config
+
+COST_COLUMNS = ("llm_calls", "cache_hits", "prompt_tokens", "generated_tokens")
+
+
+@dataclass
+class ConfigResult:
+    """One config's part of the job's outputs: its per-sample table (and per-epoch one), its scored rows and its
+    record in configs.json."""
+
+    cfg: Any
+    table: pl.DataFrame
+    scored: Scored
+    record: dict[str, Any]
+    epoch_table: pl.DataFrame | None
+    wall: float
 
 
 def epoch_dir(pred_dir: Path, epoch: int, epochs: int) -> Path:
@@ -119,6 +139,59 @@ def _scored(cfg: Any, label: str, folder: Path, samples: list, predictions: dict
     return scored
 
 
+def score_table(cfg: Config, scored: Scored, stats: dict[str, dict[str, Any]],
+                loaded: Loaded | None = None) -> pl.DataFrame:
+    """One row per sample of this config: primary metric as `score`, the others as `c_<metric>`, cost and status,
+    and its `cluster` (`clusters`)."""
+    rows = scored.rows
+    # The per-sample score is the primary metric where the task scores it per sample; a corpus-level primary
+    # (an official F1) lives in configs.json, and its first per-sample metric stands in the per-sample table.
+    main = per_sample(rows, cfg.task.report.primary_metric)
+    info = scored.tables.get("sample_info")
+    if info is not None:
+        main = main.join(info, on="sample_id", how="left")
+    from emocaustics.models.prices import sample_cost
+
+    price = cfg.price
+    cost = pl.DataFrame(
+        [{"sample_id": k, **{c: int(v.get(c, 0)) for c in COST_COLUMNS}, "seconds": float(v.get("seconds", 0.0)),
+          "cost_usd": sample_cost(price, v)} for k, v in stats.items()],
+        schema={"sample_id": pl.Utf8, **{c: pl.Int64 for c in COST_COLUMNS}, "seconds": pl.Float64,
+                "cost_usd": pl.Float64})
+    # A sample with no calls recorded cost nothing; a priced model's calls cost what their tokens say; an unpriced
+    # model's calls cost an unknown amount (null, never 0).
+    no_calls = pl.lit(0.0) if (price is not None or cfg.model is None) else pl.lit(None, pl.Float64)
+    extra = cfg.task.report.summary_columns(cfg.options)
+    return (
+        main.join(cost, on="sample_id", how="left")
+        .with_columns(
+            pl.lit(cfg.label).alias("run"), pl.lit(cfg.task.name).alias("task"),
+            pl.lit(cfg.options.method).alias("method"), pl.lit(cfg.model, pl.Utf8).alias("model"),
+            pl.lit(cfg.kind).alias("kind"),
+            *[pl.lit(v, pl.Int64 if isinstance(v, int) or v is None else None).alias(k) for k, v in extra.items()],
+            pl.col(*COST_COLUMNS).fill_null(0), pl.col("seconds").fill_null(0.0),
+            pl.col("cost_usd").fill_null(no_calls),
+            *clusters(cfg.task.name, loaded),
+        )
+    )
+
+
+def clusters(task: str, loaded: Loaded | None) -> tuple[pl.Expr, pl.Expr]:
+    """`cluster` (the sample's `meta["cluster"]`: what its statistics resample together) and `cluster_by` (what the
+    task clusters by, `Loaded.info["cluster"]`); without a declared cluster each sample is its own ("sample")."""
+    unit = (loaded.info.get("cluster") if loaded else None) or "sample"
+    of = {s.id: s.meta.get("cluster") for s in (loaded.samples if loaded else [])}
+    lacking = [i for i, c in of.items() if c is None]
+    named = {i: str(c) for i, c in of.items() if c is not None}
+    if unit != "sample" and lacking:
+        raise ValueError(f"task {task!r} clusters by {unit} but sample {lacking[0]!r} has no meta['cluster']")
+    if unit == "sample" and named:
+        raise ValueError(f"task {task!r}: sample {next(iter(named))!r} has a meta['cluster'] but the task's "
+                         "Loaded.info names no 'cluster' (what it clusters by)")
+    return (pl.col("sample_id").replace_strict(named, default=pl.col("sample_id"), return_dtype=pl.Utf8)
+            .alias("cluster"), pl.lit(unit).alias("cluster_by"))
+
+
 def reduce_table(epoch_frame: pl.DataFrame, reducer: str) -> pl.DataFrame:
     """The reduced per-sample rows of a config from its per-epoch rows: `score` by the reducer, the other metrics
     (`c_*`) by their mean, cost summed over the epochs, `failed` when every epoch failed (its status and reason then
@@ -151,3 +224,27 @@ def _summed(stats: list[dict[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]
             out.setdefault(sid, Counter()).update(
                 {k: v for k, v in row.items() if isinstance(v, (int, float)) and not isinstance(v, bool)})
     return out
+
+
+def score_line(cfg: Config, scored: Scored, table: pl.DataFrame, wall: float) -> str:
+    """The console's line of a config, `[score LABEL] METRIC VALUE, F failures, N samples, T s`: summary.csv's
+    figures (`scoring.headline.headline` of the config's per-sample table: for epochs its reduced rows), named by the
+    per-sample metric its `score` holds (the primary metric, or where that is a corpus figure such as ECPE's official
+    F1, the first per-sample one: `per_sample`) and, for epochs, the reducer that made it."""
+    from emocaustics.scoring.headline import headline
+
+    top = headline(table).row(0, named=True)
+    metrics, name = scored.rows["metric"], cfg.task.report.primary_metric
+    name = name if name in metrics or metrics.is_empty() else metrics[0]
+    name += f" ({cfg.reducer} over {cfg.epochs} epochs)" if cfg.epochs > 1 else ""
+    value = None if top["score"] is None else round(top["score"], 4)
+    return f"[score {cfg.label}] {name} {value}, {top['failures']} failures, {top['samples']} samples, {wall} s"
+
+
+def summary_record(cfg: Config, scored: Scored, loaded_defects: int, table: pl.DataFrame) -> dict[str, Any]:
+    """configs.json's record of a config; its dollars: its samples' sum, or None (unknown) when any sample's is."""
+    cost = table.get_column("cost_usd", default=pl.Series([None]))
+    return {"run": cfg.label, "task": cfg.task.name, "method": cfg.options.method, "model": cfg.model,
+            "options": cfg.options.model_dump(mode="json"), "summary": scored.summary, "data_defects": loaded_defects,
+            "prompts_version": cfg.task.prompts_version,
+            "cost_usd": None if cost.null_count() else round(float(cost.sum()), 6)}

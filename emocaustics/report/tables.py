@@ -101,7 +101,7 @@ def summarise(scores: pl.DataFrame, wall: dict[str, float] | None = None, run_di
             pl.col("cache_hits").sum(),
             (pl.col("prompt_tokens").sum() + pl.col("generated_tokens").sum()).alias("tokens"),
             pl.col("generated_tokens").sum(),
-            # dollars (jobs/results.py): unknown (null, never 0) when any sample's are
+            # dollars (jobs/epochs.py): unknown (null, never 0) when any sample's are
             *([pl.when(pl.col("cost_usd").null_count() == 0).then(pl.col("cost_usd").sum()).alias("cost_usd")]
               if "cost_usd" in scores.columns else []),
         )

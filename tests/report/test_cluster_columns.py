@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 from emocaustics.core.task import Loaded, Sample
-from emocaustics.jobs.results import clusters
+from emocaustics.jobs.epochs import clusters
 from emocaustics.report.compare import compare_runs, describe
 from emocaustics.report.tables import SCORE_COLUMNS, config_statistics, write_tables
 

@@ -17,8 +17,7 @@ import pytest
 
 from emocaustics.core.predictions import pair
 from emocaustics.core.records import Failure, Sample, Scored, rows_frame
-from emocaustics.jobs.epochs import score_epochs
-from emocaustics.jobs.results import score_line, score_table
+from emocaustics.jobs.epochs import score_epochs, score_line, score_table
 from emocaustics.report.tables import write_tables
 from emocaustics.scoring.headline import headline
 

@@ -1,7 +1,7 @@
 """The judges compared once per run (issue 56 item 4, issue 54 point 4): the tables phase writes
 tables/judge_pairs.parquet (`judge_pairs` of each family of judges, with alpha across them) and report.html reads it,
 never computing the pairs again. No Ray, no engine: a grid of calibration judges' per-sample rows, built as the job
-builds them (`jobs.results.score_table`)."""
+builds them (`jobs.epochs.score_table`)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 
 from emocaustics.core.task import get_task
-from emocaustics.jobs.results import score_table
+from emocaustics.jobs.epochs import score_table
 from emocaustics.report.html import write_report
 from emocaustics.report.tables import write_tables
 from emocaustics.tasks.dialoguejudge import across
