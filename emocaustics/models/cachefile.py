@@ -28,16 +28,23 @@ def connect(target: str, uri: bool) -> sqlite3.Connection:
     return sqlite3.connect(target, timeout=60.0, check_same_thread=False, isolation_level=None, uri=uri)
 
 
-def open_file(path: Path, schema: str = SCHEMA) -> sqlite3.Connection:
-    """A connection to the cache file (or to another store's file, of another `schema`: models/embedstore.py), which is
-    made (and the response cache's migrated: `_add_lru_columns`) when needed."""
+def open_store(path: Path, schema: str, *first: str) -> sqlite3.Connection:
+    """A connection to a store's file of `schema` (the response cache's, the embeddings': models/embedstore.py), made
+    when needed: the pragmas `first` (before the table exists), the journal mode, then the table."""
     db = connect(str(path), False)
-    if schema == SCHEMA:  # before the table exists: evicted pages can be given back
-        db.execute("PRAGMA auto_vacuum=INCREMENTAL")
+    for pragma in first:
+        db.execute(pragma)
     db.execute(f"PRAGMA journal_mode={journal_mode(path)}")
     db.execute("PRAGMA synchronous=NORMAL")
     db.execute(schema)
-    if schema == SCHEMA and not {"used", "size"} <= {row[1] for row in db.execute("PRAGMA table_info(responses)")}:
+    return db
+
+
+def open_file(path: Path) -> sqlite3.Connection:
+    """A connection to the cache file, which is made (evicted pages can be given back) and migrated
+    (`_add_lru_columns`) when needed."""
+    db = open_store(path, SCHEMA, "PRAGMA auto_vacuum=INCREMENTAL")
+    if not {"used", "size"} <= {row[1] for row in db.execute("PRAGMA table_info(responses)")}:
         _add_lru_columns(db, path)
     return db
 

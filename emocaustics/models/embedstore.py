@@ -5,8 +5,8 @@ loaded CPU machine, then nothing the next time).
 The key is a hash of the embedder's `identity` (a local model's name and its weights' fingerprint, an endpoint's model
 and URL: models/embedders.py) and the text, so other weights or another text are embedded afresh. The store is
 `embeddings.sqlite` beside the run's response cache and used as the run uses that (`CacheChoice.embeddings()`: the
-shared folder or the job's own; read-only keeps nothing new; `--no-cache` has no store at all), opened the
-way the response cache's file is (`models/cachefile.py`: WAL, or the rollback journal on a network filesystem, a busy
+shared folder or the job's own; read-only keeps nothing new; `--no-cache` has no store at all), opened the way the
+response cache's file is (`models/cachefile.open_store`: WAL, or the rollback journal on a network filesystem, a busy
 timeout), so that two runs at once read and write it: each write is one `BEGIN IMMEDIATE` transaction, and the first
 vector stored for a key stays. A damaged file is one line naming it (`UsageError`), never read past.
 """
@@ -23,7 +23,7 @@ import numpy as np
 from emocaustics.core.errors import UsageError
 from emocaustics.core.progress import Progress
 from emocaustics.core.writes import failed
-from emocaustics.models.cachefile import CORRUPT, connect, open_file, retried
+from emocaustics.models.cachefile import CORRUPT, connect, open_store, retried
 from emocaustics.models.embedders import normalise_rows
 
 SCHEMA = "CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, vec BLOB NOT NULL)"
@@ -52,7 +52,7 @@ class EmbeddingStore:
                 self._db.execute(SCHEMA)
                 return
             path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = retried(lambda: open_file(path, SCHEMA))
+            self._db = retried(lambda: open_store(path, SCHEMA))
         except (OSError, sqlite3.Error) as exc:
             raise self._error(exc) from None
 

@@ -17,7 +17,7 @@ from emocaustics.core.errors import UsageError
 from emocaustics.models import cachefile
 from emocaustics.models.base import ChatRequest, Completion, ModelBase, Sampling
 from emocaustics.models.cache import CachedLLM, request_key
-from emocaustics.models.cachefile import check_file, damaged, journal_mode, open_file, retried
+from emocaustics.models.cachefile import check_file, damaged, journal_mode, open_file, open_store, retried
 from emocaustics.models.cacheplace import CacheChoice, CacheValueError, as_choice, cache_value, choose, max_bytes, \
     shared_folder
 from emocaustics.models.cachestore import ResponseCache
@@ -242,7 +242,7 @@ def test_a_new_file_is_made_with_its_settings(tmp_path):
     assert [r[1] for r in db.execute("PRAGMA table_info(responses)")] == ["key", "model", "value", "created", "used",
                                                                           "size"]
     db.close()
-    other = open_file(tmp_path / "o.sqlite", "CREATE TABLE IF NOT EXISTS t (a)")
+    other = open_store(tmp_path / "o.sqlite", "CREATE TABLE IF NOT EXISTS t (a)")
     assert other.execute("PRAGMA auto_vacuum").fetchone()[0] == 0
     other.close()
 
