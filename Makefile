@@ -66,7 +66,7 @@ AREA_narrative_match   := emocaustics.tasks.narrative.alignment.* emocaustics.ta
 AREA_narrative_scores  := emocaustics.tasks.narrative.relationships.* emocaustics.tasks.narrative.sentiment.* \
                           emocaustics.tasks.narrative.composite.* emocaustics.tasks.narrative.aggregate.*
 AREA_human             := emocaustics.tasks.human.*
-AREA_cost              := emocaustics.jobs.cost.* emocaustics.models.budget.* emocaustics.models.prices.* \
+AREA_cost              := emocaustics.jobs.preflight.x_check_budget* emocaustics.models.budget.* emocaustics.models.prices.* \
                           emocaustics.models.usage.*
 AREA_breaker           := emocaustics.models.breaker.* emocaustics.models.comeback.*
 AREA_ratelimit         := emocaustics.models.ratelimit.* emocaustics.models.gate.*

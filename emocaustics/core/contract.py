@@ -235,7 +235,7 @@ class Task:
 
     def check_ground_truth(self, loaded: Loaded, options: Options) -> None:
         """Raise a `UsageError` naming the path and what is missing when the selected samples hold no ground truth
-        (`core/groundtruth.py`); samples of which only some lack it are the scorer's rows to report. Default: none."""
+        (`jobs.preflight.require_ground_truth`); samples of which only some lack it are the scorer's rows to report. Default: none."""
 
     def fingerprint(self, sample: Sample) -> str:
         """A short content hash of what the solver sees of a sample: recorded with the predictions, so that scoring

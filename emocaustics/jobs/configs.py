@@ -33,7 +33,7 @@ class Config:
     pred_dir: Path
     dataset: Any  # the task's validated `Dataset`
     select: SelectSpec | None  # applied to the loaded samples by `preflight.load_all`
-    price: Price | None  # None: unknown (jobs/cost.py)
+    price: Price | None  # None: unknown (`preflight.check_budget`)
     batch: bool  # independent calls through a batch API
     epochs: int  # each sample solved this many times, then reduced by `reducer` (jobs/epochs.py)
     reducer: str

@@ -8,7 +8,7 @@ Both run before Ray starts and before the run folder is touched:
   folder; the command then exits 2), then expanded configs, samples per config, forecast LLM calls and prompt tokens
   (each config's own prompts, built by its solver path with the model and embedder stood in: solve/forecast.py,
   counted with the model's tokenizer where it is local), generated tokens (at most: the requests' own max_tokens),
-  dollars at the model's price (jobs/cost.py; "unknown" without one), models with their placement, where outputs
+  dollars at the model's price (`check_budget`; "unknown" without one), models with their placement, where outputs
   and cache go. A config that cannot run is not forecast: its row names its problem.
 - `checked` checks, in this order, the datasets, the budget, the embedder, every model (an endpoint gets one cheap request, a
   path must exist, a hub name must be cached or reachable) and stops at the first problem with one line that names it.
@@ -21,13 +21,12 @@ from pathlib import Path
 from typing import Any
 
 from emocaustics.core.errors import PreflightError, UsageError
-from emocaustics.core.groundtruth import require_ground_truth
-from emocaustics.core.task import Loaded, needs_model
+from emocaustics.core.task import Loaded, Options, Task, needs_model
 from emocaustics.jobs.configs import Resolved
 from emocaustics.jobs.spec import ModelSpec
 from emocaustics.models.cacheplace import CacheChoice
-from emocaustics.models.prices import Price
-from emocaustics.models.registry import probed, provider
+from emocaustics.models.prices import Price, table as price_table
+from emocaustics.models.registry import endpoint_name, probed, reach
 from emocaustics.models.spec import LLMSpec
 
 
@@ -54,6 +53,17 @@ def load_all(configs: list[Any]) -> dict[str, Loaded | UsageError]:
     return out
 
 
+def require_ground_truth(task: Task, loaded: Loaded, options: Options) -> Loaded:
+    """`loaded`, once the task (when it checks: `Data.check_ground_truth`) has found ground truth in it. A run whose
+    ground truth is missing or empty (an empty `emo/` folder, a split without its gold answers, a gold file whose
+    conversations have no pair) would solve every sample and then report "score None" with no failure; checked on the
+    selected samples as `load_all` loads them, so the real run and `--dry-run` both stop before anything runs, with
+    one line naming the path and what is missing."""
+    if loaded.samples:  # no sample at all is the pre-flight's own problem
+        task.data.check_ground_truth(loaded, options)
+    return loaded
+
+
 def placement(model: ModelSpec) -> str:
     if probed(model.spec):  # as before: a litellm model (no pre-flight GET) shows as replicas
         stall = f"{model.stall_seconds:g} s" if model.stall_seconds else "two client timeouts (>= 30 s)"
@@ -63,25 +73,6 @@ def placement(model: ModelSpec) -> str:
     gpus = f"{model.gpus_per_replica:g} GPU(s) each" if model.gpus_per_replica else "no GPU (CPU engine)"
     tp = f", tensor parallel {int(model.gpus_per_replica)}" if model.gpus_per_replica > 1 else ""
     return f"{model.replicas} replica(s), {gpus}{tp}, placement {model.placement}"
-
-
-def model_source(parsed: LLMSpec, *, network: bool) -> str:
-    """Where a model's weights come from; raises UsageError when they cannot be had (network: may ask the hub)."""
-    from emocaustics.models import hub
-
-    if parsed.kind == "smoke":
-        return "built locally (tiny random model)"
-    if parsed.kind == "vllm":
-        name = parsed.model
-        if Path(name).expanduser().exists():
-            return f"local path {name}"
-        if hub.looks_like_hub_name(name):
-            if network:
-                return hub.check(name, "model")
-            found = hub.cached_path(name)
-            return f"local cache: {found}" if found else "hub name, not in the local cache (checked at start)"
-        raise UsageError(f"model {parsed.canonical()!r}: {name} is neither a local path nor a hub name (ORG/NAME)")
-    return "endpoint"
 
 
 @dataclass(frozen=True)
@@ -110,10 +101,7 @@ def _model_problems(resolved: Resolved, *, network: bool = False) -> dict[str, s
         try:
             if isinstance(llm, UsageError):  # a spec that does not parse
                 raise llm
-            if network and probed(llm):
-                check_endpoint(llm)
-            else:
-                model_source(llm, network=network)
+            reach(llm, network=network)
         except UsageError as exc:  # a PreflightError too
             found[name] = f"{where}: {exc}"
             if network:  # the pre-flight stops at the first: no further endpoint is asked
@@ -121,13 +109,29 @@ def _model_problems(resolved: Resolved, *, network: bool = False) -> dict[str, s
     return found
 
 
+def check_budget(resolved: Resolved) -> dict[str, Price]:
+    """The price of every remote endpoint the configs or the judge call (priced where the job was resolved:
+    `jobs/configs.py`), by its endpoint name (a spec that does not parse is left to the pre-flight, which names it).
+    `max_cost_usd` needs a price for each: a usage error names the first without one. The run's ledger, made in the
+    start phase (models/budget.py, which raises the typed stop), spends against these prices."""
+    out = {}
+    for where, _, llm, price in resolved.called:
+        if not isinstance(llm, LLMSpec) or not llm.remote:
+            continue
+        if price is not None:
+            out[endpoint_name(llm)] = price
+        elif resolved.job.max_cost_usd is not None:
+            raise UsageError(f"{where}: max_cost_usd is set but {llm.identity} has no known price (the shipped "
+                             f"table of {price_table()['as_of']} does not list it): give its `price: "
+                             "{input: USD, output: USD}` per 1M tokens")  # not an f-string: one brace each
+    return out
+
+
 def describe(resolved: Resolved, loaded: dict[str, Loaded | UsageError], run_dir: Path, cache_dir: CacheChoice | None,
              *, resume: bool = False, retry_limits: bool = False) -> DryRun:
     """The dry run: its problems first, numbered (a config that cannot run is not forecast: its row names its
     problem), then the plan; with `resume`, of the samples the resume would solve (the done ones are skipped)."""
     from emocaustics.jobs import rundir
-    from emocaustics.jobs.cost import check_budget
-    from emocaustics.models.prices import table as price_table
 
     job, configs = resolved.job, resolved.configs
     problems: dict[str, list[str]] = {}  # message -> the labels of the configs it stops (none: the job's)
@@ -153,7 +157,7 @@ def describe(resolved: Resolved, loaded: dict[str, Loaded | UsageError], run_dir
     lines.append("models:" if llms else "models: none (calibration rows only)")
     for name in sorted(llms):
         m = job.models[name]
-        source = f"see {problem(bad_models[name])}" if name in bad_models else model_source(llms[name], network=False)
+        source = f"see {problem(bad_models[name])}" if name in bad_models else reach(llms[name], network=False)
         lines.append(f"  {name}: {m.spec} -- {placement(m)}; weights: {source}")
     if job.scoring.judge in bad_models:
         problem(bad_models[job.scoring.judge])
@@ -264,49 +268,11 @@ def _forecast(cfg: Any, got: Loaded, counters: dict[str, Any], left: list[list] 
     return figures
 
 
-def check_endpoint(parsed: LLMSpec, timeout: float = 10.0) -> None:
-    """One cheap request (GET <base>/models) to a remote endpoint; a connection failure, a timeout or a refused key
-    is a PreflightError naming the endpoint. Any other answer (even 404: not every server lists models) is a live
-    endpoint. The standard library asks: httpx, imported for this one request only, cost 0.1 s before the first call
-    of every endpoint run (the model clients speak aiohttp, models/http.py)."""
-    import urllib.request
-    from http.client import HTTPException
-    from urllib.error import HTTPError
-
-    from emocaustics.models.http import url_auth
-    from emocaustics.models.spec import endpoint_name
-
-    name = endpoint_name(parsed)
-    prov = provider(parsed.kind)  # one that `probed` names
-    base = (parsed.base_url or prov.home).rstrip("/")
-    url = base + (prov.models_path.removeprefix("/v1") if base.endswith("/v1") else prov.models_path)
-    key = prov.key()
-    headers = prov.auth(key) if key and prov.auth else {}
-    headers.update(url_auth(parsed.base_url))  # credentials written in the spec's URL (models/http.py)
-    key = key or headers.get("Authorization", "")
-    # The providers' own APIs never answer without a key (a local server may): say which variable, before asking.
-    if not key and prov.home and url.startswith(prov.home + "/"):
-        raise PreflightError(f"endpoint {name}: no API key: set {prov.key_variables[0]}")
-    try:
-        urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=timeout).close()
-        return
-    except HTTPError as exc:  # an answer all the same
-        status = exc.code
-    except (OSError, HTTPException) as exc:  # a URLError (an OSError) wraps what the connection met
-        why = exc.reason if isinstance(getattr(exc, "reason", None), BaseException) else exc
-        raise PreflightError(f"endpoint {name}: " + (f"no answer within {timeout:g} s" if isinstance(why, TimeoutError)
-                                                     else f"cannot connect ({type(why).__name__})")) from None
-    if status in (401, 403):
-        raise PreflightError(f"endpoint {name}: the key was refused (HTTP {status}); set "
-                             + " or ".join(prov.key_variables))
-
-
 def checked(resolved: Resolved, *, network: bool = True) -> tuple[dict[str, Loaded], dict[str, Price]]:
     """The pre-flight phase of a run: every config's samples (`load_all`) and the price of every endpoint the job
-    calls (`cost.check_budget`: the start phase's ledger spends against them). Stops with one line on the first
+    calls (`check_budget`: the start phase's ledger spends against them). Stops with one line on the first
     problem: datasets, the budget, the embedder, then every model the configs or the judge use; without `network`
     (tests) only the datasets', the budget's and the model specs' own errors stop it."""
-    from emocaustics.jobs.cost import check_budget
     from emocaustics.models.embedders import check_embedder
 
     loaded = load_all(resolved.configs)

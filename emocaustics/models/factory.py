@@ -17,8 +17,8 @@ from typing import Any
 
 from emocaustics.models.base import LLM, as_model
 from emocaustics.models.cacheplace import CacheChoice, as_choice
-from emocaustics.models.registry import Provider, provider
-from emocaustics.models.spec import OLLAMA_DEFAULT_HOST, LLMSpec, endpoint_name
+from emocaustics.models.registry import Provider, endpoint_name, provider
+from emocaustics.models.spec import OLLAMA_DEFAULT_HOST, LLMSpec
 
 
 def make_llm(parsed: LLMSpec, *, cache_dir: CacheChoice | Path | str | None = None) -> LLM:

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from emocaustics.core.errors import UsageError
+from emocaustics.core.errors import PreflightError, UsageError
 from emocaustics.core.redact import KEY_VARIABLES
 
 ENTRY_POINT_GROUP = "emocaustics.providers"
@@ -111,6 +111,80 @@ def probed(spec: Any) -> Provider | None:
     """The spec's provider when a pre-flight reaches its endpoint (it has a `models_path`), else None."""
     found = find(kind_of(spec))
     return found if found is not None and found.models_path else None
+
+
+def endpoint_name(spec: Any) -> str:
+    """How messages name a remote endpoint: kind, model and URL (its provider's own API when the spec names none;
+    never a key: keys come from the environment)."""
+    return f"{spec.kind}:{spec.model}@{spec.base_url or provider(spec.kind).home or None}"
+
+
+
+def reach(spec: Any, *, network: bool) -> str:
+    """How the job has the model of `spec` (an `LLMSpec`), checked before anything starts: with `network`, an endpoint
+    its provider probes (`probed`) answers one cheap request (`check_endpoint`); else where its weights come from
+    (`model_source`). A UsageError (a PreflightError for an endpoint) names why it cannot be had."""
+    if network and probed(spec):
+        check_endpoint(spec)
+        return "endpoint"
+    return model_source(spec, network=network)
+
+
+def model_source(parsed: Any, *, network: bool) -> str:
+    """Where a model's weights come from; raises UsageError when they cannot be had (network: may ask the hub)."""
+    from pathlib import Path
+
+    from emocaustics.models import hub
+
+    if parsed.kind == "smoke":
+        return "built locally (tiny random model)"
+    if parsed.kind == "vllm":
+        name = parsed.model
+        if Path(name).expanduser().exists():
+            return f"local path {name}"
+        if hub.looks_like_hub_name(name):
+            if network:
+                return hub.check(name, "model")
+            found = hub.cached_path(name)
+            return f"local cache: {found}" if found else "hub name, not in the local cache (checked at start)"
+        raise UsageError(f"model {parsed.canonical()!r}: {name} is neither a local path nor a hub name (ORG/NAME)")
+    return "endpoint"
+
+
+def check_endpoint(parsed: Any, timeout: float = 10.0) -> None:
+    """One cheap request (GET <base>/models) to a remote endpoint; a connection failure, a timeout or a refused key
+    is a PreflightError naming the endpoint. Any other answer (even 404: not every server lists models) is a live
+    endpoint. The standard library asks: httpx, imported for this one request only, cost 0.1 s before the first call
+    of every endpoint run (the model clients speak aiohttp, models/http.py)."""
+    import urllib.request
+    from http.client import HTTPException
+    from urllib.error import HTTPError
+
+    from emocaustics.models.http import url_auth
+
+    name = endpoint_name(parsed)
+    prov = provider(parsed.kind)  # one that `probed` names
+    base = (parsed.base_url or prov.home).rstrip("/")
+    url = base + (prov.models_path.removeprefix("/v1") if base.endswith("/v1") else prov.models_path)
+    key = prov.key()
+    headers = prov.auth(key) if key and prov.auth else {}
+    headers.update(url_auth(parsed.base_url))  # credentials written in the spec's URL (models/http.py)
+    key = key or headers.get("Authorization", "")
+    # The providers' own APIs never answer without a key (a local server may): say which variable, before asking.
+    if not key and prov.home and url.startswith(prov.home + "/"):
+        raise PreflightError(f"endpoint {name}: no API key: set {prov.key_variables[0]}")
+    try:
+        urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=timeout).close()
+        return
+    except HTTPError as exc:  # an answer all the same
+        status = exc.code
+    except (OSError, HTTPException) as exc:  # a URLError (an OSError) wraps what the connection met
+        why = exc.reason if isinstance(getattr(exc, "reason", None), BaseException) else exc
+        raise PreflightError(f"endpoint {name}: " + (f"no answer within {timeout:g} s" if isinstance(why, TimeoutError)
+                                                     else f"cannot connect ({type(why).__name__})")) from None
+    if status in (401, 403):
+        raise PreflightError(f"endpoint {name}: the key was refused (HTTP {status}); set "
+                             + " or ".join(prov.key_variables))
 
 
 def _discover() -> None:

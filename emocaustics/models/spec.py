@@ -268,9 +268,3 @@ def fingerprint(weights: Path) -> str:
             data.seek(max(SAMPLED, stat.st_size - SAMPLED))
             digest.update(data.read())
     return digest.hexdigest()[:16]
-
-
-def endpoint_name(spec: LLMSpec) -> str:
-    """How messages name a remote endpoint: kind, model and URL (its provider's own API when the spec names none;
-    never a key: keys come from the environment)."""
-    return f"{spec.kind}:{spec.model}@{spec.base_url or provider(spec.kind).home or None}"

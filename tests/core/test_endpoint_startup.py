@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from emocaustics.core.errors import PreflightError
-from emocaustics.jobs.preflight import check_endpoint
+from emocaustics.models.registry import check_endpoint
 from emocaustics.models.spec import parse_llm_spec
 
 TESTS = Path(__file__).resolve().parents[1]

@@ -1,4 +1,4 @@
-"""A selection with no ground truth to score against is refused before anything runs (core.groundtruth, issue 41
+"""A selection with no ground truth to score against is refused before anything runs (jobs.preflight.require_ground_truth, issue 41
 point 4); the command-line cases (the dry run and the run, every task) are in tests/badinput/*/eval-*."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from emocaustics.core.errors import UsageError
-from emocaustics.core.groundtruth import require_ground_truth
+from emocaustics.jobs.preflight import require_ground_truth
 from emocaustics.core.task import Loaded, Task, get_task, parse_options
 
 BASE = Path(__file__).resolve().parents[1] / "badinput"

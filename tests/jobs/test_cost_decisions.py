@@ -240,7 +240,7 @@ def _job(tmp_path, models: list[str], *, budget_usd: float | None = 3, judge: st
 
 def _start_ledger(job, resolved):
     """The run's ledger as the phases make it: the pre-flight's prices (`cost.check_budget`), then the start's."""
-    from emocaustics.jobs import cost
+    from emocaustics.jobs import preflight as cost
 
     budget.activate(job.max_cost_usd, cost.check_budget(resolved))
 
@@ -259,7 +259,7 @@ def test_the_ledger_prices_each_remote_endpoint_by_its_endpoint_name(tmp_path):
 
 def test_a_limit_with_an_unpriced_endpoint_is_a_usage_error_naming_it(tmp_path):
     from emocaustics.core.errors import UsageError
-    from emocaustics.jobs import cost
+    from emocaustics.jobs import preflight as cost
 
     budget._active = None  # no ledger: an earlier test's run may have left its ledger active
     job, resolved = _job(tmp_path, ["remote", "bare"])
@@ -277,7 +277,7 @@ def test_a_limit_with_an_unpriced_endpoint_is_a_usage_error_naming_it(tmp_path):
 
 
 def test_no_limit_needs_no_price_and_the_ledger_then_has_no_limit(tmp_path):
-    from emocaustics.jobs import cost
+    from emocaustics.jobs import preflight as cost
 
     job, resolved = _job(tmp_path, ["remote", "bare"], budget_usd=None)
     cost.check_budget(resolved)

@@ -12,7 +12,8 @@ import pytest
 
 from emocaustics.core.errors import PreflightError
 from emocaustics.jobs.modelentry import ModelSpec
-from emocaustics.jobs.preflight import check_endpoint, placement
+from emocaustics.jobs.preflight import placement
+from emocaustics.models.registry import check_endpoint
 from emocaustics.models import anthropic_chat, openai_chat, registry
 from emocaustics.models.spec import parse_llm_spec
 

@@ -44,7 +44,7 @@ def _job(**extra) -> JobSpec:
 
 
 def test_the_start_spends_against_the_preflights_prices_and_prices_nothing_again(tmp_path, monkeypatch):
-    from emocaustics.jobs import cost, rundir, startup
+    from emocaustics.jobs import preflight as cost, rundir, startup
     from emocaustics.jobs.configs import resolve
     from emocaustics.jobs.preflight import checked
     from emocaustics.models import embedders, prices as price_table

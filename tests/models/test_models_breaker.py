@@ -150,7 +150,7 @@ def test_the_breaker_hears_the_client_under_the_budget_layer(kind):
     from emocaustics.models import budget
     from emocaustics.models.budget import BudgetLLM
     from emocaustics.models.prices import Price
-    from emocaustics.models.spec import endpoint_name
+    from emocaustics.models.registry import endpoint_name
 
     spec = parse_llm_spec(f"{kind}:m@http://127.0.0.1:9/v1")
     budget.activate(1.0, {endpoint_name(spec): Price(input=1.0, output=1.0)})

@@ -81,7 +81,7 @@ def test_run_kind_knows_the_smoke_model_by_its_spec(tmp_path):
 
 
 def test_model_source_knows_the_smoke_model_by_its_spec():
-    from emocaustics.jobs.preflight import model_source
+    from emocaustics.models.registry import model_source
 
     assert model_source(parse_llm_spec("smoke?replicas=2"), network=False) == "built locally (tiny random model)"
     assert model_source(parse_llm_spec(ENDPOINT), network=False) == "endpoint"

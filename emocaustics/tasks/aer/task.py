@@ -19,7 +19,7 @@ from emocaustics.core.task import (DatasetOptions, Failure, Loaded, Methods, Opt
                                    Scored, SolveFailed, Task, rows_frame)
 from emocaustics.tasks.aer import predictors, prompts, scoring
 from emocaustics.tasks.aer.context import cut_summary
-from emocaustics.tasks.aer.data import load_split, shots_split, to_sample
+from emocaustics.tasks.aer.data import load_split, pick_shots, shots_split, to_sample
 from emocaustics.tasks.aer.fetch import SOURCE
 from emocaustics.tasks.parts import lazy
 
@@ -115,12 +115,16 @@ class AerTask(Task):
             if shots.split == dataset.split:
                 raise UsageError(f"few-shot examples must come from another split than {dataset.split!r}")
             shots.check(require_documents=False)
+            drawn = {t: pick_shots(shots, t, options.shots, options.seed, dataset.split)  # a draw per topic
+                     for t in dict.fromkeys(s.input["topic_id"] for s in samples)}
+            for s in samples:
+                s.meta["shots"] = drawn[s.input["topic_id"]]
         return Loaded(samples, defects, {
             "dataset": "aer", "split": dataset.split, "root": str(data.root), "questions": len(samples),
             "topics": len({s.input["topic_id"] for s in samples}), "files": data.files, "cluster": "topic",
             "prompts_version": prompts.PROMPTS_VERSION})
 
-    def check_ground_truth(self, loaded: Loaded, options: AerOptions) -> None:  # core.groundtruth
+    def check_ground_truth(self, loaded: Loaded, options: AerOptions) -> None:  # jobs.preflight.require_ground_truth
         """No gold answer for any selected question is an error, but for a model's run on the test split without
         reference.jsonl: its product is the Codabench submission (each question's row says unscored)."""
         split = loaded.info.get("split")

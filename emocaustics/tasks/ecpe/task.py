@@ -117,7 +117,7 @@ class EcpeTask(Task):
     def load(self, dataset: EcpeDataset, options: EcpeOptions) -> Loaded:
         return data.load(data.locate(dataset.data), options.subtasks, dataset.ids, dataset.max_samples)
 
-    def check_ground_truth(self, loaded: Loaded, options: EcpeOptions) -> None:  # core.groundtruth
+    def check_ground_truth(self, loaded: Loaded, options: EcpeOptions) -> None:  # jobs.preflight.require_ground_truth
         """Gold files whose selected conversations hold no emotion-cause pair: every figure would be 0 or nan."""
         if any(s.target and s.target.get(f"subtask{st}") for s in loaded.samples for st in options.subtasks):
             return
