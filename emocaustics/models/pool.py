@@ -85,7 +85,8 @@ class ModelPool(ModelBase):
         self._actor_cls = actor_cls
         self._actor_options = dict(actor_options or {})
         self.detached = detached  # replicas outlive this process (a model service: models/services.py)
-        self.attached = replica_actors.service_running(self)
+        self.keeper = replica_actors.service_keeper(self)  # a model service's, found once (models/services.py)
+        self.attached = self.keeper is not None
         if self.attached:  # the same spec and engine options name the same replicas: route to them, start none
             self._actors = [ray.get_actor(f"{self.actor_prefix}-{i}", namespace=replica_actors.NAMESPACE)
                             for i in range(replicas)]
@@ -226,12 +227,15 @@ class ModelPool(ModelBase):
         return list(await asyncio.gather(*(one(item) for item in items)))
 
     # -- lifecycle and numbers -------------------------------------------------------------------------------
-    async def start(self, report: Callable[[str], None] | None = None,
-                    every: float = START_REPORT_EVERY) -> float:
-        """Start every replica's engine (in parallel); returns the wall seconds it took.
+    async def start(self, report: Callable[[str], None] | None = None, every: float = START_REPORT_EVERY,
+                    starting: Callable[[], None] | None = None) -> float:
+        """Start every replica's engine (in parallel); returns the wall seconds it took. `starting()` is called first
+        when the engines start here (never when attached to a service's: jobs/startup.py waits on it).
 
         An engine takes from half a minute (a tiny model on CPU) to many minutes (a large one): while any is starting,
         `report` gets a line every `every` seconds saying how many are ready and what is awaited."""
+        if starting is not None and not self.attached:
+            starting()
         t0 = time.perf_counter()
         pending = {asyncio.ensure_future(self._start_one(a)) for a in self._actors}
         n = len(pending)

@@ -78,15 +78,13 @@ def named_actor(name: str) -> Any | None:
         return None
 
 
-def service_running(pool: Any) -> bool:
-    """Whether a model service holds `pool`'s replicas; attaching counts as a request for its idle clock."""
+def service_keeper(pool: Any) -> Any | None:
+    """The keeper of the model service that holds `pool`'s replicas (None: no service does); attaching counts as a
+    request for its idle clock."""
     import ray
 
     keeper = named_actor(SERVICE_PREFIX + pool.actor_prefix)
-    if keeper is None:
-        return False
-    state = ray.get(keeper.touch.remote())
-    if state == "stopping":
+    if keeper is not None and ray.get(keeper.touch.remote()) == "stopping":
         raise RuntimeError(f"model service {pool.name} ({pool.actor_prefix}) is stopping; run again once it is "
                            "gone (`emocaustics models` lists the services)")
-    return True
+    return keeper

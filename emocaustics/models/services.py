@@ -154,18 +154,15 @@ def serve_pool(pool: ModelPool, label: str, idle_timeout: float | None, report: 
     """`serve_model` for a pool made with `detached=True` (or attached to a running service)."""
     import ray
 
-    spec = pool.name
-    keeper = named_actor(SERVICE_PREFIX + pool.actor_prefix)
-    if pool.attached and keeper is not None:
-        report(f"model {label}: service {pool.actor_prefix} already running ({spec}); attached")
+    keeper = pool.keeper  # the running service's, found when the pool was made (models/replicas.py)
+    if pool.attached:
+        report(f"model {label}: service {pool.actor_prefix} already running ({pool.name}); attached")
     else:
         keeper = ray.remote(ServiceKeeper).options(
             name=SERVICE_PREFIX + pool.actor_prefix, namespace=NAMESPACE, lifetime="detached", get_if_exists=True,
             num_cpus=0, max_concurrency=1000).remote(label, pool.name, pool.actor_prefix, len(pool.actors),
                                                      idle_timeout)
-    if not pool.attached and starting is not None:
-        starting()
-    asyncio.run(pool.start(report=report))
+    asyncio.run(pool.start(report=report, starting=starting))
     ray.get([keeper.ready.remote(), keeper.begin.remote()])
     return ray.get(keeper.info.remote())
 
@@ -178,16 +175,17 @@ def start_job_model(spec: Any, label: str, keep_alive: Any, report: Callable[[st
     from emocaustics.models.factory import join_ray
 
     join_ray()  # in this (main) thread: the job's settings (core.cluster.configure)
-    if keep_alive not in (None, False):
-        serve_model(spec, label, idle_seconds(keep_alive), report, starting)
-        return get_pool(spec, detached=True)
+    if keep_alive not in (None, False):  # `serve_model` for the job, keeping the pool it serves (one lookup)
+        idle_timeout = idle_seconds(keep_alive)
+        require_lasting_cluster()
+        pool: ModelPool = get_pool(spec, detached=True)
+        serve_pool(pool, label, idle_timeout, report, starting)
+        return pool
     pool = get_pool(spec)
     if pool.attached:
         report(f"model {label}: attached to the running model service {pool.actor_prefix} (it stays up after "
                "this job)")
-    elif starting is not None:
-        starting()
-    asyncio.run(pool.start(report=report))
+    asyncio.run(pool.start(report=report, starting=starting))
     return pool
 
 
