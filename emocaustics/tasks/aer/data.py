@@ -19,7 +19,9 @@ Validation, nothing dropped:
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
+import random
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -295,6 +297,17 @@ def shots_split(split: str, shots_from: str | None) -> str:
     return shots_from or ("sample" if split == "dev" else "dev")
 
 
+def pick_shots(pool: SplitData, topic_id: int, k: int, seed: int, split: str) -> list[dict[str, Any]]:
+    """k solved examples of `pool` (another split than `split`: `AerTask.load` checks it) outside topic `topic_id`,
+    by a draw seeded with (seed, split, topic); none when `pool` has no solved question outside it (`prepare_samples`
+    says so)."""
+    cands = [q for q in pool.questions if q.gold and q.topic_id != topic_id]
+    rng = random.Random(hashlib.sha256(f"{seed}:{split}:{topic_id}".encode()).digest())
+    chosen = sorted(rng.sample(range(len(cands)), min(k, len(cands))))
+    return [{"id": cands[i].id, "topic_id": cands[i].topic_id, "target_event": cands[i].target_event,
+             "options": cands[i].options, "answer": list(cands[i].gold or ())} for i in chosen]
+
+
 def to_sample(q: Question, data: SplitData) -> Sample:
     topic = data.topics.get(q.topic_id)
     return Sample(
@@ -302,5 +315,6 @@ def to_sample(q: Question, data: SplitData) -> Sample:
         input={"target_event": q.target_event, "options": dict(q.options), "topic_id": q.topic_id},
         target=list(q.gold) if q.gold is not None else None,
         meta={"split": data.split, "root": str(data.root), "topic": topic.title if topic else None,
-              "cluster": str(q.topic_id)},  # questions of a topic share its documents: not independent
+              "cluster": str(q.topic_id),  # questions of a topic share its documents: not independent
+              "documents": topic},  # the Topic read here, for `prepare_samples` (its prepared meta drops it)
     )
