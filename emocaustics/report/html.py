@@ -16,7 +16,7 @@ import polars as pl
 
 from emocaustics.core.task import get_task
 from emocaustics.report.columns import cluster_note, components_by_task, legend, main_table, option_columns
-from emocaustics.report.tables import DECIMALS, failures, read_job_tables, run_title
+from emocaustics.report.tables import DECIMALS, Tables, failures, run_title
 from emocaustics.scoring.reducers import table_rows
 
 # Component tables are cut into chunks of this many metric columns so that each fits the page.
@@ -149,9 +149,10 @@ def startup_note(run_dir: Path) -> str:
             + ".</p>")
 
 
-def render(run_dir: Path, scores: pl.DataFrame, summary: pl.DataFrame, title: str = "") -> str:
-    """The page of the run's `summary` (`tables.write_tables`'s: its intervals, significance.csv's pairs and the
-    tasks' tables across configs are read, never computed again) and its per-sample `scores`."""
+def render(run_dir: Path, scores: pl.DataFrame, tables: Tables, title: str = "") -> str:
+    """The page of the run's `tables` (`tables.write_tables`'s: the summary's intervals, the pairs and the tasks'
+    tables across configs are read, never computed again) and its per-sample `scores`."""
+    summary = tables.summary
     scores = table_rows(scores)  # the per-epoch rows are in the summary's spread; the rest reads the reduced rows
     parts = [
         f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
@@ -170,15 +171,14 @@ def render(run_dir: Path, scores: pl.DataFrame, summary: pl.DataFrame, title: st
     for task in summary["task"].unique(maintain_order=True).to_list():
         parts.append(f"<div class='chart bars' id='bars-{html.escape(task)}'>{_bar_chart(summary, task)}</div>")
     for task_name in summary["task"].unique(maintain_order=True).to_list():
-        task, tables = get_task(task_name), read_job_tables(run_dir, task_name)  # its `job_tables`, as written
+        task, across = get_task(task_name), tables.across.get(task_name)  # its `job_tables`, as written
         for title_text, section in task.report.report_sections(summary.filter(pl.col("task") == task_name),
                                                                scores.filter(pl.col("task") == task_name),
-                                                               *([tables] if tables else [])):
+                                                               *([across] if across else [])):
             parts.append(f"<h2>{html.escape(title_text)}</h2>")
             parts.append(section)
-    sig_path = run_dir / "significance.csv"
-    if sig_path.exists():
-        parts += significance_sections(pl.read_csv(sig_path))
+    if tables.pairs.height:  # significance.csv's
+        parts += significance_sections(tables.pairs)
     from emocaustics.report.viewlinks import viewer_section
 
     parts += viewer_section(run_dir, failures(scores))  # each config and failure linked into the sample viewer
@@ -195,8 +195,6 @@ def significance_sections(pairs: pl.DataFrame) -> list[str]:
     row, unadjusted, in a table of their own (significance.csv, family `calibration`)."""
     from emocaustics.stats import matrix_from_pairs, plot_significance
 
-    if "family" not in pairs.columns:  # a run folder written before the families: every pair was in Holm's
-        pairs = pairs.with_columns(pl.lit("configs").alias("family"))
     parts = []
     for task in pairs["task"].unique(maintain_order=True).to_list():
         of_task = pairs.filter(pl.col("task") == task)
@@ -222,8 +220,8 @@ def significance_sections(pairs: pl.DataFrame) -> list[str]:
     return parts
 
 
-def write_report(run_dir: Path, scores: pl.DataFrame, summary: pl.DataFrame) -> Path:
-    """report.html of the run's per-sample `scores` and the `summary` that `tables.write_tables` wrote of them."""
+def write_report(run_dir: Path, scores: pl.DataFrame, tables: Tables) -> Path:
+    """report.html of the run's per-sample `scores` and the `tables` that `tables.write_tables` wrote of them."""
     path = run_dir / "report.html"
-    path.write_text(render(run_dir, scores, summary, f"emocaustics report: {run_title(run_dir)}"), encoding="utf-8")
+    path.write_text(render(run_dir, scores, tables, f"emocaustics report: {run_title(run_dir)}"), encoding="utf-8")
     return path

@@ -8,6 +8,7 @@ per config (its size, its window).
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
@@ -203,31 +204,36 @@ def write_extra_tables(folder: Path, tables: dict[str, list[pl.DataFrame]]) -> l
     return written
 
 
-def write_job_tables(folder: Path, scores: pl.DataFrame) -> list[Path]:
+def write_job_tables(folder: Path, scores: pl.DataFrame) -> dict[str, dict[str, pl.DataFrame]]:
     """The tables across each task's configs (`Task.job_tables`, e.g. dialogue-judge's judge pairs) as
-    tables/<name>.parquet with `task` as their first column (a config's tables begin with its `run`)."""
+    tables/<name>.parquet with `task` as their first column (a config's tables begin with its `run`); returns them
+    by task, as its `job_tables` gave them (what the report reads: never computed, nor read, again)."""
     from emocaustics.report.columns import registered
 
-    rows, tables = table_rows(scores), {}
+    rows, tables, by_task = table_rows(scores), {}, {}
     for name in rows["task"].unique(maintain_order=True).to_list():
         made = task.job_tables(rows.filter(pl.col("task") == name)) if (task := registered(name)) else {}
+        by_task[name] = {table_name: table for table_name, table in made.items() if table.height}
         for table_name, table in made.items():
             tables.setdefault(table_name, []).append(table.select(pl.lit(name).alias("task"), pl.all()))
-    return write_extra_tables(folder, tables)
+    write_extra_tables(folder, tables)
+    return by_task
 
 
-def read_job_tables(run_dir: Path, task: str) -> dict[str, pl.DataFrame]:
-    """The tables `write_job_tables` wrote of `task`, as its `job_tables` gave them (read, never computed again)."""
-    paths = [p for p in sorted((run_dir / "tables").glob("*.parquet"))
-             if next(iter(pl.read_parquet_schema(p))) == "task"]  # a config's own tables begin with its `run`
-    found = {p.stem: pl.read_parquet(p).filter(pl.col("task") == task).drop("task") for p in paths}
-    return {name: table for name, table in found.items() if table.height}
+@dataclass(frozen=True)
+class Tables:
+    """What `write_tables` wrote, as the report reads it: the summary (its intervals), the paired tests
+    (significance.csv) and each task's tables across its configs (`write_job_tables`)."""
+
+    summary: pl.DataFrame
+    pairs: pl.DataFrame
+    across: dict[str, dict[str, pl.DataFrame]]
 
 
-def write_tables(run_dir: Path, scores: pl.DataFrame, wall: dict[str, float] | None = None) -> pl.DataFrame:
+def write_tables(run_dir: Path, scores: pl.DataFrame, wall: dict[str, float] | None = None) -> Tables:
     """Write scores.parquet, summary.csv, significance.csv, summary.md and the tasks' tables across their configs;
-    return the summary (the report reads its intervals, significance.csv's pairs and those tables: the statistics are
-    computed once, here)."""
+    return them (`Tables`: the report reads its intervals, pairs and tables from them: the statistics are computed
+    once, here)."""
     check_scores(scores, str(run_dir / "scores.parquet"))
     scores.write_parquet(run_dir / "scores.parquet")
     ci, pairs = config_statistics(scores)
@@ -235,9 +241,9 @@ def write_tables(run_dir: Path, scores: pl.DataFrame, wall: dict[str, float] | N
     summary.write_csv(run_dir / "summary.csv")
     if pairs.height:
         pairs.write_csv(run_dir / "significance.csv")
-    write_job_tables(run_dir / "tables", scores)
+    across = write_job_tables(run_dir / "tables", scores)
     (run_dir / "summary.md").write_text(summary_markdown(summary, pairs, run_title(run_dir)), encoding="utf-8")
-    return summary
+    return Tables(summary, pairs, across)
 
 
 def run_title(run_dir: Path) -> str:

@@ -35,7 +35,7 @@ def scores(seed: int, *, unit: str | None = "topic") -> pl.DataFrame:
 
 
 def test_the_summary_names_the_unit_and_the_number_of_clusters(tmp_path):
-    summary = write_tables(tmp_path, scores(1))
+    summary = write_tables(tmp_path, scores(1)).summary
     assert summary.select("cluster_by", "clusters").rows() == [("topic", TOPICS)] * 2
     text = (tmp_path / "summary.md").read_text()
     line = "Intervals (ci) and paired tests resample clusters, each drawn with all its samples"

@@ -120,7 +120,7 @@ def written(tmp_path_factory):
     run_dir.mkdir()
     (run_dir / "run.json").write_text(json.dumps({"job": "headline-job"}))
     scores, lines = _as_the_runner_does(run_dir)
-    summary = write_tables(run_dir, scores)
+    summary = write_tables(run_dir, scores).summary
     return run_dir, scores, lines, summary
 
 

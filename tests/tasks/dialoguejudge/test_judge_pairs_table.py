@@ -1,11 +1,12 @@
 """The judges compared once per run (issue 56 item 4, issue 54 point 4): the tables phase writes
-tables/judge_pairs.parquet (`judge_pairs` of each family of judges, with alpha across them) and report.html reads it,
-never computing the pairs again. No Ray, no engine: a grid of calibration judges' per-sample rows, built as the job
+tables/judge_pairs.parquet (`judge_pairs` of each family of judges, with alpha across them) and report.html shows the
+table it wrote, never computing the pairs again, nor reading them back. No Ray, no engine: a grid of calibration judges' per-sample rows, built as the job
 builds them (`jobs.epochs.score_table`)."""
 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from types import SimpleNamespace
 
 import polars as pl
@@ -40,9 +41,9 @@ def job_rows(data) -> pl.DataFrame:
 def run(small_round, tmp_path_factory):
     run_dir = tmp_path_factory.mktemp("run")
     scores = job_rows(small_round)
-    summary = write_tables(run_dir, scores)
-    write_report(run_dir, scores, summary)
-    return SimpleNamespace(dir=run_dir, scores=scores, summary=summary)
+    tables = write_tables(run_dir, scores)
+    write_report(run_dir, scores, tables)
+    return SimpleNamespace(dir=run_dir, scores=scores, summary=tables.summary, tables=tables)
 
 
 def test_the_tables_phase_writes_the_pairs_of_judge_pairs(run):
@@ -73,19 +74,18 @@ def test_the_report_shows_the_tables_numbers(run):
 
 
 def test_the_report_reads_the_table_and_computes_no_pairs(run, monkeypatch):
-    """A table changed on disk is what the rebuilt report shows, and the report never calls judge_pairs."""
-    path = run.dir / "tables" / "judge_pairs.parquet"
-    table = pl.read_parquet(path)
-    try:
-        table.with_columns(pl.lit(0.123456).alias("p"), pl.lit(0.654321).alias("alpha")).write_parquet(path)
+    """The report shows the table the tables phase handed it (what it wrote), and never calls judge_pairs."""
+    table = run.tables.across["dialogue-judge"]["judge_pairs"]
+    changed = table.with_columns(pl.lit(0.123456).alias("p"), pl.lit(0.654321).alias("alpha"))
 
-        def computed_again(*args, **kwargs):
-            raise AssertionError("the report computed the judges' pairs again")
+    def computed_again(*args, **kwargs):
+        raise AssertionError("the report computed the judges' pairs again")
 
-        monkeypatch.setattr(across, "judge_pairs", computed_again)
-        monkeypatch.setattr(judge_report, "judge_pairs", computed_again, raising=False)
-        page = write_report(run.dir, run.scores, run.summary).read_text(encoding="utf-8")
-        section = page[page.index("<h3>Judges compared"):]
-        assert "ratings: 0.6543." in section and section.count("<td>0.1235</td>") == table.height
-    finally:
-        table.write_parquet(path)
+    monkeypatch.setattr(across, "judge_pairs", computed_again)
+    monkeypatch.setattr(judge_report, "judge_pairs", computed_again, raising=False)
+    handed = replace(run.tables, across={"dialogue-judge": {"judge_pairs": changed}})
+    page = write_report(run.dir, run.scores, handed).read_text(encoding="utf-8")
+    section = page[page.index("<h3>Judges compared"):]
+    assert "ratings: 0.6543." in section and section.count("<td>0.1235</td>") == table.height
+    write_report(run.dir, run.scores, run.tables)
+
