@@ -186,16 +186,14 @@ class EmbedderActor:
 
 
 def make_embedder(spec: str = DEFAULT_EMBEDDER, *, batch_size: int | None = None) -> Embedder:
+    from emocaustics.models.hub import fetch
+
     parsed = parse_embedder_spec(spec)
     if parsed.kind == "openai":
         return OpenAIEmbedder(parsed.model, parsed.base_url or "", batch_size=batch_size or 64)
-    if parsed.kind == "hub":
-        from emocaustics.models.hub import fetch
-
-        # The hub name stays the embedder's name (reports, caches); the weights load from the local snapshot.
-        return SentenceTransformerEmbedder(str(fetch(parsed.model, "embedder")), name=parsed.model,
-                                           batch_size=batch_size)
-    return SentenceTransformerEmbedder(parsed.model, name=parsed.name, batch_size=batch_size)
+    # A hub name stays the embedder's name (reports, caches); the weights load from the local snapshot.
+    path = str(fetch(parsed.model, "embedder")) if parsed.kind == "hub" else parsed.model
+    return SentenceTransformerEmbedder(path, name=parsed.name, batch_size=batch_size)
 
 
 def check_embedder(spec: str) -> str:

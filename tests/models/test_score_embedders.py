@@ -51,3 +51,14 @@ def test_openai_endpoint_wrong_key_fails_loudly(monkeypatch):
         emb = OpenAIEmbedder("m", srv.base_url, max_retries=0)
         with pytest.raises(Exception, match="401|api key"):
             asyncio.run(emb.embed(["x"]))
+
+
+def test_a_hub_name_loads_from_its_snapshot_and_keeps_its_name(tmp_path, monkeypatch):
+    from emocaustics.models import embedders, hub
+
+    monkeypatch.setattr(hub, "cached_path", lambda name: tmp_path / name.replace("/", "--"))
+    emb = make_embedder("BAAI/bge-m3")
+    assert isinstance(emb, embedders.SentenceTransformerEmbedder)
+    assert (emb.path, emb.name) == (str(tmp_path / "BAAI--bge-m3"), "BAAI/bge-m3")
+    local = make_embedder(str(tmp_path))  # a folder: its resolved path is both
+    assert (local.path, local.name) == (str(tmp_path.resolve()), str(tmp_path.resolve()))
