@@ -17,6 +17,7 @@ import polars as pl
 from emocaustics.core.task import get_task
 from emocaustics.report.columns import cluster_note, components_by_task, legend, main_table, option_columns
 from emocaustics.report.tables import DECIMALS, Tables, failures, run_title
+from emocaustics.report.viewlinks import EXPORT
 from emocaustics.scoring.reducers import table_rows
 
 # Component tables are cut into chunks of this many metric columns so that each fits the page.
@@ -179,8 +180,6 @@ def render(run_dir: Path, scores: pl.DataFrame, tables: Tables, title: str = "")
             parts.append(section)
     if tables.pairs.height:  # significance.csv's
         parts += significance_sections(tables.pairs)
-    from emocaustics.report.viewlinks import viewer_section
-
     parts += viewer_section(run_dir, failures(scores))  # each config and failure linked into the sample viewer
     parts.append("</body></html>")
     return "\n".join(parts)
@@ -218,6 +217,45 @@ def significance_sections(pairs: pl.DataFrame) -> list[str]:
                          f"({calibration.height} pairs).</p>"
                          + table(shown, table_id=f"calibration-pairs-{task}"))
     return parts
+
+
+def viewer_section(run_dir: Path, fails: pl.DataFrame) -> list[str]:
+    """The viewer's line and a link per config, and the failures table with a link per failed sample. The links are
+    relative, into `view/` beside report.html (`emocaustics view RUN_DIR --export RUN_DIR/view` writes it there), so
+    the report and the viewer open from disk and travel together; the served viewer (`emocaustics view RUN_DIR`) takes
+    the same `#/c/<config>` and `#/s/<config>/<sample>` addresses, the viewer's own numbers (`view.data.addresses`).
+    Writing the export with every report would cost every run time and disk for a viewer not everyone opens, so the
+    page says how to make it."""
+    from emocaustics.view.data import addresses
+
+    configs, samples = addresses(run_dir)  # none without a log: the failures, unlinked
+    failed = [f"<h2>Failures ({fails.height})</h2>", _failures(fails, samples) if fails.height else "<p>None.</p>"]
+    if not configs:
+        return failed
+    where = html.escape(str(run_dir))
+    links = " · ".join(f"<a class='viewer' href='{EXPORT}/index.html#/c/{i}'>{html.escape(label)}</a>"
+                       for label, i in configs.items())
+    return [
+        "<h2>Samples</h2>",
+        f"<p id='viewer-note'>Every sample's prompts, answers, gold, prediction and item decisions: "
+        f"<code>emocaustics view {where}</code> serves them on 127.0.0.1; the links on this page open the static "
+        f"copy that <code>emocaustics view {where} --export {where}/{EXPORT}</code> writes beside this file "
+        f"(offline, shareable with the run folder).</p>",
+        f"<p id='viewer-configs'>{links}</p>",
+        *failed,
+    ]
+
+
+def _failures(fails: pl.DataFrame, samples: dict[tuple[str, str], tuple[int, int]]) -> str:
+    rows = []
+    for r in fails.iter_rows(named=True):
+        at = samples.get((str(r["run"]), str(r["sample_id"])))
+        sid = html.escape(str(r["sample_id"]))
+        cell = f"<a class='viewer' href='{EXPORT}/index.html#/s/{at[0]}/{at[1]}'>{sid}</a>" if at else sid
+        rows.append(f"<tr><td class='t'>{html.escape(str(r['run']))}</td><td class='t'>{cell}</td>"
+                    f"<td class='t'>{html.escape(str(r['reason'] or ''))}</td></tr>")
+    return ("<table id='failures'><thead><tr><th>run</th><th>sample_id</th><th>reason</th></tr></thead>"
+            f"<tbody>{''.join(rows)}</tbody></table>")
 
 
 def write_report(run_dir: Path, scores: pl.DataFrame, tables: Tables) -> Path:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 from emocaustics.evallog.read import RunLog
@@ -40,6 +41,23 @@ def script(path: str, data: Any) -> str:
 
 def natural(key: str) -> list[Any]:
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", key)]
+
+
+def ordered(frame: Any) -> list[dict[str, Any]]:
+    """A config's rows (`RunLog.table`) in the viewer's order: natural sample id order."""
+    return sorted(frame.to_dicts(), key=lambda r: natural(str(r["sample_id"])))
+
+
+def addresses(run_dir: Path) -> tuple[dict[str, int], dict[tuple[str, str], tuple[int, int]]]:
+    """The viewer's numbers of a run (what report.html links to): config label -> i (`#/c/<i>`), (label, sample id)
+    -> (i, j) (`#/s/<i>/<j>`); empty without an eval log. The numbers `ViewData` gives its configs (log order) and
+    their samples (`ordered`), without building each config's list and its search text."""
+    if not (run_dir / "evallog").is_dir():
+        return {}, {}
+    log = RunLog(run_dir)
+    configs = {label: i for i, label in enumerate(log.labels())}
+    return configs, {(label, str(r["sample_id"])): (i, j) for label, i in configs.items()
+                     for j, r in enumerate(ordered(log.table(label)))}
 
 
 class Documents:
@@ -96,7 +114,7 @@ class ViewData(Documents):
             parts = [self.log.text([r["input"]]) if r["input"] else "",
                      self.log.text([r["target"]]) if r["target"] else "", r["prediction"] or ""]
             blobs[r["sample_id"]] = " ".join(p[:SEARCH_CHARS] for p in parts)
-        rows = sorted(frame.to_dicts(), key=lambda r: natural(str(r["sample_id"])))
+        rows = ordered(frame)
         for r in rows:
             r["search"] = " ".join(filter(None, [str(r["sample_id"]), r.get("reason") or "",
                                                 blobs.get(r["sample_id"], "")]))
