@@ -1,4 +1,15 @@
-"""The documents a question is asked with: approximate token counts, the full-context trim rule and retrieval chunks.
+"""The documents a question is asked with, attached before solving (`AerTask.prepare`, on the driver): few-shot
+examples, the full or retrieved context of each question, and the trim record; approximate token counts, the
+full-context trim rule and retrieval chunks. After this a sample carries everything its prompt needs, so the solver
+next to the engine reads no files.
+
+meta keys written: `shots` (few-shot: the topic's examples), `context` (the documents or passages text, one string
+object per topic under `full`), `context_kind`, `trim` (what the budget kept), `prompt_tokens_est`.
+
+Few-shot examples: k questions with gold from another split (`shots_from`, default dev, or sample when the run is on
+dev), never of the question's own topic (topic ids are shared across splits: dev topics 1-10 are the sample topics),
+chosen by a seeded draw per topic (`data.pick_shots`, as `AerTask.load` reads that split), so that all questions of a
+topic share one prompt prefix.
 
 Token counts are approximate (no tokenizer in the driver): the text is split into pieces -- a run of letters, one
 digit, one CJK character, one other non-space symbol -- and a letter run of n characters counts ceil(n /
@@ -20,12 +31,20 @@ from __future__ import annotations
 
 import math
 import re
-from collections import Counter
-from dataclasses import dataclass
+from collections import Counter, defaultdict
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
 
-from emocaustics.tasks.aer.data import Topic
+from emocaustics.core.errors import UsageError
+from emocaustics.core.task import Sample, ScoreContext
+from emocaustics.tasks.aer import prompts
+from emocaustics.tasks.aer.data import Topic, shots_split
 from emocaustics.tasks.aer.prompts import CUT_MARK, DOCUMENT_ITEM, PASSAGE_ITEM
 
+if TYPE_CHECKING:
+    from emocaustics.models.cacheplace import CacheChoice
+
+MARGIN = 0.05  # of the context, for the chat template and the estimate's error
 _PIECE = re.compile(r"[^\W\d_\u3000-\u9fff\uac00-\ud7af]+|\d|[\u3000-\u9fff\uac00-\ud7af]|[^\w\s]|_", re.UNICODE)
 
 
@@ -143,6 +162,30 @@ def chunk_topic(topic: Topic, chunk_tokens: int, chars_per_token: float) -> list
     return out
 
 
+def chunk_text(c: Chunk) -> str:  # what a chunk is embedded as
+    return f"{c.title}\n{c.text}" if c.title else c.text
+
+
+def query_text(target_event: str, options: dict[str, str]) -> str:
+    return target_event + "\n" + "\n".join(options[k] for k in sorted(options))
+
+
+def top_chunks(embedder: Any, queries: list[tuple[Topic, str]], top_k: int, chunk_tokens: int,
+               chars_per_token: float, cache: CacheChoice | None = None) -> list[list[tuple[Chunk, float]]]:
+    """For each (topic, query text): the top_k chunks of that topic by similarity, best first (ties: document order),
+    ranked on the job's embedder by retrieve.py; `cache`: the run's, whose embedding store is read and added to
+    (None: nothing kept)."""
+    from emocaustics.tasks.aer.retrieve import ranked, run_sync  # numpy, the embedding store: a retrieve run's alone
+
+    topics = list({t.topic_id: t for t, _ in queries}.values())
+    chunks = {t.topic_id: chunk_topic(t, chunk_tokens, chars_per_token) for t in topics}
+    group = {tid: g for g, tid in enumerate(chunks)}
+    hits = run_sync(ranked(embedder, [[chunk_text(c) for c in cs] for cs in chunks.values()],
+                           [(group[t.topic_id], q) for t, q in queries], top_k, cache,
+                           f"embed documents of {len(topics)} topic(s)"))
+    return [[(chunks[t.topic_id][i], sim) for i, sim in h] for (t, _), h in zip(queries, hits)]
+
+
 def render_passages(chunks: list[Chunk], budget: int, chars_per_token: float) -> tuple[str, int, int]:
     """Passages in rank order while they fit `budget`: (text, passages kept, approximate tokens used)."""
     parts: list[str] = []
@@ -179,3 +222,78 @@ def cut_summary(kind: str, trims: list[dict | None]) -> str:
     if kind == "retrieve":
         text += f" ({_mean([t['passages_kept'] for t in records])} passages)"
     return text + (" per question (mean)" if len(records) > 1 else "")
+
+
+def prepare_samples(samples: list[Sample], opts: Any, ctx: ScoreContext | None = None) -> list[Sample]:
+    """Attach shots and context to every sample (see the module docstring), from what `AerTask.load` read: each
+    question's documents (`meta["documents"]`) and, few-shot, its examples (`meta["shots"]`); one pass per (data root,
+    split)."""
+    groups: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for i, s in enumerate(samples):
+        groups[(s.meta["root"], s.meta["split"])].append(i)
+    metas: list[dict[str, Any]] = [{k: v for k, v in s.meta.items() if k != "documents"} for s in samples]
+    from emocaustics.tasks.aer.solver import ANSWER_BUDGETS  # not when the task is imported: a solver run needs it
+
+    answer = ANSWER_BUDGETS[opts.prompt]
+    # the context less the answer's bound and the margin: a question's documents get this less the rest of its prompt
+    room = opts.max_context_tokens - answer - math.ceil(MARGIN * opts.max_context_tokens)
+    for (root, split), idxs in groups.items():
+        cpt = opts.chars_per_token
+        rest: dict[int, int] = {}
+        for i in idxs:
+            s = samples[i]
+            shots = s.meta.get("shots", [])
+            if opts.prompt == "few-shot" and not shots:
+                raise UsageError(f"split {shots_split(split, opts.shots_from)!r} has no solved questions outside "
+                                 f"topic {s.input['topic_id']} for few-shot examples")
+            rest[i] = approx_tokens(prompts.rest_of_prompt(
+                topic=s.meta.get("topic"), context_kind=opts.context, shots=shots, target_event=s.input["target_event"],
+                options=s.input["options"], prompt=opts.prompt), cpt)
+            metas[i]["shots"] = shots
+            metas[i]["context_kind"] = opts.context
+            metas[i]["context"] = ""
+        if opts.context == "full":
+            _attach_full(samples, idxs, rest, room, answer, metas, opts)
+        elif opts.context == "retrieve":
+            _attach_retrieved(samples, idxs, rest, room, metas, opts, ctx)
+        for i in idxs:
+            metas[i]["prompt_tokens_est"] = rest[i] + metas[i].get("trim", {}).get("tokens_kept", 0)
+    return [Sample(s.id, s.input, s.target, m) for s, m in zip(samples, metas)]
+
+
+def _attach_full(samples: list[Sample], idxs: list[int], rest: dict[int, int], room: int, answer: int,
+                 metas: list[dict[str, Any]], opts: Any) -> None:
+    by_topic: dict[int, list[int]] = defaultdict(list)
+    for i in idxs:
+        by_topic[samples[i].input["topic_id"]].append(i)
+    for tid, members in by_topic.items():
+        topic = samples[members[0]].meta["documents"]  # every topic has them: `AerTask.load` checks it
+        worst = max(rest[i] for i in members)  # one budget per topic: all its questions share the document prefix
+        budget = room - worst
+        if budget <= 0:
+            raise UsageError(f"max_context_tokens={opts.max_context_tokens} leaves no room for documents of topic "
+                             f"{tid} (answer budget {answer}, rest of prompt ~{worst} tokens)")
+        text, trim = render_full(topic, budget, opts.chars_per_token)
+        record = asdict(trim)
+        for i in members:
+            metas[i]["context"] = text
+            metas[i]["trim"] = record
+
+
+def _attach_retrieved(samples: list[Sample], idxs: list[int], rest: dict[int, int], room: int,
+                      metas: list[dict[str, Any]], opts: Any, ctx: ScoreContext | None) -> None:
+    if ctx is None or ctx.embedder is None:
+        raise UsageError("context: retrieve needs the job's embedder (scoring.embedder), none was given")
+    queries = [(samples[i].meta["documents"], query_text(samples[i].input["target_event"], samples[i].input["options"]))
+               for i in idxs]
+    ranked = top_chunks(ctx.embedder, queries, opts.top_k, opts.chunk_tokens, opts.chars_per_token, ctx.cache)
+    for i, (topic, _), hits in zip(idxs, queries, ranked):
+        budget = room - rest[i]
+        if budget <= 0:
+            raise UsageError(f"max_context_tokens={opts.max_context_tokens} leaves no room for passages "
+                             f"({samples[i].id})")
+        text, kept, used = render_passages([c for c, _ in hits], budget, opts.chars_per_token)
+        metas[i]["context"] = text
+        metas[i]["trim"] = {"rule": "retrieve", "budget": budget, "top_k": opts.top_k, "passages_kept": kept,
+                            "tokens_kept": used, "docs_total": len(topic.docs), "chars_per_token": opts.chars_per_token,
+                            "passages": [{"doc": c.doc, "score": round(sc, 4)} for c, sc in hits[:kept]]}

@@ -1,5 +1,5 @@
-"""Retrieval for `context: retrieve`: each topic's documents chunked and embedded, the top-k chunks by cosine
-similarity to the target event and its options.
+"""Retrieval for `context: retrieve` (`context.top_chunks`, which chunks each topic's documents): the top-k texts of a
+group by cosine similarity to a query text (the target event and its options).
 
 The embedder is the job's (`ScoreContext.embedder`, any object with `async embed(texts) -> (n, d)` L2-normalised
 rows, e.g. emocaustics.models.embedders). Every vector, the chunks' and the queries', is kept across runs by the
@@ -19,8 +19,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from emocaustics.models.embedstore import embed_kept
-from emocaustics.tasks.aer.context import Chunk, chunk_topic
-from emocaustics.tasks.aer.data import Topic
 
 if TYPE_CHECKING:
     from emocaustics.models.cacheplace import CacheChoice
@@ -38,28 +36,18 @@ def run_sync(coro: Awaitable[T]) -> T:
         return pool.submit(asyncio.run, coro).result()  # type: ignore[arg-type]
 
 
-def chunk_text(c: Chunk) -> str:
-    return f"{c.title}\n{c.text}" if c.title else c.text
-
-
-def query_text(target_event: str, options: dict[str, str]) -> str:
-    return target_event + "\n" + "\n".join(options[k] for k in sorted(options))
-
-
-async def top_chunks(embedder: Any, queries: list[tuple[Topic, str]], top_k: int, chunk_tokens: int,
-                     chars_per_token: float, cache: CacheChoice | None = None) -> list[list[tuple[Chunk, float]]]:
-    """For each (topic, query text): the top_k chunks of that topic by similarity, best first (ties: document order);
+async def ranked(embedder: Any, groups: list[list[str]], queries: list[tuple[int, str]], top_k: int,
+                 cache: CacheChoice | None, stage: str) -> list[list[tuple[int, float]]]:
+    """For each (group, query text): the top_k texts of `groups[group]` by similarity, best first (ties: the group's
+    order), as (index in the group, similarity); the groups' texts are embedded with a progress line named `stage`;
     `cache`: the run's, whose embedding store is read and added to (None: nothing kept)."""
-    topics = list({t.topic_id: t for t, _ in queries}.values())
-    chunks = {t.topic_id: chunk_topic(t, chunk_tokens, chars_per_token) for t in topics}
     with closing(cache.embeddings()) if cache is not None else nullcontext() as store:
-        vecs = await embed_kept(embedder, store, [chunk_text(c) for t in topics for c in chunks[t.topic_id]],
-                                f"embed documents of {len(topics)} topic(s)")
+        vecs = await embed_kept(embedder, store, [t for g in groups for t in g], stage)
         qvecs = await embed_kept(embedder, store, [q for _, q in queries])
-    index = dict(zip(chunks, np.split(vecs, np.cumsum([len(c) for c in chunks.values()])[:-1])))
+    index = np.split(vecs, np.cumsum([len(g) for g in groups])[:-1])
     out = []
-    for (topic, _), qv in zip(queries, qvecs):
-        sims = index[topic.topic_id] @ qv if chunks[topic.topic_id] else []
+    for (g, _), qv in zip(queries, qvecs):
+        sims = index[g] @ qv if groups[g] else []
         order = sorted(range(len(sims)), key=lambda i: (-float(sims[i]), i))[:top_k]
-        out.append([(chunks[topic.topic_id][i], float(sims[i])) for i in order])
+        out.append([(i, float(sims[i])) for i in order])
     return out

@@ -1,6 +1,6 @@
 """`aer`: SemEval-2026 Task 12 (abductive event reasoning) on the cluster's task interface.
 
-Methods: `llm` (prompt x context x self-consistency, see prompts.py, prepare.py, solver.py) and the calibration rows
+Methods: `llm` (prompt x context x self-consistency, see prompts.py, context.py, solver.py) and the calibration rows
 `oracle`, `random`, `all-options`. A prediction is `{"answer": [letters], ...}`; failures are scored 0 and listed.
 """
 
@@ -18,7 +18,7 @@ from emocaustics.scoring.reducers import majority, reduce_votes
 from emocaustics.core.task import (DatasetOptions, Failure, Loaded, Methods, Options, Placement, Sample, ScoreContext,
                                    Scored, SolveFailed, Task, rows_frame)
 from emocaustics.tasks.aer import predictors, prompts, scoring
-from emocaustics.tasks.aer.context import cut_summary
+from emocaustics.tasks.aer.context import cut_summary, prepare_samples
 from emocaustics.tasks.aer.data import load_split, pick_shots, shots_split, to_sample
 from emocaustics.tasks.aer.fetch import SOURCE
 from emocaustics.tasks.parts import lazy
@@ -140,8 +140,6 @@ class AerTask(Task):
     def prepare(self, samples: list[Sample], options: AerOptions, ctx: ScoreContext) -> list[Sample]:
         if options.method not in self.methods.solver:
             return samples
-        from emocaustics.tasks.aer.prepare import prepare_samples
-
         return prepare_samples(samples, options, ctx)
 
     async def solve(self, llm: Any, sample: Sample, options: AerOptions) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from emocaustics.core.task import get_task, parse_options
 from emocaustics.solve.schema import schema_of, token_budget
 from emocaustics.tasks.aer import prompts
 from emocaustics.tasks.aer.context import approx_tokens
-from emocaustics.tasks.aer.prepare import MARGIN, prepare_samples
+from emocaustics.tasks.aer.context import MARGIN, prepare_samples
 from emocaustics.tasks.aer.solver import ANSWER_BUDGETS, ANSWER_SCHEMAS, answer_model
 from tasks.aer.aer_fixtures import standard_dataset
 

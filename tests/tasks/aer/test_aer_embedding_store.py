@@ -5,7 +5,6 @@ nothing, a job's own cache folder holds them."""
 
 from __future__ import annotations
 
-import asyncio
 import sqlite3
 import threading
 from pathlib import Path
@@ -17,7 +16,7 @@ from emocaustics.core.errors import UsageError
 from emocaustics.models.cacheplace import CacheChoice, shared_folder
 from emocaustics.models.embedstore import FILE_NAME, EmbeddingStore
 from emocaustics.tasks.aer.data import load_split
-from emocaustics.tasks.aer.retrieve import top_chunks
+from emocaustics.tasks.aer.context import top_chunks
 from tasks.aer.aer_fixtures import KeywordEmbedder, doc, question, topic, write_dataset
 
 WORDS = ["storm", "harbour", "council"]
@@ -32,7 +31,7 @@ def _topics(tmp_path: Path, third: str = "Tourists came in summer.") -> list:
 
 def _rank(emb: KeywordEmbedder, topics: list, cache: CacheChoice | None = None) -> list:
     cache = cache or CacheChoice(shared_folder())  # the default `cache: on`
-    hits = asyncio.run(top_chunks(emb, [(topics[0], "storm in the harbour")], 2, 160, 4.0, cache))
+    hits = top_chunks(emb, [(topics[0], "storm in the harbour")], 2, 160, 4.0, cache)
     return [(c.doc, round(s, 5)) for c, s in hits[0]]
 
 
@@ -102,7 +101,7 @@ def test_no_cache_reads_and_keeps_nothing(tmp_path):
     topics = _topics(tmp_path)
     _rank(KeywordEmbedder(WORDS), topics)  # the shared store holds these texts now
     off = KeywordEmbedder(WORDS)
-    hits = asyncio.run(top_chunks(off, [(topics[0], "storm in the harbour")], 2, 160, 4.0, None))
+    hits = top_chunks(off, [(topics[0], "storm in the harbour")], 2, 160, 4.0, None)
     assert off.calls == [3, 1] and hits[0][0][0].doc == 2  # every text embedded again: nothing read
 
 

@@ -43,7 +43,7 @@ def test_documents_are_embedded_with_a_progress_line(tmp_path, capsys, monkeypat
     from emocaustics.models.cacheplace import CacheChoice, shared_folder
     from emocaustics.models import embedstore
     from emocaustics.models.embedders import normalise_rows
-    from emocaustics.tasks.aer import retrieve
+    from emocaustics.tasks.aer import context, retrieve
     from tasks.aer.aer_fixtures import KeywordEmbedder, doc, question, topic, write_dataset
 
     monkeypatch.setattr(embedstore, "EMBED_BATCH", 2)
@@ -62,7 +62,7 @@ def test_documents_are_embedded_with_a_progress_line(tmp_path, capsys, monkeypat
     from emocaustics.tasks.aer.data import load_split
 
     topic1 = load_split(str(root), "sample").topics[1]
-    texts = [retrieve.chunk_text(c) for c in retrieve.chunk_topic(topic1, opts.chunk_tokens, opts.chars_per_token)]
+    texts = [context.chunk_text(c) for c in context.chunk_topic(topic1, opts.chunk_tokens, opts.chars_per_token)]
     kept = EmbeddingStore(shared_folder()).get_many(emb.identity, texts)
     assert np.allclose(np.stack([kept[i] for i in range(len(texts))]), normalise_rows(
         np.asarray(retrieve.run_sync(KeywordEmbedder(["storm", "council"]).embed(texts)))))
