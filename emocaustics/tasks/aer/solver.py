@@ -106,8 +106,6 @@ class Attempt:
     raw: str
     how: str = ""
     reason: str = ""
-    prompt_tokens: int = 0
-    cached: bool = False
 
 
 async def ask_samples(llm: Any, messages: tuple[dict[str, str], ...], prompt: str, *, samples: int,
@@ -145,8 +143,7 @@ async def ask_samples(llm: Any, messages: tuple[dict[str, str], ...], prompt: st
                 note(request, step="answer", attempt=attempt, parse_error=str(exc))
                 still.append(i)
                 continue
-            results[i] = Attempt(letters, reasoning[:REASONING_MAX_CHARS * 2], c.text, how, "", c.prompt_tokens,
-                                 c.cached)
+            results[i] = Attempt(letters, reasoning[:REASONING_MAX_CHARS * 2], c.text, how)
         pending = still
     done = [r for r in results if r is not None]
     if all(r.letters is None for r in done):
