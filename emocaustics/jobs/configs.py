@@ -61,15 +61,21 @@ class Resolved:
     configs: list[Config]
     called: list[Called]
     judge: LLMSpec | UsageError | None  # `scoring.judge` as the model layer takes it (None: `none`)
+    fields: dict[str, Any]  # what determines its results (`spec.result_fields`): run.json's `fields` and hash
+    config_yaml: str  # the resolved spec (`spec.dump_job`): config.yaml, once the run folder is claimed
 
 
 def resolve(job: JobSpec, run_dir: Path) -> Resolved:
     """The job resolved, its configs in the order they run in (`in_order`). A config another builds on (its
     predictions read as the other's input: EmoCaustics chains on sextuple windows) is solved in one epoch: of N, which
     one would it hand on? A UsageError naming both."""
-    runs = job.expand()
+    from emocaustics.jobs.spec import dump_job, result_fields
+
+    runs = job.expand()  # once: the run folder's fields and config.yaml are made from the same expansion
+    fields, config_yaml = result_fields(job, runs), dump_job(job, runs)
+    sources = [(job.dataset_for(run), job.select_for(run)) for run in runs]  # each run's samples, as the job gives them
     called: dict[str, Called] = {}  # every model the job calls, resolved once (`_one` adds the configs')
-    configs = [_one(run, job, run_dir, called) for run in runs]
+    configs = [_one(run, source, job, run_dir, called) for run, source in zip(runs, sources)]
     candidates = [(c.task.name, c.options, c.model, c.label) for c in configs]
     by_label = {c.label: c for c in configs}
     out = []
@@ -84,7 +90,7 @@ def resolve(job: JobSpec, run_dir: Path) -> Resolved:
     if judge != "none" and judge not in called:
         called[judge] = _called(job, judge)
     return Resolved(job, in_order(out), sorted(called.values(), key=lambda m: (m.where == "scoring.judge", m.name)),
-                    called[judge].llm if judge in called else None)
+                    called[judge].llm if judge in called else None, fields, config_yaml)
 
 
 def in_order(configs: list[Config], *, to_run: bool = False) -> list[Config]:
@@ -96,7 +102,8 @@ def in_order(configs: list[Config], *, to_run: bool = False) -> list[Config]:
     return sorted(configs, key=lambda c: (c.pred_dir not in needed, to_run and not needs_model(c.task, c.options)))
 
 
-def _one(run: Any, job: JobSpec, run_dir: Path, called: dict[str, Called]) -> Config:
+def _one(run: Any, source: tuple[dict[str, Any], SelectSpec | None], job: JobSpec, run_dir: Path,
+         called: dict[str, Called]) -> Config:
     from emocaustics.scoring.reducers import reducers_of
     from emocaustics.solve.plan import Limits
 
@@ -112,7 +119,7 @@ def _one(run: Any, job: JobSpec, run_dir: Path, called: dict[str, Called]) -> Co
     return Config(
         label=run.label, task=task, options=options, model=model, llm=llm, spec=entry.spec if entry else None,
         kind=kind, pred_dir=run_dir / "predictions" / run.label,
-        dataset=task.Dataset.model_validate(job.dataset_for(run)), select=job.select_for(run),
+        dataset=task.Dataset.model_validate(source[0]), select=source[1],
         price=got.price if got is not None else None,
         batch=entry is not None and (entry.batch or (llm is not None and llm.batch.on)),
         epochs=run.epochs, reducer=run.reducer or reducers_of(task.Options)[1],

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from emocaustics.core.errors import PreflightError, UsageError
 from emocaustics.core.task import Loaded, Options, Task, needs_model
@@ -142,7 +142,7 @@ def describe(resolved: Resolved, loaded: dict[str, Loaded | UsageError], run_dir
         return f"problem {list(problems).index(message) + 1}"
 
     try:
-        rundir.claim(run_dir, job, resume=resume, force=False)
+        rundir.claim(run_dir, resolved, resume=resume, force=False)
     except UsageError as exc:
         problem(str(exc))
     bad_models = _model_problems(resolved)
@@ -268,11 +268,22 @@ def _forecast(cfg: Any, got: Loaded, counters: dict[str, Any], left: list[list] 
     return figures
 
 
-def checked(resolved: Resolved, *, network: bool = True) -> tuple[dict[str, Loaded], dict[str, Price]]:
-    """The pre-flight phase of a run: every config's samples (`load_all`) and the price of every endpoint the job
-    calls (`check_budget`: the start phase's ledger spends against them). Stops with one line on the first
-    problem: datasets, the budget, the embedder, then every model the configs or the judge use; without `network`
-    (tests) only the datasets', the budget's and the model specs' own errors stop it."""
+class Checked(NamedTuple):
+    """What the pre-flight hands the start phase: every config's samples by label, the price of every endpoint the
+    job calls by its endpoint name, and the response cache (`models/cacheplace.choose`; None: off)."""
+
+    loaded: dict[str, Loaded]
+    prices: dict[str, Price]
+    cache: CacheChoice | None
+
+
+def checked(resolved: Resolved, *, network: bool = True) -> Checked:
+    """The pre-flight phase of a run: every config's samples (`load_all`), the price of every endpoint the job
+    calls (`check_budget`: the start phase's ledger spends against them) and the response cache. Stops with one line
+    on the first problem: datasets, the budget, the embedder, every model the configs or the judge use, then the
+    cache's file; without `network` (tests) only the datasets', the budget's, the model specs' own and the cache's
+    errors stop it."""
+    from emocaustics.models.cacheplace import choose
     from emocaustics.models.embedders import check_embedder
 
     loaded = load_all(resolved.configs)
@@ -293,4 +304,6 @@ def checked(resolved: Resolved, *, network: bool = True) -> tuple[dict[str, Load
     for called in resolved.called:
         if isinstance(called.llm, UsageError):  # a spec that does not parse as the model layer takes it: its error
             raise called.llm
-    return loaded, prices  # type: ignore[return-value]  # the errors were raised above
+    # the job's `cache:`: the shared cache by default (read-only), a folder of the job's, or None (`off`,
+    # `--no-cache`); a damaged file is a usage error here, before anything is written
+    return Checked(loaded, prices, choose(resolved.job.cache))  # type: ignore[arg-type]  # errors raised above

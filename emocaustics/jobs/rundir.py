@@ -30,12 +30,15 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from emocaustics.core.errors import NothingToResume, ResumeMismatch, RunFolderTaken, UsageError, WriteFailed
 from emocaustics.core.redact import redacted
 from emocaustics.core.writes import NO_ROOM, atomic_json, failed
-from emocaustics.jobs.spec import JobSpec, dump_job, result_fields
+from emocaustics.jobs.spec import JobSpec, result_fields
+
+if TYPE_CHECKING:
+    from emocaustics.jobs.configs import Resolved
 
 RUN_FILE = "run.json"
 LOCK_FILE = "run.lock"
@@ -113,7 +116,7 @@ class Claim:
     # so that the file on disk is always the newest record (a save of an older one cannot land after it)
     lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
     held: Any = field(default=None, repr=False, compare=False)  # run.lock, open and locked (`start` to `finish`)
-    config_yaml: str = ""  # the resolved spec (`spec.dump_job`), config.yaml once the claim is made real (`start`)
+    config_yaml: str = ""  # the resolved spec (`Resolved.config_yaml`), config.yaml once the claim is made real
 
     def save(self) -> None:
         with self.lock:
@@ -159,10 +162,11 @@ def _let_go(c: Claim) -> None:
         c.held = None
 
 
-def claim(run_dir: Path, job: JobSpec, *, resume: bool, force: bool) -> Claim:
-    """May `job` use `run_dir`? Raises a named error when not; writes nothing (see `start`)."""
-    fields = result_fields(job)
-    digest, config_yaml = _digest(fields), dump_job(job)
+def claim(run_dir: Path, resolved: Resolved, *, resume: bool, force: bool) -> Claim:
+    """May the job (`resolved`: its result fields and config.yaml, made where it was resolved) use `run_dir`? Raises
+    a named error when not; writes nothing (see `start`)."""
+    job, fields, config_yaml = resolved.job, resolved.fields, resolved.config_yaml
+    digest = _digest(fields)
     present = _occupied(run_dir)
     if run_dir.exists() and not run_dir.is_dir():
         raise RunFolderTaken(f"{run_dir} is a file, not a run folder")

@@ -88,14 +88,15 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force
 
     marks = {"handler": time.time()}  # each phase's start (epoch seconds): startup.json's `timings`, for startup_bench
     run_dir = rundir.resolve_run_dir(job, out, resume)
-    claimed = rundir.claim(run_dir, job, resume=resume, force=force)
     resolved = resolve(job, run_dir)
+    claimed = rundir.claim(run_dir, resolved, resume=resume, force=force)
     configs = resolved.configs
     marks["data_start"] = time.time()
-    loaded, prices = checked(resolved, network=check)
+    checks = checked(resolved, network=check)
+    loaded = checks.loaded
     marks["data_loaded"] = marks["llm_start"] = time.time()
-    started = start_job(resolved, loaded, prices, claimed,
-                        ray_address or job.ray.address or os.environ.get("RAY_ADDRESS"), retry_limits)
+    started = start_job(resolved, checks, claimed, ray_address or job.ray.address or os.environ.get("RAY_ADDRESS"),
+                        retry_limits)
     marks["llm_ready"] = marks["first_submitted"] = time.time()
     with _named(f"job {job.name}", job_file, run_dir):  # every model config on one plan: their prepared samples
         solved = solve_together(job, configs, loaded, started.ctx, started.evallog.config,

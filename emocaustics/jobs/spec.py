@@ -216,12 +216,14 @@ def load_job(path: str | Path, overrides: dict[str, Any] | None = None) -> JobSp
         raise UsageError(_format_error(str(path), exc)) from None
 
 
-def dump_job(job: JobSpec) -> str:
-    """The resolved spec as YAML (written to config.yaml next to the outputs)."""
+def dump_job(job: JobSpec, runs: list[RunSpec] | None = None) -> str:
+    """The resolved spec as YAML (written to config.yaml next to the outputs); `runs`: the job's expanded runs, when
+    the caller has them (`jobs/configs.resolve`)."""
     data = job.model_dump(mode="json", exclude={"select"} if job.select is None else None)
     # `axes`: what each label names because it varies (`label_runs`): the report's axis columns
     data["resolved_runs"] = [run.model_dump(mode="json", exclude={"select"} if run.select is None else None)
-                             | {"label": run.label, "axes": run._axes} for run in job.expand()]
+                             | {"label": run.label, "axes": run._axes}
+                             for run in (job.expand() if runs is None else runs)]
     return yaml.safe_dump(data, allow_unicode=True, sort_keys=False)
 
 
@@ -239,26 +241,27 @@ NOT_RESULT_ENGINE_KEYS = ("gpu_memory_utilization", "max_num_seqs", "max_num_bat
                           "batch_quiet", "batch_max_wait")
 
 
-def result_fields(job: JobSpec) -> dict[str, Any]:
+def result_fields(job: JobSpec, runs: list[RunSpec] | None = None) -> dict[str, Any]:
     """What determines a job's results: dataset, models (what they are, not where they run), the expanded runs with
-    their resolved options, scoring, and each task's prompt version."""
+    their resolved options (`runs`: the job's expanded runs, when the caller has them), scoring, and each task's prompt
+    version."""
     # `select` is recorded per run, and only where one is set: jobs without it keep the hash they always had.
     data = job.model_dump(mode="json", exclude=set(NOT_RESULT_KEYS) | {"runs", "grid", "select"})
     data["models"] = {k: {kk: ({ek: ev for ek, ev in vv.items() if ek not in NOT_RESULT_ENGINE_KEYS}
                                 if kk == "engine" else vv)
                            for kk, vv in m.items() if kk not in NOT_RESULT_MODEL_KEYS}
                       for k, m in data["models"].items()}
-    runs, prompts = [], {}
-    for run in job.expand():
+    rows, prompts = [], {}
+    for run in job.expand() if runs is None else runs:
         task, opts = run.resolve()
-        runs.append({"label": run.label, "task": task.name, "model": run.model, "options": opts.model_dump(mode="json"),
+        rows.append({"label": run.label, "task": task.name, "model": run.model, "options": opts.model_dump(mode="json"),
                      "dataset": job.dataset_for(run)})
         if (select := job.select_for(run)) is not None:
-            runs[-1]["select"] = select.model_dump(mode="json", exclude_none=True)
+            rows[-1]["select"] = select.model_dump(mode="json", exclude_none=True)
         # epochs change results, limits only which samples fail (a resume may change them); both recorded only where
         # set, so that a job without them keeps the hash it always had
-        runs[-1].update({k: v for k in ("epochs", "reducer") if (v := getattr(run, k)) not in (1, None)})
+        rows[-1].update({k: v for k in ("epochs", "reducer") if (v := getattr(run, k)) not in (1, None)})
         prompts[task.name] = task.prompts_version
-    data["runs"] = sorted(runs, key=lambda r: r["label"])
+    data["runs"] = sorted(rows, key=lambda r: r["label"])
     data["prompts_versions"] = prompts
     return data

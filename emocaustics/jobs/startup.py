@@ -15,6 +15,7 @@ from typing import Any, Callable
 from emocaustics.core.task import Loaded, ScoreContext
 from emocaustics.jobs import rundir
 from emocaustics.jobs.configs import Resolved
+from emocaustics.jobs.preflight import Checked
 
 # How long the embedder waits for the job's first LLM call before it loads anyway (a resumed job whose calls the
 # response cache answers sends none; its scoring would load the embedder on first use in any case).
@@ -33,24 +34,21 @@ class Started:
     startup: dict[str, Any]
 
 
-def start_job(resolved: Resolved, loaded: dict[str, Loaded], prices: dict[str, Any], claimed: rundir.Claim,
-              address: str | None, retry_limits: bool) -> Started:
-    """The start phase, after every pre-flight check passed: the ledger (`max_cost_usd`, spent against the endpoints'
-    `prices` the pre-flight found: models/budget.py), the cache, run.json and config.yaml (`rundir.start`), the
-    job's Ray settings (joined when first needed: `models.factory.join_ray`), the embedder, the eval log, the local
-    engines, then each config's folder and provenance (and a resume's line of what it skips)."""
+def start_job(resolved: Resolved, checked: Checked, claimed: rundir.Claim, address: str | None,
+              retry_limits: bool) -> Started:
+    """The start phase, after every pre-flight check passed (`checked`: the samples, prices and cache it found):
+    run.json and config.yaml (`rundir.start`), the ledger (`max_cost_usd`, spent against the endpoints' prices:
+    models/budget.py), the job's Ray settings (joined when first needed: `models.factory.join_ray`), the embedder, the
+    eval log, the local engines, then each config's folder and provenance (and a resume's line of what it skips)."""
     from emocaustics.core.cluster import configure
     from emocaustics.evallog.writer import EvalLog
     from emocaustics.jobs.together import resume_line
     from emocaustics.models.budget import activate
-    from emocaustics.models.cacheplace import choose
     from emocaustics.models.embedders import make_embedder
 
     job, configs, run_dir = resolved.job, resolved.configs, claimed.run_dir
-    activate(job.max_cost_usd, prices)
-    # the job's `cache:` (models/cacheplace.py): the shared cache by default (read-only), a folder of the job's, or
-    # None (`off`, `--no-cache`); in run.json: where, never what it holds
-    cache_dir = choose(job.cache)
+    loaded, cache_dir = checked.loaded, checked.cache
+    # in run.json: where the response cache is, never what it holds
     claimed.record["response_cache"] = cache_dir.record() if cache_dir is not None else {"mode": "off"}
     rundir.start(claimed)  # run.json and config.yaml
     print(f"job {job.name}: {len(configs)} configs -> {run_dir}" + (" (resumed)" if claimed.resumed else ""),
@@ -59,6 +57,7 @@ def start_job(resolved: Resolved, loaded: dict[str, Loaded], prices: dict[str, A
     # EmoCaustics or narrative inputs), on the cluster named if one is; a job against endpoints never starts Ray.
     configure(address=address, num_cpus=job.ray.num_cpus, object_store_memory=job.ray.object_store_memory,
               namespace=job.ray.namespace)
+    activate(job.max_cost_usd, checked.prices)
     embedder = make_embedder(job.scoring.embedder)  # loaded once, shared by every config's scoring
     # the judge parsed with the job (one that does not parse stopped the pre-flight)
     ctx = ScoreContext(embedder=embedder, embedder_spec=job.scoring.embedder, judge=resolved.judge,

@@ -19,6 +19,7 @@ import pytest
 from emocaustics.core.errors import RunFolderTaken
 from emocaustics.jobs import rundir
 from emocaustics.jobs.spec import JobSpec
+from emocaustics.jobs.configs import resolve as _resolved  # the claim takes the job as resolved
 
 RUNS = Path(__file__).resolve().parents[1] / "runs"  # count_task.py, the test task
 JOB = {"name": "h", "dataset": {"n": 3}, "runs": [{"task": "count", "method": "ask", "model": "m"}],
@@ -31,12 +32,14 @@ SNIPPET = textwrap.dedent("""
     from count_task import CountTask
     from emocaustics.core.task import register
     from emocaustics.jobs import rundir
+    from emocaustics.jobs.configs import resolve
     from emocaustics.jobs.spec import JobSpec
     from pathlib import Path
     register(CountTask())
     job = JobSpec.model_validate(%r)
     try:
-        c = rundir.claim(Path(sys.argv[1]), job, resume=sys.argv[2] == "resume", force=False)
+        run_dir = Path(sys.argv[1])
+        c = rundir.claim(run_dir, resolve(job, run_dir), resume=sys.argv[2] == "resume", force=False)
         print("CHECKED", flush=True)
         while not Path(sys.argv[4]).exists():
             time.sleep(0.01)
@@ -98,7 +101,7 @@ def test_a_killed_holder_leaves_the_folder_claimable_and_its_run_resumes(tmp_pat
     holder.send_signal(signal.SIGKILL)  # no clean-up at all: the kernel lets go of the lock
     holder.wait(timeout=30)
     job = JobSpec.model_validate(JOB)
-    c = rundir.claim(run_dir, job, resume=True, force=False)
+    c = rundir.claim(run_dir, _resolved(job, run_dir), resume=True, force=False)
     rundir.start(c)
     assert c.resumed and json.loads((run_dir / "run.json").read_text(encoding="utf-8"))["state"] == "running"
     rundir.finish(c)
@@ -108,7 +111,8 @@ def test_a_run_that_ended_while_another_waited_to_start_is_not_overwritten(tmp_p
     """Both claimed a free folder; the first ran and finished before the second started: the second is refused when
     it starts (the check is made again under the lock)."""
     job = JobSpec.model_validate(JOB)
-    first, second = (rundir.claim(tmp_path / "run", job, resume=False, force=False) for _ in range(2))
+    first, second = (rundir.claim(tmp_path / "run", _resolved(job, tmp_path / "run"), resume=False, force=False)
+                     for _ in range(2))
     rundir.start(first)
     rundir.finish(first)
     with pytest.raises(RunFolderTaken, match="holds a finished run of job 'h'"):
@@ -120,7 +124,7 @@ def test_force_does_not_move_a_folder_from_under_a_run_still_going_in_it(tmp_pat
     holder = _spawn(run_dir, hold=30)
     try:
         assert holder.stdout.readline().strip() == "CLAIMED"
-        c = rundir.claim(run_dir, JobSpec.model_validate(JOB), resume=False, force=True)
+        c = rundir.claim(run_dir, _resolved(JobSpec.model_validate(JOB), run_dir), resume=False, force=True)
         with pytest.raises(RunFolderTaken, match=f"pid {holder.pid} on "):
             rundir.start(c)
         assert run_dir.is_dir() and not c.moved_to.exists()

@@ -14,6 +14,7 @@ from emocaustics.core.errors import UsageError
 from emocaustics.jobs import rundir
 from emocaustics.jobs.evaloptions import EVAL_OPTIONS, EvalOption
 from emocaustics.jobs.oneline import eval_arguments, eval_job
+from emocaustics.jobs.configs import resolve as _resolved  # the claim takes the job as resolved
 
 FAKE = [EvalOption("prompt", "option", "a fake row: aer's prompt as a flag"),
         EvalOption("data", "dataset", "a fake row: the dataset's folder", flag="--data"),
@@ -65,7 +66,7 @@ def test_a_ctrl_c_of_eval_marks_the_run_interrupted_and_prints_the_eval_resume_c
     run_dir = tmp_path / "out"
 
     def run_job(job, *, out, resume, force, **_):  # the job's start, then a Ctrl-C mid-way
-        rundir.start(rundir.claim(Path(out), job, resume=resume, force=force))
+        rundir.start(rundir.claim(Path(out), _resolved(job, Path(out)), resume=resume, force=force))
         raise KeyboardInterrupt
 
     monkeypatch.setattr("emocaustics.jobs.runner.run_job", run_job)

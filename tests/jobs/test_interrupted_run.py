@@ -11,6 +11,7 @@ import yaml
 
 from emocaustics.cli import main
 from emocaustics.jobs import rundir
+from emocaustics.jobs.configs import resolve as _resolved  # the claim takes the job as resolved
 
 JOB = {"name": "h", "dataset": {"n": 3}, "runs": [{"task": "count", "method": "ask", "model": "m"}],
        "models": {"m": {"spec": "vllm:org/model"}}}
@@ -22,7 +23,7 @@ def test_a_ctrl_c_marks_the_run_interrupted_and_prints_its_resume_command(tmp_pa
     job_file.write_text(yaml.safe_dump(JOB), encoding="utf-8")
 
     def run_job(job, *, out, resume, force, **_):  # the job's start, then a Ctrl-C mid-way
-        rundir.start(rundir.claim(Path(out), job, resume=resume, force=force))
+        rundir.start(rundir.claim(Path(out), _resolved(job, Path(out)), resume=resume, force=force))
         raise KeyboardInterrupt
 
     monkeypatch.setattr("emocaustics.jobs.runner.run_job", run_job)

@@ -53,12 +53,12 @@ def test_each_model_and_the_judge_are_parsed_and_priced_once_for_pre_flight_cost
     assert [c.llm for c in resolved.configs] == [resolved.called[0].llm] * 2  # two configs, one parse of their model
     assert [(m.where, m.name) for m in resolved.called] == [("models.api", "api"),
                                                                      ("scoring.judge", JUDGE)]
-    loaded, prices = checked(resolved, network=False)  # the pre-flight: the samples, and each endpoint's price
+    loaded, prices, _ = checks = checked(resolved, network=False)  # the pre-flight: the samples, and each endpoint's price
     assert sorted(prices) == [JUDGE, ENDPOINT]
     monkeypatch.setattr(embedders, "make_embedder", lambda spec: None)  # no embedder loaded here
-    claimed = rundir.claim(run_dir, job, resume=False, force=False)
+    claimed = rundir.claim(run_dir, resolved, resume=False, force=False)
     try:
-        started = startup.start_job(resolved, loaded, prices, claimed, None, False)
+        started = startup.start_job(resolved, checks, claimed, None, False)
     finally:
         budget._active = None
         rundir._let_go(claimed)

@@ -51,14 +51,14 @@ def test_the_start_spends_against_the_preflights_prices_and_prices_nothing_again
 
     job, run_dir = _job(max_cost_usd=1.0), tmp_path / "run"
     resolved = resolve(job, run_dir)
-    loaded, prices = checked(resolved, network=False)  # the pre-flight phase: the samples and the prices
+    loaded, prices, _ = checks = checked(resolved, network=False)  # the pre-flight phase: the samples and the prices
     assert list(loaded) == [resolved.configs[0].label] and prices == {ENDPOINT: listed("gpt-4o")}
     monkeypatch.setattr(cost, "check_budget", _refused)
     monkeypatch.setattr(price_table, "price_for", _refused)
     monkeypatch.setattr(embedders, "make_embedder", lambda spec: None)  # no embedder loaded here
-    claimed = rundir.claim(run_dir, job, resume=False, force=False)
+    claimed = rundir.claim(run_dir, resolved, resume=False, force=False)
     try:
-        startup.start_job(resolved, loaded, prices, claimed, None, False)
+        startup.start_job(resolved, checks, claimed, None, False)
         assert budget.active().prices == prices and budget.active().limit_usd == 1.0
     finally:
         budget._active = None

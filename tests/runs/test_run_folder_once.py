@@ -13,6 +13,7 @@ import yaml
 
 from emocaustics.jobs import rundir, spec
 from emocaustics.jobs.spec import JobSpec, dump_job
+from emocaustics.jobs.configs import resolve as _resolved  # the claim takes the job as resolved
 
 BASE: dict[str, Any] = {"name": "once", "dataset": {"n": 3}, "runs": [{"task": "count", "method": "ask", "model": "m"}],
                         "models": {"m": {"spec": "vllm:org/model"}}}
@@ -26,25 +27,29 @@ def test_the_run_folder_is_placed_against_the_base_dir(count_task, tmp_path, mon
     assert made.parent == tmp_path / "out" / "once"
 
 
-def test_a_claim_reads_the_result_fields_once(count_task, tmp_path, monkeypatch) -> None:
-    job = JobSpec.model_validate(BASE)
+def test_the_job_is_expanded_once_for_its_configs_its_hash_and_its_config_yaml(count_task, tmp_path,
+                                                                               monkeypatch) -> None:
+    job = JobSpec.model_validate(BASE)  # validated: the spec's own check expands it (not counted)
     calls: list[str] = []
+    expand = JobSpec.expand
 
-    def counted(j: JobSpec) -> dict[str, Any]:
-        calls.append(j.name)
-        return spec.result_fields(j)
+    def counted(self: JobSpec) -> list:
+        calls.append(self.name)
+        return expand(self)
 
-    monkeypatch.setattr(rundir, "result_fields", counted)
-    claimed = rundir.claim(tmp_path / "r", job, resume=False, force=False)
-    assert calls == ["once"]
+    monkeypatch.setattr(JobSpec, "expand", counted)
+    claimed = rundir.claim(tmp_path / "r", _resolved(job, tmp_path / "r"), resume=False, force=False)
+    assert calls == ["once"]  # resolve, then the claim: one expansion (three before: configs, fields, config.yaml)
+    monkeypatch.setattr(JobSpec, "expand", expand)
     assert claimed.record["fields"] == spec.result_fields(job)
     assert claimed.record["hash"] == rundir.job_hash(job)
+    assert claimed.config_yaml == dump_job(job)
 
 
 def test_config_yaml_is_written_when_the_claim_is_made_real(count_task, tmp_path) -> None:
     job = JobSpec.model_validate(BASE)
     run_dir = tmp_path / "r"
-    claimed = rundir.claim(run_dir, job, resume=False, force=False)
+    claimed = rundir.claim(run_dir, _resolved(job, run_dir), resume=False, force=False)
     assert not run_dir.exists()  # a claim writes nothing
     rundir.start(claimed)
     try:
@@ -53,7 +58,7 @@ def test_config_yaml_is_written_when_the_claim_is_made_real(count_task, tmp_path
         assert [r["label"] for r in yaml.safe_load(text)["resolved_runs"]] == ["count_ask_m"]
     finally:
         rundir.finish(claimed)
-    again = rundir.claim(run_dir, job, resume=True, force=False)  # a resume writes it again, as it was
+    again = rundir.claim(run_dir, _resolved(job, run_dir), resume=True, force=False)  # a resume writes it again
     (run_dir / "config.yaml").unlink()
     rundir.start(again)
     rundir.finish(again)

@@ -31,6 +31,7 @@ from emocaustics.jobs import rundir
 from emocaustics.jobs.rundir import (Claim, WallClock, _aside, _differences, claim, finish, job_hash, read_run,
                                      result_fields, start)
 from emocaustics.jobs.spec import JobSpec
+from emocaustics.jobs.configs import resolve as _resolved  # the claim takes the job as resolved
 
 BASE: dict[str, Any] = {"name": "h", "dataset": {"n": 3}, "runs": [{"task": "count", "method": "ask", "model": "m"}],
                         "models": {"m": {"spec": "vllm:org/model", "engine": {"max_model_len": 4096}}}}
@@ -212,12 +213,12 @@ def fresh(name: str = "h", digest: str = HASH, fields: dict[str, Any] = FIELDS) 
 def test_a_missing_or_empty_folder_is_a_fresh_run_and_nothing_is_written(count_task, tmp_path):
     run_dir = tmp_path / "deep" / "run"
     for force in (False, True):
-        c = claim(run_dir, job(), resume=False, force=force)
+        c = claim(run_dir, _resolved(job(), run_dir), resume=False, force=force)
         assert (c.run_dir, c.resumed, c.record, c.moved_to) == (run_dir, False, fresh(), None)
         assert c.resumed is False
     assert list(tmp_path.iterdir()) == []
     (tmp_path / "empty").mkdir()
-    c = claim(tmp_path / "empty", job(), resume=False, force=True)
+    c = claim(tmp_path / "empty", _resolved(job(), tmp_path / "empty"), resume=False, force=True)
     assert (c.run_dir, c.resumed, c.record, c.moved_to) == (tmp_path / "empty", False, fresh(), None)
     assert c.resumed is False
 
@@ -227,20 +228,20 @@ def test_a_folder_holding_a_run_is_taken(count_task, tmp_path):
     write_run(run_dir, {"job": "a", "hash": OTHER, "state": "finished"})
     tail = "; use --resume to continue it (same job), --force to move it aside (it is kept), or another --out"
     with pytest.raises(RunFolderTaken) as e:
-        claim(run_dir, job(), resume=False, force=False)
+        claim(run_dir, _resolved(job(), run_dir), resume=False, force=False)
     assert str(e.value) == f"{run_dir} holds a finished run of job 'a' (hash {OTHER}){tail}"
     write_run(run_dir, {"job": "h", "hash": HASH})  # the same job, without a state: still taken without --resume
     with pytest.raises(RunFolderTaken) as e:
-        claim(run_dir, job(), resume=False, force=False)
+        claim(run_dir, _resolved(job(), run_dir), resume=False, force=False)
     assert str(e.value) == f"{run_dir} holds a ? run of job 'h' (hash {HASH}){tail}"
     (run_dir / "run.json").write_text("{half", encoding="utf-8")
     with pytest.raises(RunFolderTaken) as e:
-        claim(run_dir, job(), resume=False, force=False)
+        claim(run_dir, _resolved(job(), run_dir), resume=False, force=False)
     assert str(e.value) == f"{run_dir} holds a unreadable run of job '?' (hash ?){tail}"
     (run_dir / "run.json").unlink()
     (run_dir / "notes.txt").write_text("mine", encoding="utf-8")
     with pytest.raises(RunFolderTaken) as e:
-        claim(run_dir, job(), resume=False, force=False)
+        claim(run_dir, _resolved(job(), run_dir), resume=False, force=False)
     assert str(e.value) == (f"{run_dir} is not empty and holds no run.json (not a run folder of this version)"
                             f"{tail}")
     assert sorted(p.name for p in run_dir.iterdir()) == ["notes.txt"]
@@ -251,28 +252,28 @@ def test_a_file_or_a_folder_under_a_file_is_refused(count_task, tmp_path):
     afile.write_text("x", encoding="utf-8")
     for resume in (False, True):
         with pytest.raises(RunFolderTaken) as e:
-            claim(afile, job(), resume=resume, force=True)
+            claim(afile, _resolved(job(), afile), resume=resume, force=True)
         assert str(e.value) == f"{afile} is a file, not a run folder"
     for run_dir in (afile / "run", afile / "x" / "run"):
         with pytest.raises(UsageError) as e:
-            claim(run_dir, job(), resume=False, force=False)
+            claim(run_dir, _resolved(job(), run_dir), resume=False, force=False)
         assert type(e.value) is UsageError
         assert str(e.value) == f"the run folder {run_dir} cannot be made: {afile} is not a folder"
     gone = tmp_path / "gone"
     gone.symlink_to(tmp_path / "nowhere")  # a broken link
     with pytest.raises(UsageError) as e:
-        claim(gone / "run", job(), resume=False, force=False)
+        claim(gone / "run", _resolved(job(), gone / "run"), resume=False, force=False)
     assert str(e.value) == f"the run folder {gone / 'run'} cannot be made: {gone} is not a folder"
 
 
 def test_resume_needs_a_run_to_continue(count_task, tmp_path):
     tail = "; there is no run to continue (leave out --resume to start one)"
     with pytest.raises(NothingToResume) as e:
-        claim(tmp_path / "run", job(), resume=True, force=False)
+        claim(tmp_path / "run", _resolved(job(), tmp_path / "run"), resume=True, force=False)
     assert str(e.value) == f"--resume: {tmp_path / 'run'} does not exist{tail}"
     (tmp_path / "run").mkdir()
     with pytest.raises(NothingToResume) as e:
-        claim(tmp_path / "run", job(), resume=True, force=True)
+        claim(tmp_path / "run", _resolved(job(), tmp_path / "run"), resume=True, force=True)
     assert str(e.value) == f"--resume: {tmp_path / 'run'} is empty{tail}"
 
 
@@ -280,7 +281,8 @@ def test_resume_of_the_same_job_continues_its_record(count_task, tmp_path):
     run_dir = tmp_path / "run"
     record = {"job": "renamed", "hash": HASH, "state": "running", "wall_parts": {"count_ask_m": [1.5]}}
     write_run(run_dir, record)
-    c = claim(run_dir, job(name="renamed-again", output="x"), resume=True, force=True)  # --resume wins over --force
+    renamed = _resolved(job(name="renamed-again", output="x"), run_dir)
+    c = claim(run_dir, renamed, resume=True, force=True)  # --resume wins over --force
     assert (c.run_dir, c.resumed, c.record, c.moved_to) == (run_dir, True, record, None)
     assert c.resumed is True
 
@@ -292,18 +294,18 @@ def test_resume_of_another_job_names_the_fields_that_differ(count_task, tmp_path
     write_run(run_dir, {"job": "h", "hash": OTHER, "state": "running", "fields": theirs})
     tail = "; resume it with its own job file, or start this job in another --out"
     with pytest.raises(ResumeMismatch) as e:
-        claim(run_dir, job(), resume=True, force=False)
+        claim(run_dir, _resolved(job(), run_dir), resume=True, force=False)
     assert str(e.value) == (f"--resume: {run_dir} holds a running run of job 'h' (hash {OTHER}), not of this job 'h' "
                             f"(hash {HASH}); they differ in: dataset, extra, runs{tail}")
     write_run(run_dir, {"job": "h", "hash": OTHER, "state": "finished"})  # an older run.json, without fields
     with pytest.raises(ResumeMismatch) as e:
-        claim(run_dir, job(), resume=True, force=False)
+        claim(run_dir, _resolved(job(), run_dir), resume=True, force=False)
     assert str(e.value) == (f"--resume: {run_dir} holds a finished run of job 'h' (hash {OTHER}), not of this job "
                             f"'h' (hash {HASH}){tail}")
     (run_dir / "run.json").unlink()
     (run_dir / "notes.txt").write_text("mine", encoding="utf-8")
     with pytest.raises(ResumeMismatch) as e:
-        claim(run_dir, job(), resume=True, force=False)
+        claim(run_dir, _resolved(job(), run_dir), resume=True, force=False)
     assert str(e.value) == (f"--resume: {run_dir} is not empty and holds no run.json (not a run folder of this "
                             f"version), not of this job 'h' (hash {HASH}){tail}")
 
@@ -318,7 +320,7 @@ def test_differences_are_the_sorted_keys_whose_values_differ():
 def test_force_plans_a_dated_sibling_and_moves_nothing_yet(count_task, tmp_path, frozen_now):
     run_dir = tmp_path / "run"
     write_run(run_dir, {"job": "a", "hash": OTHER, "state": "finished"})
-    c = claim(run_dir, job(), resume=False, force=True)
+    c = claim(run_dir, _resolved(job(), run_dir), resume=False, force=True)
     assert (c.run_dir, c.resumed, c.record) == (run_dir, False, fresh())
     assert c.moved_to == tmp_path / "run.replaced-20261129-120005"
     assert c.resumed is False
@@ -351,7 +353,7 @@ class Stdout(io.StringIO):
 def test_start_moves_the_forced_out_run_aside_and_writes_running(count_task, tmp_path, frozen_now, monkeypatch):
     run_dir = tmp_path / "run"
     write_run(run_dir, {"job": "a", "hash": OTHER, "state": "finished"})
-    c = claim(run_dir, job(), resume=False, force=True)
+    c = claim(run_dir, _resolved(job(), run_dir), resume=False, force=True)
     out = Stdout()
     monkeypatch.setattr("sys.stdout", out)
     start(c)
@@ -369,7 +371,7 @@ def test_start_moves_the_forced_out_run_aside_and_writes_running(count_task, tmp
 
 
 def test_start_of_a_fresh_run_makes_the_folders_above(count_task, tmp_path, frozen_now, capsys):
-    c = claim(tmp_path / "a" / "b" / "run", job(), resume=False, force=False)
+    c = claim(tmp_path / "a" / "b" / "run", _resolved(job(), tmp_path / "a" / "b" / "run"), resume=False, force=False)
     start(c)
     assert capsys.readouterr().out == ""
     assert json.loads((tmp_path / "a" / "b" / "run" / "run.json").read_text()) == {
