@@ -1,6 +1,6 @@
 """The labels a job gives its configs (a config's folder under `predictions/` and its `run` in every table): task,
 method, model, then `key=value` for each option that varies between the job's configs of that task and method. Used
-by `JobSpec.expand` (jobs/spec.py) and by the summary tables' axis columns (report/axes.py); works on the job's
+by `JobSpec.expand` (jobs/spec.py) and by the summary tables' axis columns (report/columns.py); works on the job's
 `RunSpec`s without importing them (jobs/spec.py imports this module)."""
 
 from __future__ import annotations

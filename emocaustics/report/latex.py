@@ -1,7 +1,7 @@
 """The summary table as LaTeX (`emocaustics report RUN --latex` -> RUN/summary.tex), ready for a paper.
 
 A booktabs `table` of the main columns of the run's summary: what ran (a column per grid axis: each option that
-varies between the job's configs, `report/axes.py`), samples, the score with its 95 % bootstrap interval, failures. Columns that carry nothing for a paper are left out: the cost columns (llm_calls, tokens, wall_s:
+varies between the job's configs, `report/columns.py`), samples, the score with its 95 % bootstrap interval, failures. Columns that carry nothing for a paper are left out: the cost columns (llm_calls, tokens, wall_s:
 they depend on the cache and the machine), `task` when the job has one task, `micro_score` when it equals `score` in
 every row, and any column empty in every row. The caption defines every column kept. Needs `\\usepackage{booktabs}`.
 """
@@ -14,9 +14,8 @@ from pathlib import Path
 import polars as pl
 
 from emocaustics.core.errors import UsageError
-from emocaustics.report.axes import PREFIX
-from emocaustics.report.columns import (COLUMN_DOCS, option_columns, place_config_columns, present, same_as_score,
-                                        with_ci)
+from emocaustics.report.columns import (COLUMN_DOCS, PREFIX, option_columns, place_config_columns, present,
+                                        same_as_score, with_ci)
 
 # With, after what ran, the grid's axes and the tasks' own option columns (`columns.place_config_columns`).
 LATEX_COLUMNS = ("run", "task", "method", "model", "samples", "score", "ci", "micro_score", "failures")

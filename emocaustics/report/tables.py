@@ -75,9 +75,8 @@ def summarise(scores: pl.DataFrame, wall: dict[str, float] | None = None, run_di
     """One row per run config: what ran and the per-config columns its task declares (`Report.option_column_docs`), the
     `HEADLINE` (samples, score: macro, mean over samples, failures count 0), micro score (weighted by the samples'
     weights), component means, failures, cost, the interval (`ci`: run, ci_low, ci_high when already computed), and
-    with `run_dir` the grid's axes its config.yaml records (`report.axes`)."""
-    from emocaustics.report.axes import read_axes, with_axes
-    from emocaustics.report.columns import option_columns
+    with `run_dir` the grid's axes its config.yaml records (`report.columns`)."""
+    from emocaustics.report.columns import option_columns, read_axes, with_axes
 
     spread = epoch_spread(epoch_rows(scores))  # configs solved in epochs: how much a sample's score moves
     scores = scored_rows(scores)
