@@ -190,17 +190,13 @@ def to_markdown(df: pl.DataFrame, floats: int = 4) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_extra_tables(folder: Path, tables: dict[str, list[pl.DataFrame]]) -> list[Path]:
+def write_extra_tables(folder: Path, tables: dict[str, list[pl.DataFrame]]) -> None:
     """`tables/<name>.parquet` for each extra table a scorer returned (per-emotion F1s, data problems, system
     z-scores, significance tests, ...), every config's rows with its `run`, and each table a task's `job_tables`
     gave, with its `task`: none is dropped because the common tables have no column for it."""
-    written = []
     for name, parts in tables.items():
         folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"{name}.parquet"
-        pl.concat(parts, how="diagonal_relaxed").write_parquet(path)
-        written.append(path)
-    return written
+        pl.concat(parts, how="diagonal_relaxed").write_parquet(folder / f"{name}.parquet")
 
 
 def write_job_tables(folder: Path, scores: pl.DataFrame) -> dict[str, dict[str, pl.DataFrame]]:

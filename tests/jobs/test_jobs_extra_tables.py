@@ -17,8 +17,8 @@ def test_every_configs_extra_tables_are_written_with_their_run(tmp_path: Path) -
                              "run": ["x"]})  # a column already named `run` is kept
     tables = {"per_emotion": [_with_run(per_emotion_a, "ecpe_a"), _with_run(per_emotion_b, "ecpe_b")],
               "problems": [_with_run(problems, "ecpe_a")]}
-    written = write_extra_tables(tmp_path / "tables", tables)
-    assert sorted(p.name for p in written) == ["per_emotion.parquet", "problems.parquet"]
+    write_extra_tables(tmp_path / "tables", tables)
+    assert sorted(p.name for p in (tmp_path / "tables").iterdir()) == ["per_emotion.parquet", "problems.parquet"]
     got = pl.read_parquet(tmp_path / "tables" / "per_emotion.parquet")
     assert got.columns[0] == "run"
     assert got.rows() == [("ecpe_a", "joy", 0.5, None), ("ecpe_a", "anger", 0.25, None), ("ecpe_b", "joy", 1.0, 3)]
@@ -27,5 +27,5 @@ def test_every_configs_extra_tables_are_written_with_their_run(tmp_path: Path) -
 
 
 def test_no_extra_tables_no_folder(tmp_path: Path) -> None:
-    assert write_extra_tables(tmp_path / "tables", {}) == []
+    write_extra_tables(tmp_path / "tables", {})
     assert not (tmp_path / "tables").exists()
