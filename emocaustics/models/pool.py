@@ -337,7 +337,7 @@ def get_pool(spec: LLMSpec, *, detached: bool = False) -> ModelPool:
     key = spec.canonical()
     pool = _POOLS.get(key)
     if pool is None:
-        pool = _POOLS[key] = ModelPool(**pool_arguments(spec), detached=detached)
+        pool = _POOLS[key] = ModelPool(**pool_arguments(spec, key), detached=detached)
     return pool
 
 

@@ -47,20 +47,20 @@ def engine_option_names() -> frozenset[str]:
     return frozenset(f.name for f in dataclasses.fields(AsyncEngineArgs))
 
 
-def check_engine_options(spec: LLMSpec) -> None:
-    """Unknown vLLM engine arguments are a usage error naming them (needs vllm installed)."""
+def check_engine_options(spec: LLMSpec, name: str) -> None:
+    """Unknown vLLM engine arguments are a usage error naming them and the spec (`name`: its canonical form)."""
     unknown = sorted(set(spec.engine) - engine_option_names())
     if unknown:
-        raise UsageError(f"model spec {spec.canonical()!r}: unknown vLLM engine option(s) {', '.join(unknown)}")
+        raise UsageError(f"model spec {name!r}: unknown vLLM engine option(s) {', '.join(unknown)}")
 
 
-def pool_arguments(spec: LLMSpec) -> dict[str, Any]:
-    """Keyword arguments of `ModelPool` for a smoke/vllm spec (builds the smoke model when needed; the smoke folder's
-    name is part of the response-cache id)."""
+def pool_arguments(spec: LLMSpec, name: str) -> dict[str, Any]:
+    """Keyword arguments of `ModelPool` for a smoke/vllm spec, named `name` (its canonical form: the registry's key,
+    computed once by `get_pool`); builds the smoke model when needed (its folder's name is in the response-cache id)."""
     if spec.remote:
         raise ValueError(f"{spec.kind} specs have no model pool")
     engine = dict(spec.engine)
-    check_engine_options(spec)
+    check_engine_options(spec, name)
     if spec.tp > 1:
         engine["tensor_parallel_size"] = spec.tp
     model = spec.model
@@ -68,6 +68,6 @@ def pool_arguments(spec: LLMSpec) -> dict[str, Any]:
         from emocaustics.models.smoke import build_smoke_model
 
         model = str(build_smoke_model())  # its folder's name, a hash of its recipe, is in the identity
-    return {"model": model, "name": spec.canonical(), "cache_id": spec.identity, "replicas": spec.replicas,
+    return {"model": model, "name": name, "cache_id": spec.identity, "replicas": spec.replicas,
             "engine_opts": engine, "gpus_per_replica": spec.gpus, "cpus_per_replica": spec.cpus,
             "actor_options": {"scheduling_strategy": "SPREAD"} if spec.placement == "spread" else None}

@@ -35,7 +35,7 @@ def test_a_parsed_spec_answers_from_its_own_fields_not_the_registry(monkeypatch)
     from emocaustics.models.poolargs import pool_arguments
 
     with pytest.raises(ValueError, match="openai specs have no model pool"):
-        pool_arguments(remote)
+        pool_arguments(remote, remote.canonical())
 
 
 def _job(**extra) -> JobSpec:

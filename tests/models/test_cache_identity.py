@@ -86,7 +86,7 @@ def test_the_pool_keys_the_cache_on_the_identity(tmp_path: Path) -> None:
     from emocaustics.models.poolargs import pool_arguments
 
     spec = parse_llm_spec(f"vllm:{_weights(tmp_path / 'model', b'a')}?replicas=2")
-    assert pool_arguments(spec)["cache_id"] == spec.identity
+    assert pool_arguments(spec, spec.canonical())["cache_id"] == spec.identity
 
 
 def test_an_embedders_identity_follows_its_weights(tmp_path: Path) -> None:

@@ -52,8 +52,9 @@ def test_unknown_engine_option_is_named() -> None:
     from emocaustics.models.poolargs import check_engine_options
 
     with pytest.raises(UsageError, match="max_model_lenn"):
-        check_engine_options(parse_llm_spec("vllm:m?max_model_lenn=10"))
-    check_engine_options(parse_llm_spec("vllm:m?max_model_len=10&kv_cache_memory_bytes=268435456&enforce_eager=true"))
+        check_engine_options(parse_llm_spec("vllm:m?max_model_lenn=10"), "vllm:m?max_model_lenn=10")
+    check_engine_options(parse_llm_spec("vllm:m?max_model_len=10&kv_cache_memory_bytes=268435456&enforce_eager=true"),
+                         "vllm:m")
 
 
 def test_engine_option_names_read_from_the_source_are_the_dataclass_fields() -> None:

@@ -55,7 +55,7 @@ def test_equal_specs_share_one_pool_whether_string_or_object(monkeypatch):
 
     monkeypatch.setattr(pool_module, "_POOLS", {})
     monkeypatch.setattr(pool_module, "ModelPool", FakePool)
-    monkeypatch.setattr(poolargs, "pool_arguments", lambda parsed: {"name": parsed.canonical()})
+    monkeypatch.setattr(poolargs, "pool_arguments", lambda parsed, name: {"name": name})
     text = "vllm:org/m?max_model_len=4096&replicas=2"
     first = pool_module.get_pool(parse_llm_spec(text))
     assert pool_module.get_pool(parse_llm_spec(text)) is first
