@@ -63,6 +63,7 @@ class Resolved:
     judge: LLMSpec | UsageError | None  # `scoring.judge` as the model layer takes it (None: `none`)
     fields: dict[str, Any]  # what determines its results (`spec.result_fields`): run.json's `fields` and hash
     config_yaml: str  # the resolved spec (`spec.dump_job`): config.yaml, once the run folder is claimed
+    run_order: list[Config]  # the configs in the order they run in (`in_order(..., to_run=True)`)
 
 
 def resolve(job: JobSpec, run_dir: Path) -> Resolved:
@@ -90,7 +91,7 @@ def resolve(job: JobSpec, run_dir: Path) -> Resolved:
     if judge != "none" and judge not in called:
         called[judge] = _called(job, judge)
     return Resolved(job, in_order(out), sorted(called.values(), key=lambda m: (m.where == "scoring.judge", m.name)),
-                    called[judge].llm if judge in called else None, fields, config_yaml)
+                    called[judge].llm if judge in called else None, fields, config_yaml, in_order(out, to_run=True))
 
 
 def in_order(configs: list[Config], *, to_run: bool = False) -> list[Config]:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from emocaustics.core.task import Failure, Loaded, Scored
+from emocaustics.core.task import Failure, Loaded, Scored, needs_model
 from emocaustics.evallog import sink
 from emocaustics.scoring.generic import per_sample
 from emocaustics.scoring.reducers import reduce_scores
@@ -67,14 +67,43 @@ def to_solve(found: Any, retry_limits: bool) -> bool:
     return False
 
 
-def score_config(cfg: Any, loaded: Any, solved: Any, started: Any, claimed: Any) -> ConfigResult:
-    """The score phase of one config: its calibration predictor's predictions or its solved rows (`solved`, let go
-    once scored), scored (each epoch, then reduced: jobs/epochs.py) and finalized; its wall clock runs meanwhile and
-    its console line is summary.csv's headline."""
-    from emocaustics.jobs.rundir import WallClock
+def found_per_epoch(cfg: Any) -> list[tuple[int, Path, dict[str, Any]]]:
+    """Per epoch: its number, its folder and what earlier runs wrote there (the resume's read; fresh: nothing)."""
+    return [(e, f, cfg.task.store.read_predictions(f) if f.exists() else {})
+            for e in range(1, cfg.epochs + 1) for f in [epoch_dir(cfg.pred_dir, e, cfg.epochs)]]
 
+
+def left_per_epoch(cfg: Any, samples: list, retry_limits: bool = False) -> list[list]:
+    """Per epoch, the samples a resume of this config solves (the others are done and skipped)."""
+    return [[s for s in samples if to_solve(found.get(s.id), retry_limits)] for _, _, found in found_per_epoch(cfg)]
+
+
+def resume_line(cfg: Any, samples: list, retry_limits: bool = False) -> str:
+    """What a resumed config skips and what it runs."""
+    if not needs_model(cfg.task, cfg.options):
+        return f"resume: {cfg.label}: calibration predictor, scored again ({len(samples)} samples)"
+    done = failed = kept = 0  # answered (skipped); failed and solved again; failed over a limit and kept so
+    for got in (found.get(s.id) for _, _, found in found_per_epoch(cfg) for s in samples):
+        if to_solve(got, retry_limits):
+            failed += isinstance(got, Failure)
+        elif isinstance(got, Failure):
+            kept += 1
+        else:
+            done += 1
+    total = len(samples) * cfg.epochs
+    unit = "samples" if cfg.epochs == 1 else f"sample-epochs ({len(samples)} samples x {cfg.epochs} epochs)"
+    return (f"resume: {cfg.label}: {done} of {total} {unit} done (skipped)"
+            + (f"; {kept} failed over a limit, kept as failures (--retry-limits tries them again)" if kept else "")
+            + f"; {total - done - kept} to run" + (f" ({failed} of them failed before and are tried again)"
+                                                    if failed else ""))
+
+
+def score_config(cfg: Any, loaded: Any, solved: Any, started: Any, clock: Any) -> ConfigResult:
+    """The score phase of one config: its calibration predictor's predictions or its solved rows (`solved`, let go
+    once scored), scored (each epoch, then reduced: jobs/epochs.py) and finalized; its wall clock (`clock`, started
+    by the runner: `rundir.WallClock`) runs meanwhile and its console line is summary.csv's headline."""
     evallog, ctx = started.evallog, started.ctx
-    with WallClock(claimed, cfg.label) as clock:  # stopped and saved however the config ends
+    with clock:  # stopped and saved however the config ends
         samples = solved.samples if solved is not None else loaded.samples
         epoch_table = None
         if solved is not None and cfg.epochs > 1:  # each epoch scored, then reduced (jobs/epochs.py)

@@ -184,7 +184,7 @@ def describe(resolved: Resolved, loaded: dict[str, Loaded | UsageError], run_dir
             try:
                 left = None
                 if resume and cfg.pred_dir.exists():
-                    from emocaustics.jobs.together import left_per_epoch, resume_line
+                    from emocaustics.jobs.epochs import left_per_epoch, resume_line
 
                     left = left_per_epoch(cfg, got.samples, retry_limits)
                     resumed.append("  " + resume_line(cfg, got.samples, retry_limits))

@@ -28,7 +28,7 @@ import polars as pl
 from emocaustics.core import aio
 from emocaustics.core.errors import Stop, UsageError
 from emocaustics.jobs import rundir
-from emocaustics.jobs.configs import in_order, resolve
+from emocaustics.jobs.configs import resolve
 from emocaustics.jobs.spec import JobSpec
 from emocaustics.jobs.together import solve_together, solved_counts
 
@@ -106,8 +106,9 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force
         claimed.record.update(solved_counts(solved))
         said = f"predictions: {run_dir / 'predictions'} (not scored: --no-score)"
     else:
-        results = {cfg.label: score_config(cfg, loaded[cfg.label], solved.pop(cfg.label, None), started, claimed)
-                   for cfg in in_order(configs, to_run=True)}  # the job's tables keep the job's order of configs
+        results = {cfg.label: score_config(cfg, loaded[cfg.label], solved.pop(cfg.label, None), started,
+                                           rundir.WallClock(claimed, cfg.label))
+                   for cfg in resolved.run_order}  # the job's tables keep the job's order of configs
         report = write_results(run_dir, [results[cfg.label] for cfg in configs], started.defects, claimed)
         said = f"summary: {run_dir / 'summary.md'}\nreport:  {report}"
     started.startup["timings"] = {**marks, "manifest_written": time.time()}

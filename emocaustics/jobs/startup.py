@@ -42,7 +42,7 @@ def start_job(resolved: Resolved, checked: Checked, claimed: rundir.Claim, addre
     eval log, the local engines, then each config's folder and provenance (and a resume's line of what it skips)."""
     from emocaustics.core.cluster import configure
     from emocaustics.evallog.writer import EvalLog
-    from emocaustics.jobs.together import resume_line
+    from emocaustics.jobs.epochs import resume_line
     from emocaustics.models.budget import activate
     from emocaustics.models.embedders import make_embedder
 

@@ -12,8 +12,8 @@ A config that builds on another one (`SideInputs.builds_on`) starts the moment t
 prediction are not solved again (failed ones are: a batch already asked its failed lines again live; those over a
 limit only with `--retry-limits`), and a config of N epochs solves only the epochs a stopped run left; each config's
 progress line counts its samples as the plan writes them. Each sample's row comes back in memory as it is written
-(`Solved`); a resume reads what earlier runs wrote (`resume_line` too: this is the one read back of a job). The loop in
-jobs/runner.py then scores the configs from those rows.
+(`Solved`); a resume reads what earlier runs wrote (`epochs.found_per_epoch`, which `resume_line` reads too: this
+is the one read back of a job). The loop in jobs/runner.py then scores the configs from those rows.
 
 A typed stop (a dead endpoint, the budget, a service gone: core/errors.py `Stop`) in one config starts no further
 sample in any; the samples in flight end (their answers kept), then the stop is raised.
@@ -31,7 +31,7 @@ from emocaustics.core import aio
 from emocaustics.core.errors import Stop
 from emocaustics.core.progress import Progress
 from emocaustics.core.task import Failure, Loaded, ScoreContext, needs_model
-from emocaustics.jobs.epochs import epoch_dir, epoch_label, to_solve
+from emocaustics.jobs.epochs import epoch_label, found_per_epoch, to_solve
 from emocaustics.jobs.spec import JobSpec
 
 if TYPE_CHECKING:
@@ -96,37 +96,6 @@ def solved_counts(solved: dict[str, Solved]) -> dict[str, int]:
     return {"samples": len(answered), "failed_samples": answered.count(False)}
 
 
-def _found(cfg: Config) -> list[tuple[int, Path, dict[str, Any]]]:
-    """Per epoch: its number, its folder and what earlier runs wrote there (the resume's read; fresh: nothing)."""
-    return [(e, f, cfg.task.store.read_predictions(f) if f.exists() else {})
-            for e in range(1, cfg.epochs + 1) for f in [epoch_dir(cfg.pred_dir, e, cfg.epochs)]]
-
-
-def left_per_epoch(cfg: Config, samples: list, retry_limits: bool = False) -> list[list]:
-    """Per epoch, the samples a resume of this config solves (the others are done and skipped)."""
-    return [[s for s in samples if to_solve(found.get(s.id), retry_limits)] for _, _, found in _found(cfg)]
-
-
-def resume_line(cfg: Config, samples: list, retry_limits: bool = False) -> str:
-    """What a resumed config skips and what it runs."""
-    if not needs_model(cfg.task, cfg.options):
-        return f"resume: {cfg.label}: calibration predictor, scored again ({len(samples)} samples)"
-    done = failed = kept = 0  # answered (skipped); failed and solved again; failed over a limit and kept so
-    for got in (found.get(s.id) for _, _, found in _found(cfg) for s in samples):
-        if to_solve(got, retry_limits):
-            failed += isinstance(got, Failure)
-        elif isinstance(got, Failure):
-            kept += 1
-        else:
-            done += 1
-    total = len(samples) * cfg.epochs
-    unit = "samples" if cfg.epochs == 1 else f"sample-epochs ({len(samples)} samples x {cfg.epochs} epochs)"
-    return (f"resume: {cfg.label}: {done} of {total} {unit} done (skipped)"
-            + (f"; {kept} failed over a limit, kept as failures (--retry-limits tries them again)" if kept else "")
-            + f"; {total - done - kept} to run" + (f" ({failed} of them failed before and are tried again)"
-                                                    if failed else ""))
-
-
 async def _solve_all(job: JobSpec, chosen: list[Config], solved: dict[str, Solved], cache_dir: Path,
                      log_for: Callable[[str], Any], embedder_spec: str | None,
                      clock_for: Callable[[str], Any] | None, retry_limits: bool) -> None:
@@ -152,7 +121,7 @@ async def _solve_all(job: JobSpec, chosen: list[Config], solved: dict[str, Solve
         try:  # the clock is stopped and saved however this config ends (a sibling's error cancels it)
             epochs, samples = cfg.epochs, solved[cfg.label].samples
             todos = []  # per epoch: its folder and the samples it solves (a resume: those not done)
-            for e, out, found in _found(cfg):  # a resume: what earlier runs wrote (fresh: nothing)
+            for e, out, found in found_per_epoch(cfg):  # a resume: what earlier runs wrote (fresh: nothing)
                 out.mkdir(parents=True, exist_ok=True)
                 solved[cfg.label].epochs.append((found, sample_stats(out) if found else {}))
                 todos.append((e, out, [s for s in samples if to_solve(found.get(s.id), retry_limits)]))

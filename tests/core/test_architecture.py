@@ -215,7 +215,8 @@ def test_model_specs_are_parsed_at_the_edges():
 # A job scores the rows its plan hands back (`solve.plan.asolve_samples`'s `keep`); reading predictions or stats.jsonl
 # back from a folder (`read_predictions`, `sample_stats`) is left to these modules:
 READS_BACK = {
-    "emocaustics.jobs.together",  # --resume: what earlier runs of a config wrote (skipped, then scored with the rest)
+    "emocaustics.jobs.epochs",  # --resume: what earlier runs of a config wrote (`found_per_epoch`: skipped, then scored)
+    "emocaustics.jobs.together",  # --resume: the stats rows beside them
     "emocaustics.scoring.generic",  # `score TASK`: a predictions folder scored
     "emocaustics.tasks.aer.cli", "emocaustics.tasks.ecpe.cli",  # their submission checks: the predictions beside it
 }

@@ -1,6 +1,6 @@
 """The resume area's decisions (issue 44, `make mutation AREA=resumeA`), pinned fast and without Ray: which samples
 a resume counts done, failed, over a limit or missing (jobs/epochs.py `to_solve`, core/predictions.py `pair`), which
-it solves per epoch and the line it prints (jobs/together.py `left_per_epoch`, `resume_line`), each epoch's folder
+it solves per epoch and the line it prints (jobs/epochs.py `left_per_epoch`, `resume_line`), each epoch's folder
 and eval-log name, and how a config's epochs are scored and reduced (`score_epochs`, `reduce_table`, `_summed`).
 
 Stand-ins: a small in-test task (`Guess`: is the prediction the sample's target?) whose scorer records what it was
@@ -22,7 +22,8 @@ import pytest
 from emocaustics.core.predictions import NOT_WRITTEN, Paired, pair
 from emocaustics.core.task import Failure, JsonlStore, Loaded, Methods, Options, Sample, Scored, Task, rows_frame
 from emocaustics.jobs.epochs import _summed, epoch_dir, epoch_label, reduce_table, score_epochs, to_solve
-from emocaustics.jobs.together import Solved, left_per_epoch, resume_line
+from emocaustics.jobs.epochs import left_per_epoch, resume_line
+from emocaustics.jobs.together import Solved
 
 NOT_WRITTEN_TEXT = "solve: no prediction was written for this sample"
 
