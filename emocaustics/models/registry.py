@@ -122,24 +122,19 @@ def endpoint_name(spec: Any) -> str:
 
 def reach(spec: Any, *, network: bool) -> str:
     """How the job has the model of `spec` (an `LLMSpec`), checked before anything starts: with `network`, an endpoint
-    its provider probes (`probed`) answers one cheap request (`check_endpoint`); else where its weights come from
-    (`model_source`). A UsageError (a PreflightError for an endpoint) names why it cannot be had."""
-    if network and probed(spec):
-        check_endpoint(spec)
-        return "endpoint"
-    return model_source(spec, network=network)
-
-
-def model_source(parsed: Any, *, network: bool) -> str:
-    """Where a model's weights come from; raises UsageError when they cannot be had (network: may ask the hub)."""
+    its provider probes (`probed`) answers one cheap request (`check_endpoint`); local weights come from a path or a
+    hub name (cached, or with `network` found on the hub). A UsageError (a PreflightError for an endpoint) names why
+    it cannot be had."""
     from pathlib import Path
 
     from emocaustics.models import hub
 
-    if parsed.kind == "smoke":
+    if network and probed(spec):
+        check_endpoint(spec)
+    elif spec.kind == "smoke":
         return "built locally (tiny random model)"
-    if parsed.kind == "vllm":
-        name = parsed.model
+    elif spec.kind == "vllm":
+        name = spec.model
         if Path(name).expanduser().exists():
             return f"local path {name}"
         if hub.looks_like_hub_name(name):
@@ -147,7 +142,7 @@ def model_source(parsed: Any, *, network: bool) -> str:
                 return hub.check(name, "model")
             found = hub.cached_path(name)
             return f"local cache: {found}" if found else "hub name, not in the local cache (checked at start)"
-        raise UsageError(f"model {parsed.canonical()!r}: {name} is neither a local path nor a hub name (ORG/NAME)")
+        raise UsageError(f"model {spec.canonical()!r}: {name} is neither a local path nor a hub name (ORG/NAME)")
     return "endpoint"
 
 

@@ -81,10 +81,10 @@ def test_run_kind_knows_the_smoke_model_by_its_spec(tmp_path):
 
 
 def test_model_source_knows_the_smoke_model_by_its_spec():
-    from emocaustics.models.registry import model_source
+    from emocaustics.models.registry import reach
 
-    assert model_source(parse_llm_spec("smoke?replicas=2"), network=False) == "built locally (tiny random model)"
-    assert model_source(parse_llm_spec(ENDPOINT), network=False) == "endpoint"
+    assert reach(parse_llm_spec("smoke?replicas=2"), network=False) == "built locally (tiny random model)"
+    assert reach(parse_llm_spec(ENDPOINT), network=False) == "endpoint"
 
 
 def test_the_job_runner_hands_the_plan_the_parsed_job_model(tmp_path, monkeypatch):
