@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
 
 def solve_together(job: JobSpec, configs: list[Config], loaded: dict[str, Loaded], ctx: ScoreContext,
-                   log_for: Callable[[str], Any], clock_for: Callable[[str], Any] | None = None,
+                   log_for: Callable[[str], Any], clock_for: Callable[[str], Any],
                    retry_limits: bool = False) -> dict[str, Solved]:
     """Solve every config that asks a model, all at once (each one's model, batch flag, limits and the config it
     builds on as the job was resolved: jobs/configs.py). Returns each one's prepared samples and rows by label (the
@@ -60,12 +60,11 @@ def solve_together(job: JobSpec, configs: list[Config], loaded: dict[str, Loaded
     solved = {c.label: Solved(prepared[c.label]) for c in chosen}
 
     def clock(label: str) -> Any:  # the config's clock, started its prepare's seconds ago
-        started = clock_for(label)  # type: ignore[misc]
+        started = clock_for(label)
         started.t0 -= spent[label]
         return started
 
-    aio.run(_solve_all(job, chosen, solved, ctx.cache, log_for, ctx.embedder_spec,
-                       clock if clock_for is not None else None, retry_limits))
+    aio.run(_solve_all(job, chosen, solved, ctx.cache, log_for, ctx.embedder_spec, clock, retry_limits))
     return solved
 
 
@@ -98,7 +97,7 @@ def solved_counts(solved: dict[str, Solved]) -> dict[str, int]:
 
 async def _solve_all(job: JobSpec, chosen: list[Config], solved: dict[str, Solved], cache_dir: Path,
                      log_for: Callable[[str], Any], embedder_spec: str | None,
-                     clock_for: Callable[[str], Any] | None, retry_limits: bool) -> None:
+                     clock_for: Callable[[str], Any], retry_limits: bool) -> None:
     from emocaustics.evallog import sink
     from emocaustics.models.factory import make_llm
     from emocaustics.solve.plan import asolve_samples, sample_stats
@@ -116,7 +115,7 @@ async def _solve_all(job: JobSpec, chosen: list[Config], solved: dict[str, Solve
         if stopped:  # the job is stopping: this config does not start (resume solves it)
             finished[cfg.pred_dir].set()
             return
-        clock = clock_for(cfg.label) if clock_for is not None else None
+        clock = clock_for(cfg.label)
         progress: Progress | None = None
         try:  # the clock is stopped and saved however this config ends (a sibling's error cancels it)
             epochs, samples = cfg.epochs, solved[cfg.label].samples
@@ -154,8 +153,7 @@ async def _solve_all(job: JobSpec, chosen: list[Config], solved: dict[str, Solve
         finally:
             if progress is not None:
                 progress.close()
-            if clock is not None:
-                clock.stop()
+            clock.stop()
             finished[cfg.pred_dir].set()  # a config waiting on this one then sees the stop, or its predictions
 
     try:

@@ -113,7 +113,7 @@ def test_the_job_runner_hands_the_plan_the_parsed_job_model(tmp_path, monkeypatc
     monkeypatch.setattr(cfg.task, "prepare", lambda samples, options, ctx: samples)  # a bare sample: nothing to add
     with pytest.raises(Refused):
         together.solve_together(job, [cfg], {cfg.label: Loaded([Sample("1", None)])},
-                                ScoreContext(cache=tmp_path), lambda label: None)
+                                ScoreContext(cache=tmp_path), lambda label: None, lambda label: None)
     assert seen == [job.models["api"].parsed()]
     assert isinstance(seen[0], spec_module.LLMSpec) and seen[0].limits.concurrency == 3
     assert seen[0].limits.max_server_errors == 7
