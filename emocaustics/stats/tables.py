@@ -160,16 +160,14 @@ def config_stats(per_item: pl.DataFrame, *, n_resamples: int = DEFAULT_RESAMPLES
     only_b = (in_b & ~in_a).sum(axis=1).astype(np.int64)
     diff = np.full(m, np.nan)
     p_wil = np.full(m, np.nan)
-    diff_boot = np.full((m, n_resamples), np.nan)
     for p, (i, j) in enumerate(pairs):
         if n_common[p] == 0:
             continue
         d = values[i, both[p]] - values[j, both[p]]
         diff[p] = d.mean()
         p_wil[p] = wilcoxon_p(_cluster_means(d, None if clusters is None else clusters[both[p]]))
-        diff_boot[p] = pair_boot[p]
-    p_boot = paired_bootstrap_p(diff_boot, diff)
-    lo, hi = percentile_interval(diff_boot, level)  # a pair without common items: all NaN, so NaN bounds
+    p_boot = paired_bootstrap_p(pair_boot, diff)
+    lo, hi = percentile_interval(pair_boot, level)  # a pair without common items: all NaN, so NaN bounds
 
     # the flips get their own stream, derived from the seed (independent of the bootstrap draws)
     flips = np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0])
