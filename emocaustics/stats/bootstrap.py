@@ -61,15 +61,18 @@ def resample_counts(n_items: int, n_resamples: int, rng: np.random.Generator,
     if n_items <= 0:
         raise ValueError("cannot resample zero items")
     groups = n_clusters(clusters, n_items)
-    per_chunk = max(1, CHUNK_CELLS // n_items)
-    done = 0
-    while done < n_resamples:
-        b = min(per_chunk, n_resamples - done)
+    for b in chunk_sizes(n_items, n_resamples):
         draws = rng.integers(0, groups, size=(b, groups), dtype=np.int64)
         draws += np.arange(b, dtype=np.int64)[:, None] * groups  # row offset: one bincount for the whole chunk
         counts = np.bincount(draws.ravel(), minlength=b * groups).reshape(b, groups).astype(np.float64)
         yield counts if clusters is None else counts[:, clusters]
-        done += b
+
+
+def chunk_sizes(n_items: int, total: int) -> Iterator[int]:
+    """How many of `total` resamples (or sign flips) of `n_items` items each chunk draws: about `CHUNK_CELLS` cells."""
+    per_chunk = max(1, CHUNK_CELLS // max(n_items, 1))
+    for done in range(0, total, per_chunk):
+        yield min(per_chunk, total - done)
 
 
 def bootstrap_means(values: np.ndarray, *, n_resamples: int = DEFAULT_RESAMPLES,

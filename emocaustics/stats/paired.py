@@ -21,7 +21,7 @@ import warnings
 
 import numpy as np
 
-from emocaustics.stats.bootstrap import CHUNK_CELLS, DEFAULT_RESAMPLES, DEFAULT_SEED, n_clusters
+from emocaustics.stats.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED, chunk_sizes, n_clusters
 from emocaustics.stats.pairsums import SPARSE_SHARE, pair_sums, plan_pairs, row_sums
 from emocaustics.stats.threads import blas_threads
 
@@ -62,18 +62,14 @@ def randomisation_table(values: np.ndarray, present: np.ndarray, pairs: list[tup
             tol[p] = 1e-9 * max(float(np.abs(d).mean()), 1e-300)  # rounding of the corrected sums, not a real gap
     hits = np.zeros(m)
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
-    per_chunk = max(1, CHUNK_CELLS // max(n, 1))
     groups = n_clusters(clusters, n)
-    done = 0
     with np.errstate(invalid="ignore", divide="ignore"), blas_threads():
-        while done < n_permutations and n:
-            r = min(per_chunk, n_permutations - done)
+        for r in chunk_sizes(n, n_permutations if n else 0):  # no items: no flips
             signs = rng.integers(0, 2, size=(r, groups), dtype=np.int8).astype(np.float64) * 2.0 - 1.0
             if clusters is not None:
                 signs = signs[:, clusters]
             num, _ = pair_sums(plan, signs, row_sums(plan, signs), weights=False)
             hits += (np.abs(num) / n_common >= obs - tol).sum(axis=0)
-            done += r
     p = (1.0 + hits) / (n_permutations + 1.0)
     return np.where(n_common > 0, p, np.nan)
 

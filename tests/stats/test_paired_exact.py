@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 
+from emocaustics.stats import bootstrap as B
 from emocaustics.stats import paired as P
 from stats.pairwise import approximate_randomisation_p, paired_bootstrap
 
@@ -96,7 +97,7 @@ def test_randomisation_counts_the_flips_that_only_tie_the_observed_difference():
 def test_randomisation_chunks_follow_the_generator(monkeypatch):
     # 5 items, room for 3 cells per chunk: one permutation per chunk, so the int8 signs come from one draw of
     # (1, 5) per permutation (a chunk of 2 would take the bytes of the stream differently)
-    monkeypatch.setattr(P, "CHUNK_CELLS", 3)
+    monkeypatch.setattr(B, "CHUNK_CELLS", 3)  # the chunks of bootstrap.chunk_sizes
     d = np.array([1.0, -0.5, 4.0, 2.0, 1.5])
     rng = np.random.default_rng(5)
     rows = [rng.integers(0, 2, size=(1, 5), dtype=np.int8).astype(np.float64)[0] * 2.0 - 1.0 for _ in range(25)]
@@ -177,7 +178,7 @@ def test_randomisation_unsigned_scores_are_differenced_as_numbers():
 
 def test_randomisation_last_chunk_is_cut_to_the_remaining_permutations(monkeypatch):
     # 3 items, room for 6 cells: 2 permutations per chunk, so 5 permutations are chunks of 2, 2 and 1 (not 2, 2, 2)
-    monkeypatch.setattr(P, "CHUNK_CELLS", 6)
+    monkeypatch.setattr(B, "CHUNK_CELLS", 6)
     values = np.array([[1.0, 7.0, 2.0], [0.0, 3.0, 9.0], [4.0, 1.0, 3.0]])
     present = np.array([[True, True, True], [False, True, True], [True, True, True]])
     rng = np.random.default_rng(8)
