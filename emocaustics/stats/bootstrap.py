@@ -107,11 +107,10 @@ def bootstrap_masked_means(values: np.ndarray, present: np.ndarray, *, n_resampl
 def _resampled(num: np.ndarray, den: np.ndarray | None, n_resamples: int,
                seed: int | np.random.Generator | None, clusters: np.ndarray | None = None) -> np.ndarray:
     n = num.shape[1]
-    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     out = np.empty((num.shape[0], n_resamples))
     at = 0
     with blas_threads():
-        for counts in resample_counts(n, n_resamples, rng, clusters):
+        for counts in resample_counts(n, n_resamples, np.random.default_rng(seed), clusters):
             b = counts.shape[0]
             if den is None:
                 out[:, at:at + b] = num @ counts.T / n
@@ -133,11 +132,10 @@ def bootstrap_table(values: np.ndarray, present: np.ndarray, pairs: list[tuple[i
     k, n = plan.x.shape
     rows_out = np.empty((k, n_resamples))
     pairs_out = np.empty((len(plan.pairs), n_resamples))
-    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     at = 0
     # a resample without any of a row's (a pair's common) items: NaN there, not the +-inf of a sum missing 0 by rounding
     with np.errstate(invalid="ignore", divide="ignore"), blas_threads():
-        for counts in resample_counts(n, n_resamples, rng, clusters):
+        for counts in resample_counts(n, n_resamples, np.random.default_rng(seed), clusters):
             b = counts.shape[0]
             sums = row_sums(plan, counts)
             rows_out[:, at:at + b] = (sums / row_weights(plan, counts)).T

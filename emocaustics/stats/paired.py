@@ -61,7 +61,7 @@ def randomisation_table(values: np.ndarray, present: np.ndarray, pairs: list[tup
             obs[p] = abs(d.mean())
             tol[p] = 1e-9 * max(float(np.abs(d).mean()), 1e-300)  # rounding of the corrected sums, not a real gap
     hits = np.zeros(m)
-    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    rng = np.random.default_rng(seed)  # a Generator given is returned as it is
     groups = n_clusters(clusters, n)
     with np.errstate(invalid="ignore", divide="ignore"), blas_threads():
         for r in chunk_sizes(n, n_permutations if n else 0):  # no items: no flips
