@@ -42,10 +42,9 @@ def _cell(value: object, digits: int) -> str:
     return escape(str(value))
 
 
-def latex_columns(summary: pl.DataFrame) -> list[str]:
-    """The columns kept (see the module docstring), with a column per grid axis (`opt:<key>`) after the model and
-    the tasks' own option columns after those."""
-    df = with_ci(summary)
+def latex_columns(df: pl.DataFrame) -> list[str]:
+    """The columns kept of the summary with its interval (`columns.with_ci`; see the module docstring), with a column
+    per grid axis (`opt:<key>`) after the model and the tasks' own option columns after those."""
     cols = place_config_columns(df, present(df, LATEX_COLUMNS))
     if "task" in cols and df["task"].n_unique() == 1:
         cols.remove("task")
@@ -56,7 +55,7 @@ def latex_columns(summary: pl.DataFrame) -> list[str]:
 
 def summary_latex(summary: pl.DataFrame, label: str = "emocaustics-summary", digits: int = 4) -> str:
     df = with_ci(summary, digits)
-    cols = latex_columns(summary)
+    cols = latex_columns(df)
     numeric = {c for c in cols if df.schema[c].is_numeric()}
     spec = "".join("r" if c in numeric else ("c" if c == "ci" else "l") for c in cols)
     lines = [
