@@ -78,19 +78,18 @@ def score_sample(sample_id: str, pred: Any, target: Any, meta: dict[str, Any], *
             rows.append({"sample_id": sample_id, "metric": m, "value": value,
                          "status": "unscored" if value is None else "failed", "reason": str(pred)})
         return {"rows": rows, "items": [], "issues": [], "result": compact(failed)}
-    rows = []
+    rows, items = [], []  # each component's row and its item, in one pass
     for c, r in result["detailed_results"].items():
         scored = r["score"] is not None
         rows.append({"sample_id": sample_id, "metric": c, "value": r["score"],
                      "status": "ok" if scored else "unscored", "reason": None if scored else r["reason"]})
+        items.append({"sample_id": sample_id, "component": c, "score": r["score"], "gt_incomplete": r["gt_incomplete"],
+                      "reason": r["reason"], "skipped_events": r["skipped_events"], "metrics": _dumps(r["metrics"]),
+                      "extra": _dumps(r["extra"]), "missing": _dumps(r["missing"])})
     overall = result["overall_score"]
     rows.append({"sample_id": sample_id, "metric": "overall", "value": overall,
                  "status": "ok" if overall is not None else "unscored",
                  "reason": None if overall is not None else "no component could be scored"})
-    items = [{"sample_id": sample_id, "component": c, "score": r["score"], "gt_incomplete": r["gt_incomplete"],
-              "reason": r["reason"], "skipped_events": r["skipped_events"], "metrics": _dumps(r["metrics"]),
-              "extra": _dumps(r["extra"]), "missing": _dumps(r["missing"])}
-             for c, r in result["detailed_results"].items()]
     issues = [{"sample_id": sample_id, **i} for i in result["summary"]["issues"] + result["summary"]["out_of_taxonomy"]]
     return {"rows": rows, "items": items, "issues": issues, "result": compact(result)}
 
