@@ -51,11 +51,11 @@ class BlockingLLM:
     def __init__(self, model: str, base_url: str, *, timeout: float = 120.0, max_retries: int = 4) -> None:
         import openai
 
-        from emocaustics.models.openai_chat import NO_KEY, OpenAIChatLLM, api_key_from_env
+        from emocaustics.models.openai_chat import OpenAIChatLLM
 
         self.name = f"blocking-openai:{model}@{base_url}"
         self._bodies = OpenAIChatLLM(model, base_url)  # builds each request body exactly as our async client does
-        self._client = openai.OpenAI(api_key=api_key_from_env() or NO_KEY, base_url=base_url, timeout=timeout,
+        self._client = openai.OpenAI(api_key=self._bodies.api_key(), base_url=base_url, timeout=timeout,
                                      max_retries=max_retries)
         self._lock = threading.Lock()
         self.calls = 0

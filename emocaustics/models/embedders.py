@@ -142,9 +142,9 @@ class OpenAIEmbedder:
     def _client(self) -> Any:
         from openai import AsyncOpenAI
 
-        from emocaustics.models.openai_chat import api_key_from_env
+        from emocaustics.models.registry import provider
 
-        key = api_key_from_env()
+        key = provider("openai").key()  # the key the chat client reads (`ChatClient.api_key`)
         # a local server may need no key; the client insists on one, so a placeholder is sent then
         return AsyncOpenAI(api_key=key or "no-key", base_url=self.base_url, max_retries=self.max_retries,
                            timeout=self.timeout)

@@ -20,16 +20,9 @@ from __future__ import annotations
 from typing import Any
 
 from emocaustics.models.base import ChatRequest, Completion
-from emocaustics.models.chatclient import NO_KEY, ChatClient  # noqa: F401 (NO_KEY: benchmarks/refdriver.py)
+from emocaustics.models.chatclient import ChatClient
 from emocaustics.models.gate import PriorityGate
 from emocaustics.models.jsonout import read_answer
-from emocaustics.models.registry import provider
-
-KEY_VARIABLES = ("OPENAI_API_KEY", "EMOCAUSTICS_API_KEY")  # the registry's `Provider.key_variables` (a test holds it)
-
-
-def api_key_from_env() -> str | None:
-    return provider("openai").key() or None
 
 
 class OpenAIChatLLM(ChatClient):

@@ -14,7 +14,7 @@ from emocaustics.core.errors import PreflightError
 from emocaustics.jobs.modelentry import ModelSpec
 from emocaustics.jobs.preflight import placement
 from emocaustics.models.registry import check_endpoint
-from emocaustics.models import anthropic_chat, openai_chat, registry
+from emocaustics.models import anthropic_chat, registry
 from emocaustics.models.spec import parse_llm_spec
 
 
@@ -36,7 +36,7 @@ def sent(monkeypatch):
 
 
 def test_the_registry_reads_the_keys_the_clients_read():
-    assert registry.provider("openai").key_variables == openai_chat.KEY_VARIABLES
+    assert registry.provider("openai").key_variables == ("OPENAI_API_KEY", "EMOCAUSTICS_API_KEY")
     assert registry.provider("anthropic").key_variables == (anthropic_chat.KEY_VARIABLE,)
     assert registry.probed("openai:m@http://x/v1") and registry.probed("anthropic:claude-x")
     assert not any(registry.probed(s) for s in ("ollama:llama3", "litellm:gemini/x", "vllm:org/m", "smoke"))
