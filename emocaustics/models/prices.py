@@ -22,16 +22,24 @@ PER = 1_000_000  # prices are USD per 1M tokens
 _SUFFIX = re.compile(r"-(\d{8}|\d{4}-\d{2}-\d{2}|latest)$")
 
 
-class Price(BaseModel):
-    """USD per 1M tokens. Cached input defaults to the input price, batch prices to half the live ones (the
-    providers' batch discount)."""
+class PriceOverride(BaseModel):
+    """A job's `price:` of a model: any of Price's fields; the missing ones come from the table (where it has the
+    model), else input and output are required."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    input: float = Field(ge=0)
-    output: float = Field(ge=0)
+    input: float | None = Field(None, ge=0)
+    output: float | None = Field(None, ge=0)
     cached_input: float | None = Field(None, ge=0)
     batch_input: float | None = Field(None, ge=0)
     batch_output: float | None = Field(None, ge=0)
+
+
+class Price(PriceOverride):
+    """USD per 1M tokens: the override's fields, input and output required. Cached input defaults to the input price,
+    batch prices to half the live ones (the providers' batch discount)."""
+
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
 
     def cost(self, prompt_tokens: int, generated_tokens: int, cached_tokens: int = 0, *, batch: bool = False) -> float:
         """USD of one call (or of summed token counts); `cached_tokens` are part of `prompt_tokens`."""
@@ -43,18 +51,6 @@ class Price(BaseModel):
             inp, out = self.input, self.output
         cached = self.input if self.cached_input is None else self.cached_input
         return (fresh * inp + cached_tokens * cached + generated_tokens * out) / PER
-
-
-class PriceOverride(BaseModel):
-    """A job's `price:` of a model: any of Price's fields; the missing ones come from the table (where it has the
-    model), else input and output are required."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    input: float | None = Field(None, ge=0)
-    output: float | None = Field(None, ge=0)
-    cached_input: float | None = Field(None, ge=0)
-    batch_input: float | None = Field(None, ge=0)
-    batch_output: float | None = Field(None, ge=0)
 
 
 @functools.lru_cache(maxsize=1)
