@@ -99,9 +99,7 @@ def counter_for(parsed: LLMSpec | None) -> TokenCounter:
             return _folder_counter(name, path)
     except Exception as exc:  # noqa: BLE001 - a tokenizer that does not load leaves the heuristic, said so
         return TokenCounter(f"approx_tokens heuristic (the tokenizer of {head} did not load: {type(exc).__name__})")
-    from emocaustics.models.registry import is_remote
-
-    if parsed is not None and is_remote(parsed):
+    if parsed is not None and parsed.remote:  # the provider's fact, kept by the parsed spec
         return TokenCounter("approx_tokens heuristic (an endpoint's tokenizer is not on this machine)")
     return TokenCounter("approx_tokens heuristic")
 
