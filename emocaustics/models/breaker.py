@@ -75,7 +75,8 @@ class BreakerLLM(Layer):
         self.limit = max(1, int(limit))
         self.server_errors = max(1, int(server_errors))
         self.concurrency = max(1, int(concurrency))
-        self.stall = float(stall) if stall else default_stall(float(getattr(llm, "timeout", 60.0)))
+        client = llm if client is None else client  # the endpoint's client, under the layers between (budget)
+        self.stall = float(stall) if stall else default_stall(float(getattr(client, "timeout", None) or 60.0))
         self.report_every = min(REPORT_EVERY, self.stall / 3)
         self.report = report or _print_line
         self.max_throttled = max(0, int(max_throttled))  # requeues of one request answered 429
@@ -91,7 +92,6 @@ class BreakerLLM(Layer):
         self._reported = (self.heard, 0.0)  # (heard, silence) of the last "waiting on" line
         self._lock = threading.Lock()
         self._loops = PerLoop(self._new_state)
-        client = llm if client is None else client  # the endpoint's client, under the layers between (budget)
         if hasattr(client, "on_response"):
             client.on_response = self._answered
 

@@ -46,7 +46,7 @@ def make_llm(parsed: LLMSpec, *, cache_dir: CacheChoice | Path | str | None = No
 
 def _endpoint(client: LLM, parsed: LLMSpec, prov: Provider, cache_dir: Path | str | None, cache: Any) -> LLM:
     """A remote provider's client behind its budget, breaker and rate limit (and batch API with `batch=true`)."""
-    from emocaustics.models.breaker import BreakerLLM, default_stall
+    from emocaustics.models.breaker import BreakerLLM
     from emocaustics.models.budget import guard
     from emocaustics.models.ratelimit import limiter_for
 
@@ -56,12 +56,11 @@ def _endpoint(client: LLM, parsed: LLMSpec, prov: Provider, cache_dir: Path | st
     # The job's max_cost_usd, checked as each call leaves the breaker's queue (models/budget.py).
     llm = guard(client, name) if parsed.priced else client
     # A dead endpoint (connection failures, 5xx in a row, or silence past the stall deadline) is no longer called:
-    # models/breaker.py. No stall deadline given: two client timeouts, at least 30 s.
-    timeout = float(getattr(client, "timeout", None) or 60.0)  # the client's, whatever its default
+    # models/breaker.py. No stall deadline given: two of the client's timeouts (its own default), at least 30 s.
     # Its adaptive rate limit (models/ratelimit.py): AIMD under `concurrency`, `rpm`/`tpm` budgets.
     limiter = limiter_for(name, lim.concurrency, rpm=lim.rpm, tpm=lim.tpm)
     llm = BreakerLLM(llm, name, lim.max_connection_failures, concurrency=lim.concurrency,
-                     server_errors=lim.max_server_errors, stall=lim.stall_seconds or default_stall(timeout),
+                     server_errors=lim.max_server_errors, stall=lim.stall_seconds,
                      limiter=limiter, max_throttled=lim.max_throttled, client=client)
     if prov.batch and parsed.batch.on:
         return _batched(llm, client, parsed, cache_dir, cache)
