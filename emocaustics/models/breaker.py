@@ -83,7 +83,6 @@ class BreakerLLM(Layer):
         self.limiter = limiter  # adaptive concurrency and rpm/tpm budgets (models/ratelimit.py), applied at the gate
         self.consecutive = 0  # connection failures in a row
         self.consecutive_5xx = 0
-        self.last_error = ""
         self.tripped = False
         self.reason = ""
         self.inflight = 0
@@ -115,13 +114,11 @@ class BreakerLLM(Layer):
             with self._lock:
                 if c.kind in NO_ANSWER:
                     self.consecutive += 1
-                    self.last_error = error
                     n, limit, what, key = self.consecutive, self.limit, "connection failures or timeouts", \
                         "max_connection_failures"
                 elif c.kind is ErrorKind.SERVER:
                     self.heard = time.monotonic()
                     self.consecutive_5xx += 1
-                    self.last_error = error
                     n, limit, what, key = self.consecutive_5xx, self.server_errors, "server errors (HTTP 5xx)", \
                         "max_server_errors"
                 else:
