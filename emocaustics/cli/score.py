@@ -1,6 +1,7 @@
-"""`emocaustics score TASK`: the one skeleton of every task's score verb (`verb`: --pred, --data, the task's own
-options, --json, --allow-failures; the printing and the exit status) and the generic verb over `Task.score` for
-every task that registers no `score` verb of its own (plug-in tasks; the in-tree tasks keep their official formats).
+"""`emocaustics score TASK`: the generic verb over `Task.score` for every task that registers no `score` verb of its
+own (plug-in tasks; the in-tree tasks keep their official formats), on the one skeleton of every task's score verb
+(`core/clihelp.py` `verb`: --pred, --data, the task's own options, --json, --allow-failures; the printing and the exit
+status).
 
 The generic verb: the samples come from `Task.load` (dataset options: the ones the predictions were made for, read
 from the folder's provenance.json, then `--data` and `-D key=value`), the predictions from `store.read_predictions`
@@ -15,59 +16,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from emocaustics.core.clihelp import DefaultsFormatter
+from emocaustics.core.clihelp import DefaultsFormatter, Scored, verb
 from emocaustics.core.errors import SamplesFailed, UsageError
-
-
-@dataclass
-class Scored:
-    """What a task's score verb found. `doc` is what --json prints (a string is printed as it is), `text` the summary
-    printed without it, `failure` what ends the command once it is printed: a `SamplesFailed` (status 3, unless
-    --allow-failures) or a `UsageError` (status 2)."""
-
-    doc: Any
-    text: str
-    failure: SamplesFailed | UsageError | None = None
-
-
-def verb(score_subparsers: Any, name: str, score: Callable[[argparse.Namespace], Scored], *, pred: dict[str, Any],
-         data: dict[str, Any], allow: str, options: Callable[[Any], None] = lambda p: None,
-         json_help: str = "print the summary as JSON", **parser: Any) -> Any:
-    """`score NAME`: --pred and --data (their add_argument keywords; `flags` gives --data's older names too), the
-    task's own `options`, --json and --allow-failures; the handler prints what `score(args)` returns (`finish`)."""
-    p = score_subparsers.add_parser(name, **parser)
-    p.add_argument("--pred", required=True, **pred)
-    p.add_argument(*data.get("flags", ("--data",)), **{k: v for k, v in data.items() if k != "flags"})
-    options(p)
-    p.add_argument("--json", action="store_true", help=json_help)
-    p.add_argument("--allow-failures", action="store_true", help=allow)
-    p.set_defaults(func=lambda args: finish(args, score(args)))
-    return p
-
-
-def finish(args: argparse.Namespace, scored: Scored) -> int:
-    """Print the summary (or its JSON), then raise the failure: every score verb's exit status (0, 2 or 3)."""
-    if not args.json:
-        sys.stdout.write(scored.text)
-    else:
-        print(scored.doc if isinstance(scored.doc, str) else json.dumps(scored.doc, ensure_ascii=False, indent=1,
-                                                                        default=str))
-    if isinstance(scored.failure, UsageError):  # found once the summary was printed: said as `main` says it
-        print(f"emocaustics: error: {scored.failure}", file=sys.stderr)
-        return scored.failure.exit_code
-    if scored.failure is not None and not args.allow_failures:
-        raise scored.failure
-    return 0
-
-
-def listed(ids: list[Any], shown: int = 10) -> str:
-    """The first `shown` of `ids`, `...` when there are more: how every score verb names the samples it lists."""
-    return ", ".join(map(str, ids[:shown])) + (" ..." if len(ids) > shown else "")
 
 
 def register_generic(score_subparsers: Any, names: list[str]) -> None:

@@ -9,21 +9,19 @@ intervals as error bars, the task's own sections, the significance matrices and 
 from __future__ import annotations
 
 import html
-import re
 from pathlib import Path
 
 import polars as pl
 
 from emocaustics.core.task import get_task
 from emocaustics.report.columns import cluster_note, components_by_task, legend, main_table, option_columns
-from emocaustics.report.tables import DECIMALS, Tables, failures, run_title
+from emocaustics.core.htmltable import table
+from emocaustics.report.tables import Tables, failures, run_title
 from emocaustics.report.viewlinks import EXPORT
 from emocaustics.scoring.reducers import table_rows
 
 # Component tables are cut into chunks of this many metric columns so that each fits the page.
 COMPONENTS_PER_TABLE = 6
-# Text columns kept on one line (an interval "[0.1000, 0.3000]" reads badly on two).
-NOWRAP = frozenset({"ci"})
 
 _CSS = """
 body{font-family:system-ui,-apple-system,"Noto Sans CJK SC",sans-serif;margin:2rem;color:#222;max-width:1200px}
@@ -37,33 +35,6 @@ svg{max-width:100%;height:auto}
 dl.legend{font-size:.85rem;display:grid;grid-template-columns:max-content 1fr;gap:.2rem 1rem;max-width:100%}
 dl.legend dt{font-family:ui-monospace,monospace;overflow-wrap:anywhere}dl.legend dd{margin:0}
 """
-
-
-def breakable(text: str) -> str:
-    """Escaped text that may wrap after `_`, `-`, `=`, `:` and `/` (config labels and column names are long words
-    made of parts: they wrap between the parts, never inside one)."""
-    return re.sub(r"([_\-=:/])", r"\1<wbr>", html.escape(text))
-
-
-def table(df: pl.DataFrame, row_class: str | None = None, table_id: str | None = None) -> str:
-    head = "".join(f"<th>{breakable(c)}</th>" for c in df.columns if c != row_class)
-    rows = []
-    for row in df.iter_rows(named=True):
-        cls = f' class="{html.escape(str(row[row_class]))}"' if row_class else ""
-        cells = []
-        for col, value in row.items():
-            if col == row_class:
-                continue
-            if isinstance(value, float):
-                cells.append(f"<td>{value:.{DECIMALS.get(col, 4)}f}</td>")
-            elif isinstance(value, int) and not isinstance(value, bool):
-                cells.append(f"<td>{value}</td>")
-            else:
-                cls_td = "t n" if col in NOWRAP else "t"
-                cells.append(f'<td class="{cls_td}">{breakable("" if value is None else str(value))}</td>')
-        rows.append(f"<tr{cls}>{''.join(cells)}</tr>")
-    ident = f' id="{html.escape(table_id)}"' if table_id else ""
-    return f"<table{ident}><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 
 
 def _bar_chart(summary: pl.DataFrame, task: str) -> str:
@@ -109,12 +80,15 @@ def _bar_chart(summary: pl.DataFrame, task: str) -> str:
 
 
 def summary_section(summary: pl.DataFrame) -> list[str]:
-    """The main table, each task's component tables and the legend of every column shown."""
+    """The main table, each task's component tables and the legend of every column shown: what they show first
+    (report/columns.py), then drawn."""
     main = main_table(summary, drop_same_micro=True)
-    parts = [f"<div id='summary'>{table(main, row_class='kind' if 'kind' in main.columns else None)}</div>"]
-    if note := cluster_note(summary):  # what the intervals resampled: each task's cluster unit
-        parts.append(f"<p class='note' id='clusters'>{html.escape(note)}</p>")
+    note = cluster_note(summary)  # what the intervals resampled: each task's cluster unit
     comps = components_by_task(summary)
+    items = legend([c for c in main.columns if c != "kind"] + ["kind"], comps, option_columns(summary))
+    parts = [f"<div id='summary'>{table(main, row_class='kind' if 'kind' in main.columns else None)}</div>"]
+    if note:
+        parts.append(f"<p class='note' id='clusters'>{html.escape(note)}</p>")
     if comps:
         parts.append("<h2>Components</h2><div id='components'>")
         for task, cols in comps.items():
@@ -124,7 +98,6 @@ def summary_section(summary: pl.DataFrame) -> list[str]:
                 chunk = cols[start:start + COMPONENTS_PER_TABLE]
                 parts.append(table(rows.select("kind", "run", *chunk), row_class="kind"))
         parts.append("</div>")
-    items = legend([c for c in main.columns if c != "kind"] + ["kind"], comps, option_columns(summary))
     body = "".join(f"<dt>{html.escape(c)}</dt><dd>{html.escape(text)}</dd>" for c, text in items)
     parts.append(f"<h2>Columns</h2><dl class='legend' id='legend'>{body}</dl>")
     return parts

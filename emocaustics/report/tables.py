@@ -13,6 +13,7 @@ from pathlib import Path
 
 import polars as pl
 
+from emocaustics.core.htmltable import DECIMALS
 from emocaustics.scoring.headline import HEADLINE, scored_rows
 from emocaustics.scoring.reducers import epoch_rows, epoch_spread, table_rows
 
@@ -167,11 +168,6 @@ def in_holm_family(pairs: pl.DataFrame, kinds: dict[str, str]) -> list[bool]:
 
 def failures(scores: pl.DataFrame) -> pl.DataFrame:
     return scores.filter(pl.col("failed")).select("run", "sample_id", "reason").sort("run", "sample_id")
-
-
-# Decimal places of float columns that four (a score's) would overstate: seconds on a wall clock ("18.8", not
-# "18.8000"). Used by every table the report writes (Markdown, HTML).
-DECIMALS = {"wall_s": 1}
 
 
 def to_markdown(df: pl.DataFrame, floats: int = 4) -> str:

@@ -129,6 +129,19 @@ def folder_of(module: str) -> str:
     return ".".join(parts[:3] if len(parts) > 2 and parts[1] == "tasks" else parts[:2])
 
 
+# A task is a plug-in below the layers that run and draw it: its modules (its own score verbs and report sections
+# too) import the core's parts, never the command line, the API, the runner, the report, the workbench or the exports
+# (their skeleton and drawing are `core/clihelp.py` and `core/htmltable.py`).
+ABOVE_TASKS = ("cli", "api", "jobs", "report", "ui", "exports")
+
+
+def test_tasks_import_nothing_above_them():
+    found = sorted(f"{module} -> {name}" for module, imported in graph().items()
+                   if module.startswith("emocaustics.tasks.") for name in imported
+                   if name.split(".")[1] in ABOVE_TASKS)
+    assert not found, "task modules importing a layer above the tasks:\n" + "\n".join(found)
+
+
 def test_no_folder_circles():
     edges: dict[str, set[str]] = {}
     for module, imported in graph().items():

@@ -11,7 +11,7 @@ from emocaustics.cli.data import sources_for
 from emocaustics.core.errors import UsageError, shorten
 from emocaustics.core.task import Sample, get_task
 from emocaustics.jobs.spec import SelectSpec
-from emocaustics.report.html import table
+from emocaustics.core.htmltable import table
 from emocaustics.report.tables import SCORE_COLUMNS, write_tables
 
 

@@ -1,4 +1,4 @@
-"""Every `score TASK` verb is built on the one skeleton (`cli.score.verb`): the same four options, and its handler
+"""Every `score TASK` verb is built on the one skeleton (`core.clihelp.verb`): the same four options, and its handler
 prints, then ends as `finish` says (status 0, 2 or 3), whatever the task."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import argparse
 import pytest
 
 from emocaustics.cli import build_parser
-from emocaustics.cli.score import Scored, finish
+from emocaustics.core.clihelp import Scored, finish
 from emocaustics.core.errors import SamplesFailed, UsageError
 
 

@@ -16,7 +16,7 @@ import argparse
 import json
 from typing import TYPE_CHECKING
 
-from emocaustics.cli.score import Scored, listed, verb
+from emocaustics.core.clihelp import Scored, listed, verb
 
 if TYPE_CHECKING:
     from emocaustics.tasks.aer.scoring import Submission

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from emocaustics.report.html import table
+from emocaustics.core.htmltable import table
 from emocaustics.scoring.headline import failures_count_zero
 
 TOPIC = "aer_topic"

@@ -11,7 +11,7 @@ import html
 import numpy as np
 import polars as pl
 
-from emocaustics.report.html import table
+from emocaustics.core.htmltable import table
 from emocaustics.tasks.dialoguejudge.across import families
 
 UNRELIABLE = "unreliable (failed QC)"

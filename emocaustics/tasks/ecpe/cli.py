@@ -34,7 +34,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from emocaustics.cli.score import Scored, listed, verb
+from emocaustics.core.clihelp import Scored, listed, verb
 from emocaustics.core.errors import UsageError
 
 

@@ -15,7 +15,7 @@ import math
 
 import polars as pl
 
-from emocaustics.report.html import table
+from emocaustics.core.htmltable import table
 from emocaustics.stats.matrix import figure, svg
 from emocaustics.tasks.ecpe import official as O
 from emocaustics.tasks.ecpe.scoring import count_columns, figures_from_sums

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from emocaustics.report.html import table
+from emocaustics.core.htmltable import table
 from emocaustics.stats.matrix import figure, svg
 
 # Dialogues with at least this many utterances count as "long" (the paper's long-20 are all over 100 turns).

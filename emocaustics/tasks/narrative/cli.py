@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from emocaustics.cli.score import Scored, verb
+from emocaustics.core.clihelp import Scored, verb
 from emocaustics.core.errors import UsageError
 
 

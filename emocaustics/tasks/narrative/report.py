@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from emocaustics.report.html import table
+from emocaustics.core.htmltable import table
 from emocaustics.tasks.narrative.aggregate import PRF_COUNTS, PRF_UNIT, prf_columns, prf_from_counts
 
 NOTE = ("Micro precision, recall and F1: each component's counts pooled over the config's stories (a failed story's "

@@ -20,7 +20,7 @@ import argparse
 import sys
 from typing import Any
 
-from emocaustics.cli.score import Scored, listed, verb
+from emocaustics.core.clihelp import Scored, listed, verb
 from emocaustics.core.clihelp import DefaultsFormatter
 from emocaustics.core.errors import SamplesFailed, UsageError
 from emocaustics.scoring.fanout import wants_ray
