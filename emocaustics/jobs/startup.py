@@ -37,14 +37,14 @@ class Started:
 def start_job(resolved: Resolved, checked: Checked, claimed: rundir.Claim, address: str | None,
               retry_limits: bool) -> Started:
     """The start phase, after every pre-flight check passed (`checked`: the samples, prices and cache it found):
-    run.json and config.yaml (`rundir.start`), the ledger (`max_cost_usd`, spent against the endpoints' prices:
-    models/budget.py), the job's Ray settings (joined when first needed: `models.factory.join_ray`), the embedder, the
-    eval log, the local engines, then each config's folder and provenance (and a resume's line of what it skips)."""
+    run.json and config.yaml (`rundir.start`), the job's Ray settings (joined when first needed:
+    `models.factory.join_ray`), the eval log, the local engines with the embedder loading beside them
+    (`start_models`), the ledger (`max_cost_usd`, spent against the endpoints' prices: models/budget.py), then each
+    config's folder and provenance (and a resume's line of what it skips)."""
     from emocaustics.core.cluster import configure
     from emocaustics.evallog.writer import EvalLog
     from emocaustics.jobs.epochs import resume_line
     from emocaustics.models.budget import activate
-    from emocaustics.models.embedders import make_embedder
 
     job, configs, run_dir = resolved.job, resolved.configs, claimed.run_dir
     loaded, cache_dir = checked.loaded, checked.cache
@@ -57,14 +57,13 @@ def start_job(resolved: Resolved, checked: Checked, claimed: rundir.Claim, addre
     # EmoCaustics or narrative inputs), on the cluster named if one is; a job against endpoints never starts Ray.
     configure(address=address, num_cpus=job.ray.num_cpus, object_store_memory=job.ray.object_store_memory,
               namespace=job.ray.namespace)
-    activate(job.max_cost_usd, checked.prices)
-    embedder = make_embedder(job.scoring.embedder)  # loaded once, shared by every config's scoring
+    print(f"response cache: {cache_dir.describe() if cache_dir is not None else 'off'}", flush=True)
+    evallog = EvalLog(run_dir, prompts=job.log.prompts)  # every call of every sample: `emocaustics view RUN_DIR`
+    embedder, startup = start_models(resolved)
+    activate(job.max_cost_usd, checked.prices)  # the ledger, before any call is asked
     # the judge parsed with the job (one that does not parse stopped the pre-flight)
     ctx = ScoreContext(embedder=embedder, embedder_spec=job.scoring.embedder, judge=resolved.judge,
                        scoring=job.scoring.task_options, use_ray=True, cache=cache_dir)
-    print(f"response cache: {cache_dir.describe() if cache_dir is not None else 'off'}", flush=True)
-    evallog = EvalLog(run_dir, prompts=job.log.prompts)  # every call of every sample: `emocaustics view RUN_DIR`
-    startup = start_models(resolved, embedder)
     (run_dir / "startup.json").write_text(json.dumps(startup, indent=1), encoding="utf-8")
     defects: list[dict[str, Any]] = []
     seen_tasks: set[str] = set()
@@ -103,12 +102,15 @@ def finish_startup(started: Started, claimed: rundir.Claim) -> None:
         print(f"embedder {started.ctx.embedder_spec}: loaded in {startup['embedder']} s, beside the start", flush=True)
 
 
-def start_models(resolved: Resolved, embedder: Any) -> dict[str, Any]:
-    """Start (or attach to) the engines of the job's local models (`smoke`, `vllm:`) before the first config; the
-    embedder loads in the background, once an engine of the job's own starts or the first LLM call has gone out."""
+def start_models(resolved: Resolved) -> tuple[Any, dict[str, Any]]:
+    """The job's embedder (made once, shared by every config's scoring) and the start-up figures: the engines of the
+    job's local models (`smoke`, `vllm:`) started (or attached to) before the first config, the embedder loading in
+    the background once an engine of the job's own starts or the first LLM call has gone out."""
+    from emocaustics.models.embedders import make_embedder
     from emocaustics.models.pool import _pickle_by_value_if_local
     from emocaustics.models.services import start_job_model
 
+    embedder = make_embedder(resolved.job.scoring.embedder)
     local = {c.model: c.llm for c in resolved.configs if c.llm is not None and not c.llm.remote}  # engines here
     startup: dict[str, Any] = {"models": {}, "embedder": None}
     load = getattr(embedder, "_load", None)
@@ -134,7 +136,7 @@ def start_models(resolved: Resolved, embedder: Any) -> dict[str, Any]:
     for c in resolved.configs:  # the replicas run these configs' solvers: a task whose module is no installed
         if c.model in local:  # package's (a test's, a script's) travels to them by value (models/pool.py)
             _pickle_by_value_if_local(type(c.task))
-    return startup
+    return embedder, startup
 
 
 def _load_in_background(load: Callable[[], Any], startup: dict[str, Any],

@@ -43,6 +43,7 @@ def _job() -> JobSpec:
 
 def _start(monkeypatch, attached: bool, pool: FakePool) -> tuple[RecordingEmbedder, dict, float]:
     """start_models with a stand-in model start: attached (no engine starts) or starting one of the job's own."""
+    import emocaustics.models.embedders as embedders
     import emocaustics.models.services as services
 
     def start_job_model(spec, label, keep_alive, report, starting=None):
@@ -53,8 +54,10 @@ def _start(monkeypatch, attached: bool, pool: FakePool) -> tuple[RecordingEmbedd
 
     monkeypatch.setattr(services, "start_job_model", start_job_model)
     embedder = RecordingEmbedder()
+    monkeypatch.setattr(embedders, "make_embedder", lambda spec: embedder)  # the job's embedder, made where it loads
     t0 = time.monotonic()
-    got = startup.start_models(resolve(_job(), Path("/tmp/unused")), embedder)
+    made, got = startup.start_models(resolve(_job(), Path("/tmp/unused")))
+    assert made is embedder
     return embedder, got, t0
 
 
