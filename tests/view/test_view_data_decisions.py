@@ -29,7 +29,7 @@ import pytest
 from emocaustics.core.errors import UsageError
 from emocaustics.evallog.read import NOT_SOLVED, RunLog
 from emocaustics.evallog.tables import ATTEMPT_SCHEMA, SAMPLE_SCHEMA
-from emocaustics.view.data import Documents, ViewData, generic_sections, natural, script, task_sections
+from emocaustics.view.data import Documents, ViewData, addresses, generic_sections, natural, script, task_sections
 
 RUN = Path("/runs/job/20260101-000000")
 TEXTS = {"h-in10": "dialogue ten", "h-gold10": "gold ten", "h-gold2": "gold two", "h-long": "x" * 5000}
@@ -254,9 +254,9 @@ def test_a_sample_page_is_the_logs_sample_at_its_sorted_position_with_its_tasks_
     assert got["sections"] == generic_sections(got)
 
 
-def test_the_viewers_counts_of_a_hand_written_run_folder_match_its_samples(tmp_path):
-    """A finished config `done` (3 samples, s2 failed, scored 1, 0, 0.5) and one the run was killed in, `cut` (3
-    planned, only s1 tried): the viewer counts cut's two untried samples as failed, and has no score for it."""
+def hand_written_run(tmp_path: Path, inputs: list | None = None) -> Path:
+    """A run folder in the real layout, written by hand: a finished config `done` (3 samples, s2 failed) and one the
+    run was killed in, `cut` (3 planned, only s1 tried)."""
     run = tmp_path / "job" / "20260101-000000"
     for label, samples in (("done", ["s1", "s2", "s10"]), ("cut", ["s1", "s2", "s3"])):
         (run / "predictions" / label).mkdir(parents=True)
@@ -264,12 +264,19 @@ def test_the_viewers_counts_of_a_hand_written_run_folder_match_its_samples(tmp_p
             {"task": "t-plain", "model": "m1", "options": {"method": label}, "samples": {s: "f" for s in samples}}))
     for sub in ("samples", "attempts", "texts"):
         (run / "evallog" / sub).mkdir(parents=True)
-    pl.DataFrame({"sample_id": ["s10", "s2", "s1"], "input": [None] * 3, "target": [None] * 3,
+    pl.DataFrame({"sample_id": ["s10", "s2", "s1"], "input": inputs or [None] * 3, "target": [None] * 3,
                   "prediction": ["1", None, "1"], "status": ["ok", "failed", "ok"],
                   "reason": [None, "predict: no answer", None]},
                  schema=SAMPLE_SCHEMA).write_parquet(run / "evallog" / "samples" / "done.parquet")
     pl.DataFrame([{"sample_id": "s1", "attempt": "a1", "finished": 1.0, "ok": True, "calls": 1}],
                  schema=ATTEMPT_SCHEMA).write_parquet(run / "evallog" / "attempts" / "cut.parquet")
+    return run
+
+
+def test_the_viewers_counts_of_a_hand_written_run_folder_match_its_samples(tmp_path):
+    """`done` scored 1, 0, 0.5; `cut` killed: the viewer counts cut's two untried samples as failed, and has no score
+    for it."""
+    run = hand_written_run(tmp_path)
     pl.DataFrame({"run": ["done"] * 3, "task": ["t-plain"] * 3, "sample_id": ["s1", "s2", "s10"],
                   "score": [1.0, 0.0, 0.5], "failed": [False, True, False],
                   "c_acc": [1.0, 0.0, 1.0]}).write_parquet(run / "scores.parquet")
@@ -283,6 +290,27 @@ def test_the_viewers_counts_of_a_hand_written_run_folder_match_its_samples(tmp_p
         ("s1", "ok", None), ("s2", "missing", NOT_SOLVED), ("s3", "missing", NOT_SOLVED)]
     assert view.table(1)["metrics"] == ["calls", "score", "c_acc"]
     assert view.paths() == ["index", "c/0", "s/0/0", "s/0/1", "s/0/2", "c/1", "s/1/0", "s/1/1", "s/1/2"]
+
+
+def test_the_links_are_the_viewers_numbers_without_its_search_text(tmp_path, monkeypatch):
+    """report.html's links are the viewer's own numbers (`view.data.addresses`): configs in the log's order, samples
+    in natural id order, as `ViewData` numbers its lists and pages, learned without building those lists (each
+    sample's search text: its input, gold and prediction read back from the log's texts)."""
+    run = tmp_path / "job" / "20260101-000000"
+    assert addresses(run) == ({}, {})  # no eval log: no links
+    run = hand_written_run(tmp_path, inputs=["h1", "h2", "h3"])
+    view = ViewData(RunLog(run))
+    numbers = ({label: i for i, label in enumerate(view.labels)},
+               {(view.table(i)["label"], r["sample_id"]): (i, j) for i in range(view.count())
+                for j, r in enumerate(view.table(i)["rows"])})
+
+    def read_back(*args):
+        raise AssertionError("the links read the samples' texts back")
+
+    monkeypatch.setattr(RunLog, "text", read_back)
+    assert addresses(run) == numbers == ({"cut": 0, "done": 1}, {
+        ("cut", "s1"): (0, 0), ("cut", "s2"): (0, 1), ("cut", "s3"): (0, 2),
+        ("done", "s1"): (1, 0), ("done", "s2"): (1, 1), ("done", "s10"): (1, 2)})
 
 
 # -- a sample's sections -----------------------------------------------------------------------------------------
