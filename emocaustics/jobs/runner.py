@@ -93,20 +93,19 @@ def run_job(job: JobSpec, *, out: str | None = None, resume: bool = False, force
     configs = resolved.configs
     marks["data_start"] = time.time()
     checks = checked(resolved, network=check)
-    loaded = checks.loaded
     marks["data_loaded"] = marks["llm_start"] = time.time()
     started = start_job(resolved, checks, claimed, ray_address or job.ray.address or os.environ.get("RAY_ADDRESS"),
                         retry_limits)
     marks["llm_ready"] = marks["first_submitted"] = time.time()
     with _named(f"job {job.name}", job_file, run_dir):  # every model config on one plan: their prepared samples
-        solved = solve_together(job, configs, loaded, started.ctx, started.evallog.config,
+        solved = solve_together(job, configs, checks.loaded, started.ctx, started.evallog.config,
                                 lambda label: rundir.WallClock(claimed, label), retry_limits)
     marks["extract_done"] = time.time()
     if job.no_score:  # `eval --no-score`: the predictions, written as each sample ended; no scores, tables, report
         claimed.record.update(solved_counts(solved))
         said = f"predictions: {run_dir / 'predictions'} (not scored: --no-score)"
     else:
-        results = {cfg.label: score_config(cfg, loaded[cfg.label], solved.pop(cfg.label, None), started,
+        results = {cfg.label: score_config(cfg, checks.loaded[cfg.label], solved.pop(cfg.label, None), started,
                                            rundir.WallClock(claimed, cfg.label))
                    for cfg in resolved.run_order}  # the job's tables keep the job's order of configs
         report = write_results(run_dir, [results[cfg.label] for cfg in configs], started.defects, claimed)

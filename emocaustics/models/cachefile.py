@@ -41,7 +41,8 @@ def open_store(path: Path, schema: str, *first: str) -> sqlite3.Connection:
 
 
 def open_file(path: Path) -> sqlite3.Connection:
-    """The cache file (`open_store`), made so that evicted pages can be given back, migrated (`_add_lru_columns`)."""
+    """A connection to the cache file (`open_store`), made so that evicted pages can be given back, and migrated
+    (`_add_lru_columns`) when needed."""
     db = open_store(path, SCHEMA, "PRAGMA auto_vacuum=INCREMENTAL")
     if not {"used", "size"} <= {row[1] for row in db.execute("PRAGMA table_info(responses)")}:
         _add_lru_columns(db, path)

@@ -298,8 +298,9 @@ def shots_split(split: str, shots_from: str | None) -> str:
 
 
 def pick_shots(pool: SplitData, topic_id: int, k: int, seed: int, split: str) -> list[dict[str, Any]]:
-    """k solved examples of `pool` (another split than `split`: `AerTask.load` checks it) outside topic `topic_id`, by a
-    draw seeded with (seed, split, topic); none when it has none (`context.prepare_samples` says so)."""
+    """k solved examples of `pool` (another split than `split`: `AerTask.load` checks it) outside topic `topic_id`,
+    by a draw seeded with (seed, split, topic); none when `pool` has no solved question outside it
+    (`context.prepare_samples` says so)."""
     cands = [q for q in pool.questions if q.gold and q.topic_id != topic_id]
     rng = random.Random(hashlib.sha256(f"{seed}:{split}:{topic_id}".encode()).digest())
     chosen = sorted(rng.sample(range(len(cands)), min(k, len(cands))))
